@@ -1,0 +1,139 @@
+// The request/response model shared by every protocol (RFC 9110 semantics, no wire format).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace portico::http {
+
+/// Request methods Portico knows by name (RFC 9110 §9). Other tokens are `Method::Other`.
+enum class Method : std::uint8_t { Get, Head, Post, Put, Delete, Connect, Options, Trace, Patch, Other };
+
+/// Bit for `m` in a method mask (`methodBit(Method::Get) | methodBit(Method::Post)`).
+constexpr std::uint32_t methodBit(Method m) { return 1u << static_cast<unsigned>(m); }
+
+/// Method from its token, case-sensitive as RFC 9110 §9.1 requires; unknown tokens give `Method::Other`.
+Method methodFromToken(std::string_view token);
+
+/// Canonical token of a known method ("GET"); "" for `Method::Other`.
+std::string_view methodToken(Method m);
+
+/// Comma-separated list of the methods in `mask`, in enum order ("GET, HEAD, POST"), for `Allow`.
+std::string allowHeaderValue(std::uint32_t mask);
+
+/// Standard reason phrase for `status` (100..599); "Unknown" for unregistered codes.
+std::string_view reasonPhrase(int status);
+
+/// Case-insensitive ASCII comparison, for field names (RFC 9110 §5.1).
+bool iequals(std::string_view a, std::string_view b);
+
+/// One field line. Both views point into the connection's read buffer; value has no surrounding OWS.
+struct Header {
+    std::string_view name;
+    std::string_view value;
+};
+
+/// A parsed request. Every view points into memory owned by the connection and is valid only until
+/// the response to this request has been produced.
+struct Request {
+    Method method = Method::Get;
+    std::string_view methodToken;  ///< as received, e.g. "GET" or "PURGE"
+    std::string_view target;       ///< request-target as received (origin- or absolute-form)
+    std::string_view rawPath;      ///< path part of target, still percent-encoded, no query
+    std::string_view query;        ///< after '?', without it; empty if none
+    std::string_view path;         ///< decoded and dot-normalised path (see http/path.h); what routing sees
+    int versionMajor = 1;
+    int versionMinor = 1;
+    std::span<const Header> headers;   ///< in arrival order, duplicates kept
+    std::span<const Header> trailers;  ///< chunked trailers (RFC 9112 §7.1.2), empty otherwise
+    std::string_view host;         ///< Host field (or authority of an absolute-form target), with port
+    std::string_view scheme = "http";
+    std::string_view body;         ///< complete request body (de-chunked), bounded by limits.max_body_bytes
+    bool keepAlive = true;         ///< after this exchange, may the connection serve another request?
+    std::string_view clientAddress;  ///< peer IP address as text
+
+    /// First field named `name` (case-insensitive), or "" when absent.
+    std::string_view header(std::string_view name) const;
+    /// True if a field named `name` is present.
+    bool hasHeader(std::string_view name) const;
+};
+
+/// An open file shared between a cache entry and the responses that send it. Closes on destruction.
+struct FileHandle {
+    int fd = -1;
+    explicit FileHandle(int f) : fd(f) {}
+    FileHandle(const FileHandle&) = delete;
+    FileHandle& operator=(const FileHandle&) = delete;
+    ~FileHandle();
+};
+
+/// A response under construction. One object lives per connection and is `reset()` between
+/// exchanges, so its buffers keep their capacity: producing a response allocates nothing in steady
+/// state. The connection adds Date, Server, Content-Length / Transfer-Encoding and Connection itself;
+/// handlers must not set those four.
+class Response {
+public:
+    /// What the connection does after the handler returns.
+    enum class Fate : std::uint8_t {
+        Normal,  ///< send the response; keep-alive per the request
+        Close,   ///< send the response, then close the connection
+        Drop,    ///< send nothing and reset the connection (fault injection)
+    };
+    enum class BodyKind : std::uint8_t { None, Owned, Shared, File };
+
+    int status = 200;
+    Fate fate = Fate::Normal;
+    /// Delay before the response is written (mock latency); zero means none. Nanoseconds.
+    std::chrono::nanoseconds delay{0};
+    /// If false the connection omits the Server header for this response.
+    bool serverHeader = true;
+
+    /// Appends a field line. `name` and `value` must not contain CR or LF (asserted).
+    void addHeader(std::string_view name, std::string_view value);
+    /// Removes all fields named `name`, then adds it.
+    void setHeader(std::string_view name, std::string_view value);
+    /// True if a field named `name` was added.
+    bool hasHeader(std::string_view name) const;
+    /// Value of the first field named `name`, or "".
+    std::string_view headerValue(std::string_view name) const;
+    /// Serialised field lines, each "Name: value\r\n".
+    std::string_view fieldBlock() const { return fields_; }
+
+    /// Body copied into the response's own buffer.
+    void setBody(std::string_view bytes);
+    /// Mutable owned body buffer (cleared), for handlers that build a body in place.
+    std::string& ownedBody();
+    /// Body that lives in a shared buffer (e.g. the file cache); `view` must point into `*owner`.
+    void setSharedBody(std::shared_ptr<const void> owner, std::string_view view);
+    /// Body sent from a file: `length` bytes from `offset` (sendfile on cleartext connections).
+    void setFileBody(std::shared_ptr<const FileHandle> file, std::uint64_t offset, std::uint64_t length);
+    /// Drops any body.
+    void clearBody();
+
+    BodyKind bodyKind() const { return bodyKind_; }
+    /// Body bytes for Owned and Shared bodies.
+    std::string_view bodyView() const;
+    /// Body length in bytes for every kind.
+    std::uint64_t bodyLength() const;
+    const std::shared_ptr<const FileHandle>& file() const { return file_; }
+    std::uint64_t fileOffset() const { return fileOffset_; }
+
+    /// Back to a fresh 200 with no fields and no body; keeps buffer capacity.
+    void reset();
+
+private:
+    std::string fields_;
+    std::string owned_;
+    std::shared_ptr<const void> sharedOwner_;
+    std::string_view sharedView_;
+    std::shared_ptr<const FileHandle> file_;
+    std::uint64_t fileOffset_ = 0;
+    std::uint64_t fileLength_ = 0;
+    BodyKind bodyKind_ = BodyKind::None;
+};
+
+}  // namespace portico::http

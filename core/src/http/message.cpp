@@ -1,0 +1,228 @@
+// Method tables, reason phrases and the reusable Response buffer.
+#include <portico/http/message.h>
+
+#include <cassert>
+#include <unistd.h>
+
+namespace portico::http {
+namespace {
+constexpr std::string_view kMethodTokens[] = {"GET",     "HEAD",    "POST",  "PUT", "DELETE",
+                                              "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+}  // namespace
+
+Method methodFromToken(std::string_view token) {
+    for (std::size_t i = 0; i < std::size(kMethodTokens); ++i)
+        if (kMethodTokens[i] == token) return static_cast<Method>(i);
+    return Method::Other;
+}
+
+std::string_view methodToken(Method m) {
+    auto i = static_cast<std::size_t>(m);
+    return i < std::size(kMethodTokens) ? kMethodTokens[i] : std::string_view{};
+}
+
+std::string allowHeaderValue(std::uint32_t mask) {
+    std::string out;
+    for (std::size_t i = 0; i < std::size(kMethodTokens); ++i) {
+        if (!(mask & (1u << i))) continue;
+        if (!out.empty()) out += ", ";
+        out += kMethodTokens[i];
+    }
+    return out;
+}
+
+std::string_view reasonPhrase(int status) {
+    switch (status) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 203: return "Non-Authoritative Information";
+    case 204: return "No Content";
+    case 205: return "Reset Content";
+    case 206: return "Partial Content";
+    case 300: return "Multiple Choices";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 402: return "Payment Required";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 407: return "Proxy Authentication Required";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
+    case 417: return "Expectation Failed";
+    case 418: return "I'm a teapot";
+    case 421: return "Misdirected Request";
+    case 422: return "Unprocessable Content";
+    case 425: return "Too Early";
+    case 426: return "Upgrade Required";
+    case 428: return "Precondition Required";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 451: return "Unavailable For Legal Reasons";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+    }
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (lower(a[i]) != lower(b[i])) return false;
+    return true;
+}
+
+std::string_view Request::header(std::string_view name) const {
+    for (const auto& h : headers)
+        if (iequals(h.name, name)) return h.value;
+    return {};
+}
+
+bool Request::hasHeader(std::string_view name) const {
+    for (const auto& h : headers)
+        if (iequals(h.name, name)) return true;
+    return false;
+}
+
+FileHandle::~FileHandle() {
+    if (fd >= 0) ::close(fd);
+}
+
+void Response::addHeader(std::string_view name, std::string_view value) {
+    assert(name.find_first_of("\r\n") == std::string_view::npos);
+    assert(value.find_first_of("\r\n") == std::string_view::npos);
+    fields_.append(name);
+    fields_.append(": ");
+    fields_.append(value);
+    fields_.append("\r\n");
+}
+
+void Response::setHeader(std::string_view name, std::string_view value) {
+    // Remove every existing line whose name matches, then append.
+    std::size_t pos = 0;
+    while (pos < fields_.size()) {
+        std::size_t eol = fields_.find("\r\n", pos);
+        std::size_t colon = fields_.find(':', pos);
+        if (colon < eol && iequals(std::string_view(fields_).substr(pos, colon - pos), name))
+            fields_.erase(pos, eol + 2 - pos);
+        else
+            pos = eol + 2;
+    }
+    addHeader(name, value);
+}
+
+std::string_view Response::headerValue(std::string_view name) const {
+    std::string_view f = fields_;
+    std::size_t pos = 0;
+    while (pos < f.size()) {
+        std::size_t eol = f.find("\r\n", pos);
+        std::size_t colon = f.find(':', pos);
+        if (colon < eol && iequals(f.substr(pos, colon - pos), name)) {
+            std::size_t v = colon + 1;
+            while (v < eol && f[v] == ' ') ++v;
+            return f.substr(v, eol - v);
+        }
+        pos = eol + 2;
+    }
+    return {};
+}
+
+bool Response::hasHeader(std::string_view name) const {
+    std::string_view f = fields_;
+    std::size_t pos = 0;
+    while (pos < f.size()) {
+        std::size_t eol = f.find("\r\n", pos);
+        std::size_t colon = f.find(':', pos);
+        if (colon < eol && iequals(f.substr(pos, colon - pos), name)) return true;
+        pos = eol + 2;
+    }
+    return false;
+}
+
+void Response::setBody(std::string_view bytes) {
+    clearBody();
+    owned_.assign(bytes);
+    bodyKind_ = BodyKind::Owned;
+}
+
+std::string& Response::ownedBody() {
+    clearBody();
+    bodyKind_ = BodyKind::Owned;
+    return owned_;
+}
+
+void Response::setSharedBody(std::shared_ptr<const void> owner, std::string_view view) {
+    clearBody();
+    sharedOwner_ = std::move(owner);
+    sharedView_ = view;
+    bodyKind_ = BodyKind::Shared;
+}
+
+void Response::setFileBody(std::shared_ptr<const FileHandle> file, std::uint64_t offset,
+                           std::uint64_t length) {
+    clearBody();
+    file_ = std::move(file);
+    fileOffset_ = offset;
+    fileLength_ = length;
+    bodyKind_ = BodyKind::File;
+}
+
+void Response::clearBody() {
+    owned_.clear();
+    sharedOwner_.reset();
+    sharedView_ = {};
+    file_.reset();
+    fileOffset_ = fileLength_ = 0;
+    bodyKind_ = BodyKind::None;
+}
+
+std::string_view Response::bodyView() const {
+    switch (bodyKind_) {
+    case BodyKind::Owned: return owned_;
+    case BodyKind::Shared: return sharedView_;
+    default: return {};
+    }
+}
+
+std::uint64_t Response::bodyLength() const {
+    switch (bodyKind_) {
+    case BodyKind::Owned: return owned_.size();
+    case BodyKind::Shared: return sharedView_.size();
+    case BodyKind::File: return fileLength_;
+    default: return 0;
+    }
+}
+
+void Response::reset() {
+    status = 200;
+    fate = Fate::Normal;
+    delay = std::chrono::nanoseconds{0};
+    serverHeader = true;
+    fields_.clear();
+    clearBody();
+}
+
+}  // namespace portico::http

@@ -1,0 +1,143 @@
+// Implementation of the test helpers (QProcess for children, POSIX sockets for raw exchanges).
+#include "test_support.h"
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QThread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace portico::test {
+
+QString sourceDir() { return QStringLiteral(PORTICO_SOURCE_DIR); }
+QString porticoBinary() { return QStringLiteral(PORTICO_BINARY); }
+QString sharedDir() { return QStringLiteral(PORTICO_SHARED_DIR); }
+QString debianPython() { return QStringLiteral("/usr/bin/python3"); }
+
+ProcessResult runProcess(const QString& program, const QStringList& args, const QByteArray& input,
+                         int timeoutMs) {
+    ProcessResult r;
+    QProcess p;
+    p.start(program, args);
+    if (!p.waitForStarted(10000)) {
+        r.err = "failed to start " + program.toUtf8();
+        return r;
+    }
+    if (!input.isEmpty()) p.write(input);
+    p.closeWriteChannel();
+    if (!p.waitForFinished(timeoutMs)) {
+        r.timedOut = true;
+        p.kill();
+        p.waitForFinished(5000);
+    }
+    r.out = p.readAllStandardOutput();
+    r.err = p.readAllStandardError();
+    if (!r.timedOut && p.exitStatus() == QProcess::NormalExit) r.exitCode = p.exitCode();
+    return r;
+}
+
+struct ServerProcess::Impl {
+    QProcess proc;
+    QByteArray out;
+};
+
+ServerProcess::ServerProcess(const QStringList& args) : d_(std::make_unique<Impl>()) {
+    QStringList full{QStringLiteral("serve")};
+    full << args;
+    if (!args.contains(QStringLiteral("--config")))
+        full << QStringLiteral("--host") << QStringLiteral("127.0.0.1") << QStringLiteral("--port")
+             << QStringLiteral("0");
+    d_->proc.setProcessChannelMode(QProcess::MergedChannels);
+    d_->proc.start(porticoBinary(), full);
+}
+
+ServerProcess::~ServerProcess() {
+    if (d_->proc.state() != QProcess::NotRunning) {
+        d_->proc.kill();
+        d_->proc.waitForFinished(5000);
+    }
+}
+
+QByteArray ServerProcess::output() {
+    d_->out += d_->proc.readAll();
+    return d_->out;
+}
+
+qint64 ServerProcess::pid() const { return d_->proc.processId(); }
+
+bool ServerProcess::waitReady(int timeoutMs) {
+    static const QRegularExpression re(QStringLiteral("Listening on http://[^ ]*:(\\d+)/"));
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < timeoutMs) {
+        auto m = re.match(QString::fromUtf8(output()));
+        if (m.hasMatch()) {
+            port_ = static_cast<std::uint16_t>(m.captured(1).toUInt());
+            return port_ != 0;
+        }
+        if (d_->proc.state() == QProcess::NotRunning) return false;
+        d_->proc.waitForReadyRead(100);
+    }
+    return false;
+}
+
+QString ServerProcess::baseUrl() const { return QStringLiteral("http://127.0.0.1:%1").arg(port_); }
+
+int ServerProcess::terminate(int timeoutMs) {
+    if (d_->proc.state() == QProcess::NotRunning) return d_->proc.exitCode();
+    ::kill(static_cast<pid_t>(d_->proc.processId()), SIGTERM);
+    if (!d_->proc.waitForFinished(timeoutMs)) return -1;
+    output();
+    return d_->proc.exitStatus() == QProcess::NormalExit ? d_->proc.exitCode() : -1;
+}
+
+RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs) {
+    RawReply reply;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(fd);
+        reply.closedByServer = true;
+        return reply;
+    }
+    qsizetype sent = 0;
+    while (sent < request.size()) {
+        ssize_t n = ::send(fd, request.constData() + sent, request.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        sent += n;
+    }
+    char buf[65536];
+    for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        int r = ::poll(&p, 1, idleMs);
+        if (r <= 0) break;  // idle: connection still open
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) {
+            reply.closedByServer = true;
+            break;
+        }
+        reply.bytes.append(buf, n);
+    }
+    ::close(fd);
+    return reply;
+}
+
+QList<int> statusCodes(const QByteArray& bytes) {
+    QList<int> codes;
+    static const QRegularExpression re(QStringLiteral("(?:^|\\n)HTTP/1\\.[01] (\\d{3}) "));
+    auto it = re.globalMatch(QString::fromLatin1(bytes));
+    while (it.hasNext()) codes << it.next().captured(1).toInt();
+    return codes;
+}
+
+}  // namespace portico::test

@@ -1,0 +1,67 @@
+// Shared helpers for the Qt Test suites: child processes, a `portico serve` runner, raw sockets.
+#pragma once
+
+#include <QByteArray>
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <memory>
+
+namespace portico::test {
+
+/// Source tree root, the built `portico` binary and ../shared (see tests/CMakeLists.txt).
+QString sourceDir();
+QString porticoBinary();
+QString sharedDir();
+/// Debian's python with python3-h2 / websockets ("/usr/bin/python3").
+QString debianPython();
+
+struct ProcessResult {
+    int exitCode = -1;       ///< -1 if it crashed or timed out
+    bool timedOut = false;
+    QByteArray out;
+    QByteArray err;
+};
+
+/// Runs `program args` to completion (at most `timeoutMs`), feeding `input` on stdin.
+ProcessResult runProcess(const QString& program, const QStringList& args, const QByteArray& input = {},
+                         int timeoutMs = 30000);
+
+/// A `portico serve` child bound to 127.0.0.1 port 0. The port is read from the
+/// "Listening on http://HOST:PORT/" line it prints. Killed (SIGTERM, then SIGKILL) on destruction.
+class ServerProcess {
+public:
+    /// Starts `portico serve <args...> --host 127.0.0.1 --port 0` (unless args already contain
+    /// --config, in which case the listener comes from the file and the file should use port 0).
+    explicit ServerProcess(const QStringList& args);
+    ~ServerProcess();
+    /// Waits for the listening line; false (with diagnostics in `output()`) on failure.
+    bool waitReady(int timeoutMs = 10000);
+    std::uint16_t port() const { return port_; }
+    QString baseUrl() const;  ///< "http://127.0.0.1:PORT"
+    /// Sends SIGTERM and waits for exit; returns the exit code (-1 on timeout/crash).
+    int terminate(int timeoutMs = 10000);
+    QByteArray output();  ///< everything printed so far (stdout + stderr)
+    qint64 pid() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d_;
+    std::uint16_t port_ = 0;
+};
+
+/// Outcome of a raw exchange.
+struct RawReply {
+    QByteArray bytes;          ///< everything the server sent
+    bool closedByServer = false;  ///< the server closed (FIN) or reset within the wait
+};
+
+/// Connects to 127.0.0.1:port, sends `request`, then reads until the server closes or no byte
+/// arrived for `idleMs`. Keeps our write side open (so we can see whether the server closes).
+RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs = 1500);
+
+/// Number of HTTP/1.x status lines ("HTTP/1.1 NNN") at line starts in `bytes`, and the codes.
+QList<int> statusCodes(const QByteArray& bytes);
+
+}  // namespace portico::test
