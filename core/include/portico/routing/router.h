@@ -34,7 +34,11 @@ struct RouteResult {
     std::uint32_t allow = 0;  ///< http::methodBit mask (HEAD included whenever GET is)
 
     /// Value of parameter `name`, or "" when absent.
-    std::string_view param(std::string_view name) const;
+    std::string_view param(std::string_view name) const {
+        for (std::size_t i = 0; i < paramCount; ++i)
+            if (params[i].name == name) return params[i].value;
+        return {};
+    }
 };
 
 class CompiledVhost;
