@@ -1,3 +1,184 @@
-// Entry point of the `portico` executable (placeholder until the engine lands).
+// The `portico` executable: subcommands `serve`, `version`, `help` over the engine facade.
+#include <portico/config/loader.h>
+#include <portico/engine/engine.h>
+
+#include <CLI/CLI.hpp>
+
+#include <csignal>
 #include <cstdio>
-int main() { std::puts("portico " PORTICO_VERSION); return 0; }
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+
+#include <pthread.h>
+#include <sys/stat.h>
+
+namespace {
+
+using portico::config::Config;
+
+// Exit codes (docs/cli.md): 0 ok, 1 bad config or runtime failure, 2 bad command line.
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+struct ServeOptions {
+    std::string dir;
+    std::string config;
+    std::string host;
+    int port = -1;
+    unsigned workers = 0;
+    bool test = false;
+    bool noReload = false;
+    std::string accessLog;
+};
+
+std::mutex g_outMutex;
+void report(const std::string& line) {
+    std::lock_guard lock(g_outMutex);
+    std::cerr << line << std::endl;
+}
+
+int serve(const ServeOptions& o) {
+    std::shared_ptr<const Config> cfg;
+    bool fromDir = o.config.empty();
+    if (!fromDir) {
+        auto result = portico::config::loadConfigFile(o.config);
+        if (!result.ok()) {
+            for (const auto& e : result.errors) std::cerr << e.toString() << "\n";
+            std::cerr << o.config << ": " << result.errors.size() << " error(s); not started\n";
+            return kExitFailure;
+        }
+        cfg = result.config;
+        if (o.test) {
+            std::cout << o.config << ": ok (" << cfg->vhosts.size() << " vhost(s))\n";
+            return kExitOk;
+        }
+    } else {
+        std::string dir = o.dir.empty() ? "." : o.dir;
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec)) {
+            std::cerr << dir << ": not a directory\n";
+            return kExitFailure;
+        }
+        if (o.test) {
+            std::cout << dir << ": ok\n";
+            return kExitOk;
+        }
+        cfg = portico::config::configForDirectory(std::filesystem::canonical(dir).string(),
+                                                  o.host.empty() ? "127.0.0.1" : o.host,
+                                                  o.port >= 0 ? static_cast<std::uint16_t>(o.port) : 8080);
+    }
+    // Command-line overrides of the file's settings.
+    auto mutableCfg = std::make_shared<Config>(*cfg);
+    if (!fromDir && (o.port >= 0 || !o.host.empty())) {
+        portico::config::Listen l;
+        l.host = o.host.empty() ? "127.0.0.1" : o.host;
+        l.port = o.port >= 0 ? static_cast<std::uint16_t>(o.port) : 8080;
+        mutableCfg->listen = {l};
+    }
+    if (o.workers) mutableCfg->workers = o.workers;
+    if (!o.accessLog.empty()) {
+        mutableCfg->accessLog.format = portico::config::AccessLog::Format::Combined;
+        mutableCfg->accessLog.path = o.accessLog;
+    }
+    cfg = mutableCfg;
+
+    // Signals are taken by this thread only (sigwait), never by the workers.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    portico::engine::Engine engine;
+    std::string error;
+    bool started = engine.start(cfg, error);
+    // Like Vite: `portico serve DIR` without an explicit port moves on when 8080 is taken.
+    for (std::uint16_t p = 8081; !started && fromDir && o.port < 0 && p < 8100; ++p) {
+        auto retry = std::make_shared<Config>(*cfg);
+        retry->listen[0].port = p;
+        cfg = retry;
+        started = engine.start(cfg, error);
+    }
+    if (!started) {
+        std::cerr << "portico: cannot start: " << error << "\n";
+        return kExitFailure;
+    }
+    {
+        std::lock_guard lock(g_outMutex);
+        std::cout << "Portico " << portico::engine::version() << " serving "
+                  << (fromDir ? cfg->vhosts.front().root->root : o.config) << " (" << engine.workerCount()
+                  << (engine.workerCount() == 1 ? " worker" : " workers") << ")\n";
+        for (const auto& ep : engine.endpoints()) std::cout << "Listening on " << ep.url() << "\n";
+        std::cout << "Press Ctrl+C to stop." << std::endl;
+    }
+    if (!fromDir && !o.noReload) engine.watchConfigFile(o.config, report);
+
+    int sig = 0;
+    sigwait(&signals, &sig);
+    report(std::string("portico: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+           ": stopping; finishing in-flight requests");
+    engine.stop();
+    auto c = engine.counters();
+    report("portico: stopped after " + std::to_string(c.requests) + " request(s)");
+    return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Portico: a desktop dev server and traffic inspector"};
+    app.name("portico");
+    app.require_subcommand(0, 1);
+
+    ServeOptions so;
+    auto* serveCmd = app.add_subcommand("serve", "Serve a folder (no config needed) or a config file");
+    serveCmd->add_option("dir", so.dir, "Folder to serve (default: the current folder)");
+    serveCmd->add_option("-c,--config", so.config, "YAML config file (watched and reloaded on change)");
+    serveCmd->add_option("-p,--port", so.port, "Port to listen on (0 = any free port; default 8080)")
+        ->check(CLI::Range(0, 65535));
+    serveCmd->add_option("-H,--host", so.host, "Address to bind (default 127.0.0.1; 0.0.0.0 or :: exposes it)");
+    serveCmd->add_option("-w,--workers", so.workers, "Worker threads (default: one per core)")
+        ->check(CLI::Range(1, 256));
+    serveCmd->add_option("--access-log", so.accessLog, "Write a Combined Log Format access log to FILE (- = stdout)");
+    serveCmd->add_flag("-t,--test", so.test, "Check the config (or folder) and exit: 0 valid, 1 invalid");
+    serveCmd->add_flag("--no-reload", so.noReload, "Do not watch the config file");
+
+    auto* versionCmd = app.add_subcommand("version", "Print the version");
+    std::string helpTopic;
+    auto* helpCmd = app.add_subcommand("help", "Show help for portico or a subcommand");
+    helpCmd->add_option("command", helpTopic, "Subcommand");
+
+    // dir and --config are mutually exclusive.
+    serveCmd->get_option("dir")->excludes(serveCmd->get_option("--config"));
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    }
+
+    if (versionCmd->parsed()) {
+        std::cout << "portico " << portico::engine::version() << "\n";
+        return kExitOk;
+    }
+    if (serveCmd->parsed()) return serve(so);
+    if (helpCmd->parsed()) {
+        if (helpTopic.empty()) {
+            std::cout << app.help();
+            return kExitOk;
+        }
+        for (auto* sub : app.get_subcommands({})) {
+            if (sub->get_name() == helpTopic) {
+                std::cout << sub->help();
+                return kExitOk;
+            }
+        }
+        std::cerr << "portico: no such command: " << helpTopic << "\n";
+        return kExitUsage;
+    }
+    // No subcommand: the GUI will open here (issue 8); until then show what can be done.
+    std::cout << app.help();
+    return kExitOk;
+}

@@ -1,0 +1,77 @@
+// The one facade over the server core: start, publish config snapshots, stop. CLI and GUI use only this.
+#pragma once
+
+#include <portico/config/config.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace portico::engine {
+
+/// A bound listening address (the real port when the config asked for port 0).
+struct Endpoint {
+    std::string host;  ///< as configured ("127.0.0.1", "::1")
+    std::uint16_t port = 0;
+    std::string url() const;  ///< "http://127.0.0.1:8080/" ("http://[::1]:8080/" for IPv6)
+};
+
+/// Totals since start, summed over workers (relaxed counters; exact once the engine is stopped).
+struct Counters {
+    std::uint64_t connectionsAccepted = 0;
+    std::uint64_t connectionsOpen = 0;
+    std::uint64_t requests = 0;
+    std::uint64_t parseErrors = 0;  ///< requests answered 4xx/5xx by the parser (400, 413, 414, 431, 501, 505)
+    std::uint64_t timeouts = 0;     ///< connections closed by a header/body/idle/write timeout
+    std::uint64_t connectionsRefused = 0;  ///< over limits.max_connections_per_worker
+};
+
+class Engine {
+public:
+    Engine();
+    ~Engine();  ///< stops (graceful, bounded by limits.drain_timeout) if still running
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    /// Opens every listener on every worker (SO_REUSEPORT, one socket per worker) and starts the
+    /// worker threads. Returns false with `error` set ("127.0.0.1:80: Permission denied") and
+    /// nothing running if any listener cannot be opened.
+    bool start(std::shared_ptr<const config::Config> config, std::string& error);
+
+    /// Publishes a new snapshot atomically: each request uses the snapshot current when its head was
+    /// parsed, so no exchange is torn and no connection is dropped. Listener changes are applied
+    /// by opening the new listeners before closing the removed ones; if a new listener cannot be
+    /// opened, nothing changes and false is returned with `error`.
+    bool publish(std::shared_ptr<const config::Config> config, std::string& error);
+
+    /// The snapshot in force.
+    std::shared_ptr<const config::Config> config() const;
+
+    /// Graceful stop: stop accepting, close idle connections, let in-flight exchanges finish for at
+    /// most limits.drain_timeout, then close the rest and join the workers. Idempotent.
+    void stop();
+
+    bool running() const;
+    std::vector<Endpoint> endpoints() const;
+    unsigned workerCount() const;
+    Counters counters() const;
+
+    /// Watches `path` (polling its size and mtime every `interval`); on change loads it and
+    /// publishes it if valid. `report` gets one line per event ("reloaded", or each error as
+    /// "file:line:column: path: message" — the old config keeps serving). Runs until stop().
+    void watchConfigFile(const std::string& path, std::function<void(const std::string&)> report,
+                         std::chrono::milliseconds interval = std::chrono::milliseconds(500));
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d_;
+};
+
+/// Library version ("0.1.0").
+const char* version();
+
+}  // namespace portico::engine

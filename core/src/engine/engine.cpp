@@ -1,0 +1,231 @@
+// The engine facade: owns the workers, publishes config snapshots, reloads the config file, drains.
+#include <portico/config/loader.h>
+#include <portico/engine/engine.h>
+
+#include "net/access_log.h"
+#include "net/snapshot.h"
+#include "net/worker.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <sys/stat.h>
+
+namespace portico::engine {
+
+std::string Endpoint::url() const {
+    bool v6 = host.find(':') != std::string::npos;
+    return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/";
+}
+
+const char* version() { return PORTICO_VERSION; }
+
+struct Engine::Impl {
+    struct BoundListener {
+        std::string host;
+        std::uint16_t configuredPort;
+        std::uint16_t port;
+    };
+
+    net::SnapshotSlot slot;
+    std::vector<std::unique_ptr<net::Worker>> workers;
+    std::vector<BoundListener> listeners;
+    std::shared_ptr<net::AccessLogger> log;
+    mutable std::mutex mutex;  // guards listeners, running, publish
+    bool running = false;
+
+    std::thread watcher;
+    std::mutex watchMutex;
+    std::condition_variable watchCv;
+    bool watchStop = false;
+
+    bool openOnAll(const std::string& host, std::uint16_t port, std::uint16_t& bound, std::string& error) {
+        bound = port;
+        std::vector<net::Worker*> opened;
+        for (auto& w : workers) {
+            std::uint16_t got = 0;
+            w->runSync([&] { got = w->openListener(host, bound, error); });
+            if (got == 0) {
+                for (auto* o : opened) o->runSync([&] { o->closeListener(host, bound); });
+                return false;
+            }
+            bound = got;  // port 0: the first worker picks, the others share it via SO_REUSEPORT
+            opened.push_back(w.get());
+        }
+        return true;
+    }
+};
+
+Engine::Engine() : d_(std::make_unique<Impl>()) {}
+
+Engine::~Engine() { stop(); }
+
+bool Engine::start(std::shared_ptr<const config::Config> config, std::string& error) {
+    std::lock_guard lock(d_->mutex);
+    if (d_->running) {
+        error = "already running";
+        return false;
+    }
+    if (config->vhosts.empty()) {
+        error = "the config has no vhost";
+        return false;
+    }
+    if (config->accessLog.format != config::AccessLog::Format::Off) {
+        d_->log = std::make_shared<net::AccessLogger>(config->accessLog.format, config->accessLog.path, error);
+        if (!d_->log->ok()) {
+            d_->log.reset();
+            return false;
+        }
+    }
+    d_->slot.publish(std::make_shared<const net::Snapshot>(config));
+    unsigned n = config->workers ? config->workers : std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i < n; ++i) d_->workers.push_back(std::make_unique<net::Worker>(i, d_->slot, d_->log));
+    for (const auto& l : config->listen) {
+        std::uint16_t bound = 0;
+        if (!d_->openOnAll(l.host, l.port, bound, error)) {
+            d_->workers.clear();
+            d_->listeners.clear();
+            d_->log.reset();
+            return false;
+        }
+        d_->listeners.push_back({l.host, l.port, bound});
+    }
+    for (auto& w : d_->workers) w->start();
+    d_->running = true;
+    return true;
+}
+
+bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& error) {
+    std::lock_guard lock(d_->mutex);
+    if (!d_->running) {
+        error = "not running";
+        return false;
+    }
+    if (config->vhosts.empty()) {
+        error = "the config has no vhost";
+        return false;
+    }
+    // Open the listeners the new config adds before closing the ones it drops.
+    std::vector<Impl::BoundListener> next;
+    std::vector<Impl::BoundListener> added;
+    for (const auto& l : config->listen) {
+        auto it = std::find_if(d_->listeners.begin(), d_->listeners.end(), [&](const Impl::BoundListener& b) {
+            return b.host == l.host && b.configuredPort == l.port;
+        });
+        if (it != d_->listeners.end()) {
+            next.push_back(*it);
+            continue;
+        }
+        std::uint16_t bound = 0;
+        if (!d_->openOnAll(l.host, l.port, bound, error)) {
+            for (const auto& a : added)
+                for (auto& w : d_->workers) w->runSync([&] { w->closeListener(a.host, a.port); });
+            return false;
+        }
+        added.push_back({l.host, l.port, bound});
+        next.push_back(added.back());
+    }
+    d_->slot.publish(std::make_shared<const net::Snapshot>(config));
+    for (const auto& old : d_->listeners) {
+        bool kept = std::any_of(next.begin(), next.end(), [&](const Impl::BoundListener& b) {
+            return b.host == old.host && b.port == old.port;
+        });
+        if (!kept)
+            for (auto& w : d_->workers) w->runSync([&] { w->closeListener(old.host, old.port); });
+    }
+    d_->listeners = std::move(next);
+    return true;
+}
+
+std::shared_ptr<const config::Config> Engine::config() const {
+    std::uint64_t gen = 0;
+    auto snap = d_->slot.load(gen);
+    return snap ? snap->config : nullptr;
+}
+
+void Engine::stop() {
+    {
+        std::lock_guard lock(d_->watchMutex);
+        d_->watchStop = true;
+    }
+    d_->watchCv.notify_all();
+    if (d_->watcher.joinable()) d_->watcher.join();
+    std::lock_guard lock(d_->mutex);
+    if (!d_->running) return;
+    auto drain = config()->limits.drainTimeout;
+    for (auto& w : d_->workers) w->beginDrain(drain);
+    for (auto& w : d_->workers) w->join();
+    d_->workers.clear();
+    d_->listeners.clear();
+    d_->log.reset();  // flushes the access log
+    d_->running = false;
+}
+
+bool Engine::running() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->running;
+}
+
+std::vector<Endpoint> Engine::endpoints() const {
+    std::lock_guard lock(d_->mutex);
+    std::vector<Endpoint> out;
+    for (const auto& l : d_->listeners) out.push_back({l.host, l.port});
+    return out;
+}
+
+unsigned Engine::workerCount() const {
+    std::lock_guard lock(d_->mutex);
+    return static_cast<unsigned>(d_->workers.size());
+}
+
+Counters Engine::counters() const {
+    std::lock_guard lock(d_->mutex);
+    Counters c;
+    for (const auto& w : d_->workers) {
+        const auto& wc = w->counters();
+        c.connectionsAccepted += wc.accepted.load(std::memory_order_relaxed);
+        c.connectionsOpen += wc.open.load(std::memory_order_relaxed);
+        c.requests += wc.requests.load(std::memory_order_relaxed);
+        c.parseErrors += wc.parseErrors.load(std::memory_order_relaxed);
+        c.timeouts += wc.timeouts.load(std::memory_order_relaxed);
+        c.connectionsRefused += wc.refused.load(std::memory_order_relaxed);
+    }
+    return c;
+}
+
+void Engine::watchConfigFile(const std::string& path, std::function<void(const std::string&)> report,
+                             std::chrono::milliseconds interval) {
+    if (d_->watcher.joinable()) return;
+    d_->watcher = std::thread([this, path, report = std::move(report), interval] {
+        auto stamp = [&](struct stat& st) { return ::stat(path.c_str(), &st) == 0; };
+        struct stat last {};
+        bool had = stamp(last);
+        for (;;) {
+            {
+                std::unique_lock lock(d_->watchMutex);
+                if (d_->watchCv.wait_for(lock, interval, [&] { return d_->watchStop; })) return;
+            }
+            struct stat now {};
+            bool has = stamp(now);
+            if (!has) continue;  // an editor may be replacing the file; look again next time
+            if (had && now.st_mtim.tv_sec == last.st_mtim.tv_sec && now.st_mtim.tv_nsec == last.st_mtim.tv_nsec &&
+                now.st_size == last.st_size && now.st_ino == last.st_ino)
+                continue;
+            had = true;
+            last = now;
+            auto result = config::loadConfigFile(path);
+            if (!result.ok()) {
+                report(path + ": not reloaded, the running config keeps serving:");
+                for (const auto& e : result.errors) report(e.toString());
+                continue;
+            }
+            std::string error;
+            if (publish(result.config, error)) report(path + ": reloaded");
+            else report(path + ": not reloaded: " + error);
+        }
+    });
+}
+
+}  // namespace portico::engine

@@ -1,0 +1,160 @@
+// Access-log formatting (CLF / JSON lines) and the writer thread.
+#include "net/access_log.h"
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+namespace portico::net {
+namespace {
+
+void appendJsonString(std::string& out, std::string_view s) {
+    out += '"';
+    for (unsigned char c : s) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (c < 0x20 || c >= 0x7f) {
+                // Bytes from the wire need not be UTF-8: escape everything non-ASCII as \u00XX.
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                out += buf;
+            } else {
+                out += static_cast<char>(c);
+            }
+        }
+    }
+    out += '"';
+}
+
+// CLF quotes fields; escape quotes, backslashes and control bytes as nginx does (\xHH).
+void appendClfQuoted(std::string& out, std::string_view s) {
+    out += '"';
+    if (s.empty()) out += '-';
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02X", c);
+            out += buf;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    out += '"';
+}
+}  // namespace
+
+std::string formatCombined(const AccessRecord& r) {
+    std::time_t t = std::chrono::system_clock::to_time_t(r.time);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char when[64];
+    std::strftime(when, sizeof when, "%d/%b/%Y:%H:%M:%S +0000", &tm);
+    std::string out;
+    out.reserve(256);
+    out += r.client.empty() ? "-" : r.client;
+    out += " - - [";
+    out += when;
+    out += "] ";
+    std::string requestLine = r.method + " " + r.target + " HTTP/1." + std::to_string(r.versionMinor);
+    appendClfQuoted(out, requestLine);
+    out += ' ';
+    out += std::to_string(r.status);
+    out += ' ';
+    out += std::to_string(r.bytes);
+    out += ' ';
+    appendClfQuoted(out, r.referer);
+    out += ' ';
+    appendClfQuoted(out, r.userAgent);
+    return out;
+}
+
+std::string formatJson(const AccessRecord& r) {
+    std::time_t t = std::chrono::system_clock::to_time_t(r.time);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(r.time.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char when[64];
+    std::size_t n = std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::snprintf(when + n, sizeof when - n, ".%03lldZ", static_cast<long long>(ms));
+    std::string out = "{\"time\":\"";
+    out += when;
+    out += "\",\"client\":";
+    appendJsonString(out, r.client);
+    out += ",\"method\":";
+    appendJsonString(out, r.method);
+    out += ",\"target\":";
+    appendJsonString(out, r.target);
+    out += ",\"protocol\":\"HTTP/1." + std::to_string(r.versionMinor) + "\"";
+    out += ",\"host\":";
+    appendJsonString(out, r.host);
+    out += ",\"status\":" + std::to_string(r.status);
+    out += ",\"bytes\":" + std::to_string(r.bytes);
+    out += ",\"duration_ns\":" + std::to_string(r.durationNs);
+    out += ",\"referer\":";
+    appendJsonString(out, r.referer);
+    out += ",\"user_agent\":";
+    appendJsonString(out, r.userAgent);
+    out += '}';
+    return out;
+}
+
+AccessLogger::AccessLogger(config::AccessLog::Format format, const std::string& path, std::string& error)
+    : format_(format) {
+    if (path.empty() || path == "-") {
+        file_ = stdout;
+    } else {
+        file_ = std::fopen(path.c_str(), "ae");
+        if (!file_) {
+            error = path + ": " + std::strerror(errno);
+            return;
+        }
+        ownsFile_ = true;
+    }
+    thread_ = std::thread([this] { run(); });
+}
+
+AccessLogger::~AccessLogger() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable()) thread_.join();
+    if (ownsFile_ && file_) std::fclose(file_);
+}
+
+void AccessLogger::push(AccessRecord&& r) {
+    {
+        std::lock_guard lock(mutex_);
+        queue_.push_back(std::move(r));
+    }
+    cv_.notify_one();
+}
+
+void AccessLogger::run() {
+    std::vector<AccessRecord> batch;
+    std::string text;
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+            batch.swap(queue_);
+            if (batch.empty() && stop_) return;
+        }
+        text.clear();
+        for (const auto& r : batch) {
+            text += format_ == config::AccessLog::Format::Json ? formatJson(r) : formatCombined(r);
+            text += '\n';
+        }
+        std::fwrite(text.data(), 1, text.size(), file_);
+        std::fflush(file_);
+        batch.clear();
+    }
+}
+
+}  // namespace portico::net

@@ -1,0 +1,468 @@
+// HTTP/1.1 connection state machine: non-blocking reads, pipelined dispatch, batched writes, sendfile.
+#include "net/connection.h"
+
+#include "net/worker.h"
+
+#include <portico/handlers/dispatch.h>
+#include <portico/http/path.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+
+#include <netinet/in.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace portico::net {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+constexpr std::size_t kMaxBatchBytes = 256 * 1024;  // flush pipelined output once this much is queued
+constexpr std::uint64_t kInlineFileBytes = 16 * 1024;  // smaller file bodies are copied, not sendfile'd
+constexpr auto kLingerTime = std::chrono::seconds(2);
+
+void appendNumber(IoBuffer& out, std::uint64_t n) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, n);
+    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
+}
+
+http1::ParserLimits parserLimits(const config::Limits& l) {
+    http1::ParserLimits p;
+    p.maxRequestLineBytes = l.maxRequestLineBytes;
+    p.maxHeaderBytes = l.maxHeaderBytes;
+    p.maxHeaderCount = std::min<std::uint64_t>(l.maxHeaderCount, http1::kMaxHeaders);
+    p.maxBodyBytes = l.maxBodyBytes;
+    return p;
+}
+}  // namespace
+
+Connection::Connection(Worker& worker, tcp::socket socket, std::uint16_t localPort)
+    : worker_(worker), socket_(std::move(socket)), localPort_(localPort) {
+    worker_.link(this);
+}
+
+Connection::~Connection() {
+    worker_.unlink(this);
+    worker_.buffers().release(in_);
+    worker_.buffers().release(out_);
+}
+
+void Connection::start() {
+    boost::system::error_code ec;
+    socket_.non_blocking(true, ec);
+    socket_.set_option(tcp::no_delay(true), ec);
+    setPhase(Phase::Idle, worker_.snapshot().config->limits.headerTimeout);
+    waitRead();
+}
+
+void Connection::setPhase(Phase p, std::chrono::nanoseconds timeout) {
+    phase_ = p;
+    deadline_ = worker_.now() + timeout;
+}
+
+void Connection::waitRead() {
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this()](const boost::system::error_code& ec) { self->onReadable(ec); });
+}
+
+void Connection::waitWrite() {
+    setPhase(Phase::Write, worker_.snapshot().config->limits.writeTimeout);
+    socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec || self->closed_) return;
+        self->drive();
+    });
+}
+
+void Connection::onReadable(const boost::system::error_code& ec) {
+    if (ec || closed_) return;
+    if (phase_ == Phase::Closing) {
+        // Lingering close: discard what the client still sends until it closes or time runs out.
+        char sink[4096];
+        for (;;) {
+            ssize_t n = ::recv(socket_.native_handle(), sink, sizeof sink, 0);
+            if (n > 0) continue;
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                waitRead();
+                return;
+            }
+            abort();
+            return;
+        }
+    }
+    if (!in_.allocated()) in_ = worker_.buffers().acquire();
+    const auto& limits = worker_.snapshot().config->limits;
+    for (;;) {
+        std::size_t room = 0;
+        char* p = in_.writable(room);
+        if (room < 1024) {
+            // Growth is bounded: the parser refuses heads over max_header_bytes (431) and bodies over
+            // max_body_bytes (413) before the buffer could exceed head + 2 × body.
+            if (in_.size() > limits.maxHeaderBytes + 2 * limits.maxBodyBytes + 65536) {
+                queueError(413);
+                drive();
+                return;
+            }
+            in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
+            p = in_.writable(room);
+        }
+        ssize_t n = ::recv(socket_.native_handle(), p, room, 0);
+        if (n > 0) {
+            in_.commit(static_cast<std::size_t>(n));
+            if (phase_ == Phase::Idle) setPhase(Phase::Head, limits.headerTimeout);
+            else if (phase_ == Phase::Body) setPhase(Phase::Body, limits.bodyTimeout);
+            break;
+        }
+        if (n == 0) {  // peer closed its side
+            abort();
+            return;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (in_.empty()) worker_.buffers().release(in_);
+            waitRead();
+            return;
+        }
+        abort();
+        return;
+    }
+    drive();
+}
+
+void Connection::drive() {
+    for (;;) {
+        if (!closeAfterWrite_ && delay_.count() == 0 && fileLeft_ == 0) parseAndHandle();
+        if (delay_.count() > 0) {
+            if (!delayTimer_) delayTimer_ = std::make_unique<asio::steady_timer>(worker_.io());
+            phase_ = Phase::Delay;
+            deadline_ = Clock::time_point::max();
+            delayTimer_->expires_after(delay_);
+            delayTimer_->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+                if (ec || self->closed_) return;
+                self->delay_ = std::chrono::nanoseconds{0};
+                self->drive();
+            });
+            return;
+        }
+        switch (flushNow()) {
+        case Flush::Blocked: waitWrite(); return;
+        case Flush::Failed: abort(); return;
+        case Flush::Done: break;
+        }
+        if (closeAfterWrite_) {
+            lingeringClose();
+            return;
+        }
+        if (moreBuffered_) continue;
+        break;
+    }
+    const auto& limits = worker_.snapshot().config->limits;
+    if (in_.empty()) {
+        // Nothing half-read: hold no buffers while idle (memory per idle connection stays small).
+        releaseBuffers();
+        setPhase(Phase::Idle, limits.idleTimeout);
+    } else if (phase_ == Phase::Write || phase_ == Phase::Idle || phase_ == Phase::Delay) {
+        setPhase(Phase::Head, limits.headerTimeout);
+    }
+    waitRead();
+}
+
+void Connection::parseAndHandle() {
+    moreBuffered_ = false;
+    const auto& limits = worker_.snapshot().config->limits;
+    const http1::ParserLimits plimits = parserLimits(limits);
+    std::size_t batchStart = out_.size();
+    for (;;) {
+        if (in_.empty()) return;
+        std::string_view data = in_.unread();
+        http1::RequestHead& head = worker_.head();
+        std::size_t consumed = 0;
+        http1::ParseError err;
+        auto st = http1::parseHead(data, plimits, head, consumed, err);
+        if (st == http1::ParseStatus::Incomplete) return;
+        if (st == http1::ParseStatus::Error) {
+            worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
+            queueError(err.status);
+            return;
+        }
+        if (phase_ != Phase::Body) requestStart_ = worker_.now();
+        std::string_view body;
+        std::span<const http::Header> trailers;
+        std::size_t total = consumed;
+        if (head.framing == http1::RequestHead::Framing::ContentLength) {
+            if (head.contentLength > limits.maxBodyBytes) {
+                worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
+                queueError(413);
+                return;
+            }
+            if (data.size() - consumed < head.contentLength) {
+                if (head.expectContinue && !sentContinue_ && head.versionMinor >= 1) {
+                    out_.append("HTTP/1.1 100 Continue\r\n\r\n");
+                    sentContinue_ = true;
+                }
+                in_.ensureRoom(consumed + head.contentLength - data.size());
+                if (phase_ != Phase::Body) setPhase(Phase::Body, limits.bodyTimeout);
+                return;
+            }
+            body = data.substr(consumed, head.contentLength);
+            total += head.contentLength;
+        } else if (head.framing == http1::RequestHead::Framing::Chunked) {
+            if (!chunked_) {
+                chunked_ = std::make_unique<http1::ChunkedDecoder>();
+                chunked_->reset(limits.maxBodyBytes, limits.maxHeaderBytes);
+                chunkBody_ = std::make_unique<std::string>();
+                chunkPos_ = 0;
+            }
+            std::size_t used = 0;
+            auto cs = chunked_->decode(data.substr(consumed + chunkPos_), *chunkBody_, used, err);
+            chunkPos_ += used;
+            if (cs == http1::ChunkedDecoder::Status::Error) {
+                worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
+                queueError(err.status);
+                return;
+            }
+            if (cs == http1::ChunkedDecoder::Status::NeedMore) {
+                if (head.expectContinue && !sentContinue_) {
+                    out_.append("HTTP/1.1 100 Continue\r\n\r\n");
+                    sentContinue_ = true;
+                }
+                if (phase_ != Phase::Body) setPhase(Phase::Body, limits.bodyTimeout);
+                return;
+            }
+            body = *chunkBody_;
+            trailers = chunked_->trailers();
+            total += chunkPos_;
+        }
+        handle(body, trailers);
+        in_.consume(total);
+        resetBodyState();
+        if (phase_ == Phase::Body) phase_ = Phase::Head;
+        if (closeAfterWrite_ || delay_.count() > 0 || fileLeft_ > 0 || out_.size() - batchStart > kMaxBatchBytes) {
+            moreBuffered_ = !in_.empty() && !closeAfterWrite_;
+            return;
+        }
+    }
+}
+
+void Connection::resetBodyState() {
+    sentContinue_ = false;
+    if (chunked_) {
+        chunked_.reset();
+        chunkBody_.reset();
+        chunkPos_ = 0;
+    }
+}
+
+void Connection::handle(std::string_view body, std::span<const http::Header> trailers) {
+    const Snapshot& snap = worker_.snapshot();
+    const config::Config& cfg = *snap.config;
+    http1::RequestHead& head = worker_.head();
+    http::Request& req = worker_.request();
+    req.method = head.method;
+    req.methodToken = head.methodToken;
+    req.target = head.target;
+    req.rawPath = head.rawPath;
+    req.query = head.query;
+    req.versionMajor = 1;
+    req.versionMinor = head.versionMinor;
+    req.headers = std::span<const http::Header>(head.headers.data(), head.headerCount);
+    req.trailers = trailers;
+    req.host = head.host;
+    req.body = body;
+    req.keepAlive = head.keepAlive;
+    req.path = {};
+    worker_.counters().requests.fetch_add(1, std::memory_order_relaxed);
+
+    http::Response& res = worker_.response();
+    res.reset();
+    std::string& path = worker_.pathScratch();
+    if (head.method == http::Method::Options && head.target == "*") {
+        // OPTIONS * asks about the server as a whole (RFC 9110 §9.3.7).
+        res.status = 204;
+        res.addHeader("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH");
+    } else if (http::normalizePath(head.rawPath, path) != http::PathError::None) {
+        handlers::errorResponse(400, res);
+    } else {
+        req.path = path;
+        std::size_t vh = snap.router.selectVhost(req.host, localPort_);
+        routing::RouteResult rr = snap.router.match(vh, req.method, req.path);
+        handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
+        handlers::dispatch(ex, res);
+    }
+    if (!cfg.serverHeader) res.serverHeader = false;
+    if (AccessLogger* log = worker_.accessLog()) {
+        AccessRecord r;
+        r.time = std::chrono::system_clock::now();
+        boost::system::error_code ec;
+        auto remote = socket_.remote_endpoint(ec);
+        if (!ec) r.client = remote.address().to_string();
+        r.method = std::string(req.methodToken);
+        r.target = std::string(req.target);
+        r.host = std::string(req.host);
+        r.referer = std::string(req.header("Referer"));
+        r.userAgent = std::string(req.header("User-Agent"));
+        r.versionMinor = req.versionMinor;
+        r.status = res.status;
+        r.bytes = (req.method == http::Method::Head || res.status == 304 || res.status == 204) ? 0 : res.bodyLength();
+        r.durationNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - requestStart_).count();
+        log->push(std::move(r));
+    }
+    serialize(req, res);
+}
+
+void Connection::serialize(const http::Request& req, http::Response& res) {
+    if (res.fate == http::Response::Fate::Drop) {
+        // Fault injection: reset the connection without a response.
+        closeAfterWrite_ = true;
+        out_.clear();
+        linger l{1, 0};
+        ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        abort();
+        return;
+    }
+    if (!out_.allocated()) out_ = worker_.buffers().acquire();
+    bool keep = req.keepAlive && !worker_.draining() && res.fate == http::Response::Fate::Normal;
+    const int status = res.status;
+    const bool noBody = status < 200 || status == 204 || status == 304;
+    out_.append("HTTP/1.1 ");
+    appendNumber(out_, static_cast<std::uint64_t>(status));
+    out_.append(" ");
+    out_.append(http::reasonPhrase(status));
+    out_.append("\r\n");
+    out_.append(worker_.dateLine());
+    if (res.serverHeader) out_.append("Server: Portico/" PORTICO_VERSION "\r\n");
+    out_.append(res.fieldBlock());
+    if (!noBody) {
+        out_.append("Content-Length: ");
+        appendNumber(out_, res.bodyLength());
+        out_.append("\r\n");
+    }
+    if (!keep) out_.append("Connection: close\r\n");
+    else if (req.versionMinor == 0) out_.append("Connection: keep-alive\r\n");
+    out_.append("\r\n");
+    if (!noBody && req.method != http::Method::Head) {
+        switch (res.bodyKind()) {
+        case http::Response::BodyKind::Owned:
+        case http::Response::BodyKind::Shared: out_.append(res.bodyView()); break;
+        case http::Response::BodyKind::File:
+            if (res.bodyLength() <= kInlineFileBytes) {
+                std::size_t n = res.bodyLength();
+                out_.ensureRoom(n);
+                std::size_t room = 0;
+                char* p = out_.writable(room);
+                ssize_t got = ::pread(res.file()->fd, p, n, static_cast<off_t>(res.fileOffset()));
+                if (got != static_cast<ssize_t>(n)) {
+                    keep = false;  // file changed under us: the framing is broken, so close
+                    got = std::max<ssize_t>(got, 0);
+                }
+                out_.commit(static_cast<std::size_t>(got));
+            } else {
+                file_ = res.file();
+                fileOffset_ = res.fileOffset();
+                fileLeft_ = res.bodyLength();
+            }
+            break;
+        case http::Response::BodyKind::None: break;
+        }
+    }
+    if (res.delay.count() > 0) delay_ = res.delay;
+    if (!keep) closeAfterWrite_ = true;
+}
+
+void Connection::queueError(int status) {
+    http::Response& res = worker_.response();
+    res.reset();
+    handlers::errorResponse(status, res);
+    res.fate = http::Response::Fate::Close;
+    http::Request& req = worker_.request();
+    req = http::Request{};
+    req.keepAlive = false;
+    serialize(req, res);
+    closeAfterWrite_ = true;
+}
+
+Connection::Flush Connection::flushNow() {
+    const int fd = socket_.native_handle();
+    while (!out_.empty()) {
+        std::string_view d = out_.unread();
+        ssize_t n = ::send(fd, d.data(), d.size(), MSG_NOSIGNAL);
+        if (n > 0) {
+            out_.consume(static_cast<std::size_t>(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Flush::Blocked;
+        return Flush::Failed;
+    }
+    while (fileLeft_ > 0) {
+        off_t off = static_cast<off_t>(fileOffset_);
+        ssize_t n = ::sendfile(fd, file_->fd, &off, static_cast<std::size_t>(std::min<std::uint64_t>(fileLeft_, 1 << 20)));
+        if (n > 0) {
+            fileOffset_ += static_cast<std::uint64_t>(n);
+            fileLeft_ -= static_cast<std::uint64_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Flush::Blocked;
+        return Flush::Failed;  // 0: the file shrank; the promised length can't be kept
+    }
+    file_.reset();
+    return Flush::Done;
+}
+
+void Connection::lingeringClose() {
+    // Half-close and keep reading for a moment, so the client sees our response instead of a reset
+    // caused by request bytes we never read (RFC 9112 §9.6).
+    releaseBuffers();
+    ::shutdown(socket_.native_handle(), SHUT_WR);
+    phase_ = Phase::Closing;
+    deadline_ = worker_.now() + kLingerTime;
+    waitRead();
+}
+
+void Connection::releaseBuffers() {
+    worker_.buffers().release(in_);
+    worker_.buffers().release(out_);
+}
+
+void Connection::checkDeadline(Clock::time_point now) {
+    if (closed_ || now < deadline_) return;
+    switch (phase_) {
+    case Phase::Head:
+    case Phase::Body:
+        // RFC 9110 §15.5.9: tell the client why before closing.
+        worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
+        in_.clear();
+        resetBodyState();
+        queueError(408);
+        drive();
+        return;
+    case Phase::Idle:
+    case Phase::Write:
+        worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
+        abort();
+        return;
+    case Phase::Closing: abort(); return;
+    case Phase::Delay: return;
+    }
+}
+
+void Connection::onDrain() {
+    if (phase_ == Phase::Idle && out_.empty()) abort();
+}
+
+void Connection::abort() {
+    if (closed_) return;
+    closed_ = true;
+    deadline_ = Clock::time_point::max();
+    boost::system::error_code ec;
+    socket_.cancel(ec);
+    socket_.close(ec);
+    if (delayTimer_) delayTimer_->cancel();
+}
+
+}  // namespace portico::net

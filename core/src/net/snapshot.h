@@ -1,0 +1,39 @@
+// One published config together with its compiled routing tables, shared read-only by the workers.
+#pragma once
+
+#include <portico/config/config.h>
+#include <portico/routing/router.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace portico::net {
+
+struct Snapshot {
+    explicit Snapshot(std::shared_ptr<const config::Config> c) : config(std::move(c)), router(*config) {}
+    std::shared_ptr<const config::Config> config;
+    routing::Router router;
+};
+
+/// Where the engine publishes snapshots. Workers compare `generation` (one relaxed-cost atomic
+/// load per request) and take the mutex only when it changed.
+struct SnapshotSlot {
+    std::mutex mutex;
+    std::shared_ptr<const Snapshot> current;
+    std::atomic<std::uint64_t> generation{0};
+
+    void publish(std::shared_ptr<const Snapshot> s) {
+        std::lock_guard lock(mutex);
+        current = std::move(s);
+        generation.fetch_add(1, std::memory_order_release);
+    }
+    std::shared_ptr<const Snapshot> load(std::uint64_t& gen) {
+        std::lock_guard lock(mutex);
+        gen = generation.load(std::memory_order_acquire);
+        return current;
+    }
+};
+
+}  // namespace portico::net

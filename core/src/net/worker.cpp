@@ -1,0 +1,197 @@
+// Worker thread, SO_REUSEPORT listeners, the coarse clock/Date ticker and drain.
+#include "net/worker.h"
+
+#include "net/connection.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/socket_base.hpp>
+
+#include <ctime>
+#include <future>
+
+#include <sys/socket.h>
+
+namespace portico::net {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+// SO_REUSEPORT: each worker has its own accept queue; the kernel spreads connections.
+using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+constexpr auto kTick = std::chrono::milliseconds(250);
+}  // namespace
+
+Worker::Worker(unsigned index, SnapshotSlot& slot, std::shared_ptr<AccessLogger> log)
+    : index_(index), slot_(slot), log_(std::move(log)), work_(asio::make_work_guard(io_)), ticker_(io_) {
+    snapshot();
+    updateClock();
+}
+
+Worker::~Worker() {
+    if (thread_.joinable()) {
+        io_.stop();
+        thread_.join();
+    }
+}
+
+std::uint16_t Worker::openListener(const std::string& host, std::uint16_t port, std::string& error) {
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(host, ec);
+    if (ec) {
+        error = host + ": not an IP address";
+        return 0;
+    }
+    tcp::endpoint ep(address, port);
+    tcp::acceptor acceptor(io_);
+    acceptor.open(ep.protocol(), ec);
+    if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor.set_option(reuse_port(true), ec);
+    if (!ec && address.is_v6()) acceptor.set_option(asio::ip::v6_only(true), ec);
+    if (!ec) acceptor.bind(ep, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+        error = (address.is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(port) + ": " + ec.message();
+        return 0;
+    }
+    acceptor.non_blocking(true, ec);
+    std::uint16_t bound = acceptor.local_endpoint(ec).port();
+    listeners_.push_back(Listener{host, bound, std::move(acceptor)});
+    if (thread_.joinable()) accept(listeners_.back());
+    return bound;
+}
+
+void Worker::closeListener(const std::string& host, std::uint16_t port) {
+    for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
+        if (it->host == host && it->port == port) {
+            boost::system::error_code ec;
+            it->acceptor.close(ec);
+            // The pending accept completes with operation_aborted; erase after it has run.
+            asio::post(io_, [this, it] { listeners_.erase(it); });
+            return;
+        }
+    }
+}
+
+void Worker::start() {
+    for (auto& l : listeners_) accept(l);
+    tick();
+    thread_ = std::thread([this] { io_.run(); });
+}
+
+void Worker::runSync(const std::function<void()>& fn) {
+    if (!thread_.joinable()) {
+        fn();
+        return;
+    }
+    std::promise<void> done;
+    asio::post(io_, [&] {
+        fn();
+        done.set_value();
+    });
+    done.get_future().wait();
+}
+
+void Worker::accept(Listener& l) {
+    l.acceptor.async_accept([this, &l](const boost::system::error_code& ec, tcp::socket socket) {
+        if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
+        if (!ec) {
+            counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+            const auto& limits = snapshot().config->limits;
+            if (counters_.open.load(std::memory_order_relaxed) >= limits.maxConnectionsPerWorker) {
+                // Over the limit: a clear refusal, then close (best effort, non-blocking).
+                counters_.refused.fetch_add(1, std::memory_order_relaxed);
+                static constexpr char kRefusal[] =
+                    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: "
+                    "30\r\nConnection: close\r\nRetry-After: 1\r\n\r\nToo many connections; retry.\r\n";
+                ::send(socket.native_handle(), kRefusal, sizeof kRefusal - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                boost::system::error_code ignored;
+                socket.close(ignored);
+            } else {
+                std::uint16_t port = l.port;
+                auto c = std::make_shared<Connection>(*this, std::move(socket), port);
+                c->start();
+            }
+        }
+        if (!draining_) accept(l);
+    });
+}
+
+void Worker::updateClock() {
+    now_ = Clock::now();
+    std::time_t t = std::time(nullptr);
+    if (t == dateSecond_) return;
+    dateSecond_ = t;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    dateLen_ = std::strftime(date_, sizeof date_, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+}
+
+void Worker::tick() {
+    updateClock();
+    for (Connection* c = first_; c;) {
+        Connection* next = c->next;  // checkDeadline may unlink c
+        c->checkDeadline(now_);
+        c = next;
+    }
+    if (draining_) {
+        if (!first_) {
+            work_.reset();
+            io_.stop();
+            return;
+        }
+        if (now_ >= drainDeadline_) {
+            for (Connection* c = first_; c;) {
+                Connection* next = c->next;
+                c->abort();
+                c = next;
+            }
+        }
+    }
+    ticker_.expires_after(draining_ ? std::chrono::milliseconds(20) : kTick);
+    ticker_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) tick();
+    });
+}
+
+void Worker::beginDrain(std::chrono::nanoseconds timeout) {
+    asio::post(io_, [this, timeout] {
+        draining_ = true;
+        drainDeadline_ = Clock::now() + timeout;
+        boost::system::error_code ec;
+        for (auto& l : listeners_) l.acceptor.close(ec);
+        for (Connection* c = first_; c;) {
+            Connection* next = c->next;
+            c->onDrain();
+            c = next;
+        }
+        ticker_.cancel();
+        ticker_.expires_after(std::chrono::milliseconds(1));
+        ticker_.async_wait([this](const boost::system::error_code& e) {
+            if (!e) tick();
+        });
+    });
+}
+
+void Worker::join() {
+    if (thread_.joinable()) thread_.join();
+}
+
+void Worker::link(Connection* c) {
+    c->next = first_;
+    c->prev = nullptr;
+    if (first_) first_->prev = c;
+    first_ = c;
+    counters_.open.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Worker::unlink(Connection* c) {
+    if (c->prev) c->prev->next = c->next;
+    else first_ = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = nullptr;
+    counters_.open.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace portico::net

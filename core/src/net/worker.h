@@ -1,0 +1,123 @@
+// A worker: one thread, one io_context, its own SO_REUSEPORT listeners and the connections they accept.
+#pragma once
+
+#include "net/access_log.h"
+#include "net/io_buffer.h"
+#include "net/snapshot.h"
+
+#include <portico/handlers/dispatch.h>
+#include <portico/http/message.h>
+#include <portico/http1/parser.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace portico::net {
+
+class Connection;
+
+/// Relaxed per-worker counters, summed by the engine.
+struct WorkerCounters {
+    std::atomic<std::uint64_t> accepted{0};
+    std::atomic<std::uint64_t> open{0};
+    std::atomic<std::uint64_t> requests{0};
+    std::atomic<std::uint64_t> parseErrors{0};
+    std::atomic<std::uint64_t> timeouts{0};
+    std::atomic<std::uint64_t> refused{0};
+};
+
+class Worker {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    Worker(unsigned index, SnapshotSlot& slot, std::shared_ptr<AccessLogger> log);
+    ~Worker();
+
+    /// Opens a listener on `host:port` with SO_REUSEPORT on this worker's io_context. Call before
+    /// start() or through runSync(). Returns the bound port (0 and `error` on failure).
+    std::uint16_t openListener(const std::string& host, std::uint16_t port, std::string& error);
+    /// Closes the listener bound to `host:port` (no-op if none).
+    void closeListener(const std::string& host, std::uint16_t port);
+
+    void start();
+    /// Stop accepting; close idle connections; the thread exits when no connection is left or
+    /// `timeout` has passed (then the rest are closed).
+    void beginDrain(std::chrono::nanoseconds timeout);
+    void join();
+    /// Runs `fn` on the worker thread and waits for it (or runs it inline if not started).
+    void runSync(const std::function<void()>& fn);
+
+    // ---- used by connections (worker thread only) ----
+    boost::asio::io_context& io() { return io_; }
+    BufferPool& buffers() { return pool_; }
+    /// Current snapshot; refreshed when the engine published a new one.
+    const Snapshot& snapshot() {
+        if (slot_.generation.load(std::memory_order_acquire) != generation_) snap_ = slot_.load(generation_);
+        return *snap_;
+    }
+    std::shared_ptr<const Snapshot> snapshotPtr() {
+        snapshot();
+        return snap_;
+    }
+    handlers::WorkerState& handlerState() { return handlerState_; }
+    http1::RequestHead& head() { return head_; }
+    http::Request& request() { return request_; }
+    http::Response& response() { return response_; }
+    std::string& pathScratch() { return path_; }
+    std::string_view dateLine() const { return {date_, dateLen_}; }
+    Clock::time_point now() const { return now_; }
+    bool draining() const { return draining_; }
+    AccessLogger* accessLog() { return log_.get(); }
+    WorkerCounters& counters() { return counters_; }
+    const WorkerCounters& counters() const { return counters_; }
+
+    void link(Connection* c);
+    void unlink(Connection* c);
+
+private:
+    struct Listener {
+        std::string host;
+        std::uint16_t port;
+        boost::asio::ip::tcp::acceptor acceptor;
+    };
+    void accept(Listener& l);
+    void tick();
+    void updateClock();
+
+    unsigned index_;
+    SnapshotSlot& slot_;
+    std::shared_ptr<const Snapshot> snap_;
+    std::uint64_t generation_ = ~0ull;
+    std::shared_ptr<AccessLogger> log_;
+    boost::asio::io_context io_{1};
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+    boost::asio::steady_timer ticker_;
+    std::list<Listener> listeners_;
+    std::thread thread_;
+    BufferPool pool_{16 * 1024};
+    handlers::WorkerState handlerState_;
+    http1::RequestHead head_;
+    http::Request request_;
+    http::Response response_;
+    std::string path_;
+    char date_[64]{};
+    std::size_t dateLen_ = 0;
+    std::time_t dateSecond_ = 0;
+    Clock::time_point now_;
+    Clock::time_point drainDeadline_;
+    bool draining_ = false;
+    Connection* first_ = nullptr;  // intrusive list of live connections (for timeouts and drain)
+    WorkerCounters counters_;
+};
+
+}  // namespace portico::net

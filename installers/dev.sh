@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Portico developer entry point for a fresh Debian 12 machine: installs what is missing, builds, then
+#   installers/dev.sh run    serves the bundled demo site (http://127.0.0.1:8080/)
+#   installers/dev.sh test   runs the whole test suite (ctest)
+#   installers/dev.sh build  only builds
+# Idempotent: packages already installed are not touched; the build directory is reused.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${PORTICO_BUILD_DIR:-$here/build}
+mode=${1:-build}
+
+# Build and run dependencies, all from Debian 12.
+packages=(
+  build-essential cmake ninja-build pkg-config git curl ca-certificates
+  qt6-base-dev qt6-base-dev-tools libgl-dev libqcustomplot-dev
+  libboost-dev libssl-dev libnghttp2-dev libyaml-cpp-dev libbrotli-dev zlib1g-dev libcli11-dev
+)
+# Real clients the integration tests drive over loopback.
+test_packages=(curl nghttp2-client python3 python3-h2 python3-websockets)
+
+missing=()
+for p in "${packages[@]}" "${test_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "dev.sh: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$jobs"
+
+case "$mode" in
+  run)
+    shift || true
+    exec "$build/app/portico" serve --config "$here/resources/demo/portico.yaml" "$@"
+    ;;
+  test)
+    cd "$build"
+    exec ctest --output-on-failure -j "$jobs" --timeout 600
+    ;;
+  build) ;;
+  *) echo "usage: installers/dev.sh [run|test|build]" >&2; exit 2 ;;
+esac

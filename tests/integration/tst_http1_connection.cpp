@@ -1,0 +1,194 @@
+// The HTTP/1.1 connection over real sockets: pipelining, keep-alive, 100-continue, errors and their
+// connection fate (RFC 9112), the smuggling cases from ../shared/cases, timeouts.
+#include "test_support.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace portico::test;
+
+class TestHttp1Connection : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+    std::unique_ptr<ServerProcess> server_;
+    std::uint16_t port_ = 0;
+
+    void writeFile(const QString& rel, const QByteArray& bytes) {
+        QFile f(dir_.filePath(rel));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(bytes);
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(dir_.isValid());
+        QDir(dir_.path()).mkpath("site");
+        writeFile("site/a.txt", "hello\n");
+        writeFile("site/index.html", "<!doctype html><title>t</title><p>home</p>\n");
+        writeFile("portico.yaml", R"(listen: ["127.0.0.1:0"]
+limits: {header_timeout: 1s, idle_timeout: 2s, max_body_bytes: 1KiB, max_request_line_bytes: 1KiB, max_header_bytes: 4KiB}
+vhosts:
+  - root: ./site
+    routes:
+      - path: /echo
+        respond: {body: "{{body}}"}
+      - path: /smuggled
+        respond: {body: SMUGGLED}
+      - path: /hello/:name
+        respond: {body: "hi {{param.name}}"}
+)");
+        server_ = std::make_unique<ServerProcess>(QStringList{"--config", dir_.filePath("portico.yaml")});
+        QVERIFY2(server_->waitReady(), server_->output().constData());
+        port_ = server_->port();
+    }
+
+    void pipelinedResponsesInOrder() {
+        QByteArray req = "GET /hello/one HTTP/1.1\r\nHost: t\r\n\r\n"
+                         "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n"
+                         "GET /hello/three HTTP/1.1\r\nHost: t\r\n\r\n";
+        RawReply r = rawExchange(port_, req, 800);
+        QCOMPARE(statusCodes(r.bytes), (QList<int>{200, 200, 200}));
+        int one = r.bytes.indexOf("hi one"), two = r.bytes.indexOf("hello\n"), three = r.bytes.indexOf("hi three");
+        QVERIFY(one > 0 && two > one && three > two);
+        QVERIFY(!r.closedByServer);
+    }
+
+    void keepAliveRules_data() {
+        QTest::addColumn<QByteArray>("request");
+        QTest::addColumn<bool>("closes");
+        QTest::newRow("1.1 default keep-alive") << QByteArray("GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n") << false;
+        QTest::newRow("1.1 close") << QByteArray("GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n") << true;
+        QTest::newRow("1.1 Close, case-insensitive")
+            << QByteArray("GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: keep-alive, CLOSE\r\n\r\n") << true;
+        QTest::newRow("1.0 default close") << QByteArray("GET /a.txt HTTP/1.0\r\n\r\n") << true;
+        QTest::newRow("1.0 keep-alive") << QByteArray("GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n") << false;
+    }
+    void keepAliveRules() {
+        QFETCH(QByteArray, request);
+        QFETCH(bool, closes);
+        RawReply r = rawExchange(port_, request, 600);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{200});
+        QCOMPARE(r.closedByServer, closes);
+        if (request.contains("HTTP/1.0") && !closes) QVERIFY(r.bytes.contains("Connection: keep-alive\r\n"));
+        if (closes) QVERIFY(r.bytes.contains("Connection: close\r\n"));
+    }
+
+    // Each malformed request gets its RFC status and the connection is closed afterwards, so a
+    // second request hidden behind it is never served.
+    void errorsCloseTheConnection_data() {
+        QTest::addColumn<QByteArray>("request");
+        QTest::addColumn<int>("status");
+        const QByteArray next = "GET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
+        QTest::newRow("SMG-01 bare LF in chunk size")
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n" + next << 400;
+        QTest::newRow("SMG-01 bare LF in chunk ext")
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;x\nhello\r\n0\r\n\r\n" + next << 400;
+        QTest::newRow("SMG-03 obs-fold hides Content-Length")
+            << QByteArray("POST / HTTP/1.1\r\nHost: t\r\n Content-Length: 35\r\n\r\n") + next << 400;
+        QTest::newRow("SMG-05 Content-Length +3")
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: +3\r\n\r\nabc" + next << 400;
+        QTest::newRow("SMG-05 differing duplicate Content-Length")
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd" + next << 400;
+        QTest::newRow("SMG-05 CL and TE")
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + next
+            << 400;
+        QTest::newRow("SMG-05 TE not ending in chunked")
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n" + next << 501;
+        QTest::newRow("unknown coding") << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n" + next << 501;
+        QTest::newRow("space before colon") << "GET / HTTP/1.1\r\nHost : t\r\n\r\n" + next << 400;
+        QTest::newRow("missing Host in 1.1") << "GET / HTTP/1.1\r\n\r\n" + next << 400;
+        QTest::newRow("HTTP/2.0 version") << "GET / HTTP/2.0\r\nHost: t\r\n\r\n" + next << 505;
+        QTest::newRow("URI too long") << "GET /" + QByteArray(2000, 'a') + " HTTP/1.1\r\nHost: t\r\n\r\n" + next << 414;
+        QTest::newRow("header too large")
+            << "GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + QByteArray(5000, 'b') + "\r\n\r\n" + next << 431;
+        QTest::newRow("body too large") << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n" << 413;
+        QTest::newRow("chunked body too large")
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" + QByteArray(2048, 'x') +
+                   "\r\n0\r\n\r\n" + next
+            << 413;
+        QTest::newRow("PTH-05 NUL in path") << "GET /a.txt%00.html HTTP/1.1\r\nHost: t\r\n\r\n" << 400;
+        QTest::newRow("encoded slash") << "GET /..%2fsecret HTTP/1.1\r\nHost: t\r\n\r\n" << 400;
+    }
+    void errorsCloseTheConnection() {
+        QFETCH(QByteArray, request);
+        QFETCH(int, status);
+        RawReply r = rawExchange(port_, request, 1500);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{status});
+        QVERIFY(!r.bytes.contains("SMUGGLED"));
+        if (status != 400 || !request.contains("%")) {
+            QVERIFY2(r.closedByServer, r.bytes.constData());
+        }
+    }
+
+    // A path error is not a framing error: the connection may stay, but it must not serve the file.
+    void traversalNeverLeavesRoot() {
+        RawReply r = rawExchange(port_, "GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        QVERIFY(!statusCodes(r.bytes).isEmpty());
+        QVERIFY(statusCodes(r.bytes).first() == 400 || statusCodes(r.bytes).first() == 404);
+        QVERIFY(!r.bytes.contains("root:"));
+    }
+
+    void chunkedBodyWithTrailers() {
+        RawReply r = rawExchange(port_,
+                                 "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                                 "5;name=v\r\nhello\r\n6\r\n world\r\n0\r\nX-Checksum: 1\r\n\r\n");
+        QCOMPARE(statusCodes(r.bytes), QList<int>{200});
+        QVERIFY(r.bytes.endsWith("\r\n\r\nhello world"));
+        QVERIFY(r.bytes.contains("Content-Length: 11\r\n"));
+    }
+
+    void expectContinue() {
+        // Head first, then wait: the server must say 100 Continue before we send the body.
+        RawReply head = rawExchange(port_, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n", 500);
+        QVERIFY2(head.bytes.startsWith("HTTP/1.1 100 Continue\r\n\r\n"), head.bytes.constData());
+        // With curl, which waits for the 100 before sending the body.
+        auto c = runProcess("curl", {"-s", "-H", "Expect: 100-continue", "--data-binary", "ping",
+                                     QStringLiteral("http://127.0.0.1:%1/echo").arg(port_)});
+        QCOMPARE(c.exitCode, 0);
+        QCOMPARE(c.out, QByteArray("ping"));
+    }
+
+    void absoluteFormTarget() {
+        RawReply r = rawExchange(port_, "GET http://t/hello/abs?x=1 HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n");
+        QCOMPARE(statusCodes(r.bytes), QList<int>{200});
+        QVERIFY(r.bytes.endsWith("hi abs"));
+    }
+
+    void headHasGetHeadersAndNoBody() {  // case HED-01
+        RawReply r = rawExchange(port_, "HEAD /a.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 600);
+        QCOMPARE(statusCodes(r.bytes), (QList<int>{200, 200}));
+        int second = r.bytes.indexOf("HTTP/1.1 200", 10);
+        QByteArray headPart = r.bytes.left(second);
+        QVERIFY(headPart.contains("Content-Length: 6\r\n"));
+        QVERIFY(headPart.endsWith("\r\n\r\n"));
+        QVERIFY(r.bytes.endsWith("hello\n"));
+    }
+
+    void dateAndServerHeaders() {
+        RawReply r = rawExchange(port_, "GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        QVERIFY(QRegularExpression("\r\nDate: \\w{3}, \\d{2} \\w{3} \\d{4} \\d{2}:\\d{2}:\\d{2} GMT\r\n")
+                    .match(QString::fromLatin1(r.bytes)).hasMatch());
+        QVERIFY(r.bytes.contains("\r\nServer: Portico/"));
+    }
+
+    void headerTimeoutAnswers408() {
+        QElapsedTimer t;
+        t.start();
+        RawReply r = rawExchange(port_, "GET / HTTP/1.1\r\nHost: t\r\n", 4000);  // never finishes the head
+        QCOMPARE(statusCodes(r.bytes), QList<int>{408});
+        QVERIFY(r.closedByServer);
+        QVERIFY(t.elapsed() >= 900);
+    }
+
+    void idleTimeoutClosesSilently() {
+        RawReply r = rawExchange(port_, "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 4000);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{200});
+        QVERIFY(r.closedByServer);  // idle_timeout is 2 s, we wait up to 4 s
+        QCOMPARE(r.bytes.count("HTTP/1.1"), 1);
+    }
+
+    void cleanupTestCase() { QCOMPARE(server_->terminate(), 0); }
+};
+
+QTEST_GUILESS_MAIN(TestHttp1Connection)
+#include "tst_http1_connection.moc"

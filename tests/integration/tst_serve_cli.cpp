@@ -1,0 +1,141 @@
+// `portico` as a user runs it: version/help, serving a folder, `--test`, live config reload,
+// graceful drain on SIGTERM, IPv6, the bundled demo site.
+#include "test_support.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <signal.h>
+
+using namespace portico::test;
+
+namespace {
+void writeFile(const QString& path, const QByteArray& bytes) {
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(bytes);
+}
+QByteArray curl(const QStringList& args) {
+    auto r = runProcess("curl", QStringList{"-s", "--max-time", "10"} + args);
+    return r.out;
+}
+}  // namespace
+
+class TestServeCli : public QObject {
+    Q_OBJECT
+private slots:
+    void versionAndHelp() {
+        auto v = runProcess(porticoBinary(), {"version"});
+        QCOMPARE(v.exitCode, 0);
+        QVERIFY(v.out.startsWith("portico 0."));
+        auto h = runProcess(porticoBinary(), {"help"});
+        QCOMPARE(h.exitCode, 0);
+        QVERIFY(h.out.contains("serve") && h.out.contains("version"));
+        auto hs = runProcess(porticoBinary(), {"help", "serve"});
+        QCOMPARE(hs.exitCode, 0);
+        QVERIFY(hs.out.contains("--config") && hs.out.contains("--port"));
+        auto bad = runProcess(porticoBinary(), {"serve", "--port", "70000"});
+        QCOMPARE(bad.exitCode, 2);
+        auto unknown = runProcess(porticoBinary(), {"frobnicate"});
+        QCOMPARE(unknown.exitCode, 2);
+    }
+
+    void servesAFolderWithoutConfig() {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("index.html"), "<!doctype html><title>x</title>home\n");
+        writeFile(dir.filePath("app.mjs"), "export const x = 1;\n");
+        ServerProcess s({dir.path()});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QVERIFY(s.output().contains("Listening on http://127.0.0.1:"));
+        QCOMPARE(curl({s.baseUrl() + "/"}), QByteArray("<!doctype html><title>x</title>home\n"));
+        QByteArray head = curl({"-I", s.baseUrl() + "/app.mjs"});
+        QVERIFY2(head.contains("Content-Type: text/javascript"), head.constData());
+        QCOMPARE(s.terminate(), 0);
+    }
+
+    void testFlagChecksWithoutServing() {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("ok.yaml"), "listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /x\n        respond: {body: x}\n");
+        auto ok = runProcess(porticoBinary(), {"serve", "--config", dir.filePath("ok.yaml"), "--test"});
+        QCOMPARE(ok.exitCode, 0);
+        writeFile(dir.filePath("bad.yaml"),
+                  "vhosts:\n  - routes:\n      - path: /x\n        respond: {status: 999}\n      - pathh: /y\n");
+        auto bad = runProcess(porticoBinary(), {"serve", "--config", dir.filePath("bad.yaml"), "--test"});
+        QCOMPARE(bad.exitCode, 1);
+        // Located: file:line:column: path: message — for both errors, not just the first.
+        QVERIFY2(QRegularExpression(QRegularExpression::escape(dir.filePath("bad.yaml")) + ":4:\\d+: vhosts\\[0\\]\\.routes\\[0\\]")
+                     .match(QString::fromUtf8(bad.err)).hasMatch(),
+                 bad.err.constData());
+        QVERIFY2(bad.err.contains(":5:"), bad.err.constData());
+    }
+
+    void reloadsValidConfigAndKeepsOldOnError() {
+        QTemporaryDir dir;
+        const QString cfg = dir.filePath("portico.yaml");
+        auto config = [](const char* body) {
+            return QByteArray("listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /v\n        respond: {body: ") +
+                   body + "}\n";
+        };
+        writeFile(cfg, config("one"));
+        ServerProcess s({"--config", cfg});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QCOMPARE(curl({s.baseUrl() + "/v"}), QByteArray("one"));
+        QTest::qWait(1100);  // a new mtime second for filesystems with coarse timestamps
+        writeFile(cfg, config("two"));
+        QTRY_COMPARE_WITH_TIMEOUT(curl({s.baseUrl() + "/v"}), QByteArray("two"), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(s.output().contains("reloaded"), 3000);
+        QTest::qWait(1100);
+        writeFile(cfg, "vhosts:\n  - routes:\n      - path: /v\n        respond: {bogus: 1}\n");
+        QTRY_VERIFY_WITH_TIMEOUT(s.output().contains("not reloaded"), 5000);
+        QVERIFY2(s.output().contains("portico.yaml:4:"), s.output().constData());
+        QCOMPARE(curl({s.baseUrl() + "/v"}), QByteArray("two"));  // the old config keeps serving
+        QCOMPARE(s.terminate(), 0);
+    }
+
+    void sigtermDrainsInFlightRequests() {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("portico.yaml"),
+                  "listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /slow\n        respond: {body: done, latency: 800ms}\n");
+        ServerProcess s({"--config", dir.filePath("portico.yaml")});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QProcess client;
+        client.start("curl", {"-s", "-o", "-", "-w", "%{http_code}", s.baseUrl() + "/slow"});
+        QVERIFY(client.waitForStarted());
+        QTest::qWait(300);  // the request is in flight now
+        QElapsedTimer t;
+        t.start();
+        QCOMPARE(s.terminate(), 0);
+        QVERIFY(client.waitForFinished(5000));
+        QCOMPARE(client.readAllStandardOutput(), QByteArray("done200"));
+        QVERIFY(t.elapsed() < 4000);
+        // After the drain nothing listens any more.
+        auto after = runProcess("curl", {"-s", "--max-time", "2", s.baseUrl() + "/slow"});
+        QVERIFY(after.exitCode != 0);
+    }
+
+    void listensOnIpv6Loopback() {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("a.txt"), "six\n");
+        ServerProcess s({dir.path(), "--host", "::1", "--port", "0"});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QVERIFY(s.output().contains("http://[::1]:"));
+        QCOMPARE(curl({"-g", QStringLiteral("http://[::1]:%1/a.txt").arg(s.port())}), QByteArray("six\n"));
+    }
+
+    void demoSiteServes() {
+        ServerProcess s({"--config", sourceDir() + "/resources/demo/portico.yaml", "--port", "0"});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QVERIFY(curl({s.baseUrl() + "/"}).contains("Portico is serving"));
+        QCOMPARE(curl({s.baseUrl() + "/api/hello/ada"}), QByteArray(R"({"hello":"ada","from":"Portico"})"));
+        QVERIFY(curl({s.baseUrl() + "/api/todos"}).contains("Serve a folder"));
+        QVERIFY(curl({"-I", s.baseUrl() + "/js/app.mjs"}).contains("text/javascript"));
+        QVERIFY(curl({"-I", s.baseUrl() + "/images/logo.svg"}).contains("image/svg+xml"));
+        QByteArray missing = curl({"-i", s.baseUrl() + "/nope"});
+        QVERIFY(missing.startsWith("HTTP/1.1 404"));
+        QVERIFY(missing.contains("nothing here"));  // the custom error page
+    }
+};
+
+QTEST_GUILESS_MAIN(TestServeCli)
+#include "tst_serve_cli.moc"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Starts Portico the way ../shared/bench/compare.sh expects its candidate: 127.0.0.1:18080
+# cleartext, GET /plaintext → "Hello, World!" (text/plain), static root $BENCH_WWW, one worker
+# (compare.sh pins the candidate to one core). Usage, from the repository root:
+#   ../shared/bench/compare.sh -w h1,h1pipe,h1static,static1m -- tests/perf/compare-candidate.sh
+# PORTICO_BIN overrides the binary (default: build/app/portico next to this script's repo).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bin=${PORTICO_BIN:-$here/build/app/portico}
+: "${BENCH_WWW:?compare.sh exports BENCH_WWW}"
+cfg=$(mktemp --suffix=.yaml)
+cat >"$cfg" <<YAML
+workers: 1
+listen: ["127.0.0.1:18080"]
+server_header: true
+vhosts:
+  - root: $BENCH_WWW
+    routes:
+      - path: /plaintext
+        respond: {body: "Hello, World!", headers: {Content-Type: text/plain}}
+YAML
+exec "$bin" serve --config "$cfg" --no-reload

@@ -1,0 +1,66 @@
+// A blocking keep-alive HTTP/1.1 client over a POSIX socket that allocates nothing per request
+// (used by the steady-state allocation and config-swap tests).
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace portico::test {
+
+class RawClient {
+public:
+    explicit RawClient(std::uint16_t port) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            ::close(fd_);
+            fd_ = -1;
+        }
+        int one = 1;
+        if (fd_ >= 0) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    ~RawClient() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    bool ok() const { return fd_ >= 0; }
+
+    /// Sends `request` and reads one response with a Content-Length body. Returns the status
+    /// (0 on failure); `body()` views the body until the next call.
+    int exchange(std::string_view request) {
+        if (::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) return 0;
+        std::size_t have = 0;
+        for (;;) {
+            ssize_t n = ::recv(fd_, buf_ + have, sizeof buf_ - have, 0);
+            if (n <= 0) return 0;
+            have += static_cast<std::size_t>(n);
+            std::string_view v(buf_, have);
+            std::size_t end = v.find("\r\n\r\n");
+            if (end == std::string_view::npos) continue;
+            std::size_t cl = v.find("Content-Length: ");
+            if (cl == std::string_view::npos || cl > end) return 0;
+            std::size_t len = std::strtoul(buf_ + cl + 16, nullptr, 10);
+            if (have < end + 4 + len) continue;
+            body_ = std::string_view(buf_ + end + 4, len);
+            return std::atoi(buf_ + 9);
+        }
+    }
+    std::string_view body() const { return body_; }
+
+private:
+    int fd_ = -1;
+    char buf_[65536];
+    std::string_view body_;
+};
+
+}  // namespace portico::test
