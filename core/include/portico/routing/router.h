@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 namespace portico::routing {
 
@@ -46,27 +47,41 @@ class CompiledVhost;
 /// The routing tables for one config snapshot. Immutable after construction; safe to share
 /// between workers.
 ///
-/// Vhost selection: the Host field (port stripped, case-insensitive, trailing dot ignored) is
-/// matched against exact names first, then `*.suffix` wildcards (longest suffix wins; "*.a.test"
-/// matches "x.a.test" and "y.x.a.test" but not "a.test"); a vhost with `port` only matches
-/// requests that arrived on that port. No match → the vhost marked default, else the first.
+/// Vhost selection: the Host field (port stripped, case-insensitive, trailing dot ignored, IPv6
+/// brackets removed so "[::1]:8080" meets a name "::1" or "[::1]") is matched against exact names
+/// first, then `*.suffix` wildcards (longest suffix wins; "*.a.test" matches "x.a.test" and
+/// "y.x.a.test" but not "a.test"; a bare "*" is the least specific wildcard), then vhosts with no
+/// names (they match any Host). A vhost with `port` only matches requests that arrived on that
+/// port, and beats a vhost without `port` of the same rank; otherwise the first declared wins.
+/// No match → the vhost marked default, else the first vhost this port may use, else index 0.
 ///
 /// Route precedence within a vhost (one total order, documented in docs/configuration.md):
-///  1. `= /exact` routes.
-///  2. Router patterns (`path:`): segment by segment a literal beats `:param` beats `*`; between
-///     two wildcard patterns of the same specificity, the first declared wins. A trailing slash
-///     in the request still reaches a pattern without one ("/users/ann/" → "/users/:name").
+///  1. `= /exact` routes (the whole path, case-sensitive; a trailing slash is significant).
+///  2. Router patterns (`path:`): segment by segment a literal beats `:param` beats `*`, with
+///     backtracking ("/users/me/posts" reaches "/users/:name/posts" when "/users/me" has no
+///     "posts" child). `:name` takes one non-empty segment; a trailing `*` takes the rest of the
+///     path, slashes included, possibly empty ("/files/*" matches "/files" and "/files/" with
+///     "*" = ""), captured as "*". Between patterns of the same shape the first declared wins. A
+///     trailing slash in the request or the pattern is ignored ("/users/ann/" → "/users/:name",
+///     "/about/" → "/about").
 ///  3. nginx locations: the longest plain or `^~` prefix is remembered; if it is `^~`, it wins;
-///     otherwise regex routes (`~`, `~*`) are tried in declaration order and the first match wins;
-///     otherwise the remembered longest prefix wins. Prefixes are string prefixes, as in nginx.
+///     otherwise regex routes (`~`, `~*`, ECMAScript, unanchored search) are tried in declaration
+///     order and the first match wins; otherwise the remembered longest prefix wins. Prefixes are
+///     case-sensitive string prefixes, as in nginx ("/coffee" matches "/coffeebar").
 ///  4. No route: Fallback if the vhost has a root, else NotFound.
-/// A route whose `methods` exclude the request's method does not match; HEAD also matches routes
-/// that allow GET. If some route matched the path for other methods only → MethodNotAllowed,
-/// or Options for an OPTIONS request.
+/// A route whose `methods` exclude the request's method does not match (`methods` 0 = every
+/// method); HEAD also matches routes that allow GET, but among routes of one pattern (or one
+/// exact path) a route naming HEAD beats a GET route. If some route matched the path for other
+/// methods only → MethodNotAllowed, or Options for an OPTIONS request, even when the vhost has a
+/// root; `allow` then also holds OPTIONS, and HEAD whenever it holds GET.
+///
+/// Cost: `match` allocates nothing for Exact, Pattern and Prefix routes; regex routes are tried
+/// only when steps 1-2 and a `^~` prefix did not decide, and std::regex may allocate.
 class Router {
 public:
     /// Compiles `config` (which must outlive the Router). Regexes were validated by the loader;
-    /// an invalid one here throws std::regex_error (programmer error).
+    /// an invalid one here throws std::regex_error, and a pattern with more than kMaxParams
+    /// captures throws std::invalid_argument (programmer errors).
     explicit Router(const config::Config& config);
     ~Router();
     Router(const Router&) = delete;
@@ -76,7 +91,8 @@ public:
     /// ":port") on a connection that arrived on `localPort`. Never fails when vhosts exist.
     std::size_t selectVhost(std::string_view host, std::uint16_t localPort) const;
 
-    /// Matches decoded, normalised `path` for `method` in vhost `vhostIndex`.
+    /// Matches decoded, normalised `path` (see http/path.h) for `method` in vhost `vhostIndex`
+    /// (< config().vhosts.size(), asserted; NotFound otherwise). Param views point into `path`.
     RouteResult match(std::size_t vhostIndex, http::Method method, std::string_view path) const;
 
     const config::Config& config() const { return config_; }
