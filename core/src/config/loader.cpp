@@ -1,0 +1,1560 @@
+// Loads a YAML config file into the Config model, validating it and collecting every located error.
+#include <portico/config/loader.h>
+#include <portico/http/message.h>
+#include <portico/http1/parser.h>
+#include <portico/routing/router.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <span>
+#include <sstream>
+
+namespace portico::config {
+
+std::string ConfigError::toString() const {
+    std::string out = where.file;
+    if (where.line > 0) out += ":" + std::to_string(where.line) + ":" + std::to_string(where.column);
+    out += ": ";
+    if (!path.empty()) out += path + ": ";
+    out += message;
+    return out;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using Keys = std::span<const std::string_view>;
+
+// The keys each map of the schema takes. Keeping them in one place makes the schema easy to read
+// next to docs/configuration.md.
+constexpr std::string_view kTopKeys[] = {"workers",     "listen",        "limits", "access_log",
+                                         "compression", "server_header", "vhosts"};
+constexpr std::string_view kTopNotYet[] = {"capture"};
+constexpr std::string_view kListenKeys[] = {"address"};
+constexpr std::string_view kListenNotYet[] = {"tls"};
+constexpr std::string_view kLimitKeys[] = {
+    "max_request_line_bytes", "max_header_bytes", "max_header_count",
+    "max_body_bytes",         "max_ranges",       "max_connections_per_worker",
+    "header_timeout",         "body_timeout",     "idle_timeout",
+    "write_timeout",          "drain_timeout"};
+constexpr std::string_view kAccessLogKeys[] = {"format", "path"};
+constexpr std::string_view kCompressionKeys[] = {"enabled", "min_bytes", "gzip_level", "brotli_quality"};
+constexpr std::string_view kVhostKeys[] = {"names",   "port",        "default",       "root",
+                                           "index",   "listing",     "spa_fallback",  "follow_symlinks",
+                                           "headers", "error_pages", "server_header", "routes"};
+constexpr std::string_view kVhostNotYet[] = {"live_reload", "tls"};
+constexpr std::string_view kRouteKeys[] = {"path",    "location",      "group",  "methods", "name",
+                                           "headers", "server_header", "static", "respond", "redirect"};
+constexpr std::string_view kRouteNotYet[] = {"proxy", "grpc", "websocket", "fastcgi"};
+constexpr std::string_view kGroupKeys[] = {"prefix", "routes"};
+constexpr std::string_view kStaticKeys[] = {"root", "index", "listing", "spa_fallback", "follow_symlinks"};
+constexpr std::string_view kRespondKeys[] = {
+    "status", "headers", "body", "file", "latency", "latency_max", "drop_rate", "error_rate", "error_status"};
+constexpr std::string_view kRedirectKeys[] = {"to", "status"};
+constexpr std::string_view kAccessLogFormats[] = {"combined", "json", "off"};
+
+// Fields the connection writes itself (http::Response says handlers must not set them).
+constexpr std::string_view kReservedHeaders[] = {"content-length", "transfer-encoding", "connection", "date",
+                                                 "server"};
+
+constexpr int kMaxGroupDepth = 16;
+
+std::size_t editDistance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+/// " (did you mean 'x'?)" when exactly one candidate is closest and within distance 2, else "".
+std::string suggestion(std::string_view word, Keys candidates) {
+    std::string best;
+    std::size_t bestDistance = 3;
+    bool tie = false;
+    for (std::string_view c : candidates) {
+        std::size_t d = editDistance(word, c);
+        if (d < bestDistance) {
+            bestDistance = d;
+            best = c;
+            tie = false;
+        } else if (d == bestDistance) {
+            tie = true;
+        }
+    }
+    if (best.empty() || tie) return {};
+    return " (did you mean '" + best + "'?)";
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
+std::string upper(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    return out;
+}
+
+bool isIdentifier(std::string_view s) {
+    if (s.empty()) return false;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        char c = s[i];
+        bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
+    }
+    return true;
+}
+
+/// RFC 9110 §5.6.2 token.
+bool isToken(std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+        if (!ok) return false;
+    }
+    return true;
+}
+
+bool hasControlChars(std::string_view s) {
+    return std::any_of(s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
+}
+
+std::string describe(const YAML::Node& n) {
+    switch (n.Type()) {
+    case YAML::NodeType::Map:
+        return "a map";
+    case YAML::NodeType::Sequence:
+        return "a list";
+    case YAML::NodeType::Scalar: {
+        std::string s = n.Scalar();
+        if (s.size() > 40) s = s.substr(0, 37) + "...";
+        return "'" + s + "'";
+    }
+    default:
+        return "nothing";
+    }
+}
+
+std::string child(const std::string& path, std::string_view key) {
+    return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string item(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+std::string normalise(const fs::path& p) {
+    std::string s = p.lexically_normal().string();
+    while (s.size() > 1 && s.back() == '/')
+        s.pop_back();
+    return s;
+}
+
+/// A route's path parameters, for checking {{param.NAME}} templates.
+struct RouteShape {
+    bool pattern = false;
+    bool unknown = false; ///< the path itself was invalid: do not check {{param.*}} against it
+    std::vector<std::string> params;
+    bool wildcard = false;
+};
+
+struct GroupContext {
+    std::string prefix; ///< joined prefixes of the enclosing groups, "" at the top
+    bool prefixHasParams = false;
+    int depth = 0;
+};
+
+/// Where a flattened route came from, for the duplicate check.
+struct RouteOrigin {
+    std::string path;      ///< "vhosts[0].routes[2]"
+    std::string matchPath; ///< "vhosts[0].routes[2].path"
+    YAML::Mark mark;       ///< of the path/location value
+};
+
+/// Joins a group prefix and a route path: "/api" + "/users" → "/api/users"; "/api" + "/" → "/api"
+/// for patterns and exact paths (which name one resource) and "/api/" for prefixes.
+std::string joinPrefix(const std::string& prefix, const std::string& path, MatchKind kind) {
+    if (prefix.empty()) return path;
+    std::string base = prefix;
+    while (!base.empty() && base.back() == '/')
+        base.pop_back();
+    if (path == "/" && (kind == MatchKind::Pattern || kind == MatchKind::Exact))
+        return base.empty() ? "/" : base;
+    return base + path;
+}
+
+std::string_view kindModifier(MatchKind k) {
+    switch (k) {
+    case MatchKind::Exact:
+        return "= ";
+    case MatchKind::PrefixNoRegex:
+        return "^~ ";
+    case MatchKind::Regex:
+        return "~ ";
+    case MatchKind::RegexCaseless:
+        return "~* ";
+    default:
+        return "";
+    }
+}
+
+constexpr std::uint32_t kAllMethods = [] {
+    std::uint32_t m = 0;
+    for (unsigned i = 0; i < static_cast<unsigned>(http::Method::Other); ++i)
+        m |= 1u << i;
+    return m;
+}();
+
+/// The methods a route answers (0 in the model means every method). HEAD is not added for GET:
+/// the router lets a route naming HEAD beat a GET route of the same path.
+std::uint32_t effectiveMethods(std::uint32_t mask) { return mask == 0 ? kAllMethods : mask; }
+
+/// Key under which two routes would match exactly the same requests.
+std::string duplicateKey(const Route& r) {
+    switch (r.kind) {
+    case MatchKind::Pattern: {
+        // Parameter names do not change what a pattern matches: "/u/:id" == "/u/:name".
+        std::string out;
+        std::size_t start = 0;
+        while (start < r.path.size()) {
+            std::size_t slash = r.path.find('/', start + 1);
+            std::string_view seg(r.path.data() + start,
+                                 (slash == std::string::npos ? r.path.size() : slash) - start);
+            out += seg.size() > 1 && seg[1] == ':' ? std::string_view("/:") : seg;
+            if (slash == std::string::npos) break;
+            start = slash;
+        }
+        // The router ignores a trailing slash in a pattern: "/about/" is "/about".
+        if (out.size() > 1 && out.back() == '/') out.pop_back();
+        return "pattern " + out;
+    }
+    case MatchKind::Exact:
+        return "exact " + r.path;
+    case MatchKind::Prefix:
+    case MatchKind::PrefixNoRegex:
+        return "prefix " + r.path; // nginx also refuses "/x" next to "^~ /x"
+    case MatchKind::Regex:
+        return "regex " + r.path;
+    case MatchKind::RegexCaseless:
+        return "iregex " + r.path;
+    }
+    return {};
+}
+
+/// A hint for the two syntax errors people make most in this file: tabs, and unquoted IPv6
+/// addresses ("- [::1]:8080" starts a YAML flow list). Looks at the error's line and the one before
+/// it, since yaml-cpp often reports the position where the next token starts.
+std::string syntaxHint(std::string_view text, const YAML::Mark& mark) {
+    static const std::regex kUnquotedIpv6(R"((^|[\s,:\-])\[[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*\]:[0-9])");
+    std::vector<std::string_view> lines;
+    for (std::size_t start = 0; start <= text.size();) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        lines.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    for (int i = mark.line; i >= 0 && i >= mark.line - 1; --i) {
+        if (i >= static_cast<int>(lines.size())) continue;
+        std::string_view l = lines[i];
+        std::size_t indent = l.find_first_not_of(" \t");
+        if (indent != std::string_view::npos && l.substr(0, indent).find('\t') != std::string_view::npos)
+            return " (indent YAML with spaces, not tabs)";
+        if (std::regex_search(std::string(l), kUnquotedIpv6))
+            return " (quote IPv6 addresses: \"[::1]:8080\")";
+    }
+    return {};
+}
+
+class Loader {
+public:
+    Loader(std::string file, fs::path baseDir) : file_(std::move(file)), baseDir_(std::move(baseDir)) {}
+
+    LoadResult run(std::string_view text, std::string sourcePath);
+
+private:
+    /// A node with its path in the document and the position errors about it point at.
+    struct Value {
+        YAML::Node node;
+        std::string path;
+        YAML::Mark mark;
+    };
+    /// One key/value pair of a map.
+    struct Entry {
+        std::string key;
+        YAML::Mark keyMark;
+        Value value;
+    };
+
+    void error(const YAML::Mark& mark, const std::string& path, std::string message);
+    void error(const Value& v, std::string message) { error(v.mark, v.path, std::move(message)); }
+    void errorAtKey(const Entry& e, std::string message) {
+        error(e.keyMark, e.value.path, std::move(message));
+    }
+    Location locate(const YAML::Mark& mark) const;
+
+    Value root(const YAML::Node& node) const { return {node, "", node.Mark()}; }
+    bool readMap(const Value& v, Keys known, const std::function<bool(const Entry&)>& visit, Keys notYet = {},
+                 std::string_view notYetHint = {});
+    std::optional<std::vector<Value>> list(const Value& v, bool scalarAllowed);
+
+    std::optional<std::string> string(const Value& v);
+    std::optional<std::vector<std::string>> strings(const Value& v);
+    std::optional<bool> boolean(const Value& v);
+    std::optional<std::int64_t> integer(const Value& v, std::int64_t min, std::int64_t max);
+    std::optional<double> number(const Value& v, double min, double max);
+    std::optional<std::uint64_t> size(const Value& v, std::uint64_t min);
+    std::optional<Duration> duration(const Value& v, bool zeroAllowed);
+    std::optional<int> status(const Value& v, int min, int max);
+    std::optional<std::string> existing(const Value& v, bool directory);
+    std::optional<HeaderList> headers(const Value& v, const RouteShape* templates);
+    void checkTemplates(const Value& v, std::string_view text, const RouteShape& shape);
+
+    void readTop(const Value& v, Config& c);
+    void readListen(const Value& v, std::vector<Listen>& out);
+    std::optional<Listen> parseAddress(const Value& v);
+    void readLimits(const Value& v, Limits& l);
+    void readAccessLog(const Value& v, AccessLog& a);
+    void readCompression(const Value& v, Compression& c);
+    void readVhost(const Value& v, Vhost& vh);
+    bool readStaticKey(const Entry& e, StaticAction& st);
+    void checkSpaFallback(const Value& v, const StaticAction& st);
+    void readRoutes(const Value& v, const GroupContext& group, std::vector<Route>& out,
+                    std::vector<RouteOrigin>& origins);
+    void readRoute(const Value& v, const GroupContext& group, std::vector<Route>& out,
+                   std::vector<RouteOrigin>& origins);
+    void readGroup(const Value& v, const GroupContext& group, std::vector<Route>& out,
+                   std::vector<RouteOrigin>& origins);
+    bool parseMatch(const Entry& e, const GroupContext& group, Route& r, RouteShape& shape);
+    bool checkPattern(const Value& v, const std::string& pattern, RouteShape& shape);
+    std::optional<std::uint32_t> methods(const Value& v);
+    std::optional<Action> readAction(const Entry& e, const RouteShape& shape);
+    void checkDuplicateRoutes(const std::vector<Route>& routes, const std::vector<RouteOrigin>& origins);
+    void checkVhosts(const Config& c, const std::vector<Value>& vhostValues);
+
+    std::string file_;
+    fs::path baseDir_;
+    std::vector<ConfigError> errors_;
+};
+
+void Loader::error(const YAML::Mark& mark, const std::string& path, std::string message) {
+    errors_.push_back(ConfigError{locate(mark), path, std::move(message)});
+}
+
+Location Loader::locate(const YAML::Mark& mark) const {
+    // yaml-cpp marks are 0-based; a node built without a position has -1.
+    if (mark.line < 0) return Location{file_, 1, 1};
+    return Location{file_, mark.line + 1, mark.column + 1};
+}
+
+bool Loader::readMap(const Value& v, Keys known, const std::function<bool(const Entry&)>& visit, Keys notYet,
+                     std::string_view notYetHint) {
+    if (v.node.IsNull()) return true; // "key:" with nothing is an empty map
+    if (!v.node.IsMap()) {
+        error(v, "expected a map, got " + describe(v.node));
+        return false;
+    }
+    std::vector<std::string> seen;
+    for (auto it = v.node.begin(); it != v.node.end(); ++it) {
+        const YAML::Node& k = it->first;
+        if (!k.IsScalar()) {
+            error(k.Mark(), v.path, "expected a plain key, got " + describe(k));
+            continue;
+        }
+        std::string key = k.Scalar();
+        // An empty value ("key:") gets the position of the next token; point at the key instead.
+        YAML::Mark mark = it->second.Mark();
+        if (it->second.IsNull() && (mark.line != k.Mark().line || mark.line < 0)) mark = k.Mark();
+        Entry e{key, k.Mark(), Value{it->second, child(v.path, key), mark}};
+        if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+            errorAtKey(e, "duplicate key '" + key + "'");
+            continue;
+        }
+        seen.push_back(key);
+        if (std::find(notYet.begin(), notYet.end(), key) != notYet.end()) {
+            errorAtKey(e, "'" + key + "' is not supported yet in this version" + std::string(notYetHint));
+            continue;
+        }
+        if (!visit(e)) errorAtKey(e, "unknown key '" + key + "'" + suggestion(key, known));
+    }
+    return true;
+}
+
+std::optional<std::vector<Loader::Value>> Loader::list(const Value& v, bool scalarAllowed) {
+    std::vector<Value> out;
+    if (v.node.IsNull()) return out;
+    if (v.node.IsScalar() && scalarAllowed) {
+        out.push_back(v);
+        return out;
+    }
+    if (!v.node.IsSequence()) {
+        error(v, std::string(scalarAllowed ? "expected a string or a list" : "expected a list") + ", got " +
+                     describe(v.node));
+        return std::nullopt;
+    }
+    for (std::size_t i = 0; i < v.node.size(); ++i) {
+        YAML::Node n = v.node[i];
+        YAML::Mark mark = n.Mark().line >= 0 && !n.IsNull() ? n.Mark() : v.mark;
+        out.push_back(Value{n, item(v.path, i), mark});
+    }
+    return out;
+}
+
+std::optional<std::string> Loader::string(const Value& v) {
+    if (v.node.IsNull()) {
+        error(v, "missing value");
+        return std::nullopt;
+    }
+    if (!v.node.IsScalar()) {
+        error(v, "expected a string, got " + describe(v.node));
+        return std::nullopt;
+    }
+    return v.node.Scalar();
+}
+
+std::optional<std::vector<std::string>> Loader::strings(const Value& v) {
+    auto items = list(v, true);
+    if (!items) return std::nullopt;
+    std::vector<std::string> out;
+    bool ok = true;
+    for (const Value& i : *items) {
+        auto s = string(i);
+        if (s)
+            out.push_back(*s);
+        else
+            ok = false;
+    }
+    if (!ok) return std::nullopt;
+    return out;
+}
+
+std::optional<bool> Loader::boolean(const Value& v) {
+    if (v.node.IsScalar()) {
+        bool b = false;
+        if (YAML::convert<bool>::decode(v.node, b)) return b;
+    }
+    error(v, "expected true or false, got " + describe(v.node));
+    return std::nullopt;
+}
+
+std::optional<std::int64_t> Loader::integer(const Value& v, std::int64_t min, std::int64_t max) {
+    auto s = string(v);
+    if (!s) return std::nullopt;
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), n);
+    if (ec != std::errc{} || end != s->data() + s->size() || s->empty()) {
+        error(v, "expected an integer, got " + describe(v.node));
+        return std::nullopt;
+    }
+    if (n < min || n > max) {
+        error(v, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + *s);
+        return std::nullopt;
+    }
+    return n;
+}
+
+std::optional<double> Loader::number(const Value& v, double min, double max) {
+    auto s = string(v);
+    if (!s) return std::nullopt;
+    double d = 0;
+    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), d);
+    if (ec != std::errc{} || end != s->data() + s->size() || s->empty()) {
+        error(v, "expected a number, got " + describe(v.node));
+        return std::nullopt;
+    }
+    if (!(d >= min && d <= max)) {
+        std::ostringstream range;
+        range << "must be between " << min << " and " << max << ", got " << *s;
+        error(v, range.str());
+        return std::nullopt;
+    }
+    return d;
+}
+
+std::optional<std::uint64_t> Loader::size(const Value& v, std::uint64_t min) {
+    auto s = string(v);
+    if (!s) return std::nullopt;
+    std::uint64_t bytes = 0;
+    if (!parseSize(*s, bytes)) {
+        error(v, "invalid size '" + *s + "' (write e.g. 512, 16KiB, 10MiB, 1GiB or 100KB)");
+        return std::nullopt;
+    }
+    if (bytes < min) {
+        error(v, "must be at least " + std::to_string(min) + " bytes, got " + *s);
+        return std::nullopt;
+    }
+    return bytes;
+}
+
+std::optional<Duration> Loader::duration(const Value& v, bool zeroAllowed) {
+    auto s = string(v);
+    if (!s) return std::nullopt;
+    Duration d{};
+    if (!parseDuration(*s, d)) {
+        bool bare =
+            !s->empty() && std::all_of(s->begin(), s->end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (bare)
+            error(v,
+                  "duration '" + *s + "' needs a unit: us, ms, s, m or h (e.g. " + *s + "s or " + *s + "ms)");
+        else
+            error(v, "invalid duration '" + *s + "' (write e.g. 500us, 250ms, 10s, 2m or 1h)");
+        return std::nullopt;
+    }
+    if (!zeroAllowed && d.count() == 0) {
+        error(v, "must be greater than 0");
+        return std::nullopt;
+    }
+    return d;
+}
+
+std::optional<int> Loader::status(const Value& v, int min, int max) {
+    auto s = string(v);
+    if (!s) return std::nullopt;
+    int n = 0;
+    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), n);
+    if (ec != std::errc{} || end != s->data() + s->size() || s->empty()) {
+        error(v, "expected an HTTP status code, got " + describe(v.node));
+        return std::nullopt;
+    }
+    if (n < 100 || n > 599) {
+        error(v, "status must be between 100 and 599, got " + *s);
+        return std::nullopt;
+    }
+    if (n < min || n > max) {
+        if (n < 200 && min >= 200)
+            error(v, "status " + *s + " is an interim (1xx) status and cannot be a final response");
+        else
+            error(v, "status must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                         ", got " + *s);
+        return std::nullopt;
+    }
+    return n;
+}
+
+std::optional<std::string> Loader::existing(const Value& v, bool directory) {
+    auto s = string(v);
+    if (!s) return std::nullopt;
+    if (s->empty()) {
+        error(v, "empty path");
+        return std::nullopt;
+    }
+    fs::path p(*s);
+    if (p.is_relative()) p = baseDir_ / p;
+    std::string abs = normalise(p);
+    std::error_code ec;
+    fs::file_status st = fs::status(abs, ec);
+    if (!fs::exists(st)) {
+        error(v, std::string(directory ? "directory" : "file") + " '" + abs + "' does not exist");
+        return std::nullopt;
+    }
+    if (directory && !fs::is_directory(st)) {
+        error(v, "'" + abs + "' is not a directory");
+        return std::nullopt;
+    }
+    if (!directory && !fs::is_regular_file(st)) {
+        error(v, "'" + abs + "' is not a regular file");
+        return std::nullopt;
+    }
+    return abs;
+}
+
+std::optional<HeaderList> Loader::headers(const Value& v, const RouteShape* templates) {
+    HeaderList out;
+    bool ok = true;
+    readMap(v, {}, [&](const Entry& e) {
+        if (!isToken(e.key)) {
+            errorAtKey(e, "'" + e.key + "' is not a valid header field name");
+            ok = false;
+            return true;
+        }
+        std::string name = lower(e.key);
+        if (std::find(std::begin(kReservedHeaders), std::end(kReservedHeaders), name) !=
+            std::end(kReservedHeaders)) {
+            errorAtKey(e, "'" + e.key + "' is set by the server and cannot be configured" +
+                              (name == "server" ? " (use server_header: false to leave it out)" : ""));
+            ok = false;
+            return true;
+        }
+        // A list gives the field several times (Set-Cookie).
+        auto values = list(e.value, true);
+        if (!values) {
+            ok = false;
+            return true;
+        }
+        for (const Value& item : *values) {
+            auto s = string(item);
+            if (!s) {
+                ok = false;
+                continue;
+            }
+            if (hasControlChars(*s)) {
+                error(item, "header values cannot contain CR, LF or NUL");
+                ok = false;
+                continue;
+            }
+            if (templates) checkTemplates(item, *s, *templates);
+            out.emplace_back(e.key, *s);
+        }
+        return true;
+    });
+    if (!v.node.IsNull() && !v.node.IsMap()) return std::nullopt;
+    if (!ok) return std::nullopt;
+    return out;
+}
+
+void Loader::checkTemplates(const Value& v, std::string_view text, const RouteShape& shape) {
+    static constexpr std::string_view kKnown =
+        "{{param.NAME}}, {{param.*}}, {{query.NAME}}, {{header.NAME}}, {{method}}, {{path}}, {{body}}";
+    std::size_t pos = 0;
+    while ((pos = text.find("{{", pos)) != std::string_view::npos) {
+        std::size_t end = text.find("}}", pos + 2);
+        if (end == std::string_view::npos) return; // an unterminated "{{" is literal text
+        std::string_view t = text.substr(pos + 2, end - pos - 2);
+        std::string shown = "{{" + std::string(t) + "}}";
+        pos = end + 2;
+        // The renderer allows spaces inside the braces: "{{ param.id }}".
+        while (!t.empty() && (t.front() == ' ' || t.front() == '\t'))
+            t.remove_prefix(1);
+        while (!t.empty() && (t.back() == ' ' || t.back() == '\t'))
+            t.remove_suffix(1);
+        if (t == "method" || t == "path" || t == "body") continue;
+        if (t.starts_with("param.")) {
+            std::string_view name = t.substr(6);
+            if (shape.unknown) {
+                // already reported: the route's path is invalid
+            } else if (!shape.pattern) {
+                error(v, shown + " needs a route with parameters; only `path:` patterns have them");
+            } else if (name == "*") {
+                if (!shape.wildcard) error(v, shown + " needs a '*' at the end of the route's path");
+            } else if (std::find(shape.params.begin(), shape.params.end(), name) == shape.params.end()) {
+                std::string known;
+                for (const auto& p : shape.params)
+                    known += (known.empty() ? ":" : ", :") + p;
+                error(v, shown + ": the route's path has no parameter :" + std::string(name) +
+                             (known.empty() ? std::string(" (it has none)") : " (it has " + known + ")"));
+            }
+            continue;
+        }
+        if ((t.starts_with("query.") && t.size() > 6) || (t.starts_with("header.") && isToken(t.substr(7))))
+            continue;
+        error(v, "unknown template " + shown + " (known: " + std::string(kKnown) + ")");
+    }
+}
+
+void Loader::readTop(const Value& v, Config& c) {
+    bool sawListen = false, sawVhosts = false;
+    std::vector<Value> vhostValues;
+    bool isMap = readMap(
+        v, kTopKeys,
+        [&](const Entry& e) {
+            const Value& val = e.value;
+            if (e.key == "workers") {
+                if (val.node.IsScalar() && val.node.Scalar() == "auto") {
+                    c.workers = 0;
+                } else if (val.node.IsScalar() && !val.node.Scalar().empty() &&
+                           !std::isdigit(static_cast<unsigned char>(val.node.Scalar()[0])) &&
+                           val.node.Scalar()[0] != '-') {
+                    error(val, "expected 'auto' or a number of workers (1..256), got " + describe(val.node));
+                } else if (auto n = integer(val, 1, 256)) {
+                    c.workers = static_cast<unsigned>(*n);
+                }
+            } else if (e.key == "listen") {
+                sawListen = true;
+                readListen(val, c.listen);
+            } else if (e.key == "limits") {
+                readLimits(val, c.limits);
+            } else if (e.key == "access_log") {
+                readAccessLog(val, c.accessLog);
+            } else if (e.key == "compression") {
+                readCompression(val, c.compression);
+            } else if (e.key == "server_header") {
+                if (auto b = boolean(val)) c.serverHeader = *b;
+            } else if (e.key == "vhosts") {
+                sawVhosts = true;
+                auto items = list(val, false);
+                if (!items) return true;
+                if (items->empty()) error(val, "at least one vhost is required");
+                for (const Value& item : *items) {
+                    Vhost vh;
+                    readVhost(item, vh);
+                    c.vhosts.push_back(std::move(vh));
+                    vhostValues.push_back(item);
+                }
+            } else {
+                return false;
+            }
+            return true;
+        },
+        kTopNotYet);
+    if (!isMap) return;
+    if (!sawListen) c.listen.push_back(Listen{});
+    if (!sawVhosts) error(v, "no vhosts: add at least one under `vhosts:` (e.g. `vhosts: [{root: ./site}]`)");
+    checkVhosts(c, vhostValues);
+}
+
+void Loader::readListen(const Value& v, std::vector<Listen>& out) {
+    auto items = list(v, true);
+    if (!items) return;
+    if (items->empty()) error(v, "at least one listener is required");
+    for (const Value& item : *items) {
+        std::optional<Listen> l;
+        if (item.node.IsScalar()) {
+            l = parseAddress(item);
+        } else if (item.node.IsMap()) {
+            bool sawAddress = false;
+            readMap(
+                item, kListenKeys,
+                [&](const Entry& e) {
+                    if (e.key != "address") return false;
+                    sawAddress = true;
+                    l = parseAddress(e.value);
+                    return true;
+                },
+                kListenNotYet);
+            if (!sawAddress) error(item, "listener needs an `address:` (HOST:PORT)");
+            if (item.node["tls"]) l.reset();
+        } else if (item.node.IsSequence()) {
+            error(item, "expected \"HOST:PORT\" or {address: HOST:PORT}, got a list; quote IPv6 addresses: "
+                        "\"[::1]:8080\"");
+        } else {
+            error(item, "expected \"HOST:PORT\" or {address: HOST:PORT}, got " + describe(item.node));
+        }
+        if (!l) continue;
+        l->where = locate(item.mark);
+        for (const Listen& other : out) {
+            if (other.host == l->host && other.port == l->port && l->port != 0) {
+                error(item, "duplicate listener " + item.node.as<std::string>("") + " (already on line " +
+                                std::to_string(other.where.line) + ")");
+                l.reset();
+                break;
+            }
+        }
+        if (l) out.push_back(*l);
+    }
+}
+
+std::optional<Listen> Loader::parseAddress(const Value& v) {
+    auto s = string(v);
+    if (!s) return std::nullopt;
+    std::string text = *s;
+    Listen l;
+    std::string host, port;
+    if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        host = "127.0.0.1";
+        port = text;
+    } else if (text.starts_with("[")) {
+        std::size_t close = text.find("]:");
+        if (close == std::string::npos) {
+            error(v, "expected \"[IPv6]:PORT\", e.g. \"[::1]:8080\", got '" + text + "'");
+            return std::nullopt;
+        }
+        host = text.substr(1, close - 1);
+        port = text.substr(close + 2);
+        in6_addr a6{};
+        if (inet_pton(AF_INET6, host.c_str(), &a6) != 1) {
+            error(v, "'" + host + "' is not an IPv6 address");
+            return std::nullopt;
+        }
+    } else {
+        std::size_t colon = text.rfind(':');
+        if (colon == std::string::npos) {
+            error(v, "expected HOST:PORT (e.g. 127.0.0.1:8080) or a port, got '" + text + "'");
+            return std::nullopt;
+        }
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (host.find(':') != std::string::npos) {
+            error(v, "IPv6 addresses need brackets: \"[" + host + "]:" + port + "\"");
+            return std::nullopt;
+        }
+        in_addr a4{};
+        if (inet_pton(AF_INET, host.c_str(), &a4) != 1) {
+            error(v, "listen host must be an IP address (127.0.0.1, 0.0.0.0, \"[::1]\"), got '" + host + "'" +
+                         (lower(host) == "localhost" ? " (use 127.0.0.1 or [::1])" : ""));
+            return std::nullopt;
+        }
+    }
+    unsigned p = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+    if (ec != std::errc{} || end != port.data() + port.size() || port.empty() || p > 65535) {
+        error(v, "port must be a number between 0 and 65535, got '" + port + "'");
+        return std::nullopt;
+    }
+    l.host = host;
+    l.port = static_cast<std::uint16_t>(p);
+    return l;
+}
+
+void Loader::readLimits(const Value& v, Limits& l) {
+    readMap(v, kLimitKeys, [&](const Entry& e) {
+        const Value& val = e.value;
+        auto setSize = [&](std::uint64_t& field, std::uint64_t min) {
+            if (auto n = size(val, min)) field = *n;
+        };
+        auto setCount = [&](std::uint64_t& field, std::int64_t min,
+                            std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
+            if (auto n = integer(val, min, max)) field = *n;
+        };
+        auto setDuration = [&](Duration& field, bool zeroAllowed) {
+            if (auto d = duration(val, zeroAllowed)) field = *d;
+        };
+        if (e.key == "max_request_line_bytes")
+            setSize(l.maxRequestLineBytes, 64);
+        else if (e.key == "max_header_bytes")
+            setSize(l.maxHeaderBytes, 64);
+        else if (e.key == "max_header_count")
+            setCount(l.maxHeaderCount, 1, static_cast<std::int64_t>(http1::kMaxHeaders));
+        else if (e.key == "max_body_bytes")
+            setSize(l.maxBodyBytes, 0);
+        else if (e.key == "max_ranges")
+            setCount(l.maxRanges, 0);
+        else if (e.key == "max_connections_per_worker")
+            setCount(l.maxConnectionsPerWorker, 1);
+        else if (e.key == "header_timeout")
+            setDuration(l.headerTimeout, false);
+        else if (e.key == "body_timeout")
+            setDuration(l.bodyTimeout, false);
+        else if (e.key == "idle_timeout")
+            setDuration(l.idleTimeout, false);
+        else if (e.key == "write_timeout")
+            setDuration(l.writeTimeout, false);
+        else if (e.key == "drain_timeout")
+            setDuration(l.drainTimeout, true);
+        else
+            return false;
+        return true;
+    });
+}
+
+void Loader::readAccessLog(const Value& v, AccessLog& a) {
+    // Writing an access_log section means "log": combined to stdout unless said otherwise.
+    a.format = AccessLog::Format::Combined;
+    a.path = "-";
+    readMap(v, kAccessLogKeys, [&](const Entry& e) {
+        if (e.key == "format") {
+            auto s = string(e.value);
+            if (!s) return true;
+            if (*s == "combined")
+                a.format = AccessLog::Format::Combined;
+            else if (*s == "json")
+                a.format = AccessLog::Format::Json;
+            else if (*s == "off" || *s == "false")
+                a.format = AccessLog::Format::Off; // `off` is YAML 1.1 false
+            else
+                error(e.value, "format must be combined, json or off, got '" + *s + "'" +
+                                   suggestion(*s, kAccessLogFormats));
+        } else if (e.key == "path") {
+            auto s = string(e.value);
+            if (!s) return true;
+            if (*s == "-") {
+                a.path = "-";
+                return true;
+            }
+            if (s->empty()) {
+                error(e.value, "empty path (use - for standard output)");
+                return true;
+            }
+            fs::path p(*s);
+            if (p.is_relative()) p = baseDir_ / p;
+            std::string abs = normalise(p);
+            std::error_code ec;
+            fs::path dir = fs::path(abs).parent_path();
+            if (!fs::is_directory(dir, ec))
+                error(e.value, "directory '" + dir.string() + "' does not exist");
+            else if (fs::is_directory(abs, ec))
+                error(e.value, "'" + abs + "' is a directory");
+            else
+                a.path = abs;
+        } else {
+            return false;
+        }
+        return true;
+    });
+}
+
+void Loader::readCompression(const Value& v, Compression& c) {
+    readMap(v, kCompressionKeys, [&](const Entry& e) {
+        if (e.key == "enabled") {
+            if (auto b = boolean(e.value)) c.enabled = *b;
+        } else if (e.key == "min_bytes") {
+            if (auto n = size(e.value, 0)) c.minBytes = *n;
+        } else if (e.key == "gzip_level") {
+            if (auto n = integer(e.value, 1, 9)) c.gzipLevel = static_cast<int>(*n);
+        } else if (e.key == "brotli_quality") {
+            if (auto n = integer(e.value, 0, 11)) c.brotliQuality = static_cast<int>(*n);
+        } else {
+            return false;
+        }
+        return true;
+    });
+}
+
+bool Loader::readStaticKey(const Entry& e, StaticAction& st) {
+    const Value& val = e.value;
+    if (e.key == "root") {
+        if (auto p = existing(val, true)) st.root = *p;
+    } else if (e.key == "index") {
+        if (auto names = strings(val)) {
+            st.index.clear();
+            for (std::size_t i = 0; i < names->size(); ++i) {
+                const std::string& n = (*names)[i];
+                if (n.empty() || n.find('/') != std::string::npos || n == "." || n == "..")
+                    error(val.node.IsSequence() ? Value{val.node[i], item(val.path, i), val.node[i].Mark()}
+                                                : val,
+                          "index entries are file names without '/', got '" + n + "'");
+                else
+                    st.index.push_back(n);
+            }
+        }
+    } else if (e.key == "listing") {
+        if (auto b = boolean(val)) st.listing = *b;
+    } else if (e.key == "spa_fallback") {
+        if (auto s = string(val)) st.spaFallback = *s;
+    } else if (e.key == "follow_symlinks") {
+        if (auto b = boolean(val)) st.followSymlinks = *b;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+void Loader::checkSpaFallback(const Value& v, const StaticAction& st) {
+    if (st.spaFallback.empty() || st.root.empty()) return;
+    std::string_view relative = st.spaFallback;
+    while (relative.starts_with("/"))
+        relative.remove_prefix(1);
+    std::string file = normalise(fs::path(st.root) / relative);
+    std::error_code ec;
+    if (!file.starts_with(st.root))
+        error(v, "spa_fallback must stay inside the root");
+    else if (!fs::is_regular_file(file, ec))
+        error(v, "spa_fallback file '" + file + "' does not exist");
+}
+
+void Loader::readVhost(const Value& v, Vhost& vh) {
+    vh.where = locate(v.mark);
+    StaticAction st;
+    std::optional<Value> rootValue, spaValue;
+    std::vector<Entry> needRoot;
+    std::optional<Value> routesValue;
+    bool isMap = readMap(
+        v, kVhostKeys,
+        [&](const Entry& e) {
+            const Value& val = e.value;
+            if (e.key == "root") {
+                rootValue = val;
+                readStaticKey(e, st);
+            } else if (e.key == "index" || e.key == "listing" || e.key == "spa_fallback" ||
+                       e.key == "follow_symlinks") {
+                needRoot.push_back(e);
+                if (e.key == "spa_fallback") spaValue = val;
+                readStaticKey(e, st);
+            } else if (e.key == "names") {
+                auto names = strings(val);
+                if (!names) return true;
+                for (std::size_t i = 0; i < names->size(); ++i) {
+                    Value at = val.node.IsSequence()
+                                   ? Value{val.node[i], item(val.path, i), val.node[i].Mark()}
+                                   : val;
+                    std::string n = lower((*names)[i]);
+                    if (!n.empty() && n.back() == '.') n.pop_back();
+                    std::string_view bare = n;
+                    if (bare.starts_with("*.")) bare.remove_prefix(2);
+                    in6_addr a6{};
+                    std::string inner(bare.size() > 2 && bare.front() == '[' && bare.back() == ']'
+                                          ? bare.substr(1, bare.size() - 2)
+                                          : bare);
+                    bool bracketed = inet_pton(AF_INET6, inner.c_str(), &a6) == 1; // an IPv6 literal
+                    bool ok =
+                        !bare.empty() && (bracketed || std::all_of(bare.begin(), bare.end(), [](char c) {
+                                              return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                                                     c == '-' || c == '.' || c == '_';
+                                          }));
+                    if (n == "*")
+                        vh.names.push_back(n); // the least specific wildcard (see routing/router.h)
+                    else if (!bracketed && n.find(':') != std::string::npos)
+                        error(at, "names do not carry a port; use `port:` for '" + n + "'");
+                    else if (!ok)
+                        error(at, "'" + (*names)[i] +
+                                      "' is not a host name (letters, digits, '-', '.', "
+                                      "optionally starting with '*.')");
+                    else
+                        vh.names.push_back(n);
+                }
+            } else if (e.key == "port") {
+                if (auto p = integer(val, 1, 65535)) vh.port = static_cast<std::uint16_t>(*p);
+            } else if (e.key == "default") {
+                if (auto b = boolean(val)) vh.isDefault = *b;
+            } else if (e.key == "headers") {
+                if (auto h = headers(val, nullptr)) vh.headers = std::move(*h);
+            } else if (e.key == "error_pages") {
+                readMap(val, {}, [&](const Entry& page) {
+                    int code = 0;
+                    auto [end, ec] =
+                        std::from_chars(page.key.data(), page.key.data() + page.key.size(), code);
+                    if (ec != std::errc{} || end != page.key.data() + page.key.size() || code < 400 ||
+                        code > 599) {
+                        errorAtKey(page,
+                                   "error_pages keys are statuses from 400 to 599, got '" + page.key + "'");
+                        return true;
+                    }
+                    if (auto file = existing(page.value, false)) vh.errorPages[code] = *file;
+                    return true;
+                });
+            } else if (e.key == "server_header") {
+                if (auto b = boolean(val)) vh.serverHeader = *b;
+            } else if (e.key == "routes") {
+                routesValue = val;
+            } else {
+                return false;
+            }
+            return true;
+        },
+        kVhostNotYet);
+    if (!isMap) return;
+    if (rootValue) {
+        if (!st.root.empty()) {
+            if (spaValue) checkSpaFallback(*spaValue, st);
+            vh.root = st;
+        }
+    } else {
+        for (const Entry& e : needRoot)
+            errorAtKey(e, "'" + e.key + "' applies to the vhost's `root`, which is not set");
+    }
+    if (routesValue) {
+        std::vector<RouteOrigin> origins;
+        readRoutes(*routesValue, GroupContext{}, vh.routes, origins);
+        checkDuplicateRoutes(vh.routes, origins);
+    }
+}
+
+void Loader::readRoutes(const Value& v, const GroupContext& group, std::vector<Route>& out,
+                        std::vector<RouteOrigin>& origins) {
+    auto items = list(v, false);
+    if (!items) return;
+    for (const Value& item : *items)
+        readRoute(item, group, out, origins);
+}
+
+bool Loader::checkPattern(const Value& v, const std::string& pattern, RouteShape& shape) {
+    if (!pattern.starts_with("/")) {
+        std::string hint;
+        for (std::string_view m : {"=", "^~", "~*", "~"})
+            if (pattern.starts_with(m) && pattern.size() > m.size() && pattern[m.size()] != ' ') {
+                hint = " (put a space after the modifier: '" + std::string(m) + " " +
+                       pattern.substr(m.size()) + "')";
+                break;
+            }
+        error(v, "a path pattern must start with '/', got '" + pattern + "'" + hint);
+        return false;
+    }
+    shape.pattern = true;
+    std::size_t start = 1;
+    while (true) {
+        std::size_t slash = pattern.find('/', start);
+        bool last = slash == std::string::npos;
+        std::string seg = pattern.substr(start, last ? std::string::npos : slash - start);
+        if (seg.empty() && !last) {
+            error(v, "empty segment ('//') in '" + pattern + "'; request paths never contain one");
+            return false;
+        }
+        if (seg.starts_with(":")) {
+            std::string name = seg.substr(1);
+            if (!isIdentifier(name)) {
+                error(v, "parameter ':" + name + "' in '" + pattern +
+                             "' needs a name made of letters, digits and '_' (e.g. :id)");
+                return false;
+            }
+            if (std::find(shape.params.begin(), shape.params.end(), name) != shape.params.end()) {
+                error(v, "parameter ':" + name + "' appears twice in '" + pattern + "'");
+                return false;
+            }
+            shape.params.push_back(name);
+        } else if (seg.find('*') != std::string::npos) {
+            if (seg != "*" || !last) {
+                error(v, "'*' is only allowed as the whole last segment (e.g. /assets/*), got '" + pattern +
+                             "'");
+                return false;
+            }
+            shape.wildcard = true;
+        }
+        if (shape.params.size() + (shape.wildcard ? 1 : 0) > routing::kMaxParams) {
+            error(v,
+                  "'" + pattern + "' has more than " + std::to_string(routing::kMaxParams) + " parameters");
+            return false;
+        }
+        if (last) break;
+        start = slash + 1;
+    }
+    return true;
+}
+
+bool Loader::parseMatch(const Entry& e, const GroupContext& group, Route& r, RouteShape& shape) {
+    auto spec = string(e.value);
+    if (!spec) return false;
+    bool location = e.key == "location";
+    std::string rest = *spec;
+    MatchKind kind = location ? MatchKind::Prefix : MatchKind::Pattern;
+    struct Modifier {
+        std::string_view text;
+        MatchKind kind;
+    };
+    static constexpr Modifier kModifiers[] = {{"= ", MatchKind::Exact},
+                                              {"^~ ", MatchKind::PrefixNoRegex},
+                                              {"~* ", MatchKind::RegexCaseless},
+                                              {"~ ", MatchKind::Regex}};
+    for (const Modifier& m : kModifiers) {
+        if (rest.starts_with(m.text)) {
+            kind = m.kind;
+            rest = rest.substr(m.text.size());
+            rest.erase(0, rest.find_first_not_of(' '));
+            break;
+        }
+    }
+    if (rest.empty()) {
+        error(e.value, "empty " + e.key);
+        return false;
+    }
+    if (group.depth > 0 && (kind == MatchKind::Regex || kind == MatchKind::RegexCaseless)) {
+        error(e.value,
+              "regex routes cannot be inside a group (a prefix cannot be prepended to a regex); move it "
+              "out of the group and write the prefix into the regex");
+        return false;
+    }
+    if (group.prefixHasParams && kind != MatchKind::Pattern) {
+        error(e.value, "only `path:` patterns can be inside a group whose prefix has parameters");
+        return false;
+    }
+    std::string path = joinPrefix(group.prefix, rest, kind);
+    switch (kind) {
+    case MatchKind::Pattern:
+        if (!checkPattern(e.value, path, shape)) return false;
+        break;
+    case MatchKind::Exact:
+    case MatchKind::Prefix:
+    case MatchKind::PrefixNoRegex:
+        if (!path.starts_with("/")) {
+            std::string hint;
+            if (location && (path.starts_with("=") || path.starts_with("^~") || path.starts_with("~")))
+                hint = " (put a space after the modifier)";
+            else if (location && path.starts_with("@"))
+                hint = " (named locations are not supported)";
+            error(e.value, e.key + " must start with '/' (after any modifier), got '" + *spec + "'" + hint);
+            return false;
+        }
+        break;
+    case MatchKind::Regex:
+    case MatchKind::RegexCaseless:
+        try {
+            auto flags = std::regex::ECMAScript;
+            if (kind == MatchKind::RegexCaseless) flags |= std::regex::icase;
+            std::regex re(path, flags);
+        } catch (const std::regex_error& ex) {
+            error(e.value, "invalid regular expression '" + path + "': " + ex.what());
+            return false;
+        }
+        break;
+    }
+    r.kind = kind;
+    r.path = path;
+    r.spec = group.depth > 0 ? std::string(kindModifier(kind)) + path : *spec;
+    return true;
+}
+
+std::optional<std::uint32_t> Loader::methods(const Value& v) {
+    auto items = list(v, true);
+    if (!items) return std::nullopt;
+    if (items->empty()) {
+        error(v, "empty methods list; leave `methods` out to allow every method");
+        return std::nullopt;
+    }
+    std::uint32_t mask = 0;
+    bool ok = true;
+    for (const Value& item : *items) {
+        auto s = string(item);
+        if (!s) {
+            ok = false;
+            continue;
+        }
+        http::Method m = http::methodFromToken(*s);
+        if (m == http::Method::Other) {
+            std::string hint;
+            if (http::methodFromToken(upper(*s)) != http::Method::Other)
+                hint = " (did you mean '" + upper(*s) + "'? methods are case-sensitive)";
+            error(item,
+                  "unknown method '" + *s + "'" + hint + "; known: " + http::allowHeaderValue(kAllMethods));
+            ok = false;
+            continue;
+        }
+        mask |= http::methodBit(m);
+    }
+    if (!ok) return std::nullopt;
+    return mask;
+}
+
+std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape) {
+    const std::size_t before = errors_.size();
+    if (e.key == "static") {
+        StaticAction st;
+        std::optional<Value> spa;
+        bool sawRoot = false;
+        if (!e.value.node.IsMap()) {
+            error(e.value, "expected a map such as {root: ./site}, got " + describe(e.value.node));
+            return std::nullopt;
+        }
+        readMap(e.value, kStaticKeys, [&](const Entry& k) {
+            if (k.key == "root") sawRoot = true;
+            if (k.key == "spa_fallback") spa = k.value;
+            return readStaticKey(k, st);
+        });
+        if (!sawRoot) {
+            error(e.value, "static needs a `root:` directory");
+            return std::nullopt;
+        }
+        if (spa) checkSpaFallback(*spa, st);
+        if (errors_.size() != before || st.root.empty()) return std::nullopt;
+        return st;
+    }
+    if (e.key == "respond") {
+        RespondAction rs;
+        std::optional<Value> latency, latencyMax, body, file;
+        readMap(e.value, kRespondKeys, [&](const Entry& k) {
+            const Value& val = k.value;
+            if (k.key == "status") {
+                if (auto s = status(val, 200, 599)) rs.status = *s;
+            } else if (k.key == "headers") {
+                if (auto h = headers(val, &shape)) rs.headers = std::move(*h);
+            } else if (k.key == "body") {
+                body = val;
+                if (auto s = string(val)) {
+                    rs.body = *s;
+                    checkTemplates(val, rs.body, shape);
+                }
+            } else if (k.key == "file") {
+                file = val;
+                if (auto p = existing(val, false)) rs.bodyFile = *p;
+            } else if (k.key == "latency") {
+                latency = val;
+                if (auto d = duration(val, true)) rs.latency = *d;
+            } else if (k.key == "latency_max") {
+                latencyMax = val;
+                if (auto d = duration(val, true)) rs.latencyMax = *d;
+            } else if (k.key == "drop_rate") {
+                if (auto d = number(val, 0, 1)) rs.dropRate = *d;
+            } else if (k.key == "error_rate") {
+                if (auto d = number(val, 0, 1)) rs.errorRate = *d;
+            } else if (k.key == "error_status") {
+                if (auto s = status(val, 400, 599)) rs.errorStatus = *s;
+            } else {
+                return false;
+            }
+            return true;
+        });
+        if (body && file) error(*file, "use either `body` or `file`, not both");
+        if (latencyMax && rs.latencyMax < rs.latency)
+            error(*latencyMax, "latency_max must be at least latency");
+        if (errors_.size() != before) return std::nullopt;
+        return rs;
+    }
+    // redirect
+    RedirectAction rd;
+    bool sawTo = false;
+    if (!e.value.node.IsMap()) {
+        error(e.value, "expected a map such as {to: /new, status: 301}, got " + describe(e.value.node));
+        return std::nullopt;
+    }
+    readMap(e.value, kRedirectKeys, [&](const Entry& k) {
+        if (k.key == "to") {
+            sawTo = true;
+            auto s = string(k.value);
+            if (!s) return true;
+            if (s->empty() || hasControlChars(*s) ||
+                std::any_of(s->begin(), s->end(), [](char c) { return c == ' ' || c == '\t'; }))
+                error(k.value,
+                      "redirect target must be a non-empty URL or path without spaces or line breaks");
+            else {
+                rd.to = *s;
+                checkTemplates(k.value, rd.to, shape);
+            }
+        } else if (k.key == "status") {
+            auto s = status(k.value, 100, 599);
+            if (s && *s != 301 && *s != 302 && *s != 303 && *s != 307 && *s != 308)
+                error(k.value,
+                      "redirect status must be 301, 302, 303, 307 or 308, got " + std::to_string(*s));
+            else if (s)
+                rd.status = *s;
+        } else {
+            return false;
+        }
+        return true;
+    });
+    if (!sawTo) error(e.value, "redirect needs `to:`");
+    if (errors_.size() != before) return std::nullopt;
+    return rd;
+}
+
+void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Route>& out,
+                       std::vector<RouteOrigin>& origins) {
+    if (!v.node.IsMap()) {
+        error(v, "expected a route (a map with path:, location: or group:), got " + describe(v.node));
+        return;
+    }
+    Route r;
+    r.where = locate(v.mark);
+    std::optional<Entry> match, action;
+    std::vector<Entry> others;
+    std::optional<std::uint32_t> methodMask;
+    bool methodsSeen = false;
+    std::optional<Value> headersValue;
+    readMap(
+        v, kRouteKeys,
+        [&](const Entry& e) {
+            if (e.key == "path" || e.key == "location" || e.key == "group") {
+                if (match)
+                    errorAtKey(
+                        e, "a route takes exactly one of path, location or group; this one already has '" +
+                               match->key + "'");
+                else
+                    match = e;
+                return true;
+            }
+            if (e.key == "static" || e.key == "respond" || e.key == "redirect") {
+                if (action)
+                    errorAtKey(e, "a route takes exactly one action; this one already has '" + action->key +
+                                      "'");
+                else
+                    action = e;
+                return true;
+            }
+            others.push_back(e);
+            if (e.key == "methods") {
+                methodsSeen = true;
+                methodMask = methods(e.value);
+            } else if (e.key == "name") {
+                if (auto s = string(e.value)) r.name = *s;
+            } else if (e.key == "headers") {
+                headersValue = e.value;
+            } else if (e.key == "server_header") {
+                if (auto b = boolean(e.value)) r.serverHeader = *b;
+            } else {
+                others.pop_back();
+                return false;
+            }
+            return true;
+        },
+        kRouteNotYet, " (this version supports static, respond and redirect)");
+    bool unsupported = std::any_of(std::begin(kRouteNotYet), std::end(kRouteNotYet),
+                                   [&](std::string_view k) { return bool(v.node[std::string(k)]); });
+    if (!match) {
+        error(v, "a route needs one of `path:` (router pattern), `location:` (nginx syntax) or `group:`");
+        return;
+    }
+    if (match->key == "group") {
+        if (action) others.push_back(*action);
+        for (const Entry& o : others)
+            errorAtKey(o, "a group entry takes only `group:`; put '" + o.key + "' on the routes inside it");
+        readGroup(match->value, group, out, origins);
+        return;
+    }
+    RouteShape shape;
+    bool matchOk = parseMatch(*match, group, r, shape);
+    shape.unknown = !matchOk;
+    if (headersValue) {
+        if (auto h = headers(*headersValue, nullptr)) r.headers = std::move(*h);
+    }
+    if (methodMask) r.methods = *methodMask;
+    if (action) {
+        if (auto a = readAction(*action, shape)) r.action = std::move(*a);
+    } else if (!unsupported) {
+        error(v, "a route needs an action: static, respond or redirect");
+    }
+    // A route with a broken action still takes part in the duplicate check, so one run reports
+    // both; any error refuses the whole config anyway.
+    if (!matchOk || (methodsSeen && !methodMask)) return;
+    out.push_back(std::move(r));
+    origins.push_back(RouteOrigin{v.path, match->value.path, match->value.mark});
+}
+
+void Loader::readGroup(const Value& v, const GroupContext& group, std::vector<Route>& out,
+                       std::vector<RouteOrigin>& origins) {
+    if (!v.node.IsMap()) {
+        error(v, "expected {prefix: /api, routes: [...]}, got " + describe(v.node));
+        return;
+    }
+    if (group.depth >= kMaxGroupDepth) {
+        error(v, "groups are nested too deeply");
+        return;
+    }
+    std::optional<GroupContext> inner;
+    std::optional<Value> routes;
+    readMap(v, kGroupKeys, [&](const Entry& e) {
+        if (e.key == "prefix") {
+            auto p = string(e.value);
+            if (!p) return true;
+            RouteShape shape;
+            if (!p->starts_with("/")) {
+                error(e.value, "group prefix must start with '/', got '" + *p + "'");
+            } else if (p->find('*') != std::string::npos) {
+                error(e.value, "group prefix cannot contain '*'");
+            } else if (checkPattern(e.value, joinPrefix(group.prefix, *p, MatchKind::Pattern), shape)) {
+                inner = GroupContext{joinPrefix(group.prefix, *p, MatchKind::Pattern),
+                                     group.prefixHasParams || !shape.params.empty(), group.depth + 1};
+            }
+        } else if (e.key == "routes") {
+            routes = e.value;
+        } else {
+            return false;
+        }
+        return true;
+    });
+    if (!v.node["prefix"]) error(v, "group needs a `prefix:` (e.g. /api)");
+    if (!routes) error(v, "group needs `routes:`");
+    if (inner && routes) readRoutes(*routes, *inner, out, origins);
+}
+
+void Loader::checkDuplicateRoutes(const std::vector<Route>& routes, const std::vector<RouteOrigin>& origins) {
+    for (std::size_t i = 1; i < routes.size(); ++i) {
+        std::string key = duplicateKey(routes[i]);
+        for (std::size_t j = 0; j < i; ++j) {
+            std::uint32_t overlap = effectiveMethods(routes[i].methods) & effectiveMethods(routes[j].methods);
+            if (!overlap || duplicateKey(routes[j]) != key) continue;
+            std::string methodsText =
+                overlap == kAllMethods ? std::string("every method") : http::allowHeaderValue(overlap);
+            error(origins[i].mark, origins[i].matchPath,
+                  "duplicate route '" + routes[i].spec + "' for " + methodsText + ": " + origins[j].path +
+                      " (line " + std::to_string(routes[j].where.line) + ") already matches it");
+            break;
+        }
+    }
+}
+
+void Loader::checkVhosts(const Config& c, const std::vector<Value>& vhostValues) {
+    const Vhost* firstDefault = nullptr;
+    bool anyPortZero =
+        std::any_of(c.listen.begin(), c.listen.end(), [](const Listen& l) { return l.port == 0; });
+    for (std::size_t i = 0; i < c.vhosts.size() && i < vhostValues.size(); ++i) {
+        const Vhost& vh = c.vhosts[i];
+        const Value& v = vhostValues[i];
+        if (!v.node.IsMap()) continue;
+        if (vh.isDefault) {
+            if (firstDefault)
+                error(Value{v.node["default"], child(v.path, "default"), v.node["default"].Mark()},
+                      "only one vhost can be the default; vhost at line " +
+                          std::to_string(firstDefault->where.line) + " already is");
+            else
+                firstDefault = &vh;
+        }
+        if (vh.port && !anyPortZero && std::none_of(c.listen.begin(), c.listen.end(), [&](const Listen& l) {
+                return l.port == *vh.port;
+            }))
+            error(Value{v.node["port"], child(v.path, "port"), v.node["port"].Mark()},
+                  "no listener on port " + std::to_string(*vh.port) + " (add it under `listen:`)");
+        for (std::size_t j = 0; j < i; ++j) {
+            const Vhost& other = c.vhosts[j];
+            if (other.port != vh.port) continue;
+            for (const std::string& name : vh.names) {
+                if (std::find(other.names.begin(), other.names.end(), name) == other.names.end()) continue;
+                error(Value{v.node["names"], child(v.path, "names"), v.node["names"].Mark()},
+                      "name '" + name + "' is already used by " + item("vhosts", j) + " (line " +
+                          std::to_string(other.where.line) + ")");
+            }
+        }
+    }
+}
+
+LoadResult Loader::run(std::string_view text, std::string sourcePath) {
+    auto config = std::make_shared<Config>();
+    config->sourcePath = std::move(sourcePath);
+    try {
+        std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+        if (docs.size() > 1)
+            error(docs[1].Mark(), "", "expected one YAML document, found " + std::to_string(docs.size()));
+        YAML::Node top = docs.empty() ? YAML::Node() : docs[0];
+        readTop(root(top), *config);
+    } catch (const YAML::ParserException& e) {
+        error(e.mark, "", "YAML syntax error: " + e.msg + syntaxHint(text, e.mark));
+    } catch (const YAML::Exception& e) {
+        error(e.mark, "", "YAML error: " + e.msg);
+    }
+    LoadResult result;
+    if (!errors_.empty()) {
+        std::stable_sort(errors_.begin(), errors_.end(), [](const ConfigError& a, const ConfigError& b) {
+            return std::tie(a.where.line, a.where.column) < std::tie(b.where.line, b.where.column);
+        });
+        result.errors = std::move(errors_);
+        return result;
+    }
+    result.config = std::move(config);
+    return result;
+}
+
+fs::path absoluteDir(const std::string& dir) {
+    std::error_code ec;
+    fs::path p = dir.empty() ? fs::current_path(ec) : fs::absolute(dir, ec);
+    return normalise(p);
+}
+
+} // namespace
+
+LoadResult loadConfigText(std::string_view text, const std::string& fileName, const std::string& baseDir) {
+    return Loader(fileName, absoluteDir(baseDir)).run(text, fileName);
+}
+
+LoadResult loadConfigFile(const std::string& path) {
+    std::error_code ec;
+    std::string abs = normalise(fs::absolute(path, ec));
+    std::ifstream in;
+    if (fs::is_regular_file(abs, ec)) in.open(abs, std::ios::binary);
+    std::ostringstream data;
+    if (in) data << in.rdbuf();
+    if (!in.is_open() || in.bad()) {
+        int err = errno;
+        std::string why = fs::is_directory(abs, ec) ? "is a directory"
+                          : !fs::exists(abs, ec)    ? "no such file"
+                                                    : std::strerror(err);
+        LoadResult r;
+        r.errors.push_back(ConfigError{Location{path, 0, 0}, "", "cannot read config file: " + why});
+        return r;
+    }
+    return Loader(path, fs::path(abs).parent_path()).run(data.str(), abs);
+}
+
+std::shared_ptr<const Config> configForDirectory(const std::string& dir, const std::string& host,
+                                                 std::uint16_t port) {
+    auto c = std::make_shared<Config>();
+    Listen l;
+    l.host = host;
+    l.port = port;
+    c->listen.push_back(l);
+    Vhost vh;
+    vh.isDefault = true;
+    StaticAction st;
+    st.root = absoluteDir(dir).string();
+    st.listing = true;
+    vh.root = st;
+    c->vhosts.push_back(std::move(vh));
+    return c;
+}
+
+} // namespace portico::config
