@@ -41,13 +41,49 @@ struct Exchange {
 /// Produces the response for `ex` into `res` (which arrives reset):
 ///  - Matched: runs the route's action (static / respond / redirect);
 ///  - Fallback: serves the path from the vhost's static root;
-///  - NotFound → 404, MethodNotAllowed → 405 with Allow, Options → 204 with Allow;
-/// then adds the vhost's and the route's extra headers, swaps in a custom error page for error
-/// statuses the vhost maps, and sets `res.serverHeader` from route → vhost → global switches.
-/// HEAD is answered like GET; the connection drops the body. Never throws.
+///  - NotFound → 404, MethodNotAllowed → 405 with Allow, Options → 204 with Allow (both Allow
+///    values include OPTIONS, which is always answered);
+/// then swaps in a custom error page for error statuses the vhost maps (only for errors Portico
+/// generated: a mock that deliberately answers 404 keeps its body; an unreadable page leaves the
+/// plain one), adds the vhost's and then the route's extra headers (each replaces a field of the
+/// same name produced before it; repeats within one list are all kept), and sets
+/// `res.serverHeader` from route → vhost → global switches. HEAD is answered like GET; the
+/// connection drops the body. Never throws.
+///
+/// Static files (`StaticAction`, RFC 9110 §8.8, §13, §14):
+///  - file path: a route with a trailing wildcard serves its capture under `root` ("/assets/*"
+///    maps /assets/app.js to root/app.js, like Express's static mount); otherwise the whole
+///    request path (like nginx's `root`);
+///  - only GET and HEAD (OPTIONS → 204, others → 405, both with "Allow: GET, HEAD, OPTIONS");
+///  - any path segment starting with '.' → 404 (.env, .git: a dev server must not leak them),
+///    except RFC 8615's /.well-known/; listings leave such names out;
+///  - never outside `root`: files are opened with openat2(RESOLVE_BENEATH) from the root, or
+///    checked by their real path, so symlinks leaving the root give 404 unless `followSymlinks`
+///    (symlinks staying inside keep working); a NUL in the path → 400;
+///  - a directory without a trailing slash → 301 to the encoded path + "/" (query kept); with
+///    one: the first existing `index` file, else the HTML listing if `listing`, else as missing;
+///  - missing (GET/HEAD) → the `spaFallback` file with 200 if it exists, else 404;
+///  - ETag "<hex size>-<hex mtime ns>" (strong; "-br"/"-gz" appended inside the quotes for
+///    compressed variants), Last-Modified, Accept-Ranges: bytes; If-Match / If-Unmodified-Since →
+///    412, If-None-Match (which overrides If-Modified-Since) → 304, in §13.2.2 order;
+///  - Range (identity only: a request with Range is never compressed): one range → 206 with
+///    Content-Range; several → multipart/byteranges; none satisfiable → 416 with
+///    "Content-Range: bytes */LEN"; syntax errors, invalid specs, unknown units, more specs than
+///    limits.max_ranges (at most 64), or parts adding up to more than the file → 200 whole;
+///    If-Range must match the ETag strongly or equal Last-Modified, else 200 whole;
+///  - coding: for compressible types, a `.br`/`.gz` sibling if present, else on-the-fly Brotli or
+///    gzip when `compression.enabled` and the file has at least `compression.min_bytes` (up to
+///    8 MiB; cached per worker), chosen by Accept-Encoding q-values (ties prefer br). Compressible
+///    responses always carry "Vary: Accept-Encoding";
+///  - files up to 256 KiB are cached in memory per worker and sent as shared bodies; larger ones
+///    as file bodies (sendfile). Every request stats the file, so edits show up at once.
+/// Respond: see config::RespondAction; faults are rolled drop first, then error; latency applies
+/// to every outcome; Content-Type defaults to "text/plain; charset=utf-8" when there is a body.
+/// Templated header values have CR/LF/NUL replaced by spaces; templated redirect targets have
+/// substituted values percent-encoded (except unreserved, "/:@" and sub-delims other than "&=+").
 void dispatch(const Exchange& ex, http::Response& res);
 
 /// Fills `res` with a small plain-text error page for `status` ("404 Not Found\n").
 void errorResponse(int status, http::Response& res);
 
-}  // namespace portico::handlers
+} // namespace portico::handlers

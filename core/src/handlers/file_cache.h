@@ -1,0 +1,113 @@
+// Per-worker cache of static files: validators, ready-made header values, small files' bytes and
+// their compressed variants, plus the open root directories used for confined opens.
+#pragma once
+
+#include "handlers/compress.h"
+
+#include <portico/config/config.h>
+#include <portico/handlers/mime.h>
+#include <portico/http/message.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <sys/stat.h>
+#include <unordered_map>
+
+namespace portico::handlers {
+
+/// A compressed copy of a cached file. `bytes` is empty when compressing did not make it smaller.
+struct EncodedFile {
+    std::string bytes;
+    std::string etag; ///< the file's ETag with "-br" / "-gz" inside the quotes
+    int level = 0;    ///< gzip level or Brotli quality it was made with
+};
+
+/// One version of one file (identified by device, inode, size and mtime).
+struct CachedFile {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    std::uint64_t size = 0;   ///< bytes
+    std::int64_t mtimeNs = 0; ///< st_mtim in nanoseconds since the epoch
+    std::int64_t mtimeSec = 0;
+    bool inMemory = false; ///< `data` holds the whole file (size <= FileCache::kMaxInMemoryBytes)
+    std::string data;
+    std::shared_ptr<const http::FileHandle> handle; ///< open file for larger ones (sendfile)
+    MimeInfo mime;
+    std::string etag;         ///< strong: "\"<hex size>-<hex mtime ns>\""
+    std::string codedEtag;    ///< when served as x's precompressed sibling (x.br / x.gz): etag + "-br"/"-gz"
+    std::string lastModified; ///< IMF-fixdate of mtimeSec
+    std::shared_ptr<EncodedFile> br, gz; ///< lazily made on-the-fly variants
+    std::uint64_t accounted = 0;         ///< bytes charged to the cache budget
+
+    /// Reads `length` bytes from `offset` into `out` (appending), from memory or the open file.
+    bool read(std::uint64_t offset, std::uint64_t length, std::string& out) const;
+};
+
+/// The worker's file cache. Entries are looked up by a caller-built key (absolute path plus the
+/// confinement rule) and revalidated against a fresh stat on every request: a changed device,
+/// inode, size or mtime drops the entry. Eviction is arbitrary once the memory budget or the
+/// open-file cap is exceeded: good enough for a development server. Not thread-safe.
+class FileCache {
+public:
+    static constexpr std::uint64_t kMaxInMemoryBytes = 256 * 1024; ///< larger files are sent with sendfile
+    static constexpr std::uint64_t kMaxCompressBytes = 8 * 1024 * 1024; ///< larger files are never compressed
+    static constexpr std::uint64_t kBudgetBytes = 64 * 1024 * 1024;     ///< data + compressed variants
+    static constexpr std::size_t kMaxOpenFiles = 64;                    ///< entries holding a descriptor
+
+    /// An open static root: an O_PATH descriptor (for openat2 RESOLVE_BENEATH) and its real path.
+    struct Root {
+        int fd = -1;
+        std::string real;
+        dev_t dev = 0;
+        ino_t ino = 0;
+    };
+
+    FileCache();
+    ~FileCache();
+    FileCache(const FileCache&) = delete;
+    FileCache& operator=(const FileCache&) = delete;
+
+    /// The entry stored under `key` if it still describes `st`; null otherwise. Never allocates.
+    std::shared_ptr<CachedFile> find(std::string_view key, const struct stat& st);
+
+    /// Builds an entry from the open descriptor `fd` (owned from here on) for the file named `name`
+    /// (its extension picks the MIME type) and stores it under `key`. Null on a read error.
+    std::shared_ptr<CachedFile> insert(std::string_view key, int fd, std::string_view name);
+
+    /// The `coding` variant of `file`, compressed and remembered on first use with `settings`'
+    /// level; null when the file is too large or compression would not shrink it.
+    std::shared_ptr<const EncodedFile> encoded(CachedFile& file, Coding coding,
+                                               const config::Compression& settings);
+
+    /// The root directory `path`, opened on first use and reopened when the directory at `path`
+    /// was replaced (build tools delete and recreate output folders). Null if it cannot be opened.
+    const Root* root(std::string_view path);
+
+    /// The whole content of the file at absolute `path` (respond body files, error pages), read on
+    /// first use and re-read when it changes. Null if it cannot be read.
+    std::shared_ptr<const CachedFile> loadWhole(std::string_view path);
+
+    /// Bytes currently charged to the budget (for tests).
+    std::uint64_t bytesCached() const { return total_; }
+
+private:
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    template <class V> using Map = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
+
+    void charge(CachedFile& file, std::uint64_t bytes);
+    void evict(std::string_view keep);
+
+    Map<std::shared_ptr<CachedFile>> entries_;
+    Map<std::shared_ptr<CachedFile>> whole_;
+    Map<Root> roots_;
+    std::uint64_t total_ = 0;
+    std::size_t openFiles_ = 0;
+};
+
+} // namespace portico::handlers

@@ -1,0 +1,110 @@
+// The {{…}} placeholders of respond bodies, respond header values and redirect targets.
+#include "handlers/actions.h"
+
+#include "handlers/http_util.h"
+
+namespace portico::handlers {
+namespace {
+
+int hexValue(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// application/x-www-form-urlencoded decoding: '+' is a space; a bad escape stays literal.
+void formDecode(std::string_view in, std::string& out) {
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        char c = in[i];
+        if (c == '+') {
+            out += ' ';
+        } else if (c == '%' && i + 2 < in.size() && hexValue(in[i + 1]) >= 0 && hexValue(in[i + 2]) >= 0) {
+            out += static_cast<char>(hexValue(in[i + 1]) * 16 + hexValue(in[i + 2]));
+            i += 2;
+        } else {
+            out += c;
+        }
+    }
+}
+
+// Appends the first value of query parameter `name` (decoded); false when it is absent.
+bool queryValue(std::string_view query, std::string_view name, std::string& out) {
+    std::string key;
+    while (!query.empty()) {
+        std::size_t amp = query.find('&');
+        std::string_view pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        std::size_t eq = pair.find('=');
+        key.clear();
+        formDecode(pair.substr(0, eq), key);
+        if (key != name) continue;
+        if (eq != std::string_view::npos) formDecode(pair.substr(eq + 1), out);
+        return true;
+    }
+    return false;
+}
+
+void appendEscaped(std::string_view value, TemplateTarget target, std::string& out) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    switch (target) {
+    case TemplateTarget::Body:
+        out.append(value);
+        return;
+    case TemplateTarget::HeaderValue:
+        for (char c : value)
+            out += (c == '\r' || c == '\n' || c == '\0') ? ' ' : c;
+        return;
+    case TemplateTarget::Url:
+        for (unsigned char c : value) {
+            bool keep =
+                (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                std::string_view("-._~/:@!$'()*,;").find(static_cast<char>(c)) != std::string_view::npos;
+            if (keep) {
+                out += static_cast<char>(c);
+            } else {
+                out += '%';
+                out += kHex[c >> 4];
+                out += kHex[c & 15];
+            }
+        }
+        return;
+    }
+}
+
+void substitute(std::string_view name, const Exchange& ex, TemplateTarget target, std::string& out) {
+    const http::Request& req = ex.request;
+    if (name.starts_with("param.")) {
+        appendEscaped(ex.route.param(name.substr(6)), target, out);
+    } else if (name.starts_with("query.")) {
+        std::string value;
+        if (queryValue(req.query, name.substr(6), value)) appendEscaped(value, target, out);
+    } else if (name.starts_with("header.")) {
+        appendEscaped(req.header(name.substr(7)), target, out);
+    } else if (name == "method") {
+        appendEscaped(req.methodToken.empty() ? http::methodToken(req.method) : req.methodToken, target, out);
+    } else if (name == "path") {
+        appendEscaped(req.path, target, out);
+    } else if (name == "body") {
+        appendEscaped(req.body, target, out);
+    }
+    // Anything else renders as nothing, so a typo shows up as a gap instead of an error page.
+}
+
+} // namespace
+
+void renderTemplate(std::string_view tpl, const Exchange& ex, TemplateTarget target, std::string& out) {
+    std::size_t pos = 0;
+    while (pos < tpl.size()) {
+        std::size_t open = tpl.find("{{", pos);
+        if (open == std::string_view::npos) break;
+        std::size_t close = tpl.find("}}", open + 2);
+        if (close == std::string_view::npos) break;
+        out.append(tpl.substr(pos, open - pos));
+        substitute(trimOws(tpl.substr(open + 2, close - open - 2)), ex, target, out);
+        pos = close + 2;
+    }
+    out.append(tpl.substr(pos));
+}
+
+} // namespace portico::handlers
