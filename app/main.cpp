@@ -166,7 +166,8 @@ int main(int argc, char** argv) {
     if (serveCmd->parsed()) return serve(so);
     if (helpCmd->parsed()) {
         if (helpTopic.empty()) {
-            std::cout << app.help();
+            // app.help() would describe the selected subcommand ("help" itself); format the top level.
+            std::cout << app.get_formatter()->make_help(&app, "portico", CLI::AppFormatMode::Normal);
             return kExitOk;
         }
         for (auto* sub : app.get_subcommands({})) {

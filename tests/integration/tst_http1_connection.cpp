@@ -1,5 +1,6 @@
 // The HTTP/1.1 connection over real sockets: pipelining, keep-alive, 100-continue, errors and their
 // connection fate (RFC 9112), the smuggling cases from ../shared/cases, timeouts.
+#include "raw_client.h"
 #include "test_support.h"
 
 #include <QTemporaryDir>
@@ -26,7 +27,7 @@ private slots:
         writeFile("site/a.txt", "hello\n");
         writeFile("site/index.html", "<!doctype html><title>t</title><p>home</p>\n");
         writeFile("portico.yaml", R"(listen: ["127.0.0.1:0"]
-limits: {header_timeout: 1s, idle_timeout: 2s, max_body_bytes: 1KiB, max_request_line_bytes: 1KiB, max_header_bytes: 4KiB}
+limits: {header_timeout: 1s, body_timeout: 1s, idle_timeout: 2s, max_body_bytes: 1KiB, max_request_line_bytes: 1KiB, max_header_bytes: 4KiB}
 vhosts:
   - root: ./site
     routes:
@@ -101,13 +102,13 @@ vhosts:
         QTest::newRow("URI too long") << "GET /" + QByteArray(2000, 'a') + " HTTP/1.1\r\nHost: t\r\n\r\n" + next << 414;
         QTest::newRow("header too large")
             << "GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + QByteArray(5000, 'b') + "\r\n\r\n" + next << 431;
-        QTest::newRow("body too large") << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n" << 413;
+        QTest::newRow("body too large") << QByteArray("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n") << 413;
         QTest::newRow("chunked body too large")
             << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" + QByteArray(2048, 'x') +
                    "\r\n0\r\n\r\n" + next
             << 413;
-        QTest::newRow("PTH-05 NUL in path") << "GET /a.txt%00.html HTTP/1.1\r\nHost: t\r\n\r\n" << 400;
-        QTest::newRow("encoded slash") << "GET /..%2fsecret HTTP/1.1\r\nHost: t\r\n\r\n" << 400;
+        QTest::newRow("PTH-05 NUL in path") << QByteArray("GET /a.txt%00.html HTTP/1.1\r\nHost: t\r\n\r\n") << 400;
+        QTest::newRow("encoded slash") << QByteArray("GET /..%2fsecret HTTP/1.1\r\nHost: t\r\n\r\n") << 400;
     }
     void errorsCloseTheConnection() {
         QFETCH(QByteArray, request);
@@ -185,6 +186,38 @@ vhosts:
         QCOMPARE(statusCodes(r.bytes), QList<int>{200});
         QVERIFY(r.closedByServer);  // idle_timeout is 2 s, we wait up to 4 s
         QCOMPARE(r.bytes.count("HTTP/1.1"), 1);
+    }
+
+    void bodyTimeoutAnswers408() {
+        RawReply r = rawExchange(port_, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc", 4000);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{408});
+        QVERIFY(r.closedByServer);
+    }
+
+    // Both sides of limits.max_body_bytes (1 KiB here): 1024 bytes pass, 1025 get 413.
+    void bodyLimitBothSides() {
+        QByteArray at = "POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 1024\r\n\r\n" + QByteArray(1024, 'x');
+        QCOMPARE(statusCodes(rawExchange(port_, at).bytes), QList<int>{200});
+        QByteArray over = "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1025\r\n\r\n" + QByteArray(1025, 'x');
+        QCOMPARE(statusCodes(rawExchange(port_, over).bytes), QList<int>{413});
+    }
+
+    void connectionLimitRefusesClearly() {
+        QTemporaryDir dir;
+        QFile f(dir.filePath("limit.yaml"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("workers: 1\nlisten: [\"127.0.0.1:0\"]\nlimits: {max_connections_per_worker: 2}\n"
+                "vhosts:\n  - routes:\n      - path: /x\n        respond: {body: x}\n");
+        f.close();
+        ServerProcess s({"--config", dir.filePath("limit.yaml")});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        portico::test::RawClient a(s.port()), b(s.port());
+        QCOMPARE(a.exchange("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+        QCOMPARE(b.exchange("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+        RawReply third = rawExchange(s.port(), "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
+        QCOMPARE(statusCodes(third.bytes), QList<int>{503});
+        QVERIFY(third.closedByServer);
+        QCOMPARE(a.exchange("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"), 200);  // the others are unaffected
     }
 
     void cleanupTestCase() { QCOMPARE(server_->terminate(), 0); }

@@ -2,6 +2,8 @@
 // graceful drain on SIGTERM, IPv6, the bundled demo site.
 #include "test_support.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -121,6 +123,49 @@ private slots:
         QVERIFY2(s.waitReady(), s.output().constData());
         QVERIFY(s.output().contains("http://[::1]:"));
         QCOMPARE(curl({"-g", QStringLiteral("http://[::1]:%1/a.txt").arg(s.port())}), QByteArray("six\n"));
+    }
+
+    void accessLogFormats() {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("site/a.txt"), "abc\n");
+        writeFile(dir.filePath("portico.yaml"),
+                  "listen: [\"127.0.0.1:0\"]\naccess_log: {format: json, path: ./access.jsonl}\nvhosts:\n  - root: ./site\n");
+        {
+            ServerProcess s({"--config", dir.filePath("portico.yaml")});
+            QVERIFY2(s.waitReady(), s.output().constData());
+            curl({"-A", "ua/1 \"quoted\"", s.baseUrl() + "/a.txt"});
+            curl({s.baseUrl() + "/missing"});
+            QCOMPARE(s.terminate(), 0);
+        }
+        QFile json(dir.filePath("access.jsonl"));
+        QVERIFY(json.open(QIODevice::ReadOnly));
+        QList<QByteArray> lines = json.readAll().trimmed().split('\n');
+        QCOMPARE(lines.size(), 2);
+        QJsonParseError err;
+        QJsonObject first = QJsonDocument::fromJson(lines[0], &err).object();
+        QCOMPARE(err.error, QJsonParseError::NoError);
+        QCOMPARE(first["method"].toString(), QString("GET"));
+        QCOMPARE(first["target"].toString(), QString("/a.txt"));
+        QCOMPARE(first["status"].toInt(), 200);
+        QCOMPARE(first["bytes"].toInt(), 4);
+        QCOMPARE(first["user_agent"].toString(), QString("ua/1 \"quoted\""));
+        QCOMPARE(QJsonDocument::fromJson(lines[1]).object()["status"].toInt(), 404);
+
+        // Combined Log Format through the command line.
+        const QString clf = dir.filePath("access.log");
+        {
+            ServerProcess s({dir.filePath("site"), "--access-log", clf});
+            QVERIFY2(s.waitReady(), s.output().constData());
+            curl({"-e", "http://ref/", "-A", "agent", s.baseUrl() + "/a.txt"});
+            QCOMPARE(s.terminate(), 0);
+        }
+        QFile log(clf);
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const QString line = QString::fromUtf8(log.readAll().trimmed());
+        static const QRegularExpression clfLine(
+            QStringLiteral("^127\\.0\\.0\\.1 - - \\[\\d{2}/\\w{3}/\\d{4}:\\d{2}:\\d{2}:\\d{2} \\+0000\\] "
+                           "\"GET /a\\.txt HTTP/1\\.1\" 200 4 \"http://ref/\" \"agent\"$"));
+        QVERIFY2(clfLine.match(line).hasMatch(), qPrintable(line));
     }
 
     void demoSiteServes() {

@@ -51,9 +51,10 @@ struct ServerProcess::Impl {
 ServerProcess::ServerProcess(const QStringList& args) : d_(std::make_unique<Impl>()) {
     QStringList full{QStringLiteral("serve")};
     full << args;
-    if (!args.contains(QStringLiteral("--config")))
-        full << QStringLiteral("--host") << QStringLiteral("127.0.0.1") << QStringLiteral("--port")
-             << QStringLiteral("0");
+    if (!args.contains(QStringLiteral("--config"))) {
+        if (!args.contains(QStringLiteral("--host"))) full << QStringLiteral("--host") << QStringLiteral("127.0.0.1");
+        if (!args.contains(QStringLiteral("--port"))) full << QStringLiteral("--port") << QStringLiteral("0");
+    }
     d_->proc.setProcessChannelMode(QProcess::MergedChannels);
     d_->proc.start(porticoBinary(), full);
 }
@@ -134,7 +135,7 @@ RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs) 
 
 QList<int> statusCodes(const QByteArray& bytes) {
     QList<int> codes;
-    static const QRegularExpression re(QStringLiteral("(?:^|\\n)HTTP/1\\.[01] (\\d{3}) "));
+    static const QRegularExpression re(QStringLiteral("HTTP/1\\.[01] (\\d{3}) "));
     auto it = re.globalMatch(QString::fromLatin1(bytes));
     while (it.hasNext()) codes << it.next().captured(1).toInt();
     return codes;

@@ -61,7 +61,8 @@ struct RawReply {
 /// arrived for `idleMs`. Keeps our write side open (so we can see whether the server closes).
 RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs = 1500);
 
-/// Number of HTTP/1.x status lines ("HTTP/1.1 NNN") at line starts in `bytes`, and the codes.
+/// Status codes of the HTTP/1.x status lines ("HTTP/1.1 NNN ") in `bytes`, in order. Bodies follow
+/// heads without a line break, so lines are found anywhere; test bodies must not contain them.
 QList<int> statusCodes(const QByteArray& bytes);
 
 }  // namespace portico::test

@@ -61,7 +61,8 @@ void Connection::start() {
 
 void Connection::setPhase(Phase p, std::chrono::nanoseconds timeout) {
     phase_ = p;
-    deadline_ = worker_.now() + timeout;
+    // The exact clock, not the worker's 250 ms tick, so a timeout never fires early.
+    deadline_ = Clock::now() + timeout;
 }
 
 void Connection::waitRead() {
@@ -293,7 +294,6 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
         handlers::dispatch(ex, res);
     }
-    if (!cfg.serverHeader) res.serverHeader = false;
     if (AccessLogger* log = worker_.accessLog()) {
         AccessRecord r;
         r.time = std::chrono::system_clock::now();
