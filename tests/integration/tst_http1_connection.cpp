@@ -94,8 +94,10 @@ vhosts:
             << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + next
             << 400;
         QTest::newRow("SMG-05 TE not ending in chunked")
-            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n" + next << 501;
-        QTest::newRow("unknown coding") << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n" + next << 501;
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n" + next << 400;
+        QTest::newRow("TE gzip alone") << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n" + next << 400;
+        QTest::newRow("unknown coding before chunked")
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + next << 501;
         QTest::newRow("space before colon") << "GET / HTTP/1.1\r\nHost : t\r\n\r\n" + next << 400;
         QTest::newRow("missing Host in 1.1") << "GET / HTTP/1.1\r\n\r\n" + next << 400;
         QTest::newRow("HTTP/2.0 version") << "GET / HTTP/2.0\r\nHost: t\r\n\r\n" + next << 505;

@@ -167,10 +167,9 @@ std::vector<Entry> corpus() {
         {"SMG-05 CL 5, 5 (RFC 9110 §8.6 allows)", P + "Content-Length: 5, 5\r\n\r\nhello", 0},
         {"SMG-05 CL lines 5 and 5", P + "Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello", 0},
         {"CL list 5, 6", P + "Content-Length: 5, 6\r\n\r\nhello", 400},
-        {"SMG-05 TE chunked, gzip", P + "Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", 501,
+        {"SMG-05 TE chunked, gzip", P + "Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", 400,
          "RFC 9112 §6.3 item 4: TE in a request whose final coding is not chunked cannot be framed; the server "
-         "MUST refuse and close (we answer 501 per §6.1, the coding is not implemented; §6.3 names 400). Beast "
-         "accepts, reads no body and would parse \"0\" as the next request"},
+         "MUST respond 400 and close. Beast accepts, reads no body and would parse \"0\" as the next request"},
         {"SMG-05 CL + TE",
          P + "Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n", 400},
         {"PTH-05 raw NUL in target", "GET /a.txt\0.png HTTP/1.1\r\nHost: t\r\n\r\n"s, 400},
@@ -233,9 +232,9 @@ std::vector<Entry> corpus() {
         {"CL letters", P + "Content-Length: abc\r\n\r\n", 400},
         {"CL overflow", P + "Content-Length: 18446744073709551616\r\n\r\n", 400},
         {"CL above body limit", P + "Content-Length: 10485761\r\n\r\n", 413},
-        {"TE gzip", P + "Transfer-Encoding: gzip\r\n\r\n", 501,
-         "RFC 9112 §6.1: a transfer coding the server does not understand SHOULD get 501, and §6.3 item 4 "
-         "forbids guessing the length when chunked is not final; Beast accepts it as a request without body"},
+        {"TE gzip", P + "Transfer-Encoding: gzip\r\n\r\n", 400,
+         "RFC 9112 §6.3 item 4: chunked is not the final coding, so the length cannot be determined: 400 and "
+         "close; Beast accepts it as a request without body"},
         {"TE gzip, chunked", P + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501,
          "RFC 9112 §6.1: a transfer coding the server does not understand SHOULD get 501; Beast removes "
          "only the chunked framing and hands the still-gzipped body to the application"},

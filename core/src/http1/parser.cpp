@@ -284,12 +284,11 @@ ParseStatus applyField(const http::Header& h, RequestHead& head, HeadFacts& f, P
             forEachElement(h.value, [&](std::string_view t) {
                 if (t.empty()) return true; // empty list elements are ignored (RFC 9110 §5.6.1)
                 if (f.teChunked) {
-                    // Chunked twice is invalid framing (§6.1 MUST NOT). Another coding after chunked
-                    // means chunked is not final: §6.3 asks for 400, the project contract for 501
-                    // like every coding we do not implement; either way the connection closes.
+                    // Chunked twice is invalid framing (§6.1 MUST NOT); another coding after chunked
+                    // means chunked is not final, so the length cannot be determined: 400 (§6.3).
                     bool twice = iequals(t, "chunked");
                     bad = twice ? "chunked applied twice" : "transfer coding after chunked";
-                    badStatus = twice ? 400 : 501;
+                    badStatus = 400;
                     return false;
                 }
                 if (iequals(t, "chunked")) {
@@ -321,7 +320,9 @@ ParseStatus finishHead(RequestHead& head, const HeadFacts& f, const ParserLimits
         if (head.versionMinor == 0) return fail(error, 400, "Transfer-Encoding in HTTP/1.0");
         if (f.haveLength) return fail(error, 400, "both Content-Length and Transfer-Encoding");
         if (!f.teChunked && !f.teOther) return fail(error, 400, "empty Transfer-Encoding");
-        if (!f.teChunked) return fail(error, 501, "transfer coding other than a final chunked");
+        // RFC 9112 §6.3: chunked not final → the body length is unknowable → 400 and close.
+        if (!f.teChunked) return fail(error, 400, "transfer coding other than a final chunked");
+        // RFC 9112 §6.1: a coding we do not implement (before the final chunked) → 501.
         if (f.teOther) return fail(error, 501, "unsupported transfer coding before chunked");
         head.framing = RequestHead::Framing::Chunked;
     } else if (f.haveLength) {

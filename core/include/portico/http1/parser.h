@@ -72,9 +72,9 @@ enum class ParseStatus : std::uint8_t { Complete, Incomplete, Error };
 /// not a list of 1*DIGIT, overflows 64 bits or differs between copies (identical copies, "5, 5" or two
 /// lines of 5, are accepted as RFC 9110 §8.6 allows), both Content-Length and Transfer-Encoding (§6.3),
 /// Transfer-Encoding in HTTP/1.0 (§6.1), an empty or syntactically invalid Transfer-Encoding, chunked
-/// applied twice (§6.1). 501: any Transfer-Encoding other than exactly "chunked" (we implement no
-/// other transfer coding, §6.1), whether chunked is missing ("gzip"), not final ("chunked, gzip";
-/// §6.3 would allow 400 here) or preceded by another coding ("gzip, chunked"). 505: a version other than
+/// applied twice (§6.1), a Transfer-Encoding whose final coding is not chunked ("gzip", "chunked,
+/// gzip": the length cannot be determined, §6.3 item 4). 501: chunked preceded by a coding we do not
+/// implement ("gzip, chunked", §6.1). 505: a version other than
 /// HTTP/1.0 or HTTP/1.1 (also "HTTP/1.2"), including an HTTP/0.9 request line without a version.
 /// 413: Content-Length above `maxBodyBytes`. 414, 431 per `limits` (431 also for more than
 /// min(maxHeaderCount, kMaxHeaders) field lines). "Expect: 100-continue" (case-insensitive) sets
