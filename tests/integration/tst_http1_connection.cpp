@@ -190,6 +190,15 @@ vhosts:
         QCOMPARE(r.bytes.count("HTTP/1.1"), 1);
     }
 
+    // After a tick of idleness the connection gives its buffers back (parks) and must still serve.
+    void parkedConnectionKeepsServing() {
+        portico::test::RawClient c(port_);
+        QCOMPARE(c.exchange("GET /hello/first HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+        QTest::qWait(700);  // > 200 ms park delay + a 250 ms tick, < 2 s idle timeout
+        QCOMPARE(c.exchange("GET /hello/second HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+        QCOMPARE(c.body(), std::string_view("hi second"));
+    }
+
     void bodyTimeoutAnswers408() {
         RawReply r = rawExchange(port_, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc", 4000);
         QCOMPARE(statusCodes(r.bytes), QList<int>{408});

@@ -35,14 +35,17 @@ class TestSteadyStateAllocations : public QObject {
     engine::Engine engine_;
     std::uint16_t port_ = 0;
 
-    // Requests after warm-up; returns allocations per request × 1000 (so 0 means none at all).
+    static constexpr int kMeasured = 20000;
+    // Heap allocations in the whole process during kMeasured keep-alive requests after warm-up.
+    // Per-request work must allocate nothing; the only allowance is the worker's 250 ms ticker,
+    // whose timer operation Asio may allocate when its per-thread recycling slots are taken, so
+    // the bound is "fewer than one per 1,000 requests" (a per-request allocation gives ≥ 20,000).
     std::uint64_t allocationsFor(std::string_view request, std::string_view expectBody) {
         test::RawClient client(port_);
         if (!client.ok()) return ~0ull;
         for (int i = 0; i < 2000; ++i)
             if (client.exchange(request) != 200) return ~0ull;
         std::uint64_t before = g_allocations.load();
-        constexpr int kMeasured = 20000;
         for (int i = 0; i < kMeasured; ++i)
             if (client.exchange(request) != 200 || client.body() != expectBody) return ~0ull;
         return g_allocations.load() - before;
@@ -65,13 +68,14 @@ private slots:
     }
 
     void plaintextAllocatesNothing() {
-        QCOMPARE(allocationsFor("GET /plaintext HTTP/1.1\r\nHost: localhost\r\n\r\n", "Hello, World!"),
-                 std::uint64_t(0));
+        const std::uint64_t n = allocationsFor("GET /plaintext HTTP/1.1\r\nHost: localhost\r\n\r\n", "Hello, World!");
+        QVERIFY2(n < kMeasured / 1000, qPrintable(QString::number(n)));
     }
 
     void smallStaticAllocatesNothing() {
-        QCOMPARE(allocationsFor("GET /small.txt HTTP/1.1\r\nHost: localhost\r\nUser-Agent: t\r\n\r\n", "Hello, World!"),
-                 std::uint64_t(0));
+        const std::uint64_t n =
+            allocationsFor("GET /small.txt HTTP/1.1\r\nHost: localhost\r\nUser-Agent: t\r\n\r\n", "Hello, World!");
+        QVERIFY2(n < kMeasured / 1000, qPrintable(QString::number(n)));
     }
 
     // The counter itself must be able to fail: a request path that allocates shows up.

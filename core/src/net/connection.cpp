@@ -23,6 +23,7 @@ namespace {
 constexpr std::size_t kMaxBatchBytes = 256 * 1024;  // flush pipelined output once this much is queued
 constexpr std::uint64_t kInlineFileBytes = 16 * 1024;  // smaller file bodies are copied, not sendfile'd
 constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr auto kParkAfter = std::chrono::milliseconds(200);  // idle this long → buffers back to the pool
 
 void appendNumber(IoBuffer& out, std::uint64_t n) {
     char buf[24];
@@ -65,9 +66,50 @@ void Connection::setPhase(Phase p, std::chrono::nanoseconds timeout) {
     deadline_ = Clock::now() + timeout;
 }
 
+// Two ways to wait for input. An active connection keeps its pooled buffer and reads with
+// async_read_some: Asio then keeps the descriptor's epoll registration as it is, so a keep-alive
+// request costs one recv and one send. A connection idle for a tick is parked (see checkDeadline):
+// its buffers go back to the pool and it waits with async_wait, which costs an epoll_ctl per wait
+// but keeps an idle connection down to the socket and this object.
 void Connection::waitRead() {
+    if (in_.allocated() && phase_ != Phase::Closing) {
+        std::size_t room = 0;
+        char* p = in_.writable(room);
+        if (room < 1024) {
+            in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
+            p = in_.writable(room);
+        }
+        socket_.async_read_some(asio::buffer(p, room), [self = shared_from_this()](const boost::system::error_code& ec,
+                                                                                   std::size_t n) { self->onRead(ec, n); });
+        return;
+    }
     socket_.async_wait(tcp::socket::wait_read,
                        [self = shared_from_this()](const boost::system::error_code& ec) { self->onReadable(ec); });
+}
+
+void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
+    if (closed_) return;
+    if (ec == asio::error::operation_aborted && parking_) {
+        parking_ = false;
+        if (in_.empty()) releaseBuffers();
+        waitRead();
+        return;
+    }
+    parking_ = false;
+    if (ec) {  // eof, reset
+        abort();
+        return;
+    }
+    in_.commit(n);
+    const auto& limits = worker_.snapshot().config->limits;
+    if (in_.size() > limits.maxHeaderBytes + 2 * limits.maxBodyBytes + 65536) {
+        queueError(413);
+        drive();
+        return;
+    }
+    if (phase_ == Phase::Idle) setPhase(Phase::Head, limits.headerTimeout);
+    else if (phase_ == Phase::Body) setPhase(Phase::Body, limits.bodyTimeout);
+    drive();
 }
 
 void Connection::waitWrite() {
@@ -163,9 +205,11 @@ void Connection::drive() {
     }
     const auto& limits = worker_.snapshot().config->limits;
     if (in_.empty()) {
-        // Nothing half-read: hold no buffers while idle (memory per idle connection stays small).
-        releaseBuffers();
+        // Nothing half-read. The output buffer goes back now; the input buffer stays for the next
+        // request until the connection has been idle for a tick (then it is parked).
+        worker_.buffers().release(out_);
         setPhase(Phase::Idle, limits.idleTimeout);
+        idleSince_ = worker_.now();
     } else if (phase_ == Phase::Write || phase_ == Phase::Idle || phase_ == Phase::Delay) {
         setPhase(Phase::Head, limits.headerTimeout);
     }
@@ -389,7 +433,8 @@ Connection::Flush Connection::flushNow() {
     const int fd = socket_.native_handle();
     while (!out_.empty()) {
         std::string_view d = out_.unread();
-        ssize_t n = ::send(fd, d.data(), d.size(), MSG_NOSIGNAL);
+        // MSG_MORE when a file follows: the head and the first file bytes leave in one segment.
+        ssize_t n = ::send(fd, d.data(), d.size(), MSG_NOSIGNAL | (fileLeft_ > 0 ? MSG_MORE : 0));
         if (n > 0) {
             out_.consume(static_cast<std::size_t>(n));
             continue;
@@ -430,7 +475,14 @@ void Connection::releaseBuffers() {
 }
 
 void Connection::checkDeadline(Clock::time_point now) {
-    if (closed_ || now < deadline_) return;
+    if (closed_) return;
+    if (phase_ == Phase::Idle && in_.allocated() && in_.empty() && !parking_ && idleSince_ < now - kParkAfter) {
+        // Idle for a tick: cancel the buffered read; onRead gives the buffer back and waits without one.
+        parking_ = true;
+        boost::system::error_code ec;
+        socket_.cancel(ec);
+    }
+    if (now < deadline_) return;
     switch (phase_) {
     case Phase::Head:
     case Phase::Body:

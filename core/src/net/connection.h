@@ -43,6 +43,7 @@ private:
     void waitRead();
     void waitWrite();
     void onReadable(const boost::system::error_code& ec);
+    void onRead(const boost::system::error_code& ec, std::size_t n);
     void drive();
     void parseAndHandle();
     void handle(std::string_view body, std::span<const http::Header> trailers);
@@ -68,12 +69,14 @@ private:
     std::chrono::nanoseconds delay_{0};
     Clock::time_point deadline_ = Clock::time_point::max();
     Clock::time_point requestStart_;
+    Clock::time_point idleSince_;
     std::uint16_t localPort_;
     Phase phase_ = Phase::Idle;
     bool closeAfterWrite_ = false;
     bool sentContinue_ = false;
     bool moreBuffered_ = false;  // a complete request may still be waiting in in_
     bool closed_ = false;
+    bool parking_ = false;  // the buffered read was cancelled to give the buffer back
 };
 
 }  // namespace portico::net
