@@ -6,6 +6,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <poll.h>
+
 using namespace portico::test;
 
 class TestHttp1Connection : public QObject {
@@ -27,7 +29,7 @@ private slots:
         writeFile("site/a.txt", "hello\n");
         writeFile("site/index.html", "<!doctype html><title>t</title><p>home</p>\n");
         writeFile("portico.yaml", R"(listen: ["127.0.0.1:0"]
-limits: {header_timeout: 1s, body_timeout: 1s, idle_timeout: 2s, max_body_bytes: 1KiB, max_request_line_bytes: 1KiB, max_header_bytes: 4KiB}
+limits: {header_timeout: 1s, body_timeout: 1s, idle_timeout: 2s, write_timeout: 1s, max_body_bytes: 1KiB, max_request_line_bytes: 1KiB, max_header_bytes: 4KiB}
 vhosts:
   - root: ./site
     routes:
@@ -188,6 +190,43 @@ vhosts:
         QCOMPARE(statusCodes(r.bytes), QList<int>{200});
         QVERIFY(r.closedByServer);  // idle_timeout is 2 s, we wait up to 4 s
         QCOMPARE(r.bytes.count("HTTP/1.1"), 1);
+    }
+
+    // A client that stops reading: once the socket buffers are full, nothing moves for
+    // write_timeout (1 s) and the server closes instead of holding the connection forever.
+    void writeTimeoutClosesStalledReader() {
+        QFile big(dir_.filePath("site/big.bin"));
+        QVERIFY(big.open(QIODevice::WriteOnly));
+        big.resize(64 << 20);
+        big.close();
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        int small = 4096;
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port_);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        QCOMPARE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        const char req[] = "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n";
+        QCOMPARE(::send(fd, req, sizeof req - 1, 0), ssize_t(sizeof req - 1));
+        QTest::qWait(3000);  // stall well past write_timeout (+ a 250 ms tick)
+        qint64 total = 0;
+        char buf[65536];
+        bool closed = false;
+        for (;;) {
+            pollfd p{fd, POLLIN, 0};
+            if (::poll(&p, 1, 2000) <= 0) break;
+            ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) {
+                closed = true;
+                break;
+            }
+            total += n;
+        }
+        ::close(fd);
+        QVERIFY(closed);
+        QVERIFY2(total < (64 << 20), qPrintable(QString::number(total)));
+        QFile::remove(dir_.filePath("site/big.bin"));
     }
 
     // After a tick of idleness the connection gives its buffers back (parks) and must still serve.

@@ -16,6 +16,7 @@ for c in nginx h2o; do
   sed "s|@WWW@|$BENCH_WWW|g; s|@CERT@|$tmp/cert.pem|g; s|@KEY@|$tmp/key.pem|g; s|@TMP@|$tmp|g" "$bench/$c.conf" >"$tmp/$c.conf"
 done
 sed -i "s/worker_connections 4096/worker_connections $((n + 100))/" "$tmp/nginx.conf"
+sed -i "1i max-connections: $((n + 100))" "$tmp/h2o.conf"
 cat >"$tmp/portico.yaml" <<YAML
 workers: 1
 listen: ["127.0.0.1:18080"]

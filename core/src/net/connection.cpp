@@ -41,7 +41,7 @@ http1::ParserLimits parserLimits(const config::Limits& l) {
 }
 }  // namespace
 
-Connection::Connection(Worker& worker, tcp::socket socket, std::uint16_t localPort)
+Connection::Connection(Worker& worker, Socket socket, std::uint16_t localPort)
     : worker_(worker), socket_(std::move(socket)), localPort_(localPort) {
     worker_.link(this);
 }
@@ -83,7 +83,7 @@ void Connection::waitRead() {
                                                                                    std::size_t n) { self->onRead(ec, n); });
         return;
     }
-    socket_.async_wait(tcp::socket::wait_read,
+    socket_.async_wait(Socket::wait_read,
                        [self = shared_from_this()](const boost::system::error_code& ec) { self->onReadable(ec); });
 }
 
@@ -114,7 +114,7 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
 
 void Connection::waitWrite() {
     setPhase(Phase::Write, worker_.snapshot().config->limits.writeTimeout);
-    socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+    socket_.async_wait(Socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
         if (ec || self->closed_) return;
         self->drive();
     });
@@ -178,15 +178,15 @@ void Connection::onReadable(const boost::system::error_code& ec) {
 
 void Connection::drive() {
     for (;;) {
-        if (!closeAfterWrite_ && delay_.count() == 0 && fileLeft_ == 0) parseAndHandle();
-        if (delay_.count() > 0) {
-            if (!delayTimer_) delayTimer_ = std::make_unique<asio::steady_timer>(worker_.io());
+        if (!closeAfterWrite_ && !delayed() && !sendingFile()) parseAndHandle();
+        if (delayed()) {
+            if (!rare_->delayTimer) rare_->delayTimer.emplace(worker_.io());
             phase_ = Phase::Delay;
             deadline_ = Clock::time_point::max();
-            delayTimer_->expires_after(delay_);
-            delayTimer_->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+            rare_->delayTimer->expires_after(rare_->delay);
+            rare_->delayTimer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
                 if (ec || self->closed_) return;
-                self->delay_ = std::chrono::nanoseconds{0};
+                self->rare_->delay = std::chrono::nanoseconds{0};
                 self->drive();
             });
             return;
@@ -209,7 +209,6 @@ void Connection::drive() {
         // request until the connection has been idle for a tick (then it is parked).
         worker_.buffers().release(out_);
         setPhase(Phase::Idle, limits.idleTimeout);
-        idleSince_ = worker_.now();
     } else if (phase_ == Phase::Write || phase_ == Phase::Idle || phase_ == Phase::Delay) {
         setPhase(Phase::Head, limits.headerTimeout);
     }
@@ -256,15 +255,16 @@ void Connection::parseAndHandle() {
             body = data.substr(consumed, head.contentLength);
             total += head.contentLength;
         } else if (head.framing == http1::RequestHead::Framing::Chunked) {
-            if (!chunked_) {
-                chunked_ = std::make_unique<http1::ChunkedDecoder>();
-                chunked_->reset(limits.maxBodyBytes, limits.maxHeaderBytes);
-                chunkBody_ = std::make_unique<std::string>();
-                chunkPos_ = 0;
+            Rare& r = rare();
+            if (!r.chunkActive) {
+                r.chunked.reset(limits.maxBodyBytes, limits.maxHeaderBytes);
+                r.chunkBody.clear();
+                r.chunkPos = 0;
+                r.chunkActive = true;
             }
             std::size_t used = 0;
-            auto cs = chunked_->decode(data.substr(consumed + chunkPos_), *chunkBody_, used, err);
-            chunkPos_ += used;
+            auto cs = r.chunked.decode(data.substr(consumed + r.chunkPos), r.chunkBody, used, err);
+            r.chunkPos += used;
             if (cs == http1::ChunkedDecoder::Status::Error) {
                 worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
                 queueError(err.status);
@@ -278,27 +278,33 @@ void Connection::parseAndHandle() {
                 if (phase_ != Phase::Body) setPhase(Phase::Body, limits.bodyTimeout);
                 return;
             }
-            body = *chunkBody_;
-            trailers = chunked_->trailers();
-            total += chunkPos_;
+            body = r.chunkBody;
+            trailers = r.chunked.trailers();
+            total += r.chunkPos;
         }
         handle(body, trailers);
         in_.consume(total);
         resetBodyState();
         if (phase_ == Phase::Body) phase_ = Phase::Head;
-        if (closeAfterWrite_ || delay_.count() > 0 || fileLeft_ > 0 || out_.size() - batchStart > kMaxBatchBytes) {
+        if (closeAfterWrite_ || delayed() || sendingFile() || out_.size() - batchStart > kMaxBatchBytes) {
             moreBuffered_ = !in_.empty() && !closeAfterWrite_;
             return;
         }
     }
 }
 
+Connection::Rare& Connection::rare() {
+    if (!rare_) rare_ = std::make_unique<Rare>();
+    return *rare_;
+}
+
 void Connection::resetBodyState() {
     sentContinue_ = false;
-    if (chunked_) {
-        chunked_.reset();
-        chunkBody_.reset();
-        chunkPos_ = 0;
+    if (rare_ && rare_->chunkActive) {
+        rare_->chunkActive = false;
+        rare_->chunkPos = 0;
+        // A large body's buffer is not kept for the rest of the connection's life.
+        if (rare_->chunkBody.capacity() > 64 * 1024) std::string().swap(rare_->chunkBody);
     }
 }
 
@@ -405,15 +411,16 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
                 }
                 out_.commit(static_cast<std::size_t>(got));
             } else {
-                file_ = res.file();
-                fileOffset_ = res.fileOffset();
-                fileLeft_ = res.bodyLength();
+                Rare& r = rare();
+                r.file = res.file();
+                r.fileOffset = res.fileOffset();
+                r.fileLeft = res.bodyLength();
             }
             break;
         case http::Response::BodyKind::None: break;
         }
     }
-    if (res.delay.count() > 0) delay_ = res.delay;
+    if (res.delay.count() > 0) rare().delay = res.delay;
     if (!keep) closeAfterWrite_ = true;
 }
 
@@ -434,7 +441,7 @@ Connection::Flush Connection::flushNow() {
     while (!out_.empty()) {
         std::string_view d = out_.unread();
         // MSG_MORE when a file follows: the head and the first file bytes leave in one segment.
-        ssize_t n = ::send(fd, d.data(), d.size(), MSG_NOSIGNAL | (fileLeft_ > 0 ? MSG_MORE : 0));
+        ssize_t n = ::send(fd, d.data(), d.size(), MSG_NOSIGNAL | (sendingFile() ? MSG_MORE : 0));
         if (n > 0) {
             out_.consume(static_cast<std::size_t>(n));
             continue;
@@ -443,19 +450,20 @@ Connection::Flush Connection::flushNow() {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Flush::Blocked;
         return Flush::Failed;
     }
-    while (fileLeft_ > 0) {
-        off_t off = static_cast<off_t>(fileOffset_);
-        ssize_t n = ::sendfile(fd, file_->fd, &off, static_cast<std::size_t>(std::min<std::uint64_t>(fileLeft_, 1 << 20)));
+    while (sendingFile()) {
+        Rare& r = *rare_;
+        off_t off = static_cast<off_t>(r.fileOffset);
+        ssize_t n = ::sendfile(fd, r.file->fd, &off, static_cast<std::size_t>(std::min<std::uint64_t>(r.fileLeft, 1 << 20)));
         if (n > 0) {
-            fileOffset_ += static_cast<std::uint64_t>(n);
-            fileLeft_ -= static_cast<std::uint64_t>(n);
+            r.fileOffset += static_cast<std::uint64_t>(n);
+            r.fileLeft -= static_cast<std::uint64_t>(n);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Flush::Blocked;
         return Flush::Failed;  // 0: the file shrank; the promised length can't be kept
     }
-    file_.reset();
+    if (rare_) rare_->file.reset();
     return Flush::Done;
 }
 
@@ -476,7 +484,9 @@ void Connection::releaseBuffers() {
 
 void Connection::checkDeadline(Clock::time_point now) {
     if (closed_) return;
-    if (phase_ == Phase::Idle && in_.allocated() && in_.empty() && !parking_ && idleSince_ < now - kParkAfter) {
+    // Idle since deadline_ - idle_timeout (no extra member: memory per idle connection counts).
+    if (phase_ == Phase::Idle && in_.allocated() && in_.empty() && !parking_ &&
+        deadline_ - worker_.snapshot().config->limits.idleTimeout + kParkAfter < now) {
         // Idle for a tick: cancel the buffered read; onRead gives the buffer back and waits without one.
         parking_ = true;
         boost::system::error_code ec;
@@ -514,7 +524,7 @@ void Connection::abort() {
     boost::system::error_code ec;
     socket_.cancel(ec);
     socket_.close(ec);
-    if (delayTimer_) delayTimer_->cancel();
+    if (rare_ && rare_->delayTimer) rare_->delayTimer->cancel();
 }
 
 }  // namespace portico::net

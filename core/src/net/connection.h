@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace portico::net {
@@ -22,7 +23,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 public:
     using Clock = std::chrono::steady_clock;
 
-    Connection(Worker& worker, boost::asio::ip::tcp::socket socket, std::uint16_t localPort);
+    /// A socket bound to the worker's io_context executor: smaller than one with the polymorphic
+    /// executor, and so are the operations Asio allocates for it.
+    using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+
+    Connection(Worker& worker, Socket socket, std::uint16_t localPort);
     ~Connection();
 
     void start();
@@ -55,21 +60,31 @@ private:
     void resetBodyState();
     void setPhase(Phase p, std::chrono::nanoseconds timeout);
 
+    /// State that only some exchanges need (chunked bodies, large files, mock latency). Allocated
+    /// on first use and then kept, so the common connection stays small (memory per idle
+    /// connection is a benchmark target).
+    struct Rare {
+        std::shared_ptr<const http::FileHandle> file;
+        std::uint64_t fileOffset = 0;
+        std::uint64_t fileLeft = 0;
+        http1::ChunkedDecoder chunked;
+        std::string chunkBody;
+        std::size_t chunkPos = 0;  // raw bytes after the head already fed to the decoder
+        bool chunkActive = false;
+        std::optional<boost::asio::steady_timer> delayTimer;
+        std::chrono::nanoseconds delay{0};
+    };
+    Rare& rare();
+    bool sendingFile() const { return rare_ && rare_->fileLeft > 0; }
+    bool delayed() const { return rare_ && rare_->delay.count() > 0; }
+
     Worker& worker_;
-    boost::asio::ip::tcp::socket socket_;
+    Socket socket_;
     IoBuffer in_;
     IoBuffer out_;
-    std::shared_ptr<const http::FileHandle> file_;
-    std::uint64_t fileOffset_ = 0;
-    std::uint64_t fileLeft_ = 0;
-    std::unique_ptr<http1::ChunkedDecoder> chunked_;  // only while a chunked body is arriving
-    std::unique_ptr<std::string> chunkBody_;
-    std::size_t chunkPos_ = 0;  // raw bytes after the head already fed to the decoder
-    std::unique_ptr<boost::asio::steady_timer> delayTimer_;  // only for routes with latency
-    std::chrono::nanoseconds delay_{0};
+    std::unique_ptr<Rare> rare_;
     Clock::time_point deadline_ = Clock::time_point::max();
     Clock::time_point requestStart_;
-    Clock::time_point idleSince_;
     std::uint16_t localPort_;
     Phase phase_ = Phase::Idle;
     bool closeAfterWrite_ = false;

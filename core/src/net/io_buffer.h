@@ -1,6 +1,8 @@
 // A growable byte buffer with a read cursor, pooled per worker so idle connections hold none.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -23,7 +25,7 @@ public:
     }
     IoBuffer(const IoBuffer&) = delete;
     IoBuffer& operator=(const IoBuffer&) = delete;
-    ~IoBuffer() { std::free(data_); }
+    ~IoBuffer() { release(); }
 
     void swap(IoBuffer& o) noexcept {
         std::swap(data_, o.data_);
@@ -72,20 +74,26 @@ public:
         end_ -= begin_;
         begin_ = 0;
     }
+    // Pages come straight from mmap, not malloc: a buffer freed after a burst of connections goes
+    // back to the kernel at once instead of staying in the heap, so RSS follows the active
+    // connections, not the peak (the pool above keeps a few for reuse).
     void reserve(std::size_t cap) {
         if (cap <= cap_) return;
-        void* p = std::realloc(data_, cap);
-        if (!p) throw std::bad_alloc();
+        cap = (cap + kPage - 1) & ~(kPage - 1);
+        void* p = data_ ? ::mremap(data_, cap_, cap, MREMAP_MAYMOVE)
+                        : ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
         data_ = static_cast<char*>(p);
         cap_ = cap;
     }
     void release() {
-        std::free(data_);
+        if (data_) ::munmap(data_, cap_);
         data_ = nullptr;
         cap_ = begin_ = end_ = 0;
     }
 
 private:
+    static constexpr std::size_t kPage = 4096;
     char* data_ = nullptr;
     std::size_t cap_ = 0;
     std::size_t begin_ = 0;
@@ -95,7 +103,7 @@ private:
 /// Free list of default-sized buffers owned by one worker (not thread-safe).
 class BufferPool {
 public:
-    explicit BufferPool(std::size_t bufferSize, std::size_t maxKept = 1024)
+    explicit BufferPool(std::size_t bufferSize, std::size_t maxKept = 16)
         : size_(bufferSize), maxKept_(maxKept) {}
     IoBuffer acquire() {
         if (free_.empty()) return IoBuffer(size_);

@@ -94,7 +94,7 @@ void Worker::runSync(const std::function<void()>& fn) {
 }
 
 void Worker::accept(Listener& l) {
-    l.acceptor.async_accept([this, &l](const boost::system::error_code& ec, tcp::socket socket) {
+    l.acceptor.async_accept(io_, [this, &l](const boost::system::error_code& ec, Connection::Socket socket) {
         if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
         if (!ec) {
             counters_.accepted.fetch_add(1, std::memory_order_relaxed);
