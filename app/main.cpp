@@ -45,7 +45,8 @@ int serve(const ServeOptions& o) {
     if (!fromDir) {
         auto result = portico::config::loadConfigFile(o.config);
         if (!result.ok()) {
-            for (const auto& e : result.errors) std::cerr << e.toString() << "\n";
+            for (const auto& e : result.errors)
+                std::cerr << e.toString() << "\n";
             std::cerr << o.config << ": " << result.errors.size() << " error(s); not started\n";
             return kExitFailure;
         }
@@ -110,7 +111,8 @@ int serve(const ServeOptions& o) {
         std::cout << "Portico " << portico::engine::version() << " serving "
                   << (fromDir ? cfg->vhosts.front().root->root : o.config) << " (" << engine.workerCount()
                   << (engine.workerCount() == 1 ? " worker" : " workers") << ")\n";
-        for (const auto& ep : engine.endpoints()) std::cout << "Listening on " << ep.url() << "\n";
+        for (const auto& ep : engine.endpoints())
+            std::cout << "Listening on " << ep.url() << "\n";
         std::cout << "Press Ctrl+C to stop." << std::endl;
     }
     if (!fromDir && !o.noReload) engine.watchConfigFile(o.config, report);
@@ -125,7 +127,7 @@ int serve(const ServeOptions& o) {
     return kExitOk;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"Portico: a desktop dev server and traffic inspector"};
@@ -138,10 +140,12 @@ int main(int argc, char** argv) {
     serveCmd->add_option("-c,--config", so.config, "YAML config file (watched and reloaded on change)");
     serveCmd->add_option("-p,--port", so.port, "Port to listen on (0 = any free port; default 8080)")
         ->check(CLI::Range(0, 65535));
-    serveCmd->add_option("-H,--host", so.host, "Address to bind (default 127.0.0.1; 0.0.0.0 or :: exposes it)");
+    serveCmd->add_option("-H,--host", so.host,
+                         "Address to bind (default 127.0.0.1; 0.0.0.0 or :: exposes it)");
     serveCmd->add_option("-w,--workers", so.workers, "Worker threads (default: one per core)")
         ->check(CLI::Range(1, 256));
-    serveCmd->add_option("--access-log", so.accessLog, "Write a Combined Log Format access log to FILE (- = stdout)");
+    serveCmd->add_option("--access-log", so.accessLog,
+                         "Write a Combined Log Format access log to FILE (- = stdout)");
     serveCmd->add_flag("-t,--test", so.test, "Check the config (or folder) and exit: 0 valid, 1 invalid");
     serveCmd->add_flag("--no-reload", so.noReload, "Do not watch the config file");
 

@@ -17,8 +17,9 @@ struct Reply {
 Reply get(const QString& url, const QStringList& extra = {}) {
     QTemporaryFile body;
     body.open();
-    auto r = runProcess("curl", QStringList{"-s", "--path-as-is", "--max-time", "10", "-D", "-", "-o", body.fileName()} +
-                                    extra + QStringList{url});
+    auto r = runProcess(
+        "curl", QStringList{"-s", "--path-as-is", "--max-time", "10", "-D", "-", "-o", body.fileName()} +
+                    extra + QStringList{url});
     Reply out;
     out.headers = r.out;
     auto m = QRegularExpression("^HTTP/1\\.1 (\\d{3})").match(QString::fromLatin1(r.out));
@@ -28,10 +29,11 @@ Reply get(const QString& url, const QStringList& extra = {}) {
 }
 QString headerValue(const QByteArray& head, const QByteArray& name) {
     for (const QByteArray& line : head.split('\n'))
-        if (line.toLower().startsWith(name.toLower() + ":")) return QString::fromLatin1(line.mid(name.size() + 1).trimmed());
+        if (line.toLower().startsWith(name.toLower() + ":"))
+            return QString::fromLatin1(line.mid(name.size() + 1).trimmed());
     return {};
 }
-}  // namespace
+} // namespace
 
 class TestCasesStatic : public QObject {
     Q_OBJECT
@@ -51,7 +53,8 @@ private slots:
         // The fixture of ../shared/cases/README.md, under a temporary folder instead of /srv/t.
         write("root/a.txt", "hello\n");
         QByteArray big(1048576, '\0');
-        for (int i = 0; i < big.size(); ++i) big[i] = char((i * 131 + 7) & 0xff);
+        for (int i = 0; i < big.size(); ++i)
+            big[i] = char((i * 131 + 7) & 0xff);
         write("root/big.bin", big);
         write("outside/secret.txt", "secret\n");
         write("root/.env", "TOKEN=1\n");
@@ -69,14 +72,16 @@ private slots:
 
     void pth01_encodedDotsAndSlashes_data() {
         QTest::addColumn<QString>("path");
-        for (const char* p : {"/%2e%2e/outside/secret.txt", "/..%2foutside%2fsecret.txt", "/sub/%2e%2e%2f%2e%2e%2foutside/",
-                              "/%2E%2e/outside/", "/sub%2f..%2f..%2foutside%2fsecret.txt"})
+        for (const char* p :
+             {"/%2e%2e/outside/secret.txt", "/..%2foutside%2fsecret.txt", "/sub/%2e%2e%2f%2e%2e%2foutside/",
+              "/%2E%2e/outside/", "/sub%2f..%2f..%2foutside%2fsecret.txt"})
             QTest::newRow(p) << QString::fromLatin1(p);
     }
     void pth01_encodedDotsAndSlashes() {
         QFETCH(QString, path);
         Reply r = get(url_ + path);
-        QVERIFY2(r.status == 400 || r.status == 404 || r.status == 403, qPrintable(QString::number(r.status)));
+        QVERIFY2(r.status == 400 || r.status == 404 || r.status == 403,
+                 qPrintable(QString::number(r.status)));
         QVERIFY(!r.body.contains("secret"));
     }
 
@@ -86,15 +91,16 @@ private slots:
             QVERIFY2(r.status == 400 || r.status == 404, p);
             QVERIFY(!r.body.contains("hello"));
         }
-        RawReply raw = rawExchange(server_->port(), QByteArray("GET /a.txt\0.png HTTP/1.1\r\nHost: t\r\n\r\n", 37));
+        RawReply raw =
+            rawExchange(server_->port(), QByteArray("GET /a.txt\0.png HTTP/1.1\r\nHost: t\r\n\r\n", 37));
         QCOMPARE(statusCodes(raw.bytes), QList<int>{400});
-        QCOMPARE(get(url_ + "/a.txt").status, 200);  // still alive
+        QCOMPARE(get(url_ + "/a.txt").status, 200); // still alive
     }
 
     void pth06_symlinkLeavingRoot() {
         QVERIFY(QList<int>({403, 404}).contains(get(url_ + "/out/secret.txt").status));
         QVERIFY(QList<int>({403, 404}).contains(get(url_ + "/out/").status));
-        Reply inside = get(url_ + "/inside-link.txt");  // a link that stays inside keeps working
+        Reply inside = get(url_ + "/inside-link.txt"); // a link that stays inside keeps working
         QCOMPARE(inside.status, 200);
         QCOMPARE(inside.body, QByteArray("hello\n"));
     }
@@ -135,26 +141,29 @@ private slots:
     void cnd01_inmBeatsIms() {
         const QString etag = headerValue(get(url_ + "/a.txt", {"-I"}).headers, "ETag");
         QVERIFY(etag.startsWith('"'));
-        Reply miss = get(url_ + "/a.txt", {"-H", "If-None-Match: \"nope\"", "-H", "If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT"});
+        Reply miss = get(url_ + "/a.txt", {"-H", "If-None-Match: \"nope\"", "-H",
+                                           "If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT"});
         QCOMPARE(miss.status, 200);
-        Reply hit = get(url_ + "/a.txt", {"-H", "If-None-Match: " + etag, "-H", "If-Modified-Since: Thu, 01 Jan 1970 00:00:00 GMT"});
+        Reply hit = get(url_ + "/a.txt", {"-H", "If-None-Match: " + etag, "-H",
+                                          "If-Modified-Since: Thu, 01 Jan 1970 00:00:00 GMT"});
         QCOMPARE(hit.status, 304);
         QCOMPARE(headerValue(hit.headers, "ETag"), etag);
         QVERIFY(hit.body.isEmpty());
     }
 
     void hed01_headThenGet() {
-        RawReply r = rawExchange(server_->port(),
-                                 "HEAD /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        RawReply r = rawExchange(server_->port(), "HEAD /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /a.txt "
+                                                  "HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
         int second = r.bytes.indexOf("\r\n\r\n") + 4;
         QByteArray head = r.bytes.left(second);
         QVERIFY(head.contains("Content-Length: 1048576\r\n"));
-        QVERIFY(head.contains("ETag: ") && head.contains("Last-Modified: ") && head.contains("Content-Type: "));
+        QVERIFY(head.contains("ETag: ") && head.contains("Last-Modified: ") &&
+                head.contains("Content-Type: "));
         QVERIFY2(r.bytes.mid(second).startsWith("HTTP/1.1 200"), r.bytes.mid(second, 40).constData());
         QVERIFY(r.bytes.endsWith("hello\n"));
     }
 
-    void bigFileBodyIsExact() {  // sendfile path
+    void bigFileBodyIsExact() { // sendfile path
         Reply r = get(url_ + "/big.bin");
         QCOMPARE(r.status, 200);
         QCOMPARE(r.body.size(), 1048576);
@@ -164,18 +173,24 @@ private slots:
     void mim01_contentTypes_data() {
         QTest::addColumn<QString>("path");
         QTest::addColumn<QString>("type");
-        QTest::newRow("mjs") << "/app.mjs" << "text/javascript";
-        QTest::newRow("wasm") << "/mod.wasm" << "application/wasm";
-        QTest::newRow("txt") << "/a.txt" << "text/plain";
-        QTest::newRow("html") << "/nobody.html" << "text/html";
-        QTest::newRow("unknown") << "/x.unknownext" << "application/octet-stream";
+        QTest::newRow("mjs") << "/app.mjs"
+                             << "text/javascript";
+        QTest::newRow("wasm") << "/mod.wasm"
+                              << "application/wasm";
+        QTest::newRow("txt") << "/a.txt"
+                             << "text/plain";
+        QTest::newRow("html") << "/nobody.html"
+                              << "text/html";
+        QTest::newRow("unknown") << "/x.unknownext"
+                                 << "application/octet-stream";
     }
     void mim01_contentTypes() {
         QFETCH(QString, path);
         QFETCH(QString, type);
         Reply r = get(url_ + path, {"-I"});
         QVERIFY2(headerValue(r.headers, "Content-Type").startsWith(type), r.headers.constData());
-        if (type == "application/octet-stream") QCOMPARE(headerValue(r.headers, "X-Content-Type-Options"), QString("nosniff"));
+        if (type == "application/octet-stream")
+            QCOMPARE(headerValue(r.headers, "X-Content-Type-Options"), QString("nosniff"));
     }
 
     void loc02_nginxLocationPrecedence() {
@@ -196,10 +211,17 @@ vhosts:
         f.close();
         ServerProcess s({"--config", dir.filePath("loc.yaml")});
         QVERIFY2(s.waitReady(), s.output().constData());
-        const QList<QPair<QString, QByteArray>> expected = {
-            {"/", "A"},         {"/x", "B"},       {"/coffee", "C"},    {"/coffeebar", "C"}, {"/images/a.png", "D"},
-            {"/x/a.png", "E"}, {"/IMAGES/a.png", "E"}, {"/docs/a.md", "G"}, {"/docs/a.txt", "F"}};
-        for (const auto& [path, letter] : expected) QCOMPARE(get(s.baseUrl() + path).body, letter);
+        const QList<QPair<QString, QByteArray>> expected = {{"/", "A"},
+                                                            {"/x", "B"},
+                                                            {"/coffee", "C"},
+                                                            {"/coffeebar", "C"},
+                                                            {"/images/a.png", "D"},
+                                                            {"/x/a.png", "E"},
+                                                            {"/IMAGES/a.png", "E"},
+                                                            {"/docs/a.md", "G"},
+                                                            {"/docs/a.txt", "F"}};
+        for (const auto& [path, letter] : expected)
+            QCOMPARE(get(s.baseUrl() + path).body, letter);
     }
 
     void cleanupTestCase() { QCOMPARE(server_->terminate(), 0); }

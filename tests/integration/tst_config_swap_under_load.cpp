@@ -28,7 +28,7 @@ private slots:
         QVERIFY2(eng.start(makeConfig("A"), error), error.c_str());
         const std::uint16_t port = eng.endpoints().front().port;
 
-        constexpr int kClients = 4, kRequests = 3000;  // bounded: 12,000 requests in all
+        constexpr int kClients = 4, kRequests = 3000; // bounded: 12,000 requests in all
         std::atomic<int> ok{0}, bad{0}, sawB{0};
         std::vector<std::thread> clients;
         for (int c = 0; c < kClients; ++c) {
@@ -51,11 +51,12 @@ private slots:
             ++swaps;
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        for (auto& t : clients) t.join();
+        for (auto& t : clients)
+            t.join();
         QCOMPARE(bad.load(), 0);
         QCOMPARE(ok.load(), kClients * kRequests);
         QVERIFY(swaps > 10);
-        QVERIFY(sawB.load() > 0);  // the swaps really reached the workers
+        QVERIFY(sawB.load() > 0); // the swaps really reached the workers
         QCOMPARE(eng.counters().requests, std::uint64_t(kClients * kRequests));
         eng.stop();
     }

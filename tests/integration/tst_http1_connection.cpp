@@ -51,7 +51,8 @@ vhosts:
                          "GET /hello/three HTTP/1.1\r\nHost: t\r\n\r\n";
         RawReply r = rawExchange(port_, req, 800);
         QCOMPARE(statusCodes(r.bytes), (QList<int>{200, 200, 200}));
-        int one = r.bytes.indexOf("hi one"), two = r.bytes.indexOf("hello\n"), three = r.bytes.indexOf("hi three");
+        int one = r.bytes.indexOf("hi one"), two = r.bytes.indexOf("hello\n"),
+            three = r.bytes.indexOf("hi three");
         QVERIFY(one > 0 && two > one && three > two);
         QVERIFY(!r.closedByServer);
     }
@@ -59,12 +60,16 @@ vhosts:
     void keepAliveRules_data() {
         QTest::addColumn<QByteArray>("request");
         QTest::addColumn<bool>("closes");
-        QTest::newRow("1.1 default keep-alive") << QByteArray("GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n") << false;
-        QTest::newRow("1.1 close") << QByteArray("GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n") << true;
+        QTest::newRow("1.1 default keep-alive")
+            << QByteArray("GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n") << false;
+        QTest::newRow("1.1 close") << QByteArray(
+                                          "GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                                   << true;
         QTest::newRow("1.1 Close, case-insensitive")
             << QByteArray("GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: keep-alive, CLOSE\r\n\r\n") << true;
         QTest::newRow("1.0 default close") << QByteArray("GET /a.txt HTTP/1.0\r\n\r\n") << true;
-        QTest::newRow("1.0 keep-alive") << QByteArray("GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n") << false;
+        QTest::newRow("1.0 keep-alive")
+            << QByteArray("GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n") << false;
     }
     void keepAliveRules() {
         QFETCH(QByteArray, request);
@@ -83,35 +88,47 @@ vhosts:
         QTest::addColumn<int>("status");
         const QByteArray next = "GET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
         QTest::newRow("SMG-01 bare LF in chunk size")
-            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n" + next << 400;
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n" +
+                   next
+            << 400;
         QTest::newRow("SMG-01 bare LF in chunk ext")
-            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;x\nhello\r\n0\r\n\r\n" + next << 400;
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;x\nhello\r\n0\r\n\r\n" +
+                   next
+            << 400;
         QTest::newRow("SMG-03 obs-fold hides Content-Length")
             << QByteArray("POST / HTTP/1.1\r\nHost: t\r\n Content-Length: 35\r\n\r\n") + next << 400;
         QTest::newRow("SMG-05 Content-Length +3")
             << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: +3\r\n\r\nabc" + next << 400;
         QTest::newRow("SMG-05 differing duplicate Content-Length")
-            << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd" + next << 400;
-        QTest::newRow("SMG-05 CL and TE")
-            << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + next
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd" + next
             << 400;
+        QTest::newRow("SMG-05 CL and TE") << "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: "
+                                             "3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+                                                 next
+                                          << 400;
         QTest::newRow("SMG-05 TE not ending in chunked")
-            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n" + next << 400;
-        QTest::newRow("TE gzip alone") << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n" + next << 400;
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n" + next
+            << 400;
+        QTest::newRow("TE gzip alone")
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n" + next << 400;
         QTest::newRow("unknown coding before chunked")
-            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + next << 501;
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + next
+            << 501;
         QTest::newRow("space before colon") << "GET / HTTP/1.1\r\nHost : t\r\n\r\n" + next << 400;
         QTest::newRow("missing Host in 1.1") << "GET / HTTP/1.1\r\n\r\n" + next << 400;
         QTest::newRow("HTTP/2.0 version") << "GET / HTTP/2.0\r\nHost: t\r\n\r\n" + next << 505;
-        QTest::newRow("URI too long") << "GET /" + QByteArray(2000, 'a') + " HTTP/1.1\r\nHost: t\r\n\r\n" + next << 414;
+        QTest::newRow("URI too long")
+            << "GET /" + QByteArray(2000, 'a') + " HTTP/1.1\r\nHost: t\r\n\r\n" + next << 414;
         QTest::newRow("header too large")
             << "GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + QByteArray(5000, 'b') + "\r\n\r\n" + next << 431;
-        QTest::newRow("body too large") << QByteArray("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n") << 413;
+        QTest::newRow("body too large")
+            << QByteArray("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n") << 413;
         QTest::newRow("chunked body too large")
-            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" + QByteArray(2048, 'x') +
-                   "\r\n0\r\n\r\n" + next
+            << "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" +
+                   QByteArray(2048, 'x') + "\r\n0\r\n\r\n" + next
             << 413;
-        QTest::newRow("PTH-05 NUL in path") << QByteArray("GET /a.txt%00.html HTTP/1.1\r\nHost: t\r\n\r\n") << 400;
+        QTest::newRow("PTH-05 NUL in path")
+            << QByteArray("GET /a.txt%00.html HTTP/1.1\r\nHost: t\r\n\r\n") << 400;
         QTest::newRow("encoded slash") << QByteArray("GET /..%2fsecret HTTP/1.1\r\nHost: t\r\n\r\n") << 400;
     }
     void errorsCloseTheConnection() {
@@ -127,16 +144,17 @@ vhosts:
 
     // A path error is not a framing error: the connection may stay, but it must not serve the file.
     void traversalNeverLeavesRoot() {
-        RawReply r = rawExchange(port_, "GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        RawReply r = rawExchange(
+            port_, "GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
         QVERIFY(!statusCodes(r.bytes).isEmpty());
         QVERIFY(statusCodes(r.bytes).first() == 400 || statusCodes(r.bytes).first() == 404);
         QVERIFY(!r.bytes.contains("root:"));
     }
 
     void chunkedBodyWithTrailers() {
-        RawReply r = rawExchange(port_,
-                                 "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-                                 "5;name=v\r\nhello\r\n6\r\n world\r\n0\r\nX-Checksum: 1\r\n\r\n");
+        RawReply r = rawExchange(
+            port_, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                   "5;name=v\r\nhello\r\n6\r\n world\r\n0\r\nX-Checksum: 1\r\n\r\n");
         QCOMPARE(statusCodes(r.bytes), QList<int>{200});
         QVERIFY(r.bytes.endsWith("\r\n\r\nhello world"));
         QVERIFY(r.bytes.contains("Content-Length: 11\r\n"));
@@ -144,7 +162,9 @@ vhosts:
 
     void expectContinue() {
         // Head first, then wait: the server must say 100 Continue before we send the body.
-        RawReply head = rawExchange(port_, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n", 500);
+        RawReply head = rawExchange(
+            port_, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n",
+            500);
         QVERIFY2(head.bytes.startsWith("HTTP/1.1 100 Continue\r\n\r\n"), head.bytes.constData());
         // With curl, which waits for the 100 before sending the body.
         auto c = runProcess("curl", {"-s", "-H", "Expect: 100-continue", "--data-binary", "ping",
@@ -154,13 +174,15 @@ vhosts:
     }
 
     void absoluteFormTarget() {
-        RawReply r = rawExchange(port_, "GET http://t/hello/abs?x=1 HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n");
+        RawReply r = rawExchange(
+            port_, "GET http://t/hello/abs?x=1 HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n");
         QCOMPARE(statusCodes(r.bytes), QList<int>{200});
         QVERIFY(r.bytes.endsWith("hi abs"));
     }
 
-    void headHasGetHeadersAndNoBody() {  // case HED-01
-        RawReply r = rawExchange(port_, "HEAD /a.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 600);
+    void headHasGetHeadersAndNoBody() { // case HED-01
+        RawReply r = rawExchange(
+            port_, "HEAD /a.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 600);
         QCOMPARE(statusCodes(r.bytes), (QList<int>{200, 200}));
         int second = r.bytes.indexOf("HTTP/1.1 200", 10);
         QByteArray headPart = r.bytes.left(second);
@@ -172,14 +194,15 @@ vhosts:
     void dateAndServerHeaders() {
         RawReply r = rawExchange(port_, "GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
         QVERIFY(QRegularExpression("\r\nDate: \\w{3}, \\d{2} \\w{3} \\d{4} \\d{2}:\\d{2}:\\d{2} GMT\r\n")
-                    .match(QString::fromLatin1(r.bytes)).hasMatch());
+                    .match(QString::fromLatin1(r.bytes))
+                    .hasMatch());
         QVERIFY(r.bytes.contains("\r\nServer: Portico/"));
     }
 
     void headerTimeoutAnswers408() {
         QElapsedTimer t;
         t.start();
-        RawReply r = rawExchange(port_, "GET / HTTP/1.1\r\nHost: t\r\n", 4000);  // never finishes the head
+        RawReply r = rawExchange(port_, "GET / HTTP/1.1\r\nHost: t\r\n", 4000); // never finishes the head
         QCOMPARE(statusCodes(r.bytes), QList<int>{408});
         QVERIFY(r.closedByServer);
         QVERIFY(t.elapsed() >= 900);
@@ -188,7 +211,7 @@ vhosts:
     void idleTimeoutClosesSilently() {
         RawReply r = rawExchange(port_, "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 4000);
         QCOMPARE(statusCodes(r.bytes), QList<int>{200});
-        QVERIFY(r.closedByServer);  // idle_timeout is 2 s, we wait up to 4 s
+        QVERIFY(r.closedByServer); // idle_timeout is 2 s, we wait up to 4 s
         QCOMPARE(r.bytes.count("HTTP/1.1"), 1);
     }
 
@@ -209,7 +232,7 @@ vhosts:
         QCOMPARE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
         const char req[] = "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n";
         QCOMPARE(::send(fd, req, sizeof req - 1, 0), ssize_t(sizeof req - 1));
-        QTest::qWait(3000);  // stall well past write_timeout (+ a 250 ms tick)
+        QTest::qWait(3000); // stall well past write_timeout (+ a 250 ms tick)
         qint64 total = 0;
         char buf[65536];
         bool closed = false;
@@ -233,22 +256,26 @@ vhosts:
     void parkedConnectionKeepsServing() {
         portico::test::RawClient c(port_);
         QCOMPARE(c.exchange("GET /hello/first HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
-        QTest::qWait(700);  // > 200 ms park delay + a 250 ms tick, < 2 s idle timeout
+        QTest::qWait(700); // > 200 ms park delay + a 250 ms tick, < 2 s idle timeout
         QCOMPARE(c.exchange("GET /hello/second HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
         QCOMPARE(c.body(), std::string_view("hi second"));
     }
 
     void bodyTimeoutAnswers408() {
-        RawReply r = rawExchange(port_, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc", 4000);
+        RawReply r =
+            rawExchange(port_, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc", 4000);
         QCOMPARE(statusCodes(r.bytes), QList<int>{408});
         QVERIFY(r.closedByServer);
     }
 
     // Both sides of limits.max_body_bytes (1 KiB here): 1024 bytes pass, 1025 get 413.
     void bodyLimitBothSides() {
-        QByteArray at = "POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 1024\r\n\r\n" + QByteArray(1024, 'x');
+        QByteArray at =
+            "POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 1024\r\n\r\n" +
+            QByteArray(1024, 'x');
         QCOMPARE(statusCodes(rawExchange(port_, at).bytes), QList<int>{200});
-        QByteArray over = "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1025\r\n\r\n" + QByteArray(1025, 'x');
+        QByteArray over =
+            "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1025\r\n\r\n" + QByteArray(1025, 'x');
         QCOMPARE(statusCodes(rawExchange(port_, over).bytes), QList<int>{413});
     }
 
@@ -267,7 +294,7 @@ vhosts:
         RawReply third = rawExchange(s.port(), "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
         QCOMPARE(statusCodes(third.bytes), QList<int>{503});
         QVERIFY(third.closedByServer);
-        QCOMPARE(a.exchange("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"), 200);  // the others are unaffected
+        QCOMPARE(a.exchange("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"), 200); // the others are unaffected
     }
 
     void cleanupTestCase() { QCOMPARE(server_->terminate(), 0); }

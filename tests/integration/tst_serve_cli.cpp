@@ -22,7 +22,7 @@ QByteArray curl(const QStringList& args) {
     auto r = runProcess("curl", QStringList{"-s", "--max-time", "10"} + args);
     return r.out;
 }
-}  // namespace
+} // namespace
 
 class TestServeCli : public QObject {
     Q_OBJECT
@@ -58,16 +58,20 @@ private slots:
 
     void testFlagChecksWithoutServing() {
         QTemporaryDir dir;
-        writeFile(dir.filePath("ok.yaml"), "listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /x\n        respond: {body: x}\n");
+        writeFile(dir.filePath("ok.yaml"), "listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: "
+                                           "/x\n        respond: {body: x}\n");
         auto ok = runProcess(porticoBinary(), {"serve", "--config", dir.filePath("ok.yaml"), "--test"});
         QCOMPARE(ok.exitCode, 0);
-        writeFile(dir.filePath("bad.yaml"),
-                  "vhosts:\n  - routes:\n      - path: /x\n        respond: {status: 999}\n      - pathh: /y\n");
+        writeFile(
+            dir.filePath("bad.yaml"),
+            "vhosts:\n  - routes:\n      - path: /x\n        respond: {status: 999}\n      - pathh: /y\n");
         auto bad = runProcess(porticoBinary(), {"serve", "--config", dir.filePath("bad.yaml"), "--test"});
         QCOMPARE(bad.exitCode, 1);
         // Located: file:line:column: path: message — for both errors, not just the first.
-        QVERIFY2(QRegularExpression(QRegularExpression::escape(dir.filePath("bad.yaml")) + ":4:\\d+: vhosts\\[0\\]\\.routes\\[0\\]")
-                     .match(QString::fromUtf8(bad.err)).hasMatch(),
+        QVERIFY2(QRegularExpression(QRegularExpression::escape(dir.filePath("bad.yaml")) +
+                                    ":4:\\d+: vhosts\\[0\\]\\.routes\\[0\\]")
+                     .match(QString::fromUtf8(bad.err))
+                     .hasMatch(),
                  bad.err.constData());
         QVERIFY2(bad.err.contains(":5:"), bad.err.constData());
     }
@@ -76,14 +80,15 @@ private slots:
         QTemporaryDir dir;
         const QString cfg = dir.filePath("portico.yaml");
         auto config = [](const char* body) {
-            return QByteArray("listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /v\n        respond: {body: ") +
+            return QByteArray("listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /v\n        "
+                              "respond: {body: ") +
                    body + "}\n";
         };
         writeFile(cfg, config("one"));
         ServerProcess s({"--config", cfg});
         QVERIFY2(s.waitReady(), s.output().constData());
         QCOMPARE(curl({s.baseUrl() + "/v"}), QByteArray("one"));
-        QTest::qWait(1100);  // a new mtime second for filesystems with coarse timestamps
+        QTest::qWait(1100); // a new mtime second for filesystems with coarse timestamps
         writeFile(cfg, config("two"));
         QTRY_COMPARE_WITH_TIMEOUT(curl({s.baseUrl() + "/v"}), QByteArray("two"), 5000);
         QTRY_VERIFY_WITH_TIMEOUT(s.output().contains("reloaded"), 3000);
@@ -91,20 +96,21 @@ private slots:
         writeFile(cfg, "vhosts:\n  - routes:\n      - path: /v\n        respond: {bogus: 1}\n");
         QTRY_VERIFY_WITH_TIMEOUT(s.output().contains("not reloaded"), 5000);
         QVERIFY2(s.output().contains("portico.yaml:4:"), s.output().constData());
-        QCOMPARE(curl({s.baseUrl() + "/v"}), QByteArray("two"));  // the old config keeps serving
+        QCOMPARE(curl({s.baseUrl() + "/v"}), QByteArray("two")); // the old config keeps serving
         QCOMPARE(s.terminate(), 0);
     }
 
     void sigtermDrainsInFlightRequests() {
         QTemporaryDir dir;
         writeFile(dir.filePath("portico.yaml"),
-                  "listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /slow\n        respond: {body: done, latency: 800ms}\n");
+                  "listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /slow\n        respond: "
+                  "{body: done, latency: 800ms}\n");
         ServerProcess s({"--config", dir.filePath("portico.yaml")});
         QVERIFY2(s.waitReady(), s.output().constData());
         QProcess client;
         client.start("curl", {"-s", "-o", "-", "-w", "%{http_code}", s.baseUrl() + "/slow"});
         QVERIFY(client.waitForStarted());
-        QTest::qWait(300);  // the request is in flight now
+        QTest::qWait(300); // the request is in flight now
         QElapsedTimer t;
         t.start();
         QCOMPARE(s.terminate(), 0);
@@ -128,8 +134,8 @@ private slots:
     void accessLogFormats() {
         QTemporaryDir dir;
         writeFile(dir.filePath("site/a.txt"), "abc\n");
-        writeFile(dir.filePath("portico.yaml"),
-                  "listen: [\"127.0.0.1:0\"]\naccess_log: {format: json, path: ./access.jsonl}\nvhosts:\n  - root: ./site\n");
+        writeFile(dir.filePath("portico.yaml"), "listen: [\"127.0.0.1:0\"]\naccess_log: {format: json, path: "
+                                                "./access.jsonl}\nvhosts:\n  - root: ./site\n");
         {
             ServerProcess s({"--config", dir.filePath("portico.yaml")});
             QVERIFY2(s.waitReady(), s.output().constData());
@@ -178,7 +184,7 @@ private slots:
         QVERIFY(curl({"-I", s.baseUrl() + "/images/logo.svg"}).contains("image/svg+xml"));
         QByteArray missing = curl({"-i", s.baseUrl() + "/nope"});
         QVERIFY(missing.startsWith("HTTP/1.1 404"));
-        QVERIFY(missing.contains("nothing here"));  // the custom error page
+        QVERIFY(missing.contains("nothing here")); // the custom error page
     }
 };
 

@@ -57,9 +57,10 @@ private slots:
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("Hello, World!");
         f.close();
-        std::string yaml = "workers: 1\nlisten: [\"127.0.0.1:0\"]\nvhosts:\n  - root: " + dir_.path().toStdString() +
-                           "\n    routes:\n      - path: /plaintext\n        respond: {body: \"Hello, World!\", "
-                           "headers: {Content-Type: text/plain}}\n";
+        std::string yaml =
+            "workers: 1\nlisten: [\"127.0.0.1:0\"]\nvhosts:\n  - root: " + dir_.path().toStdString() +
+            "\n    routes:\n      - path: /plaintext\n        respond: {body: \"Hello, World!\", "
+            "headers: {Content-Type: text/plain}}\n";
         auto r = config::loadConfigText(yaml, "alloc.yaml", ".");
         QVERIFY2(r.ok(), r.ok() ? "" : r.errors.front().toString().c_str());
         std::string error;
@@ -68,13 +69,14 @@ private slots:
     }
 
     void plaintextAllocatesNothing() {
-        const std::uint64_t n = allocationsFor("GET /plaintext HTTP/1.1\r\nHost: localhost\r\n\r\n", "Hello, World!");
+        const std::uint64_t n =
+            allocationsFor("GET /plaintext HTTP/1.1\r\nHost: localhost\r\n\r\n", "Hello, World!");
         QVERIFY2(n < kMeasured / 1000, qPrintable(QString::number(n)));
     }
 
     void smallStaticAllocatesNothing() {
-        const std::uint64_t n =
-            allocationsFor("GET /small.txt HTTP/1.1\r\nHost: localhost\r\nUser-Agent: t\r\n\r\n", "Hello, World!");
+        const std::uint64_t n = allocationsFor(
+            "GET /small.txt HTTP/1.1\r\nHost: localhost\r\nUser-Agent: t\r\n\r\n", "Hello, World!");
         QVERIFY2(n < kMeasured / 1000, qPrintable(QString::number(n)));
     }
 

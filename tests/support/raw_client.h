@@ -38,7 +38,8 @@ public:
     /// Sends `request` and reads one response with a Content-Length body. Returns the status
     /// (0 on failure); `body()` views the body until the next call.
     int exchange(std::string_view request) {
-        if (::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) return 0;
+        if (::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
+            return 0;
         std::size_t have = 0;
         for (;;) {
             ssize_t n = ::recv(fd_, buf_ + have, sizeof buf_ - have, 0);
@@ -63,4 +64,4 @@ private:
     std::string_view body_;
 };
 
-}  // namespace portico::test
+} // namespace portico::test

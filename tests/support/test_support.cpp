@@ -52,7 +52,8 @@ ServerProcess::ServerProcess(const QStringList& args) : d_(std::make_unique<Impl
     QStringList full{QStringLiteral("serve")};
     full << args;
     if (!args.contains(QStringLiteral("--config"))) {
-        if (!args.contains(QStringLiteral("--host"))) full << QStringLiteral("--host") << QStringLiteral("127.0.0.1");
+        if (!args.contains(QStringLiteral("--host")))
+            full << QStringLiteral("--host") << QStringLiteral("127.0.0.1");
         if (!args.contains(QStringLiteral("--port"))) full << QStringLiteral("--port") << QStringLiteral("0");
     }
     d_->proc.setProcessChannelMode(QProcess::MergedChannels);
@@ -121,7 +122,7 @@ RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs) 
     for (;;) {
         pollfd p{fd, POLLIN, 0};
         int r = ::poll(&p, 1, idleMs);
-        if (r <= 0) break;  // idle: connection still open
+        if (r <= 0) break; // idle: connection still open
         ssize_t n = ::recv(fd, buf, sizeof buf, 0);
         if (n <= 0) {
             reply.closedByServer = true;
@@ -137,8 +138,9 @@ QList<int> statusCodes(const QByteArray& bytes) {
     QList<int> codes;
     static const QRegularExpression re(QStringLiteral("HTTP/1\\.[01] (\\d{3}) "));
     auto it = re.globalMatch(QString::fromLatin1(bytes));
-    while (it.hasNext()) codes << it.next().captured(1).toInt();
+    while (it.hasNext())
+        codes << it.next().captured(1).toInt();
     return codes;
 }
 
-}  // namespace portico::test
+} // namespace portico::test

@@ -18,7 +18,7 @@ QString sharedDir();
 QString debianPython();
 
 struct ProcessResult {
-    int exitCode = -1;       ///< -1 if it crashed or timed out
+    int exitCode = -1; ///< -1 if it crashed or timed out
     bool timedOut = false;
     QByteArray out;
     QByteArray err;
@@ -39,10 +39,10 @@ public:
     /// Waits for the listening line; false (with diagnostics in `output()`) on failure.
     bool waitReady(int timeoutMs = 10000);
     std::uint16_t port() const { return port_; }
-    QString baseUrl() const;  ///< "http://127.0.0.1:PORT"
+    QString baseUrl() const; ///< "http://127.0.0.1:PORT"
     /// Sends SIGTERM and waits for exit; returns the exit code (-1 on timeout/crash).
     int terminate(int timeoutMs = 10000);
-    QByteArray output();  ///< everything printed so far (stdout + stderr)
+    QByteArray output(); ///< everything printed so far (stdout + stderr)
     qint64 pid() const;
 
 private:
@@ -53,8 +53,8 @@ private:
 
 /// Outcome of a raw exchange.
 struct RawReply {
-    QByteArray bytes;          ///< everything the server sent
-    bool closedByServer = false;  ///< the server closed (FIN) or reset within the wait
+    QByteArray bytes;            ///< everything the server sent
+    bool closedByServer = false; ///< the server closed (FIN) or reset within the wait
 };
 
 /// Connects to 127.0.0.1:port, sends `request`, then reads until the server closes or no byte
@@ -65,4 +65,4 @@ RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs =
 /// heads without a line break, so lines are found anywhere; test bodies must not contain them.
 QList<int> statusCodes(const QByteArray& bytes);
 
-}  // namespace portico::test
+} // namespace portico::test

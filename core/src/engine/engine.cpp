@@ -33,7 +33,7 @@ struct Engine::Impl {
     std::vector<std::unique_ptr<net::Worker>> workers;
     std::vector<BoundListener> listeners;
     std::shared_ptr<net::AccessLogger> log;
-    mutable std::mutex mutex;  // guards listeners, running, publish
+    mutable std::mutex mutex; // guards listeners, running, publish
     bool running = false;
 
     std::thread watcher;
@@ -48,10 +48,11 @@ struct Engine::Impl {
             std::uint16_t got = 0;
             w->runSync([&] { got = w->openListener(host, bound, error); });
             if (got == 0) {
-                for (auto* o : opened) o->runSync([&] { o->closeListener(host, bound); });
+                for (auto* o : opened)
+                    o->runSync([&] { o->closeListener(host, bound); });
                 return false;
             }
-            bound = got;  // port 0: the first worker picks, the others share it via SO_REUSEPORT
+            bound = got; // port 0: the first worker picks, the others share it via SO_REUSEPORT
             opened.push_back(w.get());
         }
         return true;
@@ -73,7 +74,8 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
         return false;
     }
     if (config->accessLog.format != config::AccessLog::Format::Off) {
-        d_->log = std::make_shared<net::AccessLogger>(config->accessLog.format, config->accessLog.path, error);
+        d_->log =
+            std::make_shared<net::AccessLogger>(config->accessLog.format, config->accessLog.path, error);
         if (!d_->log->ok()) {
             d_->log.reset();
             return false;
@@ -81,7 +83,8 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
     }
     d_->slot.publish(std::make_shared<const net::Snapshot>(config));
     unsigned n = config->workers ? config->workers : std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned i = 0; i < n; ++i) d_->workers.push_back(std::make_unique<net::Worker>(i, d_->slot, d_->log));
+    for (unsigned i = 0; i < n; ++i)
+        d_->workers.push_back(std::make_unique<net::Worker>(i, d_->slot, d_->log));
     for (const auto& l : config->listen) {
         std::uint16_t bound = 0;
         if (!d_->openOnAll(l.host, l.port, bound, error)) {
@@ -92,7 +95,8 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
         }
         d_->listeners.push_back({l.host, l.port, bound});
     }
-    for (auto& w : d_->workers) w->start();
+    for (auto& w : d_->workers)
+        w->start();
     d_->running = true;
     return true;
 }
@@ -121,7 +125,8 @@ bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& 
         std::uint16_t bound = 0;
         if (!d_->openOnAll(l.host, l.port, bound, error)) {
             for (const auto& a : added)
-                for (auto& w : d_->workers) w->runSync([&] { w->closeListener(a.host, a.port); });
+                for (auto& w : d_->workers)
+                    w->runSync([&] { w->closeListener(a.host, a.port); });
             return false;
         }
         added.push_back({l.host, l.port, bound});
@@ -133,7 +138,8 @@ bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& 
             return b.host == old.host && b.port == old.port;
         });
         if (!kept)
-            for (auto& w : d_->workers) w->runSync([&] { w->closeListener(old.host, old.port); });
+            for (auto& w : d_->workers)
+                w->runSync([&] { w->closeListener(old.host, old.port); });
     }
     d_->listeners = std::move(next);
     return true;
@@ -155,11 +161,13 @@ void Engine::stop() {
     std::lock_guard lock(d_->mutex);
     if (!d_->running) return;
     auto drain = config()->limits.drainTimeout;
-    for (auto& w : d_->workers) w->beginDrain(drain);
-    for (auto& w : d_->workers) w->join();
+    for (auto& w : d_->workers)
+        w->beginDrain(drain);
+    for (auto& w : d_->workers)
+        w->join();
     d_->workers.clear();
     d_->listeners.clear();
-    d_->log.reset();  // flushes the access log
+    d_->log.reset(); // flushes the access log
     d_->running = false;
 }
 
@@ -171,7 +179,8 @@ bool Engine::running() const {
 std::vector<Endpoint> Engine::endpoints() const {
     std::lock_guard lock(d_->mutex);
     std::vector<Endpoint> out;
-    for (const auto& l : d_->listeners) out.push_back({l.host, l.port});
+    for (const auto& l : d_->listeners)
+        out.push_back({l.host, l.port});
     return out;
 }
 
@@ -209,23 +218,27 @@ void Engine::watchConfigFile(const std::string& path, std::function<void(const s
             }
             struct stat now {};
             bool has = stamp(now);
-            if (!has) continue;  // an editor may be replacing the file; look again next time
-            if (had && now.st_mtim.tv_sec == last.st_mtim.tv_sec && now.st_mtim.tv_nsec == last.st_mtim.tv_nsec &&
-                now.st_size == last.st_size && now.st_ino == last.st_ino)
+            if (!has) continue; // an editor may be replacing the file; look again next time
+            if (had && now.st_mtim.tv_sec == last.st_mtim.tv_sec &&
+                now.st_mtim.tv_nsec == last.st_mtim.tv_nsec && now.st_size == last.st_size &&
+                now.st_ino == last.st_ino)
                 continue;
             had = true;
             last = now;
             auto result = config::loadConfigFile(path);
             if (!result.ok()) {
                 report(path + ": not reloaded, the running config keeps serving:");
-                for (const auto& e : result.errors) report(e.toString());
+                for (const auto& e : result.errors)
+                    report(e.toString());
                 continue;
             }
             std::string error;
-            if (publish(result.config, error)) report(path + ": reloaded");
-            else report(path + ": not reloaded: " + error);
+            if (publish(result.config, error))
+                report(path + ": reloaded");
+            else
+                report(path + ": not reloaded: " + error);
         }
     });
 }
 
-}  // namespace portico::engine
+} // namespace portico::engine

@@ -6,11 +6,11 @@
 
 namespace portico::http {
 namespace {
-constexpr std::string_view kMethodTokens[] = {"GET",     "HEAD",    "POST",  "PUT", "DELETE",
+constexpr std::string_view kMethodTokens[] = {"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
                                               "CONNECT", "OPTIONS", "TRACE", "PATCH"};
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-}  // namespace
+} // namespace
 
 Method methodFromToken(std::string_view token) {
     for (std::size_t i = 0; i < std::size(kMethodTokens); ++i)
@@ -35,56 +35,106 @@ std::string allowHeaderValue(std::uint32_t mask) {
 
 std::string_view reasonPhrase(int status) {
     switch (status) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 203: return "Non-Authoritative Information";
-    case 204: return "No Content";
-    case 205: return "Reset Content";
-    case 206: return "Partial Content";
-    case 300: return "Multiple Choices";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 303: return "See Other";
-    case 304: return "Not Modified";
-    case 307: return "Temporary Redirect";
-    case 308: return "Permanent Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 402: return "Payment Required";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 407: return "Proxy Authentication Required";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 411: return "Length Required";
-    case 412: return "Precondition Failed";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 416: return "Range Not Satisfiable";
-    case 417: return "Expectation Failed";
-    case 418: return "I'm a teapot";
-    case 421: return "Misdirected Request";
-    case 422: return "Unprocessable Content";
-    case 425: return "Too Early";
-    case 426: return "Upgrade Required";
-    case 428: return "Precondition Required";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 451: return "Unavailable For Legal Reasons";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
+    case 100:
+        return "Continue";
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 203:
+        return "Non-Authoritative Information";
+    case 204:
+        return "No Content";
+    case 205:
+        return "Reset Content";
+    case 206:
+        return "Partial Content";
+    case 300:
+        return "Multiple Choices";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 402:
+        return "Payment Required";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 407:
+        return "Proxy Authentication Required";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 411:
+        return "Length Required";
+    case 412:
+        return "Precondition Failed";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 416:
+        return "Range Not Satisfiable";
+    case 417:
+        return "Expectation Failed";
+    case 418:
+        return "I'm a teapot";
+    case 421:
+        return "Misdirected Request";
+    case 422:
+        return "Unprocessable Content";
+    case 425:
+        return "Too Early";
+    case 426:
+        return "Upgrade Required";
+    case 428:
+        return "Precondition Required";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 451:
+        return "Unavailable For Legal Reasons";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Unknown";
     }
 }
 
@@ -142,7 +192,8 @@ std::string_view Response::headerValue(std::string_view name) const {
         std::size_t colon = f.find(':', pos);
         if (colon < eol && iequals(f.substr(pos, colon - pos), name)) {
             std::size_t v = colon + 1;
-            while (v < eol && f[v] == ' ') ++v;
+            while (v < eol && f[v] == ' ')
+                ++v;
             return f.substr(v, eol - v);
         }
         pos = eol + 2;
@@ -201,18 +252,25 @@ void Response::clearBody() {
 
 std::string_view Response::bodyView() const {
     switch (bodyKind_) {
-    case BodyKind::Owned: return owned_;
-    case BodyKind::Shared: return sharedView_;
-    default: return {};
+    case BodyKind::Owned:
+        return owned_;
+    case BodyKind::Shared:
+        return sharedView_;
+    default:
+        return {};
     }
 }
 
 std::uint64_t Response::bodyLength() const {
     switch (bodyKind_) {
-    case BodyKind::Owned: return owned_.size();
-    case BodyKind::Shared: return sharedView_.size();
-    case BodyKind::File: return fileLength_;
-    default: return 0;
+    case BodyKind::Owned:
+        return owned_.size();
+    case BodyKind::Shared:
+        return sharedView_.size();
+    case BodyKind::File:
+        return fileLength_;
+    default:
+        return 0;
     }
 }
 
@@ -225,4 +283,4 @@ void Response::reset() {
     clearBody();
 }
 
-}  // namespace portico::http
+} // namespace portico::http

@@ -12,11 +12,21 @@ void appendJsonString(std::string& out, std::string_view s) {
     out += '"';
     for (unsigned char c : s) {
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
         default:
             if (c < 0x20 || c >= 0x7f) {
                 // Bytes from the wire need not be UTF-8: escape everything non-ASCII as \u00XX.
@@ -46,7 +56,7 @@ void appendClfQuoted(std::string& out, std::string_view s) {
     }
     out += '"';
 }
-}  // namespace
+} // namespace
 
 std::string formatCombined(const AccessRecord& r) {
     std::time_t t = std::chrono::system_clock::to_time_t(r.time);
@@ -157,4 +167,4 @@ void AccessLogger::run() {
     }
 }
 
-}  // namespace portico::net
+} // namespace portico::net

@@ -26,7 +26,7 @@ struct AccessRecord {
     std::string userAgent;
     int versionMinor = 1;
     int status = 0;
-    std::uint64_t bytes = 0;  ///< response body bytes
+    std::uint64_t bytes = 0; ///< response body bytes
     std::int64_t durationNs = 0;
 };
 
@@ -39,7 +39,7 @@ class AccessLogger {
 public:
     /// Opens `path` for appending ("-" = stdout). `error` is set and ok() false if it cannot.
     AccessLogger(config::AccessLog::Format format, const std::string& path, std::string& error);
-    ~AccessLogger();  ///< flushes everything queued
+    ~AccessLogger(); ///< flushes everything queued
     bool ok() const { return file_ != nullptr; }
     /// Queues a record; never blocks on I/O (a short mutex hold only).
     void push(AccessRecord&& r);
@@ -56,4 +56,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace portico::net
+} // namespace portico::net

@@ -20,10 +20,10 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
-constexpr std::size_t kMaxBatchBytes = 256 * 1024;  // flush pipelined output once this much is queued
-constexpr std::uint64_t kInlineFileBytes = 16 * 1024;  // smaller file bodies are copied, not sendfile'd
+constexpr std::size_t kMaxBatchBytes = 256 * 1024;    // flush pipelined output once this much is queued
+constexpr std::uint64_t kInlineFileBytes = 16 * 1024; // smaller file bodies are copied, not sendfile'd
 constexpr auto kLingerTime = std::chrono::seconds(2);
-constexpr auto kParkAfter = std::chrono::milliseconds(200);  // idle this long → buffers back to the pool
+constexpr auto kParkAfter = std::chrono::milliseconds(200); // idle this long → buffers back to the pool
 
 void appendNumber(IoBuffer& out, std::uint64_t n) {
     char buf[24];
@@ -39,7 +39,7 @@ http1::ParserLimits parserLimits(const config::Limits& l) {
     p.maxBodyBytes = l.maxBodyBytes;
     return p;
 }
-}  // namespace
+} // namespace
 
 Connection::Connection(Worker& worker, Socket socket, std::uint16_t localPort)
     : worker_(worker), socket_(std::move(socket)), localPort_(localPort) {
@@ -79,12 +79,14 @@ void Connection::waitRead() {
             in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
             p = in_.writable(room);
         }
-        socket_.async_read_some(asio::buffer(p, room), [self = shared_from_this()](const boost::system::error_code& ec,
-                                                                                   std::size_t n) { self->onRead(ec, n); });
+        socket_.async_read_some(asio::buffer(p, room),
+                                [self = shared_from_this()](const boost::system::error_code& ec,
+                                                            std::size_t n) { self->onRead(ec, n); });
         return;
     }
-    socket_.async_wait(Socket::wait_read,
-                       [self = shared_from_this()](const boost::system::error_code& ec) { self->onReadable(ec); });
+    socket_.async_wait(Socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        self->onReadable(ec);
+    });
 }
 
 void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
@@ -96,7 +98,7 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
         return;
     }
     parking_ = false;
-    if (ec) {  // eof, reset
+    if (ec) { // eof, reset
         abort();
         return;
     }
@@ -107,8 +109,10 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
         drive();
         return;
     }
-    if (phase_ == Phase::Idle) setPhase(Phase::Head, limits.headerTimeout);
-    else if (phase_ == Phase::Body) setPhase(Phase::Body, limits.bodyTimeout);
+    if (phase_ == Phase::Idle)
+        setPhase(Phase::Head, limits.headerTimeout);
+    else if (phase_ == Phase::Body)
+        setPhase(Phase::Body, limits.bodyTimeout);
     drive();
 }
 
@@ -156,11 +160,13 @@ void Connection::onReadable(const boost::system::error_code& ec) {
         ssize_t n = ::recv(socket_.native_handle(), p, room, 0);
         if (n > 0) {
             in_.commit(static_cast<std::size_t>(n));
-            if (phase_ == Phase::Idle) setPhase(Phase::Head, limits.headerTimeout);
-            else if (phase_ == Phase::Body) setPhase(Phase::Body, limits.bodyTimeout);
+            if (phase_ == Phase::Idle)
+                setPhase(Phase::Head, limits.headerTimeout);
+            else if (phase_ == Phase::Body)
+                setPhase(Phase::Body, limits.bodyTimeout);
             break;
         }
-        if (n == 0) {  // peer closed its side
+        if (n == 0) { // peer closed its side
             abort();
             return;
         }
@@ -192,9 +198,14 @@ void Connection::drive() {
             return;
         }
         switch (flushNow()) {
-        case Flush::Blocked: waitWrite(); return;
-        case Flush::Failed: abort(); return;
-        case Flush::Done: break;
+        case Flush::Blocked:
+            waitWrite();
+            return;
+        case Flush::Failed:
+            abort();
+            return;
+        case Flush::Done:
+            break;
         }
         if (closeAfterWrite_) {
             lingeringClose();
@@ -357,8 +368,11 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         r.userAgent = std::string(req.header("User-Agent"));
         r.versionMinor = req.versionMinor;
         r.status = res.status;
-        r.bytes = (req.method == http::Method::Head || res.status == 304 || res.status == 204) ? 0 : res.bodyLength();
-        r.durationNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - requestStart_).count();
+        r.bytes = (req.method == http::Method::Head || res.status == 304 || res.status == 204)
+                      ? 0
+                      : res.bodyLength();
+        r.durationNs =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - requestStart_).count();
         log->push(std::move(r));
     }
     serialize(req, res);
@@ -391,13 +405,17 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
         appendNumber(out_, res.bodyLength());
         out_.append("\r\n");
     }
-    if (!keep) out_.append("Connection: close\r\n");
-    else if (req.versionMinor == 0) out_.append("Connection: keep-alive\r\n");
+    if (!keep)
+        out_.append("Connection: close\r\n");
+    else if (req.versionMinor == 0)
+        out_.append("Connection: keep-alive\r\n");
     out_.append("\r\n");
     if (!noBody && req.method != http::Method::Head) {
         switch (res.bodyKind()) {
         case http::Response::BodyKind::Owned:
-        case http::Response::BodyKind::Shared: out_.append(res.bodyView()); break;
+        case http::Response::BodyKind::Shared:
+            out_.append(res.bodyView());
+            break;
         case http::Response::BodyKind::File:
             if (res.bodyLength() <= kInlineFileBytes) {
                 std::size_t n = res.bodyLength();
@@ -406,7 +424,7 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
                 char* p = out_.writable(room);
                 ssize_t got = ::pread(res.file()->fd, p, n, static_cast<off_t>(res.fileOffset()));
                 if (got != static_cast<ssize_t>(n)) {
-                    keep = false;  // file changed under us: the framing is broken, so close
+                    keep = false; // file changed under us: the framing is broken, so close
                     got = std::max<ssize_t>(got, 0);
                 }
                 out_.commit(static_cast<std::size_t>(got));
@@ -417,7 +435,8 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
                 r.fileLeft = res.bodyLength();
             }
             break;
-        case http::Response::BodyKind::None: break;
+        case http::Response::BodyKind::None:
+            break;
         }
     }
     if (res.delay.count() > 0) rare().delay = res.delay;
@@ -453,7 +472,8 @@ Connection::Flush Connection::flushNow() {
     while (sendingFile()) {
         Rare& r = *rare_;
         off_t off = static_cast<off_t>(r.fileOffset);
-        ssize_t n = ::sendfile(fd, r.file->fd, &off, static_cast<std::size_t>(std::min<std::uint64_t>(r.fileLeft, 1 << 20)));
+        ssize_t n = ::sendfile(fd, r.file->fd, &off,
+                               static_cast<std::size_t>(std::min<std::uint64_t>(r.fileLeft, 1 << 20)));
         if (n > 0) {
             r.fileOffset += static_cast<std::uint64_t>(n);
             r.fileLeft -= static_cast<std::uint64_t>(n);
@@ -461,7 +481,7 @@ Connection::Flush Connection::flushNow() {
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Flush::Blocked;
-        return Flush::Failed;  // 0: the file shrank; the promised length can't be kept
+        return Flush::Failed; // 0: the file shrank; the promised length can't be kept
     }
     if (rare_) rare_->file.reset();
     return Flush::Done;
@@ -508,8 +528,11 @@ void Connection::checkDeadline(Clock::time_point now) {
         worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
         abort();
         return;
-    case Phase::Closing: abort(); return;
-    case Phase::Delay: return;
+    case Phase::Closing:
+        abort();
+        return;
+    case Phase::Delay:
+        return;
     }
 }
 
@@ -527,4 +550,4 @@ void Connection::abort() {
     if (rare_ && rare_->delayTimer) rare_->delayTimer->cancel();
 }
 
-}  // namespace portico::net
+} // namespace portico::net

@@ -25,7 +25,8 @@ public:
 
     /// A socket bound to the worker's io_context executor: smaller than one with the polymorphic
     /// executor, and so are the operations Asio allocates for it.
-    using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+    using Socket =
+        boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
 
     Connection(Worker& worker, Socket socket, std::uint16_t localPort);
     ~Connection();
@@ -38,7 +39,7 @@ public:
     /// Closes at once (drain timeout passed).
     void abort();
 
-    Connection* prev = nullptr;  // worker's intrusive list
+    Connection* prev = nullptr; // worker's intrusive list
     Connection* next = nullptr;
 
 private:
@@ -69,7 +70,7 @@ private:
         std::uint64_t fileLeft = 0;
         http1::ChunkedDecoder chunked;
         std::string chunkBody;
-        std::size_t chunkPos = 0;  // raw bytes after the head already fed to the decoder
+        std::size_t chunkPos = 0; // raw bytes after the head already fed to the decoder
         bool chunkActive = false;
         std::optional<boost::asio::steady_timer> delayTimer;
         std::chrono::nanoseconds delay{0};
@@ -89,9 +90,9 @@ private:
     Phase phase_ = Phase::Idle;
     bool closeAfterWrite_ = false;
     bool sentContinue_ = false;
-    bool moreBuffered_ = false;  // a complete request may still be waiting in in_
+    bool moreBuffered_ = false; // a complete request may still be waiting in in_
     bool closed_ = false;
-    bool parking_ = false;  // the buffered read was cancelled to give the buffer back
+    bool parking_ = false; // the buffered read was cancelled to give the buffer back
 };
 
-}  // namespace portico::net
+} // namespace portico::net

@@ -65,7 +65,8 @@ public:
         if (begin_ > 0) compact();
         if (cap_ - end_ >= n) return;
         std::size_t want = cap_ ? cap_ : 4096;
-        while (want - end_ < n) want *= 2;
+        while (want - end_ < n)
+            want *= 2;
         reserve(want);
     }
     void compact() {
@@ -127,4 +128,4 @@ private:
     std::vector<IoBuffer> free_;
 };
 
-}  // namespace portico::net
+} // namespace portico::net

@@ -36,4 +36,4 @@ struct SnapshotSlot {
     }
 };
 
-}  // namespace portico::net
+} // namespace portico::net

@@ -3,7 +3,6 @@
 
 #include "net/connection.h"
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/socket_base.hpp>
@@ -21,7 +20,7 @@ namespace {
 // SO_REUSEPORT: each worker has its own accept queue; the kernel spreads connections.
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 constexpr auto kTick = std::chrono::milliseconds(250);
-}  // namespace
+} // namespace
 
 Worker::Worker(unsigned index, SnapshotSlot& slot, std::shared_ptr<AccessLogger> log)
     : index_(index), slot_(slot), log_(std::move(log)), work_(asio::make_work_guard(io_)), ticker_(io_) {
@@ -52,7 +51,8 @@ std::uint16_t Worker::openListener(const std::string& host, std::uint16_t port, 
     if (!ec) acceptor.bind(ep, ec);
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-        error = (address.is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(port) + ": " + ec.message();
+        error =
+            (address.is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(port) + ": " + ec.message();
         return 0;
     }
     acceptor.non_blocking(true, ec);
@@ -75,7 +75,8 @@ void Worker::closeListener(const std::string& host, std::uint16_t port) {
 }
 
 void Worker::start() {
-    for (auto& l : listeners_) accept(l);
+    for (auto& l : listeners_)
+        accept(l);
     tick();
     thread_ = std::thread([this] { io_.run(); });
 }
@@ -131,7 +132,7 @@ void Worker::updateClock() {
 void Worker::tick() {
     updateClock();
     for (Connection* c = first_; c;) {
-        Connection* next = c->next;  // checkDeadline may unlink c
+        Connection* next = c->next; // checkDeadline may unlink c
         c->checkDeadline(now_);
         c = next;
     }
@@ -160,7 +161,8 @@ void Worker::beginDrain(std::chrono::nanoseconds timeout) {
         draining_ = true;
         drainDeadline_ = Clock::now() + timeout;
         boost::system::error_code ec;
-        for (auto& l : listeners_) l.acceptor.close(ec);
+        for (auto& l : listeners_)
+            l.acceptor.close(ec);
         for (Connection* c = first_; c;) {
             Connection* next = c->next;
             c->onDrain();
@@ -187,11 +189,13 @@ void Worker::link(Connection* c) {
 }
 
 void Worker::unlink(Connection* c) {
-    if (c->prev) c->prev->next = c->next;
-    else first_ = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        first_ = c->next;
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = nullptr;
     counters_.open.fetch_sub(1, std::memory_order_relaxed);
 }
 
-}  // namespace portico::net
+} // namespace portico::net

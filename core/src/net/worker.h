@@ -116,8 +116,8 @@ private:
     Clock::time_point now_;
     Clock::time_point drainDeadline_;
     bool draining_ = false;
-    Connection* first_ = nullptr;  // intrusive list of live connections (for timeouts and drain)
+    Connection* first_ = nullptr; // intrusive list of live connections (for timeouts and drain)
     WorkerCounters counters_;
 };
 
-}  // namespace portico::net
+} // namespace portico::net

@@ -26,47 +26,48 @@ struct Location {
 /// One listening socket. `host` is an IPv4 or IPv6 literal ("127.0.0.1", "::1", "0.0.0.0").
 struct Listen {
     std::string host = "127.0.0.1";
-    std::uint16_t port = 8080;  ///< 0 = any free port (tests)
+    std::uint16_t port = 8080; ///< 0 = any free port (tests)
     Location where;
 };
 
 /// Parser limits and timeouts (`limits:` in YAML). Sizes in bytes, durations in nanoseconds.
 struct Limits {
-    std::uint64_t maxRequestLineBytes = 8 * 1024;   ///< → 414
-    std::uint64_t maxHeaderBytes = 16 * 1024;       ///< → 431
-    std::uint64_t maxHeaderCount = 100;             ///< → 431
-    std::uint64_t maxBodyBytes = 10 * 1024 * 1024;  ///< → 413
-    std::uint64_t maxRanges = 16;                   ///< more ranges in one Range field → whole file (200), as nginx's max_ranges
-    std::uint64_t maxConnectionsPerWorker = 10000;  ///< further accepts are closed at once
-    Duration headerTimeout = std::chrono::seconds(10);  ///< time to receive a whole head → 408, close
-    Duration bodyTimeout = std::chrono::seconds(30);    ///< time between body reads → 408, close
-    Duration idleTimeout = std::chrono::seconds(60);    ///< keep-alive idle → silent close
-    Duration writeTimeout = std::chrono::seconds(30);   ///< one write stalled → close
-    Duration drainTimeout = std::chrono::seconds(5);    ///< graceful stop waits this long for exchanges
+    std::uint64_t maxRequestLineBytes = 8 * 1024;  ///< → 414
+    std::uint64_t maxHeaderBytes = 16 * 1024;      ///< → 431
+    std::uint64_t maxHeaderCount = 100;            ///< → 431
+    std::uint64_t maxBodyBytes = 10 * 1024 * 1024; ///< → 413
+    std::uint64_t maxRanges =
+        16; ///< more ranges in one Range field → whole file (200), as nginx's max_ranges
+    std::uint64_t maxConnectionsPerWorker = 10000;     ///< further accepts are closed at once
+    Duration headerTimeout = std::chrono::seconds(10); ///< time to receive a whole head → 408, close
+    Duration bodyTimeout = std::chrono::seconds(30);   ///< time between body reads → 408, close
+    Duration idleTimeout = std::chrono::seconds(60);   ///< keep-alive idle → silent close
+    Duration writeTimeout = std::chrono::seconds(30);  ///< one write stalled → close
+    Duration drainTimeout = std::chrono::seconds(5);   ///< graceful stop waits this long for exchanges
 };
 
 /// Access log (`access_log:`). Written by a background thread, never on the request path.
 struct AccessLog {
     enum class Format : std::uint8_t { Off, Combined, Json };
     Format format = Format::Off;
-    std::string path;  ///< "-" = stdout
+    std::string path; ///< "-" = stdout
 };
 
 /// On-the-fly compression of compressible static responses (`compression:`).
 struct Compression {
     bool enabled = true;
-    std::uint64_t minBytes = 1024;  ///< smaller bodies are sent as they are
-    int gzipLevel = 6;              ///< 1..9
-    int brotliQuality = 5;          ///< 0..11
+    std::uint64_t minBytes = 1024; ///< smaller bodies are sent as they are
+    int gzipLevel = 6;             ///< 1..9
+    int brotliQuality = 5;         ///< 0..11
 };
 
 /// Static files from a folder (`static:` action, or a vhost's own `root`).
 struct StaticAction {
-    std::string root;  ///< absolute after loading
+    std::string root; ///< absolute after loading
     std::vector<std::string> index{"index.html"};
-    bool listing = false;            ///< HTML directory listing when no index file exists
-    std::string spaFallback;         ///< path under root served for unknown paths (e.g. "/index.html")
-    bool followSymlinks = false;     ///< allow symlinks that lead outside root
+    bool listing = false;        ///< HTML directory listing when no index file exists
+    std::string spaFallback;     ///< path under root served for unknown paths (e.g. "/index.html")
+    bool followSymlinks = false; ///< allow symlinks that lead outside root
 };
 
 /// A mocked response (`respond:` action). Body and header values may use templates:
@@ -75,66 +76,66 @@ struct RespondAction {
     int status = 200;
     HeaderList headers;
     std::string body;
-    std::string bodyFile;            ///< absolute path; read at load time (wins over `body`)
-    Duration latency{0};             ///< fixed delay before responding
-    Duration latencyMax{0};          ///< if > latency: uniform random delay in [latency, latencyMax]
-    double dropRate = 0.0;           ///< 0..1: probability of resetting the connection instead
-    double errorRate = 0.0;          ///< 0..1: probability of answering `errorStatus` instead
+    std::string bodyFile;   ///< absolute path; read at load time (wins over `body`)
+    Duration latency{0};    ///< fixed delay before responding
+    Duration latencyMax{0}; ///< if > latency: uniform random delay in [latency, latencyMax]
+    double dropRate = 0.0;  ///< 0..1: probability of resetting the connection instead
+    double errorRate = 0.0; ///< 0..1: probability of answering `errorStatus` instead
     int errorStatus = 500;
 };
 
 /// A redirect (`redirect:` action). `to` may use the same templates as `respond`.
 struct RedirectAction {
     std::string to;
-    int status = 302;  ///< one of 301, 302, 303, 307, 308
+    int status = 302; ///< one of 301, 302, 303, 307, 308
 };
 
 using Action = std::variant<StaticAction, RespondAction, RedirectAction>;
 
 /// How a route's path is matched. See docs/configuration.md "Route matching" for the precedence.
 enum class MatchKind : std::uint8_t {
-    Pattern,        ///< router pattern: "/users/:name", "/assets/*", "/about" (`path:`)
-    Exact,          ///< "= /healthz"
-    Prefix,         ///< nginx plain prefix "/documents/" (`location:` without modifier)
-    PrefixNoRegex,  ///< "^~ /images/"
-    Regex,          ///< "~ regex" (ECMAScript, case-sensitive)
-    RegexCaseless,  ///< "~* regex"
+    Pattern,       ///< router pattern: "/users/:name", "/assets/*", "/about" (`path:`)
+    Exact,         ///< "= /healthz"
+    Prefix,        ///< nginx plain prefix "/documents/" (`location:` without modifier)
+    PrefixNoRegex, ///< "^~ /images/"
+    Regex,         ///< "~ regex" (ECMAScript, case-sensitive)
+    RegexCaseless, ///< "~* regex"
 };
 
 struct Route {
-    std::string spec;        ///< as written in the file, e.g. "~* \\.(gif|jpg)$"
+    std::string spec; ///< as written in the file, e.g. "~* \\.(gif|jpg)$"
     MatchKind kind = MatchKind::Pattern;
-    std::string path;        ///< the pattern / uri / regex part without the modifier
-    std::uint32_t methods = 0;  ///< http::methodBit mask; 0 = every method
+    std::string path;          ///< the pattern / uri / regex part without the modifier
+    std::uint32_t methods = 0; ///< http::methodBit mask; 0 = every method
     Action action;
-    HeaderList headers;      ///< added to every response of this route
-    std::optional<bool> serverHeader;  ///< overrides the vhost's
-    std::string name;        ///< optional label shown in logs and the GUI
+    HeaderList headers;               ///< added to every response of this route
+    std::optional<bool> serverHeader; ///< overrides the vhost's
+    std::string name;                 ///< optional label shown in logs and the GUI
     Location where;
 };
 
 struct Vhost {
-    std::vector<std::string> names;    ///< "localhost", "*.example.test"; empty = matches any Host
-    std::optional<std::uint16_t> port; ///< only for requests that arrived on this port
-    bool isDefault = false;            ///< chosen when no name matches (else the first vhost)
-    std::optional<StaticAction> root;  ///< static files for paths that no route takes
-    HeaderList headers;                ///< added to every response of this vhost
-    std::map<int, std::string> errorPages;  ///< status → absolute file path
-    std::optional<bool> serverHeader;  ///< overrides the global switch
-    std::vector<Route> routes;         ///< groups are flattened in at load time
+    std::vector<std::string> names;        ///< "localhost", "*.example.test"; empty = matches any Host
+    std::optional<std::uint16_t> port;     ///< only for requests that arrived on this port
+    bool isDefault = false;                ///< chosen when no name matches (else the first vhost)
+    std::optional<StaticAction> root;      ///< static files for paths that no route takes
+    HeaderList headers;                    ///< added to every response of this vhost
+    std::map<int, std::string> errorPages; ///< status → absolute file path
+    std::optional<bool> serverHeader;      ///< overrides the global switch
+    std::vector<Route> routes;             ///< groups are flattened in at load time
     Location where;
 };
 
 /// The whole configuration. Published as std::shared_ptr<const Config> and never mutated after.
 struct Config {
-    unsigned workers = 0;  ///< 0 = auto (one per core)
+    unsigned workers = 0; ///< 0 = auto (one per core)
     std::vector<Listen> listen;
     Limits limits;
     AccessLog accessLog;
     Compression compression;
-    bool serverHeader = true;           ///< send "Server: Portico/VERSION"
+    bool serverHeader = true; ///< send "Server: Portico/VERSION"
     std::vector<Vhost> vhosts;
-    std::string sourcePath;             ///< file it was loaded from ("" if built in code)
+    std::string sourcePath; ///< file it was loaded from ("" if built in code)
 };
 
-}  // namespace portico::config
+} // namespace portico::config

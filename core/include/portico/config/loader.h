@@ -13,7 +13,7 @@ namespace portico::config {
 /// One problem in a config file: "file:line:column: path: message".
 struct ConfigError {
     Location where;
-    std::string path;     ///< e.g. "vhosts[1].routes[3].path"
+    std::string path; ///< e.g. "vhosts[1].routes[3].path"
     std::string message;
     /// The "file:line:column: path: message" form.
     std::string toString() const;
@@ -44,4 +44,4 @@ bool parseSize(std::string_view text, std::uint64_t& bytes);
 /// Parses "250ms", "10s", "2m", "1h", "500us" into nanoseconds; false on bad syntax.
 bool parseDuration(std::string_view text, Duration& out);
 
-}  // namespace portico::config
+} // namespace portico::config

@@ -15,9 +15,9 @@ namespace portico::engine {
 
 /// A bound listening address (the real port when the config asked for port 0).
 struct Endpoint {
-    std::string host;  ///< as configured ("127.0.0.1", "::1")
+    std::string host; ///< as configured ("127.0.0.1", "::1")
     std::uint16_t port = 0;
-    std::string url() const;  ///< "http://127.0.0.1:8080/" ("http://[::1]:8080/" for IPv6)
+    std::string url() const; ///< "http://127.0.0.1:8080/" ("http://[::1]:8080/" for IPv6)
 };
 
 /// Totals since start, summed over workers (relaxed counters; exact once the engine is stopped).
@@ -25,15 +25,15 @@ struct Counters {
     std::uint64_t connectionsAccepted = 0;
     std::uint64_t connectionsOpen = 0;
     std::uint64_t requests = 0;
-    std::uint64_t parseErrors = 0;  ///< requests answered 4xx/5xx by the parser (400, 413, 414, 431, 501, 505)
-    std::uint64_t timeouts = 0;     ///< connections closed by a header/body/idle/write timeout
-    std::uint64_t connectionsRefused = 0;  ///< over limits.max_connections_per_worker
+    std::uint64_t parseErrors = 0; ///< requests answered 4xx/5xx by the parser (400, 413, 414, 431, 501, 505)
+    std::uint64_t timeouts = 0;    ///< connections closed by a header/body/idle/write timeout
+    std::uint64_t connectionsRefused = 0; ///< over limits.max_connections_per_worker
 };
 
 class Engine {
 public:
     Engine();
-    ~Engine();  ///< stops (graceful, bounded by limits.drain_timeout) if still running
+    ~Engine(); ///< stops (graceful, bounded by limits.drain_timeout) if still running
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
@@ -74,4 +74,4 @@ private:
 /// Library version ("0.1.0").
 const char* version();
 
-}  // namespace portico::engine
+} // namespace portico::engine

@@ -41,20 +41,20 @@ struct Header {
 /// the response to this request has been produced.
 struct Request {
     Method method = Method::Get;
-    std::string_view methodToken;  ///< as received, e.g. "GET" or "PURGE"
-    std::string_view target;       ///< request-target as received (origin- or absolute-form)
-    std::string_view rawPath;      ///< path part of target, still percent-encoded, no query
-    std::string_view query;        ///< after '?', without it; empty if none
-    std::string_view path;         ///< decoded and dot-normalised path (see http/path.h); what routing sees
+    std::string_view methodToken; ///< as received, e.g. "GET" or "PURGE"
+    std::string_view target;      ///< request-target as received (origin- or absolute-form)
+    std::string_view rawPath;     ///< path part of target, still percent-encoded, no query
+    std::string_view query;       ///< after '?', without it; empty if none
+    std::string_view path;        ///< decoded and dot-normalised path (see http/path.h); what routing sees
     int versionMajor = 1;
     int versionMinor = 1;
-    std::span<const Header> headers;   ///< in arrival order, duplicates kept
-    std::span<const Header> trailers;  ///< chunked trailers (RFC 9112 §7.1.2), empty otherwise
-    std::string_view host;         ///< Host field (or authority of an absolute-form target), with port
+    std::span<const Header> headers;  ///< in arrival order, duplicates kept
+    std::span<const Header> trailers; ///< chunked trailers (RFC 9112 §7.1.2), empty otherwise
+    std::string_view host;            ///< Host field (or authority of an absolute-form target), with port
     std::string_view scheme = "http";
-    std::string_view body;         ///< complete request body (de-chunked), bounded by limits.max_body_bytes
-    bool keepAlive = true;         ///< after this exchange, may the connection serve another request?
-    std::string_view clientAddress;  ///< peer IP address as text
+    std::string_view body;          ///< complete request body (de-chunked), bounded by limits.max_body_bytes
+    bool keepAlive = true;          ///< after this exchange, may the connection serve another request?
+    std::string_view clientAddress; ///< peer IP address as text
 
     /// First field named `name` (case-insensitive), or "" when absent.
     std::string_view header(std::string_view name) const;
@@ -79,9 +79,9 @@ class Response {
 public:
     /// What the connection does after the handler returns.
     enum class Fate : std::uint8_t {
-        Normal,  ///< send the response; keep-alive per the request
-        Close,   ///< send the response, then close the connection
-        Drop,    ///< send nothing and reset the connection (fault injection)
+        Normal, ///< send the response; keep-alive per the request
+        Close,  ///< send the response, then close the connection
+        Drop,   ///< send nothing and reset the connection (fault injection)
     };
     enum class BodyKind : std::uint8_t { None, Owned, Shared, File };
 
@@ -136,4 +136,4 @@ private:
     BodyKind bodyKind_ = BodyKind::None;
 };
 
-}  // namespace portico::http
+} // namespace portico::http

@@ -9,11 +9,11 @@ namespace portico::http {
 /// Outcome of `normalizePath`.
 enum class PathError {
     None,
-    BadEncoding,   ///< '%' not followed by two hex digits → 400
-    Nul,           ///< decodes to a NUL byte → 400
-    EncodedSlash,  ///< "%2F" / "%2f" (would change segment boundaries) → 400
-    NotAbsolute,   ///< does not start with '/' → 400
-    AboveRoot,     ///< ".." would climb above "/" → 400
+    BadEncoding,  ///< '%' not followed by two hex digits → 400
+    Nul,          ///< decodes to a NUL byte → 400
+    EncodedSlash, ///< "%2F" / "%2f" (would change segment boundaries) → 400
+    NotAbsolute,  ///< does not start with '/' → 400
+    AboveRoot,    ///< ".." would climb above "/" → 400
 };
 
 /// Percent-decodes `raw` exactly once into `out` and removes dot segments ("/./", "/../") as
@@ -22,4 +22,4 @@ enum class PathError {
 /// capacity. Returns PathError::None on success; on error `out` is unspecified.
 PathError normalizePath(std::string_view raw, std::string& out);
 
-}  // namespace portico::http
+} // namespace portico::http

@@ -14,7 +14,7 @@ namespace portico::routing {
 
 /// A captured path parameter; views point into the path passed to `match`.
 struct Param {
-    std::string_view name;   ///< "name" for ":name", "*" for a wildcard
+    std::string_view name; ///< "name" for ":name", "*" for a wildcard
     std::string_view value;
 };
 
@@ -22,17 +22,17 @@ inline constexpr std::size_t kMaxParams = 16;
 
 struct RouteResult {
     enum class Kind : std::uint8_t {
-        Matched,           ///< `route` is set
-        Fallback,          ///< no route; the vhost's static root should serve the path
-        NotFound,          ///< 404
-        MethodNotAllowed,  ///< 405; `allow` holds the methods that would match
-        Options,           ///< OPTIONS with no route handling it: answer 204 with `allow`
+        Matched,          ///< `route` is set
+        Fallback,         ///< no route; the vhost's static root should serve the path
+        NotFound,         ///< 404
+        MethodNotAllowed, ///< 405; `allow` holds the methods that would match
+        Options,          ///< OPTIONS with no route handling it: answer 204 with `allow`
     };
     Kind kind = Kind::NotFound;
     const config::Route* route = nullptr;
     std::array<Param, kMaxParams> params{};
     std::size_t paramCount = 0;
-    std::uint32_t allow = 0;  ///< http::methodBit mask (HEAD included whenever GET is)
+    std::uint32_t allow = 0; ///< http::methodBit mask (HEAD included whenever GET is)
 
     /// Value of parameter `name`, or "" when absent.
     std::string_view param(std::string_view name) const {
@@ -102,4 +102,4 @@ private:
     std::vector<std::unique_ptr<CompiledVhost>> vhosts_;
 };
 
-}  // namespace portico::routing
+} // namespace portico::routing
