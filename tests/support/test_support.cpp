@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -57,6 +58,8 @@ ServerProcess::ServerProcess(const QStringList& args) : d_(std::make_unique<Impl
         if (!args.contains(QStringLiteral("--port"))) full << QStringLiteral("--port") << QStringLiteral("0");
     }
     d_->proc.setProcessChannelMode(QProcess::MergedChannels);
+    // If the test process dies (a crash, a QFATAL), its servers must not outlive it.
+    d_->proc.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
     d_->proc.start(porticoBinary(), full);
 }
 
