@@ -413,6 +413,24 @@ private slots:
                    "vhost[0].route[5] Prefix /docs/ spec='/docs/' methods=* name= server_header=-",
                    "vhost[0].route[6] Exact / spec='= /' methods=* name= server_header=-",
                    "vhost[0].route[7] Pattern /assets/* spec='/assets/*' methods=* name= server_header=-"};
+        // PCRE2 syntax (nginx's), not ECMAScript-only: lookahead, \d, named groups, possessive
+        // quantifiers and inline flags all load.
+        QTest::newRow("PCRE2 regexes")
+            << QByteArray("vhosts:\n"
+                          "  - routes:\n"
+                          "      - {location: \"~ ^/(?!admin)\", respond: {}}\n"
+                          "      - {location: '~ ^/api/v\\d+/', respond: {}}\n"
+                          "      - {location: '~* ^/(?<name>[a-z]++)\\.md$', respond: {}}\n"
+                          "      - {location: '~ (?i)\\.PNG$', respond: {}}\n")
+            << QStringList{
+                   "vhost[0].route[0] Regex ^/(?!admin) spec='~ ^/(?!admin)' methods=* name= server_header=-",
+                   "vhost[0].route[1] Regex ^/api/v\\d+/ spec='~ ^/api/v\\d+/' methods=* name= "
+                   "server_header=-",
+                   "vhost[0].route[2] RegexCaseless ^/(?<name>[a-z]++)\\.md$ spec='~* "
+                   "^/(?<name>[a-z]++)\\.md$' "
+                   "methods=* name= server_header=-",
+                   "vhost[0].route[3] Regex (?i)\\.PNG$ spec='~ (?i)\\.PNG$' methods=* name= "
+                   "server_header=-"};
         QTest::newRow("route extras")
             << QByteArray("vhosts:\n"
                           "  - routes:\n"
@@ -774,8 +792,18 @@ private slots:
             << QStringList{"test.yaml:3:20: vhosts[0].routes[0].location: empty location"};
         QTest::newRow("bad regex")
             << r + "      - {location: \"~* [a-\", respond: {}}\n"
-            << QStringList{"test.yaml:3:20: vhosts[0].routes[0].location: invalid "
-                           "regular expression '[a-': Invalid end of '[x-x]' range in regular expression"};
+            << QStringList{"test.yaml:3:20: vhosts[0].routes[0].location: invalid regular expression '[a-' "
+                           "at offset 3: missing terminating ] for character class"};
+        QTest::newRow("bad regex, unclosed group")
+            << r + "      - {location: \"~ ^/(a|b\", respond: {}}\n"
+            << QStringList{
+                   "test.yaml:3:20: vhosts[0].routes[0].location: invalid regular expression '^/(a|b' "
+                   "at offset 6: missing closing parenthesis"};
+        QTest::newRow("bad regex, lookbehind needs a fixed length")
+            << r + "      - {location: \"~ (?<=a+)b\", respond: {}}\n"
+            << QStringList{
+                   "test.yaml:3:20: vhosts[0].routes[0].location: invalid regular expression '(?<=a+)b' "
+                   "at offset 0: lookbehind assertion is not fixed length"};
         QTest::newRow("methods lower case")
             << r + "      - {path: /a, methods: [get], respond: {}}\n"
             << QStringList{

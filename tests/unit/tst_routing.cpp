@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 // Global allocation counter: counts only on a thread that switched counting on, so Qt's own
@@ -170,6 +171,10 @@ private slots:
     void vhosts_data();
     void vhosts();
     void vhostFallbacks();
+    void regexes_data();
+    void regexes();
+    void regexOverLimitFallsThrough();
+    void regexesFromSeveralThreads();
     void allocationFree();
 };
 
@@ -556,6 +561,127 @@ void TestRouting::vhostFallbacks() {
         QCOMPARE(router.selectVhost("x.a.test:8443", 8443), std::size_t(1));
         QCOMPARE(router.selectVhost("x.a.test", 8080), std::size_t(0));
     }
+}
+
+// Regex routes are PCRE2 (as nginx) with match and depth limits: a path that made std::regex
+// recurse once per character (SIGSEGV) or backtrack forever now gets an answer. A regex over a
+// limit does not match. Each row's vhost has only the route `spec` (named "rx") and no root.
+void TestRouting::regexes_data() {
+    QTest::addColumn<QString>("spec");
+    QTest::addColumn<QByteArray>("path");
+    QTest::addColumn<QString>("expected");
+    const QString p1 = "~ ^/p1/((a|b)|(c|d))*$";
+    const QString md = "~ ^/docs/.*\\.md$";
+    const QString p3 = "~ ^/p3/([a-z]+/?)*\\.md$";
+    const QString p3Unanchored = "~ ([a-z]+/?)*\\.md$";
+    auto many = [](const char* head, int n, char c, const char* tail = "") {
+        return QByteArray(head) + QByteArray(n, c) + QByteArray(tail);
+    };
+    // A group repeated once per character: within the limits for a short path, over them (so not
+    // matched) for a long one. std::regex crashed the server on 8,000 characters.
+    QTest::newRow("p1 short") << p1 << QByteArray("/p1/abcdcbad") << "rx";
+    QTest::newRow("p1 200") << p1 << many("/p1/", 200, 'c') << "rx";
+    QTest::newRow("p1 8000 over the depth limit") << p1 << many("/p1/", 8000, 'a') << "404";
+    QTest::newRow("p1 8000 mixed") << p1 << QByteArray("/p1/") + QByteArray("abcd").repeated(2000) << "404";
+    // `.*` does not nest: long paths still match (std::regex crashed on ~30,000 characters).
+    QTest::newRow("md 30000") << md << many("/docs/", 30000, 'a', ".md") << "rx";
+    QTest::newRow("md 30000, no .md") << md << many("/docs/", 30000, 'a') << "404";
+    QTest::newRow("md 8000 with slashes")
+        << md << QByteArray("/docs/") + QByteArray("ab/").repeated(2700) + ".md"
+        << "rx";
+    // Catastrophic backtracking: std::regex never returned on 40 characters. PCRE2 either sees at
+    // once that no match is possible (no ".md" at all) or stops at the match limit.
+    QTest::newRow("p3 matches") << p3 << QByteArray("/p3/a/bc/def.md") << "rx";
+    QTest::newRow("p3 40") << p3 << many("/p3/", 40, 'a') << "404";
+    QTest::newRow("p3 40, over the match limit") << p3 << many("/p3/", 40, 'a', "!.md") << "404";
+    QTest::newRow("p3 2000") << p3 << many("/p3/", 2000, 'a') << "404";
+    QTest::newRow("p3 2000, over the match limit") << p3 << many("/p3/", 2000, 'a', "!.md") << "404";
+    QTest::newRow("unanchored 2000, over the match limit")
+        << p3Unanchored << many("/p3/", 2000, 'a', "!.md") << "404";
+    QTest::newRow("unanchored 8000, over the match limit")
+        << p3Unanchored << many("/p3/", 8000, 'a', "!.md") << "404";
+    // ~* is case-insensitive, ~ is not.
+    QTest::newRow("~* lower") << "~* ^/readme\\.MD$" << QByteArray("/readme.md") << "rx";
+    QTest::newRow("~* mixed") << "~* ^/readme\\.MD$" << QByteArray("/ReadMe.Md") << "rx";
+    QTest::newRow("~ is case-sensitive") << "~ ^/readme\\.MD$" << QByteArray("/README.md") << "404";
+    QTest::newRow("~ (?i) inline flag") << "~ (?i)^/readme\\.MD$" << QByteArray("/README.md") << "rx";
+    // PCRE2 (nginx) syntax.
+    QTest::newRow("lookahead refuses") << "~ ^/(?!admin)" << QByteArray("/admin/users") << "404";
+    QTest::newRow("lookahead accepts") << "~ ^/(?!admin)" << QByteArray("/public/users") << "rx";
+    QTest::newRow("\\d") << "~ ^/api/v\\d+/" << QByteArray("/api/v12/items") << "rx";
+    QTest::newRow("\\d refuses letters") << "~ ^/api/v\\d+/" << QByteArray("/api/vx/items") << "404";
+    QTest::newRow("named group, possessive")
+        << "~ ^/(?<slug>[a-z-]++)$" << QByteArray("/hello-world") << "rx";
+    QTest::newRow("unanchored search") << "~ \\.php$" << QByteArray("/a/b/index.php") << "rx";
+    // Bytes, not UTF-8: `.` is one byte, and an invalid UTF-8 byte is just a byte.
+    QTest::newRow("bytes: é is two") << "~ ^/caf.$" << QByteArray("/caf\xc3\xa9") << "404";
+    QTest::newRow("bytes: é is two, ..") << "~ ^/caf..$" << QByteArray("/caf\xc3\xa9") << "rx";
+    QTest::newRow("bytes: invalid UTF-8") << "~ ^/.$" << QByteArray("/\xff") << "rx";
+}
+
+void TestRouting::regexes() {
+    QFETCH(QString, spec);
+    QFETCH(QByteArray, path);
+    QFETCH(QString, expected);
+    const auto config = oneVhost({loc(spec.toStdString(), "rx")});
+    Router router(config);
+    const std::string p = path.toStdString();
+    QCOMPARE(describe(router.match(0, http::Method::Get, p)), expected);
+}
+
+// A regex over a limit is "no match" for that route only: the next regex in declaration order,
+// then the longest prefix, then the root decide, as for any regex that does not match.
+void TestRouting::regexOverLimitFallsThrough() {
+    const auto config = oneVhost(
+        {
+            loc("~ ^/p1/((a|b)|(c|d))*$", "p1"),
+            loc("~ ^/p3/([a-z]+/?)*\\.md$", "p3"),
+            loc("~ ^/p1/a", "p1a"),
+            loc("/p3/", "p3Prefix"),
+        },
+        true);
+    Router router(config);
+    auto at = [&](const QByteArray& path) {
+        const std::string p = path.toStdString();
+        return describe(router.match(0, http::Method::Get, p));
+    };
+    QCOMPARE(at("/p1/abcd"), QStringLiteral("p1"));
+    QCOMPARE(at("/p1/" + QByteArray(8000, 'a')), QStringLiteral("p1a")); // the next regex
+    QCOMPARE(at("/p1/" + QByteArray(8000, 'b')), QStringLiteral("fallback"));
+    QCOMPARE(at("/p3/x.md"), QStringLiteral("p3"));
+    QCOMPARE(at("/p3/" + QByteArray(2000, 'a') + "!.md"), QStringLiteral("p3Prefix")); // the prefix
+    QCOMPARE(at("/elsewhere"), QStringLiteral("fallback"));
+}
+
+// Router::match is const and shared by the workers: regex matching keeps per-thread state only.
+void TestRouting::regexesFromSeveralThreads() {
+    const auto config = oneVhost({
+        loc("~ ^/p1/((a|b)|(c|d))*$", "p1"),
+        loc("~* \\.(png|jpg)$", "img"),
+        loc("~ ^/docs/.*\\.md$", "md"),
+        loc("/", "root"),
+    });
+    Router router(config);
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"/p1/abcd", "p1"},
+        {"/x/a.PNG", "img"},
+        {"/docs/" + std::string(5000, 'a') + ".md", "md"},
+        {"/p1/" + std::string(5000, 'a'), "root"},
+        {"/p1/" + std::string(40, 'a') + ".jpg", "img"},
+    };
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 500; ++i) {
+                const auto& [path, name] = cases[static_cast<std::size_t>(i + t) % cases.size()];
+                auto r = router.match(0, http::Method::Get, path);
+                if (r.kind != RouteResult::Kind::Matched || r.route->name != name) ++wrong;
+            }
+        });
+    for (auto& thread : threads)
+        thread.join();
+    QCOMPARE(wrong.load(), 0);
 }
 
 void TestRouting::allocationFree() {

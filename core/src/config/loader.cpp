@@ -4,6 +4,8 @@
 #include <portico/http1/parser.h>
 #include <portico/routing/router.h>
 
+#include "routing/regex.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <arpa/inet.h>
@@ -1165,16 +1167,16 @@ bool Loader::parseMatch(const Entry& e, const GroupContext& group, Route& r, Rou
         }
         break;
     case MatchKind::Regex:
-    case MatchKind::RegexCaseless:
-        try {
-            auto flags = std::regex::ECMAScript;
-            if (kind == MatchKind::RegexCaseless) flags |= std::regex::icase;
-            std::regex re(path, flags);
-        } catch (const std::regex_error& ex) {
-            error(e.value, "invalid regular expression '" + path + "': " + ex.what());
+    case MatchKind::RegexCaseless: {
+        // Compiled as the router will compile it (PCRE2, same flags), so the router cannot fail.
+        routing::Regex::CompileError failure;
+        if (!routing::Regex::compile(path, kind == MatchKind::RegexCaseless, &failure)) {
+            error(e.value, "invalid regular expression '" + path + "' at offset " +
+                               std::to_string(failure.offset) + ": " + failure.message);
             return false;
         }
         break;
+    }
     }
     r.kind = kind;
     r.path = path;

@@ -1,9 +1,10 @@
 // Compiles a config snapshot into per-vhost routing tables and answers vhost and route look-ups.
 #include <portico/routing/router.h>
 
+#include "routing/regex.h"
+
 #include <algorithm>
 #include <cassert>
-#include <regex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -264,7 +265,8 @@ public:
         }
         if (longest && longest->kind == MatchKind::PrefixNoRegex) return matched(result, longest);
         for (const auto& [regex, r] : regexes_) {
-            if (!std::regex_search(path.begin(), path.end(), regex)) continue;
+            // A search over the match or depth limit counts as no match: the next route decides.
+            if (regex.search(path) != Regex::Result::Match) continue;
             if (want.accepts(r->methods)) return matched(result, r);
             allow |= r->methods;
         }
@@ -309,9 +311,12 @@ private:
             break;
         case MatchKind::Regex:
         case MatchKind::RegexCaseless: {
-            auto flags = std::regex::ECMAScript | std::regex::optimize;
-            if (route.kind == MatchKind::RegexCaseless) flags |= std::regex::icase;
-            regexes_.emplace_back(std::regex(route.path, flags), &route);
+            Regex::CompileError error;
+            auto regex = Regex::compile(route.path, route.kind == MatchKind::RegexCaseless, &error);
+            if (!regex)
+                throw std::invalid_argument("invalid regular expression '" + route.path + "' at offset " +
+                                            std::to_string(error.offset) + ": " + error.message);
+            regexes_.emplace_back(std::move(*regex), &route);
             break;
         }
         }
@@ -360,8 +365,8 @@ private:
     std::vector<HostName> names_;
     std::vector<ExactGroup> exact_; ///< sorted by path
     PatternNode patterns_;
-    std::vector<const Route*> prefixes_;                       ///< Prefix and PrefixNoRegex, longest first
-    std::vector<std::pair<std::regex, const Route*>> regexes_; ///< declaration order
+    std::vector<const Route*> prefixes_;                  ///< Prefix and PrefixNoRegex, longest first
+    std::vector<std::pair<Regex, const Route*>> regexes_; ///< declaration order
 };
 
 Router::Router(const config::Config& config) : config_(config) {

@@ -98,7 +98,7 @@ enum class MatchKind : std::uint8_t {
     Exact,         ///< "= /healthz"
     Prefix,        ///< nginx plain prefix "/documents/" (`location:` without modifier)
     PrefixNoRegex, ///< "^~ /images/"
-    Regex,         ///< "~ regex" (ECMAScript, case-sensitive)
+    Regex,         ///< "~ regex" (PCRE2, as nginx; case-sensitive)
     RegexCaseless, ///< "~* regex"
 };
 

@@ -65,9 +65,13 @@ class CompiledVhost;
 ///     trailing slash in the request or the pattern is ignored ("/users/ann/" → "/users/:name",
 ///     "/about/" → "/about").
 ///  3. nginx locations: the longest plain or `^~` prefix is remembered; if it is `^~`, it wins;
-///     otherwise regex routes (`~`, `~*`, ECMAScript, unanchored search) are tried in declaration
-///     order and the first match wins; otherwise the remembered longest prefix wins. Prefixes are
-///     case-sensitive string prefixes, as in nginx ("/coffee" matches "/coffeebar").
+///     otherwise regex routes (`~`, `~*`: PCRE2 as in nginx, bytes not UTF, unanchored search) are
+///     tried in declaration order and the first match wins; otherwise the remembered longest prefix
+///     wins. Prefixes are case-sensitive string prefixes, as in nginx ("/coffee" matches
+///     "/coffeebar"). Every regex search runs under PCRE2's match limit (100000) and depth limit
+///     (1000; JIT code has a fixed 32 KiB stack instead): a regex that exceeds PCRE2's match or
+///     depth limit is treated as not matching, so the next regex, then the longest prefix, decides.
+///     No path can crash or hang a worker.
 ///  4. No route: Fallback if the vhost has a root, else NotFound.
 /// A route whose `methods` exclude the request's method does not match (`methods` 0 = every
 /// method); HEAD also matches routes that allow GET, but among routes of one pattern (or one
@@ -76,12 +80,13 @@ class CompiledVhost;
 /// root; `allow` then also holds OPTIONS, and HEAD whenever it holds GET.
 ///
 /// Cost: `match` allocates nothing for Exact, Pattern and Prefix routes; regex routes are tried
-/// only when steps 1-2 and a `^~` prefix did not decide, and std::regex may allocate.
+/// only when steps 1-2 and a `^~` prefix did not decide, are compiled once (JIT when available),
+/// and use per-thread PCRE2 match data, so only a worker's first regex search allocates.
 class Router {
 public:
-    /// Compiles `config` (which must outlive the Router). Regexes were validated by the loader;
-    /// an invalid one here throws std::regex_error, and a pattern with more than kMaxParams
-    /// captures throws std::invalid_argument (programmer errors).
+    /// Compiles `config` (which must outlive the Router). Regexes were validated by the loader
+    /// (with the same PCRE2 flags); an invalid one here, or a pattern with more than kMaxParams
+    /// captures, throws std::invalid_argument (programmer errors).
     explicit Router(const config::Config& config);
     ~Router();
     Router(const Router&) = delete;
