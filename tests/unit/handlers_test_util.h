@@ -41,6 +41,11 @@ public:
         target_ = target;
         return *this;
     }
+    /// Sets the decoded path alone (it may contain '?' or '#' that were percent-encoded).
+    TestRequest& setDecodedPath(std::string path) {
+        path_ = std::move(path);
+        return *this;
+    }
     TestRequest& setRawPath(std::string raw) {
         rawPath_ = std::move(raw);
         return *this;

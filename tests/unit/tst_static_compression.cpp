@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include <brotli/decode.h>
+#include <brotli/encode.h>
 #include <zlib.h>
 
 using namespace portico;
@@ -31,6 +32,26 @@ std::string gunzip(std::string_view in) {
     return rc == Z_STREAM_END ? out : "<inflate failed>";
 }
 
+std::string brotli(std::string_view in, int quality) {
+    std::string out(BrotliEncoderMaxCompressedSize(in.size()), '\0');
+    std::size_t size = out.size();
+    if (!BrotliEncoderCompress(quality, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_GENERIC, in.size(),
+                               reinterpret_cast<const uint8_t*>(in.data()), &size,
+                               reinterpret_cast<uint8_t*>(out.data())))
+        return "<brotli failed>";
+    out.resize(size);
+    return out;
+}
+
+// Compressible text of exactly `size` bytes.
+std::string jsOfSize(std::size_t size) {
+    std::string out;
+    for (int i = 0; out.size() < size; ++i)
+        out += "const value" + std::to_string(i) + " = 'abcdefghij';\n";
+    out.resize(size);
+    return out;
+}
+
 std::string unbrotli(std::string_view in, std::size_t expected) {
     std::string out(expected + 16, '\0');
     std::size_t size = out.size();
@@ -51,11 +72,14 @@ private:
     handlers::WorkerState worker_;
     std::string js_;
     std::string bigJs_;
+    std::string hugeJs_;
+    int brotliQuality_ = 5;
 
     http::Response get(const std::string& target, const std::string& acceptEncoding, bool enabled = true,
                        std::vector<std::pair<std::string, std::string>> extra = {}) {
         Site site(tmp_.path());
         site.config.compression.enabled = enabled;
+        site.config.compression.brotliQuality = brotliQuality_;
         TestRequest req(target);
         if (!acceptEncoding.empty()) req.header("Accept-Encoding", acceptEncoding);
         for (auto& [n, v] : extra)
@@ -80,6 +104,12 @@ private slots:
         QVERIFY(writeFile(tmp_.path(), "pre.js", QByteArray::fromStdString(js_)));
         QVERIFY(writeFile(tmp_.path(), "pre.js.br", "BROTLI-BYTES"));
         QVERIFY(writeFile(tmp_.path(), "pre.js.gz", "GZIP-BYTES"));
+        hugeJs_ = jsOfSize(2 * 1024 * 1024);
+        QVERIFY(writeFile(tmp_.path(), "huge.js", QByteArray::fromStdString(hugeJs_)));
+        QVERIFY(writeFile(tmp_.path(), "huge-pre.js", QByteArray::fromStdString(hugeJs_)));
+        QVERIFY(writeFile(tmp_.path(), "huge-pre.js.gz", "GZIP-BYTES"));
+        QVERIFY(writeFile(tmp_.path(), "limit.js", QByteArray::fromStdString(jsOfSize(1024 * 1024))));
+        QVERIFY(writeFile(tmp_.path(), "limit1.js", QByteArray::fromStdString(jsOfSize(1024 * 1024 + 1))));
     }
 
     void gzipOnTheFly() {
@@ -202,6 +232,50 @@ private slots:
         res = get("/bundle.js", "");
         QCOMPARE(res.bodyKind(), http::Response::BodyKind::File);
         QCOMPARE(res.bodyLength(), std::uint64_t(bigJs_.size()));
+    }
+
+    // On-the-fly compression runs on the worker's event loop: above 1 MiB the file is sent as it
+    // is (no stall of every other request on the worker), still with Vary and the identity ETag.
+    void hugeFileIsNotCompressedOnTheFly() {
+        auto plain = get("/huge.js", "");
+        auto res = get("/huge.js", "gzip, br");
+        QCOMPARE(res.status, 200);
+        QCOMPARE(hv(res, "Content-Encoding"), QString());
+        QCOMPARE(hv(res, "Vary"), QString("Accept-Encoding"));
+        QCOMPARE(hv(res, "ETag"), hv(plain, "ETag"));
+        QVERIFY(!hv(res, "ETag").endsWith("-br\"") && !hv(res, "ETag").endsWith("-gz\""));
+        QCOMPARE(res.bodyKind(), http::Response::BodyKind::File);
+        QCOMPARE(res.bodyLength(), std::uint64_t(hugeJs_.size()));
+        QVERIFY(bodyOf(res) == hugeJs_);
+        // It revalidates against the identity tag, whatever the client accepts.
+        res = get("/huge.js", "gzip, br", true, {{"If-None-Match", hv(plain, "ETag").toStdString()}});
+        QCOMPARE(res.status, 304);
+        QCOMPARE(hv(res, "Vary"), QString("Accept-Encoding"));
+        // The bound is inclusive: exactly 1 MiB is still compressed.
+        QCOMPARE(hv(get("/limit.js", "gzip"), "Content-Encoding"), QString("gzip"));
+        QCOMPARE(hv(get("/limit1.js", "gzip"), "Content-Encoding"), QString());
+    }
+
+    void hugeFileUsesPrecompressedSibling() {
+        auto res = get("/huge-pre.js", "gzip, br");
+        QCOMPARE(res.status, 200);
+        QCOMPARE(hv(res, "Content-Encoding"), QString("gzip"));
+        QCOMPARE(bodyOf(res), std::string("GZIP-BYTES"));
+        QCOMPARE(hv(res, "Vary"), QString("Accept-Encoding"));
+        QVERIFY(hv(res, "ETag").endsWith("-gz\""));
+    }
+
+    // Brotli 10-11 costs seconds per MiB: above 256 KiB the configured quality is capped at 9.
+    void brotliQualityCappedForLargeFiles() {
+        brotliQuality_ = 11;
+        auto big = get("/bundle.js", "br");
+        auto small = get("/app.js", "br");
+        brotliQuality_ = 5;
+        QCOMPARE(hv(big, "Content-Encoding"), QString("br"));
+        QVERIFY(big.bodyView() == brotli(bigJs_, 9));
+        QVERIFY(unbrotli(big.bodyView(), bigJs_.size()) == bigJs_);
+        QCOMPARE(hv(small, "Content-Encoding"), QString("br"));
+        QVERIFY(small.bodyView() == brotli(js_, 11)); // small files get the configured quality
     }
 
     void changedFileIsRecompressed() {

@@ -3,6 +3,7 @@
 #include "handlers_test_util.h"
 
 #include <portico/handlers/mime.h>
+#include <portico/http/path.h>
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -76,6 +77,13 @@ private slots:
         QCOMPARE(::symlink("inner/real.txt", (root_ + "/rel-link.txt").toUtf8().constData()), 0);
         QVERIFY(QFile::link(root_ + "/inner/real.txt", root_ + "/abs-link.txt"));
         QCOMPARE(::symlink("inner", (root_ + "/inner-dir").toUtf8().constData()), 0);
+        // A listed folder with links of every kind.
+        QVERIFY(writeFile(root_, "links/plain.txt", "plain\n"));
+        QVERIFY(QFile::link(outside_, root_ + "/links/out"));
+        QVERIFY(QFile::link(outside_ + "/secret.txt", root_ + "/links/secret.txt"));
+        QCOMPARE(::symlink("../inner/real.txt", (root_ + "/links/rel.txt").toUtf8().constData()), 0);
+        QVERIFY(QFile::link(root_ + "/inner", root_ + "/links/abs-dir"));
+        QCOMPARE(::symlink("nowhere", (root_ + "/links/dangling").toUtf8().constData()), 0);
     }
 
     void mimeTable_data() {
@@ -210,6 +218,65 @@ private slots:
         QCOMPARE(hv(res, "Location"), QString("/my%20dir/"));
     }
 
+    // Open redirect through the directory redirect (serve-static CVE-2015-1164): the Location is
+    // built from the normalised path, never from the raw one.
+    void directoryRedirectIsNeverAnotherHost_data() {
+        QTest::addColumn<QString>("raw");
+        QTest::addColumn<QString>("query");
+        QTest::addColumn<QString>("location");
+        QTest::newRow("///host/..//dir") << "///evil.example/..//images"
+                                         << ""
+                                         << "/images/";
+        QTest::newRow("//dir") << "//sub"
+                               << ""
+                               << "/sub/";
+        QTest::newRow("//dir?query") << "//sub"
+                                     << "x=1&y=%2F"
+                                     << "/sub/?x=1&y=%2F";
+        QTest::newRow("/\\host (encoded backslash)") << "/%5Cevil.example"
+                                                     << ""
+                                                     << "/%5Cevil.example/";
+        QTest::newRow("space") << "/my%20dir"
+                               << ""
+                               << "/my%20dir/";
+        QTest::newRow("percent") << "/100%25%20done"
+                                 << ""
+                                 << "/100%25%20done/";
+        QTest::newRow("? and # in the name") << "/q%3F%23x"
+                                             << ""
+                                             << "/q%3F%23x/";
+        QTest::newRow("non-ASCII") << "/caf%C3%A9"
+                                   << ""
+                                   << "/caf%C3%A9/";
+        QTest::newRow("sub-delims kept") << "/a+b(c)@d:e"
+                                         << ""
+                                         << "/a+b(c)@d:e/";
+        QTest::newRow("nested //") << "/images//nested"
+                                   << ""
+                                   << "/images/nested/";
+    }
+    void directoryRedirectIsNeverAnotherHost() {
+        QFETCH(QString, raw);
+        QFETCH(QString, query);
+        QFETCH(QString, location);
+        for (const char* dir : {"images/nested", "sub", "my dir", "100% done", "q?#x", "caf\xC3\xA9",
+                                "a+b(c)@d:e", "\\evil.example"})
+            QVERIFY(QDir().mkpath(root_ + "/" + QString::fromUtf8(dir)));
+        std::string path;
+        QCOMPARE(http::normalizePath(raw.toStdString(), path), http::PathError::None);
+        QVERIFY(!path.starts_with("//"));
+        Site site(root_);
+        TestRequest req(raw.toStdString() + (query.isEmpty() ? "" : "?" + query.toStdString()));
+        req.setDecodedPath(path);
+        handlers::WorkerState worker;
+        http::Response res;
+        run(site.config, fallbackResult(), req, worker, res);
+        QCOMPARE(res.status, 301);
+        QCOMPARE(hv(res, "Location"), location);
+        QVERIFY(!hv(res, "Location").startsWith("//"));
+        QVERIFY(!hv(res, "Location").contains("://"));
+    }
+
     void directoryListing() {
         Site site(root_);
         auto res = get(site, "/list/");
@@ -293,6 +360,19 @@ private slots:
         QCOMPARE(get(site, "/out").status, 404); // no redirect that would reveal the folder
         site.root().listing = true;
         QCOMPARE(get(site, "/out/").status, 404);
+        // Nor are they listed.
+        auto listed = get(site, "/links/");
+        QCOMPARE(listed.status, 200);
+        std::string html = bodyOf(listed);
+        QVERIFY(html.find("href=\"out") == std::string::npos);
+        QVERIFY(html.find("secret") == std::string::npos);
+        QVERIFY(html.find("dangling") == std::string::npos);
+        QVERIFY(html.find("href=\"plain.txt\"") != std::string::npos);
+        QVERIFY(html.find("href=\"rel.txt\"") != std::string::npos);
+        QVERIFY(html.find("href=\"abs-dir/\"") != std::string::npos); // absolute, inside: a folder
+        // Every listed entry is really served.
+        for (const char* p : {"/links/plain.txt", "/links/rel.txt", "/links/abs-dir/real.txt"})
+            QCOMPARE(get(site, p).status, 200);
         // Links that stay inside the root keep working (pnpm-style node_modules).
         auto res = get(site, "/rel-link.txt");
         QCOMPARE(res.status, 200);
@@ -309,6 +389,11 @@ private slots:
         QCOMPARE(bodyOf(res), std::string("secret\n"));
         QCOMPARE(get(site, "/secret-link.txt").status, 200);
         QCOMPARE(bodyOf(get(site, "/out/")), std::string("outside index\n"));
+        site.root().listing = true;
+        std::string html = bodyOf(get(site, "/links/"));
+        QVERIFY(html.find("href=\"out/\"") != std::string::npos);
+        QVERIFY(html.find("href=\"secret.txt\"") != std::string::npos);
+        QVERIFY(html.find("dangling") == std::string::npos);
     }
 
     void cacheDoesNotCrossConfinementRules() {

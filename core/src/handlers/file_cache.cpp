@@ -3,6 +3,7 @@
 
 #include "handlers/http_util.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -163,6 +164,8 @@ std::shared_ptr<const EncodedFile> FileCache::encoded(CachedFile& file, Coding c
     if (coding == Coding::Identity || file.size > kMaxCompressBytes) return nullptr;
     std::shared_ptr<EncodedFile>& slot = coding == Coding::Brotli ? file.br : file.gz;
     int level = coding == Coding::Brotli ? settings.brotliQuality : settings.gzipLevel;
+    if (coding == Coding::Brotli && file.size > kLargeBrotliBytes)
+        level = std::min(level, kMaxLargeBrotliQuality);
     if (slot && slot->level == level) return slot->bytes.empty() ? nullptr : slot;
     std::string whole;
     std::string_view source = file.data;

@@ -53,9 +53,17 @@ struct CachedFile {
 class FileCache {
 public:
     static constexpr std::uint64_t kMaxInMemoryBytes = 256 * 1024; ///< larger files are sent with sendfile
-    static constexpr std::uint64_t kMaxCompressBytes = 8 * 1024 * 1024; ///< larger files are never compressed
-    static constexpr std::uint64_t kBudgetBytes = 64 * 1024 * 1024;     ///< data + compressed variants
-    static constexpr std::size_t kMaxOpenFiles = 64;                    ///< entries holding a descriptor
+    /// Largest body compressed on the fly. Compression runs synchronously on the worker's event
+    /// loop, so every other request on that worker waits for it (an 8 MiB script at Brotli 11 took
+    /// 14 s, 2.3 s at quality 5). Larger files are sent identity unless a precompressed .br / .gz
+    /// sibling exists, which is what big assets should ship with anyway.
+    static constexpr std::uint64_t kMaxCompressBytes = 1024 * 1024;
+    /// Above this size the on-the-fly Brotli quality is capped at kMaxLargeBrotliQuality:
+    /// qualities 10 and 11 cost seconds per MiB, 9 costs tens of milliseconds.
+    static constexpr std::uint64_t kLargeBrotliBytes = 256 * 1024;
+    static constexpr int kMaxLargeBrotliQuality = 9;
+    static constexpr std::uint64_t kBudgetBytes = 64 * 1024 * 1024; ///< data + compressed variants
+    static constexpr std::size_t kMaxOpenFiles = 64;                ///< entries holding a descriptor
 
     /// An open static root: an O_PATH descriptor (for openat2 RESOLVE_BENEATH) and its real path.
     struct Root {
@@ -78,7 +86,8 @@ public:
     std::shared_ptr<CachedFile> insert(std::string_view key, int fd, std::string_view name);
 
     /// The `coding` variant of `file`, compressed and remembered on first use with `settings`'
-    /// level; null when the file is too large or compression would not shrink it.
+    /// level (Brotli capped at kMaxLargeBrotliQuality above kLargeBrotliBytes); null when the file
+    /// is larger than kMaxCompressBytes or compression would not shrink it.
     std::shared_ptr<const EncodedFile> encoded(CachedFile& file, Coding coding,
                                                const config::Compression& settings);
 

@@ -62,8 +62,9 @@ bool insideRoot(std::string_view real, std::string_view root) {
 // follows symlinks. openat2(RESOLVE_BENEATH) refuses any escape atomically; it also refuses
 // absolute symlinks that land inside the root, and older kernels lack it, so both cases fall back
 // to opening normally and checking where the descriptor really points.
+// O_PATH (a descriptor only to check where a name leads) takes no other open flags.
 int openConfined(const Ctx& c, const PathBuf& abs, int flags) {
-    flags |= O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    flags |= (flags & O_PATH) ? O_CLOEXEC : O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
     if (c.action.followSymlinks) return ::open(abs.c_str(), flags);
     const FileCache::Root* root = c.cache.root(c.rootPath.empty() ? std::string_view("/") : c.rootPath);
     if (!root) return -1;
@@ -452,16 +453,42 @@ Produced listDirectory(const Ctx& c, const PathBuf& abs, std::string_view urlPat
         return fail(500, c.res);
     }
     std::vector<std::pair<bool, std::string>> items; // (is a file, name): false sorts first
+    PathBuf entry;
+    entry.append(abs.view());
+    if (!entry.view().ends_with('/')) entry.push('/');
+    std::size_t dirLen = entry.size();
     while (dirent* e = ::readdir(dir)) {
         std::string_view name = e->d_name;
         if (name.empty() || name.front() == '.') continue;
-        bool isDir = e->d_type == DT_DIR;
-        if (e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) {
-            struct stat st {};
-            if (::fstatat(::dirfd(dir), e->d_name, &st, 0) != 0) continue;
-            isDir = S_ISDIR(st.st_mode);
+        unsigned char type = e->d_type;
+        struct stat st {};
+        if (type == DT_UNKNOWN) {
+            if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+            type = S_ISLNK(st.st_mode)   ? DT_LNK
+                   : S_ISDIR(st.st_mode) ? DT_DIR
+                   : S_ISREG(st.st_mode) ? DT_REG
+                                         : 0;
         }
-        items.emplace_back(!isDir, std::string(name));
+        if (type == DT_LNK) {
+            // List a symlink only if it would be served: it must resolve (no dangling links)
+            // and, unless the action follows symlinks, stay inside the root.
+            if (c.action.followSymlinks) {
+                if (::fstatat(::dirfd(dir), e->d_name, &st, 0) != 0) continue;
+            } else {
+                entry.truncate(dirLen);
+                entry.append(name);
+                if (!entry.ok()) continue;
+                int fd = openConfined(c, entry, O_PATH);
+                if (fd < 0) continue;
+                bool ok = ::fstat(fd, &st) == 0;
+                ::close(fd);
+                if (!ok) continue;
+            }
+            type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : 0;
+        }
+        // FIFOs, sockets and devices answer 404, so they are not listed either.
+        if (type != DT_DIR && type != DT_REG) continue;
+        items.emplace_back(type != DT_DIR, std::string(name));
     }
     ::closedir(dir);
     std::sort(items.begin(), items.end());
@@ -486,12 +513,37 @@ Produced listDirectory(const Ctx& c, const PathBuf& abs, std::string_view urlPat
     return Produced::Response;
 }
 
-// 301 to the directory with a slash, keeping the encoded path and the query.
+// Appends the decoded path `path` percent-encoded for a Location: every byte but RFC 3986
+// unreserved characters, sub-delims, ':', '@' and '/' (so space, '%', '?', '#', backslash and
+// non-ASCII bytes are encoded). Repeated slashes are collapsed and a leading one is ensured, so
+// the result is always an absolute path, never a network-path reference ("//host") or a URI
+// with a scheme.
+void appendLocationPath(PathBuf& out, std::string_view path) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    static constexpr std::string_view kKeep = "-._~!$&'()*+,;=:@/";
+    out.push('/');
+    for (unsigned char ch : path) {
+        if (ch == '/' && out.view().ends_with('/')) continue;
+        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                     kKeep.find(static_cast<char>(ch)) != std::string_view::npos;
+        if (plain) {
+            out.push(static_cast<char>(ch));
+        } else {
+            char esc[3] = {'%', kHex[ch >> 4], kHex[ch & 15]};
+            out.append(std::string_view(esc, 3));
+        }
+    }
+}
+
+// 301 to the directory with a slash, keeping the query. The target is rebuilt from the decoded,
+// normalised path, never copied from the raw one: "///evil.example/..//images" must not become
+// "Location: ///evil.example/..//images/", which browsers follow to another host
+// (serve-static's CVE-2015-1164).
 Produced redirectToDirectory(const Ctx& c) {
     const http::Request& req = c.ex.request;
     PathBuf loc;
-    loc.append(req.rawPath.empty() ? req.path : req.rawPath);
-    loc.push('/');
+    appendLocationPath(loc, req.path);
+    if (!loc.view().ends_with('/')) loc.push('/');
     if (!req.query.empty()) {
         loc.push('?');
         loc.append(req.query);

@@ -60,8 +60,10 @@ struct Exchange {
 ///  - never outside `root`: files are opened with openat2(RESOLVE_BENEATH) from the root, or
 ///    checked by their real path, so symlinks leaving the root give 404 unless `followSymlinks`
 ///    (symlinks staying inside keep working); a NUL in the path → 400;
-///  - a directory without a trailing slash → 301 to the encoded path + "/" (query kept); with
-///    one: the first existing `index` file, else the HTML listing if `listing`, else as missing;
+///  - a directory without a trailing slash → 301 to the normalised path, percent-encoded, + "/"
+///    (query kept; never a "//host" target); with one: the first existing `index` file, else the
+///    HTML listing if `listing` (only entries that would be served: no symlinks leaving the root
+///    unless `followSymlinks`, no dangling links, FIFOs or devices), else as missing;
 ///  - missing (GET/HEAD) → the `spaFallback` file with 200 if it exists, else 404;
 ///  - ETag "<hex size>-<hex mtime ns>" (strong; "-br"/"-gz" appended inside the quotes for
 ///    compressed variants), Last-Modified, Accept-Ranges: bytes; If-Match / If-Unmodified-Since →
@@ -72,9 +74,10 @@ struct Exchange {
 ///    limits.max_ranges (at most 64), or parts adding up to more than the file → 200 whole;
 ///    If-Range must match the ETag strongly or equal Last-Modified, else 200 whole;
 ///  - coding: for compressible types, a `.br`/`.gz` sibling if present, else on-the-fly Brotli or
-///    gzip when `compression.enabled` and the file has at least `compression.min_bytes` (up to
-///    8 MiB; cached per worker), chosen by Accept-Encoding q-values (ties prefer br). Compressible
-///    responses always carry "Vary: Accept-Encoding";
+///    gzip when `compression.enabled` and the file has at least `compression.min_bytes` and at
+///    most 1 MiB (it runs on the event loop; Brotli quality capped at 9 above 256 KiB; cached per
+///    worker), chosen by Accept-Encoding q-values (ties prefer br). Compressible responses always
+///    carry "Vary: Accept-Encoding", also when sent identity;
 ///  - files up to 256 KiB are cached in memory per worker and sent as shared bodies; larger ones
 ///    as file bodies (sendfile). Every request stats the file, so edits show up at once.
 /// Respond: see config::RespondAction; faults are rolled drop first, then error; latency applies
