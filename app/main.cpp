@@ -123,7 +123,8 @@ int serve(const ServeOptions& o) {
            ": stopping; finishing in-flight requests");
     engine.stop();
     auto c = engine.counters();
-    report("portico: stopped after " + std::to_string(c.requests) + " request(s)");
+    report("portico: stopped after " + std::to_string(c.requests) + " request(s), " +
+           std::to_string(c.parseErrors) + " malformed");
     return kExitOk;
 }
 

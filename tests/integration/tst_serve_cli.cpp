@@ -134,19 +134,24 @@ private slots:
     void accessLogFormats() {
         QTemporaryDir dir;
         writeFile(dir.filePath("site/a.txt"), "abc\n");
-        writeFile(dir.filePath("portico.yaml"), "listen: [\"127.0.0.1:0\"]\naccess_log: {format: json, path: "
-                                                "./access.jsonl}\nvhosts:\n  - root: ./site\n");
+        writeFile(dir.filePath("portico.yaml"),
+                  "listen: [\"127.0.0.1:0\"]\naccess_log: {format: json, path: "
+                  "./access.jsonl}\nvhosts:\n  - root: ./site\n"
+                  "    routes:\n      - path: /slow\n        respond: {body: s, latency: 300ms}\n");
         {
             ServerProcess s({"--config", dir.filePath("portico.yaml")});
             QVERIFY2(s.waitReady(), s.output().constData());
             curl({"-A", "ua/1 \"quoted\"", s.baseUrl() + "/a.txt"});
             curl({s.baseUrl() + "/missing"});
+            curl({s.baseUrl() + "/slow"});
+            rawExchange(s.port(), "GARBAGE\r\n\r\n"); // a parse error is logged too
             QCOMPARE(s.terminate(), 0);
+            QVERIFY2(s.output().contains("stopped after 3 request(s), 1 malformed"), s.output().constData());
         }
         QFile json(dir.filePath("access.jsonl"));
         QVERIFY(json.open(QIODevice::ReadOnly));
         QList<QByteArray> lines = json.readAll().trimmed().split('\n');
-        QCOMPARE(lines.size(), 2);
+        QCOMPARE(lines.size(), 4);
         QJsonParseError err;
         QJsonObject first = QJsonDocument::fromJson(lines[0], &err).object();
         QCOMPARE(err.error, QJsonParseError::NoError);
@@ -156,6 +161,14 @@ private slots:
         QCOMPARE(first["bytes"].toInt(), 4);
         QCOMPARE(first["user_agent"].toString(), QString("ua/1 \"quoted\""));
         QCOMPARE(QJsonDocument::fromJson(lines[1]).object()["status"].toInt(), 404);
+        // duration_ns is measured, not the worker's coarse tick: 300 ms of latency shows as such.
+        QJsonObject slow = QJsonDocument::fromJson(lines[2]).object();
+        QCOMPARE(slow["target"].toString(), QString("/slow"));
+        QVERIFY2(slow["duration_ns"].toDouble() >= 300e6 && slow["duration_ns"].toDouble() < 5e9,
+                 lines[2].constData());
+        QJsonObject bad = QJsonDocument::fromJson(lines[3]).object();
+        QCOMPARE(bad["status"].toInt(), 400);
+        QCOMPARE(bad["method"].toString(), QString("-"));
 
         // Combined Log Format through the command line.
         const QString clf = dir.filePath("access.log");
@@ -172,6 +185,33 @@ private slots:
             QStringLiteral("^127\\.0\\.0\\.1 - - \\[\\d{2}/\\w{3}/\\d{4}:\\d{2}:\\d{2}:\\d{2} \\+0000\\] "
                            "\"GET /a\\.txt HTTP/1\\.1\" 200 4 \"http://ref/\" \"agent\"$"));
         QVERIFY2(clfLine.match(line).hasMatch(), qPrintable(line));
+    }
+
+    // SO_REUSEPORT must not let a second server join a port that is already served.
+    void refusesAPortAnotherServerHolds() {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("a.txt"), "first\n");
+        ServerProcess first({dir.path()});
+        QVERIFY2(first.waitReady(), first.output().constData());
+        auto second = runProcess(porticoBinary(),
+                                 {"serve", dir.path(), "--port", QString::number(first.port())}, {}, 10000);
+        QCOMPARE(second.exitCode, 1);
+        QVERIFY2(second.err.contains("Address already in use"), second.err.constData());
+        QCOMPARE(curl({first.baseUrl() + "/a.txt"}), QByteArray("first\n"));
+    }
+
+    void reloadSaysWhatNeedsARestart() {
+        QTemporaryDir dir;
+        const QString cfg = dir.filePath("portico.yaml");
+        writeFile(cfg, "workers: 1\nlisten: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /v\n      "
+                       "  respond: {body: one}\n");
+        ServerProcess s({"--config", cfg});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QTest::qWait(1100);
+        writeFile(cfg, "workers: 2\nlisten: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /v\n      "
+                       "  respond: {body: two}\n");
+        QTRY_COMPARE_WITH_TIMEOUT(curl({s.baseUrl() + "/v"}), QByteArray("two"), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(s.output().contains("'workers' changes take effect after a restart"), 3000);
     }
 
     void demoSiteServes() {

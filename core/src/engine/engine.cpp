@@ -11,7 +11,14 @@
 #include <mutex>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace portico::engine {
 
@@ -21,6 +28,46 @@ std::string Endpoint::url() const {
 }
 
 const char* version() { return PORTICO_VERSION; }
+
+namespace {
+// SO_REUSEPORT would let a second server (another Portico of the same user) join our port and
+// take half of its connections silently. So first bind once without it: that fails with
+// EADDRINUSE while anyone listens there (SO_REUSEADDR still lets us reuse TIME_WAIT ports).
+bool portIsFree(const std::string& host, std::uint16_t port, std::string& error) {
+    boost::system::error_code ec;
+    auto address = boost::asio::ip::make_address(host, ec);
+    if (ec) return true; // the worker reports the bad address
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+    if (address.is_v4()) {
+        auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+        a->sin_family = AF_INET;
+        a->sin_port = htons(port);
+        auto bytes = address.to_v4().to_bytes();
+        std::memcpy(&a->sin_addr, bytes.data(), bytes.size());
+        len = sizeof *a;
+    } else {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons(port);
+        auto bytes = address.to_v6().to_bytes();
+        std::memcpy(&a->sin6_addr, bytes.data(), bytes.size());
+        len = sizeof *a;
+    }
+    int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return true;
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (address.is_v6()) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&ss), len);
+    int err = errno;
+    ::close(fd);
+    if (rc == 0) return true;
+    error =
+        (address.is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(port) + ": " + std::strerror(err);
+    return false;
+}
+} // namespace
 
 struct Engine::Impl {
     struct BoundListener {
@@ -34,6 +81,7 @@ struct Engine::Impl {
     std::vector<BoundListener> listeners;
     std::shared_ptr<net::AccessLogger> log;
     mutable std::mutex mutex; // guards listeners, running, publish
+    Counters finalCounters;   // totals of the workers of the last run, kept after stop()
     bool running = false;
 
     std::thread watcher;
@@ -42,6 +90,7 @@ struct Engine::Impl {
     bool watchStop = false;
 
     bool openOnAll(const std::string& host, std::uint16_t port, std::uint16_t& bound, std::string& error) {
+        if (port != 0 && !portIsFree(host, port, error)) return false;
         bound = port;
         std::vector<net::Worker*> opened;
         for (auto& w : workers) {
@@ -165,6 +214,7 @@ void Engine::stop() {
         w->beginDrain(drain);
     for (auto& w : d_->workers)
         w->join();
+    d_->finalCounters = sumCounters();
     d_->workers.clear();
     d_->listeners.clear();
     d_->log.reset(); // flushes the access log
@@ -191,6 +241,10 @@ unsigned Engine::workerCount() const {
 
 Counters Engine::counters() const {
     std::lock_guard lock(d_->mutex);
+    return d_->running ? sumCounters() : d_->finalCounters;
+}
+
+Counters Engine::sumCounters() const {
     Counters c;
     for (const auto& w : d_->workers) {
         const auto& wc = w->counters();
@@ -232,11 +286,19 @@ void Engine::watchConfigFile(const std::string& path, std::function<void(const s
                     report(e.toString());
                 continue;
             }
+            auto before = config();
             std::string error;
-            if (publish(result.config, error))
-                report(path + ": reloaded");
-            else
+            if (!publish(result.config, error)) {
                 report(path + ": not reloaded: " + error);
+                continue;
+            }
+            report(path + ": reloaded");
+            // These are fixed for the life of the process; say so instead of ignoring them quietly.
+            if (before && before->workers != result.config->workers)
+                report(path + ": note: 'workers' changes take effect after a restart");
+            if (before && (before->accessLog.format != result.config->accessLog.format ||
+                           before->accessLog.path != result.config->accessLog.path))
+                report(path + ": note: 'access_log' changes take effect after a restart");
         }
     });
 }

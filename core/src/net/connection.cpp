@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <limits>
 
 #include <netinet/in.h>
 #include <sys/sendfile.h>
@@ -29,6 +30,15 @@ void appendNumber(IoBuffer& out, std::uint64_t n) {
     char buf[24];
     auto r = std::to_chars(buf, buf + sizeof buf, n);
     out.append(buf, static_cast<std::size_t>(r.ptr - buf));
+}
+
+// Bound on raw bytes held for one request: the head, a body, and chunk framing around it.
+// Saturating, so a huge configured max_body_bytes does not wrap around to a small bound.
+std::uint64_t maxBufferedBytes(const config::Limits& l) {
+    constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t body = l.maxBodyBytes > (kMax - 65536) / 2 ? kMax / 2 : l.maxBodyBytes;
+    std::uint64_t total = 2 * body + 65536;
+    return total > kMax - l.maxHeaderBytes ? kMax : total + l.maxHeaderBytes;
 }
 
 http1::ParserLimits parserLimits(const config::Limits& l) {
@@ -61,9 +71,11 @@ void Connection::start() {
 }
 
 void Connection::setPhase(Phase p, std::chrono::nanoseconds timeout) {
-    phase_ = p;
     // The exact clock, not the worker's 250 ms tick, so a timeout never fires early.
-    deadline_ = Clock::now() + timeout;
+    const auto now = Clock::now();
+    if (p == Phase::Head && phase_ == Phase::Idle) requestStart_ = now; // first byte of a request
+    phase_ = p;
+    deadline_ = now + timeout;
 }
 
 // Two ways to wait for input. An active connection keeps its pooled buffer and reads with
@@ -104,7 +116,7 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
     }
     in_.commit(n);
     const auto& limits = worker_.snapshot().config->limits;
-    if (in_.size() > limits.maxHeaderBytes + 2 * limits.maxBodyBytes + 65536) {
+    if (in_.size() > maxBufferedBytes(limits)) {
         queueError(413);
         drive();
         return;
@@ -149,7 +161,7 @@ void Connection::onReadable(const boost::system::error_code& ec) {
         if (room < 1024) {
             // Growth is bounded: the parser refuses heads over max_header_bytes (431) and bodies over
             // max_body_bytes (413) before the buffer could exceed head + 2 × body.
-            if (in_.size() > limits.maxHeaderBytes + 2 * limits.maxBodyBytes + 65536) {
+            if (in_.size() > maxBufferedBytes(limits)) {
                 queueError(413);
                 drive();
                 return;
@@ -244,7 +256,6 @@ void Connection::parseAndHandle() {
             queueError(err.status);
             return;
         }
-        if (phase_ != Phase::Body) requestStart_ = worker_.now();
         std::string_view body;
         std::span<const http::Header> trailers;
         std::size_t total = consumed;
@@ -294,6 +305,8 @@ void Connection::parseAndHandle() {
             total += r.chunkPos;
         }
         handle(body, trailers);
+        // A pipelined request behind this one starts now (the first one started at its first byte).
+        if (worker_.accessLog()) requestStart_ = Clock::now();
         in_.consume(total);
         resetBodyState();
         if (phase_ == Phase::Body) phase_ = Phase::Head;
@@ -342,7 +355,11 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
     http::Response& res = worker_.response();
     res.reset();
     std::string& path = worker_.pathScratch();
-    if (head.method == http::Method::Options && head.target == "*") {
+    if (head.method == http::Method::Other) {
+        // RFC 9110 §9.1: a method the server does not implement gets 501 (no route can name one:
+        // the config only accepts the registered methods).
+        handlers::errorResponse(501, res);
+    } else if (head.method == http::Method::Options && head.target == "*") {
         // OPTIONS * asks about the server as a whole (RFC 9110 §9.3.7).
         res.status = 204;
         res.addHeader("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH");
@@ -355,27 +372,32 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
         handlers::dispatch(ex, res);
     }
-    if (AccessLogger* log = worker_.accessLog()) {
-        AccessRecord r;
-        r.time = std::chrono::system_clock::now();
-        boost::system::error_code ec;
-        auto remote = socket_.remote_endpoint(ec);
-        if (!ec) r.client = remote.address().to_string();
-        r.method = std::string(req.methodToken);
-        r.target = std::string(req.target);
-        r.host = std::string(req.host);
-        r.referer = std::string(req.header("Referer"));
-        r.userAgent = std::string(req.header("User-Agent"));
-        r.versionMinor = req.versionMinor;
-        r.status = res.status;
-        r.bytes = (req.method == http::Method::Head || res.status == 304 || res.status == 204)
-                      ? 0
-                      : res.bodyLength();
-        r.durationNs =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - requestStart_).count();
-        log->push(std::move(r));
-    }
+    logExchange(req, res);
     serialize(req, res);
+}
+
+void Connection::logExchange(const http::Request& req, const http::Response& res) {
+    AccessLogger* log = worker_.accessLog();
+    if (!log) return;
+    AccessRecord r;
+    r.time = std::chrono::system_clock::now();
+    boost::system::error_code ec;
+    auto remote = socket_.remote_endpoint(ec);
+    if (!ec) r.client = remote.address().to_string();
+    r.method = req.methodToken.empty() ? "-" : std::string(req.methodToken);
+    r.target = req.target.empty() ? "-" : std::string(req.target);
+    r.host = std::string(req.host);
+    r.referer = std::string(req.header("Referer"));
+    r.userAgent = std::string(req.header("User-Agent"));
+    r.versionMinor = req.versionMinor;
+    r.status = res.status;
+    r.bytes =
+        (req.method == http::Method::Head || res.status == 304 || res.status == 204) ? 0 : res.bodyLength();
+    // From the request's first byte to the response being ready to write, including mock latency.
+    r.durationNs =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - requestStart_ + res.delay)
+            .count();
+    log->push(std::move(r));
 }
 
 void Connection::serialize(const http::Request& req, http::Response& res) {
@@ -451,6 +473,7 @@ void Connection::queueError(int status) {
     http::Request& req = worker_.request();
     req = http::Request{};
     req.keepAlive = false;
+    logExchange(req, res); // the request line may be unparsable: logged as "- -"
     serialize(req, res);
     closeAfterWrite_ = true;
 }

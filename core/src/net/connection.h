@@ -54,6 +54,7 @@ private:
     void parseAndHandle();
     void handle(std::string_view body, std::span<const http::Header> trailers);
     void serialize(const http::Request& req, http::Response& res);
+    void logExchange(const http::Request& req, const http::Response& res);
     void queueError(int status);
     Flush flushNow();
     void lingeringClose();

@@ -67,6 +67,7 @@ public:
                          std::chrono::milliseconds interval = std::chrono::milliseconds(500));
 
 private:
+    Counters sumCounters() const; // caller holds the engine mutex
     struct Impl;
     std::unique_ptr<Impl> d_;
 };
