@@ -189,6 +189,8 @@ private slots:
     void badByteAtEveryPosition_data();
     void badByteAtEveryPosition();
     void mutationProperties();
+    void earlyRejectOfNonHttp_data();
+    void earlyRejectOfNonHttp();
 };
 
 // ---- heads -------------------------------------------------------------------------------------
@@ -947,6 +949,36 @@ void TestHttp1Parser::mutationProperties() {
     }
     qInfo("mutations: %d complete, %d rejected, rest incomplete", completes, errors);
     QVERIFY(completes > 100 && errors > 100);
+}
+
+// A partial request line is judged as far as it goes: bytes that cannot start a method are refused
+// at once (a TLS ClientHello on the cleartext port gets 400 now, not 408 after header_timeout).
+void TestHttp1Parser::earlyRejectOfNonHttp_data() {
+    QTest::addColumn<QByteArray>("partial");
+    QTest::addColumn<bool>("rejected");
+    QTest::newRow("TLS ClientHello start") << QByteArray("\x16\x03\x01\x02\x00\x01", 6) << true;
+    QTest::newRow("binary NUL") << QByteArray("\0\0", 2) << true;
+    QTest::newRow("G@T") << QByteArray("G@T") << true;
+    QTest::newRow("bare CR then junk") << QByteArray("\r\x01") << true;
+    QTest::newRow("GE (could be GET)") << QByteArray("GE") << false;
+    QTest::newRow("GET /pa") << QByteArray("GET /pa") << false;
+    QTest::newRow("lone CR (an empty line's start)") << QByteArray("\r") << false;
+    QTest::newRow("custom method token") << QByteArray("M-SEARCH") << false;
+}
+
+void TestHttp1Parser::earlyRejectOfNonHttp() {
+    QFETCH(QByteArray, partial);
+    QFETCH(bool, rejected);
+    portico::http1::RequestHead head;
+    portico::http1::ParseError err;
+    std::size_t consumed = 0;
+    auto st = portico::http1::parseHead(std::string_view(partial.constData(), partial.size()), {}, head,
+                                        consumed, err);
+    QCOMPARE(st == portico::http1::ParseStatus::Error, rejected);
+    if (rejected)
+        QCOMPARE(err.status, 400);
+    else
+        QCOMPARE(st, portico::http1::ParseStatus::Incomplete);
 }
 
 QTEST_APPLESS_MAIN(TestHttp1Parser)

@@ -358,6 +358,18 @@ ParseStatus parseHead(std::string_view buffer, const ParserLimits& limits, Reque
     auto incomplete = [&](std::size_t lineStart, bool requestLine) {
         if (requestLine && n - lineStart >= limits.maxRequestLineBytes)
             return fail(error, 414, "request line too long");
+        if (requestLine && lineStart < n) {
+            // Bytes that cannot begin a method (a TLS ClientHello, binary junk) are refused now,
+            // not after header_timeout: the request line must start with a token (§3).
+            std::size_t i = lineStart;
+            if (base[i] == '\r') {
+                if (i + 1 < n) return fail(error, 400, "bare CR before the request line");
+            } else {
+                for (; i < n && base[i] != ' '; ++i)
+                    if (!is(base[i], kTchar))
+                        return fail(error, 400, "request line does not start with a method");
+            }
+        }
         if (n >= limits.maxHeaderBytes) return fail(error, 431, "request head too large");
         return ParseStatus::Incomplete;
     };
