@@ -108,6 +108,30 @@ std::optional<std::int64_t> parseHttpDate(std::string_view s) {
     return std::nullopt;
 }
 
+void appendHtmlEscaped(std::string& out, std::string_view text) {
+    for (char ch : text) {
+        switch (ch) {
+        case '&':
+            out += "&amp;";
+            break;
+        case '<':
+            out += "&lt;";
+            break;
+        case '>':
+            out += "&gt;";
+            break;
+        case '"':
+            out += "&quot;";
+            break;
+        case '\'':
+            out += "&#39;";
+            break;
+        default:
+            out += ch;
+        }
+    }
+}
+
 std::string_view trimOws(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
         s.remove_prefix(1);

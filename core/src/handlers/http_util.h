@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace portico::handlers {
@@ -23,6 +24,9 @@ std::optional<std::int64_t> parseHttpDate(std::string_view text);
 /// matches `etag`: "*" matches anything; `weak` selects weak comparison (W/ prefixes ignored)
 /// instead of strong comparison (weak tags never match) as §8.8.3.2 defines.
 bool etagListMatches(std::string_view list, std::string_view etag, bool weak);
+
+/// Appends `text` with &, <, >, " and ' escaped, for HTML bodies (listings, redirect pages).
+void appendHtmlEscaped(std::string& out, std::string_view text);
 
 /// Trims spaces and tabs (OWS) from both ends.
 std::string_view trimOws(std::string_view s);

@@ -1,31 +1,9 @@
 // The `redirect:` action: 301/302/303/307/308 with a templated Location (RFC 9110 §15.4).
 #include "handlers/actions.h"
+#include "handlers/http_util.h"
 
 namespace portico::handlers {
-namespace {
-
-void appendHtmlEscaped(std::string& out, std::string_view text) {
-    for (char ch : text) {
-        switch (ch) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        default:
-            out += ch;
-        }
-    }
-}
-
-} // namespace
+namespace {} // namespace
 
 Produced redirect(const Exchange& ex, const config::RedirectAction& a, http::Response& res) {
     int status = a.status;

@@ -418,30 +418,6 @@ void appendHrefSegment(std::string& out, std::string_view name) {
     }
 }
 
-void appendHtmlEscaped(std::string& out, std::string_view text) {
-    for (char ch : text) {
-        switch (ch) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        case '\'':
-            out += "&#39;";
-            break;
-        default:
-            out += ch;
-        }
-    }
-}
-
 // HTML index of a directory: directories first, then files, each group sorted by name (bytewise);
 // hidden names are left out like the files they name are.
 Produced listDirectory(const Ctx& c, const PathBuf& abs, std::string_view urlPath) {
