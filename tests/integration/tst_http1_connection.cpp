@@ -151,6 +151,21 @@ vhosts:
         QVERIFY(!r.bytes.contains("root:"));
     }
 
+    // RFC 9110 §9.1: an unrecognised method gets 501 (methods are case-sensitive: "get" is one).
+    void unknownMethodIs501() {
+        for (const QByteArray& m : {QByteArray("FOO"), QByteArray("get"), QByteArray(300, 'X')}) {
+            RawReply r = rawExchange(port_, m + " /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+            QCOMPARE(statusCodes(r.bytes), QList<int>{501});
+        }
+    }
+
+    // Not HTTP at all (a TLS ClientHello on the cleartext port): 400 at once, not 408 later.
+    void nonHttpBytesAreRefusedAtOnce() {
+        RawReply r = rawExchange(port_, QByteArray("\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03", 11), 700);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{400});
+        QVERIFY(r.closedByServer);
+    }
+
     void chunkedBodyWithTrailers() {
         RawReply r = rawExchange(
             port_, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
@@ -171,6 +186,22 @@ vhosts:
                                      QStringLiteral("http://127.0.0.1:%1/echo").arg(port_)});
         QCOMPARE(c.exitCode, 0);
         QCOMPARE(c.out, QByteArray("ping"));
+    }
+
+    // RFC 9110 §10.1.1: when the head alone decides the answer, send it instead of 100 Continue.
+    void expectContinueRefusedWithoutBody() {
+        RawReply r = rawExchange(port_,
+                                 "POST /no-such-route HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n"
+                                 "Expect: 100-continue\r\n\r\n",
+                                 1500);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{405}); // the static root takes GET/HEAD only
+        QVERIFY(!r.bytes.contains("100 Continue"));
+        QVERIFY(r.closedByServer);
+        RawReply ok = rawExchange(port_,
+                                  "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
+                                  "Expect: 100-continue\r\n\r\n",
+                                  500);
+        QVERIFY(ok.bytes.startsWith("HTTP/1.1 100 Continue\r\n\r\n")); // a route that takes the body
     }
 
     void absoluteFormTarget() {
@@ -277,6 +308,24 @@ vhosts:
         QByteArray over =
             "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1025\r\n\r\n" + QByteArray(1025, 'x');
         QCOMPARE(statusCodes(rawExchange(port_, over).bytes), QList<int>{413});
+    }
+
+    // A huge max_body_bytes must not overflow the buffering bound into a tiny one.
+    void hugeBodyLimitStillAcceptsBodies() {
+        QTemporaryDir dir;
+        QFile f(dir.filePath("big.yaml"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("listen: [\"127.0.0.1:0\"]\nlimits: {max_body_bytes: 18446744073709551615}\n"
+                "vhosts:\n  - routes:\n      - path: /echo\n        respond: {body: \"{{body}}\"}\n");
+        f.close();
+        ServerProcess s({"--config", dir.filePath("big.yaml")});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QByteArray body(300 * 1024, 'b');
+        RawReply r =
+            rawExchange(s.port(), "POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: " +
+                                      QByteArray::number(body.size()) + "\r\n\r\n" + body);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{200});
+        QVERIFY(r.bytes.endsWith(body));
     }
 
     void connectionLimitRefusesClearly() {

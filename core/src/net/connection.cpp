@@ -36,8 +36,8 @@ void appendNumber(IoBuffer& out, std::uint64_t n) {
 // Saturating, so a huge configured max_body_bytes does not wrap around to a small bound.
 std::uint64_t maxBufferedBytes(const config::Limits& l) {
     constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
-    std::uint64_t body = l.maxBodyBytes > (kMax - 65536) / 2 ? kMax / 2 : l.maxBodyBytes;
-    std::uint64_t total = 2 * body + 65536;
+    if (l.maxBodyBytes > (kMax - 65536) / 2) return kMax;
+    const std::uint64_t total = 2 * l.maxBodyBytes + 65536;
     return total > kMax - l.maxHeaderBytes ? kMax : total + l.maxHeaderBytes;
 }
 
@@ -267,6 +267,7 @@ void Connection::parseAndHandle() {
             }
             if (data.size() - consumed < head.contentLength) {
                 if (head.expectContinue && !sentContinue_ && head.versionMinor >= 1) {
+                    if (answerBeforeBody()) return;
                     out_.append("HTTP/1.1 100 Continue\r\n\r\n");
                     sentContinue_ = true;
                 }
@@ -294,6 +295,7 @@ void Connection::parseAndHandle() {
             }
             if (cs == http1::ChunkedDecoder::Status::NeedMore) {
                 if (head.expectContinue && !sentContinue_) {
+                    if (answerBeforeBody()) return;
                     out_.append("HTTP/1.1 100 Continue\r\n\r\n");
                     sentContinue_ = true;
                 }
@@ -315,6 +317,34 @@ void Connection::parseAndHandle() {
             return;
         }
     }
+}
+
+bool Connection::answerBeforeBody() {
+    // RFC 9110 §10.1.1: with "Expect: 100-continue" the server answers the final status at once
+    // when the method, target and fields already decide it, so the client never sends a body that
+    // would be refused. We decide it when routing finds no route for the path (404), none for the
+    // method (405), the static root would refuse the method (405), or the method is unknown (501).
+    const Snapshot& snap = worker_.snapshot();
+    http1::RequestHead& head = worker_.head();
+    bool refuse = head.method == http::Method::Other;
+    std::string& path = worker_.pathScratch();
+    if (!refuse && http::normalizePath(head.rawPath, path) == http::PathError::None) {
+        std::size_t vh = snap.router.selectVhost(head.host, localPort_);
+        auto kind = snap.router.match(vh, head.method, path).kind;
+        const bool readOnly = head.method == http::Method::Get || head.method == http::Method::Head ||
+                              head.method == http::Method::Options;
+        refuse = kind == routing::RouteResult::Kind::NotFound ||
+                 kind == routing::RouteResult::Kind::MethodNotAllowed ||
+                 (kind == routing::RouteResult::Kind::Fallback && !readOnly); // static files: 405
+    }
+    if (!refuse) return false;
+    // The body will never be read, so this connection cannot carry another request.
+    head.keepAlive = false;
+    handle({}, {});
+    closeAfterWrite_ = true;
+    in_.clear();
+    resetBodyState();
+    return true;
 }
 
 Connection::Rare& Connection::rare() {

@@ -53,6 +53,7 @@ private:
     void drive();
     void parseAndHandle();
     void handle(std::string_view body, std::span<const http::Header> trailers);
+    bool answerBeforeBody();
     void serialize(const http::Request& req, http::Response& res);
     void logExchange(const http::Request& req, const http::Response& res);
     void queueError(int status);
