@@ -379,7 +379,9 @@ bool Loader::readMap(const Value& v, Keys known, const std::function<bool(const 
     }
     std::vector<std::string> seen;
     for (auto it = v.node.begin(); it != v.node.end(); ++it) {
-        const YAML::Node& k = it->first;
+        // By value: the iterator's operator-> yields a temporary, so a reference would dangle
+        // (AddressSanitizer: stack-use-after-scope). Nodes are cheap handles.
+        const YAML::Node k = it->first;
         if (!k.IsScalar()) {
             error(k.Mark(), v.path, "expected a plain key, got " + describe(k));
             continue;
