@@ -77,7 +77,7 @@ public:
     }
     // Pages come straight from mmap, not malloc: a buffer freed after a burst of connections goes
     // back to the kernel at once instead of staying in the heap, so RSS follows the active
-    // connections, not the peak (the pool above keeps a few for reuse).
+    // connections, not the peak (BufferPool below keeps a few for reuse).
     void reserve(std::size_t cap) {
         if (cap <= cap_) return;
         cap = (cap + kPage - 1) & ~(kPage - 1);
