@@ -153,30 +153,16 @@ void Connection::onReadable(const boost::system::error_code& ec) {
             return;
         }
     }
+    // A parked connection woke up: it holds no buffer (parking needs an empty one), so take a
+    // fresh one, read once, and continue as a buffered read would.
     if (!in_.allocated()) in_ = worker_.buffers().acquire();
-    const auto& limits = worker_.snapshot().config->limits;
     for (;;) {
         std::size_t room = 0;
         char* p = in_.writable(room);
-        if (room < 1024) {
-            // Growth is bounded: the parser refuses heads over max_header_bytes (431) and bodies over
-            // max_body_bytes (413) before the buffer could exceed head + 2 × body.
-            if (in_.size() > maxBufferedBytes(limits)) {
-                queueError(413);
-                drive();
-                return;
-            }
-            in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
-            p = in_.writable(room);
-        }
         ssize_t n = ::recv(socket_.native_handle(), p, room, 0);
         if (n > 0) {
-            in_.commit(static_cast<std::size_t>(n));
-            if (phase_ == Phase::Idle)
-                setPhase(Phase::Head, limits.headerTimeout);
-            else if (phase_ == Phase::Body)
-                setPhase(Phase::Body, limits.bodyTimeout);
-            break;
+            onRead({}, static_cast<std::size_t>(n));
+            return;
         }
         if (n == 0) { // peer closed its side
             abort();
@@ -191,7 +177,6 @@ void Connection::onReadable(const boost::system::error_code& ec) {
         abort();
         return;
     }
-    drive();
 }
 
 void Connection::drive() {
