@@ -1,0 +1,22 @@
+// Subcommands of the `portico` executable. Each family lives in its own file and registers itself
+// on the CLI11 app; `run` is set to the function main() calls when that subcommand was parsed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace portico::app {
+
+// Exit codes (docs/cli.md): 0 ok, 1 bad config or runtime failure, 2 bad command line.
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+/// A registered subcommand: main() runs `run` when `cmd->parsed()`.
+struct Command {
+    CLI::App* cmd = nullptr;
+    std::function<int()> run;
+};
+
+} // namespace portico::app
