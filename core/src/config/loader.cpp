@@ -6,6 +6,11 @@
 
 #include "routing/regex.h"
 
+#if __has_include(<portico/tls/local_ca.h>)
+#include <portico/tls/local_ca.h>
+#define PORTICO_HAS_CERT_CHECK 1
+#endif
+
 #include <yaml-cpp/yaml.h>
 
 #include <arpa/inet.h>
@@ -40,10 +45,13 @@ using Keys = std::span<const std::string_view>;
 // The keys each map of the schema takes. Keeping them in one place makes the schema easy to read
 // next to docs/configuration.md.
 constexpr std::string_view kTopKeys[] = {"workers",     "listen",        "limits", "access_log",
-                                         "compression", "server_header", "vhosts"};
+                                         "compression", "server_header", "vhosts", "http2"};
 constexpr std::string_view kTopNotYet[] = {"capture"};
-constexpr std::string_view kListenKeys[] = {"address"};
-constexpr std::string_view kListenNotYet[] = {"tls"};
+constexpr std::string_view kListenKeys[] = {"address", "tls"};
+constexpr std::string_view kTlsKeys[] = {"cert", "key"};
+constexpr std::string_view kHttp2Keys[] = {
+    "enabled",    "max_concurrent_streams", "initial_window_bytes", "connection_window_bytes", "reset_burst",
+    "reset_rate", "max_continuations",      "max_control_frames"};
 constexpr std::string_view kLimitKeys[] = {
     "max_request_line_bytes", "max_header_bytes", "max_header_count",
     "max_body_bytes",         "max_ranges",       "max_connections_per_worker",
@@ -51,10 +59,10 @@ constexpr std::string_view kLimitKeys[] = {
     "write_timeout",          "drain_timeout"};
 constexpr std::string_view kAccessLogKeys[] = {"format", "path"};
 constexpr std::string_view kCompressionKeys[] = {"enabled", "min_bytes", "gzip_level", "brotli_quality"};
-constexpr std::string_view kVhostKeys[] = {"names",   "port",        "default",       "root",
-                                           "index",   "listing",     "spa_fallback",  "follow_symlinks",
-                                           "headers", "error_pages", "server_header", "routes"};
-constexpr std::string_view kVhostNotYet[] = {"live_reload", "tls"};
+constexpr std::string_view kVhostKeys[] = {
+    "names",           "port",    "default",     "root",          "index",  "listing", "spa_fallback",
+    "follow_symlinks", "headers", "error_pages", "server_header", "routes", "tls"};
+constexpr std::string_view kVhostNotYet[] = {"live_reload"};
 constexpr std::string_view kRouteKeys[] = {"path",    "location",      "group",  "methods", "name",
                                            "headers", "server_header", "static", "respond", "redirect"};
 constexpr std::string_view kRouteNotYet[] = {"proxy", "grpc", "websocket", "fastcgi"};
@@ -339,6 +347,8 @@ private:
     void readLimits(const Value& v, Limits& l);
     void readAccessLog(const Value& v, AccessLog& a);
     void readCompression(const Value& v, Compression& c);
+    void readHttp2(const Value& v, Http2& h);
+    std::optional<TlsFiles> readTlsFiles(const Value& v);
     void readVhost(const Value& v, Vhost& vh);
     bool readStaticKey(const Entry& e, StaticAction& st);
     void checkSpaFallback(const Value& v, const StaticAction& st);
@@ -692,6 +702,8 @@ void Loader::readTop(const Value& v, Config& c) {
                 readAccessLog(val, c.accessLog);
             } else if (e.key == "compression") {
                 readCompression(val, c.compression);
+            } else if (e.key == "http2") {
+                readHttp2(val, c.http2);
             } else if (e.key == "server_header") {
                 if (auto b = boolean(val)) c.serverHeader = *b;
             } else if (e.key == "vhosts") {
@@ -726,18 +738,37 @@ void Loader::readListen(const Value& v, std::vector<Listen>& out) {
         if (item.node.IsScalar()) {
             l = parseAddress(item);
         } else if (item.node.IsMap()) {
-            bool sawAddress = false;
-            readMap(
-                item, kListenKeys,
-                [&](const Entry& e) {
-                    if (e.key != "address") return false;
+            bool sawAddress = false, tlsOk = true;
+            std::optional<ListenTls> tls;
+            readMap(item, kListenKeys, [&](const Entry& e) {
+                if (e.key == "address") {
                     sawAddress = true;
                     l = parseAddress(e.value);
-                    return true;
-                },
-                kListenNotYet);
+                } else if (e.key == "tls") {
+                    if (e.value.node.IsScalar() && e.value.node.Scalar() == "auto") {
+                        tls = ListenTls{true, {}};
+                    } else if (e.value.node.IsMap()) {
+                        auto files = readTlsFiles(e.value);
+                        if (files)
+                            tls = ListenTls{false, std::move(*files)};
+                        else
+                            tlsOk = false;
+                    } else {
+                        error(e.value,
+                              "expected `auto` (the local development CA) or {cert: FILE, key: FILE}, got " +
+                                  describe(e.value.node));
+                        tlsOk = false;
+                    }
+                } else {
+                    return false;
+                }
+                return true;
+            });
             if (!sawAddress) error(item, "listener needs an `address:` (HOST:PORT)");
-            if (item.node["tls"]) l.reset();
+            if (l && tlsOk)
+                l->tls = std::move(tls);
+            else
+                l.reset();
         } else if (item.node.IsSequence()) {
             error(item, "expected \"HOST:PORT\" or {address: HOST:PORT}, got a list; quote IPv6 addresses: "
                         "\"[::1]:8080\"");
@@ -914,6 +945,74 @@ void Loader::readCompression(const Value& v, Compression& c) {
     });
 }
 
+void Loader::readHttp2(const Value& v, Http2& h) {
+    constexpr std::int64_t kMaxWindow = 0x7fffffff; // RFC 9113 §6.9.1
+    readMap(v, kHttp2Keys, [&](const Entry& e) {
+        if (e.key == "enabled") {
+            if (auto b = boolean(e.value)) h.enabled = *b;
+        } else if (e.key == "max_concurrent_streams") {
+            if (auto n = integer(e.value, 1, 100000)) h.maxConcurrentStreams = static_cast<std::uint32_t>(*n);
+        } else if (e.key == "initial_window_bytes") {
+            if (auto n = size(e.value, 65535)) {
+                if (*n > static_cast<std::uint64_t>(kMaxWindow))
+                    error(e.value, "at most 2147483647 bytes (2^31-1)");
+                else
+                    h.initialWindowBytes = static_cast<std::uint32_t>(*n);
+            }
+        } else if (e.key == "connection_window_bytes") {
+            if (auto n = size(e.value, 65535)) {
+                if (*n > static_cast<std::uint64_t>(kMaxWindow))
+                    error(e.value, "at most 2147483647 bytes (2^31-1)");
+                else
+                    h.connectionWindowBytes = static_cast<std::uint32_t>(*n);
+            }
+        } else if (e.key == "reset_burst") {
+            if (auto n = integer(e.value, 1, 1000000)) h.resetBurst = static_cast<std::uint64_t>(*n);
+        } else if (e.key == "reset_rate") {
+            if (auto n = integer(e.value, 1, 1000000)) h.resetRate = static_cast<std::uint64_t>(*n);
+        } else if (e.key == "max_continuations") {
+            if (auto n = integer(e.value, 0, 1000)) h.maxContinuations = static_cast<std::uint32_t>(*n);
+        } else if (e.key == "max_control_frames") {
+            if (auto n = integer(e.value, 1, 1000000)) h.maxControlFrames = static_cast<std::uint64_t>(*n);
+        } else {
+            return false;
+        }
+        return true;
+    });
+}
+
+std::optional<TlsFiles> Loader::readTlsFiles(const Value& v) {
+    TlsFiles f;
+    f.where = locate(v.mark);
+    std::optional<Value> certValue;
+    bool ok = true;
+    readMap(v, kTlsKeys, [&](const Entry& e) {
+        auto p = existing(e.value, false);
+        if (!p)
+            ok = false;
+        else if (e.key == "cert")
+            f.cert = *p, certValue = e.value;
+        else if (e.key == "key")
+            f.key = *p;
+        else
+            return false;
+        return true;
+    });
+    if (!ok) return std::nullopt;
+    if (f.cert.empty() || f.key.empty()) {
+        error(v, f.cert.empty() ? "needs `cert:` (the certificate chain, PEM)"
+                                : "needs `key:` (the private key, PEM)");
+        return std::nullopt;
+    }
+#ifdef PORTICO_HAS_CERT_CHECK
+    if (std::string problem = tls::checkCertKeyPair(f.cert, f.key); !problem.empty()) {
+        error(*certValue, problem);
+        return std::nullopt;
+    }
+#endif
+    return f;
+}
+
 bool Loader::readStaticKey(const Entry& e, StaticAction& st) {
     const Value& val = e.value;
     if (e.key == "root") {
@@ -1030,6 +1129,11 @@ void Loader::readVhost(const Value& v, Vhost& vh) {
                 if (auto b = boolean(val)) vh.serverHeader = *b;
             } else if (e.key == "routes") {
                 routesValue = val;
+            } else if (e.key == "tls") {
+                if (!val.node.IsMap())
+                    error(val, "expected {cert: FILE, key: FILE}, got " + describe(val.node));
+                else
+                    vh.tls = readTlsFiles(val);
             } else {
                 return false;
             }

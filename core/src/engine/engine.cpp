@@ -5,6 +5,12 @@
 #include "net/access_log.h"
 #include "net/snapshot.h"
 #include "net/worker.h"
+#include "tls/server_tls.h"
+
+#if __has_include(<portico/tls/local_ca.h>)
+#include <portico/tls/local_ca.h>
+#define PORTICO_HAS_LOCAL_CA 1
+#endif
 
 #include <algorithm>
 #include <condition_variable>
@@ -24,7 +30,7 @@ namespace portico::engine {
 
 std::string Endpoint::url() const {
     bool v6 = host.find(':') != std::string::npos;
-    return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/";
+    return (tls ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/";
 }
 
 const char* version() { return PORTICO_VERSION; }
@@ -74,6 +80,7 @@ struct Engine::Impl {
         std::string host;
         std::uint16_t configuredPort;
         std::uint16_t port;
+        bool tls = false;
     };
 
     net::SnapshotSlot slot;
@@ -88,6 +95,44 @@ struct Engine::Impl {
     std::mutex watchMutex;
     std::condition_variable watchCv;
     bool watchStop = false;
+
+#ifdef PORTICO_HAS_LOCAL_CA
+    std::shared_ptr<tls::LocalCa> ca; // opened on first use of `tls: auto`
+#endif
+
+    /// The snapshot for `config` whose listeners are bound as `bound` (same order as config->listen).
+    std::shared_ptr<net::Snapshot> snapshot(std::shared_ptr<const config::Config> config,
+                                            const std::vector<BoundListener>& bound, std::string& error) {
+        auto snap = std::make_shared<net::Snapshot>(config);
+        for (std::size_t i = 0; i < config->listen.size(); ++i) {
+            const auto& l = config->listen[i];
+            if (!l.tls) continue;
+            tls::Issuer issuer;
+            if (l.tls->autoCa) {
+#ifdef PORTICO_HAS_LOCAL_CA
+                if (!ca) {
+                    ca = tls::LocalCa::openOrCreate(tls::defaultDataDir(), error);
+                    if (!ca) return nullptr;
+                }
+                issuer = [ca = ca](std::string_view name, std::string& err) -> std::optional<tls::PemPair> {
+                    auto leaf = ca->leafFor(name, err);
+                    if (!leaf) return std::nullopt;
+                    return tls::PemPair{leaf->chainPem, leaf->keyPem};
+                };
+#else
+                error = "tls: auto is not available in this build";
+                return nullptr;
+#endif
+            }
+            auto t = tls::ServerTls::create(*config, *l.tls, std::move(issuer), error);
+            if (!t) {
+                error = l.host + ":" + std::to_string(l.port) + ": " + error;
+                return nullptr;
+            }
+            snap->tls[bound[i].port] = std::move(t);
+        }
+        return snap;
+    }
 
     bool openOnAll(const std::string& host, std::uint16_t port, std::uint16_t& bound, std::string& error) {
         if (port != 0 && !portIsFree(host, port, error)) return false;
@@ -130,20 +175,25 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
             return false;
         }
     }
+    // Workers read limits from the slot while listeners open; the TLS contexts come after.
     d_->slot.publish(std::make_shared<const net::Snapshot>(config));
     unsigned n = config->workers ? config->workers : std::max(1u, std::thread::hardware_concurrency());
     for (unsigned i = 0; i < n; ++i)
         d_->workers.push_back(std::make_unique<net::Worker>(i, d_->slot, d_->log));
+    auto fail = [&] {
+        d_->workers.clear();
+        d_->listeners.clear();
+        d_->log.reset();
+        return false;
+    };
     for (const auto& l : config->listen) {
         std::uint16_t bound = 0;
-        if (!d_->openOnAll(l.host, l.port, bound, error)) {
-            d_->workers.clear();
-            d_->listeners.clear();
-            d_->log.reset();
-            return false;
-        }
-        d_->listeners.push_back({l.host, l.port, bound});
+        if (!d_->openOnAll(l.host, l.port, bound, error)) return fail();
+        d_->listeners.push_back({l.host, l.port, bound, l.tls.has_value()});
     }
+    auto snap = d_->snapshot(config, d_->listeners, error);
+    if (!snap) return fail();
+    d_->slot.publish(std::move(snap));
     for (auto& w : d_->workers)
         w->start();
     d_->running = true;
@@ -169,6 +219,7 @@ bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& 
         });
         if (it != d_->listeners.end()) {
             next.push_back(*it);
+            next.back().tls = l.tls.has_value();
             continue;
         }
         std::uint16_t bound = 0;
@@ -178,10 +229,17 @@ bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& 
                     w->runSync([&] { w->closeListener(a.host, a.port); });
             return false;
         }
-        added.push_back({l.host, l.port, bound});
+        added.push_back({l.host, l.port, bound, l.tls.has_value()});
         next.push_back(added.back());
     }
-    d_->slot.publish(std::make_shared<const net::Snapshot>(config));
+    auto snap = d_->snapshot(config, next, error);
+    if (!snap) {
+        for (const auto& a : added)
+            for (auto& w : d_->workers)
+                w->runSync([&] { w->closeListener(a.host, a.port); });
+        return false;
+    }
+    d_->slot.publish(std::move(snap));
     for (const auto& old : d_->listeners) {
         bool kept = std::any_of(next.begin(), next.end(), [&](const Impl::BoundListener& b) {
             return b.host == old.host && b.port == old.port;
@@ -230,7 +288,7 @@ std::vector<Endpoint> Engine::endpoints() const {
     std::lock_guard lock(d_->mutex);
     std::vector<Endpoint> out;
     for (const auto& l : d_->listeners)
-        out.push_back({l.host, l.port});
+        out.push_back({l.host, l.port, l.tls});
     return out;
 }
 
@@ -254,6 +312,7 @@ Counters Engine::sumCounters() const {
         c.parseErrors += wc.parseErrors.load(std::memory_order_relaxed);
         c.timeouts += wc.timeouts.load(std::memory_order_relaxed);
         c.connectionsRefused += wc.refused.load(std::memory_order_relaxed);
+        c.tlsHandshakeFailures += wc.tlsHandshakeFailures.load(std::memory_order_relaxed);
     }
     return c;
 }

@@ -24,6 +24,7 @@ struct AccessRecord {
     std::string host;
     std::string referer;
     std::string userAgent;
+    int versionMajor = 1;
     int versionMinor = 1;
     int status = 0;
     std::uint64_t bytes = 0; ///< response body bytes

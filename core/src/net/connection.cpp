@@ -1,7 +1,10 @@
 // HTTP/1.1 connection state machine: non-blocking reads, pipelined dispatch, batched writes, sendfile.
 #include "net/connection.h"
 
+#include "net/h2_connection.h"
+#include "net/transport.h"
 #include "net/worker.h"
+#include "tls/server_tls.h"
 
 #include <portico/handlers/dispatch.h>
 #include <portico/http/path.h>
@@ -10,6 +13,9 @@
 #include <cerrno>
 #include <charconv>
 #include <limits>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include <netinet/in.h>
 #include <sys/sendfile.h>
@@ -25,6 +31,21 @@ constexpr std::size_t kMaxBatchBytes = 256 * 1024;    // flush pipelined output 
 constexpr std::uint64_t kInlineFileBytes = 16 * 1024; // smaller file bodies are copied, not sendfile'd
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr auto kParkAfter = std::chrono::milliseconds(200); // idle this long → buffers back to the pool
+constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"; // RFC 9113 §3.4
+constexpr std::size_t kTlsFileChunk = 64 * 1024; // file bytes read per TLS write (sendfile needs cleartext)
+
+// At most one line per second per process: a scanner must not flood the terminal.
+void logHandshakeFailure(const std::string& client) {
+    static std::atomic<std::int64_t> last{0};
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    std::int64_t prev = last.load(std::memory_order_relaxed);
+    if (prev == now || !last.compare_exchange_strong(prev, now)) return;
+    char reason[256] = "closed during the handshake";
+    if (unsigned long e = ERR_peek_last_error()) ERR_error_string_n(e, reason, sizeof reason);
+    std::fprintf(stderr, "portico: TLS handshake with %s failed: %s\n", client.c_str(), reason);
+}
 
 void appendNumber(IoBuffer& out, std::uint64_t n) {
     char buf[24];
@@ -58,6 +79,7 @@ Connection::Connection(Worker& worker, Socket socket, std::uint16_t localPort)
 
 Connection::~Connection() {
     worker_.unlink(this);
+    if (ssl_) SSL_free(ssl_);
     worker_.buffers().release(in_);
     worker_.buffers().release(out_);
 }
@@ -66,8 +88,64 @@ void Connection::start() {
     boost::system::error_code ec;
     socket_.non_blocking(true, ec);
     socket_.set_option(tcp::no_delay(true), ec);
-    setPhase(Phase::Idle, worker_.snapshot().config->limits.headerTimeout);
+    const Snapshot& snap = worker_.snapshot();
+    if (auto it = snap.tls.find(localPort_); it != snap.tls.end() && it->second) {
+        ssl_ = it->second->newSsl(socket_.native_handle());
+        if (!ssl_) {
+            abort();
+            return;
+        }
+        // The listener's contexts must outlive the handshake even if a reload replaces them.
+        rare().tls = it->second;
+        setPhase(Phase::Handshake, snap.config->limits.headerTimeout);
+        handshake();
+        return;
+    }
+    setPhase(Phase::Idle, snap.config->limits.headerTimeout);
     waitRead();
+}
+
+void Connection::handshake() {
+    ERR_clear_error();
+    int rc = SSL_do_handshake(ssl_);
+    if (rc == 1) {
+        rare_->tls.reset();
+        if (tls::alpnOf(ssl_) == "h2") {
+            startH2({});
+            return;
+        }
+        setPhase(Phase::Idle, worker_.snapshot().config->limits.headerTimeout);
+        waitRead();
+        return;
+    }
+    int err = SSL_get_error(ssl_, rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        socket_.async_wait(err == SSL_ERROR_WANT_READ ? Socket::wait_read : Socket::wait_write,
+                           [self = shared_from_this()](const boost::system::error_code& ec) {
+                               if (ec || self->closed_) return;
+                               self->handshake();
+                           });
+        return;
+    }
+    worker_.counters().tlsHandshakeFailures.fetch_add(1, std::memory_order_relaxed);
+    rare_->tls->handshakeFailures.fetch_add(1, std::memory_order_relaxed);
+    boost::system::error_code ec;
+    auto remote = socket_.remote_endpoint(ec);
+    logHandshakeFailure(ec ? std::string("?") : remote.address().to_string());
+    ERR_clear_error();
+    abort();
+}
+
+bool Connection::startH2(std::string_view received) {
+    // The socket (and TLS state) move to an HTTP/2 session; this object is finished.
+    auto h2 = std::make_shared<H2Connection>(worker_, std::move(socket_), ssl_, localPort_, received);
+    ssl_ = nullptr;
+    closed_ = true;
+    deadline_ = Clock::time_point::max();
+    if (rare_) rare_->tls.reset();
+    releaseBuffers();
+    h2->start();
+    return true;
 }
 
 void Connection::setPhase(Phase p, std::chrono::nanoseconds timeout) {
@@ -84,6 +162,19 @@ void Connection::setPhase(Phase p, std::chrono::nanoseconds timeout) {
 // its buffers go back to the pool and it waits with async_wait, which costs an epoll_ctl per wait
 // but keeps an idle connection down to the socket and this object.
 void Connection::waitRead() {
+    if (ssl_ && phase_ != Phase::Closing) {
+        // TLS: OpenSSL reads the socket itself. Decrypted bytes it still holds would never make
+        // the socket readable, so they are taken at once.
+        if (transportPending(ssl_)) {
+            asio::post(worker_.io(), [self = shared_from_this()] { self->onReadable({}); });
+            return;
+        }
+        if (in_.empty()) worker_.buffers().release(in_); // nothing to park later
+        socket_.async_wait(
+            Socket::wait_read,
+            [self = shared_from_this()](const boost::system::error_code& ec) { self->onReadable(ec); });
+        return;
+    }
     if (in_.allocated() && phase_ != Phase::Closing) {
         std::size_t room = 0;
         char* p = in_.writable(room);
@@ -156,24 +247,28 @@ void Connection::onReadable(const boost::system::error_code& ec) {
     // A parked connection woke up: it holds no buffer (parking needs an empty one), so take a
     // fresh one, read once, and continue as a buffered read would.
     if (!in_.allocated()) in_ = worker_.buffers().acquire();
-    for (;;) {
-        std::size_t room = 0;
-        char* p = in_.writable(room);
-        ssize_t n = ::recv(socket_.native_handle(), p, room, 0);
-        if (n > 0) {
-            onRead({}, static_cast<std::size_t>(n));
-            return;
-        }
-        if (n == 0) { // peer closed its side
-            abort();
-            return;
-        }
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (in_.empty()) worker_.buffers().release(in_);
-            waitRead();
-            return;
-        }
+    std::size_t room = 0;
+    char* p = in_.writable(room);
+    if (room < 1024) {
+        in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
+        p = in_.writable(room);
+    }
+    IoResult r = transportRead(socket_.native_handle(), ssl_, p, room);
+    switch (r.status) {
+    case IoStatus::Ok:
+        onRead({}, r.n);
+        return;
+    case IoStatus::WantRead:
+        if (in_.empty()) worker_.buffers().release(in_);
+        waitRead();
+        return;
+    case IoStatus::WantWrite: // TLS needs to write first (e.g. a key update)
+        socket_.async_wait(
+            Socket::wait_write,
+            [self = shared_from_this()](const boost::system::error_code& ec) { self->onReadable(ec); });
+        return;
+    case IoStatus::Eof: // peer closed its side
+    case IoStatus::Error:
         abort();
         return;
     }
@@ -182,6 +277,7 @@ void Connection::onReadable(const boost::system::error_code& ec) {
 void Connection::drive() {
     for (;;) {
         if (!closeAfterWrite_ && !delayed() && !sendingFile()) parseAndHandle();
+        if (closed_) return; // handed over to HTTP/2
         if (delayed()) {
             if (!rare_->delayTimer) rare_->delayTimer.emplace(worker_.io());
             phase_ = Phase::Delay;
@@ -231,6 +327,14 @@ void Connection::parseAndHandle() {
     for (;;) {
         if (in_.empty()) return;
         std::string_view data = in_.unread();
+        if (!servedAny_ && !ssl_ && data.front() == 'P' && worker_.snapshot().config->http2.enabled) {
+            // h2c with prior knowledge (RFC 9113 §3.3): the client preface instead of a request.
+            if (data.size() < kH2Preface.size() && kH2Preface.starts_with(data)) return;
+            if (data.starts_with(kH2Preface)) {
+                startH2(data);
+                return;
+            }
+        }
         http1::RequestHead& head = worker_.head();
         std::size_t consumed = 0;
         http1::ParseError err;
@@ -366,6 +470,7 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
     req.keepAlive = head.keepAlive;
     req.path = {};
     worker_.counters().requests.fetch_add(1, std::memory_order_relaxed);
+    servedAny_ = true;
 
     http::Response& res = worker_.response();
     res.reset();
@@ -495,17 +600,31 @@ void Connection::queueError(int status) {
 
 Connection::Flush Connection::flushNow() {
     const int fd = socket_.native_handle();
-    while (!out_.empty()) {
-        std::string_view d = out_.unread();
-        // MSG_MORE when a file follows: the head and the first file bytes leave in one segment.
-        ssize_t n = ::send(fd, d.data(), d.size(), MSG_NOSIGNAL | (sendingFile() ? MSG_MORE : 0));
-        if (n > 0) {
-            out_.consume(static_cast<std::size_t>(n));
-            continue;
+    for (;;) {
+        while (!out_.empty()) {
+            std::string_view d = out_.unread();
+            // MSG_MORE when a file follows: the head and the first file bytes leave in one segment.
+            IoResult r = transportWrite(fd, ssl_, d.data(), d.size(), sendingFile());
+            if (r.status == IoStatus::Ok) {
+                out_.consume(r.n);
+                continue;
+            }
+            if (r.status == IoStatus::WantWrite || r.status == IoStatus::WantRead) return Flush::Blocked;
+            return Flush::Failed;
         }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Flush::Blocked;
-        return Flush::Failed;
+        if (!ssl_ || !sendingFile()) break;
+        // TLS: sendfile would bypass the encryption; the file goes through the output buffer.
+        Rare& r = *rare_;
+        if (!out_.allocated()) out_ = worker_.buffers().acquire();
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(r.fileLeft, kTlsFileChunk));
+        out_.ensureRoom(n);
+        std::size_t room = 0;
+        char* p = out_.writable(room);
+        ssize_t got = ::pread(r.file->fd, p, n, static_cast<off_t>(r.fileOffset));
+        if (got <= 0) return Flush::Failed; // the file shrank; the promised length can't be kept
+        out_.commit(static_cast<std::size_t>(got));
+        r.fileOffset += static_cast<std::uint64_t>(got);
+        r.fileLeft -= static_cast<std::uint64_t>(got);
     }
     while (sendingFile()) {
         Rare& r = *rare_;
@@ -529,6 +648,10 @@ void Connection::lingeringClose() {
     // Half-close and keep reading for a moment, so the client sees our response instead of a reset
     // caused by request bytes we never read (RFC 9112 §9.6).
     releaseBuffers();
+    if (ssl_) {
+        SSL_shutdown(ssl_); // close_notify (RFC 8446 §6.1); the client's reply is not awaited
+        ERR_clear_error();
+    }
     ::shutdown(socket_.native_handle(), SHUT_WR);
     phase_ = Phase::Closing;
     deadline_ = worker_.now() + kLingerTime;
@@ -552,6 +675,10 @@ void Connection::checkDeadline(Clock::time_point now) {
     }
     if (now < deadline_) return;
     switch (phase_) {
+    case Phase::Handshake:
+        worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
+        abort();
+        return;
     case Phase::Head:
     case Phase::Body:
         // RFC 9110 §15.5.9: tell the client why before closing.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "net/io_buffer.h"
+#include "net/session.h"
 
 #include <portico/http/message.h>
 #include <portico/http1/parser.h>
@@ -15,14 +16,18 @@
 #include <optional>
 #include <string>
 
+typedef struct ssl_st SSL;
+
+namespace portico::tls {
+class ServerTls;
+}
+
 namespace portico::net {
 
 class Worker;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection final : public Session, public std::enable_shared_from_this<Connection> {
 public:
-    using Clock = std::chrono::steady_clock;
-
     /// A socket bound to the worker's io_context executor: smaller than one with the polymorphic
     /// executor, and so are the operations Asio allocates for it.
     using Socket =
@@ -33,19 +38,18 @@ public:
 
     void start();
     /// Called by the worker's ticker: enforce the deadline of the current phase.
-    void checkDeadline(Clock::time_point now);
+    void checkDeadline(Clock::time_point now) override;
     /// Called when the worker starts draining: idle connections close now, busy ones after the exchange.
-    void onDrain();
+    void onDrain() override;
     /// Closes at once (drain timeout passed).
-    void abort();
-
-    Connection* prev = nullptr; // worker's intrusive list
-    Connection* next = nullptr;
+    void abort() override;
 
 private:
-    enum class Phase : std::uint8_t { Idle, Head, Body, Write, Delay, Closing };
+    enum class Phase : std::uint8_t { Handshake, Idle, Head, Body, Write, Delay, Closing };
     enum class Flush : std::uint8_t { Done, Blocked, Failed };
 
+    void handshake();
+    bool startH2(std::string_view received);
     void waitRead();
     void waitWrite();
     void onReadable(const boost::system::error_code& ec);
@@ -75,6 +79,7 @@ private:
         std::size_t chunkPos = 0; // raw bytes after the head already fed to the decoder
         bool chunkActive = false;
         std::optional<boost::asio::steady_timer> delayTimer;
+        std::shared_ptr<tls::ServerTls> tls; // during the handshake
         std::chrono::nanoseconds delay{0};
     };
     Rare& rare();
@@ -83,6 +88,7 @@ private:
 
     Worker& worker_;
     Socket socket_;
+    SSL* ssl_ = nullptr; // TLS (transport.h); null on cleartext
     IoBuffer in_;
     IoBuffer out_;
     std::unique_ptr<Rare> rare_;
@@ -94,7 +100,8 @@ private:
     bool sentContinue_ = false;
     bool moreBuffered_ = false; // a complete request may still be waiting in in_
     bool closed_ = false;
-    bool parking_ = false; // the buffered read was cancelled to give the buffer back
+    bool parking_ = false;   // the buffered read was cancelled to give the buffer back
+    bool servedAny_ = false; // a request was answered (the h2c preface only counts before that)
 };
 
 } // namespace portico::net

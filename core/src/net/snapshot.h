@@ -8,6 +8,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
+
+namespace portico::tls {
+class ServerTls;
+}
 
 namespace portico::net {
 
@@ -15,6 +20,8 @@ struct Snapshot {
     explicit Snapshot(std::shared_ptr<const config::Config> c) : config(std::move(c)), router(*config) {}
     std::shared_ptr<const config::Config> config;
     routing::Router router;
+    /// TLS of each listener by its bound port; absent: cleartext. Filled before publishing.
+    std::unordered_map<std::uint16_t, std::shared_ptr<tls::ServerTls>> tls;
 };
 
 /// Where the engine publishes snapshots. Workers compare `generation` (one relaxed-cost atomic

@@ -131,8 +131,8 @@ void Worker::updateClock() {
 
 void Worker::tick() {
     updateClock();
-    for (Connection* c = first_; c;) {
-        Connection* next = c->next; // checkDeadline may unlink c
+    for (Session* c = first_; c;) {
+        Session* next = c->next; // checkDeadline may unlink c
         c->checkDeadline(now_);
         c = next;
     }
@@ -143,8 +143,8 @@ void Worker::tick() {
             return;
         }
         if (now_ >= drainDeadline_) {
-            for (Connection* c = first_; c;) {
-                Connection* next = c->next;
+            for (Session* c = first_; c;) {
+                Session* next = c->next;
                 c->abort();
                 c = next;
             }
@@ -163,8 +163,8 @@ void Worker::beginDrain(std::chrono::nanoseconds timeout) {
         boost::system::error_code ec;
         for (auto& l : listeners_)
             l.acceptor.close(ec);
-        for (Connection* c = first_; c;) {
-            Connection* next = c->next;
+        for (Session* c = first_; c;) {
+            Session* next = c->next;
             c->onDrain();
             c = next;
         }
@@ -180,7 +180,7 @@ void Worker::join() {
     if (thread_.joinable()) thread_.join();
 }
 
-void Worker::link(Connection* c) {
+void Worker::link(Session* c) {
     c->next = first_;
     c->prev = nullptr;
     if (first_) first_->prev = c;
@@ -188,7 +188,7 @@ void Worker::link(Connection* c) {
     counters_.open.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Worker::unlink(Connection* c) {
+void Worker::unlink(Session* c) {
     if (c->prev)
         c->prev->next = c->next;
     else

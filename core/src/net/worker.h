@@ -3,6 +3,7 @@
 
 #include "net/access_log.h"
 #include "net/io_buffer.h"
+#include "net/session.h"
 #include "net/snapshot.h"
 
 #include <portico/handlers/dispatch.h>
@@ -34,6 +35,7 @@ struct WorkerCounters {
     std::atomic<std::uint64_t> parseErrors{0};
     std::atomic<std::uint64_t> timeouts{0};
     std::atomic<std::uint64_t> refused{0};
+    std::atomic<std::uint64_t> tlsHandshakeFailures{0};
 };
 
 class Worker {
@@ -74,6 +76,10 @@ public:
     http::Request& request() { return request_; }
     http::Response& response() { return response_; }
     std::string& pathScratch() { return path_; }
+    // HTTP/2 scratch (one stream is dispatched at a time on a worker).
+    std::vector<http::Header>& h2Headers() { return h2Headers_; }
+    std::vector<http::Header>& h2Trailers() { return h2Trailers_; }
+    std::string& h2Arena() { return h2Arena_; }
     std::string_view dateLine() const { return {date_, dateLen_}; }
     Clock::time_point now() const { return now_; }
     bool draining() const { return draining_; }
@@ -81,8 +87,8 @@ public:
     WorkerCounters& counters() { return counters_; }
     const WorkerCounters& counters() const { return counters_; }
 
-    void link(Connection* c);
-    void unlink(Connection* c);
+    void link(Session* c);
+    void unlink(Session* c);
 
 private:
     struct Listener {
@@ -110,13 +116,16 @@ private:
     http::Request request_;
     http::Response response_;
     std::string path_;
+    std::vector<http::Header> h2Headers_;
+    std::vector<http::Header> h2Trailers_;
+    std::string h2Arena_;
     char date_[64]{};
     std::size_t dateLen_ = 0;
     std::time_t dateSecond_ = 0;
     Clock::time_point now_;
     Clock::time_point drainDeadline_;
     bool draining_ = false;
-    Connection* first_ = nullptr; // intrusive list of live connections (for timeouts and drain)
+    Session* first_ = nullptr; // intrusive list of live connections (for timeouts and drain)
     WorkerCounters counters_;
 };
 

@@ -23,11 +23,38 @@ struct Location {
     int column = 0;
 };
 
+/// A certificate chain and its private key, both PEM files (absolute paths after loading).
+struct TlsFiles {
+    std::string cert; ///< leaf first, then intermediates
+    std::string key;
+    Location where;
+};
+
+/// TLS on a listener (`tls: auto` or `tls: {cert: FILE, key: FILE}`). TLS 1.2 and 1.3, ALPN h2 and
+/// http/1.1; SNI picks a vhost's own `tls:` files when its name matches.
+struct ListenTls {
+    bool autoCa = false; ///< certificates issued on demand by the local development CA
+    TlsFiles files;      ///< when !autoCa
+};
+
 /// One listening socket. `host` is an IPv4 or IPv6 literal ("127.0.0.1", "::1", "0.0.0.0").
 struct Listen {
     std::string host = "127.0.0.1";
-    std::uint16_t port = 8080; ///< 0 = any free port (tests)
+    std::uint16_t port = 8080;    ///< 0 = any free port (tests)
+    std::optional<ListenTls> tls; ///< none: cleartext (HTTP/1.1 and h2c with prior knowledge)
     Location where;
+};
+
+/// HTTP/2 settings (`http2:`), RFC 9113. Abuse beyond these bounds gets GOAWAY(ENHANCE_YOUR_CALM).
+struct Http2 {
+    bool enabled = true;                      ///< ALPN h2 on TLS listeners, prior-knowledge h2c on cleartext
+    std::uint32_t maxConcurrentStreams = 128; ///< SETTINGS_MAX_CONCURRENT_STREAMS
+    std::uint32_t initialWindowBytes = 1 << 20; ///< per stream (SETTINGS_INITIAL_WINDOW_SIZE), 65535..2^31-1
+    std::uint32_t connectionWindowBytes = 16 << 20; ///< whole connection, 65535..2^31-1
+    std::uint64_t resetBurst = 1000;       ///< RST_STREAMs a client may send at once (Rapid Reset bound)...
+    std::uint64_t resetRate = 33;          ///< ...and per second after that
+    std::uint32_t maxContinuations = 8;    ///< CONTINUATION frames after one HEADERS
+    std::uint64_t maxControlFrames = 1000; ///< queued PING/SETTINGS acks before the client is cut off
 };
 
 /// Parser limits and timeouts (`limits:` in YAML). Sizes in bytes, durations in nanoseconds.
@@ -122,6 +149,7 @@ struct Vhost {
     HeaderList headers;                    ///< added to every response of this vhost
     std::map<int, std::string> errorPages; ///< status → absolute file path
     std::optional<bool> serverHeader;      ///< overrides the global switch
+    std::optional<TlsFiles> tls;           ///< certificate for this vhost's names on TLS listeners (SNI)
     std::vector<Route> routes;             ///< groups are flattened in at load time
     Location where;
 };
@@ -133,6 +161,7 @@ struct Config {
     Limits limits;
     AccessLog accessLog;
     Compression compression;
+    Http2 http2;
     bool serverHeader = true; ///< send "Server: Portico/VERSION"
     std::vector<Vhost> vhosts;
     std::string sourcePath; ///< file it was loaded from ("" if built in code)

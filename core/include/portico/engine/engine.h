@@ -17,7 +17,8 @@ namespace portico::engine {
 struct Endpoint {
     std::string host; ///< as configured ("127.0.0.1", "::1")
     std::uint16_t port = 0;
-    std::string url() const; ///< "http://127.0.0.1:8080/" ("http://[::1]:8080/" for IPv6)
+    bool tls = false;        ///< HTTPS (h2 and http/1.1 by ALPN); else cleartext HTTP/1.1 and h2c
+    std::string url() const; ///< "http://127.0.0.1:8080/" ("https://[::1]:8443/" for IPv6 with TLS)
 };
 
 /// Totals since start, summed over workers (relaxed counters; exact once the engine is stopped).
@@ -28,6 +29,7 @@ struct Counters {
     std::uint64_t parseErrors = 0; ///< requests answered 4xx/5xx by the parser (400, 413, 414, 431, 501, 505)
     std::uint64_t timeouts = 0;    ///< connections closed by a header/body/idle/write timeout
     std::uint64_t connectionsRefused = 0; ///< over limits.max_connections_per_worker
+    std::uint64_t tlsHandshakeFailures = 0; ///< TLS handshakes that failed or timed out before completing
 };
 
 class Engine {
@@ -37,9 +39,11 @@ public:
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    /// Opens every listener on every worker (SO_REUSEPORT, one socket per worker) and starts the
-    /// worker threads. Returns false with `error` set ("127.0.0.1:80: Permission denied") and
-    /// nothing running if any listener cannot be opened.
+    /// Opens every listener on every worker (SO_REUSEPORT, one socket per worker), builds the TLS
+    /// contexts of TLS listeners (creating the local development CA under tls::defaultDataDir()
+    /// on first use of `tls: auto`) and starts the worker threads. Returns false with `error` set
+    /// ("127.0.0.1:80: Permission denied", "cert.pem: cannot load ...") and nothing running if any
+    /// listener cannot be opened.
     bool start(std::shared_ptr<const config::Config> config, std::string& error);
 
     /// Publishes a new snapshot atomically: each request uses the snapshot current when its head was

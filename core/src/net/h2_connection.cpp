@@ -1,0 +1,580 @@
+// HTTP/2 server connection on nghttp2 (RFC 9113): frames in through mem_recv, out through
+// mem_send into one buffer that is written once per loop turn.
+#include "net/h2_connection.h"
+
+#include "net/transport.h"
+#include "net/worker.h"
+
+#include <portico/handlers/dispatch.h>
+#include <portico/http/path.h>
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/ssl.h>
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace portico::net {
+namespace asio = boost::asio;
+
+namespace {
+constexpr std::size_t kOutHighWater = 64 * 1024; // stop pulling frames from nghttp2 above this
+constexpr int kReadsPerTurn = 4;                 // then let other connections of the worker run
+
+// Connection-specific fields (RFC 9113 §8.2.2) that a handler's field block may carry but an
+// HTTP/2 response must not.
+bool connectionSpecific(std::string_view lowerName) {
+    return lowerName == "connection" || lowerName == "keep-alive" || lowerName == "proxy-connection" ||
+           lowerName == "transfer-encoding" || lowerName == "upgrade";
+}
+
+H2Connection* self(void* user) { return static_cast<H2Connection*>(user); }
+
+int onBeginHeadersCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    return self(user)->onBeginHeaders(frame->hd.stream_id);
+}
+
+int onHeaderCb(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
+               const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user) {
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    return self(user)->onHeader(frame->hd.stream_id, frame->headers.cat == NGHTTP2_HCAT_HEADERS,
+                                {reinterpret_cast<const char*>(name), namelen},
+                                {reinterpret_cast<const char*>(value), valuelen});
+}
+
+int onFrameRecvCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    switch (frame->hd.type) {
+    case NGHTTP2_HEADERS:
+        return self(user)->onHeadersEnd(frame->hd.stream_id, frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
+    case NGHTTP2_DATA:
+        if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+            return self(user)->onRequestComplete(frame->hd.stream_id);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int onDataChunkCb(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data, std::size_t len,
+                  void* user) {
+    return self(user)->onData(id, data, len);
+}
+
+int onStreamCloseCb(nghttp2_session*, std::int32_t id, std::uint32_t, void* user) {
+    self(user)->onStreamClose(id);
+    return 0;
+}
+
+ssize_t readBodyCb(nghttp2_session*, std::int32_t id, std::uint8_t* buf, std::size_t len,
+                   std::uint32_t* flags, nghttp2_data_source*, void* user) {
+    return self(user)->readBody(id, buf, len, flags);
+}
+
+struct Callbacks {
+    nghttp2_session_callbacks* cbs = nullptr;
+    Callbacks() {
+        nghttp2_session_callbacks_new(&cbs);
+        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, onBeginHeadersCb);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, onHeaderCb);
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onFrameRecvCb);
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, onDataChunkCb);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onStreamCloseCb);
+    }
+    ~Callbacks() { nghttp2_session_callbacks_del(cbs); }
+};
+} // namespace
+
+struct H2Connection::Stream {
+    explicit Stream(std::int32_t i) : id(i) {}
+    struct Field {
+        std::uint32_t name, nameLen, value, valueLen;
+        bool trailer;
+    };
+    std::int32_t id;
+    std::string arena; // field names and values as received
+    std::vector<Field> fields;
+    std::string method, path, scheme, authority;
+    std::string body;
+    std::uint64_t fieldBytes = 0;
+    int earlyStatus = 0; // decided while receiving (413, 431)
+    bool dispatched = false;
+    bool head = false;
+    http::Response res;
+    std::uint64_t sent = 0; // body bytes handed to nghttp2
+    std::optional<asio::steady_timer> timer;
+    Clock::time_point start = Clock::now();
+    std::string target; // for the access log
+    std::string host;
+};
+
+H2Connection::H2Connection(Worker& worker, Connection::Socket socket, SSL* ssl, std::uint16_t localPort,
+                           std::string_view received)
+    : worker_(worker), socket_(std::move(socket)), ssl_(ssl), localPort_(localPort) {
+    worker_.link(this);
+    in_ = worker_.buffers().acquire();
+    in_.append(received);
+    boost::system::error_code ec;
+    auto remote = socket_.remote_endpoint(ec);
+    if (!ec) clientAddress_ = remote.address().to_string();
+}
+
+H2Connection::~H2Connection() {
+    worker_.unlink(this);
+    if (session_) nghttp2_session_del(session_);
+    if (ssl_) SSL_free(ssl_);
+    worker_.buffers().release(in_);
+    worker_.buffers().release(out_);
+}
+
+void H2Connection::start() {
+    static const Callbacks callbacks;
+    const auto& cfg = *worker_.snapshot().config;
+    const auto& h2 = cfg.http2;
+    nghttp2_option* opt = nullptr;
+    nghttp2_option_new(&opt);
+    nghttp2_option_set_max_outbound_ack(opt, h2.maxControlFrames);
+    nghttp2_option_set_stream_reset_rate_limit(opt, h2.resetBurst, h2.resetRate);
+    nghttp2_option_set_max_continuations(opt, h2.maxContinuations);
+    int rc = nghttp2_session_server_new2(&session_, callbacks.cbs, this, opt);
+    nghttp2_option_del(opt);
+    if (rc != 0) {
+        abort();
+        return;
+    }
+    const nghttp2_settings_entry settings[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, h2.maxConcurrentStreams},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, h2.initialWindowBytes},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+         static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg.limits.maxHeaderBytes, 0xffffffffu))},
+    };
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                          static_cast<std::int32_t>(h2.connectionWindowBytes));
+    deadline_ = Clock::now() + cfg.limits.headerTimeout;
+    // Bytes the HTTP/1.1 side read before it saw the preface.
+    if (!in_.empty()) {
+        std::string_view d = in_.unread();
+        ssize_t n =
+            nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(d.data()), d.size());
+        in_.clear();
+        if (n < 0) {
+            abort();
+            return;
+        }
+    }
+    flush();
+    if (!closed_) waitRead();
+}
+
+void H2Connection::waitRead() {
+    if (closed_ || reading_) return;
+    reading_ = true;
+    if (transportPending(ssl_)) {
+        asio::post(worker_.io(), [s = shared_from_this()] {
+            s->reading_ = false;
+            s->onReadable();
+        });
+        return;
+    }
+    socket_.async_wait(Connection::Socket::wait_read,
+                       [s = shared_from_this()](const boost::system::error_code& ec) {
+                           s->reading_ = false;
+                           if (ec || s->closed_) return;
+                           s->onReadable();
+                       });
+}
+
+void H2Connection::onReadable() {
+    if (closed_) return;
+    if (!in_.allocated()) in_ = worker_.buffers().acquire();
+    for (int i = 0; i < kReadsPerTurn; ++i) {
+        std::size_t room = 0;
+        char* p = in_.writable(room);
+        IoResult r = transportRead(socket_.native_handle(), ssl_, p, room);
+        if (r.status == IoStatus::WantRead) break;
+        if (r.status != IoStatus::Ok) {
+            abort();
+            return;
+        }
+        ssize_t n = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(p), r.n);
+        if (n < 0) {
+            // Bad frames, flooding (NGHTTP2_ERR_FLOODED), a rapid-reset burst: nghttp2 has queued
+            // GOAWAY where the protocol calls for one; send what is queued, then close.
+            nghttp2_session_terminate_session(session_, n == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
+                                                                                 : NGHTTP2_PROTOCOL_ERROR);
+            flush();
+            abort();
+            return;
+        }
+        if (closed_) return;
+    }
+    worker_.buffers().release(in_); // idle HTTP/2 connections hold no read buffer
+    flush();
+    waitRead();
+}
+
+void H2Connection::flush() {
+    if (closed_ || writing_) return;
+    const int fd = socket_.native_handle();
+    for (;;) {
+        while (out_.size() < kOutHighWater) {
+            const std::uint8_t* data = nullptr;
+            ssize_t n = nghttp2_session_mem_send(session_, &data);
+            if (n < 0) {
+                abort();
+                return;
+            }
+            if (n == 0) break;
+            if (!out_.allocated()) out_ = worker_.buffers().acquire();
+            out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+        }
+        if (out_.empty()) break;
+        std::string_view d = out_.unread();
+        IoResult r = transportWrite(fd, ssl_, d.data(), d.size());
+        if (r.status == IoStatus::Ok) {
+            out_.consume(r.n);
+            continue;
+        }
+        if (r.status == IoStatus::WantWrite || r.status == IoStatus::WantRead) {
+            waitWrite();
+            return;
+        }
+        abort();
+        return;
+    }
+    worker_.buffers().release(out_);
+    closeIfDone();
+    if (closed_) return;
+    const auto& limits = worker_.snapshot().config->limits;
+    deadline_ = Clock::now() + (streams_.empty() ? limits.idleTimeout : limits.bodyTimeout);
+}
+
+void H2Connection::waitWrite() {
+    writing_ = true;
+    deadline_ = Clock::now() + worker_.snapshot().config->limits.writeTimeout;
+    socket_.async_wait(Connection::Socket::wait_write,
+                       [s = shared_from_this()](const boost::system::error_code& ec) {
+                           if (ec || s->closed_) return;
+                           s->writing_ = false;
+                           s->flush();
+                           s->waitRead();
+                       });
+}
+
+void H2Connection::closeIfDone() {
+    if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0 && out_.empty())
+        abort();
+}
+
+H2Connection::Stream* H2Connection::stream(std::int32_t id) {
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second.get();
+}
+
+int H2Connection::onBeginHeaders(std::int32_t id) {
+    streams_.emplace(id, std::make_unique<Stream>(id));
+    return 0;
+}
+
+int H2Connection::onHeader(std::int32_t id, bool trailer, std::string_view name, std::string_view value) {
+    Stream* s = stream(id);
+    if (!s || s->earlyStatus) return 0;
+    const auto& limits = worker_.snapshot().config->limits;
+    // RFC 9113 §6.5.2 accounting: name + value + 32 per field, against max_header_bytes.
+    s->fieldBytes += name.size() + value.size() + 32;
+    if (s->fieldBytes > limits.maxHeaderBytes || s->fields.size() >= limits.maxHeaderCount) {
+        s->earlyStatus = 431;
+        return 0;
+    }
+    if (!trailer && name.starts_with(':')) {
+        if (name == ":method")
+            s->method = value;
+        else if (name == ":path")
+            s->path = value;
+        else if (name == ":scheme")
+            s->scheme = value;
+        else if (name == ":authority")
+            s->authority = value;
+        return 0;
+    }
+    Stream::Field f{static_cast<std::uint32_t>(s->arena.size()), static_cast<std::uint32_t>(name.size()), 0,
+                    static_cast<std::uint32_t>(value.size()), trailer};
+    s->arena.append(name);
+    f.value = static_cast<std::uint32_t>(s->arena.size());
+    s->arena.append(value);
+    s->fields.push_back(f);
+    return 0;
+}
+
+int H2Connection::onHeadersEnd(std::int32_t id, bool endStream) {
+    Stream* s = stream(id);
+    if (!s) return 0;
+    if (s->earlyStatus && !s->dispatched) {
+        fail(*s, s->earlyStatus);
+        return 0;
+    }
+    if (endStream) return onRequestComplete(id);
+    return 0;
+}
+
+int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t len) {
+    Stream* s = stream(id);
+    if (!s || s->dispatched) return 0; // answered early: the rest of the body is discarded
+    if (s->body.size() + len > worker_.snapshot().config->limits.maxBodyBytes) {
+        std::string().swap(s->body);
+        fail(*s, 413);
+        return 0;
+    }
+    s->body.append(reinterpret_cast<const char*>(data), len);
+    return 0;
+}
+
+int H2Connection::onRequestComplete(std::int32_t id) {
+    Stream* s = stream(id);
+    if (!s || s->dispatched) return 0;
+    dispatch(*s);
+    return 0;
+}
+
+void H2Connection::fail(Stream& s, int status) {
+    s.dispatched = true;
+    worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
+    s.res.reset();
+    handlers::errorResponse(status, s.res);
+    s.target = s.path;
+    s.host = s.authority;
+    logExchange(s);
+    submit(s);
+}
+
+void H2Connection::dispatch(Stream& s) {
+    s.dispatched = true;
+    worker_.counters().requests.fetch_add(1, std::memory_order_relaxed);
+    const Snapshot& snap = worker_.snapshot();
+    const config::Config& cfg = *snap.config;
+
+    // Views for the handlers; they live until this function returns.
+    std::vector<http::Header>& headers = worker_.h2Headers();
+    std::vector<http::Header>& trailers = worker_.h2Trailers();
+    headers.clear();
+    trailers.clear();
+    std::string_view hostField;
+    for (const auto& f : s.fields) {
+        http::Header h{std::string_view(s.arena).substr(f.name, f.nameLen),
+                       std::string_view(s.arena).substr(f.value, f.valueLen)};
+        (f.trailer ? trailers : headers).push_back(h);
+        if (!f.trailer && h.name == "host" && hostField.empty()) hostField = h.value;
+    }
+    http::Request req;
+    req.method = http::methodFromToken(s.method);
+    req.methodToken = s.method;
+    req.target = s.path;
+    std::string_view target = s.path;
+    auto q = target.find('?');
+    req.rawPath = target.substr(0, q);
+    req.query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+    req.versionMajor = 2;
+    req.versionMinor = 0;
+    req.headers = headers;
+    req.trailers = trailers;
+    // RFC 9113 §8.3.1: :authority, else Host.
+    req.host = s.authority.empty() ? hostField : std::string_view(s.authority);
+    req.scheme = s.scheme.empty() ? std::string_view(ssl_ ? "https" : "http") : std::string_view(s.scheme);
+    req.body = s.body;
+    req.keepAlive = true;
+    req.clientAddress = clientAddress_;
+    s.head = req.method == http::Method::Head;
+    s.target = s.path;
+    s.host = std::string(req.host);
+
+    http::Response& res = s.res;
+    res.reset();
+    std::string& path = worker_.pathScratch();
+    if (req.method == http::Method::Other) {
+        handlers::errorResponse(501, res);
+    } else if (req.method == http::Method::Options && target == "*") {
+        res.status = 204;
+        res.addHeader("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH");
+    } else if (req.method == http::Method::Connect) {
+        // Extended CONNECT (RFC 8441) is not offered, so CONNECT has no target here.
+        handlers::errorResponse(501, res);
+    } else if (http::normalizePath(req.rawPath, path) != http::PathError::None) {
+        handlers::errorResponse(400, res);
+    } else {
+        req.path = path;
+        std::size_t vh = snap.router.selectVhost(req.host, localPort_);
+        routing::RouteResult rr = snap.router.match(vh, req.method, req.path);
+        handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
+        handlers::dispatch(ex, res);
+    }
+    std::string().swap(s.body); // the request body is not needed any more
+    if (res.fate == http::Response::Fate::Drop) {
+        // Fault injection: the HTTP/2 form of a dropped connection is a reset stream.
+        logExchange(s);
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
+        return;
+    }
+    logExchange(s);
+    if (res.delay.count() > 0) {
+        s.timer.emplace(worker_.io());
+        s.timer->expires_after(res.delay);
+        std::int32_t id = s.id;
+        s.timer->async_wait([self = shared_from_this(), id](const boost::system::error_code& ec) {
+            if (ec || self->closed_) return;
+            if (Stream* st = self->stream(id)) {
+                self->submit(*st);
+                self->flush();
+            }
+        });
+        return;
+    }
+    submit(s);
+}
+
+void H2Connection::submit(Stream& s) {
+    const http::Response& res = s.res;
+    const int status = res.status;
+    const bool noBody = status < 200 || status == 204 || status == 304;
+    // Names lower-cased into one scratch buffer first; nghttp2 copies the pairs on submit.
+    std::string& arena = worker_.h2Arena();
+    arena.clear();
+    struct Span {
+        std::uint32_t name, nameLen, value, valueLen;
+    };
+    Span spans[128];
+    std::size_t count = 0;
+    auto add = [&](std::string_view name, std::string_view value, bool lowerName) {
+        if (count == std::size(spans)) return;
+        Span sp{static_cast<std::uint32_t>(arena.size()), static_cast<std::uint32_t>(name.size()), 0,
+                static_cast<std::uint32_t>(value.size())};
+        for (char c : name)
+            arena.push_back(lowerName && c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+        sp.value = static_cast<std::uint32_t>(arena.size());
+        arena.append(value);
+        spans[count++] = sp;
+    };
+    char statusText[4];
+    std::to_chars(statusText, statusText + 3, status);
+    add(":status", std::string_view(statusText, 3), false);
+    std::string_view date = worker_.dateLine(); // "Date: ...\r\n"
+    if (date.size() > 8) add("date", date.substr(6, date.size() - 8), false);
+    if (res.serverHeader) add("server", "Portico/" PORTICO_VERSION, false);
+    std::string_view block = res.fieldBlock();
+    while (!block.empty()) {
+        auto eol = block.find("\r\n");
+        std::string_view line = block.substr(0, eol);
+        block.remove_prefix(eol == std::string_view::npos ? block.size() : eol + 2);
+        auto colon = line.find(':');
+        if (colon == std::string_view::npos) continue;
+        std::string_view name = line.substr(0, colon);
+        std::string_view value = line.substr(colon + 1);
+        while (!value.empty() && value.front() == ' ')
+            value.remove_prefix(1);
+        std::string lowered(name); // short; fields are few
+        for (char& c : lowered)
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        if (connectionSpecific(lowered)) continue;
+        add(name, value, true);
+    }
+    char lengthText[24];
+    if (!noBody) {
+        auto r = std::to_chars(lengthText, lengthText + sizeof lengthText, res.bodyLength());
+        add("content-length", std::string_view(lengthText, static_cast<std::size_t>(r.ptr - lengthText)),
+            false);
+    }
+    nghttp2_nv nva[std::size(spans)];
+    for (std::size_t i = 0; i < count; ++i) {
+        nva[i].name = reinterpret_cast<std::uint8_t*>(arena.data() + spans[i].name);
+        nva[i].namelen = spans[i].nameLen;
+        nva[i].value = reinterpret_cast<std::uint8_t*>(arena.data() + spans[i].value);
+        nva[i].valuelen = spans[i].valueLen;
+        nva[i].flags = NGHTTP2_NV_FLAG_NONE;
+    }
+    nghttp2_data_provider provider{};
+    provider.read_callback = readBodyCb;
+    const bool withBody = !noBody && !s.head && res.bodyLength() > 0;
+    nghttp2_submit_response(session_, s.id, nva, count, withBody ? &provider : nullptr);
+}
+
+long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags) {
+    Stream* s = stream(id);
+    if (!s) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    const http::Response& res = s->res;
+    const std::uint64_t total = res.bodyLength();
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len, total - s->sent));
+    if (res.bodyKind() == http::Response::BodyKind::File) {
+        ssize_t got = ::pread(res.file()->fd, buf, n, static_cast<off_t>(res.fileOffset() + s->sent));
+        if (got != static_cast<ssize_t>(n)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; // file shrank
+    } else {
+        std::memcpy(buf, res.bodyView().data() + s->sent, n);
+    }
+    s->sent += n;
+    if (s->sent == total) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<long>(n);
+}
+
+void H2Connection::onStreamClose(std::int32_t id) {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return;
+    if (it->second->timer) it->second->timer->cancel();
+    streams_.erase(it);
+}
+
+void H2Connection::logExchange(const Stream& s) {
+    AccessLogger* log = worker_.accessLog();
+    if (!log) return;
+    AccessRecord r;
+    r.time = std::chrono::system_clock::now();
+    r.client = clientAddress_;
+    r.method = s.method.empty() ? "-" : s.method;
+    r.target = s.target.empty() ? "-" : s.target;
+    r.host = s.host;
+    r.versionMajor = 2;
+    r.versionMinor = 0;
+    r.status = s.res.status;
+    r.bytes = (s.head || s.res.status == 304 || s.res.status == 204) ? 0 : s.res.bodyLength();
+    r.durationNs =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - s.start + s.res.delay).count();
+    for (const auto& f : s.fields) {
+        std::string_view name = std::string_view(s.arena).substr(f.name, f.nameLen);
+        if (name == "referer") r.referer = std::string_view(s.arena).substr(f.value, f.valueLen);
+        if (name == "user-agent") r.userAgent = std::string_view(s.arena).substr(f.value, f.valueLen);
+    }
+    log->push(std::move(r));
+}
+
+void H2Connection::checkDeadline(Clock::time_point now) {
+    if (closed_ || now < deadline_) return;
+    worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
+    abort();
+}
+
+void H2Connection::onDrain() {
+    if (closed_ || draining_) return;
+    draining_ = true;
+    // RFC 9113 §6.8: GOAWAY with the last stream we will process; those streams finish, then the
+    // connection closes (closeIfDone).
+    nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
+                          NGHTTP2_NO_ERROR, nullptr, 0);
+    flush();
+}
+
+void H2Connection::abort() {
+    if (closed_) return;
+    closed_ = true;
+    deadline_ = Clock::time_point::max();
+    for (auto& [id, s] : streams_)
+        if (s->timer) s->timer->cancel();
+    boost::system::error_code ec;
+    socket_.cancel(ec);
+    socket_.close(ec);
+}
+
+} // namespace portico::net

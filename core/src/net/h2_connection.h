@@ -1,0 +1,79 @@
+// One HTTP/2 connection (RFC 9113) on nghttp2's callback API: h2 over TLS (ALPN) or h2c with the
+// prior-knowledge preface. Every stream runs the same routing and handlers as HTTP/1.1.
+#pragma once
+
+#include "net/connection.h"
+#include "net/io_buffer.h"
+#include "net/session.h"
+
+#include <portico/http/message.h>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+typedef struct nghttp2_session nghttp2_session;
+typedef struct ssl_st SSL;
+
+namespace portico::net {
+
+class Worker;
+
+class H2Connection final : public Session, public std::enable_shared_from_this<H2Connection> {
+public:
+    /// Takes over `socket` (and `ssl`, which it frees; null for h2c). `received` holds bytes the
+    /// HTTP/1.1 side already read (the client preface and maybe more).
+    H2Connection(Worker& worker, Connection::Socket socket, SSL* ssl, std::uint16_t localPort,
+                 std::string_view received);
+    ~H2Connection() override;
+
+    /// Sends our SETTINGS, processes `received`, then reads. False if the session cannot start.
+    void start();
+    void checkDeadline(Clock::time_point now) override;
+    void onDrain() override;
+    void abort() override;
+
+    // nghttp2 callbacks (public for the C trampolines in the .cpp).
+    struct Stream;
+    Stream* stream(std::int32_t id);
+    int onBeginHeaders(std::int32_t id);
+    int onHeader(std::int32_t id, bool trailer, std::string_view name, std::string_view value);
+    int onRequestComplete(std::int32_t id);
+    int onHeadersEnd(std::int32_t id, bool endStream);
+    int onData(std::int32_t id, const std::uint8_t* data, std::size_t len);
+    void onStreamClose(std::int32_t id);
+    long readBody(std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags);
+
+private:
+    void waitRead();
+    void onReadable();
+    void flush();
+    void waitWrite();
+    void dispatch(Stream& s);
+    void submit(Stream& s);
+    void fail(Stream& s, int status);
+    void logExchange(const Stream& s);
+    void closeIfDone();
+
+    Worker& worker_;
+    Connection::Socket socket_;
+    SSL* ssl_;
+    nghttp2_session* session_ = nullptr;
+    IoBuffer in_;
+    IoBuffer out_;
+    std::string clientAddress_;
+    std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
+    Clock::time_point deadline_ = Clock::time_point::max();
+    std::uint16_t localPort_;
+    bool closed_ = false;
+    bool reading_ = false;  // a read wait is pending
+    bool writing_ = false;  // waiting for the socket to become writable
+    bool draining_ = false; // GOAWAY sent
+};
+
+} // namespace portico::net

@@ -1,0 +1,65 @@
+// Non-blocking transport calls (see transport.h).
+#include "net/transport.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <cerrno>
+#include <sys/socket.h>
+
+namespace portico::net {
+
+namespace {
+IoResult fromSsl(SSL* ssl, int rc) {
+    switch (SSL_get_error(ssl, rc)) {
+    case SSL_ERROR_WANT_READ:
+        return {IoStatus::WantRead};
+    case SSL_ERROR_WANT_WRITE:
+        return {IoStatus::WantWrite};
+    case SSL_ERROR_ZERO_RETURN:
+        return {IoStatus::Eof};
+    default:
+        // SSL_ERROR_SYSCALL with errno 0 (peer closed without close_notify) and every alert end
+        // here; the error queue must be left empty for the next connection on this thread.
+        ERR_clear_error();
+        return {IoStatus::Error};
+    }
+}
+} // namespace
+
+IoResult transportRead(int fd, SSL* ssl, char* p, std::size_t len) {
+    if (ssl) {
+        std::size_t got = 0;
+        int rc = SSL_read_ex(ssl, p, len, &got);
+        if (rc == 1) return {IoStatus::Ok, got};
+        return fromSsl(ssl, rc);
+    }
+    for (;;) {
+        ssize_t n = ::recv(fd, p, len, 0);
+        if (n > 0) return {IoStatus::Ok, static_cast<std::size_t>(n)};
+        if (n == 0) return {IoStatus::Eof};
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return {IoStatus::WantRead};
+        return {IoStatus::Error};
+    }
+}
+
+IoResult transportWrite(int fd, SSL* ssl, const char* p, std::size_t len, bool more) {
+    if (ssl) {
+        std::size_t put = 0;
+        int rc = SSL_write_ex(ssl, p, len, &put);
+        if (rc == 1) return {IoStatus::Ok, put};
+        return fromSsl(ssl, rc);
+    }
+    for (;;) {
+        ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+        if (n > 0) return {IoStatus::Ok, static_cast<std::size_t>(n)};
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return {IoStatus::WantWrite};
+        return {IoStatus::Error};
+    }
+}
+
+bool transportPending(SSL* ssl) { return ssl && SSL_has_pending(ssl) == 1; }
+
+} // namespace portico::net

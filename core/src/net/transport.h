@@ -1,0 +1,37 @@
+// Non-blocking reads and writes on a connection's socket, in cleartext or through OpenSSL.
+// TLS runs on the socket itself (SSL_set_fd): OpenSSL reads and writes the non-blocking
+// descriptor and reports WANT_READ / WANT_WRITE, which the connection turns into Asio waits.
+// That keeps one code path (and one buffer) for both, instead of Asio's ssl::stream with its
+// own buffering and per-operation allocations.
+#pragma once
+
+#include <cstddef>
+#include <sys/types.h>
+
+typedef struct ssl_st SSL;
+
+namespace portico::net {
+
+/// Outcome of one transport call.
+enum class IoStatus : unsigned char {
+    Ok,        ///< `n` bytes moved (n > 0)
+    WantRead,  ///< nothing moved; wait until the socket is readable
+    WantWrite, ///< nothing moved; wait until the socket is writable
+    Eof,       ///< the peer closed (orderly: FIN or TLS close_notify)
+    Error,     ///< reset, TLS alert, protocol error; close the connection
+};
+
+struct IoResult {
+    IoStatus status;
+    std::size_t n = 0;
+};
+
+/// Reads up to `len` bytes from `fd`, or through `ssl` when it is not null.
+IoResult transportRead(int fd, SSL* ssl, char* p, std::size_t len);
+/// Writes up to `len` bytes (`len` > 0). With TLS a WantRead/WantWrite must be retried later with
+/// the same bytes (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER lets the buffer move, not shrink).
+IoResult transportWrite(int fd, SSL* ssl, const char* p, std::size_t len, bool more = false);
+/// TLS bytes already decrypted and waiting inside OpenSSL (the socket may not be readable).
+bool transportPending(SSL* ssl);
+
+} // namespace portico::net

@@ -1,0 +1,77 @@
+// TLS for one listener: OpenSSL contexts, ALPN (h2, http/1.1) and SNI → certificate.
+#pragma once
+
+#include <portico/config/config.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+typedef struct ssl_st SSL;
+typedef struct ssl_ctx_st SSL_CTX;
+
+namespace portico::tls {
+
+/// A PEM certificate chain (leaf first) and its PEM private key.
+struct PemPair {
+    std::string chain;
+    std::string key;
+};
+
+/// Issues a certificate for a server name on demand (the local development CA). Returns nullopt
+/// and sets `error` when it cannot. Called on worker threads; must be thread-safe.
+using Issuer = std::function<std::optional<PemPair>(std::string_view name, std::string& error)>;
+
+/// The TLS side of one listener. Protocols: TLS 1.2 and 1.3 only (RFC 8446, RFC 5246) with
+/// Mozilla's "intermediate" ECDHE+AEAD cipher list for 1.2; session resumption by tickets;
+/// ALPN (RFC 7301) selects "h2" when HTTP/2 is enabled and offered, else "http/1.1".
+///
+/// Certificates (SNI, RFC 6066 §3): a vhost with its own `tls:` files serves them for its names
+/// (exact names first, then "*.suffix" wildcards); otherwise the listener's files, or with
+/// `tls: auto` a leaf issued by the local CA for the SNI name when it is one the config serves
+/// (a vhost name, or localhost, 127.0.0.1, ::1) and for "localhost" when the name is absent or
+/// not served: Portico never issues a certificate for a name its config doesn't serve.
+/// Issued contexts are cached for the listener's life. Thread-safe after create().
+class ServerTls {
+public:
+    /// Builds the contexts. Errors (unreadable files, key not matching, CA failure) → nullptr and
+    /// `error` naming the file. `issuer` is required when `listen.autoCa`.
+    static std::shared_ptr<ServerTls> create(const config::Config& cfg, const config::ListenTls& listen,
+                                             Issuer issuer, std::string& error);
+    ~ServerTls();
+    ServerTls(const ServerTls&) = delete;
+    ServerTls& operator=(const ServerTls&) = delete;
+
+    /// A server-side SSL for the accepted socket `fd` (not yet handshaken), or nullptr.
+    SSL* newSsl(int fd) const;
+
+    /// Handshakes that failed (bad client hello, protocol version, unknown CA alert...).
+    std::atomic<std::uint64_t> handshakeFailures{0};
+
+private:
+    ServerTls() = default;
+    SSL_CTX* contextFor(std::string_view name);
+    static int onClientHelloName(SSL* ssl, int* alert, void* arg);
+
+    SSL_CTX* default_ = nullptr;
+    std::vector<std::pair<std::string, SSL_CTX*>> vhostNames_; // lower-case name or "*.suffix"
+    std::vector<SSL_CTX*> owned_;
+    // tls: auto
+    Issuer issuer_;
+    std::vector<std::string> servedNames_; // names (and "*.suffix" patterns) a leaf may be issued for
+    bool h2_ = true;
+    std::mutex issuedMutex_;
+    std::map<std::string, SSL_CTX*, std::less<>> issued_;
+};
+
+/// The negotiated ALPN protocol of a handshaken SSL ("h2", "http/1.1", or "" when none).
+std::string_view alpnOf(SSL* ssl);
+
+} // namespace portico::tls
