@@ -49,7 +49,7 @@ struct ServerProcess::Impl {
     QByteArray out;
 };
 
-ServerProcess::ServerProcess(const QStringList& args) : d_(std::make_unique<Impl>()) {
+ServerProcess::ServerProcess(const QStringList& args, const QStringList& env) : d_(std::make_unique<Impl>()) {
     QStringList full{QStringLiteral("serve")};
     full << args;
     if (!args.contains(QStringLiteral("--config"))) {
@@ -58,6 +58,12 @@ ServerProcess::ServerProcess(const QStringList& args) : d_(std::make_unique<Impl
         if (!args.contains(QStringLiteral("--port"))) full << QStringLiteral("--port") << QStringLiteral("0");
     }
     d_->proc.setProcessChannelMode(QProcess::MergedChannels);
+    if (!env.isEmpty()) {
+        QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+        for (const QString& kv : env)
+            e.insert(kv.section('=', 0, 0), kv.section('=', 1));
+        d_->proc.setProcessEnvironment(e);
+    }
     // If the test process dies (a crash, a QFATAL), its servers must not outlive it.
     d_->proc.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
     d_->proc.start(porticoBinary(), full);
@@ -78,13 +84,21 @@ QByteArray ServerProcess::output() {
 qint64 ServerProcess::pid() const { return d_->proc.processId(); }
 
 bool ServerProcess::waitReady(int timeoutMs) {
-    static const QRegularExpression re(QStringLiteral("Listening on http://[^ ]*:(\\d+)/"));
+    static const QRegularExpression re(QStringLiteral("Listening on (https?)://[^ ]*:(\\d+)/"));
+    static const QRegularExpression done(QStringLiteral("Press Ctrl\\+C"));
     QElapsedTimer t;
     t.start();
     while (t.elapsed() < timeoutMs) {
-        auto m = re.match(QString::fromUtf8(output()));
-        if (m.hasMatch()) {
-            port_ = static_cast<std::uint16_t>(m.captured(1).toUInt());
+        const QString text = QString::fromUtf8(output());
+        if (done.match(text).hasMatch()) {
+            auto it = re.globalMatch(text);
+            while (it.hasNext()) {
+                auto m = it.next();
+                auto p = static_cast<std::uint16_t>(m.captured(2).toUInt());
+                if (!port_) port_ = p;
+                if (m.captured(1) == QLatin1String("https") && !tlsPort_) tlsPort_ = p;
+                if (m.captured(1) == QLatin1String("http") && !plainPort_) plainPort_ = p;
+            }
             return port_ != 0;
         }
         if (d_->proc.state() == QProcess::NotRunning) return false;

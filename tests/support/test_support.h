@@ -34,12 +34,15 @@ class ServerProcess {
 public:
     /// Starts `portico serve <args...> --host 127.0.0.1 --port 0` (unless args already contain
     /// --config, in which case the listener comes from the file and the file should use port 0).
-    explicit ServerProcess(const QStringList& args);
+    /// `env` adds "NAME=value" entries to the child's environment.
+    explicit ServerProcess(const QStringList& args, const QStringList& env = {});
     ~ServerProcess();
     /// Waits for the listening line; false (with diagnostics in `output()`) on failure.
     bool waitReady(int timeoutMs = 10000);
-    std::uint16_t port() const { return port_; }
-    QString baseUrl() const; ///< "http://127.0.0.1:PORT"
+    std::uint16_t port() const { return port_; }           ///< the first listener printed
+    std::uint16_t tlsPort() const { return tlsPort_; }     ///< the first https:// listener (0 if none)
+    std::uint16_t plainPort() const { return plainPort_; } ///< the first http:// listener (0 if none)
+    QString baseUrl() const;                               ///< "http://127.0.0.1:PORT"
     /// Sends SIGTERM and waits for exit; returns the exit code (-1 on timeout/crash).
     int terminate(int timeoutMs = 10000);
     QByteArray output(); ///< everything printed so far (stdout + stderr)
@@ -49,6 +52,8 @@ private:
     struct Impl;
     std::unique_ptr<Impl> d_;
     std::uint16_t port_ = 0;
+    std::uint16_t tlsPort_ = 0;
+    std::uint16_t plainPort_ = 0;
 };
 
 /// Outcome of a raw exchange.

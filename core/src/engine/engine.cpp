@@ -313,6 +313,7 @@ Counters Engine::sumCounters() const {
         c.timeouts += wc.timeouts.load(std::memory_order_relaxed);
         c.connectionsRefused += wc.refused.load(std::memory_order_relaxed);
         c.tlsHandshakeFailures += wc.tlsHandshakeFailures.load(std::memory_order_relaxed);
+        c.h2Abuse += wc.h2Abuse.load(std::memory_order_relaxed);
     }
     return c;
 }

@@ -36,6 +36,10 @@ bool connectionSpecific(std::string_view lowerName) {
 
 H2Connection* self(void* user) { return static_cast<H2Connection*>(user); }
 
+int onBeginFrameCb(nghttp2_session*, const nghttp2_frame_hd* hd, void* user) {
+    return self(user)->onBeginFrame(hd->type);
+}
+
 int onBeginHeadersCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     return self(user)->onBeginHeaders(frame->hd.stream_id);
@@ -81,6 +85,7 @@ struct Callbacks {
     nghttp2_session_callbacks* cbs = nullptr;
     Callbacks() {
         nghttp2_session_callbacks_new(&cbs);
+        nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, onBeginFrameCb);
         nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, onBeginHeadersCb);
         nghttp2_session_callbacks_set_on_header_callback(cbs, onHeaderCb);
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onFrameRecvCb);
@@ -140,8 +145,14 @@ void H2Connection::start() {
     nghttp2_option* opt = nullptr;
     nghttp2_option_new(&opt);
     nghttp2_option_set_max_outbound_ack(opt, h2.maxControlFrames);
-    nghttp2_option_set_stream_reset_rate_limit(opt, h2.resetBurst, h2.resetRate);
-    nghttp2_option_set_max_continuations(opt, h2.maxContinuations);
+    // Our own bounds (onBeginFrame) trip first and answer ENHANCE_YOUR_CALM; nghttp2's stay as a
+    // backstop at twice the figure.
+    nghttp2_option_set_stream_reset_rate_limit(opt, h2.resetBurst * 2, h2.resetRate * 2);
+    nghttp2_option_set_max_continuations(opt, h2.maxContinuations * 2 + 1);
+    resetTokens_ = static_cast<double>(h2.resetBurst);
+    resetRefill_ = Clock::now();
+    controlTokens_ = static_cast<double>(h2.maxControlFrames);
+    controlRefill_ = resetRefill_;
     int rc = nghttp2_session_server_new2(&session_, callbacks.cbs, this, opt);
     nghttp2_option_del(opt);
     if (rc != 0) {
@@ -205,8 +216,9 @@ void H2Connection::onReadable() {
         }
         ssize_t n = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(p), r.n);
         if (n < 0) {
-            // Bad frames, flooding (NGHTTP2_ERR_FLOODED), a rapid-reset burst: nghttp2 has queued
-            // GOAWAY where the protocol calls for one; send what is queued, then close.
+            // Bad frames, flooding (NGHTTP2_ERR_FLOODED), abuse seen by onBeginFrame: a GOAWAY is
+            // queued (the first one queued wins); send what is queued, then close.
+            if (n == NGHTTP2_ERR_FLOODED) worker_.counters().h2Abuse.fetch_add(1, std::memory_order_relaxed);
             nghttp2_session_terminate_session(session_, n == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
                                                                                  : NGHTTP2_PROTOCOL_ERROR);
             flush();
@@ -271,6 +283,40 @@ void H2Connection::waitWrite() {
 void H2Connection::closeIfDone() {
     if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0 && out_.empty())
         abort();
+}
+
+int H2Connection::onBeginFrame(std::uint8_t type) {
+    const auto& h2 = worker_.snapshot().config->http2;
+    if (type == NGHTTP2_CONTINUATION) {
+        // CVE-2024-28182 / CVE-2023-45288: a header block may not go on for ever, even in empty frames.
+        if (++continuations_ > h2.maxContinuations) return enhanceYourCalm();
+    } else {
+        continuations_ = 0;
+    }
+    // Token buckets per connection: RST_STREAM (Rapid Reset, CVE-2023-44487) and PING/SETTINGS
+    // (floods that make the server write an ACK for every frame, CVE-2019-9512/9515).
+    auto take = [](double& tokens, Clock::time_point& refill, double burst, double rate) {
+        const auto now = Clock::now();
+        tokens = std::min(burst, tokens + std::chrono::duration<double>(now - refill).count() * rate);
+        refill = now;
+        if (tokens < 1.0) return false;
+        tokens -= 1.0;
+        return true;
+    };
+    if (type == NGHTTP2_RST_STREAM &&
+        !take(resetTokens_, resetRefill_, static_cast<double>(h2.resetBurst), static_cast<double>(h2.resetRate)))
+        return enhanceYourCalm();
+    if ((type == NGHTTP2_PING || type == NGHTTP2_SETTINGS) &&
+        !take(controlTokens_, controlRefill_, static_cast<double>(h2.maxControlFrames),
+              static_cast<double>(h2.maxControlFrames) / 10.0))
+        return enhanceYourCalm();
+    return 0;
+}
+
+int H2Connection::enhanceYourCalm() {
+    worker_.counters().h2Abuse.fetch_add(1, std::memory_order_relaxed);
+    nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
 H2Connection::Stream* H2Connection::stream(std::int32_t id) {

@@ -41,6 +41,7 @@ public:
     // nghttp2 callbacks (public for the C trampolines in the .cpp).
     struct Stream;
     Stream* stream(std::int32_t id);
+    int onBeginFrame(std::uint8_t type);
     int onBeginHeaders(std::int32_t id);
     int onHeader(std::int32_t id, bool trailer, std::string_view name, std::string_view value);
     int onRequestComplete(std::int32_t id);
@@ -59,6 +60,7 @@ private:
     void fail(Stream& s, int status);
     void logExchange(const Stream& s);
     void closeIfDone();
+    int enhanceYourCalm();
 
     Worker& worker_;
     Connection::Socket socket_;
@@ -69,6 +71,11 @@ private:
     std::string clientAddress_;
     std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
     Clock::time_point deadline_ = Clock::time_point::max();
+    double resetTokens_ = 0;  // Rapid Reset bucket (http2.reset_burst, refilled at reset_rate/s)
+    Clock::time_point resetRefill_;
+    double controlTokens_ = 0; // PING/SETTINGS bucket (http2.max_control_frames, refilled at a tenth of it /s)
+    Clock::time_point controlRefill_;
+    std::uint32_t continuations_ = 0; // CONTINUATION frames since the last HEADERS
     std::uint16_t localPort_;
     bool closed_ = false;
     bool reading_ = false;  // a read wait is pending

@@ -36,6 +36,7 @@ struct WorkerCounters {
     std::atomic<std::uint64_t> timeouts{0};
     std::atomic<std::uint64_t> refused{0};
     std::atomic<std::uint64_t> tlsHandshakeFailures{0};
+    std::atomic<std::uint64_t> h2Abuse{0}; // connections cut off with GOAWAY(ENHANCE_YOUR_CALM)
 };
 
 class Worker {

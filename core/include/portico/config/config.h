@@ -54,7 +54,7 @@ struct Http2 {
     std::uint64_t resetBurst = 1000;       ///< RST_STREAMs a client may send at once (Rapid Reset bound)...
     std::uint64_t resetRate = 33;          ///< ...and per second after that
     std::uint32_t maxContinuations = 8;    ///< CONTINUATION frames after one HEADERS
-    std::uint64_t maxControlFrames = 1000; ///< queued PING/SETTINGS acks before the client is cut off
+    std::uint64_t maxControlFrames = 1000; ///< PING/SETTINGS frames at once (and a tenth of it per second after)
 };
 
 /// Parser limits and timeouts (`limits:` in YAML). Sizes in bytes, durations in nanoseconds.

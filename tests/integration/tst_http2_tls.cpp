@@ -1,0 +1,395 @@
+// TLS listeners and HTTP/2 over the wire with real clients: curl (h2 by ALPN, h2c with prior
+// knowledge, HTTP/1.1 over TLS), nghttp, h2load, openssl s_client, Python's h2 for frame-level
+// cases, and the H2-01/H2-02 abuse cases of ../shared/cases (tools/h2probe.py).
+#include "test_support.h"
+
+#include <QCryptographicHash>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <csignal>
+
+using namespace portico::test;
+
+namespace {
+struct Reply {
+    int status = 0;
+    QString version; // curl's %{http_version}: "1.1", "2"
+    QByteArray headers;
+    QByteArray body;
+    QByteArray err;
+};
+
+Reply curl(const QString& url, const QStringList& extra = {}) {
+    QTemporaryFile body;
+    body.open();
+    QTemporaryFile head;
+    head.open();
+    auto r = runProcess("curl", QStringList{"-s", "-S", "--max-time", "10", "-D", head.fileName(), "-o",
+                                            body.fileName(), "-w", "%{http_code} %{http_version}"} +
+                                    extra + QStringList{url});
+    Reply out;
+    const QStringList w = QString::fromLatin1(r.out).split(' ');
+    out.status = w.value(0).toInt();
+    out.version = w.value(1);
+    out.headers = head.readAll();
+    out.body = body.readAll();
+    out.err = r.err;
+    return out;
+}
+
+QString headerValue(const QByteArray& head, const QByteArray& name) {
+    for (const QByteArray& line : head.split('\n'))
+        if (line.toLower().startsWith(name.toLower() + ":"))
+            return QString::fromLatin1(line.mid(name.size() + 1).trimmed());
+    return {};
+}
+
+bool makeCert(const QString& dir, const QString& stem, const QString& cn, const QString& san) {
+    auto r = runProcess("openssl",
+                        {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                         "-keyout", dir + "/" + stem + ".key", "-out", dir + "/" + stem + ".crt", "-days",
+                         "2", "-subj", "/CN=" + cn, "-addext", "subjectAltName=" + san});
+    return r.exitCode == 0;
+}
+} // namespace
+
+class TestHttp2Tls : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+    std::unique_ptr<ServerProcess> server_;
+    QString https_; // "https://localhost:PORT"
+    QString h2c_;   // "http://127.0.0.1:PORT"
+    QString ca_;    // the certificate clients trust
+    QByteArray big_;
+
+    void write(const QString& rel, const QByteArray& bytes) {
+        QDir().mkpath(QFileInfo(tmp_.filePath(rel)).absolutePath());
+        QFile f(tmp_.filePath(rel));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(bytes);
+    }
+    QStringList trust() const { return {"--cacert", ca_}; }
+    QString resolve() const { return QStringLiteral("localhost:%1:127.0.0.1").arg(server_->tlsPort()); }
+
+    // Runs a Python h2 script with PORT/TLS in the environment; returns its stdout.
+    QByteArray python(const QByteArray& script, bool tls) {
+        QTemporaryFile f(tmp_.filePath("XXXXXX.py"));
+        f.setAutoRemove(false);
+        f.open();
+        f.write(script);
+        f.close();
+        QProcess p;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("PORT", QString::number(tls ? server_->tlsPort() : server_->plainPort()));
+        env.insert("TLS", tls ? "1" : "0");
+        p.setProcessEnvironment(env);
+        p.start(debianPython(), {f.fileName()});
+        p.waitForFinished(30000);
+        const QByteArray err = p.readAllStandardError();
+        if (!err.isEmpty()) qWarning() << err;
+        return p.readAllStandardOutput();
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(makeCert(tmp_.path(), "local", "localhost", "DNS:localhost,IP:127.0.0.1"));
+        QVERIFY(makeCert(tmp_.path(), "other", "other.test", "DNS:other.test"));
+        ca_ = tmp_.filePath("local.crt");
+        write("site/index.html", "<!doctype html><title>h2</title><p>hello over h2</p>\n");
+        write("site/a.txt", "hello\n");
+        big_.resize(1 << 20);
+        for (int i = 0; i < big_.size(); ++i)
+            big_[i] = char((i * 131 + 7) & 0xff);
+        write("site/big.bin", big_);
+        write("portico.yaml", R"(listen:
+  - 127.0.0.1:0
+  - address: 127.0.0.1:0
+    tls: {cert: local.crt, key: local.key}
+limits: {max_body_bytes: 64KiB, max_header_bytes: 8KiB}
+vhosts:
+  - names: [localhost, 127.0.0.1]
+    default: true
+    root: site
+    routes:
+      - path: /hello
+        respond: {body: "hello {{method}}\n"}
+      - path: /echo
+        methods: [POST, PUT]
+        respond: {body: "{{body}}"}
+      - path: /slow
+        respond: {body: "late\n", latency: 200ms}
+      - path: /old
+        redirect: {to: /new, status: 308}
+      - path: /only-post
+        methods: [POST]
+        respond: {body: "posted\n"}
+  - names: [other.test]
+    tls: {cert: other.crt, key: other.key}
+    routes:
+      - path: /hello
+        respond: {body: "other vhost\n"}
+)");
+        server_ = std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("portico.yaml")});
+        QVERIFY2(server_->waitReady(), server_->output().constData());
+        QVERIFY(server_->tlsPort() != 0 && server_->plainPort() != 0);
+        https_ = QStringLiteral("https://localhost:%1").arg(server_->tlsPort());
+        h2c_ = QStringLiteral("http://127.0.0.1:%1").arg(server_->plainPort());
+    }
+
+    void alpnPicksH2() {
+        auto r = curl(https_ + "/a.txt", trust() + QStringList{"--resolve", resolve()});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.version, QString("2"));
+        QCOMPARE(r.body, QByteArray("hello\n"));
+        // HTTP/1.1 over TLS when the client offers only that.
+        auto h1 = curl(https_ + "/a.txt", trust() + QStringList{"--resolve", resolve(), "--http1.1"});
+        QCOMPARE(h1.status, 200);
+        QCOMPARE(h1.version, QString("1.1"));
+        QCOMPARE(h1.body, QByteArray("hello\n"));
+    }
+
+    void h2cPriorKnowledge() {
+        auto r = curl(h2c_ + "/hello", {"--http2-prior-knowledge"});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.version, QString("2"));
+        QCOMPARE(r.body, QByteArray("hello GET\n"));
+        // The same listener still speaks HTTP/1.1.
+        auto h1 = curl(h2c_ + "/hello");
+        QCOMPARE(h1.version, QString("1.1"));
+        QCOMPARE(h1.body, QByteArray("hello GET\n"));
+    }
+
+    void sniChoosesVhostCertificate() {
+        auto r = curl(QStringLiteral("https://other.test:%1/hello").arg(server_->tlsPort()),
+                      {"--cacert", tmp_.filePath("other.crt"), "--resolve",
+                       QStringLiteral("other.test:%1:127.0.0.1").arg(server_->tlsPort())});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.body, QByteArray("other vhost\n"));
+        // An unknown name gets the listener's certificate, which the client then rejects.
+        auto bad = curl(QStringLiteral("https://unknown.test:%1/hello").arg(server_->tlsPort()),
+                        {"--cacert", tmp_.filePath("other.crt"), "--resolve",
+                         QStringLiteral("unknown.test:%1:127.0.0.1").arg(server_->tlsPort())});
+        QCOMPARE(bad.status, 0);
+    }
+
+    void oldTlsVersionsRefused_data() {
+        QTest::addColumn<QString>("flag");
+        QTest::addColumn<bool>("accepted");
+        QTest::newRow("TLS 1.0") << "-tls1" << false;
+        QTest::newRow("TLS 1.1") << "-tls1_1" << false;
+        QTest::newRow("TLS 1.2") << "-tls1_2" << true;
+        QTest::newRow("TLS 1.3") << "-tls1_3" << true;
+    }
+    void oldTlsVersionsRefused() {
+        QFETCH(QString, flag);
+        QFETCH(bool, accepted);
+        // -cipher @SECLEVEL=0 lets the client offer the old versions at all (Debian's default
+        // security level would refuse them on the client side, proving nothing about the server).
+        auto r = runProcess("openssl",
+                            {"s_client", "-connect", QStringLiteral("127.0.0.1:%1").arg(server_->tlsPort()),
+                             flag, "-cipher", "DEFAULT:@SECLEVEL=0", "-alpn", "h2,http/1.1"},
+                            "Q\n", 10000);
+        const QByteArray all = r.out + r.err;
+        if (accepted) {
+            QVERIFY2(all.contains("ALPN protocol: h2"), all.constData());
+        } else {
+            QVERIFY2(!all.contains("ALPN protocol"), all.constData());
+            QVERIFY2(all.contains("alert protocol version") || all.contains("no protocols available") ||
+                         all.contains("unsupported protocol"),
+                     all.constData());
+        }
+    }
+
+    void routeActionsOverH2_data() {
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<QStringList>("extra");
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QByteArray>("body");
+        QTest::addColumn<QString>("header"); // "name: value" that must be present, or ""
+        QTest::newRow("static") << "/a.txt" << QStringList{} << 200 << QByteArray("hello\n")
+                                << "content-type: text/plain; charset=utf-8";
+        QTest::newRow("range") << "/a.txt" << QStringList{"-H", "Range: bytes=1-3"} << 206
+                               << QByteArray("ell") << "content-range: bytes 1-3/6";
+        QTest::newRow("unsatisfiable range")
+            << "/a.txt" << QStringList{"-H", "Range: bytes=10-"} << 416
+            << QByteArray("416 Range Not Satisfiable\n") << "content-range: bytes */6";
+        QTest::newRow("respond") << "/hello" << QStringList{} << 200 << QByteArray("hello GET\n") << "";
+        QTest::newRow("request body") << "/echo" << QStringList{"--data-binary", "ping over h2"} << 200
+                                      << QByteArray("ping over h2") << "";
+        QTest::newRow("redirect") << "/old" << QStringList{} << 308 << QByteArray() << "location: /new";
+        QTest::newRow("404") << "/nope" << QStringList{} << 404 << QByteArray("404 Not Found\n") << "";
+        QTest::newRow("405") << "/only-post" << QStringList{} << 405 << QByteArray()
+                             << "allow: POST, OPTIONS";
+        QTest::newRow("413") << "/echo" << QStringList{"--data-binary", QString(70000, 'x')} << 413
+                             << QByteArray() << "";
+        QTest::newRow("latency") << "/slow" << QStringList{} << 200 << QByteArray("late\n") << "";
+    }
+    void routeActionsOverH2() {
+        QFETCH(QString, path);
+        QFETCH(QStringList, extra);
+        QFETCH(int, status);
+        QFETCH(QByteArray, body);
+        QFETCH(QString, header);
+        for (bool tls : {true, false}) {
+            auto r = tls ? curl(https_ + path, trust() + QStringList{"--resolve", resolve()} + extra)
+                         : curl(h2c_ + path, QStringList{"--http2-prior-knowledge"} + extra);
+            QCOMPARE(r.version, QString("2"));
+            QCOMPARE(r.status, status);
+            if (!body.isEmpty()) QCOMPARE(r.body, body);
+            if (!header.isEmpty()) {
+                const QString name = header.section(':', 0, 0);
+                QCOMPARE(headerValue(r.headers, name.toLatin1()), header.section(':', 1).trimmed());
+            }
+            // RFC 9113 §8.2.2: no connection-specific fields in HTTP/2 responses.
+            QVERIFY(headerValue(r.headers, "connection").isEmpty());
+        }
+    }
+
+    void conditionalAndHeadOverH2() {
+        auto first = curl(https_ + "/a.txt", trust() + QStringList{"--resolve", resolve()});
+        const QString etag = headerValue(first.headers, "etag");
+        QVERIFY(!etag.isEmpty());
+        auto again = curl(https_ + "/a.txt",
+                          trust() + QStringList{"--resolve", resolve(), "-H", "If-None-Match: " + etag});
+        QCOMPARE(again.status, 304);
+        QVERIFY(again.body.isEmpty());
+        auto head = curl(https_ + "/a.txt", trust() + QStringList{"--resolve", resolve(), "-I"});
+        QCOMPARE(head.status, 200);
+        QCOMPARE(headerValue(head.headers, "content-length"), QString("6"));
+    }
+
+    void largeFileIdenticalOverTls() {
+        for (const QStringList& mode : {QStringList{}, QStringList{"--http1.1"}}) {
+            auto r = curl(https_ + "/big.bin", trust() + QStringList{"--resolve", resolve()} + mode);
+            QCOMPARE(r.status, 200);
+            QCOMPARE(r.body.size(), big_.size());
+            QVERIFY(r.body == big_);
+        }
+        auto c = curl(h2c_ + "/big.bin", {"--http2-prior-knowledge"});
+        QVERIFY(c.body == big_);
+    }
+
+    void nghttpMultiplexes() {
+        // Four requests on one connection, each its own stream.
+        auto r = runProcess("nghttp", {"-v", "-n", "-m", "4", h2c_ + "/a.txt"}, {}, 15000);
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out.count(":status: 200"), 4);
+        QVERIFY(r.out.contains("stream_id=7"));
+    }
+
+    void h2loadAllSucceed_data() {
+        QTest::addColumn<bool>("tls");
+        QTest::newRow("h2 over TLS") << true;
+        QTest::newRow("h2c") << false;
+    }
+    void h2loadAllSucceed() {
+        QFETCH(bool, tls);
+        const QString url =
+            tls ? QStringLiteral("https://127.0.0.1:%1/hello").arg(server_->tlsPort()) : h2c_ + "/hello";
+        auto r = runProcess("h2load", {"-n", "5000", "-c", "8", "-m", "16", url}, {}, 60000);
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("5000 total, 5000 started, 5000 done, 5000 succeeded, 0 failed"),
+                 r.out.constData());
+    }
+
+    void trailersAndBodyFramesWithPythonH2() {
+        // A request body in several DATA frames followed by trailers (RFC 9113 §8.1).
+        const QByteArray script = R"PY(
+import os, socket, ssl, h2.connection, h2.events, h2.config
+s = socket.create_connection(("127.0.0.1", int(os.environ["PORT"])), timeout=5)
+if os.environ["TLS"] == "1":
+    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"]); s = ctx.wrap_socket(s, server_hostname="localhost")
+c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+c.initiate_connection(); s.sendall(c.data_to_send())
+sid = c.get_next_available_stream_id()
+c.send_headers(sid, [(":method", "POST"), (":path", "/echo"), (":scheme", "https"), (":authority", "localhost"), ("te", "trailers")])
+c.send_data(sid, b"part1-"); c.send_data(sid, b"part2")
+c.send_headers(sid, [("x-checksum", "abc")], end_stream=True)
+s.sendall(c.data_to_send())
+body, status, done = b"", None, False
+while not done:
+    data = s.recv(65536)
+    if not data: break
+    for e in c.receive_data(data):
+        if isinstance(e, h2.events.ResponseReceived): status = dict(e.headers)[b":status"]
+        if isinstance(e, h2.events.DataReceived): body += e.data; c.acknowledge_received_data(len(e.data), sid)
+        if isinstance(e, h2.events.StreamEnded): done = True
+    s.sendall(c.data_to_send())
+print(status.decode(), body.decode())
+)PY";
+        QCOMPARE(python(script, false).trimmed(), QByteArray("200 part1-part2"));
+        QCOMPARE(python(script, true).trimmed(), QByteArray("200 part1-part2"));
+    }
+
+    void oversizedHeaderListGets431() {
+        // HPACK bomb (h2probe hpack-bomb): the decoded list exceeds max_header_bytes → 431 on that
+        // stream, the connection survives.
+        auto r = runProbe("hpack-bomb", "2000");
+        QVERIFY2(r.contains(":status 431"), r.constData());
+    }
+
+    void abuseGetsEnhanceYourCalm_data() {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<QString>("count");
+        QTest::newRow("H2-01 rapid reset") << "rapid-reset"
+                                           << "20000";
+        QTest::newRow("H2-02 continuation flood") << "continuation"
+                                                  << "5000";
+        QTest::newRow("H2-02 empty continuations") << "continuation0"
+                                                   << "100000";
+        QTest::newRow("PING flood") << "ping-flood"
+                                    << "100000";
+        QTest::newRow("SETTINGS flood") << "settings-flood"
+                                        << "100000";
+    }
+    void abuseGetsEnhanceYourCalm() {
+        QFETCH(QString, mode);
+        QFETCH(QString, count);
+        auto r = runProbe(mode, count);
+        QVERIFY2(r.contains("GOAWAY error_code=11"), r.constData()); // ENHANCE_YOUR_CALM
+        QVERIFY2(r.contains("end: server closed the connection"), r.constData());
+        // Others are still served.
+        auto ok = curl(h2c_ + "/hello", {"--http2-prior-knowledge"});
+        QCOMPARE(ok.status, 200);
+    }
+
+    void garbageHandshakeIsCountedAndSurvived() {
+        auto r = rawExchange(server_->tlsPort(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1000);
+        QVERIFY(r.closedByServer);
+        QTRY_VERIFY_WITH_TIMEOUT(server_->output().contains("TLS handshake with 127.0.0.1 failed"), 5000);
+        auto ok = curl(https_ + "/a.txt", trust() + QStringList{"--resolve", resolve()});
+        QCOMPARE(ok.status, 200);
+    }
+
+    void gracefulGoawayOnShutdown() {
+        // A slow stream in flight when the server is told to stop still completes, and the client
+        // is told with GOAWAY(NO_ERROR).
+        QProcess client;
+        client.start("nghttp", {"-v", "-n", h2c_ + "/slow"});
+        QVERIFY(client.waitForStarted());
+        QTest::qWait(100);
+        ::kill(static_cast<pid_t>(server_->pid()), SIGTERM);
+        QVERIFY(client.waitForFinished(10000));
+        const QByteArray out = client.readAllStandardOutput();
+        QVERIFY2(out.contains(":status: 200"), out.constData());
+        QVERIFY2(out.contains("recv GOAWAY frame") && out.contains("error_code=NO_ERROR"), out.constData());
+        QCOMPARE(server_->terminate(), 0);
+    }
+
+private:
+    QByteArray runProbe(const QString& mode, const QString& n) {
+        QProcess p;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("PORT", QString::number(server_->plainPort()));
+        p.setProcessEnvironment(env);
+        p.start(debianPython(), {sharedDir() + "/cases/tools/h2probe.py", mode, n});
+        p.waitForFinished(60000);
+        return p.readAllStandardOutput() + p.readAllStandardError();
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHttp2Tls)
+#include "tst_http2_tls.moc"
