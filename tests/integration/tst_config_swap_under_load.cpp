@@ -67,7 +67,7 @@ private slots:
         QVERIFY(eng.start(makeConfig("A"), error));
         const std::uint16_t oldPort = eng.endpoints().front().port;
         auto next = std::make_shared<config::Config>(*makeConfig("B"));
-        next->listen = {config::Listen{"127.0.0.1", 0, {}}, config::Listen{"::1", 0, {}}};
+        next->listen = {config::Listen{"127.0.0.1", 0, {}, {}}, config::Listen{"::1", 0, {}, {}}};
         // Same "127.0.0.1:0" entry stays bound; "::1" is added.
         QVERIFY2(eng.publish(next, error), error.c_str());
         QCOMPARE(eng.endpoints().size(), std::size_t(2));

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Starts Portico the way ../shared/bench/compare.sh expects its candidate: 127.0.0.1:18080
-# cleartext, GET /plaintext → "Hello, World!" (text/plain), static root $BENCH_WWW, one worker
+# cleartext, 127.0.0.1:18443 TLS ($BENCH_CERT/$BENCH_KEY, ALPN h2), GET /plaintext → "Hello, World!" (text/plain), static root $BENCH_WWW, one worker
 # (compare.sh pins the candidate to one core). Usage, from the repository root:
-#   ../shared/bench/compare.sh -w h1,h1pipe,h1static,static1m -- tests/perf/compare-candidate.sh
+#   ../shared/bench/compare.sh -w h1,h1pipe,h1static,h2tls,static1m -- tests/perf/compare-candidate.sh
 # PORTICO_BIN overrides the binary (default: build/app/portico next to this script's repo).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -11,7 +11,9 @@ bin=${PORTICO_BIN:-$here/build/app/portico}
 cfg=$(mktemp --suffix=.yaml)
 cat >"$cfg" <<YAML
 workers: 1
-listen: ["127.0.0.1:18080"]
+listen:
+  - 127.0.0.1:18080
+  - {address: 127.0.0.1:18443, tls: {cert: "$BENCH_CERT", key: "$BENCH_KEY"}}
 server_header: true
 vhosts:
   - root: $BENCH_WWW

@@ -14,6 +14,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -40,6 +41,13 @@ void makeFixture(const QString& dir) {
     writeFile(dir + "/mocks/users.json", "[{\"id\": 1}]\n");
     writeFile(dir + "/notes.txt", "not a directory\n");
     QDir().mkpath(dir + "/logs");
+    // A certificate and key for the tls: examples (docs/configuration.md "TLS").
+    QDir().mkpath(dir + "/certs");
+    QProcess openssl;
+    openssl.start("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                              "-keyout", dir + "/certs/local.key", "-out", dir + "/certs/local.crt", "-days", "2",
+                              "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
+    QVERIFY(openssl.waitForFinished(30000) && openssl.exitCode() == 0);
 }
 
 QString str(const std::string& s) { return QString::fromStdString(s); }
@@ -572,9 +580,24 @@ private slots:
             << QStringList{
                    "test.yaml:2:5: listen[0]: expected \"HOST:PORT\" or {address: HOST:PORT}, got a list; "
                    "quote IPv6 addresses: \"[::1]:8080\""};
-        QTest::newRow("listen tls")
-            << QByteArray("listen:\n  - address: 127.0.0.1:8443\n    tls: auto\n") + v
-            << QStringList{"test.yaml:3:5: listen[0].tls: 'tls' is not supported yet in this version"};
+        QTest::newRow("listen tls without key")
+            << QByteArray("listen:\n  - address: 127.0.0.1:8443\n    tls: {cert: certs/local.crt}\n") + v
+            << QStringList{"test.yaml:3:10: listen[0].tls: needs `key:` (the private key, PEM)"};
+        QTest::newRow("listen tls unknown key")
+            << QByteArray("listen:\n  - address: 127.0.0.1:8443\n    tls: {cert: certs/local.crt, key: "
+                          "certs/local.key, ca: x}\n") +
+                   v
+            << QStringList{"test.yaml:3:56: listen[0].tls.ca: unknown key 'ca'"};
+        QTest::newRow("listen tls bad value")
+            << QByteArray("listen:\n  - address: 127.0.0.1:8443\n    tls: [auto]\n") + v
+            << QStringList{"test.yaml:3:10: listen[0].tls: expected `auto` (the local development CA) or "
+                           "{cert: FILE, key: FILE}, got a list"};
+        QTest::newRow("vhost tls auto")
+            << QByteArray("vhosts:\n  - root: site\n    tls: auto\n")
+            << QStringList{"test.yaml:3:10: vhosts[0].tls: expected {cert: FILE, key: FILE}, got 'auto'"};
+        QTest::newRow("http2 window too small")
+            << QByteArray("http2: {initial_window_bytes: 1000}\n") + v
+            << QStringList{"test.yaml:1:31: http2.initial_window_bytes: must be at least 65535 bytes, got 1000"};
         QTest::newRow("listen duplicate")
             << QByteArray("listen: [8080, 127.0.0.1:8080]\n") + v
             << QStringList{
@@ -1184,6 +1207,28 @@ private slots:
         auto rel = configForDirectory("site/", "127.0.0.1", 0);
         QDir::setCurrent(cwd);
         QCOMPARE(str(rel->vhosts[0].root->root), dir() + "/site");
+    }
+
+    void tlsAndHttp2Model() {
+        LoadResult r = load("listen:\n  - 127.0.0.1:0\n  - {address: 127.0.0.1:0, tls: auto}\n"
+                            "  - {address: \"[::1]:0\", tls: {cert: certs/local.crt, key: certs/local.key}}\n"
+                            "http2: {enabled: false, max_concurrent_streams: 7, connection_window_bytes: 1MiB}\n"
+                            "vhosts:\n  - names: [a.test]\n    tls: {cert: certs/local.crt, key: certs/local.key}\n"
+                            "    root: site\n");
+        QVERIFY2(r.ok(), r.errors.empty() ? "" : r.errors[0].toString().c_str());
+        const Config& c = *r.config;
+        QCOMPARE(c.listen.size(), std::size_t(3));
+        QVERIFY(!c.listen[0].tls);
+        QVERIFY(c.listen[1].tls && c.listen[1].tls->autoCa);
+        QVERIFY(c.listen[2].tls && !c.listen[2].tls->autoCa);
+        QCOMPARE(str(c.listen[2].tls->files.cert), dir() + "/certs/local.crt");
+        QCOMPARE(str(c.listen[2].tls->files.key), dir() + "/certs/local.key");
+        QVERIFY(c.vhosts[0].tls);
+        QCOMPARE(str(c.vhosts[0].tls->cert), dir() + "/certs/local.crt");
+        QCOMPARE(c.http2.enabled, false);
+        QCOMPARE(c.http2.maxConcurrentStreams, 7u);
+        QCOMPARE(c.http2.connectionWindowBytes, 1u << 20);
+        QCOMPARE(c.http2.initialWindowBytes, 1u << 20); // default
     }
 
     void docExamples() {

@@ -987,15 +987,16 @@ std::optional<TlsFiles> Loader::readTlsFiles(const Value& v) {
     std::optional<Value> certValue;
     bool ok = true;
     readMap(v, kTlsKeys, [&](const Entry& e) {
+        if (e.key != "cert" && e.key != "key") return false;
         auto p = existing(e.value, false);
-        if (!p)
+        if (!p) {
             ok = false;
-        else if (e.key == "cert")
-            f.cert = *p, certValue = e.value;
-        else if (e.key == "key")
+        } else if (e.key == "cert") {
+            f.cert = *p;
+            certValue = e.value;
+        } else {
             f.key = *p;
-        else
-            return false;
+        }
         return true;
     });
     if (!ok) return std::nullopt;
