@@ -417,8 +417,8 @@ int runInstall() {
     if (!runUpdateCa(target)) return kExitFailure;
     std::cout
         << "System store: copied to " << target.string()
-        << " and ran update-ca-certificates\n  (curl, wget, Python, Node with --use-openssl-ca and other "
-           "OpenSSL/GnuTLS programs now trust it)\n";
+        << " and ran update-ca-certificates\n  (curl, wget and other programs that read /etc/ssl/certs now "
+           "trust it)\n";
 
     // 2. NSS databases, which Chrome/Chromium and Firefox use instead of the system store.
     int status = kExitOk;
