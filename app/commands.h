@@ -19,4 +19,7 @@ struct Command {
     std::function<int()> run;
 };
 
+/// `portico cert ca|export|install|uninstall` (app/cert_command.cpp).
+Command addCertCommand(CLI::App& app);
+
 } // namespace portico::app
