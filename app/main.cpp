@@ -3,9 +3,11 @@
 
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/tls/local_ca.h>
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -29,6 +31,9 @@ struct ServeOptions {
     std::string config;
     std::string host;
     int port = -1;
+    int httpsPort = -1;
+    std::string cert;
+    std::string key;
     unsigned workers = 0;
     bool test = false;
     bool noReload = false;
@@ -80,6 +85,25 @@ int serve(const ServeOptions& o) {
         l.port = o.port >= 0 ? static_cast<std::uint16_t>(o.port) : 8080;
         mutableCfg->listen = {l};
     }
+    if (o.httpsPort >= 0) {
+        // An HTTPS listener beside the cleartext one: the local CA's certificates unless the
+        // user brings their own.
+        portico::config::Listen l;
+        l.host = o.host.empty() ? "127.0.0.1" : o.host;
+        l.port = static_cast<std::uint16_t>(o.httpsPort);
+        l.tls = portico::config::ListenTls{};
+        if (o.cert.empty()) {
+            l.tls->autoCa = true;
+        } else {
+            if (std::string problem = portico::tls::checkCertKeyPair(o.cert, o.key); !problem.empty()) {
+                std::cerr << "portico: " << problem << "\n";
+                return kExitFailure;
+            }
+            l.tls->files.cert = std::filesystem::absolute(o.cert).string();
+            l.tls->files.key = std::filesystem::absolute(o.key).string();
+        }
+        mutableCfg->listen.push_back(l);
+    }
     if (o.workers) mutableCfg->workers = o.workers;
     if (!o.accessLog.empty()) {
         mutableCfg->accessLog.format = portico::config::AccessLog::Format::Combined;
@@ -115,6 +139,11 @@ int serve(const ServeOptions& o) {
                   << (engine.workerCount() == 1 ? " worker" : " workers") << ")\n";
         for (const auto& ep : engine.endpoints())
             std::cout << "Listening on " << ep.url() << "\n";
+        if (std::any_of(cfg->listen.begin(), cfg->listen.end(),
+                        [](const auto& l) { return l.tls && l.tls->autoCa; }))
+            std::cout << "HTTPS certificates come from the local development CA in "
+                      << (portico::tls::defaultDataDir() / "ca").string()
+                      << "; trust it once with `portico cert install`.\n";
         std::cout << "Press Ctrl+C to stop." << std::endl;
     }
     if (!fromDir && !o.noReload) engine.watchConfigFile(o.config, report);
@@ -149,6 +178,18 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 256));
     serveCmd->add_option("--access-log", so.accessLog,
                          "Write a Combined Log Format access log to FILE (- = stdout)");
+    auto* httpsOpt = serveCmd
+                         ->add_option("--https-port", so.httpsPort,
+                                      "Also serve HTTPS (h2 and HTTP/1.1) on this port (0 = any free port)")
+                         ->check(CLI::Range(0, 65535));
+    auto* certOpt = serveCmd
+                        ->add_option("--cert", so.cert,
+                                     "Certificate chain (PEM) for --https-port; default: the local CA's")
+                        ->check(CLI::ExistingFile);
+    auto* keyOpt =
+        serveCmd->add_option("--key", so.key, "Private key (PEM) for --cert")->check(CLI::ExistingFile);
+    certOpt->needs(keyOpt)->needs(httpsOpt);
+    keyOpt->needs(certOpt);
     serveCmd->add_flag("-t,--test", so.test, "Check the config (or folder) and exit: 0 valid, 1 invalid");
     serveCmd->add_flag("--no-reload", so.noReload, "Do not watch the config file");
 

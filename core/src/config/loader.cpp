@@ -6,10 +6,7 @@
 
 #include "routing/regex.h"
 
-#if __has_include(<portico/tls/local_ca.h>)
 #include <portico/tls/local_ca.h>
-#define PORTICO_HAS_CERT_CHECK 1
-#endif
 
 #include <yaml-cpp/yaml.h>
 
@@ -1005,12 +1002,10 @@ std::optional<TlsFiles> Loader::readTlsFiles(const Value& v) {
                                 : "needs `key:` (the private key, PEM)");
         return std::nullopt;
     }
-#ifdef PORTICO_HAS_CERT_CHECK
     if (std::string problem = tls::checkCertKeyPair(f.cert, f.key); !problem.empty()) {
         error(*certValue, problem);
         return std::nullopt;
     }
-#endif
     return f;
 }
 

@@ -7,10 +7,7 @@
 #include "net/worker.h"
 #include "tls/server_tls.h"
 
-#if __has_include(<portico/tls/local_ca.h>)
 #include <portico/tls/local_ca.h>
-#define PORTICO_HAS_LOCAL_CA 1
-#endif
 
 #include <algorithm>
 #include <condition_variable>
@@ -96,9 +93,7 @@ struct Engine::Impl {
     std::condition_variable watchCv;
     bool watchStop = false;
 
-#ifdef PORTICO_HAS_LOCAL_CA
     std::shared_ptr<tls::LocalCa> ca; // opened on first use of `tls: auto`
-#endif
 
     /// The snapshot for `config` whose listeners are bound as `bound` (same order as config->listen).
     std::shared_ptr<net::Snapshot> snapshot(std::shared_ptr<const config::Config> config,
@@ -109,7 +104,6 @@ struct Engine::Impl {
             if (!l.tls) continue;
             tls::Issuer issuer;
             if (l.tls->autoCa) {
-#ifdef PORTICO_HAS_LOCAL_CA
                 if (!ca) {
                     ca = tls::LocalCa::openOrCreate(tls::defaultDataDir(), error);
                     if (!ca) return nullptr;
@@ -119,10 +113,6 @@ struct Engine::Impl {
                     if (!leaf) return std::nullopt;
                     return tls::PemPair{leaf->chainPem, leaf->keyPem};
                 };
-#else
-                error = "tls: auto is not available in this build";
-                return nullptr;
-#endif
             }
             auto t = tls::ServerTls::create(*config, *l.tls, std::move(issuer), error);
             if (!t) {
