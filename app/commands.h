@@ -19,4 +19,7 @@ struct Command {
     std::function<int()> run;
 };
 
+/// `portico bench URL...`: the load generator (app/bench_command.cpp, docs/cli.md).
+Command addBenchCommand(CLI::App& app);
+
 } // namespace portico::app

@@ -1,4 +1,6 @@
 // The `portico` executable: subcommands `serve`, `version`, `help` over the engine facade.
+#include "commands.h"
+
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 
@@ -150,6 +152,7 @@ int main(int argc, char** argv) {
     serveCmd->add_flag("-t,--test", so.test, "Check the config (or folder) and exit: 0 valid, 1 invalid");
     serveCmd->add_flag("--no-reload", so.noReload, "Do not watch the config file");
 
+    auto bench = portico::app::addBenchCommand(app);
     auto* versionCmd = app.add_subcommand("version", "Print the version");
     std::string helpTopic;
     auto* helpCmd = app.add_subcommand("help", "Show help for portico or a subcommand");
@@ -169,6 +172,7 @@ int main(int argc, char** argv) {
         return kExitOk;
     }
     if (serveCmd->parsed()) return serve(so);
+    if (bench.cmd->parsed()) return bench.run();
     if (helpCmd->parsed()) {
         if (helpTopic.empty()) {
             // app.help() would describe the selected subcommand ("help" itself); format the top level.
