@@ -125,7 +125,7 @@ double Result::cpuShare() const {
 std::string toJson(const Result& r) {
     const Options& o = r.options;
     std::string out;
-    out.reserve(4096 + r.slots.size() * 8);
+    out.reserve(4096 + r.perSlot.size() * 8);
     out += "{\"schema\":1,\"tool\":\"portico bench\",\"version\":";
     appendString(out, PORTICO_VERSION);
     if (!r.ok()) {
@@ -186,9 +186,9 @@ std::string toJson(const Result& r) {
         out += "null";
     out +=
         ",\"series\":{\"slotMilliseconds\":" + num(std::uint64_t{Result::kSlot.count()}) + ",\"completed\":[";
-    for (std::size_t i = 0; i < r.slots.size(); ++i) {
+    for (std::size_t i = 0; i < r.perSlot.size(); ++i) {
         if (i) out += ',';
-        out += num(r.slots[i]);
+        out += num(r.perSlot[i]);
     }
     out += "]},\"cpu\":{\"userSeconds\":" + num(r.cpuUserSeconds) +
            ",\"systemSeconds\":" + num(r.cpuSystemSeconds) + ",\"share\":" + num(r.cpuShare()) + "}}\n";

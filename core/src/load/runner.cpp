@@ -677,9 +677,9 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
         result.bytesWritten += w->bytesWritten;
         result.latency->merge(*w->latency);
         result.serviceTime->merge(*w->service);
-        if (result.slots.size() < w->slots.size()) result.slots.resize(w->slots.size());
+        if (result.perSlot.size() < w->slots.size()) result.perSlot.resize(w->slots.size());
         for (std::size_t s = 0; s < w->slots.size(); ++s)
-            result.slots[s] += w->slots[s];
+            result.perSlot[s] += w->slots[s];
         last = std::max(last, w->lastEvent);
         result.cpuUserSeconds += w->cpuUser;
         result.cpuSystemSeconds += w->cpuSystem;
@@ -690,7 +690,7 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
     result.measured = std::chrono::nanoseconds(std::max<Ns>(0, last - plan.warmupEnd));
     // Trailing empty slots (the pre-sized tail) are not part of the series.
     const auto measuredSlots = static_cast<std::size_t>(result.measured.count() / 100'000'000) + 1;
-    if (result.slots.size() > measuredSlots) result.slots.resize(measuredSlots);
+    if (result.perSlot.size() > measuredSlots) result.perSlot.resize(measuredSlots);
     return result;
 }
 

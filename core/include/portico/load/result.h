@@ -55,9 +55,9 @@ struct Result {
     /// tool would report). Equal to `latency` in the closed model.
     std::unique_ptr<stats::Histogram> serviceTime;
 
-    /// Completed measured requests per 100 ms slot; slot i covers [i×100 ms, (i+1)×100 ms) after the
-    /// end of the warm-up, by completion time.
-    std::vector<std::uint64_t> slots;
+    /// Completed measured requests per 100 ms slot (named so as not to clash with Qt's `slots`); slot i
+    /// covers [i×100 ms, (i+1)×100 ms) after the end of the warm-up, by completion time.
+    std::vector<std::uint64_t> perSlot;
     static constexpr std::chrono::milliseconds kSlot{100};
 
     /// From the end of the warm-up to the last completion or cancellation, ns.
