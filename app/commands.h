@@ -21,5 +21,7 @@ struct Command {
 
 /// `portico cert ca|export|install|uninstall` (app/cert_command.cpp).
 Command addCertCommand(CLI::App& app);
+/// `portico bench URL...`: the load generator (app/bench_command.cpp, docs/cli.md).
+Command addBenchCommand(CLI::App& app);
 
 } // namespace portico::app

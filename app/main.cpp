@@ -1,4 +1,4 @@
-// The `portico` executable: subcommands `serve`, `version`, `help` over the engine facade.
+// The `portico` executable: subcommands `serve`, `bench`, `cert`, `version`, `help` over the engine facade.
 #include "commands.h"
 
 #include <portico/config/loader.h>
@@ -194,6 +194,7 @@ int main(int argc, char** argv) {
     serveCmd->add_flag("--no-reload", so.noReload, "Do not watch the config file");
 
     auto certCmd = portico::app::addCertCommand(app);
+    auto bench = portico::app::addBenchCommand(app);
     auto* versionCmd = app.add_subcommand("version", "Print the version");
     std::string helpTopic;
     auto* helpCmd = app.add_subcommand("help", "Show help for portico or a subcommand");
@@ -214,6 +215,7 @@ int main(int argc, char** argv) {
     }
     if (serveCmd->parsed()) return serve(so);
     if (certCmd.cmd->parsed()) return certCmd.run();
+    if (bench.cmd->parsed()) return bench.run();
     if (helpCmd->parsed()) {
         if (helpTopic.empty()) {
             // app.help() would describe the selected subcommand ("help" itself); format the top level.

@@ -1,0 +1,174 @@
+// `portico bench`: the load generator on the command line (wrk-like summary, optional JSON result).
+#include "commands.h"
+
+#include <portico/config/loader.h>
+#include <portico/load/runner.h>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+namespace portico::app {
+
+namespace {
+
+struct BenchOptions {
+    std::vector<std::string> urls;
+    std::vector<unsigned> weights;
+    unsigned connections = 10;
+    unsigned threads = 1;
+    std::string duration;
+    std::uint64_t count = 0;
+    double rate = 0;
+    unsigned pipeline = 1;
+    bool h2 = false;
+    unsigned streams = 0;
+    std::vector<std::string> headers;
+    std::string method = "GET";
+    std::string bodyFile;
+    std::string jsonFile;
+    std::string warmup;
+    std::string timeout = "10s";
+    bool allowRemote = false;
+};
+
+std::atomic<bool> g_abort{false};
+extern "C" void onSignal(int) { g_abort.store(true); }
+
+bool parseDurationOption(const std::string& name, const std::string& text, std::chrono::nanoseconds& out) {
+    if (text.empty()) return true;
+    if (!portico::config::parseDuration(text, out)) {
+        std::cerr << "portico bench: " << name << " '" << text
+                  << "': expected a duration with a unit, e.g. 10s, 500ms, 2m\n";
+        return false;
+    }
+    return true;
+}
+
+int runBench(const BenchOptions& b) {
+    if (b.h2 || b.streams) {
+        std::cerr << "portico bench: --h2/--streams: HTTP/2 load is not supported yet\n";
+        return kExitUsage;
+    }
+    load::Options o;
+    o.connections = b.connections;
+    o.threads = b.threads;
+    o.count = b.count;
+    o.rate = b.rate;
+    o.pipeline = b.pipeline;
+    o.allowRemote = b.allowRemote;
+    if (!parseDurationOption("--duration", b.duration, o.duration) ||
+        !parseDurationOption("--warmup", b.warmup, o.warmup) ||
+        !parseDurationOption("--timeout", b.timeout, o.timeout))
+        return kExitUsage;
+    if (o.duration.count() == 0 && o.count == 0) o.duration = std::chrono::seconds(10); // wrk's default
+    if (!b.weights.empty() && b.weights.size() != b.urls.size()) {
+        std::cerr << "portico bench: --weights needs one weight per URL (" << b.urls.size() << ")\n";
+        return kExitUsage;
+    }
+    std::string body;
+    if (!b.bodyFile.empty()) {
+        std::ifstream in(b.bodyFile, std::ios::binary);
+        if (!in) {
+            std::cerr << "portico bench: --body " << b.bodyFile << ": cannot read\n";
+            return kExitFailure;
+        }
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        body = ss.str();
+    }
+    std::vector<std::pair<std::string, std::string>> headers;
+    for (const auto& h : b.headers) {
+        auto colon = h.find(':');
+        if (colon == std::string::npos || colon == 0) {
+            std::cerr << "portico bench: -H '" << h << "': expected 'Name: value'\n";
+            return kExitUsage;
+        }
+        std::string value = h.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+            value.erase(0, 1);
+        headers.emplace_back(h.substr(0, colon), value);
+    }
+    for (std::size_t i = 0; i < b.urls.size(); ++i) {
+        load::RequestSpec spec;
+        spec.url = b.urls[i];
+        spec.method = b.method;
+        spec.headers = headers;
+        spec.body = body;
+        spec.weight = b.weights.empty() ? 1 : b.weights[i];
+        o.requests.push_back(std::move(spec));
+    }
+
+    g_abort.store(false);
+    auto oldInt = std::signal(SIGINT, onSignal);
+    auto oldTerm = std::signal(SIGTERM, onSignal);
+    load::Result r = load::run(o, &g_abort);
+    std::signal(SIGINT, oldInt);
+    std::signal(SIGTERM, oldTerm);
+
+    if (!r.ok()) {
+        std::cerr << "portico bench: " << r.error << "\n";
+        return kExitFailure;
+    }
+    const bool jsonToStdout = b.jsonFile == "-";
+    (jsonToStdout ? std::cerr : std::cout) << load::summaryText(r) << std::flush;
+    if (!b.jsonFile.empty()) {
+        const std::string json = load::toJson(r);
+        if (jsonToStdout) {
+            std::cout << json << std::flush;
+        } else {
+            std::ofstream out(b.jsonFile, std::ios::binary | std::ios::trunc);
+            out << json;
+            if (!out) {
+                std::cerr << "portico bench: --json " << b.jsonFile << ": cannot write\n";
+                return kExitFailure;
+            }
+        }
+    }
+    return kExitOk;
+}
+
+} // namespace
+
+Command addBenchCommand(CLI::App& app) {
+    auto b = std::make_shared<BenchOptions>();
+    auto* cmd = app.add_subcommand("bench", "Load-test an HTTP server (loopback only unless --allow-remote)");
+    cmd->add_option("url", b->urls, "Target URL(s), http://HOST[:PORT]/PATH; several share one origin")
+        ->required();
+    cmd->add_option("-c,--connections", b->connections, "Connections to keep open (default 10)")
+        ->check(CLI::Range(1, 100000));
+    cmd->add_option("-t,--threads", b->threads, "Threads, each with its own event loop (default 1)")
+        ->check(CLI::Range(1, 256));
+    auto* d =
+        cmd->add_option("-d,--duration", b->duration,
+                        "Measured duration with a unit (10s, 500ms, 2m); default 10s unless -n is given");
+    cmd->add_option("-n,--requests", b->count, "Measured requests to send (with -d: whichever comes first)")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
+    (void)d;
+    cmd->add_option("-R,--rate", b->rate,
+                    "Open model: fixed arrival rate, requests/s over all connections; latency from intended "
+                    "send times (coordinated omission corrected)")
+        ->check(CLI::Range(0.001, 1e8));
+    cmd->add_option("-p,--pipeline", b->pipeline, "Requests in flight per connection (HTTP/1.1 pipelining)")
+        ->check(CLI::Range(1, 1024));
+    cmd->add_flag("--h2", b->h2, "HTTP/2 (not supported yet)");
+    cmd->add_option("--streams", b->streams, "HTTP/2 streams per connection (not supported yet)");
+    cmd->add_option("-H,--header", b->headers, "Request header 'Name: value' (repeatable)");
+    cmd->add_option("-m,--method", b->method, "Request method (default GET)");
+    cmd->add_option("--body", b->bodyFile, "File whose bytes are sent as the request body")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--weights", b->weights, "Relative frequency of each URL, e.g. --weights 3 1")
+        ->check(CLI::Range(1, 1000000));
+    cmd->add_option("--json", b->jsonFile,
+                    "Write the result as JSON to FILE (- = stdout; docs/load-results.md)");
+    cmd->add_option("--warmup", b->warmup,
+                    "Warm-up before measuring, with a unit (e.g. 2s); not in the results");
+    cmd->add_option("--timeout", b->timeout, "Per-request timeout, with a unit (default 10s)");
+    cmd->add_flag("--allow-remote", b->allowRemote, "Allow targets that are not loopback addresses");
+    return Command{cmd, [b] { return runBench(*b); }};
+}
+
+} // namespace portico::app

@@ -1,0 +1,76 @@
+// What a load run sends and how: target URLs, requests, connections, threads, model and bounds.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace portico::load {
+
+/// A target URL, `http://HOST[:PORT][/PATH][?QUERY]` (RFC 3986 §3; userinfo and fragments refused).
+struct Url {
+    std::string scheme;     ///< "http" (or "https", refused by `run` until TLS is supported)
+    std::string host;       ///< name or IP literal, IPv6 without brackets
+    std::uint16_t port = 0; ///< explicit port or the scheme's default (80, 443)
+    std::string target;     ///< origin-form request-target: path and query, "/" if the URL has no path
+    std::string authority;  ///< Host field value: host as written (IPv6 in brackets) and ":PORT" if given
+
+    /// "scheme://authority" — what requests of one run must share.
+    std::string origin() const { return scheme + "://" + authority; }
+};
+
+/// Parses `text` into `out`. False with a one-line `error` ("bad URL 'x': ...") when the scheme is not
+/// http/https, the host is empty, the port is not 1..65535, or it contains userinfo, a fragment,
+/// whitespace or control characters.
+bool parseUrl(std::string_view text, Url& out, std::string& error);
+
+/// One kind of request of a run. Requests are picked at random in proportion to `weight`.
+struct RequestSpec {
+    std::string url; ///< absolute URL; every spec of a run must have the same origin
+    std::string method = "GET";
+    /// Extra field lines, sent as given. A "Host" here replaces the one derived from the URL;
+    /// Content-Length is added for a non-empty body and must not be given.
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body;    ///< request content, bytes
+    unsigned weight = 1; ///< relative frequency, ≥ 1
+};
+
+/// Closed model: every connection keeps `pipeline` requests in flight, as fast as the server
+/// answers; latency runs from each request's actual send time. Open model: requests are due at a
+/// fixed arrival rate whether or not earlier ones were answered; latency runs from each request's
+/// intended send time, so a server stall shows up in the percentiles (coordinated omission
+/// corrected, as wrk2 does).
+enum class Model : std::uint8_t { Closed, Open };
+
+/// Parameters of a run. A run is always bounded: `duration`, `count` or both must be set (both: the
+/// first reached ends it); `validate` refuses anything else.
+struct Options {
+    std::vector<RequestSpec> requests; ///< at least one
+    unsigned connections = 10;         ///< 1..100000, spread round-robin over the threads
+    unsigned threads = 1;              ///< 1..256 and ≤ connections; each runs its own io_context
+    unsigned pipeline = 1;             ///< requests in flight per connection, 1..1024 (HTTP/1.1 pipelining)
+    std::chrono::nanoseconds duration{0}; ///< measured time after the warm-up; 0 = bounded by `count`
+    std::uint64_t count = 0;              ///< measured requests to start; 0 = bounded by `duration`
+    /// Open model when > 0: total arrival rate in requests per second over all connections
+    /// (each connection gets rate/connections, staggered). 0 = closed model.
+    double rate = 0;
+    /// Warm-up before measuring; requests started in it are counted apart and not in the latency.
+    std::chrono::nanoseconds warmup{0};
+    /// A request not answered within this time fails as `timeout` and its connection is closed
+    /// (checked every 10 ms). Default 10 s.
+    std::chrono::nanoseconds timeout{std::chrono::seconds(10)};
+    /// When the run ends, requests in flight get this long to complete; the rest are cancelled.
+    std::chrono::nanoseconds stopGrace{std::chrono::seconds(5)};
+    /// Refuse targets that are not loopback (127.0.0.0/8, ::1) unless set. Default: refuse.
+    bool allowRemote = false;
+
+    Model model() const { return rate > 0 ? Model::Open : Model::Closed; }
+};
+
+/// Checks ranges and bounds (see the fields); false with a one-line `error`.
+bool validate(const Options& options, std::string& error);
+
+} // namespace portico::load

@@ -1,0 +1,281 @@
+// Result derived figures, the JSON writer (schema in docs/load-results.md) and the text summary.
+#include <portico/load/result.h>
+
+#include <charconv>
+#include <cstdio>
+
+namespace portico::load {
+
+namespace {
+
+constexpr double kPercentiles[] = {50, 75, 90, 99, 99.9, 99.99, 100};
+
+std::string num(double v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+std::string num(std::uint64_t v) { return std::to_string(v); }
+
+// Percentile keys as JSON object names: "50", "99.9", "99.99", "100".
+std::string percentileKey(double p) { return num(p); }
+
+void appendString(std::string& out, std::string_view s) {
+    out += '"';
+    for (unsigned char c : s) {
+        switch (c) {
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        default:
+            if (c < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                out += buf;
+            } else {
+                out += static_cast<char>(c); // UTF-8 passes through
+            }
+        }
+    }
+    out += '"';
+}
+
+double seconds(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e9; }
+
+void appendCounts(std::string& out, const RequestCounts& c) {
+    out += "{\"started\":" + num(c.started) + ",\"completed\":" + num(c.completed) +
+           ",\"failed\":" + num(c.failed) + ",\"cancelled\":" + num(c.cancelled) + "}";
+}
+
+void appendLatency(std::string& out, const stats::Histogram& h, bool withBuckets) {
+    out += "{\"unit\":\"ns\",\"count\":" + num(h.count()) + ",\"min\":" + num(h.min()) +
+           ",\"max\":" + num(h.max()) + ",\"mean\":" + num(h.mean()) + ",\"stddev\":" + num(h.stddev()) +
+           ",\"percentiles\":{";
+    bool first = true;
+    for (double p : kPercentiles) {
+        if (!first) out += ',';
+        first = false;
+        appendString(out, percentileKey(p));
+        out += ':' + num(h.valueAtPercentile(p));
+    }
+    out += "}";
+    if (withBuckets) {
+        out += ",\"buckets\":[";
+        first = true;
+        h.forEachBucket([&](const stats::Histogram::Bucket& b) {
+            if (!first) out += ',';
+            first = false;
+            out += '[' + num(b.lowestNs) + ',' + num(b.highestNs) + ',' + num(b.count) + ']';
+        });
+        out += "]";
+    }
+    out += "}";
+}
+
+std::string duration(double ns) {
+    char buf[32];
+    if (ns < 1e3)
+        std::snprintf(buf, sizeof buf, "%.0fns", ns);
+    else if (ns < 1e6)
+        std::snprintf(buf, sizeof buf, "%.2fus", ns / 1e3);
+    else if (ns < 1e9)
+        std::snprintf(buf, sizeof buf, "%.2fms", ns / 1e6);
+    else
+        std::snprintf(buf, sizeof buf, "%.2fs", ns / 1e9);
+    return buf;
+}
+
+std::string bytes(double b) {
+    char buf[32];
+    if (b < 1024)
+        std::snprintf(buf, sizeof buf, "%.0fB", b);
+    else if (b < 1024 * 1024)
+        std::snprintf(buf, sizeof buf, "%.2fKB", b / 1024);
+    else if (b < 1024.0 * 1024 * 1024)
+        std::snprintf(buf, sizeof buf, "%.2fMB", b / (1024 * 1024));
+    else
+        std::snprintf(buf, sizeof buf, "%.2fGB", b / (1024.0 * 1024 * 1024));
+    return buf;
+}
+
+} // namespace
+
+double Result::requestsPerSecond() const {
+    const double s = seconds(measured);
+    return s > 0 ? static_cast<double>(requests.completed) / s : 0.0;
+}
+
+double Result::cpuShare() const {
+    const double s = seconds(measured) * std::max(1u, std::min(options.threads, options.connections));
+    return s > 0 ? (cpuUserSeconds + cpuSystemSeconds) / s : 0.0;
+}
+
+std::string toJson(const Result& r) {
+    const Options& o = r.options;
+    std::string out;
+    out.reserve(4096 + r.perSlot.size() * 8);
+    out += "{\"schema\":1,\"tool\":\"portico bench\",\"version\":";
+    appendString(out, PORTICO_VERSION);
+    if (!r.ok()) {
+        out += ",\"error\":";
+        appendString(out, r.error);
+        out += "}\n";
+        return out;
+    }
+    out += ",\"target\":{\"address\":";
+    appendString(out, r.address);
+    out += ",\"requests\":[";
+    for (std::size_t i = 0; i < o.requests.size(); ++i) {
+        const auto& q = o.requests[i];
+        if (i) out += ',';
+        out += "{\"url\":";
+        appendString(out, q.url);
+        out += ",\"method\":";
+        appendString(out, q.method);
+        out += ",\"weight\":" + num(std::uint64_t{q.weight}) +
+               ",\"bodyBytes\":" + num(std::uint64_t{q.body.size()}) + "}";
+    }
+    out += "]},\"options\":{\"model\":";
+    appendString(out, o.model() == Model::Open ? "open" : "closed");
+    out += ",\"connections\":" + num(std::uint64_t{o.connections}) +
+           ",\"threads\":" + num(std::uint64_t{o.threads}) +
+           ",\"pipeline\":" + num(std::uint64_t{o.pipeline}) +
+           ",\"durationSeconds\":" + num(seconds(o.duration)) + ",\"count\":" + num(o.count) +
+           ",\"rate\":" + num(o.rate) + ",\"warmupSeconds\":" + num(seconds(o.warmup)) +
+           ",\"timeoutSeconds\":" + num(seconds(o.timeout)) +
+           ",\"stopGraceSeconds\":" + num(seconds(o.stopGrace)) +
+           "},\"measuredSeconds\":" + num(seconds(r.measured)) + ",\"requests\":";
+    appendCounts(out, r.requests);
+    out += ",\"warmup\":";
+    appendCounts(out, r.warmup);
+    out += ",\"requestsPerSecond\":" + num(r.requestsPerSecond());
+    out += ",\"errors\":{\"connect\":" + num(r.errors.connect) + ",\"reset\":" + num(r.errors.reset) +
+           ",\"timeout\":" + num(r.errors.timeout) + ",\"protocol\":" + num(r.errors.protocol) + "}";
+    out += ",\"statuses\":{";
+    bool first = true;
+    for (const auto& [status, count] : r.statuses) {
+        if (!first) out += ',';
+        first = false;
+        appendString(out, std::to_string(status));
+        out += ':' + num(count);
+    }
+    out += "},\"bytes\":{\"read\":" + num(r.bytesRead) + ",\"written\":" + num(r.bytesWritten) + "}";
+    out += ",\"latency\":";
+    if (r.latency)
+        appendLatency(out, *r.latency, true);
+    else
+        out += "null";
+    out += ",\"latencyCorrected\":";
+    out += o.model() == Model::Open ? "true" : "false";
+    out += ",\"serviceTime\":";
+    if (r.serviceTime)
+        appendLatency(out, *r.serviceTime, false);
+    else
+        out += "null";
+    out +=
+        ",\"series\":{\"slotMilliseconds\":" + num(std::uint64_t{Result::kSlot.count()}) + ",\"completed\":[";
+    for (std::size_t i = 0; i < r.perSlot.size(); ++i) {
+        if (i) out += ',';
+        out += num(r.perSlot[i]);
+    }
+    out += "]},\"cpu\":{\"userSeconds\":" + num(r.cpuUserSeconds) +
+           ",\"systemSeconds\":" + num(r.cpuSystemSeconds) + ",\"share\":" + num(r.cpuShare()) + "}}\n";
+    return out;
+}
+
+std::string summaryText(const Result& r) {
+    if (!r.ok()) return "error: " + r.error + "\n";
+    const Options& o = r.options;
+    std::string s;
+    char line[256];
+    const std::string url = o.requests.empty() ? "" : o.requests.front().url;
+    std::snprintf(line, sizeof line, "Running %s test @ %s (%s)%s\n",
+                  o.duration.count() ? duration(static_cast<double>(o.duration.count())).c_str()
+                                     : (std::to_string(o.count) + " request").c_str(),
+                  url.c_str(), r.address.c_str(), o.requests.size() > 1 ? " and other URLs" : "");
+    s += line;
+    const unsigned threads = std::min(o.threads, o.connections);
+    if (o.model() == Model::Open)
+        std::snprintf(line, sizeof line,
+                      "  %u thread(s) and %u connection(s), open model at %.6g req/s, pipeline %u\n"
+                      "  latency from intended send times (coordinated omission corrected)\n",
+                      threads, o.connections, o.rate, o.pipeline);
+    else
+        std::snprintf(line, sizeof line, "  %u thread(s) and %u connection(s), closed model, pipeline %u\n",
+                      threads, o.connections, o.pipeline);
+    s += line;
+    const auto& h = *r.latency;
+    s += "  Latency      Avg        Stdev      Min        Max\n";
+    std::snprintf(line, sizeof line, "           %-10s %-10s %-10s %-10s\n", duration(h.mean()).c_str(),
+                  duration(h.stddev()).c_str(), duration(static_cast<double>(h.min())).c_str(),
+                  duration(static_cast<double>(h.max())).c_str());
+    s += line;
+    s += "  Latency Distribution\n";
+    for (double p : kPercentiles) {
+        std::snprintf(line, sizeof line, "    %7s%%  %s\n", num(p).c_str(),
+                      duration(static_cast<double>(h.valueAtPercentile(p))).c_str());
+        s += line;
+    }
+    if (o.model() == Model::Open) {
+        std::snprintf(line, sizeof line, "  Uncorrected (from actual send): p50 %s, p99 %s, max %s\n",
+                      duration(static_cast<double>(r.serviceTime->valueAtPercentile(50))).c_str(),
+                      duration(static_cast<double>(r.serviceTime->valueAtPercentile(99))).c_str(),
+                      duration(static_cast<double>(r.serviceTime->max())).c_str());
+        s += line;
+    }
+    std::snprintf(line, sizeof line, "  %llu requests in %.2fs, %s read, %s written\n",
+                  static_cast<unsigned long long>(r.requests.completed), seconds(r.measured),
+                  bytes(static_cast<double>(r.bytesRead)).c_str(),
+                  bytes(static_cast<double>(r.bytesWritten)).c_str());
+    s += line;
+    std::snprintf(line, sizeof line,
+                  "  Requests: %llu started = %llu completed + %llu failed + %llu cancelled",
+                  static_cast<unsigned long long>(r.requests.started),
+                  static_cast<unsigned long long>(r.requests.completed),
+                  static_cast<unsigned long long>(r.requests.failed),
+                  static_cast<unsigned long long>(r.requests.cancelled));
+    s += line;
+    if (r.warmup.started) {
+        std::snprintf(line, sizeof line, " (+%llu in warm-up)",
+                      static_cast<unsigned long long>(r.warmup.started));
+        s += line;
+    }
+    s += "\n  Status codes:";
+    for (const auto& [status, count] : r.statuses) {
+        std::snprintf(line, sizeof line, " %d: %llu", status, static_cast<unsigned long long>(count));
+        s += line;
+    }
+    if (r.statuses.empty()) s += " none";
+    s += "\n";
+    const auto& e = r.errors;
+    if (e.connect || e.reset || e.timeout || e.protocol) {
+        std::snprintf(line, sizeof line, "  Errors: connect %llu, reset %llu, timeout %llu, protocol %llu\n",
+                      static_cast<unsigned long long>(e.connect), static_cast<unsigned long long>(e.reset),
+                      static_cast<unsigned long long>(e.timeout),
+                      static_cast<unsigned long long>(e.protocol));
+        s += line;
+    }
+    std::snprintf(
+        line, sizeof line, "Requests/sec: %.2f\nTransfer/sec: %s\n", r.requestsPerSecond(),
+        bytes(seconds(r.measured) > 0 ? static_cast<double>(r.bytesRead) / seconds(r.measured) : 0).c_str());
+    s += line;
+    std::snprintf(line, sizeof line, "Generator CPU: %.2fs user, %.2fs system (%.0f%% of %u thread(s))%s\n",
+                  r.cpuUserSeconds, r.cpuSystemSeconds, r.cpuShare() * 100, threads,
+                  r.cpuShare() > 0.9 ? " - the generator may be the bottleneck" : "");
+    s += line;
+    return s;
+}
+
+} // namespace portico::load
