@@ -728,20 +728,21 @@ private slots:
 
         const QByteArray r = "vhosts:\n  - routes:\n"; // routes start on line 3
         QTest::newRow("route proxy")
-            << r + "      - path: /api/*\n        proxy: {upstream: \"http://127.0.0.1:3000\"}\n"
+            << r + "      - path: /api/*\n        proxy: {upstream: \"http://127.0.0.1:3000/x\", strip_prefix: api}\n"
             << QStringList{
-                   "test.yaml:4:9: vhosts[0].routes[0].proxy: 'proxy' is not supported yet in this version "
-                   "(this version supports static, respond and redirect)"};
+                   "test.yaml:4:27: vhosts[0].routes[0].proxy.upstream: an upstream is http://HOST[:PORT] without a path "
+                   "(use strip_prefix to rewrite paths), got 'http://127.0.0.1:3000/x'",
+                   "test.yaml:4:68: vhosts[0].routes[0].proxy.strip_prefix: strip_prefix must start with '/', got 'api'"};
         QTest::newRow("route grpc websocket fastcgi")
             << r + "      - {path: /g, grpc: {}}\n      - {path: /w, websocket: {}}\n      - {path: /f, "
                    "fastcgi: {}}\n"
             << QStringList{
                    "test.yaml:3:20: vhosts[0].routes[0].grpc: 'grpc' is not supported yet in this version "
-                   "(this version supports static, respond and redirect)",
+                   "(this version supports static, respond, redirect and proxy)",
                    "test.yaml:4:20: vhosts[0].routes[1].websocket: 'websocket' is not supported yet in this "
-                   "version (this version supports static, respond and redirect)",
+                   "version (this version supports static, respond, redirect and proxy)",
                    "test.yaml:5:20: vhosts[0].routes[2].fastcgi: 'fastcgi' is not supported yet in this "
-                   "version (this version supports static, respond and redirect)"};
+                   "version (this version supports static, respond, redirect and proxy)"};
         QTest::newRow("route without match")
             << r + "      - respond: {}\n"
             << QStringList{
@@ -754,8 +755,8 @@ private slots:
                            "or group; this one already has 'path'"};
         QTest::newRow("route without action")
             << r + "      - path: /a\n"
-            << QStringList{"test.yaml:3:9: vhosts[0].routes[0]: a route needs an action: static, respond or "
-                           "redirect"};
+            << QStringList{"test.yaml:3:9: vhosts[0].routes[0]: a route needs an action: static, respond, "
+                           "redirect or proxy"};
         QTest::newRow("route with two actions")
             << r + "      - {path: /a, respond: {}, redirect: {to: /b}}\n"
             << QStringList{

@@ -61,8 +61,11 @@ constexpr std::string_view kVhostKeys[] = {
     "follow_symlinks", "headers", "error_pages", "server_header", "routes", "tls"};
 constexpr std::string_view kVhostNotYet[] = {"live_reload"};
 constexpr std::string_view kRouteKeys[] = {"path",    "location",      "group",  "methods", "name",
-                                           "headers", "server_header", "static", "respond", "redirect"};
-constexpr std::string_view kRouteNotYet[] = {"proxy", "grpc", "websocket", "fastcgi"};
+                                           "headers", "server_header", "static", "respond", "redirect",
+                                           "proxy"};
+constexpr std::string_view kRouteNotYet[] = {"grpc", "websocket", "fastcgi"};
+constexpr std::string_view kProxyKeys[] = {"upstream",        "strip_prefix",     "change_origin", "forwarded",
+                                           "connect_timeout", "response_timeout", "fail_timeout"};
 constexpr std::string_view kGroupKeys[] = {"prefix", "routes"};
 constexpr std::string_view kStaticKeys[] = {"root", "index", "listing", "spa_fallback", "follow_symlinks"};
 constexpr std::string_view kRespondKeys[] = {
@@ -1381,6 +1384,105 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
         if (errors_.size() != before) return std::nullopt;
         return rs;
     }
+    if (e.key == "proxy") {
+        ProxyAction px;
+        auto upstreamUrl = [&](const Value& val) {
+            auto s = string(val);
+            if (!s) return;
+            std::string url = *s;
+            if (url.starts_with("https://") || url.starts_with("h2c://") || url.starts_with("grpc://")) {
+                error(val, "only http:// upstreams are supported in this version, got '" + url + "'");
+                return;
+            }
+            if (!url.starts_with("http://")) {
+                error(val, "expected an upstream URL http://HOST:PORT, got '" + url + "'");
+                return;
+            }
+            std::string rest = url.substr(7);
+            while (!rest.empty() && rest.back() == '/')
+                rest.pop_back();
+            if (rest.find('/') != std::string::npos || rest.find('?') != std::string::npos || rest.empty()) {
+                error(val, "an upstream is http://HOST[:PORT] without a path (use strip_prefix to rewrite paths), "
+                           "got '" + url + "'");
+                return;
+            }
+            Upstream u;
+            u.authority = rest;
+            std::string host = rest, port;
+            if (rest.front() == '[') {
+                auto close = rest.find(']');
+                if (close == std::string::npos) {
+                    error(val, "unclosed '[' in '" + url + "'");
+                    return;
+                }
+                host = rest.substr(1, close - 1);
+                if (close + 1 < rest.size()) {
+                    if (rest[close + 1] != ':') {
+                        error(val, "expected ':' after ']' in '" + url + "'");
+                        return;
+                    }
+                    port = rest.substr(close + 2);
+                }
+            } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+                host = rest.substr(0, colon);
+                port = rest.substr(colon + 1);
+            }
+            if (!port.empty()) {
+                int n = 0;
+                auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+                if (ec != std::errc{} || end != port.data() + port.size() || n < 1 || n > 65535) {
+                    error(val, "upstream port must be 1..65535, got '" + port + "'");
+                    return;
+                }
+                u.port = static_cast<std::uint16_t>(n);
+            }
+            if (host.empty()) {
+                error(val, "upstream needs a host, got '" + url + "'");
+                return;
+            }
+            u.host = host;
+            px.upstreams.push_back(std::move(u));
+        };
+        if (e.value.node.IsScalar()) {
+            upstreamUrl(e.value);
+        } else {
+            readMap(e.value, kProxyKeys, [&](const Entry& k) {
+                const Value& val = k.value;
+                if (k.key == "upstream") {
+                    if (val.node.IsSequence()) {
+                        if (val.node.size() == 0) error(val, "at least one upstream is required");
+                        for (std::size_t i = 0; i < val.node.size(); ++i)
+                            upstreamUrl(Value{val.node[i], item(val.path, i), val.node[i].Mark()});
+                    } else {
+                        upstreamUrl(val);
+                    }
+                } else if (k.key == "strip_prefix") {
+                    if (auto s = string(val)) {
+                        if (s->empty() || s->front() != '/')
+                            error(val, "strip_prefix must start with '/', got '" + *s + "'");
+                        else
+                            px.stripPrefix = *s;
+                    }
+                } else if (k.key == "change_origin") {
+                    if (auto b = boolean(val)) px.changeOrigin = *b;
+                } else if (k.key == "forwarded") {
+                    if (auto b = boolean(val)) px.forwarded = *b;
+                } else if (k.key == "connect_timeout") {
+                    if (auto d = duration(val, false)) px.connectTimeout = *d;
+                } else if (k.key == "response_timeout") {
+                    if (auto d = duration(val, false)) px.responseTimeout = *d;
+                } else if (k.key == "fail_timeout") {
+                    if (auto d = duration(val, true)) px.failTimeout = *d;
+                } else {
+                    return false;
+                }
+                return true;
+            });
+            if (!e.value.node["upstream"] && e.value.node.IsMap()) error(e.value, "proxy needs `upstream:`");
+        }
+        if (errors_.size() != before) return std::nullopt;
+        return px;
+    }
     // redirect
     RedirectAction rd;
     bool sawTo = false;
@@ -1443,7 +1545,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
                     match = e;
                 return true;
             }
-            if (e.key == "static" || e.key == "respond" || e.key == "redirect") {
+            if (e.key == "static" || e.key == "respond" || e.key == "redirect" || e.key == "proxy") {
                 if (action)
                     errorAtKey(e, "a route takes exactly one action; this one already has '" + action->key +
                                       "'");
@@ -1467,7 +1569,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
             }
             return true;
         },
-        kRouteNotYet, " (this version supports static, respond and redirect)");
+        kRouteNotYet, " (this version supports static, respond, redirect and proxy)");
     bool unsupported = std::any_of(std::begin(kRouteNotYet), std::end(kRouteNotYet),
                                    [&](std::string_view k) { return bool(v.node[std::string(k)]); });
     if (!match) {
@@ -1491,7 +1593,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
     if (action) {
         if (auto a = readAction(*action, shape)) r.action = std::move(*a);
     } else if (!unsupported) {
-        error(v, "a route needs an action: static, respond or redirect");
+        error(v, "a route needs an action: static, respond, redirect or proxy");
     }
     // A route with a broken action still takes part in the duplicate check, so one run reports
     // both; any error refuses the whole config anyway.

@@ -279,6 +279,7 @@ void Response::reset() {
     fate = Fate::Normal;
     delay = std::chrono::nanoseconds{0};
     serverHeader = true;
+    forward = nullptr;
     fields_.clear();
     clearBody();
 }

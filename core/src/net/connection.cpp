@@ -222,7 +222,10 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
 
 void Connection::waitWrite() {
     setPhase(Phase::Write, worker_.snapshot().config->limits.writeTimeout);
+    if (writeWaiting_) return;
+    writeWaiting_ = true;
     socket_.async_wait(Socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+        self->writeWaiting_ = false;
         if (ec || self->closed_) return;
         self->drive();
     });
@@ -277,7 +280,7 @@ void Connection::onReadable(const boost::system::error_code& ec) {
 
 void Connection::drive() {
     for (;;) {
-        if (!closeAfterWrite_ && !delayed() && !sendingFile()) parseAndHandle();
+        if (!closeAfterWrite_ && !delayed() && !sendingFile() && !proxying()) parseAndHandle();
         if (closed_) return; // handed over to HTTP/2
         if (delayed()) {
             if (!rare_->delayTimer) rare_->delayTimer.emplace(worker_.io());
@@ -300,6 +303,16 @@ void Connection::drive() {
             return;
         case Flush::Done:
             break;
+        }
+        if (proxying()) {
+            // The upstream's response is on its way; the exchange calls back. Drained: read on.
+            phase_ = Phase::Proxy;
+            deadline_ = Clock::time_point::max();
+            if (rare_->proxyPaused) {
+                rare_->proxyPaused = false;
+                rare_->proxy->resume();
+            }
+            return;
         }
         if (closeAfterWrite_) {
             lingeringClose();
@@ -402,7 +415,8 @@ void Connection::parseAndHandle() {
         in_.consume(total);
         resetBodyState();
         if (phase_ == Phase::Body) phase_ = Phase::Head;
-        if (closeAfterWrite_ || delayed() || sendingFile() || out_.size() - batchStart > kMaxBatchBytes) {
+        if (closeAfterWrite_ || delayed() || sendingFile() || proxying() ||
+            out_.size() - batchStart > kMaxBatchBytes) {
             moreBuffered_ = !in_.empty() && !closeAfterWrite_;
             return;
         }
@@ -493,8 +507,157 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
         handlers::dispatch(ex, res);
     }
+    if (res.forward) {
+        startProxy(req, res);
+        return;
+    }
     logExchange(req, res);
     serialize(req, res);
+}
+
+void Connection::startProxy(const http::Request& req, const http::Response& res) {
+    Rare& r = rare();
+    r.proxyFields.assign(res.fieldBlock());
+    r.proxyServerHeader = res.serverHeader;
+    r.proxyHead = req.method == http::Method::Head;
+    r.proxyMinor = req.versionMinor;
+    r.proxyKeep = req.keepAlive && !worker_.draining();
+    r.proxyChunked = false;
+    r.proxyHeadSent = false;
+    r.proxyPaused = false;
+    http::Request forwarded = req;
+    boost::system::error_code ec;
+    auto remote = socket_.remote_endpoint(ec);
+    std::string client = ec ? std::string() : remote.address().to_string();
+    forwarded.clientAddress = client;
+    r.proxy = proxy::Exchange::start(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
+                                     *static_cast<const config::ProxyAction*>(res.forward), forwarded,
+                                     ssl_ != nullptr, this);
+    phase_ = Phase::Proxy;
+    deadline_ = Clock::time_point::max();
+}
+
+void Connection::onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) {
+    Rare& r = *rare_;
+    if (!out_.allocated()) out_ = worker_.buffers().acquire();
+    const bool noBody = status < 200 || status == 204 || status == 304;
+    out_.append("HTTP/1.1 ");
+    appendNumber(out_, static_cast<std::uint64_t>(status));
+    out_.append(" ");
+    out_.append(http::reasonPhrase(status));
+    out_.append("\r\n");
+    out_.append(worker_.dateLine());
+    if (r.proxyServerHeader) out_.append("Server: Portico/" PORTICO_VERSION "\r\n");
+    // The upstream's fields, except those the vhost or route set (theirs win), and its Date/Server.
+    std::string_view extra = r.proxyFields;
+    while (!fields.empty()) {
+        auto eol = fields.find("\r\n");
+        std::string_view line = fields.substr(0, eol);
+        fields.remove_prefix(eol == std::string_view::npos ? fields.size() : eol + 2);
+        std::string_view name = line.substr(0, line.find(':'));
+        if (http::iequals(name, "date") || http::iequals(name, "server")) continue;
+        bool overridden = false;
+        for (std::string_view rest = extra; !rest.empty() && !overridden;) {
+            auto e = rest.find("\r\n");
+            std::string_view mine = rest.substr(0, e);
+            rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
+            overridden = http::iequals(mine.substr(0, mine.find(':')), name);
+        }
+        if (overridden) continue;
+        out_.append(line);
+        out_.append("\r\n");
+    }
+    out_.append(extra);
+    if (!noBody) {
+        if (length) {
+            out_.append("Content-Length: ");
+            appendNumber(out_, *length);
+            out_.append("\r\n");
+        } else if (!r.proxyHead && r.proxyMinor >= 1) {
+            out_.append("Transfer-Encoding: chunked\r\n");
+            r.proxyChunked = true;
+        } else if (!r.proxyHead) {
+            r.proxyKeep = false; // an HTTP/1.0 client: the close ends the body
+        }
+    }
+    if (!r.proxyKeep)
+        out_.append("Connection: close\r\n");
+    else if (r.proxyMinor == 0)
+        out_.append("Connection: keep-alive\r\n");
+    out_.append("\r\n");
+    r.proxyHeadSent = true;
+    pumpProxy();
+}
+
+bool Connection::onUpstreamBody(std::string_view data) {
+    Rare& r = *rare_;
+    if (r.proxyHead) return true;
+    if (!out_.allocated()) out_ = worker_.buffers().acquire();
+    if (r.proxyChunked) {
+        char size[20];
+        auto e = std::to_chars(size, size + sizeof size, data.size(), 16);
+        out_.append(size, static_cast<std::size_t>(e.ptr - size));
+        out_.append("\r\n");
+    }
+    out_.append(data);
+    if (r.proxyChunked) out_.append("\r\n");
+    return pumpProxy();
+}
+
+void Connection::onUpstreamEnd() {
+    Rare& r = *rare_;
+    if (r.proxyChunked && !r.proxyHead) {
+        if (!out_.allocated()) out_ = worker_.buffers().acquire();
+        out_.append("0\r\n\r\n");
+    }
+    auto done = std::move(r.proxy); // the exchange is finished; released when this returns
+    r.proxyPaused = false;
+    if (!r.proxyKeep) closeAfterWrite_ = true;
+    phase_ = Phase::Write;
+    if (!writeWaiting_) drive();
+}
+
+void Connection::onUpstreamError(int status, const std::string& message) {
+    Rare& r = *rare_;
+    auto done = std::move(r.proxy);
+    r.proxyPaused = false;
+    if (status == 0 || r.proxyHeadSent) {
+        abort(); // mid-body: the promised framing cannot be kept
+        return;
+    }
+    http::Response& res = worker_.response();
+    res.reset();
+    handlers::errorResponse(status, res);
+    res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +
+                "\n");
+    http::Request req;
+    req.keepAlive = r.proxyKeep;
+    req.versionMinor = r.proxyMinor;
+    req.method = r.proxyHead ? http::Method::Head : http::Method::Get;
+    serialize(req, res);
+    phase_ = Phase::Write;
+    if (!writeWaiting_) drive();
+}
+
+// Writes what the proxied response queued. False (the exchange pauses) while the client is slower
+// than the upstream and the output buffer is past its mark.
+bool Connection::pumpProxy() {
+    constexpr std::size_t kHighWater = 256 * 1024;
+    switch (flushNow()) {
+    case Flush::Failed:
+        abort();
+        return false;
+    case Flush::Blocked:
+        waitWrite();
+        if (out_.size() >= kHighWater) {
+            rare_->proxyPaused = true;
+            return false;
+        }
+        return true;
+    case Flush::Done:
+        break;
+    }
+    return true;
 }
 
 void Connection::logExchange(const http::Request& req, const http::Response& res) {
@@ -698,6 +861,7 @@ void Connection::checkDeadline(Clock::time_point now) {
         abort();
         return;
     case Phase::Delay:
+    case Phase::Proxy: // the exchange has its own timeouts
         return;
     }
 }
@@ -714,6 +878,10 @@ void Connection::abort() {
     socket_.cancel(ec);
     socket_.close(ec);
     if (rare_ && rare_->delayTimer) rare_->delayTimer->cancel();
+    if (rare_ && rare_->proxy) {
+        rare_->proxy->cancel();
+        rare_->proxy.reset();
+    }
 }
 
 } // namespace portico::net

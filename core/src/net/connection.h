@@ -3,6 +3,7 @@
 
 #include "net/io_buffer.h"
 #include "net/session.h"
+#include "proxy/proxy_exchange.h"
 
 #include <portico/http/message.h>
 #include <portico/http1/parser.h>
@@ -26,7 +27,7 @@ namespace portico::net {
 
 class Worker;
 
-class Connection final : public Session, public std::enable_shared_from_this<Connection> {
+class Connection final : public Session, public proxy::Sink, public std::enable_shared_from_this<Connection> {
 public:
     /// A socket bound to the worker's io_context executor: smaller than one with the polymorphic
     /// executor, and so are the operations Asio allocates for it.
@@ -44,11 +45,19 @@ public:
     /// Closes at once (drain timeout passed).
     void abort() override;
 
+    // proxy::Sink: the upstream's response of a `proxy:` route, streamed to the client.
+    void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) override;
+    bool onUpstreamBody(std::string_view data) override;
+    void onUpstreamEnd() override;
+    void onUpstreamError(int status, const std::string& message) override;
+
 private:
-    enum class Phase : std::uint8_t { Handshake, Idle, Head, Body, Write, Delay, Closing };
+    enum class Phase : std::uint8_t { Handshake, Idle, Head, Body, Write, Delay, Proxy, Closing };
     enum class Flush : std::uint8_t { Done, Blocked, Failed };
 
     void handshake();
+    void startProxy(const http::Request& req, const http::Response& res);
+    bool pumpProxy();
     bool startH2(std::string_view received);
     void waitRead();
     void waitWrite();
@@ -80,11 +89,22 @@ private:
         bool chunkActive = false;
         std::optional<boost::asio::steady_timer> delayTimer;
         std::shared_ptr<tls::ServerTls> tls; // during the handshake
+        // A proxied exchange in progress (`proxy:` routes).
+        std::shared_ptr<proxy::Exchange> proxy;
+        std::string proxyFields; // vhost/route headers for the upstream's response
+        int proxyMinor = 1;
+        bool proxyHead = false;
+        bool proxyKeep = true;
+        bool proxyChunked = false;
+        bool proxyHeadSent = false;
+        bool proxyPaused = false;
+        bool proxyServerHeader = true;
         std::chrono::nanoseconds delay{0};
     };
     Rare& rare();
     bool sendingFile() const { return rare_ && rare_->fileLeft > 0; }
     bool delayed() const { return rare_ && rare_->delay.count() > 0; }
+    bool proxying() const { return rare_ && rare_->proxy; }
 
     Worker& worker_;
     Socket socket_;
@@ -100,8 +120,9 @@ private:
     bool sentContinue_ = false;
     bool moreBuffered_ = false; // a complete request may still be waiting in in_
     bool closed_ = false;
-    bool parking_ = false;   // the buffered read was cancelled to give the buffer back
-    bool servedAny_ = false; // a request was answered (the h2c preface only counts before that)
+    bool parking_ = false;      // the buffered read was cancelled to give the buffer back
+    bool servedAny_ = false;    // a request was answered (the h2c preface only counts before that)
+    bool writeWaiting_ = false; // an async_wait for writability is pending
 };
 
 } // namespace portico::net

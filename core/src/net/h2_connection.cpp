@@ -97,6 +97,39 @@ struct Callbacks {
 };
 } // namespace
 
+// A proxied stream's side of proxy::Exchange: body bytes wait in `pending` until nghttp2 pulls
+// them (readBody); the exchange pauses while more than kProxyHighWater bytes wait.
+struct H2Connection::ProxySink final : proxy::Sink {
+    static constexpr std::size_t kProxyHighWater = 256 * 1024;
+    H2Connection* conn = nullptr;
+    std::int32_t id = 0;
+    std::shared_ptr<proxy::Exchange> exchange;
+    std::string extra; // vhost/route headers
+    bool serverHeader = true;
+    std::optional<std::uint64_t> length;
+    std::string pending;
+    std::size_t offset = 0;
+    bool done = false;
+    bool paused = false;
+    bool deferred = false;
+    bool headSent = false;
+
+    void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> len) override;
+    bool onUpstreamBody(std::string_view data) override;
+    void onUpstreamEnd() override;
+    void onUpstreamError(int status, const std::string& message) override;
+    void wake() {
+        if (deferred) {
+            deferred = false;
+            nghttp2_session_resume_data(conn->session_, id);
+        }
+        conn->flush();
+    }
+    ~ProxySink() override {
+        if (exchange) exchange->cancel();
+    }
+};
+
 struct H2Connection::Stream {
     /// Back to a fresh stream for `streamId`, keeping every buffer's capacity.
     void reuse(std::int32_t streamId) {
@@ -116,6 +149,7 @@ struct H2Connection::Stream {
         res.reset();
         sent = 0;
         timer.reset();
+        proxy.reset();
         start = Clock::now();
         target.clear();
         host.clear();
@@ -136,6 +170,7 @@ struct H2Connection::Stream {
     http::Response res;
     std::uint64_t sent = 0; // body bytes handed to nghttp2
     std::optional<asio::steady_timer> timer;
+    std::unique_ptr<ProxySink> proxy; // a `proxy:` route's exchange in progress
     Clock::time_point start = Clock::now();
     std::string target; // for the access log
     std::string host;
@@ -499,6 +534,11 @@ void H2Connection::dispatch(Stream& s) {
         handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
         handlers::dispatch(ex, res);
     }
+    if (res.forward) {
+        startProxy(s, req);
+        s.body.clear();
+        return;
+    }
     s.body.clear(); // the request body is not needed any more
     if (res.fate == http::Response::Fate::Drop) {
         // Fault injection: the HTTP/2 form of a dropped connection is a reset stream.
@@ -521,6 +561,99 @@ void H2Connection::dispatch(Stream& s) {
         return;
     }
     submit(s);
+}
+
+void H2Connection::startProxy(Stream& s, const http::Request& req) {
+    auto sink = std::make_unique<ProxySink>();
+    sink->conn = this;
+    sink->id = s.id;
+    sink->extra.assign(s.res.fieldBlock());
+    sink->serverHeader = s.res.serverHeader;
+    ProxySink* raw = sink.get();
+    s.proxy = std::move(sink);
+    raw->exchange = proxy::Exchange::start(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
+                                           *static_cast<const config::ProxyAction*>(s.res.forward), req,
+                                           ssl_ != nullptr, raw);
+}
+
+void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields,
+                                             std::optional<std::uint64_t> len) {
+    Stream* s = conn->stream(id);
+    if (!s) return;
+    http::Response& res = s->res;
+    res.reset();
+    res.status = status;
+    res.serverHeader = serverHeader;
+    // The upstream's fields, except Date/Server and those the vhost or route set (theirs win).
+    while (!fields.empty()) {
+        auto eol = fields.find("\r\n");
+        std::string_view line = fields.substr(0, eol);
+        fields.remove_prefix(eol == std::string_view::npos ? fields.size() : eol + 2);
+        auto colon = line.find(':');
+        if (colon == std::string_view::npos) continue;
+        std::string_view name = line.substr(0, colon), value = line.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+            value.remove_prefix(1);
+        if (http::iequals(name, "date") || http::iequals(name, "server")) continue;
+        bool overridden = false;
+        for (std::string_view rest = extra; !rest.empty() && !overridden;) {
+            auto e = rest.find("\r\n");
+            std::string_view mine = rest.substr(0, e);
+            rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
+            overridden = http::iequals(mine.substr(0, mine.find(':')), name);
+        }
+        if (!overridden) res.addHeader(name, value);
+    }
+    for (std::string_view rest = extra; !rest.empty();) {
+        auto e = rest.find("\r\n");
+        std::string_view mine = rest.substr(0, e);
+        rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
+        auto colon = mine.find(':');
+        if (colon == std::string_view::npos) continue;
+        std::string_view value = mine.substr(colon + 1);
+        while (!value.empty() && value.front() == ' ')
+            value.remove_prefix(1);
+        res.addHeader(mine.substr(0, colon), value);
+    }
+    length = len;
+    headSent = true;
+    conn->submit(*s);
+    conn->flush();
+}
+
+bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
+    pending.append(data);
+    wake();
+    if (pending.size() - offset >= kProxyHighWater) {
+        paused = true;
+        return false;
+    }
+    return true;
+}
+
+void H2Connection::ProxySink::onUpstreamEnd() {
+    done = true;
+    exchange.reset();
+    wake();
+}
+
+void H2Connection::ProxySink::onUpstreamError(int status, const std::string& message) {
+    exchange.reset();
+    H2Connection* c = conn;
+    Stream* s = c->stream(id);
+    if (!s) return;
+    if (status == 0 || headSent) {
+        nghttp2_submit_rst_stream(c->session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
+        c->flush();
+        return;
+    }
+    s->res.reset();
+    handlers::errorResponse(status, s->res);
+    s->res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +
+                   "\n");
+    auto self = std::move(s->proxy); // back to a plain response; destroyed at the end of this call
+    c->submit(*s);
+    c->flush();
 }
 
 void H2Connection::submit(Stream& s) {
@@ -570,8 +703,10 @@ void H2Connection::submit(Stream& s) {
         add(name, value, true);
     }
     char lengthText[24];
-    if (!noBody) {
-        auto r = std::to_chars(lengthText, lengthText + sizeof lengthText, res.bodyLength());
+    const bool proxied = s.proxy != nullptr;
+    if (!noBody && (!proxied || s.proxy->length)) {
+        auto r = std::to_chars(lengthText, lengthText + sizeof lengthText,
+                               proxied ? *s.proxy->length : res.bodyLength());
         add("content-length", std::string_view(lengthText, static_cast<std::size_t>(r.ptr - lengthText)),
             false);
     }
@@ -585,13 +720,36 @@ void H2Connection::submit(Stream& s) {
     }
     nghttp2_data_provider provider{};
     provider.read_callback = readBodyCb;
-    const bool withBody = !noBody && !s.head && res.bodyLength() > 0;
+    const bool withBody = !noBody && !s.head && (proxied || res.bodyLength() > 0);
     nghttp2_submit_response(session_, s.id, nva, count, withBody ? &provider : nullptr);
 }
 
 long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags) {
     Stream* s = stream(id);
     if (!s) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (ProxySink* p = s->proxy.get()) {
+        const std::size_t n = std::min(len, p->pending.size() - p->offset);
+        if (n == 0) {
+            if (p->done) {
+                *flags |= NGHTTP2_DATA_FLAG_EOF;
+                return 0;
+            }
+            p->deferred = true;
+            return NGHTTP2_ERR_DEFERRED;
+        }
+        std::memcpy(buf, p->pending.data() + p->offset, n);
+        p->offset += n;
+        if (p->offset == p->pending.size()) {
+            p->pending.clear();
+            p->offset = 0;
+        }
+        if (p->done && p->pending.empty()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (p->paused && p->pending.size() - p->offset < ProxySink::kProxyHighWater / 4 && p->exchange) {
+            p->paused = false;
+            p->exchange->resume();
+        }
+        return static_cast<long>(n);
+    }
     const http::Response& res = s->res;
     const std::uint64_t total = res.bodyLength();
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len, total - s->sent));
@@ -614,7 +772,8 @@ void H2Connection::onStreamClose(std::int32_t id) {
         streams_.pop_back();
         if (s->timer) s->timer->cancel();
         s->timer.reset();
-        s->res.reset(); // drop shared bodies and files now
+        s->proxy.reset(); // cancels an exchange still running
+        s->res.reset();   // drop shared bodies and files now
         if (tStreamPool.size() < kStreamPoolMax) tStreamPool.push_back(std::move(s));
         return;
     }
@@ -663,8 +822,10 @@ void H2Connection::abort() {
     if (closed_) return;
     closed_ = true;
     deadline_ = Clock::time_point::max();
-    for (auto& s : streams_)
+    for (auto& s : streams_) {
         if (s->timer) s->timer->cancel();
+        s->proxy.reset();
+    }
     boost::system::error_code ec;
     socket_.cancel(ec);
     socket_.close(ec);

@@ -5,6 +5,7 @@
 #include "net/connection.h"
 #include "net/io_buffer.h"
 #include "net/session.h"
+#include "proxy/proxy_exchange.h"
 
 #include <portico/http/message.h>
 
@@ -39,6 +40,7 @@ public:
 
     // nghttp2 callbacks (public for the C trampolines in the .cpp).
     struct Stream;
+    struct ProxySink;
     Stream* stream(std::int32_t id);
     int onBeginFrame(std::uint8_t type);
     int onBeginHeaders(std::int32_t id);
@@ -59,6 +61,8 @@ private:
     void fail(Stream& s, int status);
     void logExchange(const Stream& s);
     void closeIfDone();
+    void startProxy(Stream& s, const http::Request& req);
+    friend struct ProxySink;
     int enhanceYourCalm();
 
     Worker& worker_;
@@ -70,9 +74,10 @@ private:
     std::string clientAddress_;
     std::vector<std::unique_ptr<Stream>> streams_; // open streams (at most max_concurrent_streams)
     Clock::time_point deadline_ = Clock::time_point::max();
-    double resetTokens_ = 0;  // Rapid Reset bucket (http2.reset_burst, refilled at reset_rate/s)
+    double resetTokens_ = 0; // Rapid Reset bucket (http2.reset_burst, refilled at reset_rate/s)
     Clock::time_point resetRefill_;
-    double controlTokens_ = 0; // PING/SETTINGS bucket (http2.max_control_frames, refilled at a tenth of it /s)
+    double controlTokens_ =
+        0; // PING/SETTINGS bucket (http2.max_control_frames, refilled at a tenth of it /s)
     Clock::time_point controlRefill_;
     std::uint32_t continuations_ = 0; // CONTINUATION frames since the last HEADERS
     std::uint16_t localPort_;

@@ -117,7 +117,27 @@ struct RedirectAction {
     int status = 302; ///< one of 301, 302, 303, 307, 308
 };
 
-using Action = std::variant<StaticAction, RespondAction, RedirectAction>;
+/// One upstream of a proxy route: "http://HOST:PORT" (HOST a name or an IP literal).
+struct Upstream {
+    std::string host;          ///< without brackets
+    std::uint16_t port = 80;
+    std::string authority;     ///< "host:port" as written (IPv6 in brackets), for Host with change_origin
+};
+
+/// A reverse proxy to HTTP/1.1 upstreams (`proxy:` action), RFC 9110 §7.6: hop-by-hop fields are
+/// removed both ways, Via and X-Forwarded-For/-Proto/-Host are added; the response streams
+/// through with backpressure. Upstream failure → 502, timeout → 504.
+struct ProxyAction {
+    std::vector<Upstream> upstreams; ///< tried round-robin; one that failed is skipped for failTimeout
+    std::string stripPrefix;         ///< removed from the start of the path before forwarding ("/api")
+    bool changeOrigin = false;       ///< send Host: the upstream's authority instead of the client's
+    bool forwarded = false;          ///< also send RFC 7239 Forwarded
+    Duration connectTimeout = std::chrono::seconds(5);
+    Duration responseTimeout = std::chrono::seconds(60); ///< until the response head, and between body reads
+    Duration failTimeout = std::chrono::seconds(10);     ///< how long a failed upstream is skipped
+};
+
+using Action = std::variant<StaticAction, RespondAction, RedirectAction, ProxyAction>;
 
 /// How a route's path is matched. See docs/configuration.md "Route matching" for the precedence.
 enum class MatchKind : std::uint8_t {

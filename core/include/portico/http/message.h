@@ -91,6 +91,11 @@ public:
     std::chrono::nanoseconds delay{0};
     /// If false the connection omits the Server header for this response.
     bool serverHeader = true;
+    /// Set by the proxy action instead of producing a response: the connection forwards the
+    /// request to this route's upstreams (points at a config::ProxyAction owned by the config
+    /// snapshot). The fields added so far (vhost and route `headers`) go onto the upstream's
+    /// response.
+    const void* forward = nullptr;
 
     /// Appends a field line. `name` and `value` must not contain CR or LF (asserted).
     void addHeader(std::string_view name, std::string_view value);

@@ -1,0 +1,549 @@
+// Reverse proxy exchange to an HTTP/1.1 upstream (see proxy_exchange.h).
+#include "proxy/proxy_exchange.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <map>
+#include <vector>
+
+#include <cerrno>
+#include <sys/socket.h>
+
+namespace portico::proxy {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kMaxHead = 64 * 1024;
+constexpr std::size_t kMaxIdlePerUpstream = 32;
+
+// Per worker thread: idle keep-alive connections and upstreams marked failed, by "host:port".
+struct Pools {
+    std::map<std::string, std::vector<Exchange::Socket>, std::less<>> idle;
+    std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> failedUntil;
+    std::map<const void*, std::size_t> next; // round-robin position per proxy action
+};
+thread_local Pools tPools;
+
+std::string key(const config::Upstream& u) { return u.host + ":" + std::to_string(u.port); }
+
+bool iequal(std::string_view a, std::string_view b) { return http::iequals(a, b); }
+
+// RFC 9110 §7.6.1: fields that apply to one connection only.
+bool hopByHop(std::string_view name) {
+    return iequal(name, "connection") || iequal(name, "keep-alive") || iequal(name, "proxy-connection") ||
+           iequal(name, "te") || iequal(name, "transfer-encoding") || iequal(name, "upgrade") ||
+           iequal(name, "proxy-authorization") || iequal(name, "proxy-authenticate");
+}
+
+// Is `name` listed in a Connection field value ("close, X-Foo")?
+bool namedIn(std::string_view connectionValue, std::string_view name) {
+    while (!connectionValue.empty()) {
+        auto comma = connectionValue.find(',');
+        std::string_view token = connectionValue.substr(0, comma);
+        while (!token.empty() && (token.front() == ' ' || token.front() == '\t'))
+            token.remove_prefix(1);
+        while (!token.empty() && (token.back() == ' ' || token.back() == '\t'))
+            token.remove_suffix(1);
+        if (iequal(token, name)) return true;
+        if (comma == std::string_view::npos) break;
+        connectionValue.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
+bool containsToken(std::string_view value, std::string_view token) { return namedIn(value, token); }
+} // namespace
+
+Exchange::Exchange(asio::io_context& io, const config::ProxyAction& action)
+    : io_(io), action_(action), socket_(io.get_executor()), timer_(io) {}
+
+Exchange::~Exchange() = default;
+
+std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<void> owner,
+                                          std::shared_ptr<const void> snapshot,
+                                          const config::ProxyAction& action, const http::Request& req,
+                                          bool tls, Sink* sink) {
+    auto x = std::make_shared<Exchange>(io, action);
+    x->owner_ = std::move(owner);
+    x->snapshot_ = std::move(snapshot);
+    x->sink_ = sink;
+    x->headRequest_ = req.method == http::Method::Head;
+    const http::Method m = req.method;
+    x->idempotent_ = m == http::Method::Get || m == http::Method::Head || m == http::Method::Options ||
+                     m == http::Method::Put || m == http::Method::Delete || m == http::Method::Trace;
+    x->buildRequest(req, tls);
+    // Never call the sink back before start() has returned.
+    asio::post(io, [x] { x->pick(); });
+    return x;
+}
+
+void Exchange::buildRequest(const http::Request& req, bool tls) {
+    std::string& r = request_;
+    r.reserve(512 + req.body.size());
+    r.append(req.methodToken);
+    r.push_back(' ');
+    // The path as received (still percent-encoded), minus strip_prefix, plus the query.
+    std::string_view path = req.rawPath;
+    if (!action_.stripPrefix.empty() && path.starts_with(action_.stripPrefix)) {
+        path.remove_prefix(action_.stripPrefix.size());
+        if (!action_.stripPrefix.ends_with('/') && !path.empty() && path.front() != '/') path = req.rawPath;
+    }
+    if (path.empty() || path.front() != '/') r.push_back('/');
+    r.append(path);
+    if (!req.query.empty()) {
+        r.push_back('?');
+        r.append(req.query);
+    }
+    r.append(" HTTP/1.1\r\n");
+    std::string_view connection;
+    std::string_view xff;
+    std::string_view via;
+    for (const auto& h : req.headers)
+        if (iequal(h.name, "connection")) connection = h.value;
+    for (const auto& h : req.headers) {
+        if (hopByHop(h.name) || namedIn(connection, h.name) || iequal(h.name, "host") ||
+            iequal(h.name, "content-length") || (!h.name.empty() && h.name.front() == ':'))
+            continue;
+        if (iequal(h.name, "x-forwarded-for")) {
+            xff = h.value;
+            continue;
+        }
+        if (iequal(h.name, "via")) {
+            via = h.value;
+            continue;
+        }
+        r.append(h.name);
+        r.append(": ");
+        r.append(h.value);
+        r.append("\r\n");
+    }
+    // TE: trailers is end-to-end in meaning (gRPC needs it), the rest of TE is not (§7.6.1).
+    for (const auto& h : req.headers)
+        if (iequal(h.name, "te") && containsToken(h.value, "trailers")) r.append("TE: trailers\r\n");
+    r.append("Host: ");
+    r.append(action_.changeOrigin || req.host.empty() ? std::string_view(action_.upstreams.front().authority)
+                                                      : req.host);
+    r.append("\r\n");
+    r.append("X-Forwarded-For: ");
+    if (!xff.empty()) {
+        r.append(xff);
+        r.append(", ");
+    }
+    r.append(req.clientAddress.empty() ? std::string_view("unknown") : req.clientAddress);
+    r.append("\r\nX-Forwarded-Proto: ");
+    r.append(tls ? "https" : "http");
+    if (!req.host.empty()) {
+        r.append("\r\nX-Forwarded-Host: ");
+        r.append(req.host);
+    }
+    r.append("\r\nVia: ");
+    if (!via.empty()) {
+        r.append(via);
+        r.append(", ");
+    }
+    r.append(req.versionMajor == 2 ? "2 portico" : (req.versionMinor == 0 ? "1.0 portico" : "1.1 portico"));
+    r.append("\r\n");
+    if (action_.forwarded) {
+        // RFC 7239 §4; an IPv6 address is quoted and bracketed.
+        const bool v6 = req.clientAddress.find(':') != std::string_view::npos;
+        r.append("Forwarded: for=");
+        r.append(v6 ? "\"[" : "");
+        r.append(req.clientAddress);
+        r.append(v6 ? "]\"" : "");
+        r.append(";proto=");
+        r.append(tls ? "https" : "http");
+        if (!req.host.empty()) {
+            r.append(";host=\"");
+            r.append(req.host);
+            r.append("\"");
+        }
+        r.append("\r\n");
+    }
+    if (!req.body.empty() || (req.method != http::Method::Get && req.method != http::Method::Head &&
+                              req.method != http::Method::Options && req.method != http::Method::Delete)) {
+        char n[24];
+        auto e = std::to_chars(n, n + sizeof n, req.body.size());
+        r.append("Content-Length: ");
+        r.append(n, static_cast<std::size_t>(e.ptr - n));
+        r.append("\r\n");
+    }
+    r.append("\r\n");
+    r.append(req.body);
+}
+
+void Exchange::pick() {
+    if (cancelled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const auto& ups = action_.upstreams;
+    std::size_t& next = tPools.next[&action_];
+    // Round-robin over the upstreams not marked failed; if all are, use the next one anyway.
+    const config::Upstream* chosen = nullptr;
+    for (std::size_t i = 0; i < ups.size() && !chosen; ++i) {
+        const auto& u = ups[(next + i) % ups.size()];
+        auto f = tPools.failedUntil.find(key(u));
+        if (f == tPools.failedUntil.end() || f->second <= now) {
+            chosen = &u;
+            next = (next + i + 1) % ups.size();
+        }
+    }
+    if (!chosen) {
+        chosen = &ups[next % ups.size()];
+        next = (next + 1) % ups.size();
+    }
+    upstream_ = chosen;
+    ++tries_;
+    auto& idle = tPools.idle[key(*chosen)];
+    while (!idle.empty()) {
+        socket_ = std::move(idle.back());
+        idle.pop_back();
+        // A pooled connection the upstream closed meanwhile is readable (EOF) now: drop it.
+        boost::system::error_code ec;
+        if (socket_.available(ec) == 0 && !ec) {
+            char probe;
+            ssize_t n = ::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                reused_ = true;
+                send();
+                return;
+            }
+        }
+        socket_.close(ec);
+    }
+    reused_ = false;
+    connect();
+}
+
+void Exchange::arm(std::chrono::nanoseconds timeout) {
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec || self->cancelled_ || self->stage_ == Stage::Done) return;
+        boost::system::error_code ignored;
+        self->socket_.cancel(ignored);
+        self->socket_.close(ignored);
+        const bool connecting = self->stage_ == Stage::Connecting;
+        self->fail(self->stage_ == Stage::Body ? 0 : 504,
+                   connecting ? "timed out connecting (connect_timeout)"
+                              : "timed out waiting for the response",
+                   false);
+    });
+}
+
+void Exchange::connect() {
+    stage_ = Stage::Connecting;
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(upstream_->host, ec);
+    std::vector<tcp::endpoint> endpoints;
+    if (!ec) {
+        endpoints.emplace_back(address, upstream_->port);
+    } else {
+        // A name: resolved here, synchronously (upstreams of a dev server are local names like
+        // "localhost" that /etc/hosts answers at once).
+        tcp::resolver resolver(io_);
+        auto results = resolver.resolve(upstream_->host, std::to_string(upstream_->port), ec);
+        if (ec) {
+            fail(502, "cannot resolve " + upstream_->host + ": " + ec.message(), true);
+            return;
+        }
+        for (const auto& r : results)
+            endpoints.push_back(r.endpoint());
+    }
+    arm(action_.connectTimeout);
+    asio::async_connect(
+        socket_, endpoints,
+        [self = shared_from_this()](const boost::system::error_code& e, const tcp::endpoint&) {
+            if (self->cancelled_ || self->stage_ == Stage::Done) return;
+            if (e) {
+                if (e == asio::error::operation_aborted) return; // the timer answered
+                self->fail(502, "cannot connect: " + e.message(), true);
+                return;
+            }
+            boost::system::error_code ignored;
+            self->socket_.set_option(tcp::no_delay(true), ignored);
+            self->send();
+        });
+}
+
+void Exchange::send() {
+    stage_ = Stage::Sending;
+    arm(action_.responseTimeout);
+    asio::async_write(socket_, asio::buffer(request_),
+                      [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
+                          if (self->cancelled_ || self->stage_ == Stage::Done) return;
+                          if (e) {
+                              if (e == asio::error::operation_aborted) return;
+                              self->fail(502, "connection lost while sending the request: " + e.message(),
+                                         self->reused_ && self->idempotent_);
+                              return;
+                          }
+                          self->stage_ = Stage::Head;
+                          self->read();
+                      });
+}
+
+void Exchange::read() {
+    if (cancelled_ || paused_) return;
+    buffer_.resize(kReadChunk);
+    socket_.async_read_some(asio::buffer(buffer_.data(), kReadChunk),
+                            [self = shared_from_this()](const boost::system::error_code& e, std::size_t n) {
+                                if (self->cancelled_ || self->stage_ == Stage::Done) return;
+                                if (e == asio::error::operation_aborted) return;
+                                if (e == asio::error::eof && self->stage_ == Stage::Body &&
+                                    self->framing_ == Framing::UntilClose) {
+                                    self->finish(false);
+                                    return;
+                                }
+                                if (e) {
+                                    const bool retry = self->reused_ && self->idempotent_ && !self->gotBytes_;
+                                    if (self->stage_ == Stage::Body)
+                                        self->fail(0, "upstream closed mid-body: " + e.message(), false);
+                                    else
+                                        self->fail(502,
+                                                   e == asio::error::eof
+                                                       ? "closed the connection without a response"
+                                                       : "connection lost: " + e.message(),
+                                                   retry);
+                                    return;
+                                }
+                                self->onRead(n);
+                            });
+}
+
+void Exchange::onRead(std::size_t n) {
+    gotBytes_ = true;
+    std::string_view data(buffer_.data(), n);
+    if (stage_ == Stage::Head) {
+        head_.append(data);
+        if (!parseHead()) return; // failed, or needs more
+        // Bytes after the head start the body.
+        data = std::string_view(head_).substr(buffered_);
+        stage_ = Stage::Body;
+        if (framing_ == Framing::None) {
+            finish(keepAlive_ && data.empty());
+            return;
+        }
+        const bool go = deliver(data);
+        if (!cancelled_ && stage_ != Stage::Done) head_.clear();
+        if (!go) return;
+    } else if (!deliver(data)) {
+        return;
+    }
+    if (stage_ == Stage::Body) {
+        arm(action_.responseTimeout);
+        read();
+    }
+}
+
+// Parses the response head in head_. True when it is complete and handed to the sink; buffered_
+// is then the offset of the first body byte in head_.
+bool Exchange::parseHead() {
+    for (;;) {
+        auto end = head_.find("\r\n\r\n");
+        if (end == std::string::npos) {
+            if (head_.size() > kMaxHead)
+                fail(502, "response head larger than 64 KiB", false);
+            else
+                read();
+            return false;
+        }
+        std::string_view head(head_.data(), end + 2);
+        auto eol = head.find("\r\n");
+        std::string_view line = head.substr(0, eol);
+        if (!line.starts_with("HTTP/1.") || line.size() < 12 || line[8] != ' ') {
+            fail(502, "not an HTTP/1.x response", false);
+            return false;
+        }
+        int status = 0;
+        auto [p, ec] = std::from_chars(line.data() + 9, line.data() + 12, status);
+        if (ec != std::errc{} || p != line.data() + 12 || status < 100) {
+            fail(502, "bad status line", false);
+            return false;
+        }
+        if (status >= 100 && status < 200) {
+            if (status == 101) {
+                fail(502, "upstream switched protocols (not supported on this route)", false);
+                return false;
+            }
+            head_.erase(0, end + 4); // interim response: skip it
+            continue;
+        }
+        status_ = status;
+        keepAlive_ = line[7] == '1';
+        std::string_view fieldsText = head.substr(eol + 2);
+        std::string_view connection;
+        std::optional<std::uint64_t> length;
+        bool chunked = false;
+        // First pass: framing and Connection.
+        for (std::string_view rest = fieldsText; !rest.empty();) {
+            auto e = rest.find("\r\n");
+            std::string_view f = rest.substr(0, e);
+            rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
+            auto colon = f.find(':');
+            if (colon == std::string_view::npos) continue;
+            std::string_view name = f.substr(0, colon), value = f.substr(colon + 1);
+            while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+                value.remove_prefix(1);
+            while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+                value.remove_suffix(1);
+            if (iequal(name, "connection")) connection = value;
+            if (iequal(name, "transfer-encoding")) chunked = true;
+            if (iequal(name, "content-length")) {
+                std::uint64_t v = 0;
+                auto [q, err] = std::from_chars(value.data(), value.data() + value.size(), v);
+                if (err != std::errc{} || q != value.data() + value.size() || (length && *length != v)) {
+                    fail(502, "invalid Content-Length in the response", false);
+                    return false;
+                }
+                length = v;
+            }
+        }
+        if (containsToken(connection, "close")) keepAlive_ = false;
+        if (containsToken(connection, "keep-alive") && line[7] == '0') keepAlive_ = true;
+        fields_.clear();
+        for (std::string_view rest = fieldsText; !rest.empty();) {
+            auto e = rest.find("\r\n");
+            std::string_view f = rest.substr(0, e);
+            rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
+            auto colon = f.find(':');
+            if (colon == std::string_view::npos || colon == 0) continue;
+            std::string_view name = f.substr(0, colon);
+            if (hopByHop(name) || namedIn(connection, name) || iequal(name, "content-length")) continue;
+            fields_.append(f);
+            fields_.append("\r\n");
+        }
+        const bool noBody = headRequest_ || status == 204 || status == 304;
+        if (noBody) {
+            framing_ = Framing::None;
+        } else if (chunked) {
+            framing_ = Framing::Chunked; // RFC 9112 §6.3: chunked wins over Content-Length
+            chunked_.reset(~0ull);
+            length.reset();
+        } else if (length) {
+            framing_ = *length ? Framing::Length : Framing::None;
+            remaining_ = *length;
+        } else {
+            framing_ = Framing::UntilClose;
+            keepAlive_ = false;
+        }
+        buffered_ = end + 4;
+        timer_.cancel();
+        sink_->onUpstreamHead(status, fields_, noBody ? length : (chunked ? std::nullopt : length));
+        return !cancelled_;
+    }
+}
+
+// Passes body bytes on; false when the exchange ended or paused (then resume() reads on).
+bool Exchange::deliver(std::string_view data) {
+    bool more = true;
+    switch (framing_) {
+    case Framing::Length: {
+        std::string_view take =
+            data.substr(0, static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, data.size())));
+        remaining_ -= take.size();
+        if (!take.empty()) more = sink_->onUpstreamBody(take);
+        if (cancelled_) return false;
+        if (remaining_ == 0) {
+            finish(keepAlive_ && take.size() == data.size());
+            return false;
+        }
+        break;
+    }
+    case Framing::Chunked: {
+        chunkOut_.clear();
+        std::size_t used = 0;
+        http1::ParseError err;
+        // The decoder needs the trailer section whole: unconsumed bytes wait for the next read.
+        std::string& carry = carry_;
+        carry.append(data);
+        auto st = chunked_.decode(carry, chunkOut_, used, err);
+        if (st == http1::ChunkedDecoder::Status::Error) {
+            fail(0, "bad chunked framing from the upstream", false);
+            return false;
+        }
+        carry.erase(0, used);
+        if (!chunkOut_.empty()) more = sink_->onUpstreamBody(chunkOut_);
+        if (cancelled_) return false;
+        if (st == http1::ChunkedDecoder::Status::Done) {
+            finish(keepAlive_ && carry.empty());
+            return false;
+        }
+        break;
+    }
+    case Framing::UntilClose:
+        if (!data.empty()) more = sink_->onUpstreamBody(data);
+        if (cancelled_) return false;
+        break;
+    case Framing::None:
+        break;
+    }
+    if (!more) {
+        paused_ = true;
+        timer_.cancel(); // a slow client is not the upstream's fault
+        return false;
+    }
+    return true;
+}
+
+void Exchange::resume() {
+    if (!paused_ || cancelled_ || stage_ == Stage::Done) return;
+    paused_ = false;
+    arm(action_.responseTimeout);
+    read();
+}
+
+void Exchange::finish(bool reusable) {
+    stage_ = Stage::Done;
+    timer_.cancel();
+    if (reusable && socket_.is_open()) {
+        auto& idle = tPools.idle[key(*upstream_)];
+        if (idle.size() < kMaxIdlePerUpstream) idle.push_back(std::move(socket_));
+    }
+    boost::system::error_code ec;
+    if (socket_.is_open()) socket_.close(ec);
+    Sink* sink = sink_;
+    sink_ = nullptr;
+    auto keep = std::move(owner_); // the sink may release us; keep it alive through the call
+    if (sink && !cancelled_) sink->onUpstreamEnd();
+}
+
+void Exchange::fail(int status, const std::string& why, bool retryable) {
+    timer_.cancel();
+    boost::system::error_code ec;
+    socket_.close(ec);
+    if (cancelled_) return;
+    if (status == 502 && stage_ == Stage::Connecting)
+        tPools.failedUntil[key(*upstream_)] = std::chrono::steady_clock::now() + action_.failTimeout;
+    // Nothing reached the upstream (connect failed), or a stale keep-alive connection failed an
+    // idempotent request: try again, on the next upstream.
+    const bool nothingSent = stage_ == Stage::Connecting;
+    if ((nothingSent || retryable) && status != 0 && !gotBytes_ && tries_ <= action_.upstreams.size()) {
+        socket_ = Socket(io_.get_executor());
+        pick();
+        return;
+    }
+    stage_ = Stage::Done;
+    Sink* sink = sink_;
+    sink_ = nullptr;
+    auto keep = std::move(owner_);
+    const std::string where =
+        upstream_ ? "upstream " + upstream_->authority + ": " : std::string("upstream: ");
+    if (sink) sink->onUpstreamError(status, where + why);
+}
+
+void Exchange::cancel() {
+    cancelled_ = true;
+    sink_ = nullptr;
+    timer_.cancel();
+    boost::system::error_code ec;
+    socket_.close(ec);
+    owner_.reset();
+}
+
+} // namespace portico::proxy
