@@ -35,7 +35,8 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_tabs->addTab(m_latency, tr("Latency"));
     setCentralWidget(m_tabs);
     connect(m_load, &LoadTestPage::runFinished, m_latency, &LatencyPage::addRun);
-    connect(m_sites, &SitesPage::notice, this, [this](const QString& text) { statusBar()->showMessage(text, 8000); });
+    connect(m_sites, &SitesPage::notice, this,
+            [this](const QString& text) { statusBar()->showMessage(text, 8000); });
 
     m_listeners = new QLabel;
     m_listeners->setObjectName("statusListeners");
@@ -64,7 +65,8 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open config…"), QKeySequence::Open, this, &MainWindow::openProject);
-    file->addAction(tr("Open &folder…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this, &MainWindow::openFolder);
+    file->addAction(tr("Open &folder…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this,
+                    &MainWindow::openFolder);
     m_recent = file->addMenu(tr("Open &recent"));
     updateRecentMenu();
     file->addSeparator();
@@ -172,8 +174,9 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     if (m_sites->hasChanges()) {
-        const auto answer = QMessageBox::question(this, tr("Unapplied changes"),
-                                                  tr("The Sites tab has changes that are not applied. Quit anyway?"));
+        const auto answer =
+            QMessageBox::question(this, tr("Unapplied changes"),
+                                  tr("The Sites tab has changes that are not applied. Quit anyway?"));
         if (answer != QMessageBox::Yes) {
             event->ignore();
             return;

@@ -53,8 +53,8 @@ bool ServerController::open(const QString& path, QString* error, bool movePortIf
     std::string why;
     bool started = m_engine.start(cfg, why);
     // Like `portico serve DIR`: when the port is taken, move on to the next free one (not saved).
-    for (int step = 1; !started && movePortIfTaken && step < 20 && !cfg->listen.empty() &&
-                       cfg->listen.front().port != 0;
+    for (int step = 1;
+         !started && movePortIfTaken && step < 20 && !cfg->listen.empty() && cfg->listen.front().port != 0;
          ++step) {
         auto retry = std::make_shared<config::Config>(*cfg);
         retry->listen.front().port = static_cast<std::uint16_t>(cfg->listen.front().port + 1);
@@ -137,8 +137,8 @@ void ServerController::onFileChanged() {
     cfg->sourcePath = m_configPath.toStdString();
     std::string why;
     if (!m_engine.publish(cfg, why)) {
-        emit externalChange(tr("%1 changed on disk but cannot be applied: %2").arg(name, QString::fromStdString(why)),
-                            false);
+        emit externalChange(
+            tr("%1 changed on disk but cannot be applied: %2").arg(name, QString::fromStdString(why)), false);
         return;
     }
     m_config = cfg;

@@ -59,7 +59,8 @@ Reply exchange(QTcpSocket& socket, const QByteArray& path, const QByteArray& hos
         if (headEnd >= 0) {
             const QByteArray head = data.left(headEnd).toLower();
             const int cl = head.indexOf("content-length:");
-            const int length = cl < 0 ? 0 : head.mid(cl + 15, head.indexOf("\r\n", cl) - cl - 15).trimmed().toInt();
+            const int length =
+                cl < 0 ? 0 : head.mid(cl + 15, head.indexOf("\r\n", cl) - cl - 15).trimmed().toInt();
             if (data.size() >= headEnd + 4 + length) {
                 Reply r;
                 r.status = data.mid(9, 3).toInt();
@@ -151,7 +152,8 @@ private slots:
         QCOMPARE(r.status, 201);
         QCOMPARE(QString::fromStdString(r.body), QString("new body\n"));
         QCOMPARE(reloaded.config->vhosts[0].routes.size(), std::size_t(2));
-        QCOMPARE(QString::fromStdString(reloaded.config->vhosts[0].root->root), QDir(m_dir.path()).canonicalPath() + "/site");
+        QCOMPARE(QString::fromStdString(reloaded.config->vhosts[0].root->root),
+                 QDir(m_dir.path()).canonicalPath() + "/site");
     }
 
     void invalidInputShowsInlineErrorAndBlocksApply() {

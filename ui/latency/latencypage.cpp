@@ -79,7 +79,8 @@ LatencyPage::LatencyPage(QWidget* parent) : QWidget(parent) {
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
     }
 
-    m_empty = new QLabel(tr("No latency data yet: run a load test (Load test tab) and its histogram appears here."));
+    m_empty = new QLabel(
+        tr("No latency data yet: run a load test (Load test tab) and its histogram appears here."));
     m_empty->setAlignment(Qt::AlignCenter);
 
     auto layout = new QVBoxLayout(this);
@@ -97,8 +98,10 @@ LatencyPage::LatencyPage(QWidget* parent) : QWidget(parent) {
 
 void LatencyPage::addRun(const LoadRun& run) {
     m_runs << run;
-    const QString label = tr("#%1 %2 — %3").arg(run.number).arg(run.when,
-                                                                 QString::fromStdString(run.result->options.requests.front().url));
+    const QString label =
+        tr("#%1 %2 — %3")
+            .arg(run.number)
+            .arg(run.when, QString::fromStdString(run.result->options.requests.front().url));
     m_run->blockSignals(true);
     m_compare->blockSignals(true);
     if (m_compare->count() == 0) m_compare->addItem(tr("(none)"));

@@ -10,8 +10,8 @@
 
 #include <QComboBox>
 #include <QDateTime>
-#include <QFormLayout>
 #include <QFontDatabase>
+#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -130,12 +130,14 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     m_plot->yAxis->setLabel(tr("requests/s"));
     m_plot->yAxis->setNumberFormat("gb");
     m_plot->plotLayout()->insertRow(0);
-    m_plot->plotLayout()->addElement(0, 0, new QCPTextElement(m_plot, tr("Throughput"), QFont(font().family(), 10, QFont::Bold)));
+    m_plot->plotLayout()->addElement(
+        0, 0, new QCPTextElement(m_plot, tr("Throughput"), QFont(font().family(), 10, QFont::Bold)));
 
     m_table = new QTableWidget(0, 11);
     m_table->setObjectName("loadResults");
-    m_table->setHorizontalHeaderLabels({tr("#"), tr("When"), tr("Target"), tr("Conns"), tr("Completed"), tr("Req/s"),
-                                        tr("p50 ms"), tr("p90 ms"), tr("p99 ms"), tr("Max ms"), tr("Errors")});
+    m_table->setHorizontalHeaderLabels({tr("#"), tr("When"), tr("Target"), tr("Conns"), tr("Completed"),
+                                        tr("Req/s"), tr("p50 ms"), tr("p90 ms"), tr("p99 ms"), tr("Max ms"),
+                                        tr("Errors")});
     m_table->verticalHeader()->hide();
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -351,9 +353,11 @@ void LoadTestPage::showResult(const load::Result& r) {
                         .arg(QLocale().toString(qulonglong(r.requests.completed)))
                         .arg(std::chrono::duration<double>(r.measured).count(), 0, 'f', 2));
     m_summary->setText(tr("<table cellspacing=6><tr><td><b>%1</b><br>req/s</td><td><b>%2</b><br>p50 ms</td>"
-                          "<td><b>%3</b><br>p90 ms</td><td><b>%4</b><br>p99 ms</td><td><b>%5</b><br>errors</td></tr></table>")
-                           .arg(QLocale().toString(r.requestsPerSecond(), 'f', 0), ms(h.valueAtPercentile(50)),
-                                ms(h.valueAtPercentile(90)), ms(h.valueAtPercentile(99)))
+                          "<td><b>%3</b><br>p90 ms</td><td><b>%4</b><br>p99 "
+                          "ms</td><td><b>%5</b><br>errors</td></tr></table>")
+                           .arg(QLocale().toString(r.requestsPerSecond(), 'f', 0),
+                                ms(h.valueAtPercentile(50)), ms(h.valueAtPercentile(90)),
+                                ms(h.valueAtPercentile(99)))
                            .arg(errors));
 }
 

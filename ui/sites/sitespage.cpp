@@ -37,13 +37,13 @@ constexpr int kVhostRole = Qt::UserRole;
 constexpr int kRouteRole = Qt::UserRole + 1;
 
 // The order of the "Match" combo box.
-const MatchKind kKinds[] = {MatchKind::Pattern, MatchKind::Exact,        MatchKind::Prefix,
+const MatchKind kKinds[] = {MatchKind::Pattern,       MatchKind::Exact, MatchKind::Prefix,
                             MatchKind::PrefixNoRegex, MatchKind::Regex, MatchKind::RegexCaseless};
 
 // Methods offered as check boxes (the config model knows these nine).
-const http::Method kMethods[] = {http::Method::Get,    http::Method::Head,    http::Method::Post,
-                                 http::Method::Put,    http::Method::Delete,  http::Method::Patch,
-                                 http::Method::Options, http::Method::Trace, http::Method::Connect};
+const http::Method kMethods[] = {http::Method::Get,     http::Method::Head,   http::Method::Post,
+                                 http::Method::Put,     http::Method::Delete, http::Method::Patch,
+                                 http::Method::Options, http::Method::Trace,  http::Method::Connect};
 
 enum ActionIndex { RespondIndex, StaticIndex, RedirectIndex };
 
@@ -100,7 +100,8 @@ QString actionSummary(const config::Route& r, const QString& base) {
     if (const auto* rs = std::get_if<config::RespondAction>(&r.action))
         return QObject::tr("respond %1").arg(rs->status) +
                (rs->latency.count() ? QObject::tr(" after %1").arg(durationText(rs->latency)) : QString());
-    if (const auto* st = std::get_if<config::StaticAction>(&r.action)) return QObject::tr("static %1").arg(rel(st->root));
+    if (const auto* st = std::get_if<config::StaticAction>(&r.action))
+        return QObject::tr("static %1").arg(rel(st->root));
     if (const auto* rd = std::get_if<config::RedirectAction>(&r.action))
         return QObject::tr("redirect %1 → %2").arg(rd->status).arg(q(rd->to));
     return {};
@@ -135,7 +136,8 @@ SitesPage::SitesPage(ServerController* server, QWidget* parent) : QWidget(parent
     leftLayout->addLayout(treeButtons);
 
     m_forms = new QStackedWidget;
-    auto empty = new QLabel(tr("Select a site or a route to edit it.\nDrop a folder on the window to serve it."));
+    auto empty =
+        new QLabel(tr("Select a site or a route to edit it.\nDrop a folder on the window to serve it."));
     empty->setAlignment(Qt::AlignCenter);
     m_forms->addWidget(empty);
     m_forms->addWidget(buildVhostForm());
@@ -154,7 +156,8 @@ SitesPage::SitesPage(ServerController* server, QWidget* parent) : QWidget(parent
     m_notice->setObjectName("sitesNotice");
     m_notice->setWordWrap(true);
     m_notice->setVisible(false);
-    m_notice->setStyleSheet("QLabel { background: palette(alternate-base); padding: 6px; border-radius: 3px; }");
+    m_notice->setStyleSheet(
+        "QLabel { background: palette(alternate-base); padding: 6px; border-radius: 3px; }");
     m_problems = new QLabel;
     m_problems->setObjectName("sitesProblems");
     m_problems->setWordWrap(true);
@@ -206,7 +209,8 @@ QWidget* SitesPage::row(const QString& key, QWidget* editor, QHash<QString, Fiel
     return box;
 }
 
-QLineEdit* SitesPage::lineEdit(const QString& key, QHash<QString, Field>& fields, const QString& placeholder) {
+QLineEdit* SitesPage::lineEdit(const QString& key, QHash<QString, Field>& fields,
+                               const QString& placeholder) {
     auto e = new QLineEdit;
     e->setObjectName(key);
     e->setPlaceholderText(placeholder);
@@ -214,7 +218,8 @@ QLineEdit* SitesPage::lineEdit(const QString& key, QHash<QString, Field>& fields
     return e;
 }
 
-QPlainTextEdit* SitesPage::textEdit(const QString& key, QHash<QString, Field>& fields, const QString& placeholder) {
+QPlainTextEdit* SitesPage::textEdit(const QString& key, QHash<QString, Field>& fields,
+                                    const QString& placeholder) {
     auto e = new QPlainTextEdit;
     e->setObjectName(key);
     e->setPlaceholderText(placeholder);
@@ -241,9 +246,11 @@ QWidget* SitesPage::buildVhostForm() {
     auto form = new QFormLayout(w);
     auto title = new QLabel(tr("<b>Site</b> (virtual host)"));
     form->addRow(title);
-    form->addRow(tr("Names"), row("names", lineEdit("names", f, tr("localhost, *.localhost (empty: any host)")), f));
+    form->addRow(tr("Names"),
+                 row("names", lineEdit("names", f, tr("localhost, *.localhost (empty: any host)")), f));
     form->addRow(tr("Port"), row("port", lineEdit("port", f, tr("any")), f));
-    form->addRow(QString(), row("default", checkBox("default", tr("Default site (when no name matches)"), f), f));
+    form->addRow(QString(),
+                 row("default", checkBox("default", tr("Default site (when no name matches)"), f), f));
     auto root = lineEdit("root", f, tr("folder for paths no route takes (optional)"));
     auto browse = new QPushButton(tr("Browse…"));
     connect(browse, &QPushButton::clicked, this, [this, root] {
@@ -322,15 +329,20 @@ QWidget* SitesPage::buildRouteForm() {
         auto pf = new QFormLayout(page);
         pf->setContentsMargins(0, 0, 0, 0);
         pf->addRow(tr("Status"), row("respond.status", lineEdit("respond.status", f, "200"), f));
-        pf->addRow(tr("Headers"), row("respond.headers",
-                                      textEdit("respond.headers", f, tr("Content-Type: application/json")), f));
-        pf->addRow(tr("Body"), row("respond.body", textEdit("respond.body", f, tr("{\"hello\":\"{{param.name}}\"}")), f));
-        pf->addRow(tr("Body file"), row("respond.file", lineEdit("respond.file", f, tr("instead of Body")), f));
+        pf->addRow(
+            tr("Headers"),
+            row("respond.headers", textEdit("respond.headers", f, tr("Content-Type: application/json")), f));
+        pf->addRow(tr("Body"),
+                   row("respond.body", textEdit("respond.body", f, tr("{\"hello\":\"{{param.name}}\"}")), f));
+        pf->addRow(tr("Body file"),
+                   row("respond.file", lineEdit("respond.file", f, tr("instead of Body")), f));
         pf->addRow(tr("Latency"), row("respond.latency", lineEdit("respond.latency", f, tr("e.g. 20ms")), f));
         pf->addRow(tr("Latency max"),
-                   row("respond.latency_max", lineEdit("respond.latency_max", f, tr("random up to, e.g. 200ms")), f));
+                   row("respond.latency_max",
+                       lineEdit("respond.latency_max", f, tr("random up to, e.g. 200ms")), f));
         pf->addRow(tr("Error rate"), row("respond.error_rate", lineEdit("respond.error_rate", f, "0..1"), f));
-        pf->addRow(tr("Error status"), row("respond.error_status", lineEdit("respond.error_status", f, "500"), f));
+        pf->addRow(tr("Error status"),
+                   row("respond.error_status", lineEdit("respond.error_status", f, "500"), f));
         pf->addRow(tr("Drop rate"), row("respond.drop_rate", lineEdit("respond.drop_rate", f, "0..1"), f));
         m_actionForms->addWidget(page);
     }
@@ -340,7 +352,8 @@ QWidget* SitesPage::buildRouteForm() {
         pf->setContentsMargins(0, 0, 0, 0);
         pf->addRow(tr("Root"), row("static.root", lineEdit("static.root", f, tr("/path/to/folder")), f));
         pf->addRow(tr("Index"), row("static.index", lineEdit("static.index", f, "index.html"), f));
-        pf->addRow(QString(), row("static.listing", checkBox("static.listing", tr("Directory listing"), f), f));
+        pf->addRow(QString(),
+                   row("static.listing", checkBox("static.listing", tr("Directory listing"), f), f));
         pf->addRow(tr("SPA fallback"),
                    row("static.spa_fallback", lineEdit("static.spa_fallback", f, "/index.html"), f));
         m_actionForms->addWidget(page);
@@ -370,8 +383,9 @@ QString SitesPage::itemText(int vhost, int route, QString* action) const {
         QString names = vh.names.empty() ? tr("(any host)") : joinList(vh.names);
         if (vh.port) names += QString(" :%1").arg(*vh.port);
         if (action) {
-            *action = vh.root ? tr("static %1").arg(QDir(m_server->baseDir()).relativeFilePath(q(vh.root->root)))
-                              : QString();
+            *action = vh.root
+                          ? tr("static %1").arg(QDir(m_server->baseDir()).relativeFilePath(q(vh.root->root)))
+                          : QString();
             if (vh.isDefault) *action += tr(" (default)");
         }
         return names;
@@ -414,8 +428,9 @@ void SitesPage::rebuildTree() {
         if (i == vhost && route < 0) current = top;
         for (int j = 0; j < int(m_draft.vhosts[i].routes.size()); ++j) {
             const auto& r = m_draft.vhosts[i].routes[j];
-            auto item = new QTreeWidgetItem(top, {itemText(i, j, &action), action,
-                                                  r.methods ? q(http::allowHeaderValue(r.methods)) : tr("any")});
+            auto item =
+                new QTreeWidgetItem(top, {itemText(i, j, &action), action,
+                                          r.methods ? q(http::allowHeaderValue(r.methods)) : tr("any")});
             item->setData(0, kVhostRole, i);
             item->setData(0, kRouteRole, j);
             if (i == vhost && j == route) current = item;
@@ -483,7 +498,8 @@ void SitesPage::loadForm() {
     } else {
         const config::Route& r = m_draft.vhosts[m_vhost].routes[m_route];
         auto& f = m_routeFields;
-        m_kind->setCurrentIndex(int(std::find(std::begin(kKinds), std::end(kKinds), r.kind) - std::begin(kKinds)));
+        m_kind->setCurrentIndex(
+            int(std::find(std::begin(kKinds), std::end(kKinds), r.kind) - std::begin(kKinds)));
         setText(f, "path", q(r.path));
         setText(f, "name", q(r.name));
         for (int i = 0; i < m_methods.size(); ++i)
@@ -497,7 +513,8 @@ void SitesPage::loadForm() {
         setText(f, "respond.body", q(rs.body));
         setText(f, "respond.file", q(rs.bodyFile));
         setText(f, "respond.latency", durationText(rs.latency));
-        setText(f, "respond.latency_max", rs.latencyMax > rs.latency ? durationText(rs.latencyMax) : QString());
+        setText(f, "respond.latency_max",
+                rs.latencyMax > rs.latency ? durationText(rs.latencyMax) : QString());
         setText(f, "respond.error_rate", rs.errorRate > 0 ? QString::number(rs.errorRate) : QString());
         setText(f, "respond.error_status", QString::number(rs.errorStatus));
         setText(f, "respond.drop_rate", rs.dropRate > 0 ? QString::number(rs.dropRate) : QString());
@@ -618,10 +635,12 @@ void SitesPage::commitForm() {
             headers(f, "respond.headers", rs.headers);
             rs.body = s(text(f, "respond.body"));
             const QString file = text(f, "respond.file");
-            rs.bodyFile = file.isEmpty() ? std::string() : s(QDir(m_server->baseDir()).absoluteFilePath(file));
+            rs.bodyFile =
+                file.isEmpty() ? std::string() : s(QDir(m_server->baseDir()).absoluteFilePath(file));
             duration(f, "respond.latency", rs.latency);
             duration(f, "respond.latency_max", rs.latencyMax);
-            if (rs.latencyMax < rs.latency && text(f, "respond.latency_max").isEmpty()) rs.latencyMax = rs.latency;
+            if (rs.latencyMax < rs.latency && text(f, "respond.latency_max").isEmpty())
+                rs.latencyMax = rs.latency;
             rate(f, "respond.error_rate", rs.errorRate);
             rate(f, "respond.drop_rate", rs.dropRate);
             integer(f, "respond.error_status", rs.errorStatus);
@@ -660,8 +679,8 @@ void SitesPage::validate() {
     m_otherErrors.clear();
     m_validated.reset();
     const std::string text = config::configToYaml(m_draft, s(m_server->baseDir()));
-    const std::string name = m_server->configPath().isEmpty() ? std::string("portico.yaml")
-                                                              : s(m_server->configPath());
+    const std::string name =
+        m_server->configPath().isEmpty() ? std::string("portico.yaml") : s(m_server->configPath());
     auto result = config::loadConfigText(text, name, s(m_server->baseDir()));
     if (result.ok()) {
         auto cfg = std::const_pointer_cast<config::Config>(result.config);
@@ -711,7 +730,8 @@ void SitesPage::showErrors() {
         QTreeWidgetItem* top = m_tree->topLevelItem(i);
         for (int j = -1; j < top->childCount(); ++j) {
             QTreeWidgetItem* item = j < 0 ? top : top->child(j);
-            const QString p = j < 0 ? QString("vhosts[%1].").arg(i) : QString("vhosts[%1].routes[%2].").arg(i).arg(j);
+            const QString p =
+                j < 0 ? QString("vhosts[%1].").arg(i) : QString("vhosts[%1].routes[%2].").arg(i).arg(j);
             QStringList mine;
             for (const QString& line : all)
                 if (line.startsWith(p) && (j >= 0 || !line.mid(p.size()).startsWith("routes["))) mine << line;
@@ -772,9 +792,10 @@ bool SitesPage::apply() {
         return false;
     }
     m_notice->setVisible(false);
-    emit notice(m_server->configPath().isEmpty() ? tr("Applied (live).")
-                                                 : tr("Applied (live) and saved to %1.")
-                                                       .arg(QFileInfo(m_server->configPath()).fileName()));
+    emit notice(
+        m_server->configPath().isEmpty()
+            ? tr("Applied (live).")
+            : tr("Applied (live) and saved to %1.").arg(QFileInfo(m_server->configPath()).fileName()));
     return true;
 }
 
@@ -831,7 +852,8 @@ void SitesPage::addRoute() {
     auto& routes = m_draft.vhosts[m_vhost].routes;
     config::Route r;
     r.path = "/new-route";
-    for (int n = 2; std::any_of(routes.begin(), routes.end(), [&](const config::Route& o) { return o.path == r.path; });
+    for (int n = 2;
+         std::any_of(routes.begin(), routes.end(), [&](const config::Route& o) { return o.path == r.path; });
          ++n)
         r.path = "/new-route-" + std::to_string(n);
     config::RespondAction rs;

@@ -63,7 +63,8 @@ private:
     QWidget* buildRouteForm();
     QWidget* row(const QString& key, QWidget* editor, QHash<QString, Field>& fields);
     QLineEdit* lineEdit(const QString& key, QHash<QString, Field>& fields, const QString& placeholder = {});
-    QPlainTextEdit* textEdit(const QString& key, QHash<QString, Field>& fields, const QString& placeholder = {});
+    QPlainTextEdit* textEdit(const QString& key, QHash<QString, Field>& fields,
+                             const QString& placeholder = {});
     QCheckBox* checkBox(const QString& key, const QString& text, QHash<QString, Field>& fields);
 
     void rebuildTree();
@@ -81,9 +82,9 @@ private:
     ServerController* m_server;
     config::Config m_draft;
     std::shared_ptr<const config::Config> m_validated; ///< the draft as loaded by the core (when valid)
-    QMap<QString, QString> m_fieldErrors;              ///< full path → message (values the form cannot parse)
-    QMap<QString, QString> m_loadErrors;               ///< full path → message (the core's loader)
-    QStringList m_otherErrors;                         ///< loader errors without a path
+    QMap<QString, QString> m_fieldErrors; ///< full path → message (values the form cannot parse)
+    QMap<QString, QString> m_loadErrors;  ///< full path → message (the core's loader)
+    QStringList m_otherErrors;            ///< loader errors without a path
     int m_vhost = -1;
     int m_route = -1;
     bool m_loading = false;

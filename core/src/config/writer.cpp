@@ -135,7 +135,8 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
             out << YAML::Key << "file" << YAML::Value << relativePath(rs->bodyFile, base);
         else if (!rs->body.empty())
             out << YAML::Key << "body" << YAML::Value
-                << (rs->body.find('\n') != std::string::npos ? YAML::DoubleQuoted : YAML::SingleQuoted) << rs->body;
+                << (rs->body.find('\n') != std::string::npos ? YAML::DoubleQuoted : YAML::SingleQuoted)
+                << rs->body;
         if (rs->latency.count()) out << YAML::Key << "latency" << YAML::Value << formatDuration(rs->latency);
         if (rs->latencyMax > rs->latency)
             out << YAML::Key << "latency_max" << YAML::Value << formatDuration(rs->latencyMax);
@@ -186,9 +187,10 @@ void emitVhost(YAML::Emitter& out, const Vhost& vh, const fs::path& base) {
 void emitLimits(YAML::Emitter& out, const Limits& l) {
     const Limits d;
     if (l.maxRequestLineBytes == d.maxRequestLineBytes && l.maxHeaderBytes == d.maxHeaderBytes &&
-        l.maxHeaderCount == d.maxHeaderCount && l.maxBodyBytes == d.maxBodyBytes && l.maxRanges == d.maxRanges &&
-        l.maxConnectionsPerWorker == d.maxConnectionsPerWorker && l.headerTimeout == d.headerTimeout &&
-        l.bodyTimeout == d.bodyTimeout && l.idleTimeout == d.idleTimeout && l.writeTimeout == d.writeTimeout &&
+        l.maxHeaderCount == d.maxHeaderCount && l.maxBodyBytes == d.maxBodyBytes &&
+        l.maxRanges == d.maxRanges && l.maxConnectionsPerWorker == d.maxConnectionsPerWorker &&
+        l.headerTimeout == d.headerTimeout && l.bodyTimeout == d.bodyTimeout &&
+        l.idleTimeout == d.idleTimeout && l.writeTimeout == d.writeTimeout &&
         l.drainTimeout == d.drainTimeout)
         return;
     out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
@@ -252,8 +254,11 @@ std::string formatSize(std::uint64_t bytes) {
 std::string formatDuration(Duration d) {
     using namespace std::chrono;
     const auto ns = d.count();
-    static constexpr std::pair<std::int64_t, const char*> kUnits[] = {
-        {3'600'000'000'000, "h"}, {60'000'000'000, "m"}, {1'000'000'000, "s"}, {1'000'000, "ms"}, {1'000, "us"}};
+    static constexpr std::pair<std::int64_t, const char*> kUnits[] = {{3'600'000'000'000, "h"},
+                                                                      {60'000'000'000, "m"},
+                                                                      {1'000'000'000, "s"},
+                                                                      {1'000'000, "ms"},
+                                                                      {1'000, "us"}};
     if (ns)
         for (const auto& [unit, name] : kUnits)
             if (ns % unit == 0) return std::to_string(ns / unit) + name;
