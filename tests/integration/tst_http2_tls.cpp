@@ -202,6 +202,32 @@ vhosts:
         }
     }
 
+    void sessionResumption_data() {
+        QTest::addColumn<QString>("flag");
+        QTest::newRow("TLS 1.3 ticket") << "-tls1_3";
+        QTest::newRow("TLS 1.2 ticket") << "-tls1_2";
+    }
+    void sessionResumption() {
+        QFETCH(QString, flag);
+        const QString sess = tmp_.filePath("session" + flag + ".pem");
+        const QString at = QStringLiteral("127.0.0.1:%1").arg(server_->tlsPort());
+        // s_client reads the ticket while it waits for stdin; "Q" after a moment ends it.
+        auto run = [&](const QStringList& extra) {
+            QProcess p;
+            p.start("sh", {"-c", "sleep 1; echo Q"});
+            QProcess c;
+            p.setStandardOutputProcess(&c);
+            c.start("openssl", QStringList{"s_client", "-connect", at, flag} + extra);
+            p.waitForFinished(5000);
+            c.waitForFinished(10000);
+            return c.readAllStandardOutput();
+        };
+        const QByteArray first = run({"-sess_out", sess});
+        QVERIFY2(first.contains("New, TLSv1."), first.constData());
+        const QByteArray second = run({"-sess_in", sess});
+        QVERIFY2(second.contains("Reused, TLSv1."), second.constData());
+    }
+
     void routeActionsOverH2_data() {
         QTest::addColumn<QString>("path");
         QTest::addColumn<QStringList>("extra");

@@ -6,7 +6,9 @@
 #include "handlers/file_cache.h"
 #include "handlers/http_util.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <random>
 
 namespace portico::handlers {
@@ -76,7 +78,41 @@ std::uint64_t seed() {
 
 } // namespace
 
-WorkerState::WorkerState() : files_(std::make_unique<FileCache>()), rng_(seed()) {}
+namespace {
+constexpr std::size_t kStatMemoSlots = 64; // direct-mapped by path hash
+}
+
+struct WorkerState::StatMemo {
+    std::string path; // capacity kept: no allocation once warm
+    struct ::stat st {};
+    int rc = 0;
+    int err = 0;
+    std::uint64_t turn = 0;
+};
+
+WorkerState::WorkerState()
+    : files_(std::make_unique<FileCache>()), stats_(std::make_unique<StatMemo[]>(kStatMemoSlots)),
+      rng_(seed()) {}
+
+int WorkerState::statFile(const char* path, std::size_t len, struct ::stat& st) {
+    if (turn_ == 0) return ::stat(path, &st);
+    std::uint64_t h = 1469598103934665603ull; // FNV-1a
+    for (std::size_t i = 0; i < len; ++i)
+        h = (h ^ static_cast<unsigned char>(path[i])) * 1099511628211ull;
+    StatMemo& m = stats_[h % kStatMemoSlots];
+    if (m.turn == turn_ && m.path.size() == len && std::memcmp(m.path.data(), path, len) == 0) {
+        if (m.rc != 0) errno = m.err;
+        st = m.st;
+        return m.rc;
+    }
+    m.rc = ::stat(path, &m.st);
+    m.err = m.rc != 0 ? errno : 0;
+    m.path.assign(path, len);
+    m.turn = turn_;
+    st = m.st;
+    if (m.rc != 0) errno = m.err;
+    return m.rc;
+}
 
 WorkerState::~WorkerState() = default;
 

@@ -152,7 +152,8 @@ bool siblingVariant(const Ctx& c, const PathBuf& abs, Coding coding, Variant& ou
     name.append(abs.view());
     name.append(coding == Coding::Brotli ? ".br" : ".gz");
     struct stat st {};
-    if (!name.ok() || ::stat(name.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    if (!name.ok() || c.ex.worker.statFile(name.c_str(), name.size(), st) != 0 || !S_ISREG(st.st_mode))
+        return false;
     auto f = lookupFile(c, name, st);
     if (!f || f->codedEtag.empty()) return false;
     out.owner = f;
@@ -544,7 +545,8 @@ Produced notFound(const Ctx& c) {
     if (fallback.front() != '/') abs.push('/');
     abs.append(fallback);
     struct stat st {};
-    if (!abs.ok() || ::stat(abs.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return fail(404, c.res);
+    if (!abs.ok() || c.ex.worker.statFile(abs.c_str(), abs.size(), st) != 0 || !S_ISREG(st.st_mode))
+        return fail(404, c.res);
     return serveFile(c, abs, st);
 }
 
@@ -580,7 +582,7 @@ Produced serveStatic(const Exchange& ex, const config::StaticAction& action, std
     abs.append(root);
     abs.append(path);
     struct stat st {};
-    if (!abs.ok() || ::stat(abs.c_str(), &st) != 0) return notFound(c);
+    if (!abs.ok() || ex.worker.statFile(abs.c_str(), abs.size(), st) != 0) return notFound(c);
     bool slash = path.ends_with('/');
     if (S_ISREG(st.st_mode)) {
         if (slash || path.empty()) return notFound(c); // "/a.txt/" names no file
@@ -598,7 +600,8 @@ Produced serveStatic(const Exchange& ex, const config::StaticAction& action, std
         abs.truncate(dirLen);
         abs.append(index);
         struct stat ist {};
-        if (abs.ok() && ::stat(abs.c_str(), &ist) == 0 && S_ISREG(ist.st_mode)) return serveFile(c, abs, ist);
+        if (abs.ok() && ex.worker.statFile(abs.c_str(), abs.size(), ist) == 0 && S_ISREG(ist.st_mode))
+            return serveFile(c, abs, ist);
     }
     abs.truncate(dirLen);
     if (action.listing) return listDirectory(c, abs, ex.request.path);

@@ -206,6 +206,7 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
         return;
     }
     in_.commit(n);
+    worker_.handlerState().newTurn(); // requests read in this batch share file lookups
     const auto& limits = worker_.snapshot().config->limits;
     if (in_.size() > maxBufferedBytes(limits)) {
         queueError(413);

@@ -29,9 +29,10 @@ constexpr int kReadsPerTurn = 4;                 // then let other connections o
 
 // Connection-specific fields (RFC 9113 §8.2.2) that a handler's field block may carry but an
 // HTTP/2 response must not.
-bool connectionSpecific(std::string_view lowerName) {
-    return lowerName == "connection" || lowerName == "keep-alive" || lowerName == "proxy-connection" ||
-           lowerName == "transfer-encoding" || lowerName == "upgrade";
+bool connectionSpecific(std::string_view name) {
+    return http::iequals(name, "connection") || http::iequals(name, "keep-alive") ||
+           http::iequals(name, "proxy-connection") || http::iequals(name, "transfer-encoding") ||
+           http::iequals(name, "upgrade");
 }
 
 H2Connection* self(void* user) { return static_cast<H2Connection*>(user); }
@@ -97,12 +98,33 @@ struct Callbacks {
 } // namespace
 
 struct H2Connection::Stream {
-    explicit Stream(std::int32_t i) : id(i) {}
+    /// Back to a fresh stream for `streamId`, keeping every buffer's capacity.
+    void reuse(std::int32_t streamId) {
+        id = streamId;
+        arena.clear();
+        fields.clear();
+        method.clear();
+        path.clear();
+        scheme.clear();
+        authority.clear();
+        if (body.capacity() > 64 * 1024) std::string().swap(body);
+        body.clear();
+        fieldBytes = 0;
+        earlyStatus = 0;
+        dispatched = false;
+        head = false;
+        res.reset();
+        sent = 0;
+        timer.reset();
+        start = Clock::now();
+        target.clear();
+        host.clear();
+    }
     struct Field {
         std::uint32_t name, nameLen, value, valueLen;
         bool trailer;
     };
-    std::int32_t id;
+    std::int32_t id = 0;
     std::string arena; // field names and values as received
     std::vector<Field> fields;
     std::string method, path, scheme, authority;
@@ -205,6 +227,7 @@ void H2Connection::waitRead() {
 void H2Connection::onReadable() {
     if (closed_) return;
     if (!in_.allocated()) in_ = worker_.buffers().acquire();
+    worker_.handlerState().newTurn(); // the streams of this read share file lookups
     for (int i = 0; i < kReadsPerTurn; ++i) {
         std::size_t room = 0;
         char* p = in_.writable(room);
@@ -303,8 +326,8 @@ int H2Connection::onBeginFrame(std::uint8_t type) {
         tokens -= 1.0;
         return true;
     };
-    if (type == NGHTTP2_RST_STREAM &&
-        !take(resetTokens_, resetRefill_, static_cast<double>(h2.resetBurst), static_cast<double>(h2.resetRate)))
+    if (type == NGHTTP2_RST_STREAM && !take(resetTokens_, resetRefill_, static_cast<double>(h2.resetBurst),
+                                            static_cast<double>(h2.resetRate)))
         return enhanceYourCalm();
     if ((type == NGHTTP2_PING || type == NGHTTP2_SETTINGS) &&
         !take(controlTokens_, controlRefill_, static_cast<double>(h2.maxControlFrames),
@@ -319,13 +342,29 @@ int H2Connection::enhanceYourCalm() {
     return NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
+namespace {
+// Finished streams are kept per worker thread and reused, so a stream allocates nothing once
+// the pool is warm (their buffers keep their capacity).
+constexpr std::size_t kStreamPoolMax = 512;
+thread_local std::vector<std::unique_ptr<H2Connection::Stream>> tStreamPool;
+} // namespace
+
 H2Connection::Stream* H2Connection::stream(std::int32_t id) {
-    auto it = streams_.find(id);
-    return it == streams_.end() ? nullptr : it->second.get();
+    for (auto& s : streams_)
+        if (s->id == id) return s.get();
+    return nullptr;
 }
 
 int H2Connection::onBeginHeaders(std::int32_t id) {
-    streams_.emplace(id, std::make_unique<Stream>(id));
+    std::unique_ptr<Stream> s;
+    if (!tStreamPool.empty()) {
+        s = std::move(tStreamPool.back());
+        tStreamPool.pop_back();
+    } else {
+        s = std::make_unique<Stream>();
+    }
+    s->reuse(id);
+    streams_.push_back(std::move(s));
     return 0;
 }
 
@@ -460,7 +499,7 @@ void H2Connection::dispatch(Stream& s) {
         handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
         handlers::dispatch(ex, res);
     }
-    std::string().swap(s.body); // the request body is not needed any more
+    s.body.clear(); // the request body is not needed any more
     if (res.fate == http::Response::Fate::Drop) {
         // Fault injection: the HTTP/2 form of a dropped connection is a reset stream.
         logExchange(s);
@@ -498,12 +537,16 @@ void H2Connection::submit(Stream& s) {
     std::size_t count = 0;
     auto add = [&](std::string_view name, std::string_view value, bool lowerName) {
         if (count == std::size(spans)) return;
-        Span sp{static_cast<std::uint32_t>(arena.size()), static_cast<std::uint32_t>(name.size()), 0,
-                static_cast<std::uint32_t>(value.size())};
-        for (char c : name)
-            arena.push_back(lowerName && c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-        sp.value = static_cast<std::uint32_t>(arena.size());
-        arena.append(value);
+        const std::size_t at = arena.size();
+        Span sp{static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(name.size()),
+                static_cast<std::uint32_t>(at + name.size()), static_cast<std::uint32_t>(value.size())};
+        arena.resize(at + name.size() + value.size());
+        char* out = arena.data() + at;
+        for (std::size_t i = 0; i < name.size(); ++i) {
+            const char c = name[i];
+            out[i] = lowerName && c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+        }
+        std::memcpy(out + name.size(), value.data(), value.size());
         spans[count++] = sp;
     };
     char statusText[4];
@@ -523,10 +566,7 @@ void H2Connection::submit(Stream& s) {
         std::string_view value = line.substr(colon + 1);
         while (!value.empty() && value.front() == ' ')
             value.remove_prefix(1);
-        std::string lowered(name); // short; fields are few
-        for (char& c : lowered)
-            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        if (connectionSpecific(lowered)) continue;
+        if (connectionSpecific(name)) continue;
         add(name, value, true);
     }
     char lengthText[24];
@@ -567,10 +607,17 @@ long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len,
 }
 
 void H2Connection::onStreamClose(std::int32_t id) {
-    auto it = streams_.find(id);
-    if (it == streams_.end()) return;
-    if (it->second->timer) it->second->timer->cancel();
-    streams_.erase(it);
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+        if (streams_[i]->id != id) continue;
+        std::unique_ptr<Stream> s = std::move(streams_[i]);
+        streams_[i] = std::move(streams_.back());
+        streams_.pop_back();
+        if (s->timer) s->timer->cancel();
+        s->timer.reset();
+        s->res.reset(); // drop shared bodies and files now
+        if (tStreamPool.size() < kStreamPoolMax) tStreamPool.push_back(std::move(s));
+        return;
+    }
 }
 
 void H2Connection::logExchange(const Stream& s) {
@@ -616,7 +663,7 @@ void H2Connection::abort() {
     if (closed_) return;
     closed_ = true;
     deadline_ = Clock::time_point::max();
-    for (auto& [id, s] : streams_)
+    for (auto& s : streams_)
         if (s->timer) s->timer->cancel();
     boost::system::error_code ec;
     socket_.cancel(ec);

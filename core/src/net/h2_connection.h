@@ -14,7 +14,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 typedef struct nghttp2_session nghttp2_session;
@@ -69,7 +68,7 @@ private:
     IoBuffer in_;
     IoBuffer out_;
     std::string clientAddress_;
-    std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
+    std::vector<std::unique_ptr<Stream>> streams_; // open streams (at most max_concurrent_streams)
     Clock::time_point deadline_ = Clock::time_point::max();
     double resetTokens_ = 0;  // Rapid Reset bucket (http2.reset_burst, refilled at reset_rate/s)
     Clock::time_point resetRefill_;

@@ -7,6 +7,8 @@
 
 #include <memory>
 
+#include <sys/stat.h>
+
 namespace portico::handlers {
 
 class FileCache;
@@ -24,9 +26,21 @@ public:
     /// Uniform double in [0, 1).
     double random();
 
+    /// stat(2) of the NUL-terminated `path` (`len` bytes), remembered for the current turn: the
+    /// requests a connection read in one batch (a pipelined burst, the streams of one HTTP/2
+    /// read) share one stat per file, and every request read after an edit sees it. Outside
+    /// any turn (no newTurn() yet, e.g. handlers called directly) it always calls stat(2).
+    /// Returns 0, or -1 with errno as stat(2) does.
+    int statFile(const char* path, std::size_t len, struct ::stat& st);
+    /// Starts a turn; connections call it for each batch of bytes they read.
+    void newTurn() { ++turn_; }
+
 private:
+    struct StatMemo;
     std::unique_ptr<FileCache> files_;
+    std::unique_ptr<StatMemo[]> stats_;
     std::uint64_t rng_;
+    std::uint64_t turn_ = 0;
 };
 
 /// Everything a handler may look at for one exchange.
