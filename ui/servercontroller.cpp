@@ -57,7 +57,8 @@ bool ServerController::open(const QString& path, QString* error, bool movePortIf
          !started && movePortIfTaken && step < 20 && !cfg->listen.empty() && cfg->listen.front().port != 0;
          ++step) {
         auto retry = std::make_shared<config::Config>(*cfg);
-        retry->listen.front().port = static_cast<std::uint16_t>(cfg->listen.front().port + 1);
+        for (auto& l : retry->listen) // all together, so 8080/8443 become 8081/8444
+            if (l.port != 0 && l.port < 65535) l.port = static_cast<std::uint16_t>(l.port + 1);
         cfg = retry;
         started = m_engine.start(cfg, why);
     }
