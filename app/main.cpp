@@ -1,4 +1,4 @@
-// The `portico` executable: subcommands `serve`, `bench`, `cert`, `version`, `help` over the engine facade.
+// The `portico` executable: `serve`, `bench`, `cert`, `gui` (the default), `version`, `help` over the engine facade.
 #include "commands.h"
 
 #include <portico/config/loader.h>
@@ -6,6 +6,10 @@
 #include <portico/tls/local_ca.h>
 
 #include <CLI/CLI.hpp>
+
+#ifdef PORTICO_HAVE_UI
+#include <gui.h>
+#endif
 
 #include <algorithm>
 #include <csignal>
@@ -195,6 +199,16 @@ int main(int argc, char** argv) {
 
     auto certCmd = portico::app::addCertCommand(app);
     auto bench = portico::app::addBenchCommand(app);
+#ifdef PORTICO_HAVE_UI
+    portico::ui::GuiOptions guiOptions;
+    auto* guiCmd = app.add_subcommand("gui", "Open the desktop app (the default without a subcommand)");
+    guiCmd->add_option("project", guiOptions.project, "Config file or folder (default: the last project, or the demo)");
+    guiCmd->add_option("-c,--config", guiOptions.project, "Config file (same as the positional argument)");
+    guiCmd->add_option("--screenshot", guiOptions.screenshot, "Render the window to this PNG file and exit");
+    guiCmd->add_option("--tab", guiOptions.tab, "Tab to show: sites, load, latency");
+    guiCmd->add_option("--demo-traffic", guiOptions.demoTraffic,
+                       "Before --screenshot, run a load test of this many seconds against the server");
+#endif
     auto* versionCmd = app.add_subcommand("version", "Print the version");
     std::string helpTopic;
     auto* helpCmd = app.add_subcommand("help", "Show help for portico or a subcommand");
@@ -231,7 +245,11 @@ int main(int argc, char** argv) {
         std::cerr << "portico: no such command: " << helpTopic << "\n";
         return kExitUsage;
     }
-    // No subcommand: the GUI will open here (issue 8); until then show what can be done.
+#ifdef PORTICO_HAVE_UI
+    // No subcommand (or `gui`): the desktop app.
+    return portico::ui::runGui(argc > 1 && guiCmd->parsed() ? 1 : argc, argv, guiOptions);
+#else
     std::cout << app.help();
     return kExitOk;
+#endif
 }

@@ -1,0 +1,349 @@
+// Writes the Config model back to YAML: only what differs from the defaults, paths relative to the file.
+#include <portico/config/writer.h>
+#include <portico/http/message.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+namespace portico::config {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string relativePath(const std::string& path, const fs::path& base) {
+    if (path.empty() || path == "-" || base.empty()) return path;
+    fs::path p(path);
+    if (!p.is_absolute()) return path;
+    std::error_code ec;
+    fs::path rel = p.lexically_relative(base);
+    if (rel.empty() || *rel.begin() == "..") return path;
+    std::string s = rel.generic_string();
+    return s == "." ? std::string(".") : "./" + s;
+}
+
+void emitHeaders(YAML::Emitter& out, const HeaderList& headers) {
+    out << YAML::BeginMap;
+    std::vector<bool> done(headers.size());
+    for (std::size_t i = 0; i < headers.size(); ++i) {
+        if (done[i]) continue;
+        std::vector<std::string> values{headers[i].second};
+        for (std::size_t j = i + 1; j < headers.size(); ++j)
+            if (!done[j] && http::iequals(headers[j].first, headers[i].first)) {
+                values.push_back(headers[j].second);
+                done[j] = true;
+            }
+        out << YAML::Key << headers[i].first << YAML::Value;
+        if (values.size() == 1)
+            out << YAML::DoubleQuoted << values.front();
+        else {
+            out << YAML::Flow << YAML::BeginSeq;
+            for (const auto& v : values)
+                out << YAML::DoubleQuoted << v;
+            out << YAML::EndSeq;
+        }
+    }
+    out << YAML::EndMap;
+}
+
+std::string addressText(const std::string& host, std::uint16_t port) {
+    if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+    return host + ":" + std::to_string(port);
+}
+
+void emitTlsFiles(YAML::Emitter& out, const TlsFiles& files, const fs::path& base) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "cert" << YAML::Value << relativePath(files.cert, base);
+    out << YAML::Key << "key" << YAML::Value << relativePath(files.key, base);
+    out << YAML::EndMap;
+}
+
+// The keys of a StaticAction (shared by the `static:` action and a vhost's own root).
+void emitStaticKeys(YAML::Emitter& out, const StaticAction& st, const fs::path& base) {
+    out << YAML::Key << "root" << YAML::Value << relativePath(st.root, base);
+    if (st.index != std::vector<std::string>{"index.html"}) {
+        out << YAML::Key << "index" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const auto& i : st.index)
+            out << i;
+        out << YAML::EndSeq;
+    }
+    if (st.listing) out << YAML::Key << "listing" << YAML::Value << true;
+    if (!st.spaFallback.empty()) out << YAML::Key << "spa_fallback" << YAML::Value << st.spaFallback;
+    if (st.followSymlinks) out << YAML::Key << "follow_symlinks" << YAML::Value << true;
+}
+
+std::string methodsText(std::uint32_t mask, std::vector<std::string>& out) {
+    using http::Method;
+    for (unsigned m = 0; m < static_cast<unsigned>(Method::Other); ++m)
+        if (mask & http::methodBit(static_cast<Method>(m)))
+            out.emplace_back(http::methodToken(static_cast<Method>(m)));
+    return {};
+}
+
+void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
+    out << YAML::BeginMap;
+    switch (r.kind) {
+    case MatchKind::Pattern:
+        out << YAML::Key << "path" << YAML::Value << r.path;
+        break;
+    case MatchKind::Exact:
+        out << YAML::Key << "path" << YAML::Value << "= " + r.path;
+        break;
+    case MatchKind::Prefix:
+        out << YAML::Key << "location" << YAML::Value << r.path;
+        break;
+    case MatchKind::PrefixNoRegex:
+        out << YAML::Key << "location" << YAML::Value << "^~ " + r.path;
+        break;
+    case MatchKind::Regex:
+        out << YAML::Key << "location" << YAML::Value << "~ " + r.path;
+        break;
+    case MatchKind::RegexCaseless:
+        out << YAML::Key << "location" << YAML::Value << "~* " + r.path;
+        break;
+    }
+    if (!r.name.empty()) out << YAML::Key << "name" << YAML::Value << r.name;
+    if (r.methods) {
+        std::vector<std::string> methods;
+        methodsText(r.methods, methods);
+        out << YAML::Key << "methods" << YAML::Value << YAML::Flow << methods;
+    }
+    if (!r.headers.empty()) {
+        out << YAML::Key << "headers" << YAML::Value;
+        emitHeaders(out, r.headers);
+    }
+    if (r.serverHeader) out << YAML::Key << "server_header" << YAML::Value << *r.serverHeader;
+    if (const auto* st = std::get_if<StaticAction>(&r.action)) {
+        out << YAML::Key << "static" << YAML::Value << YAML::BeginMap;
+        emitStaticKeys(out, *st, base);
+        out << YAML::EndMap;
+    } else if (const auto* rs = std::get_if<RespondAction>(&r.action)) {
+        const RespondAction defaults;
+        out << YAML::Key << "respond" << YAML::Value << YAML::BeginMap;
+        if (rs->status != defaults.status) out << YAML::Key << "status" << YAML::Value << rs->status;
+        if (!rs->headers.empty()) {
+            out << YAML::Key << "headers" << YAML::Value;
+            emitHeaders(out, rs->headers);
+        }
+        if (!rs->bodyFile.empty())
+            out << YAML::Key << "file" << YAML::Value << relativePath(rs->bodyFile, base);
+        else if (!rs->body.empty())
+            out << YAML::Key << "body" << YAML::Value
+                << (rs->body.find('\n') != std::string::npos ? YAML::DoubleQuoted : YAML::SingleQuoted)
+                << rs->body;
+        if (rs->latency.count()) out << YAML::Key << "latency" << YAML::Value << formatDuration(rs->latency);
+        if (rs->latencyMax > rs->latency)
+            out << YAML::Key << "latency_max" << YAML::Value << formatDuration(rs->latencyMax);
+        if (rs->dropRate > 0) out << YAML::Key << "drop_rate" << YAML::Value << rs->dropRate;
+        if (rs->errorRate > 0) out << YAML::Key << "error_rate" << YAML::Value << rs->errorRate;
+        if (rs->errorStatus != defaults.errorStatus)
+            out << YAML::Key << "error_status" << YAML::Value << rs->errorStatus;
+        out << YAML::EndMap;
+    } else if (const auto* rd = std::get_if<RedirectAction>(&r.action)) {
+        out << YAML::Key << "redirect" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "to" << YAML::Value << rd->to;
+        if (rd->status != RedirectAction{}.status) out << YAML::Key << "status" << YAML::Value << rd->status;
+        out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+}
+
+void emitVhost(YAML::Emitter& out, const Vhost& vh, const fs::path& base) {
+    out << YAML::BeginMap;
+    if (!vh.names.empty()) out << YAML::Key << "names" << YAML::Value << YAML::Flow << vh.names;
+    if (vh.port) out << YAML::Key << "port" << YAML::Value << *vh.port;
+    if (vh.isDefault) out << YAML::Key << "default" << YAML::Value << true;
+    if (vh.root) emitStaticKeys(out, *vh.root, base);
+    if (!vh.headers.empty()) {
+        out << YAML::Key << "headers" << YAML::Value;
+        emitHeaders(out, vh.headers);
+    }
+    if (!vh.errorPages.empty()) {
+        out << YAML::Key << "error_pages" << YAML::Value << YAML::BeginMap;
+        for (const auto& [status, file] : vh.errorPages)
+            out << YAML::Key << status << YAML::Value << relativePath(file, base);
+        out << YAML::EndMap;
+    }
+    if (vh.serverHeader) out << YAML::Key << "server_header" << YAML::Value << *vh.serverHeader;
+    if (vh.tls) {
+        out << YAML::Key << "tls" << YAML::Value;
+        emitTlsFiles(out, *vh.tls, base);
+    }
+    if (!vh.routes.empty()) {
+        out << YAML::Key << "routes" << YAML::Value << YAML::BeginSeq;
+        for (const Route& r : vh.routes)
+            emitRoute(out, r, base);
+        out << YAML::EndSeq;
+    }
+    out << YAML::EndMap;
+}
+
+void emitLimits(YAML::Emitter& out, const Limits& l) {
+    const Limits d;
+    if (l.maxRequestLineBytes == d.maxRequestLineBytes && l.maxHeaderBytes == d.maxHeaderBytes &&
+        l.maxHeaderCount == d.maxHeaderCount && l.maxBodyBytes == d.maxBodyBytes &&
+        l.maxRanges == d.maxRanges && l.maxConnectionsPerWorker == d.maxConnectionsPerWorker &&
+        l.headerTimeout == d.headerTimeout && l.bodyTimeout == d.bodyTimeout &&
+        l.idleTimeout == d.idleTimeout && l.writeTimeout == d.writeTimeout &&
+        l.drainTimeout == d.drainTimeout)
+        return;
+    out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
+    auto size = [&](const char* key, std::uint64_t v, std::uint64_t def) {
+        if (v != def) out << YAML::Key << key << YAML::Value << formatSize(v);
+    };
+    auto count = [&](const char* key, std::uint64_t v, std::uint64_t def) {
+        if (v != def) out << YAML::Key << key << YAML::Value << v;
+    };
+    auto duration = [&](const char* key, Duration v, Duration def) {
+        if (v != def) out << YAML::Key << key << YAML::Value << formatDuration(v);
+    };
+    size("max_request_line_bytes", l.maxRequestLineBytes, d.maxRequestLineBytes);
+    size("max_header_bytes", l.maxHeaderBytes, d.maxHeaderBytes);
+    count("max_header_count", l.maxHeaderCount, d.maxHeaderCount);
+    size("max_body_bytes", l.maxBodyBytes, d.maxBodyBytes);
+    count("max_ranges", l.maxRanges, d.maxRanges);
+    count("max_connections_per_worker", l.maxConnectionsPerWorker, d.maxConnectionsPerWorker);
+    duration("header_timeout", l.headerTimeout, d.headerTimeout);
+    duration("body_timeout", l.bodyTimeout, d.bodyTimeout);
+    duration("idle_timeout", l.idleTimeout, d.idleTimeout);
+    duration("write_timeout", l.writeTimeout, d.writeTimeout);
+    duration("drain_timeout", l.drainTimeout, d.drainTimeout);
+    out << YAML::EndMap;
+}
+
+void emitHttp2(YAML::Emitter& out, const Http2& h) {
+    const Http2 d;
+    std::vector<std::pair<const char*, std::string>> keys;
+    if (h.enabled != d.enabled) keys.emplace_back("enabled", h.enabled ? "true" : "false");
+    if (h.maxConcurrentStreams != d.maxConcurrentStreams)
+        keys.emplace_back("max_concurrent_streams", std::to_string(h.maxConcurrentStreams));
+    if (h.initialWindowBytes != d.initialWindowBytes)
+        keys.emplace_back("initial_window_bytes", formatSize(h.initialWindowBytes));
+    if (h.connectionWindowBytes != d.connectionWindowBytes)
+        keys.emplace_back("connection_window_bytes", formatSize(h.connectionWindowBytes));
+    if (h.resetBurst != d.resetBurst) keys.emplace_back("reset_burst", std::to_string(h.resetBurst));
+    if (h.resetRate != d.resetRate) keys.emplace_back("reset_rate", std::to_string(h.resetRate));
+    if (h.maxContinuations != d.maxContinuations)
+        keys.emplace_back("max_continuations", std::to_string(h.maxContinuations));
+    if (h.maxControlFrames != d.maxControlFrames)
+        keys.emplace_back("max_control_frames", std::to_string(h.maxControlFrames));
+    if (keys.empty()) return;
+    out << YAML::Key << "http2" << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : keys)
+        out << YAML::Key << k << YAML::Value << v;
+    out << YAML::EndMap;
+}
+
+} // namespace
+
+std::string formatSize(std::uint64_t bytes) {
+    static constexpr std::pair<std::uint64_t, const char*> kUnits[] = {
+        {1ull << 40, "TiB"}, {1ull << 30, "GiB"}, {1ull << 20, "MiB"}, {1ull << 10, "KiB"}};
+    if (bytes)
+        for (const auto& [unit, name] : kUnits)
+            if (bytes % unit == 0) return std::to_string(bytes / unit) + name;
+    return std::to_string(bytes);
+}
+
+std::string formatDuration(Duration d) {
+    using namespace std::chrono;
+    const auto ns = d.count();
+    static constexpr std::pair<std::int64_t, const char*> kUnits[] = {{3'600'000'000'000, "h"},
+                                                                      {60'000'000'000, "m"},
+                                                                      {1'000'000'000, "s"},
+                                                                      {1'000'000, "ms"},
+                                                                      {1'000, "us"}};
+    if (ns)
+        for (const auto& [unit, name] : kUnits)
+            if (ns % unit == 0) return std::to_string(ns / unit) + name;
+    return std::to_string(ns) + "ns";
+}
+
+std::string configToYaml(const Config& c, const std::string& baseDir) {
+    const fs::path base = baseDir.empty() ? fs::path() : fs::path(baseDir).lexically_normal();
+    YAML::Emitter out;
+    out.SetIndent(2);
+    out << YAML::BeginMap;
+    if (c.workers) out << YAML::Key << "workers" << YAML::Value << c.workers;
+    out << YAML::Key << "listen" << YAML::Value << YAML::BeginSeq;
+    for (const Listen& l : c.listen) {
+        if (!l.tls) {
+            out << YAML::DoubleQuoted << addressText(l.host, l.port);
+            continue;
+        }
+        out << YAML::BeginMap;
+        out << YAML::Key << "address" << YAML::Value << YAML::DoubleQuoted << addressText(l.host, l.port);
+        out << YAML::Key << "tls" << YAML::Value;
+        if (l.tls->autoCa)
+            out << "auto";
+        else
+            emitTlsFiles(out, l.tls->files, base);
+        out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+    emitLimits(out, c.limits);
+    if (c.accessLog.format != AccessLog::Format::Off) {
+        out << YAML::Key << "access_log" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "format" << YAML::Value
+            << (c.accessLog.format == AccessLog::Format::Json ? "json" : "combined");
+        out << YAML::Key << "path" << YAML::Value << relativePath(c.accessLog.path, base);
+        out << YAML::EndMap;
+    }
+    const Compression dc;
+    if (c.compression.enabled != dc.enabled || c.compression.minBytes != dc.minBytes ||
+        c.compression.gzipLevel != dc.gzipLevel || c.compression.brotliQuality != dc.brotliQuality) {
+        out << YAML::Key << "compression" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "enabled" << YAML::Value << c.compression.enabled;
+        out << YAML::Key << "min_bytes" << YAML::Value << formatSize(c.compression.minBytes);
+        out << YAML::Key << "gzip_level" << YAML::Value << c.compression.gzipLevel;
+        out << YAML::Key << "brotli_quality" << YAML::Value << c.compression.brotliQuality;
+        out << YAML::EndMap;
+    }
+    emitHttp2(out, c.http2);
+    if (!c.serverHeader) out << YAML::Key << "server_header" << YAML::Value << false;
+    out << YAML::Key << "vhosts" << YAML::Value << YAML::BeginSeq;
+    for (const Vhost& vh : c.vhosts)
+        emitVhost(out, vh, base);
+    out << YAML::EndSeq;
+    out << YAML::EndMap;
+    std::string text = out.c_str();
+    text += "\n";
+    return text;
+}
+
+bool saveConfigFile(const Config& config, const std::string& path, std::string& error) {
+    std::error_code ec;
+    fs::path target = fs::absolute(path, ec);
+    const std::string text = configToYaml(config, target.parent_path().string());
+    fs::path temp = target;
+    temp += ".tmp-" + std::to_string(::getpid());
+    {
+        std::ofstream f(temp, std::ios::binary | std::ios::trunc);
+        if (!f) {
+            error = path + ": " + std::strerror(errno);
+            return false;
+        }
+        f << text;
+        f.flush();
+        if (!f) {
+            error = path + ": write failed";
+            fs::remove(temp, ec);
+            return false;
+        }
+    }
+    fs::rename(temp, target, ec);
+    if (ec) {
+        error = path + ": " + ec.message();
+        fs::remove(temp, ec);
+        return false;
+    }
+    return true;
+}
+
+} // namespace portico::config

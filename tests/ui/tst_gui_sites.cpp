@@ -1,0 +1,262 @@
+// The Sites tab against a real in-process server: edit → Apply → a real request sees the new
+// response on the same connection; inline errors keep Apply disabled; Revert; the YAML is saved
+// and reloadable; external edits are picked up; a dropped folder is served.
+#include "servercontroller.h"
+#include "sites/sitespage.h"
+
+#include <portico/config/loader.h>
+
+#include <QCheckBox>
+#include <QDir>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QTcpSocket>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <variant>
+
+using namespace portico;
+using portico::ui::ServerController;
+using portico::ui::SitesPage;
+
+namespace {
+
+const char* kConfig = "listen: [127.0.0.1:0]\n"
+                      "vhosts:\n"
+                      "  - names: [localhost, 127.0.0.1]\n"
+                      "    root: ./site\n"
+                      "    routes:\n"
+                      "      - path: /hello\n"
+                      "        respond: {body: \"old\\n\"}\n"
+                      "      - path: /other\n"
+                      "        respond: {status: 202, body: other}\n";
+
+void writeFile(const QString& path, const QByteArray& content) {
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(content);
+}
+
+struct Reply {
+    int status = 0;
+    QByteArray body;
+};
+
+// One HTTP/1.1 request on an open keep-alive connection; reads one Content-Length framed response.
+Reply exchange(QTcpSocket& socket, const QByteArray& path, const QByteArray& host = "127.0.0.1") {
+    socket.write("GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    socket.flush();
+    QByteArray data;
+    QElapsedTimer clock;
+    clock.start();
+    while (clock.elapsed() < 5000) {
+        const int headEnd = data.indexOf("\r\n\r\n");
+        if (headEnd >= 0) {
+            const QByteArray head = data.left(headEnd).toLower();
+            const int cl = head.indexOf("content-length:");
+            const int length =
+                cl < 0 ? 0 : head.mid(cl + 15, head.indexOf("\r\n", cl) - cl - 15).trimmed().toInt();
+            if (data.size() >= headEnd + 4 + length) {
+                Reply r;
+                r.status = data.mid(9, 3).toInt();
+                r.body = data.mid(headEnd + 4, length);
+                return r;
+            }
+        }
+        if (!socket.waitForReadyRead(100) && socket.state() != QAbstractSocket::ConnectedState) break;
+        data += socket.readAll();
+    }
+    return {};
+}
+
+} // namespace
+
+class TestGuiSites : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    std::unique_ptr<ServerController> m_server;
+    std::unique_ptr<SitesPage> m_page;
+
+    QString configPath() const { return m_dir.path() + "/portico.yaml"; }
+    std::uint16_t port() const { return m_server->engine().endpoints().front().port; }
+    template <class T> T* field(const QString& name) {
+        T* w = m_page->findChild<T*>(name);
+        if (!w) qWarning("no field %s", qPrintable(name));
+        return w;
+    }
+    QLabel* errorLabel(const QString& key) { return m_page->findChild<QLabel*>("error:" + key); }
+    QPushButton* applyButton() { return m_page->findChild<QPushButton*>("applyButton"); }
+
+    void typeInto(QLineEdit* edit, const QString& text) {
+        edit->setFocus();
+        edit->selectAll();
+        QTest::keyClick(edit, Qt::Key_Backspace);
+        QTest::keyClicks(edit, text);
+    }
+
+private slots:
+    void init() {
+        QVERIFY(m_dir.isValid());
+        writeFile(m_dir.path() + "/site/index.html", "<h1>home</h1>\n");
+        writeFile(configPath(), kConfig);
+        m_server = std::make_unique<ServerController>();
+        QString error;
+        QVERIFY2(m_server->open(configPath(), &error, false), qPrintable(error));
+        m_page = std::make_unique<SitesPage>(m_server.get());
+        m_page->resize(1000, 700);
+        m_page->show();
+        m_page->select(0, 0);
+        QCOMPARE(field<QPlainTextEdit>("respond.body")->toPlainText(), QString("old\n"));
+        QVERIFY(!applyButton()->isEnabled());
+    }
+
+    void cleanup() {
+        m_page.reset();
+        m_server.reset();
+    }
+
+    void editApplyServesNewResponseOnSameConnection() {
+        QTcpSocket socket;
+        socket.connectToHost("127.0.0.1", port());
+        QVERIFY(socket.waitForConnected(3000));
+        Reply before = exchange(socket, "/hello");
+        QCOMPARE(before.status, 200);
+        QCOMPARE(before.body, QByteArray("old\n"));
+
+        field<QPlainTextEdit>("respond.body")->setPlainText("new body\n");
+        typeInto(field<QLineEdit>("respond.status"), "201");
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QVERIFY(applyButton()->isEnabled());
+        // Not applied yet: the server still answers the old way.
+        QCOMPARE(exchange(socket, "/hello").body, QByteArray("old\n"));
+
+        QTest::mouseClick(applyButton(), Qt::LeftButton);
+        QVERIFY(!applyButton()->isEnabled());
+        Reply after = exchange(socket, "/hello");
+        QCOMPARE(after.status, 201);
+        QCOMPARE(after.body, QByteArray("new body\n"));
+        QCOMPARE(socket.state(), QAbstractSocket::ConnectedState); // the connection was not dropped
+        QCOMPARE(m_server->engine().counters().connectionsAccepted, std::uint64_t(1));
+
+        // Saved, and the saved file loads to the same thing.
+        auto reloaded = config::loadConfigFile(configPath().toStdString());
+        QVERIFY(reloaded.ok());
+        const auto& r = std::get<config::RespondAction>(reloaded.config->vhosts[0].routes[0].action);
+        QCOMPARE(r.status, 201);
+        QCOMPARE(QString::fromStdString(r.body), QString("new body\n"));
+        QCOMPARE(reloaded.config->vhosts[0].routes.size(), std::size_t(2));
+        QCOMPARE(QString::fromStdString(reloaded.config->vhosts[0].root->root),
+                 QDir(m_dir.path()).canonicalPath() + "/site");
+    }
+
+    void invalidInputShowsInlineErrorAndBlocksApply() {
+        QLineEdit* status = field<QLineEdit>("respond.status");
+        typeInto(status, "600");
+        QVERIFY(errorLabel("respond.status")->isVisible());
+        QVERIFY2(errorLabel("respond.status")->text().contains("between 100 and 599"),
+                 qPrintable(errorLabel("respond.status")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        QVERIFY(!m_page->apply());
+
+        typeInto(status, "abc");
+        QVERIFY(errorLabel("respond.status")->text().contains("expected a number"));
+        QVERIFY(!applyButton()->isEnabled());
+
+        typeInto(status, "200");
+        QLineEdit* latency = field<QLineEdit>("respond.latency");
+        typeInto(latency, "10");
+        QVERIFY(errorLabel("respond.latency")->isVisible());
+        QVERIFY(!errorLabel("respond.status")->isVisible());
+        QVERIFY(!applyButton()->isEnabled());
+
+        // A path the router refuses: the core's loader locates it and the form shows it.
+        typeInto(latency, "");
+        typeInto(field<QLineEdit>("path"), "/users/:id/*/x");
+        QVERIFY(errorLabel("path")->isVisible());
+        QVERIFY2(errorLabel("path")->text().contains("only allowed as the whole last segment"),
+                 qPrintable(errorLabel("path")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+
+        // The server still serves the last applied config.
+        QTcpSocket socket;
+        socket.connectToHost("127.0.0.1", port());
+        QVERIFY(socket.waitForConnected(3000));
+        QCOMPARE(exchange(socket, "/hello").body, QByteArray("old\n"));
+    }
+
+    void revertRestoresPublished() {
+        typeInto(field<QLineEdit>("respond.status"), "abc");
+        field<QPlainTextEdit>("respond.body")->setPlainText("changed");
+        QVERIFY(m_page->hasChanges());
+        QPushButton* revert = m_page->findChild<QPushButton*>("revertButton");
+        QVERIFY(revert->isEnabled());
+        QTest::mouseClick(revert, Qt::LeftButton);
+        QVERIFY(!m_page->hasChanges());
+        QVERIFY(m_page->problems().isEmpty());
+        QCOMPARE(field<QLineEdit>("respond.status")->text(), QString("200"));
+        QCOMPARE(field<QPlainTextEdit>("respond.body")->toPlainText(), QString("old\n"));
+        QVERIFY(!errorLabel("respond.status")->isVisible());
+        QVERIFY(!applyButton()->isEnabled());
+    }
+
+    void addRouteAndRemoveRoute() {
+        m_page->addRoute();
+        typeInto(field<QLineEdit>("path"), "/added");
+        field<QPlainTextEdit>("respond.body")->setPlainText("added");
+        QVERIFY(m_page->apply());
+        QTcpSocket socket;
+        socket.connectToHost("127.0.0.1", port());
+        QVERIFY(socket.waitForConnected(3000));
+        QCOMPARE(exchange(socket, "/added").body, QByteArray("added"));
+        m_page->removeSelected();
+        QVERIFY(m_page->apply());
+        QCOMPARE(exchange(socket, "/added").status, 404);
+    }
+
+    void externalEditIsPickedUp() {
+        QSignalSpy spy(m_server.get(), &ServerController::externalChange);
+        QByteArray text = kConfig;
+        text.replace("old\\n", "edited outside\\n");
+        writeFile(configPath(), text);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 1, 5000);
+        QVERIFY(spy.last().at(1).toBool());
+        QVERIFY(m_page->findChild<QLabel*>("sitesNotice")->isVisible());
+        QCOMPARE(field<QPlainTextEdit>("respond.body")->toPlainText(), QString("edited outside\n"));
+        QTcpSocket socket;
+        socket.connectToHost("127.0.0.1", port());
+        QVERIFY(socket.waitForConnected(3000));
+        QCOMPARE(exchange(socket, "/hello").body, QByteArray("edited outside\n"));
+
+        // A broken edit is refused with the located error; the server keeps the last good one.
+        writeFile(configPath(), "vhosts:\n  - root: ./no-such-dir\n");
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 2, 5000);
+        QVERIFY(!spy.last().at(1).toBool());
+        QVERIFY(spy.last().at(0).toString().contains("no-such-dir"));
+        QCOMPARE(exchange(socket, "/hello").body, QByteArray("edited outside\n"));
+    }
+
+    void droppedFolderIsServed() {
+        writeFile(m_dir.path() + "/My Docs/readme.txt", "dropped\n");
+        QVERIFY(m_page->addFolder(m_dir.path() + "/My Docs"));
+        QTcpSocket socket;
+        socket.connectToHost("127.0.0.1", port());
+        QVERIFY(socket.waitForConnected(3000));
+        Reply r = exchange(socket, "/readme.txt", "my-docs.localhost");
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.body, QByteArray("dropped\n"));
+        QVERIFY(QFile(configPath()).open(QIODevice::ReadOnly));
+        QFile saved(configPath());
+        QVERIFY(saved.open(QIODevice::ReadOnly));
+        QVERIFY(saved.readAll().contains("my-docs.localhost"));
+    }
+};
+
+QTEST_MAIN(TestGuiSites)
+#include "tst_gui_sites.moc"

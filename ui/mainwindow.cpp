@@ -1,0 +1,190 @@
+// MainWindow: tabs, menus and shortcuts, drag and drop of folders, listener URLs and request rate.
+#include "mainwindow.h"
+
+#include "latency/latencypage.h"
+#include "loadtest/loadtestpage.h"
+#include "servercontroller.h"
+#include "sites/sitespage.h"
+
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+
+namespace portico::ui {
+
+MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(parent), m_server(server) {
+    setWindowTitle(tr("Portico"));
+    setAcceptDrops(true);
+    m_tabs = new QTabWidget;
+    m_tabs->setDocumentMode(true);
+    m_sites = new SitesPage(server);
+    m_load = new LoadTestPage(server);
+    m_latency = new LatencyPage;
+    m_tabs->addTab(m_sites, tr("Sites"));
+    m_tabs->addTab(m_load, tr("Load test"));
+    m_tabs->addTab(m_latency, tr("Latency"));
+    setCentralWidget(m_tabs);
+    connect(m_load, &LoadTestPage::runFinished, m_latency, &LatencyPage::addRun);
+    connect(m_sites, &SitesPage::notice, this,
+            [this](const QString& text) { statusBar()->showMessage(text, 8000); });
+
+    m_listeners = new QLabel;
+    m_listeners->setObjectName("statusListeners");
+    m_listeners->setOpenExternalLinks(true);
+    m_listeners->setTextInteractionFlags(Qt::LinksAccessibleByMouse);
+    m_rate = new QLabel;
+    m_rate->setObjectName("statusRate");
+    m_capture = new QLabel(tr("capture: not in this build"));
+    m_capture->setToolTip(tr("Traffic capture and the inspector arrive with the capture module"));
+    statusBar()->addPermanentWidget(m_listeners);
+    statusBar()->addPermanentWidget(m_rate);
+    statusBar()->addPermanentWidget(m_capture);
+    connect(server, &ServerController::listenersChanged, this, &MainWindow::updateListeners);
+    m_rateTimer = new QTimer(this);
+    m_rateTimer->setInterval(500);
+    connect(m_rateTimer, &QTimer::timeout, this, &MainWindow::updateRate);
+    m_rateTimer->start();
+    updateListeners();
+    updateRate();
+    buildMenus();
+
+    QSettings settings;
+    if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1280, 800);
+}
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open config…"), QKeySequence::Open, this, &MainWindow::openProject);
+    file->addAction(tr("Open &folder…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this,
+                    &MainWindow::openFolder);
+    m_recent = file->addMenu(tr("Open &recent"));
+    updateRecentMenu();
+    file->addSeparator();
+    file->addAction(tr("&Apply and save"), QKeySequence::Save, m_sites, &SitesPage::apply);
+    file->addAction(tr("&Revert"), QKeySequence(Qt::CTRL | Qt::Key_R), m_sites, &SitesPage::revert);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < m_tabs->count(); ++i)
+        view->addAction(m_tabs->tabText(i), QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
+                        [this, i] { m_tabs->setCurrentIndex(i); });
+    QMenu* load = menuBar()->addMenu(tr("&Load test"));
+    load->addAction(tr("&Start"), QKeySequence(Qt::CTRL | Qt::Key_T), this, [this] {
+        m_tabs->setCurrentWidget(m_load);
+        m_load->start();
+    });
+    load->addAction(tr("S&top"), QKeySequence(Qt::CTRL | Qt::Key_Period), m_load, &LoadTestPage::stop);
+}
+
+bool MainWindow::showTab(const QString& name) {
+    const QString n = name.toLower();
+    if (n == "sites")
+        m_tabs->setCurrentWidget(m_sites);
+    else if (n == "load" || n == "loadtest" || n == "load-test")
+        m_tabs->setCurrentWidget(m_load);
+    else if (n == "latency")
+        m_tabs->setCurrentWidget(m_latency);
+    else
+        return false;
+    return true;
+}
+
+void MainWindow::openProject() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open config"), m_server->baseDir(),
+                                                      tr("Portico config (*.yaml *.yml);;All files (*)"));
+    if (!path.isEmpty()) openPath(path);
+}
+
+void MainWindow::openFolder() {
+    const QString path = QFileDialog::getExistingDirectory(this, tr("Serve folder"), m_server->baseDir());
+    if (!path.isEmpty()) openPath(path);
+}
+
+void MainWindow::openPath(const QString& path) {
+    QString error;
+    if (!m_server->open(path, &error)) {
+        QMessageBox::warning(this, tr("Cannot open"), tr("%1:\n%2").arg(path, error));
+        return;
+    }
+    QSettings settings;
+    QStringList recent = settings.value("recentProjects").toStringList();
+    recent.removeAll(path);
+    recent.prepend(QFileInfo(path).absoluteFilePath());
+    settings.setValue("recentProjects", recent.mid(0, 8));
+    settings.setValue("lastProject", QFileInfo(path).absoluteFilePath());
+    updateRecentMenu();
+}
+
+void MainWindow::updateRecentMenu() {
+    m_recent->clear();
+    for (const QString& path : QSettings().value("recentProjects").toStringList())
+        m_recent->addAction(path, this, [this, path] { openPath(path); });
+    m_recent->setEnabled(!m_recent->isEmpty());
+}
+
+void MainWindow::updateListeners() {
+    QStringList links;
+    for (const QString& url : m_server->urls())
+        links << QString("<a href=\"%1\">%1</a>").arg(url.toHtmlEscaped());
+    m_listeners->setText(links.isEmpty() ? tr("not serving") : links.join("  "));
+    m_listeners->setToolTip(tr("Click to open in the browser"));
+    setWindowTitle(m_server->configPath().isEmpty()
+                       ? tr("Portico")
+                       : tr("%1 — Portico").arg(QFileInfo(m_server->configPath()).fileName()));
+}
+
+void MainWindow::updateRate() {
+    const auto c = m_server->counters();
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    const double rate = m_lastMs ? double(c.requests - m_lastRequests) * 1000.0 / double(now - m_lastMs) : 0;
+    m_lastMs = now;
+    m_lastRequests = c.requests;
+    m_rate->setText(tr("%1 req/s · %2 requests · %3 open")
+                        .arg(QLocale().toString(rate, 'f', 0), QLocale().toString(qulonglong(c.requests)))
+                        .arg(c.connectionsOpen));
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (!event->mimeData()->hasUrls()) return;
+    for (const QUrl& url : event->mimeData()->urls())
+        if (url.isLocalFile() && QFileInfo(url.toLocalFile()).isDir()) {
+            event->acceptProposedAction();
+            return;
+        }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    for (const QUrl& url : event->mimeData()->urls())
+        if (url.isLocalFile() && QFileInfo(url.toLocalFile()).isDir()) {
+            m_tabs->setCurrentWidget(m_sites);
+            m_sites->addFolder(url.toLocalFile());
+        }
+    event->acceptProposedAction();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (m_sites->hasChanges()) {
+        const auto answer =
+            QMessageBox::question(this, tr("Unapplied changes"),
+                                  tr("The Sites tab has changes that are not applied. Quit anyway?"));
+        if (answer != QMessageBox::Yes) {
+            event->ignore();
+            return;
+        }
+    }
+    if (m_load->isRunning()) m_load->stop();
+    QSettings().setValue("window/geometry", saveGeometry());
+    event->accept();
+}
+
+} // namespace portico::ui

@@ -1,0 +1,57 @@
+// The main window: Sites, Load test and Latency tabs over one in-process server, and a status bar.
+#pragma once
+
+#include <QMainWindow>
+
+class QLabel;
+class QTabWidget;
+class QTimer;
+
+namespace portico::ui {
+
+class LatencyPage;
+class LoadTestPage;
+class ServerController;
+class SitesPage;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+
+public:
+    explicit MainWindow(ServerController* server, QWidget* parent = nullptr);
+
+    SitesPage* sitesPage() const { return m_sites; }
+    LoadTestPage* loadTestPage() const { return m_load; }
+    LatencyPage* latencyPage() const { return m_latency; }
+    /// Shows the tab called `name` ("sites", "load", "latency"); false if there is none.
+    bool showTab(const QString& name);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildMenus();
+    void openProject();
+    void openFolder();
+    void openPath(const QString& path);
+    void updateListeners();
+    void updateRate();
+    void updateRecentMenu();
+
+    ServerController* m_server;
+    QTabWidget* m_tabs = nullptr;
+    SitesPage* m_sites = nullptr;
+    LoadTestPage* m_load = nullptr;
+    LatencyPage* m_latency = nullptr;
+    QLabel* m_listeners = nullptr;
+    QLabel* m_rate = nullptr;
+    QLabel* m_capture = nullptr;
+    QTimer* m_rateTimer = nullptr;
+    QMenu* m_recent = nullptr;
+    std::uint64_t m_lastRequests = 0;
+    qint64 m_lastMs = 0;
+};
+
+} // namespace portico::ui

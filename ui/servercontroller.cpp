@@ -1,0 +1,151 @@
+// ServerController: engine start/publish/stop, YAML save, and the project file watcher.
+#include "servercontroller.h"
+
+#include <portico/config/loader.h>
+#include <portico/config/writer.h>
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QFileSystemWatcher>
+#include <QTimer>
+
+namespace portico::ui {
+
+ServerController::ServerController(QObject* parent)
+    : QObject(parent), m_watcher(new QFileSystemWatcher(this)) {
+    // Editors save by rename, which ends the watch on the old inode: re-arm after each change, and
+    // wait a moment so a half-written file is not read.
+    connect(m_watcher, &QFileSystemWatcher::fileChanged, this,
+            [this] { QTimer::singleShot(100, this, &ServerController::onFileChanged); });
+}
+
+ServerController::~ServerController() { stop(); }
+
+QString ServerController::baseDir() const {
+    if (!m_configPath.isEmpty()) return QFileInfo(m_configPath).absolutePath();
+    return m_folder;
+}
+
+bool ServerController::open(const QString& path, QString* error, bool movePortIfTaken) {
+    std::shared_ptr<const config::Config> cfg;
+    QFileInfo info(path);
+    if (info.isDir()) {
+        cfg = config::configForDirectory(info.canonicalFilePath().toStdString(), "127.0.0.1", 8080);
+        m_configPath.clear();
+        m_folder = info.canonicalFilePath();
+    } else {
+        auto result = config::loadConfigFile(path.toStdString());
+        if (!result.ok()) {
+            QStringList lines;
+            for (const auto& e : result.errors)
+                lines << QString::fromStdString(e.toString());
+            if (error) *error = lines.join('\n');
+            return false;
+        }
+        cfg = result.config;
+        m_configPath = info.absoluteFilePath();
+        m_folder.clear();
+        QFile f(m_configPath);
+        if (f.open(QIODevice::ReadOnly)) m_lastWritten = f.readAll();
+    }
+    m_engine.stop();
+    std::string why;
+    bool started = m_engine.start(cfg, why);
+    // Like `portico serve DIR`: when the port is taken, move on to the next free one (not saved).
+    for (int step = 1;
+         !started && movePortIfTaken && step < 20 && !cfg->listen.empty() && cfg->listen.front().port != 0;
+         ++step) {
+        auto retry = std::make_shared<config::Config>(*cfg);
+        for (auto& l : retry->listen) // all together, so 8080/8443 become 8081/8444
+            if (l.port != 0 && l.port < 65535) l.port = static_cast<std::uint16_t>(l.port + 1);
+        cfg = retry;
+        started = m_engine.start(cfg, why);
+    }
+    if (!started) {
+        if (error) *error = QString::fromStdString(why);
+        return false;
+    }
+    m_config = cfg;
+    watch();
+    emit configChanged();
+    emit listenersChanged();
+    return true;
+}
+
+bool ServerController::apply(std::shared_ptr<const config::Config> cfg, QString* error) {
+    std::string why;
+    if (!m_engine.publish(cfg, why)) {
+        if (error) *error = QString::fromStdString(why);
+        return false;
+    }
+    m_config = cfg;
+    if (!m_configPath.isEmpty()) {
+        const std::string text = config::configToYaml(*cfg, baseDir().toStdString());
+        m_lastWritten = QByteArray::fromStdString(text);
+        if (!config::saveConfigFile(*cfg, m_configPath.toStdString(), why)) {
+            if (error) *error = QString::fromStdString(why);
+            emit configChanged();
+            return false;
+        }
+        watch();
+    }
+    emit configChanged();
+    emit listenersChanged();
+    return true;
+}
+
+void ServerController::stop() { m_engine.stop(); }
+
+QStringList ServerController::urls() const {
+    QStringList out;
+    for (const auto& ep : m_engine.endpoints())
+        out << QString::fromStdString(ep.url());
+    return out;
+}
+
+QString ServerController::firstHttpUrl() const {
+    for (const auto& ep : m_engine.endpoints())
+        if (!ep.tls) return QString::fromStdString(ep.url());
+    return {};
+}
+
+void ServerController::watch() {
+    if (!m_watcher->files().isEmpty()) m_watcher->removePaths(m_watcher->files());
+    if (!m_configPath.isEmpty() && QFileInfo::exists(m_configPath)) m_watcher->addPath(m_configPath);
+}
+
+void ServerController::onFileChanged() {
+    watch();
+    QFile f(m_configPath);
+    if (!f.open(QIODevice::ReadOnly)) return;
+    const QByteArray text = f.readAll();
+    if (text == m_lastWritten) return;
+    m_lastWritten = text;
+    const QString name = QFileInfo(m_configPath).fileName();
+    auto result = config::loadConfigText(std::string_view(text.constData(), text.size()),
+                                         m_configPath.toStdString(), baseDir().toStdString());
+    if (!result.ok()) {
+        QStringList lines;
+        for (const auto& e : result.errors)
+            lines << QString::fromStdString(e.toString());
+        emit externalChange(tr("%1 changed on disk but has errors; still serving the previous version:\n%2")
+                                .arg(name, lines.join('\n')),
+                            false);
+        return;
+    }
+    auto cfg = std::const_pointer_cast<config::Config>(result.config);
+    cfg->sourcePath = m_configPath.toStdString();
+    std::string why;
+    if (!m_engine.publish(cfg, why)) {
+        emit externalChange(
+            tr("%1 changed on disk but cannot be applied: %2").arg(name, QString::fromStdString(why)), false);
+        return;
+    }
+    m_config = cfg;
+    emit configChanged();
+    emit listenersChanged();
+    emit externalChange(tr("%1 changed on disk: reloaded.").arg(name), true);
+}
+
+} // namespace portico::ui

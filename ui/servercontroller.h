@@ -1,0 +1,61 @@
+// Owns the in-process server (portico::engine::Engine) and the project file: publish, save, watch.
+#pragma once
+
+#include <portico/config/config.h>
+#include <portico/engine/engine.h>
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include <memory>
+
+class QFileSystemWatcher;
+
+namespace portico::ui {
+
+/// The GUI's one handle on the core. Lives on the UI thread; every call returns quickly (publish
+/// is an atomic pointer swap, counters are relaxed loads).
+class ServerController : public QObject {
+    Q_OBJECT
+
+public:
+    explicit ServerController(QObject* parent = nullptr);
+    ~ServerController() override;
+
+    /// Loads `path` (a YAML file, or a folder to serve without a file) and starts serving it.
+    /// When a configured port is taken and `movePortIfTaken`, tries the next ones (in memory only).
+    bool open(const QString& path, QString* error, bool movePortIfTaken = true);
+
+    /// Validated snapshot → engine (live, no restart) and, when the project has a file, → the file.
+    bool apply(std::shared_ptr<const config::Config> config, QString* error);
+
+    void stop();
+
+    std::shared_ptr<const config::Config> config() const { return m_config; }
+    QString configPath() const { return m_configPath; } ///< "" when serving a folder without a file
+    QString baseDir() const;                            ///< relative paths in the YAML resolve here
+    QStringList urls() const;                           ///< the listener URLs, "http://127.0.0.1:8080/"
+    QString firstHttpUrl() const;
+    engine::Counters counters() const { return m_engine.counters(); }
+    engine::Engine& engine() { return m_engine; }
+
+signals:
+    void configChanged();    ///< a new snapshot is in force (Apply, or an external edit)
+    void listenersChanged(); ///< urls() changed
+    /// The project file changed on disk: reloaded, or refused (message lists the errors).
+    void externalChange(const QString& message, bool reloaded);
+
+private:
+    void watch();
+    void onFileChanged();
+
+    engine::Engine m_engine;
+    std::shared_ptr<const config::Config> m_config;
+    QString m_configPath;
+    QString m_folder;
+    QByteArray m_lastWritten; ///< what we saved last, so our own writes are not "external"
+    QFileSystemWatcher* m_watcher = nullptr;
+};
+
+} // namespace portico::ui

@@ -1,0 +1,110 @@
+// The Sites tab: vhosts and their routes in a tree, a form per selection, Apply (live) and Revert.
+#pragma once
+
+#include <portico/config/config.h>
+
+#include <QHash>
+#include <QMap>
+#include <QWidget>
+
+#include <memory>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QStackedWidget;
+class QTreeWidget;
+class QTreeWidgetItem;
+
+namespace portico::ui {
+
+class ServerController;
+
+/// Edits a draft copy of the published config. Each edit is parsed field by field (a bad duration
+/// or header line is an inline error under its field) and then checked whole by the core's own
+/// loader, whose located errors ("vhosts[0].routes[1].respond.status: ...") are shown under the
+/// field they name. Apply is enabled only when the draft differs from what is served and has no
+/// error; it publishes the snapshot live (Engine::publish) and saves the YAML file.
+class SitesPage : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit SitesPage(ServerController* server, QWidget* parent = nullptr);
+
+    bool hasChanges() const;
+    bool canApply() const;
+    /// Every current problem as "path: message" (inline errors and the loader's).
+    QStringList problems() const;
+    /// Selects vhost `vhost` (and its route `route`, or the vhost itself when -1) in the tree.
+    void select(int vhost, int route = -1);
+    /// Adds a vhost serving `dir` (NAME.localhost) and applies it at once (drag and drop).
+    bool addFolder(const QString& dir);
+
+public slots:
+    bool apply();
+    void revert();
+    void addVhost();
+    void addRoute();
+    void removeSelected();
+
+signals:
+    void notice(const QString& text);
+
+private:
+    struct Field {
+        QWidget* editor = nullptr;
+        QLabel* error = nullptr;
+    };
+
+    QWidget* buildVhostForm();
+    QWidget* buildRouteForm();
+    QWidget* row(const QString& key, QWidget* editor, QHash<QString, Field>& fields);
+    QLineEdit* lineEdit(const QString& key, QHash<QString, Field>& fields, const QString& placeholder = {});
+    QPlainTextEdit* textEdit(const QString& key, QHash<QString, Field>& fields,
+                             const QString& placeholder = {});
+    QCheckBox* checkBox(const QString& key, const QString& text, QHash<QString, Field>& fields);
+
+    void rebuildTree();
+    void onSelectionChanged();
+    void loadForm();
+    void commitForm();
+    void validate();
+    void showErrors();
+    void updateButtons();
+    void updateCurrentItemText();
+    void onServerConfigChanged();
+    QString currentPrefix() const;
+    QString itemText(int vhost, int route, QString* action) const;
+
+    ServerController* m_server;
+    config::Config m_draft;
+    std::shared_ptr<const config::Config> m_validated; ///< the draft as loaded by the core (when valid)
+    QMap<QString, QString> m_fieldErrors; ///< full path → message (values the form cannot parse)
+    QMap<QString, QString> m_loadErrors;  ///< full path → message (the core's loader)
+    QStringList m_otherErrors;            ///< loader errors without a path
+    int m_vhost = -1;
+    int m_route = -1;
+    bool m_loading = false;
+    QString m_publishedText;
+
+    QTreeWidget* m_tree = nullptr;
+    QStackedWidget* m_forms = nullptr;
+    QHash<QString, Field> m_vhostFields;
+    QHash<QString, Field> m_routeFields;
+    QComboBox* m_kind = nullptr;
+    QComboBox* m_action = nullptr;
+    QStackedWidget* m_actionForms = nullptr;
+    QList<QCheckBox*> m_methods;
+    QComboBox* m_redirectStatus = nullptr;
+    QLabel* m_notice = nullptr;
+    QLabel* m_problems = nullptr;
+    QPushButton* m_apply = nullptr;
+    QPushButton* m_revert = nullptr;
+    QPushButton* m_addRoute = nullptr;
+    QPushButton* m_remove = nullptr;
+};
+
+} // namespace portico::ui
