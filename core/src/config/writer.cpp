@@ -150,6 +150,27 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
         out << YAML::Key << "to" << YAML::Value << rd->to;
         if (rd->status != RedirectAction{}.status) out << YAML::Key << "status" << YAML::Value << rd->status;
         out << YAML::EndMap;
+    } else if (const auto* px = std::get_if<ProxyAction>(&r.action)) {
+        const ProxyAction defaults;
+        out << YAML::Key << "proxy" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        std::vector<std::string> urls;
+        for (const auto& u : px->upstreams)
+            urls.push_back("http://" + u.authority);
+        out << YAML::Key << "upstream" << YAML::Value;
+        if (urls.size() == 1)
+            out << urls.front();
+        else
+            out << YAML::Flow << urls;
+        if (!px->stripPrefix.empty()) out << YAML::Key << "strip_prefix" << YAML::Value << px->stripPrefix;
+        if (px->changeOrigin) out << YAML::Key << "change_origin" << YAML::Value << true;
+        if (px->forwarded) out << YAML::Key << "forwarded" << YAML::Value << true;
+        if (px->connectTimeout != defaults.connectTimeout)
+            out << YAML::Key << "connect_timeout" << YAML::Value << formatDuration(px->connectTimeout);
+        if (px->responseTimeout != defaults.responseTimeout)
+            out << YAML::Key << "response_timeout" << YAML::Value << formatDuration(px->responseTimeout);
+        if (px->failTimeout != defaults.failTimeout)
+            out << YAML::Key << "fail_timeout" << YAML::Value << formatDuration(px->failTimeout);
+        out << YAML::EndMap;
     }
     out << YAML::EndMap;
 }
