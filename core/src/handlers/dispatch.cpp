@@ -40,6 +40,13 @@ Produced runRoute(const Exchange& ex, http::Response& res) {
     if (const auto* s = std::get_if<config::StaticAction>(&route->action)) return runStatic(ex, *s, res);
     if (const auto* r = std::get_if<config::RespondAction>(&route->action)) return respond(ex, *r, res);
     if (const auto* d = std::get_if<config::RedirectAction>(&route->action)) return redirect(ex, *d, res);
+    if (std::holds_alternative<config::WebSocketAction>(route->action)) {
+        // HTTP/1.1 upgrades never get here (the connection answers them); this is HTTP/2, which
+        // has no WebSocket bootstrap here (RFC 8441 is not offered).
+        Produced p = fail(426, res);
+        res.addHeader("Upgrade", "websocket");
+        return p;
+    }
     return fail(500, res);
 }
 

@@ -21,6 +21,9 @@ typedef struct ssl_st SSL;
 namespace portico::tls {
 class ServerTls;
 }
+namespace portico::ws {
+struct Accepted;
+}
 
 namespace portico::net {
 
@@ -50,6 +53,7 @@ private:
 
     void handshake();
     bool startH2(std::string_view received);
+    void startWebSocket();
     void waitRead();
     void waitWrite();
     void onReadable(const boost::system::error_code& ec);
@@ -81,6 +85,7 @@ private:
         std::optional<boost::asio::steady_timer> delayTimer;
         std::shared_ptr<tls::ServerTls> tls; // during the handshake
         std::chrono::nanoseconds delay{0};
+        std::unique_ptr<ws::Accepted> upgrade; // a WebSocket handshake answered with 101
     };
     Rare& rare();
     bool sendingFile() const { return rare_ && rare_->fileLeft > 0; }
