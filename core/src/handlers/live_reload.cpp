@@ -95,8 +95,8 @@ std::size_t rawTextEnd(std::string_view s, std::size_t from, std::string_view na
     return std::string_view::npos;
 }
 
-constexpr std::string_view kRawText[] = {"script", "style", "textarea", "title", "xmp", "iframe", "noembed",
-                                         "noframes"};
+constexpr std::string_view kRawText[] = {"script", "style",  "textarea", "title",
+                                         "xmp",    "iframe", "noembed",  "noframes"};
 
 std::string jsonEscape(std::string_view s) {
     std::string out;
@@ -173,9 +173,10 @@ std::size_t liveReloadInjectionPoint(std::string_view html) {
         for (std::string_view raw : kRawText) {
             if (!tagNameAt(html, lt + 1, raw)) continue;
             std::size_t close = rawTextEnd(html, end, raw);
-            if (close == std::string_view::npos) return lastBody != std::string_view::npos ? lastBody
-                                                        : lastHtml != std::string_view::npos ? lastHtml
-                                                                                             : n;
+            if (close == std::string_view::npos)
+                return lastBody != std::string_view::npos   ? lastBody
+                       : lastHtml != std::string_view::npos ? lastHtml
+                                                            : n;
             pos = close;
             break;
         }

@@ -59,8 +59,7 @@ std::size_t Hub::broadcast(const std::shared_ptr<Room>& room, Room::Slot* fromSl
     if (fromSlot) {
         for (WsSession* m : fromSlot->members)
             if (m != from && m->deliver(*f)) ++local;
-        room->delivered.fetch_add(local, std::memory_order_relaxed);
-        messagesOut.fetch_add(local, std::memory_order_relaxed);
+        room->delivered.fetch_add(local, std::memory_order_relaxed); // sessions count their own output
         // Only this worker holds members: no lock, no posting.
         if (fromSlot->count > 0 && room->activeSlots.load(std::memory_order_relaxed) <= 1) return local;
     }
@@ -68,12 +67,11 @@ std::size_t Hub::broadcast(const std::shared_ptr<Room>& room, Room::Slot* fromSl
     for (auto& sl : room->slots) {
         if (sl.get() == fromSlot || sl->count == 0) continue;
         Room::Slot* slot = sl.get();
-        boost::asio::post(slot->worker->io(), [this, room, slot, f] {
+        boost::asio::post(slot->worker->io(), [room, slot, f] {
             std::size_t n = 0;
             for (WsSession* m : slot->members)
                 if (m->deliver(*f)) ++n;
             room->delivered.fetch_add(n, std::memory_order_relaxed);
-            messagesOut.fetch_add(n, std::memory_order_relaxed);
         });
     }
     return local;

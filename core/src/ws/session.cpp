@@ -18,11 +18,11 @@ namespace portico::ws {
 namespace asio = boost::asio;
 
 namespace {
-constexpr std::size_t kCompressMin = 128;        // smaller messages are sent uncompressed
-constexpr std::size_t kOutPause = 1 << 20;       // stop reading while this much output waits
-constexpr std::size_t kOutSlowLimit = 16 << 20;  // a member this far behind its room is dropped
+constexpr std::size_t kCompressMin = 128;       // smaller messages are sent uncompressed
+constexpr std::size_t kOutPause = 1 << 20;      // stop reading while this much output waits
+constexpr std::size_t kOutSlowLimit = 16 << 20; // a member this far behind its room is dropped
 constexpr std::size_t kKeepOutCapacity = 256 * 1024;
-constexpr std::uint64_t kDeflateSlack = 4096;    // compressed payload may exceed the limit by this
+constexpr std::uint64_t kDeflateSlack = 4096;     // compressed payload may exceed the limit by this
 constexpr auto kLinger = std::chrono::seconds(2); // closing handshake / lingering close bound
 constexpr int kReadsPerTurn = 8;
 
@@ -190,8 +190,10 @@ void WsSession::process() {
             hl = 10;
         }
         if (!control) {
-            if (op == 0 && !inMessage_) return fail(kCloseProtocolError, "continuation frame without a message");
-            if (op != 0 && inMessage_) return fail(kCloseProtocolError, "new message inside a fragmented one");
+            if (op == 0 && !inMessage_)
+                return fail(kCloseProtocolError, "continuation frame without a message");
+            if (op != 0 && inMessage_)
+                return fail(kCloseProtocolError, "new message inside a fragmented one");
             const bool compressed = op == 0 ? msgCompressed_ : rsv1;
             const std::uint64_t before = op == 0 ? wireBytes_ : 0;
             const std::uint64_t bound = compressed ? max + kDeflateSlack : max;
@@ -321,7 +323,8 @@ void WsSession::send(Opcode op, std::string_view payload, bool mayCompress) {
     bool z = mayCompress && accepted_->deflate && payload.size() >= kCompressMin;
     if (z) {
         zbuf_.clear();
-        z = Deflater::local(accepted_->serverWindowBits).compress(payload, zbuf_) && zbuf_.size() < payload.size();
+        z = Deflater::local(accepted_->serverWindowBits).compress(payload, zbuf_) &&
+            zbuf_.size() < payload.size();
     }
     std::string_view body = z ? std::string_view(zbuf_) : payload;
     const std::size_t hl = writeHeader(head, op, body.size(), z);

@@ -70,12 +70,12 @@ private:
     std::shared_ptr<Hub> hub_;
     std::shared_ptr<Room> room_;
     Room::Slot* slot_ = nullptr;
-    net::IoBuffer in_;   // pooled; held only while bytes wait in it
-    std::string out_;    // queued frames; keeps its capacity (room members get many small writes)
+    net::IoBuffer in_;       // pooled; held only while bytes wait in it
+    std::string out_;        // queued frames; keeps its capacity (room members get many small writes)
     std::size_t outPos_ = 0; // bytes of out_ already written
     std::unique_ptr<Inflater> inflater_;
-    std::string msg_;   // fragmented or inflated message being assembled
-    std::string zbuf_;  // compressed output scratch
+    std::string msg_;  // fragmented or inflated message being assembled
+    std::string zbuf_; // compressed output scratch
     Utf8Validator utf8_;
     std::uint64_t id_ = 0;
     std::uint64_t wireBytes_ = 0; // payload bytes of the message in progress, as received

@@ -106,7 +106,8 @@ std::string normaliseOrigin(std::string_view origin) {
     if (hp.host.empty() || hp.host.find('/') != std::string::npos) return {};
     bool v6 = hp.host.find(':') != std::string::npos;
     std::string out = scheme + "://" + (v6 ? "[" + hp.host + "]" : hp.host);
-    if (!hp.port.empty() && !(scheme == "http" && hp.port == "80") && !(scheme == "https" && hp.port == "443"))
+    if (!hp.port.empty() && !(scheme == "http" && hp.port == "80") &&
+        !(scheme == "https" && hp.port == "443"))
         out += ":" + hp.port;
     return out;
 }
@@ -121,7 +122,8 @@ bool servedOrigin(const config::Config& cfg, std::string_view origin, std::strin
     HostPort from = splitHost(std::string_view(o).substr(scheme.size()));
     HostPort to = splitHost(host);
     std::string defaultPort = tls ? "443" : "80";
-    if ((from.port.empty() ? defaultPort : from.port) != (to.port.empty() ? defaultPort : to.port)) return false;
+    if ((from.port.empty() ? defaultPort : from.port) != (to.port.empty() ? defaultPort : to.port))
+        return false;
     return servedHost(cfg, from.host);
 }
 
@@ -134,14 +136,16 @@ bool negotiateDeflate(const http::Request& req, Accepted& a, std::string& respon
         if (!http::iequals(trim(offer.substr(0, semi)), "permessage-deflate")) return;
         bool serverNoCtx = false, clientNoCtx = false, clientBits = false;
         int serverBits = 0;
-        std::string_view params = semi == std::string_view::npos ? std::string_view{} : offer.substr(semi + 1);
+        std::string_view params =
+            semi == std::string_view::npos ? std::string_view{} : offer.substr(semi + 1);
         while (!params.empty()) {
             std::size_t next = params.find(';');
             std::string_view p = trim(params.substr(0, next));
             params = next == std::string_view::npos ? std::string_view{} : params.substr(next + 1);
             std::size_t eq = p.find('=');
             std::string_view key = trim(p.substr(0, eq));
-            std::string_view value = eq == std::string_view::npos ? std::string_view{} : trim(p.substr(eq + 1));
+            std::string_view value =
+                eq == std::string_view::npos ? std::string_view{} : trim(p.substr(eq + 1));
             if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
                 value = value.substr(1, value.size() - 2);
             int bits = 0;
@@ -150,7 +154,8 @@ bool negotiateDeflate(const http::Request& req, Accepted& a, std::string& respon
                 auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), bits);
                 if (ec != std::errc{} || end != value.data() + value.size() || bits < 8 || bits > 15) return;
             }
-            if (http::iequals(key, "server_no_context_takeover") && !hasBits && eq == std::string_view::npos) {
+            if (http::iequals(key, "server_no_context_takeover") && !hasBits &&
+                eq == std::string_view::npos) {
                 if (serverNoCtx) return;
                 serverNoCtx = true;
             } else if (http::iequals(key, "client_no_context_takeover") && eq == std::string_view::npos) {
@@ -223,8 +228,8 @@ bool isWebSocketEndpoint(const config::Vhost& vhost, const routing::RouteResult&
 }
 
 std::unique_ptr<Accepted> acceptUpgrade(net::Worker& worker, std::size_t vhostIndex,
-                                        const routing::RouteResult& route, const http::Request& req,
-                                        bool tls, http::Response& res) {
+                                        const routing::RouteResult& route, const http::Request& req, bool tls,
+                                        http::Response& res) {
     auto snap = worker.snapshotPtr();
     const config::Config& cfg = *snap->config;
     const config::Vhost& vhost = cfg.vhosts[vhostIndex];

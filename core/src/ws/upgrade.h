@@ -23,8 +23,8 @@ struct Accepted {
     std::shared_ptr<const net::Snapshot> snapshot; ///< keeps `action` and the hub alive
     const config::WebSocketAction* action = nullptr;
     bool liveReload = false;
-    std::string route; ///< Room mode: the route's path (rooms of different routes are distinct)
-    std::string room;  ///< Room mode: the room's name
+    std::string route;            ///< Room mode: the route's path (rooms of different routes are distinct)
+    std::string room;             ///< Room mode: the room's name
     bool deflate = false;         ///< permessage-deflate negotiated (always server_no_context_takeover)
     bool clientNoContext = false; ///< ... with client_no_context_takeover
     int serverWindowBits = 15;    ///< ... and this server_max_window_bits (9..15)
@@ -52,8 +52,8 @@ bool isWebSocketEndpoint(const config::Vhost& vhost, const routing::RouteResult&
 ///  - 503 while the server drains.
 /// `tls` tells which scheme the same-origin check expects (https/http).
 std::unique_ptr<Accepted> acceptUpgrade(net::Worker& worker, std::size_t vhostIndex,
-                                        const routing::RouteResult& route, const http::Request& req,
-                                        bool tls, http::Response& res);
+                                        const routing::RouteResult& route, const http::Request& req, bool tls,
+                                        http::Response& res);
 
 /// True if `host` (a Host field value, with or without port; case-insensitive) is a loopback name
 /// ("localhost", "*.localhost", RFC 6761 §6.3), an IP literal (a typed address cannot be a rebound

@@ -90,11 +90,11 @@ using MessageHook = std::function<void(const WsMessageEvent&)>;
 
 /// One room of a `websocket: room` route.
 struct RoomStats {
-    std::string route;       ///< the route's path ("/rooms/:room")
-    std::string name;        ///< the room's name (the parameter's value)
+    std::string route; ///< the route's path ("/rooms/:room")
+    std::string name;  ///< the room's name (the parameter's value)
     std::uint64_t members = 0;
-    std::uint64_t messages = 0;  ///< data messages received from members since the room opened
-    std::uint64_t delivered = 0; ///< data messages handed to members (messages × other members)
+    std::uint64_t messages = 0;   ///< data messages received from members since the room opened
+    std::uint64_t delivered = 0;  ///< data messages handed to members (messages × other members)
     double messagesPerSecond = 0; ///< received messages/s over the last completed window (≥1 s)
 };
 
