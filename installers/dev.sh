@@ -16,8 +16,8 @@ packages=(
   qt6-base-dev qt6-base-dev-tools libgl-dev libqcustomplot-dev
   libboost-dev libssl-dev libnghttp2-dev libyaml-cpp-dev libbrotli-dev zlib1g-dev libcli11-dev libpcre2-dev
 )
-# Real clients the integration tests drive over loopback.
-test_packages=(curl nghttp2-client python3 python3-h2 python3-websockets)
+# Real clients the integration tests drive over loopback (chromium: the headless live-reload test).
+test_packages=(curl nghttp2-client python3 python3-h2 python3-websockets chromium)
 
 missing=()
 for p in "${packages[@]}" "${test_packages[@]}"; do

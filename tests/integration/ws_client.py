@@ -65,6 +65,12 @@ async def main(mode, path):
         await a.close(); await b.close()
         print("done", flush=True)
 
+async def listen(path):
+    async with conn(path) as ws:
+        print("ready", flush=True)
+        for _ in range(2):
+            print(await asyncio.wait_for(ws.recv(), 20), flush=True)
+
 def rawdeflate(path):
     s = socket.create_connection(("127.0.0.1", int(os.environ["PORT"])), timeout=5)
     if TLS: s = CTX.wrap_socket(s)
@@ -92,5 +98,7 @@ def rawdeflate(path):
 
 if sys.argv[1] == "rawdeflate":
     rawdeflate(sys.argv[2])
+elif sys.argv[1] == "listen":
+    asyncio.run(listen(sys.argv[2]))
 else:
     asyncio.run(main(sys.argv[1], sys.argv[2]))
