@@ -58,18 +58,19 @@ constexpr std::string_view kAccessLogKeys[] = {"format", "path"};
 constexpr std::string_view kCompressionKeys[] = {"enabled", "min_bytes", "gzip_level", "brotli_quality"};
 constexpr std::string_view kVhostKeys[] = {
     "names",           "port",    "default",     "root",          "index",  "listing", "spa_fallback",
-    "follow_symlinks", "headers", "error_pages", "server_header", "routes", "tls", "live_reload"};
-constexpr std::string_view kRouteKeys[] = {"path",    "location",      "group",  "methods", "name",
-                                           "headers", "server_header", "static", "respond", "redirect",
-                                           "websocket"};
+    "follow_symlinks", "headers", "error_pages", "server_header", "routes", "tls",     "live_reload"};
+constexpr Keys kVhostNotYet{}; // every vhost key of the design is supported
+constexpr std::string_view kRouteKeys[] = {"path",    "location", "group",         "methods",
+                                           "name",    "headers",  "server_header", "static",
+                                           "respond", "redirect", "websocket"};
 constexpr std::string_view kRouteNotYet[] = {"proxy", "grpc", "fastcgi"};
 constexpr std::string_view kGroupKeys[] = {"prefix", "routes"};
 constexpr std::string_view kStaticKeys[] = {"root", "index", "listing", "spa_fallback", "follow_symlinks"};
 constexpr std::string_view kRespondKeys[] = {
     "status", "headers", "body", "file", "latency", "latency_max", "drop_rate", "error_rate", "error_status"};
 constexpr std::string_view kRedirectKeys[] = {"to", "status"};
-constexpr std::string_view kWebSocketKeys[] = {"mode",        "room_param",        "origins",
-                                               "subprotocols", "max_message_bytes", "compression",
+constexpr std::string_view kWebSocketKeys[] = {"mode",          "room_param",        "origins",
+                                               "subprotocols",  "max_message_bytes", "compression",
                                                "ping_interval", "idle_timeout"};
 constexpr std::string_view kAccessLogFormats[] = {"combined", "json", "off"};
 
@@ -1140,7 +1141,8 @@ void Loader::readVhost(const Value& v, Vhost& vh) {
                 return false;
             }
             return true;
-        });
+        },
+        kVhostNotYet);
     if (!isMap) return;
     if (rootValue) {
         if (!st.root.empty()) {

@@ -2,10 +2,10 @@
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 
+#include "handlers/live_reload.h"
 #include "net/access_log.h"
 #include "net/snapshot.h"
 #include "net/worker.h"
-#include "handlers/live_reload.h"
 #include "tls/server_tls.h"
 #include "ws/hub.h"
 

@@ -138,9 +138,9 @@ void FileCache::charge(CachedFile& file, std::uint64_t bytes) {
     total_ += bytes;
 }
 
-std::shared_ptr<CachedFile> FileCache::transformed(CachedFile& file,
-                                                   const std::function<std::string(std::string_view)>& transform,
-                                                   std::string_view etagSuffix) {
+std::shared_ptr<CachedFile>
+FileCache::transformed(CachedFile& file, const std::function<std::string(std::string_view)>& transform,
+                       std::string_view etagSuffix) {
     if (file.transformed) return file.transformed;
     if (file.size > kMaxTransformBytes) return nullptr;
     std::string whole;

@@ -152,7 +152,8 @@ bool Connection::startH2(std::string_view received) {
 void Connection::startWebSocket() {
     // The socket (and TLS state) move to a WebSocket session with the queued 101 and whatever the
     // client sent after its upgrade request; this object is finished.
-    ws::startSession(worker_, std::move(socket_), ssl_, std::move(rare_->upgrade), out_.unread(), in_.unread());
+    ws::startSession(worker_, std::move(socket_), ssl_, std::move(rare_->upgrade), out_.unread(),
+                     in_.unread());
     ssl_ = nullptr;
     closed_ = true;
     deadline_ = Clock::time_point::max();
@@ -505,7 +506,8 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         std::size_t vh = snap.router.selectVhost(req.host, localPort_);
         routing::RouteResult rr = snap.router.match(vh, req.method, req.path);
         if (ws::isWebSocketEndpoint(cfg.vhosts[vh], rr, req)) {
-            if (auto up = ws::acceptUpgrade(worker_, vh, rr, req, ssl_ != nullptr, res)) rare().upgrade = std::move(up);
+            if (auto up = ws::acceptUpgrade(worker_, vh, rr, req, ssl_ != nullptr, res))
+                rare().upgrade = std::move(up);
         } else {
             handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
             handlers::dispatch(ex, res);
