@@ -41,6 +41,7 @@ struct ServeOptions {
     unsigned workers = 0;
     bool test = false;
     bool noReload = false;
+    bool noLiveReload = false;
     std::string accessLog;
 };
 
@@ -109,6 +110,9 @@ int serve(const ServeOptions& o) {
         mutableCfg->listen.push_back(l);
     }
     if (o.workers) mutableCfg->workers = o.workers;
+    if (o.noLiveReload)
+        for (auto& vh : mutableCfg->vhosts)
+            vh.liveReload = false;
     if (!o.accessLog.empty()) {
         mutableCfg->accessLog.format = portico::config::AccessLog::Format::Combined;
         mutableCfg->accessLog.path = o.accessLog;
@@ -196,6 +200,8 @@ int main(int argc, char** argv) {
     keyOpt->needs(certOpt);
     serveCmd->add_flag("-t,--test", so.test, "Check the config (or folder) and exit: 0 valid, 1 invalid");
     serveCmd->add_flag("--no-reload", so.noReload, "Do not watch the config file");
+    serveCmd->add_flag("--no-live-reload", so.noLiveReload,
+                       "Turn live reload off (on by default when serving a folder; per vhost in a config)");
 
     auto certCmd = portico::app::addCertCommand(app);
     auto bench = portico::app::addBenchCommand(app);

@@ -17,8 +17,8 @@ packages=(
   libboost-dev libssl-dev libnghttp2-dev libyaml-cpp-dev libbrotli-dev zlib1g-dev libcli11-dev libpcre2-dev
   python3 dpkg-dev file
 )
-# Real clients the integration tests drive over loopback.
-test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets groff-base appstream)
+# Real clients the integration tests drive over loopback (chromium: the headless live-reload test).
+test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets groff-base appstream chromium)
 
 missing=()
 for p in "${packages[@]}" "${test_packages[@]}"; do

@@ -723,10 +723,9 @@ private slots:
             << QByteArray("vhosts:\n  - headers: {X-A: \"a\\nb\"}\n")
             << QStringList{
                    "test.yaml:2:20: vhosts[0].headers.X-A: header values cannot contain CR, LF or NUL"};
-        QTest::newRow("live_reload not yet")
-            << QByteArray("vhosts:\n  - root: site\n    live_reload: true\n")
-            << QStringList{"test.yaml:3:5: vhosts[0].live_reload: 'live_reload' is not supported yet in this "
-                           "version"};
+        QTest::newRow("live_reload not a bool")
+            << QByteArray("vhosts:\n  - live_reload: sometimes\n")
+            << QStringList{"test.yaml:2:18: vhosts[0].live_reload: expected true or false, got 'sometimes'"};
 
         const QByteArray r = "vhosts:\n  - routes:\n"; // routes start on line 3
         QTest::newRow("route proxy")
@@ -735,16 +734,32 @@ private slots:
                    "test.yaml:4:27: vhosts[0].routes[0].proxy.upstream: an upstream is http://HOST[:PORT] without a path "
                    "(use strip_prefix to rewrite paths), got 'http://127.0.0.1:3000/x'",
                    "test.yaml:4:68: vhosts[0].routes[0].proxy.strip_prefix: strip_prefix must start with '/', got 'api'"};
-        QTest::newRow("route grpc websocket fastcgi")
-            << r + "      - {path: /g, grpc: {}}\n      - {path: /w, websocket: {}}\n      - {path: /f, "
-                   "fastcgi: {}}\n"
+        QTest::newRow("route grpc fastcgi")
+            << r + "      - {path: /g, grpc: {}}\n      - {path: /f, fastcgi: {}}\n"
             << QStringList{
                    "test.yaml:3:20: vhosts[0].routes[0].grpc: 'grpc' is not supported yet in this version "
-                   "(this version supports static, respond, redirect and proxy)",
-                   "test.yaml:4:20: vhosts[0].routes[1].websocket: 'websocket' is not supported yet in this "
-                   "version (this version supports static, respond, redirect and proxy)",
-                   "test.yaml:5:20: vhosts[0].routes[2].fastcgi: 'fastcgi' is not supported yet in this "
-                   "version (this version supports static, respond, redirect and proxy)"};
+                   "(this version supports static, respond, redirect, proxy and websocket)",
+                   "test.yaml:4:20: vhosts[0].routes[1].fastcgi: 'fastcgi' is not supported yet in this "
+                   "version (this version supports static, respond, redirect, proxy and websocket)"};
+        QTest::newRow("websocket bad mode")
+            << r + "      - {path: /w, websocket: chat}\n"
+            << QStringList{"test.yaml:3:31: vhosts[0].routes[0].websocket: websocket mode must be echo or "
+                           "room, got 'chat'"};
+        QTest::newRow("websocket bad keys")
+            << r + "      - path: /rooms/:id\n        websocket: {mode: room, room_param: room, origins: "
+                   "[\"evil\"], subprotocols: [\"a b\"], max_message_bytes: 0, idle_timeout: 0s, "
+                   "pings: 1}\n"
+            << QStringList{
+                   "test.yaml:4:45: vhosts[0].routes[0].websocket.room_param: the route has no parameter ':room' "
+                   "to name the room",
+                   "test.yaml:4:60: vhosts[0].routes[0].websocket.origins: an origin is \"*\" or "
+                   "scheme://host[:port] without a path, got 'evil'",
+                   "test.yaml:4:84: vhosts[0].routes[0].websocket.subprotocols: a subprotocol is a token (RFC "
+                   "6455 §4.1), got 'a b'",
+                   "test.yaml:4:112: vhosts[0].routes[0].websocket.max_message_bytes: must be at least 1 bytes, "
+                   "got 0",
+                   "test.yaml:4:129: vhosts[0].routes[0].websocket.idle_timeout: must be greater than 0",
+                   "test.yaml:4:133: vhosts[0].routes[0].websocket.pings: unknown key 'pings'"};
         QTest::newRow("route without match")
             << r + "      - respond: {}\n"
             << QStringList{
@@ -758,7 +773,7 @@ private slots:
         QTest::newRow("route without action")
             << r + "      - path: /a\n"
             << QStringList{"test.yaml:3:9: vhosts[0].routes[0]: a route needs an action: static, respond, "
-                           "redirect or proxy"};
+                           "redirect, proxy or websocket"};
         QTest::newRow("route with two actions")
             << r + "      - {path: /a, respond: {}, redirect: {to: /b}}\n"
             << QStringList{

@@ -58,12 +58,12 @@ constexpr std::string_view kAccessLogKeys[] = {"format", "path"};
 constexpr std::string_view kCompressionKeys[] = {"enabled", "min_bytes", "gzip_level", "brotli_quality"};
 constexpr std::string_view kVhostKeys[] = {
     "names",           "port",    "default",     "root",          "index",  "listing", "spa_fallback",
-    "follow_symlinks", "headers", "error_pages", "server_header", "routes", "tls"};
-constexpr std::string_view kVhostNotYet[] = {"live_reload"};
-constexpr std::string_view kRouteKeys[] = {"path",    "location",      "group",  "methods", "name",
-                                           "headers", "server_header", "static", "respond", "redirect",
-                                           "proxy"};
-constexpr std::string_view kRouteNotYet[] = {"grpc", "websocket", "fastcgi"};
+    "follow_symlinks", "headers", "error_pages", "server_header", "routes", "tls",     "live_reload"};
+constexpr Keys kVhostNotYet{}; // every vhost key of the design is supported
+constexpr std::string_view kRouteKeys[] = {"path",    "location", "group",         "methods",
+                                           "name",    "headers",  "server_header", "static",
+                                           "respond", "redirect", "proxy",         "websocket"};
+constexpr std::string_view kRouteNotYet[] = {"grpc", "fastcgi"};
 constexpr std::string_view kProxyKeys[] = {"upstream",        "strip_prefix",     "change_origin", "forwarded",
                                            "connect_timeout", "response_timeout", "fail_timeout"};
 constexpr std::string_view kGroupKeys[] = {"prefix", "routes"};
@@ -71,6 +71,9 @@ constexpr std::string_view kStaticKeys[] = {"root", "index", "listing", "spa_fal
 constexpr std::string_view kRespondKeys[] = {
     "status", "headers", "body", "file", "latency", "latency_max", "drop_rate", "error_rate", "error_status"};
 constexpr std::string_view kRedirectKeys[] = {"to", "status"};
+constexpr std::string_view kWebSocketKeys[] = {"mode",          "room_param",        "origins",
+                                               "subprotocols",  "max_message_bytes", "compression",
+                                               "ping_interval", "idle_timeout"};
 constexpr std::string_view kAccessLogFormats[] = {"combined", "json", "off"};
 
 // Fields the connection writes itself (http::Response says handlers must not set them).
@@ -362,6 +365,7 @@ private:
     bool checkPattern(const Value& v, const std::string& pattern, RouteShape& shape);
     std::optional<std::uint32_t> methods(const Value& v);
     std::optional<Action> readAction(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readWebSocket(const Value& v, const RouteShape& shape);
     void checkDuplicateRoutes(const std::vector<Route>& routes, const std::vector<RouteOrigin>& origins);
     void checkVhosts(const Config& c, const std::vector<Value>& vhostValues);
 
@@ -1128,6 +1132,8 @@ void Loader::readVhost(const Value& v, Vhost& vh) {
                 if (auto b = boolean(val)) vh.serverHeader = *b;
             } else if (e.key == "routes") {
                 routesValue = val;
+            } else if (e.key == "live_reload") {
+                if (auto b = boolean(val)) vh.liveReload = *b;
             } else if (e.key == "tls") {
                 if (!val.node.IsMap())
                     error(val, "expected {cert: FILE, key: FILE}, got " + describe(val.node));
@@ -1483,6 +1489,7 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
         if (errors_.size() != before) return std::nullopt;
         return px;
     }
+    if (e.key == "websocket") return readWebSocket(e.value, shape);
     // redirect
     RedirectAction rd;
     bool sawTo = false;
@@ -1520,6 +1527,76 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
     return rd;
 }
 
+std::optional<Action> Loader::readWebSocket(const Value& v, const RouteShape& shape) {
+    const std::size_t before = errors_.size();
+    WebSocketAction ws;
+    auto mode = [&](const Value& m) {
+        auto s = string(m);
+        if (!s) return;
+        if (*s == "echo")
+            ws.mode = WebSocketAction::Mode::Echo;
+        else if (*s == "room")
+            ws.mode = WebSocketAction::Mode::Room;
+        else
+            error(m, "websocket mode must be echo or room, got '" + *s + "'");
+    };
+    if (v.node.IsScalar()) {
+        mode(v);
+    } else if (!v.node.IsMap()) {
+        error(v, "expected echo, room or a map such as {mode: room}, got " + describe(v.node));
+        return std::nullopt;
+    } else {
+        std::optional<Value> roomParam;
+        readMap(v, kWebSocketKeys, [&](const Entry& k) {
+            const Value& val = k.value;
+            if (k.key == "mode") {
+                mode(val);
+            } else if (k.key == "room_param") {
+                roomParam = val;
+                if (auto s = string(val)) ws.roomParam = *s;
+            } else if (k.key == "origins") {
+                if (auto list = strings(val)) {
+                    for (const std::string& o : *list) {
+                        bool ok = o == "*" || ((o.starts_with("http://") || o.starts_with("https://")) &&
+                                               o.find('/', o.find("//") + 2) == std::string::npos &&
+                                               o.size() > o.find("//") + 2 && !hasControlChars(o));
+                        if (!ok)
+                            error(val, "an origin is \"*\" or scheme://host[:port] without a path, got '" +
+                                           o + "'");
+                        else
+                            ws.origins.push_back(lower(o));
+                    }
+                }
+            } else if (k.key == "subprotocols") {
+                if (auto list = strings(val)) {
+                    for (const std::string& p : *list) {
+                        if (!isToken(p))
+                            error(val, "a subprotocol is a token (RFC 6455 §4.1), got '" + p + "'");
+                        else
+                            ws.subprotocols.push_back(p);
+                    }
+                }
+            } else if (k.key == "max_message_bytes") {
+                if (auto n = size(val, 1)) ws.maxMessageBytes = *n;
+            } else if (k.key == "compression") {
+                if (auto b = boolean(val)) ws.compression = *b;
+            } else if (k.key == "ping_interval") {
+                if (auto d = duration(val, true)) ws.pingInterval = *d;
+            } else if (k.key == "idle_timeout") {
+                if (auto d = duration(val, false)) ws.idleTimeout = *d;
+            } else {
+                return false;
+            }
+            return true;
+        });
+        if (roomParam && !shape.unknown &&
+            std::find(shape.params.begin(), shape.params.end(), ws.roomParam) == shape.params.end())
+            error(*roomParam, "the route has no parameter ':" + ws.roomParam + "' to name the room");
+    }
+    if (errors_.size() != before) return std::nullopt;
+    return ws;
+}
+
 void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Route>& out,
                        std::vector<RouteOrigin>& origins) {
     if (!v.node.IsMap()) {
@@ -1545,7 +1622,8 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
                     match = e;
                 return true;
             }
-            if (e.key == "static" || e.key == "respond" || e.key == "redirect" || e.key == "proxy") {
+            if (e.key == "static" || e.key == "respond" || e.key == "redirect" || e.key == "proxy" ||
+                e.key == "websocket") {
                 if (action)
                     errorAtKey(e, "a route takes exactly one action; this one already has '" + action->key +
                                       "'");
@@ -1569,7 +1647,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
             }
             return true;
         },
-        kRouteNotYet, " (this version supports static, respond, redirect and proxy)");
+        kRouteNotYet, " (this version supports static, respond, redirect, proxy and websocket)");
     bool unsupported = std::any_of(std::begin(kRouteNotYet), std::end(kRouteNotYet),
                                    [&](std::string_view k) { return bool(v.node[std::string(k)]); });
     if (!match) {
@@ -1593,7 +1671,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
     if (action) {
         if (auto a = readAction(*action, shape)) r.action = std::move(*a);
     } else if (!unsupported) {
-        error(v, "a route needs an action: static, respond, redirect or proxy");
+        error(v, "a route needs an action: static, respond, redirect, proxy or websocket");
     }
     // A route with a broken action still takes part in the duplicate check, so one run reports
     // both; any error refuses the whole config anyway.
@@ -1759,6 +1837,7 @@ std::shared_ptr<const Config> configForDirectory(const std::string& dir, const s
     st.root = absoluteDir(dir).string();
     st.listing = true;
     vh.root = st;
+    vh.liveReload = true;
     c->vhosts.push_back(std::move(vh));
     return c;
 }

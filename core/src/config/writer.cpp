@@ -150,6 +150,22 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
         out << YAML::Key << "to" << YAML::Value << rd->to;
         if (rd->status != RedirectAction{}.status) out << YAML::Key << "status" << YAML::Value << rd->status;
         out << YAML::EndMap;
+    } else if (const auto* ws = std::get_if<WebSocketAction>(&r.action)) {
+        const WebSocketAction defaults;
+        out << YAML::Key << "websocket" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "mode" << YAML::Value << (ws->mode == WebSocketAction::Mode::Room ? "room" : "echo");
+        if (ws->roomParam != defaults.roomParam) out << YAML::Key << "room_param" << YAML::Value << ws->roomParam;
+        if (!ws->origins.empty()) out << YAML::Key << "origins" << YAML::Value << YAML::Flow << ws->origins;
+        if (!ws->subprotocols.empty())
+            out << YAML::Key << "subprotocols" << YAML::Value << YAML::Flow << ws->subprotocols;
+        if (ws->maxMessageBytes != defaults.maxMessageBytes)
+            out << YAML::Key << "max_message_bytes" << YAML::Value << formatSize(ws->maxMessageBytes);
+        if (ws->compression != defaults.compression) out << YAML::Key << "compression" << YAML::Value << ws->compression;
+        if (ws->pingInterval != defaults.pingInterval)
+            out << YAML::Key << "ping_interval" << YAML::Value << formatDuration(ws->pingInterval);
+        if (ws->idleTimeout != defaults.idleTimeout)
+            out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(ws->idleTimeout);
+        out << YAML::EndMap;
     } else if (const auto* px = std::get_if<ProxyAction>(&r.action)) {
         const ProxyAction defaults;
         out << YAML::Key << "proxy" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -192,6 +208,7 @@ void emitVhost(YAML::Emitter& out, const Vhost& vh, const fs::path& base) {
         out << YAML::EndMap;
     }
     if (vh.serverHeader) out << YAML::Key << "server_header" << YAML::Value << *vh.serverHeader;
+    if (vh.liveReload) out << YAML::Key << "live_reload" << YAML::Value << true;
     if (vh.tls) {
         out << YAML::Key << "tls" << YAML::Value;
         emitTlsFiles(out, *vh.tls, base);

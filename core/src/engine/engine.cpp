@@ -2,10 +2,12 @@
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 
+#include "handlers/live_reload.h"
 #include "net/access_log.h"
 #include "net/snapshot.h"
 #include "net/worker.h"
 #include "tls/server_tls.h"
+#include "ws/hub.h"
 
 #include <portico/tls/local_ca.h>
 
@@ -95,10 +97,27 @@ struct Engine::Impl {
 
     std::shared_ptr<tls::LocalCa> ca; // opened on first use of `tls: auto`
 
+    std::shared_ptr<ws::Hub> hub = std::make_shared<ws::Hub>();
+    std::uint64_t liveBatchesAtStop = 0;
+    std::unique_ptr<handlers::LiveReloadWatcher> liveReload; // while running
+
+    /// Static roots of the vhosts with live reload: what the watcher watches.
+    static std::vector<std::string> liveReloadRoots(const config::Config& c) {
+        std::vector<std::string> roots;
+        for (const auto& vh : c.vhosts) {
+            if (!vh.liveReload) continue;
+            if (vh.root) roots.push_back(vh.root->root);
+            for (const auto& r : vh.routes)
+                if (const auto* st = std::get_if<config::StaticAction>(&r.action)) roots.push_back(st->root);
+        }
+        return roots;
+    }
+
     /// The snapshot for `config` whose listeners are bound as `bound` (same order as config->listen).
     std::shared_ptr<net::Snapshot> snapshot(std::shared_ptr<const config::Config> config,
                                             const std::vector<BoundListener>& bound, std::string& error) {
         auto snap = std::make_shared<net::Snapshot>(config);
+        snap->hub = hub;
         for (std::size_t i = 0; i < config->listen.size(); ++i) {
             const auto& l = config->listen[i];
             if (!l.tls) continue;
@@ -184,6 +203,9 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
     auto snap = d_->snapshot(config, d_->listeners, error);
     if (!snap) return fail();
     d_->slot.publish(std::move(snap));
+    d_->liveReload = std::make_unique<handlers::LiveReloadWatcher>(
+        [hub = d_->hub](const std::string& json) { hub->notifyLiveReload(json); });
+    d_->liveReload->setRoots(Impl::liveReloadRoots(*config));
     for (auto& w : d_->workers)
         w->start();
     d_->running = true;
@@ -230,6 +252,7 @@ bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& 
         return false;
     }
     d_->slot.publish(std::move(snap));
+    if (d_->liveReload) d_->liveReload->setRoots(Impl::liveReloadRoots(*config));
     for (const auto& old : d_->listeners) {
         bool kept = std::any_of(next.begin(), next.end(), [&](const Impl::BoundListener& b) {
             return b.host == old.host && b.port == old.port;
@@ -257,6 +280,9 @@ void Engine::stop() {
     if (d_->watcher.joinable()) d_->watcher.join();
     std::lock_guard lock(d_->mutex);
     if (!d_->running) return;
+    // No change notification may be posted to a worker that is going away.
+    if (d_->liveReload) d_->liveBatchesAtStop = d_->liveReload->batches();
+    d_->liveReload.reset();
     auto drain = config()->limits.drainTimeout;
     for (auto& w : d_->workers)
         w->beginDrain(drain);
@@ -306,6 +332,15 @@ Counters Engine::sumCounters() const {
         c.h2Abuse += wc.h2Abuse.load(std::memory_order_relaxed);
     }
     return c;
+}
+
+ws::Stats Engine::webSocketStats() const { return d_->hub->stats(); }
+
+void Engine::setWebSocketHook(ws::MessageHook hook) { d_->hub->setHook(std::move(hook)); }
+
+std::uint64_t Engine::liveReloadBatches() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->liveReload ? d_->liveReload->batches() : d_->liveBatchesAtStop;
 }
 
 void Engine::watchConfigFile(const std::string& path, std::function<void(const std::string&)> report,

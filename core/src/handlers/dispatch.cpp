@@ -46,6 +46,13 @@ Produced runRoute(const Exchange& ex, http::Response& res) {
         res.forward = p; // the connection forwards the request (proxy/proxy_exchange.h)
         return Produced::Response;
     }
+    if (std::holds_alternative<config::WebSocketAction>(route->action)) {
+        // HTTP/1.1 upgrades never get here (the connection answers them); this is HTTP/2, which
+        // has no WebSocket bootstrap here (RFC 8441 is not offered).
+        Produced p = fail(426, res);
+        res.addHeader("Upgrade", "websocket");
+        return p;
+    }
     return fail(500, res);
 }
 

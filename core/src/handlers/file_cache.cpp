@@ -133,8 +133,37 @@ std::shared_ptr<CachedFile> FileCache::insert(std::string_view key, int fd, std:
 }
 
 void FileCache::charge(CachedFile& file, std::uint64_t bytes) {
-    file.accounted += bytes;
+    // A derived variant (live reload) is accounted to the entry it hangs off, which is what evicts it.
+    (file.parent ? *file.parent : file).accounted += bytes;
     total_ += bytes;
+}
+
+std::shared_ptr<CachedFile>
+FileCache::transformed(CachedFile& file, const std::function<std::string(std::string_view)>& transform,
+                       std::string_view etagSuffix) {
+    if (file.transformed) return file.transformed;
+    if (file.size > kMaxTransformBytes) return nullptr;
+    std::string whole;
+    std::string_view source = file.data;
+    if (!file.inMemory) {
+        if (!file.read(0, file.size, whole)) return nullptr;
+        source = whole;
+    }
+    auto v = std::make_shared<CachedFile>();
+    v->dev = file.dev;
+    v->ino = file.ino;
+    v->mtimeNs = file.mtimeNs;
+    v->mtimeSec = file.mtimeSec;
+    v->mime = file.mime;
+    v->lastModified = file.lastModified;
+    v->etag = withSuffix(file.etag, etagSuffix);
+    v->data = transform(source);
+    v->size = v->data.size();
+    v->inMemory = true;
+    v->parent = &file;
+    file.transformed = v;
+    charge(file, v->data.size());
+    return v;
 }
 
 void FileCache::evict(std::string_view keep) {
@@ -184,7 +213,7 @@ std::shared_ptr<const EncodedFile> FileCache::encoded(CachedFile& file, Coding c
         enc->etag = withSuffix(file.etag, suffixFor(coding));
     }
     if (slot) {
-        file.accounted -= slot->bytes.size();
+        (file.parent ? *file.parent : file).accounted -= slot->bytes.size();
         total_ -= slot->bytes.size();
     }
     slot = enc;

@@ -41,6 +41,10 @@ struct CachedFile {
     std::string lastModified; ///< IMF-fixdate of mtimeSec
     std::shared_ptr<EncodedFile> br, gz; ///< lazily made on-the-fly variants
     std::uint64_t accounted = 0;         ///< bytes charged to the cache budget
+    /// The file with its content transformed (live-reload script injected into HTML), made on first
+    /// use; `parent` points back from such a variant to the entry that owns it (and its budget).
+    std::shared_ptr<CachedFile> transformed;
+    CachedFile* parent = nullptr;
 
     /// Reads `length` bytes from `offset` into `out` (appending), from memory or the open file.
     bool read(std::uint64_t offset, std::uint64_t length, std::string& out) const;
@@ -90,6 +94,16 @@ public:
     /// is larger than kMaxCompressBytes or compression would not shrink it.
     std::shared_ptr<const EncodedFile> encoded(CachedFile& file, Coding coding,
                                                const config::Compression& settings);
+
+    /// Largest file transform() accepts.
+    static constexpr std::uint64_t kMaxTransformBytes = 8 * 1024 * 1024;
+
+    /// `file` with its bytes passed through `transform` (in memory; ETag = file's + `etagSuffix`
+    /// inside the quotes), made on first use and kept with the entry. The transform must always
+    /// give the same output for the same input. Null for files over kMaxTransformBytes or unreadable.
+    std::shared_ptr<CachedFile> transformed(CachedFile& file,
+                                            const std::function<std::string(std::string_view)>& transform,
+                                            std::string_view etagSuffix);
 
     /// The root directory `path`, opened on first use and reopened when the directory at `path`
     /// was replaced (build tools delete and recreate output folders). Null if it cannot be opened.

@@ -4,6 +4,7 @@
 #include "handlers/compress.h"
 #include "handlers/file_cache.h"
 #include "handlers/http_util.h"
+#include "handlers/live_reload.h"
 
 #include <algorithm>
 #include <array>
@@ -341,6 +342,15 @@ Produced serveFile(const Ctx& c, const PathBuf& abs, const struct stat& st) {
     if (!file) return fail(404, c.res); // vanished, unreadable, or outside the root
     const http::Request& req = c.ex.request;
     http::Response& res = c.res;
+    // Live reload: HTML is served with the script injected, as a representation of its own (own
+    // bytes, length and ETag, compressed from those bytes; precompressed siblings don't apply).
+    bool injected = false;
+    if (c.ex.vhost.liveReload && file->mime.type.starts_with("text/html")) {
+        if (auto lr = c.cache.transformed(*file, injectLiveReload, "lr")) {
+            file = std::move(lr);
+            injected = true;
+        }
+    }
     Variant v = identityOf(file);
     bool ranged = req.hasHeader("Range");
     bool vary = file->mime.compressible;
@@ -351,7 +361,7 @@ Produced serveFile(const Ctx& c, const PathBuf& abs, const struct stat& st) {
         const config::Compression& z = c.ex.config.compression;
         for (std::size_t i = 0; i < accepted.count; ++i) {
             Coding coding = accepted.order[i];
-            if (siblingVariant(c, abs, coding, v)) break;
+            if (!injected && siblingVariant(c, abs, coding, v)) break;
             if (!z.enabled || file->size < z.minBytes) continue;
             if (auto enc = c.cache.encoded(*file, coding, z)) {
                 v.bytes = enc->bytes;
@@ -486,6 +496,7 @@ Produced listDirectory(const Ctx& c, const PathBuf& abs, std::string_view urlPat
         body += "</a></li>\n";
     }
     body += "</ul>\n";
+    if (c.ex.vhost.liveReload) body += liveReloadSnippet();
     c.res.addHeader("Content-Type", "text/html; charset=utf-8");
     return Produced::Response;
 }

@@ -5,6 +5,7 @@
 #include "net/transport.h"
 #include "net/worker.h"
 #include "tls/server_tls.h"
+#include "ws/session.h"
 
 #include <portico/handlers/dispatch.h>
 #include <portico/http/path.h>
@@ -146,6 +147,17 @@ bool Connection::startH2(std::string_view received) {
     releaseBuffers();
     h2->start();
     return true;
+}
+
+void Connection::startWebSocket() {
+    // The socket (and TLS state) move to a WebSocket session with the queued 101 and whatever the
+    // client sent after its upgrade request; this object is finished.
+    ws::startSession(worker_, std::move(socket_), ssl_, std::move(rare_->upgrade), out_.unread(),
+                     in_.unread());
+    ssl_ = nullptr;
+    closed_ = true;
+    deadline_ = Clock::time_point::max();
+    releaseBuffers();
 }
 
 void Connection::setPhase(Phase p, std::chrono::nanoseconds timeout) {
@@ -414,6 +426,10 @@ void Connection::parseAndHandle() {
         if (worker_.accessLog()) requestStart_ = Clock::now();
         in_.consume(total);
         resetBodyState();
+        if (rare_ && rare_->upgrade) {
+            startWebSocket();
+            return;
+        }
         if (phase_ == Phase::Body) phase_ = Phase::Head;
         if (closeAfterWrite_ || delayed() || sendingFile() || proxying() ||
             out_.size() - batchStart > kMaxBatchBytes) {
@@ -504,8 +520,13 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         req.path = path;
         std::size_t vh = snap.router.selectVhost(req.host, localPort_);
         routing::RouteResult rr = snap.router.match(vh, req.method, req.path);
-        handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
-        handlers::dispatch(ex, res);
+        if (ws::isWebSocketEndpoint(cfg.vhosts[vh], rr, req)) {
+            if (auto up = ws::acceptUpgrade(worker_, vh, rr, req, ssl_ != nullptr, res))
+                rare().upgrade = std::move(up);
+        } else {
+            handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
+            handlers::dispatch(ex, res);
+        }
     }
     if (res.forward) {
         startProxy(req, res);

@@ -22,6 +22,9 @@ typedef struct ssl_st SSL;
 namespace portico::tls {
 class ServerTls;
 }
+namespace portico::ws {
+struct Accepted;
+}
 
 namespace portico::net {
 
@@ -59,6 +62,7 @@ private:
     void startProxy(const http::Request& req, const http::Response& res);
     bool pumpProxy();
     bool startH2(std::string_view received);
+    void startWebSocket();
     void waitRead();
     void waitWrite();
     void onReadable(const boost::system::error_code& ec);
@@ -100,6 +104,7 @@ private:
         bool proxyPaused = false;
         bool proxyServerHeader = true;
         std::chrono::nanoseconds delay{0};
+        std::unique_ptr<ws::Accepted> upgrade; // a WebSocket handshake answered with 101
     };
     Rare& rare();
     bool sendingFile() const { return rare_ && rare_->fileLeft > 0; }

@@ -13,6 +13,9 @@
 namespace portico::tls {
 class ServerTls;
 }
+namespace portico::ws {
+class Hub;
+}
 
 namespace portico::net {
 
@@ -22,6 +25,8 @@ struct Snapshot {
     routing::Router router;
     /// TLS of each listener by its bound port; absent: cleartext. Filled before publishing.
     std::unordered_map<std::uint16_t, std::shared_ptr<tls::ServerTls>> tls;
+    /// The engine's WebSocket hub (rooms, live reload, counters); the same object in every snapshot.
+    std::shared_ptr<ws::Hub> hub;
 };
 
 /// Where the engine publishes snapshots. Workers compare `generation` (one relaxed-cost atomic

@@ -137,7 +137,32 @@ struct ProxyAction {
     Duration failTimeout = std::chrono::seconds(10);     ///< how long a failed upstream is skipped
 };
 
-using Action = std::variant<StaticAction, RespondAction, RedirectAction, ProxyAction>;
+/// A WebSocket endpoint (`websocket:` action; RFC 6455 over an HTTP/1.1 Upgrade, ws:// and wss://).
+/// `websocket: echo` and `websocket: room` are shorthands for `{mode: echo}` / `{mode: room}`.
+struct WebSocketAction {
+    enum class Mode : std::uint8_t {
+        Echo, ///< every data message is sent back to its sender, same opcode
+        Room, ///< every data message goes to all other members of the same room
+    };
+    Mode mode = Mode::Echo;
+    /// Room mode: the route parameter whose value names the room ("/rooms/:room" → "room"). A route
+    /// without that parameter has one room named after the route's path.
+    std::string roomParam = "room";
+    /// Allowed `Origin` values ("https://app.example.test", "http://localhost:5173"; scheme, host and
+    /// port, case-insensitive; "*" allows any). Requests without Origin (non-browser clients) and
+    /// pages of this server (the request's scheme and port, a loopback name, an IP literal or a vhost
+    /// name) are always allowed; any other Origin → 403 (RFC 6455 §10.2).
+    std::vector<std::string> origins;
+    /// Subprotocols we speak, in preference order; the first one the client offers is selected
+    /// (Sec-WebSocket-Protocol). Empty: none is ever selected.
+    std::vector<std::string> subprotocols;
+    std::uint64_t maxMessageBytes = 1024 * 1024; ///< a larger message (after inflating) → close 1009
+    bool compression = true;                     ///< accept permessage-deflate (RFC 7692) offers
+    Duration pingInterval = std::chrono::seconds(30); ///< PING after this long without input; 0 = never
+    Duration idleTimeout = std::chrono::seconds(120); ///< close 1001 after this long without input
+};
+
+using Action = std::variant<StaticAction, RespondAction, RedirectAction, ProxyAction, WebSocketAction>;
 
 /// How a route's path is matched. See docs/configuration.md "Route matching" for the precedence.
 enum class MatchKind : std::uint8_t {
@@ -170,6 +195,10 @@ struct Vhost {
     std::map<int, std::string> errorPages; ///< status → absolute file path
     std::optional<bool> serverHeader;      ///< overrides the global switch
     std::optional<TlsFiles> tls;           ///< certificate for this vhost's names on TLS listeners (SNI)
+    /// Live reload (`live_reload:`): HTML from static files gets a script that reloads the page (or
+    /// swaps stylesheets) when a file under a served root changes; it talks to the reserved
+    /// WebSocket endpoint /__portico/livereload. On by default for `portico serve DIR`.
+    bool liveReload = false;
     std::vector<Route> routes;             ///< groups are flattened in at load time
     Location where;
 };

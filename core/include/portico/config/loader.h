@@ -35,7 +35,7 @@ LoadResult loadConfigText(std::string_view text, const std::string& fileName, co
 LoadResult loadConfigFile(const std::string& path);
 
 /// The config `portico serve DIR` uses without a file: one listener, one default vhost serving
-/// `dir` (index.html, directory listing on).
+/// `dir` (index.html, directory listing on, live reload on).
 std::shared_ptr<const Config> configForDirectory(const std::string& dir, const std::string& host,
                                                  std::uint16_t port);
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <portico/config/config.h>
+#include <portico/ws/websocket.h>
 
 #include <atomic>
 #include <chrono>
@@ -64,6 +65,20 @@ public:
     std::vector<Endpoint> endpoints() const;
     unsigned workerCount() const;
     Counters counters() const;
+
+    /// WebSocket sessions of this engine: open sessions, message totals, live-reload clients and
+    /// every room with members (members, messages, delivered, messages/s). Callable from any
+    /// thread, also before start and after stop (then the last totals).
+    ws::Stats webSocketStats() const;
+
+    /// Installs the hook called for every WebSocket event (open, each message in and out with a
+    /// bounded payload prefix, join/leave, close) on the worker thread of the session; an empty
+    /// function removes it. Without a hook the sessions pay one relaxed atomic load per message.
+    void setWebSocketHook(ws::MessageHook hook);
+
+    /// Debounced file-change batches the live-reload watcher has reported (vhosts with
+    /// `live_reload: true`; their static roots are watched while the engine runs).
+    std::uint64_t liveReloadBatches() const;
 
     /// Watches `path` (polling its size and mtime every `interval`); on change loads it and
     /// publishes it if valid. `report` gets one line per event ("reloaded", or each error as

@@ -1,0 +1,312 @@
+// Live reload over the wire: script injection into static HTML (case LRL-01: commented and scripted
+// `</body>`, no `<body>`), consistent Content-Length / ETag / gzip / HEAD, the off switch, the
+// reserved endpoint's Host/Origin checks (cases HST-01, HST-02), change notifications from the
+// watcher, and a headless Chromium that reloads on an HTML edit and swaps CSS without reloading.
+#include "test_support.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <zlib.h>
+
+using namespace portico::test;
+
+namespace {
+
+const QByteArray kMarker = "<script data-portico-live-reload>";
+
+struct Reply {
+    QByteArray head;
+    QByteArray body;
+};
+
+// One request on its own connection; the body is everything after the head (Connection: close).
+Reply get(quint16 port, const QByteArray& target, const QByteArray& extra = {},
+          const QByteArray& method = "GET") {
+    auto r =
+        rawExchange(port, method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + QByteArray::number(port) +
+                              "\r\nConnection: close\r\n" + extra + "\r\n");
+    int end = r.bytes.indexOf("\r\n\r\n");
+    return {r.bytes.left(end + 2), end < 0 ? QByteArray() : r.bytes.mid(end + 4)};
+}
+
+QByteArray field(const QByteArray& head, const QByteArray& name) {
+    for (const QByteArray& line : head.split('\n'))
+        if (line.toLower().startsWith(name.toLower() + ":")) return line.mid(name.size() + 1).trimmed();
+    return {};
+}
+
+QByteArray gunzip(const QByteArray& in) {
+    z_stream z{};
+    if (inflateInit2(&z, 16 + 15) != Z_OK) return {};
+    QByteArray out(1 << 20, '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z.avail_in = static_cast<uInt>(in.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    int rc = inflate(&z, Z_FINISH);
+    out.resize(static_cast<int>(z.total_out));
+    inflateEnd(&z);
+    return rc == Z_STREAM_END ? out : QByteArray();
+}
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(bytes);
+}
+
+} // namespace
+
+class TestLiveReload : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+    std::unique_ptr<ServerProcess> server_;
+    QString root_;
+    QString log_;
+
+    QByteArray probe(const QStringList& env) {
+        QProcess p;
+        auto e = QProcessEnvironment::systemEnvironment();
+        e.insert("PORT", QString::number(server_->port()));
+        e.insert("PATH_", "/__portico/livereload");
+        for (const QString& kv : env)
+            e.insert(kv.section('=', 0, 0), kv.section('=', 1));
+        p.setProcessEnvironment(e);
+        p.start(debianPython(), {sharedDir() + "/cases/tools/wsprobe.py", "handshake"});
+        if (!p.waitForFinished(20000)) p.kill();
+        return p.readAllStandardOutput().trimmed();
+    }
+
+    QByteArray accessLog() {
+        QFile f(log_);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    }
+
+    // Waits (bounded) until the access log contains `needle`.
+    bool waitLog(const QByteArray& needle, int timeoutMs = 30000) {
+        QElapsedTimer t;
+        t.start();
+        while (t.elapsed() < timeoutMs) {
+            if (accessLog().contains(needle)) return true;
+            QTest::qWait(100);
+        }
+        return false;
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(tmp_.isValid());
+        root_ = tmp_.filePath("root");
+        // LRL-01 fixtures (../shared/cases/README.md).
+        writeFile(root_ + "/nobody.html", "<!doctype html><title>t</title><h1>no body tag</h1>\n");
+        writeFile(
+            root_ + "/tricky.html",
+            "<!doctype html>\n<!-- <body class=\"old\"> -->\n<html><head><script>/* see </body> */</script>"
+            "</head>\n<body><p>x</p></body></html>\n");
+        writeFile(root_ + "/withhtml.html", "<p>a</p><style>/* </html> */</style></html>\n");
+        writeFile(root_ + "/a.txt", "hello\n");
+        QByteArray big = "<!doctype html><body>";
+        for (int i = 0; i < 300; ++i)
+            big += "<p>paragraph " + QByteArray::number(i) + "</p>\n";
+        big += "</body>\n";
+        writeFile(root_ + "/big.html", big);
+        writeFile(root_ + "/sub/keep.txt", "x\n");
+        log_ = tmp_.filePath("access.log");
+        server_ = std::make_unique<ServerProcess>(QStringList{root_, "--access-log", log_});
+        QVERIFY2(server_->waitReady(), server_->output().constData());
+    }
+
+    void injection_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QByteArray>("before");
+        QTest::addColumn<QByteArray>("after");
+        QTest::newRow("tricky: real </body>")
+            << "tricky.html" << QByteArray("<body><p>x</p>") << QByteArray("</body></html>\n");
+        QTest::newRow("no <body>: at the end")
+            << "nobody.html" << QByteArray("<h1>no body tag</h1>\n") << QByteArray();
+        QTest::newRow("</html> outside the style")
+            << "withhtml.html" << QByteArray("*/</style>") << QByteArray("</html>\n");
+    }
+    void injection() {
+        QFETCH(QString, file);
+        QFETCH(QByteArray, before);
+        QFETCH(QByteArray, after);
+        QFile f(root_ + "/" + file);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray original = f.readAll();
+        Reply r = get(server_->port(), "/" + file.toUtf8());
+        QVERIFY2(r.head.startsWith("HTTP/1.1 200 "), r.head.constData());
+        QCOMPARE(r.body.count(kMarker), 1);
+        QCOMPARE(field(r.head, "Content-Length").toInt(), r.body.size());
+        const int at = r.body.indexOf(kMarker);
+        QVERIFY2(r.body.left(at).endsWith(before), r.body.constData());
+        const int end = r.body.indexOf("</script>", at) + 9;
+        QCOMPARE(r.body.mid(end), after.isEmpty() ? QByteArray("\n") : "\n" + after);
+        // Removing the snippet gives the file back byte for byte.
+        QCOMPARE(r.body.left(at) + r.body.mid(end + 1), original);
+    }
+
+    void representationIsConsistent() {
+        const quint16 port = server_->port();
+        Reply g = get(port, "/big.html");
+        Reply h = get(port, "/big.html", {}, "HEAD");
+        QVERIFY(g.head.startsWith("HTTP/1.1 200 ") && h.head.startsWith("HTTP/1.1 200 "));
+        QVERIFY2(field(g.head, "ETag").endsWith("-lr\""), g.head.constData());
+        QCOMPARE(field(h.head, "ETag"), field(g.head, "ETag"));
+        QCOMPARE(field(h.head, "Content-Length"), field(g.head, "Content-Length"));
+        QCOMPARE(field(g.head, "Content-Length").toInt(), g.body.size());
+        QVERIFY(h.body.isEmpty());
+        // gzip is made from the injected bytes, with its own ETag.
+        Reply z = get(port, "/big.html", "Accept-Encoding: gzip\r\n");
+        QCOMPARE(field(z.head, "Content-Encoding"), QByteArray("gzip"));
+        QCOMPARE(field(z.head, "ETag"), field(g.head, "ETag").chopped(1) + "-gz\"");
+        QCOMPARE(gunzip(z.body), g.body);
+        // Conditional requests use the injected representation's validator.
+        Reply c = get(port, "/big.html", "If-None-Match: " + field(g.head, "ETag") + "\r\n");
+        QVERIFY2(c.head.startsWith("HTTP/1.1 304 "), c.head.constData());
+        // Ranges are ranges of what GET sends.
+        Reply part = get(port, "/big.html", "Range: bytes=-20\r\n");
+        QVERIFY(part.head.startsWith("HTTP/1.1 206 "));
+        QCOMPARE(part.body, g.body.right(20));
+        // Non-HTML is untouched.
+        QCOMPARE(get(port, "/a.txt").body, QByteArray("hello\n"));
+        // The directory listing gets the script too.
+        QCOMPARE(get(port, "/sub/").body.count(kMarker), 1);
+    }
+
+    void switchedOff() {
+        ServerProcess off({root_, "--no-live-reload"});
+        QVERIFY2(off.waitReady(), off.output().constData());
+        Reply r = get(off.port(), "/tricky.html");
+        QVERIFY(r.head.startsWith("HTTP/1.1 200 "));
+        QCOMPARE(r.body.count(kMarker), 0);
+        QVERIFY(!field(r.head, "ETag").endsWith("-lr\""));
+        Reply ws = get(off.port(), "/__portico/livereload");
+        QVERIFY2(ws.head.startsWith("HTTP/1.1 404 "), ws.head.constData()); // no reserved endpoint either
+    }
+
+    // HST-01 / HST-02 on the reserved endpoint.
+    void endpointChecksHostAndOrigin_data() {
+        QTest::addColumn<QStringList>("env");
+        QTest::addColumn<QByteArray>("status");
+        const QString p = ":%1";
+        QTest::newRow("no Origin") << QStringList{} << QByteArray("101");
+        QTest::newRow("foreign Origin") << QStringList{"ORIGIN=http://evil.example"} << QByteArray("403");
+        QTest::newRow("localhost Origin, same port")
+            << QStringList{"ORIGIN=http://localhost" + p} << QByteArray("101");
+        QTest::newRow("https Origin") << QStringList{"ORIGIN=https://127.0.0.1" + p} << QByteArray("403");
+        QTest::newRow("other port Origin") << QStringList{"ORIGIN=http://127.0.0.1:1"} << QByteArray("403");
+        QTest::newRow("Host evil.example") << QStringList{"HOSTHDR=evil.example" + p} << QByteArray("403");
+        QTest::newRow("Host localhost.evil.example")
+            << QStringList{"HOSTHDR=localhost.evil.example" + p} << QByteArray("403");
+        QTest::newRow("Host 127.0.0.1.nip.io")
+            << QStringList{"HOSTHDR=127.0.0.1.nip.io" + p} << QByteArray("403");
+        QTest::newRow("Host LOCALHOST") << QStringList{"HOSTHDR=LOCALHOST" + p} << QByteArray("101");
+        QTest::newRow("Host app.localhost") << QStringList{"HOSTHDR=app.localhost" + p} << QByteArray("101");
+        QTest::newRow("Host [::1]") << QStringList{"HOSTHDR=[::1]" + p} << QByteArray("101");
+    }
+    void endpointChecksHostAndOrigin() {
+        QFETCH(QStringList, env);
+        QFETCH(QByteArray, status);
+        for (QString& e : env)
+            if (e.contains("%1")) e = e.arg(server_->port());
+        QByteArray out = probe(env);
+        QVERIFY2(out.startsWith("handshake: HTTP/1.1 " + status + " "), out.constData());
+    }
+
+    void changesAreAnnounced() {
+        QProcess p;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("PORT", QString::number(server_->port()));
+        p.setProcessEnvironment(env);
+        p.start(debianPython(),
+                {sourceDir() + "/tests/integration/ws_client.py", "listen", "/__portico/livereload"});
+        QVERIFY(p.waitForStarted());
+        QByteArray out;
+        for (int i = 0; i < 100 && !out.contains("ready"); ++i) {
+            p.waitForReadyRead(100);
+            out += p.readAllStandardOutput();
+        }
+        QVERIFY2(out.contains("ready"), out + p.readAllStandardError());
+        writeFile(root_ + "/theme.css", "p { color: red }\n");
+        for (int i = 0; i < 100 && !out.contains("\n{"); ++i) {
+            p.waitForReadyRead(100);
+            out += p.readAllStandardOutput();
+        }
+        QVERIFY2(out.contains("{\"type\":\"css\",\"paths\":[\"/theme.css\"]}"), out.constData());
+        writeFile(root_ + "/sub/new.js", "1\n");
+        QVERIFY(p.waitForFinished(15000));
+        out += p.readAllStandardOutput();
+        QVERIFY2(out.contains("{\"type\":\"reload\",\"paths\":[\"/sub/new.js\"]}"), out.constData());
+    }
+
+    // A real browser: an HTML edit reloads the page; a CSS edit is applied without a reload.
+    void chromiumReloadsAndSwapsCss() {
+        const QString chromium = QStandardPaths::findExecutable("chromium");
+        if (chromium.isEmpty()) QSKIP("chromium is not installed (installers/dev.sh installs it)");
+        const QString site = tmp_.filePath("browser");
+        writeFile(site + "/style.css", "#x { color: rgb(0, 0, 255) }\n");
+        writeFile(site + "/index.html",
+                  "<!doctype html><html><head><link rel=\"stylesheet\" href=\"style.css\"></head><body>"
+                  "<p id=\"x\">v1</p><script>\n"
+                  "const el = document.getElementById('x');\n"
+                  "const report = (q) => fetch('/log?' + q);\n"
+                  "let color = getComputedStyle(el).color;\n"
+                  "report('event=load&v=' + el.textContent + '&color=' + encodeURIComponent(color));\n"
+                  "setInterval(() => { const c = getComputedStyle(el).color;\n"
+                  "  if (c !== color) { color = c; report('event=color&v=' + el.textContent + '&color=' + "
+                  "encodeURIComponent(c)); } }, 50);\n"
+                  "</script></body></html>\n");
+        const QString log = tmp_.filePath("browser.log");
+        ServerProcess server({site, "--access-log", log});
+        QVERIFY2(server.waitReady(), server.output().constData());
+        log_ = log;
+        QTemporaryDir profile;
+        QProcess browser;
+        browser.setProcessChannelMode(QProcess::MergedChannels);
+        browser.start(chromium,
+                      {"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                       "--disable-component-update", "--disable-sync", "--no-first-run",
+                       "--user-data-dir=" + profile.path(), "--remote-debugging-port=0",
+                       QStringLiteral("http://127.0.0.1:%1/index.html").arg(server.port())});
+        QVERIFY(browser.waitForStarted());
+        auto cleanup = qScopeGuard([&] {
+            browser.kill(); // only the browser this test started
+            browser.waitForFinished(5000);
+        });
+        if (!waitLog("event=load&v=v1")) {
+            QByteArray why = browser.readAll();
+            if (browser.state() != QProcess::Running)
+                QSKIP(qPrintable("chromium could not run here: " + QString::fromLocal8Bit(why.left(400))));
+            QFAIL("the page never reported its first load");
+        }
+        QVERIFY2(waitLog("GET /__portico/livereload HTTP/1.1\" 101"), accessLog().constData());
+        // CSS edit: the colour changes in place, no second load.
+        writeFile(site + "/style.css", "#x { color: rgb(255, 0, 0) }\n");
+        QVERIFY2(waitLog("event=color&v=v1&color=rgb(255%2C%200%2C%200)"), accessLog().constData());
+        QVERIFY(waitLog("/style.css?portico-reload="));
+        QCOMPARE(accessLog().count("event=load"), 1);
+        // HTML edit: the page reloads and shows the new content (with the current stylesheet).
+        QFile f(site + "/index.html");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QByteArray html = f.readAll().replace(">v1<", ">v2<");
+        f.close();
+        writeFile(site + "/index.html", html);
+        QVERIFY2(waitLog("event=load&v=v2&color=rgb(255%2C%200%2C%200)"), accessLog().constData());
+        QCOMPARE(accessLog().count("event=load"), 2);
+    }
+
+    void cleanupTestCase() {
+        if (server_) QCOMPARE(server_->terminate(), 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLiveReload)
+#include "tst_live_reload.moc"
