@@ -33,6 +33,8 @@ struct BenchOptions {
     std::string warmup;
     std::string timeout = "10s";
     bool allowRemote = false;
+    bool insecure = false;
+    std::string caFile;
 };
 
 std::atomic<bool> g_abort{false};
@@ -49,11 +51,17 @@ bool parseDurationOption(const std::string& name, const std::string& text, std::
 }
 
 int runBench(const BenchOptions& b) {
-    if (b.h2 || b.streams) {
-        std::cerr << "portico bench: --h2/--streams: HTTP/2 load is not supported yet\n";
-        return kExitUsage;
-    }
     load::Options o;
+    if (b.h2 || b.streams) {
+        o.protocol = load::Protocol::Http2;
+        o.streams = b.streams ? b.streams : 1;
+        if (b.pipeline != 1) {
+            std::cerr << "portico bench: --pipeline is HTTP/1.1 only; with --h2 use --streams\n";
+            return kExitUsage;
+        }
+    }
+    o.insecure = b.insecure;
+    o.caFile = b.caFile;
     o.connections = b.connections;
     o.threads = b.threads;
     o.count = b.count;
@@ -154,8 +162,14 @@ Command addBenchCommand(CLI::App& app) {
         ->check(CLI::Range(0.001, 1e8));
     cmd->add_option("-p,--pipeline", b->pipeline, "Requests in flight per connection (HTTP/1.1 pipelining)")
         ->check(CLI::Range(1, 1024));
-    cmd->add_flag("--h2", b->h2, "HTTP/2 (not supported yet)");
-    cmd->add_option("--streams", b->streams, "HTTP/2 streams per connection (not supported yet)");
+    cmd->add_flag("--h2", b->h2, "HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http");
+    cmd->add_option("--streams", b->streams,
+                    "HTTP/2 concurrent streams per connection (default 1; implies --h2)")
+        ->check(CLI::Range(1, 1024));
+    cmd->add_flag("-k,--insecure", b->insecure, "https: do not verify the server's certificate");
+    cmd->add_option("--cacert", b->caFile,
+                    "https: also trust the CA certificates in this PEM file (e.g. from portico cert export)")
+        ->check(CLI::ExistingFile);
     cmd->add_option("-H,--header", b->headers, "Request header 'Name: value' (repeatable)");
     cmd->add_option("-m,--method", b->method, "Request method (default GET)");
     cmd->add_option("--body", b->bodyFile, "File whose bytes are sent as the request body")
