@@ -1,7 +1,10 @@
 // Result derived figures, the JSON writer (schema in docs/load-results.md) and the text summary.
 #include <portico/load/result.h>
 
+#include "json_text.h"
+
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace portico::load {
@@ -127,6 +130,11 @@ std::string bytes(double b) {
 }
 
 } // namespace
+
+namespace detail {
+void appendJsonString(std::string& out, std::string_view s) { appendString(out, s); }
+std::string jsonNumber(double v) { return std::isfinite(v) ? num(v) : std::string("0"); }
+} // namespace detail
 
 double Result::requestsPerSecond() const {
     const double s = seconds(measured);
