@@ -2,10 +2,13 @@
 #include "commands.h"
 
 #include <portico/config/loader.h>
+#include <portico/load/history.h>
 #include <portico/load/runner.h>
+#include <portico/load/suite.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -33,6 +36,13 @@ struct BenchOptions {
     std::string warmup;
     std::string timeout = "10s";
     bool allowRemote = false;
+    bool insecure = false;
+    std::string caFile;
+    bool suite = false;
+    bool history = false;
+    std::vector<std::string> compare;
+    bool noSave = false;
+    std::string label;
 };
 
 std::atomic<bool> g_abort{false};
@@ -48,12 +58,56 @@ bool parseDurationOption(const std::string& name, const std::string& text, std::
     return true;
 }
 
+// Saves a run or suite in the history folder unless --no-save; a failure to save is reported, not fatal.
+template <class Save> void saveToHistory(const BenchOptions& b, Save&& save) {
+    if (b.noSave) return;
+    load::RunRecord saved;
+    std::string error;
+    if (save(load::defaultHistoryDir(), b.label, &saved, error))
+        std::cerr << "Saved as " << saved.id << " (" << saved.file.string() << ")\n";
+    else
+        std::cerr << "portico bench: not saved in the history: " << error << "\n";
+}
+
+int showHistory() {
+    std::string error;
+    const auto dir = load::defaultHistoryDir();
+    const auto runs = load::listRuns(dir, error);
+    std::cout << "History: " << dir.string() << "\n" << load::historyText(runs);
+    if (!error.empty()) std::cerr << "portico bench: skipped: " << error << "\n";
+    return kExitOk;
+}
+
+int compareRuns(const BenchOptions& b) {
+    const auto dir = load::defaultHistoryDir();
+    load::RunRecord a, c;
+    std::string error;
+    if (!load::findRun(dir, b.compare[0], a, error) || !load::findRun(dir, b.compare[1], c, error)) {
+        std::cerr << "portico bench: --compare: " << error << "\n";
+        return kExitFailure;
+    }
+    std::cout << load::comparisonText(load::compareRuns(a, c));
+    return kExitOk;
+}
+
 int runBench(const BenchOptions& b) {
-    if (b.h2 || b.streams) {
-        std::cerr << "portico bench: --h2/--streams: HTTP/2 load is not supported yet\n";
+    if (b.history) return showHistory();
+    if (!b.compare.empty()) return compareRuns(b);
+    if (b.urls.empty() && !b.suite) {
+        std::cerr << "portico bench: a URL is required (or --suite, --history, --compare A B)\n";
         return kExitUsage;
     }
     load::Options o;
+    if (b.h2 || b.streams) {
+        o.protocol = load::Protocol::Http2;
+        o.streams = b.streams ? b.streams : 1;
+        if (b.pipeline != 1) {
+            std::cerr << "portico bench: --pipeline is HTTP/1.1 only; with --h2 use --streams\n";
+            return kExitUsage;
+        }
+    }
+    o.insecure = b.insecure;
+    o.caFile = b.caFile;
     o.connections = b.connections;
     o.threads = b.threads;
     o.count = b.count;
@@ -64,7 +118,8 @@ int runBench(const BenchOptions& b) {
         !parseDurationOption("--warmup", b.warmup, o.warmup) ||
         !parseDurationOption("--timeout", b.timeout, o.timeout))
         return kExitUsage;
-    if (o.duration.count() == 0 && o.count == 0) o.duration = std::chrono::seconds(10); // wrk's default
+    if (o.duration.count() == 0 && o.count == 0)
+        o.duration = std::chrono::seconds(b.suite ? 3 : 10); // wrk's default; per route for the suite
     if (!b.weights.empty() && b.weights.size() != b.urls.size()) {
         std::cerr << "portico bench: --weights needs one weight per URL (" << b.urls.size() << ")\n";
         return kExitUsage;
@@ -91,6 +146,41 @@ int runBench(const BenchOptions& b) {
         while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
             value.erase(0, 1);
         headers.emplace_back(h.substr(0, colon), value);
+    }
+    if (b.suite) {
+        if (b.urls.size() > 1) {
+            std::cerr << "portico bench --suite: give at most one base URL\n";
+            return kExitUsage;
+        }
+        const std::string base = b.urls.empty() ? load::kSuiteDefaultUrl : b.urls.front();
+        g_abort.store(false);
+        auto oldInt = std::signal(SIGINT, onSignal);
+        auto oldTerm = std::signal(SIGTERM, onSignal);
+        const auto total = load::suiteRoutes().size();
+        auto suite = load::runSuite(base, o, &g_abort, [total](std::size_t i, const load::SuiteRun& run) {
+            std::fprintf(stderr, "[%zu/%zu] %-11s %12.1f req/s\n", i + 1, total, run.route.name.c_str(),
+                         run.result.requestsPerSecond());
+        });
+        std::signal(SIGINT, oldInt);
+        std::signal(SIGTERM, oldTerm);
+        if (!suite.ok()) {
+            std::cerr << "portico bench --suite: " << suite.error << "\n";
+            return kExitFailure;
+        }
+        std::cout << load::suiteTable(suite) << std::flush;
+        if (!b.jsonFile.empty()) {
+            std::ofstream out(b.jsonFile, std::ios::binary | std::ios::trunc);
+            out << load::suiteToJson(suite);
+            if (!out) {
+                std::cerr << "portico bench: --json " << b.jsonFile << ": cannot write\n";
+                return kExitFailure;
+            }
+        }
+        if (!g_abort.load())
+            saveToHistory(b, [&](const auto& dir, const auto& label, auto* saved, auto& error) {
+                return load::saveSuite(suite, dir, label, saved, error);
+            });
+        return kExitOk;
     }
     for (std::size_t i = 0; i < b.urls.size(); ++i) {
         load::RequestSpec spec;
@@ -128,6 +218,9 @@ int runBench(const BenchOptions& b) {
             }
         }
     }
+    saveToHistory(b, [&](const auto& dir, const auto& label, auto* saved, auto& error) {
+        return load::saveRun(r, dir, label, saved, error);
+    });
     return kExitOk;
 }
 
@@ -136,8 +229,9 @@ int runBench(const BenchOptions& b) {
 Command addBenchCommand(CLI::App& app) {
     auto b = std::make_shared<BenchOptions>();
     auto* cmd = app.add_subcommand("bench", "Load-test an HTTP server (loopback only unless --allow-remote)");
-    cmd->add_option("url", b->urls, "Target URL(s), http://HOST[:PORT]/PATH; several share one origin")
-        ->required();
+    cmd->add_option("url", b->urls,
+                    "Target URL(s), http[s]://HOST[:PORT]/PATH; several share one origin. With --suite: the "
+                    "suite vhost's base URL (default http://127.0.0.1:8090)");
     cmd->add_option("-c,--connections", b->connections, "Connections to keep open (default 10)")
         ->check(CLI::Range(1, 100000));
     cmd->add_option("-t,--threads", b->threads, "Threads, each with its own event loop (default 1)")
@@ -154,8 +248,14 @@ Command addBenchCommand(CLI::App& app) {
         ->check(CLI::Range(0.001, 1e8));
     cmd->add_option("-p,--pipeline", b->pipeline, "Requests in flight per connection (HTTP/1.1 pipelining)")
         ->check(CLI::Range(1, 1024));
-    cmd->add_flag("--h2", b->h2, "HTTP/2 (not supported yet)");
-    cmd->add_option("--streams", b->streams, "HTTP/2 streams per connection (not supported yet)");
+    cmd->add_flag("--h2", b->h2, "HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http");
+    cmd->add_option("--streams", b->streams,
+                    "HTTP/2 concurrent streams per connection (default 1; implies --h2)")
+        ->check(CLI::Range(1, 1024));
+    cmd->add_flag("-k,--insecure", b->insecure, "https: do not verify the server's certificate");
+    cmd->add_option("--cacert", b->caFile,
+                    "https: also trust the CA certificates in this PEM file (e.g. from portico cert export)")
+        ->check(CLI::ExistingFile);
     cmd->add_option("-H,--header", b->headers, "Request header 'Name: value' (repeatable)");
     cmd->add_option("-m,--method", b->method, "Request method (default GET)");
     cmd->add_option("--body", b->bodyFile, "File whose bytes are sent as the request body")
@@ -168,6 +268,16 @@ Command addBenchCommand(CLI::App& app) {
                     "Warm-up before measuring, with a unit (e.g. 2s); not in the results");
     cmd->add_option("--timeout", b->timeout, "Per-request timeout, with a unit (default 10s)");
     cmd->add_flag("--allow-remote", b->allowRemote, "Allow targets that are not loopback addresses");
+    cmd->add_flag("--suite", b->suite,
+                  "Run the benchmark suite's eleven routes one after another (serve "
+                  "resources/bench-suite/portico.yaml); -d is per route (default 3s)");
+    cmd->add_flag("--history", b->history, "List the saved runs (in $PORTICO_DATA_DIR/bench-history)");
+    cmd->add_option("--compare", b->compare,
+                    "Compare two saved runs: ID, ID prefix, number from --history, "
+                    "'last' or a JSON file")
+        ->expected(2);
+    cmd->add_flag("--no-save", b->noSave, "Do not save this run in the history");
+    cmd->add_option("--label", b->label, "Label for the saved run (default: the URL's path, or 'suite')");
     return Command{cmd, [b] { return runBench(*b); }};
 }
 

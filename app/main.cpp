@@ -170,6 +170,9 @@ int serve(const ServeOptions& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // OpenSSL writes sockets with write(): a peer that closed first (a TLS client gone before the
+    // server's session tickets or close_notify) must be an EPIPE, not the end of the process.
+    std::signal(SIGPIPE, SIG_IGN);
     CLI::App app{"Portico: a desktop dev server and traffic inspector"};
     app.name("portico");
     app.require_subcommand(0, 1);

@@ -168,6 +168,9 @@ class TestLoadEngine : public QObject {
     }
 
 private slots:
+    // `portico bench` saves runs in the history: keep them in a throw-away data dir.
+    void initTestCase() { qputenv("PORTICO_DATA_DIR", dir_.filePath("data").toUtf8()); }
+
     // A route with a fixed 20 ms delay: the measured median is within 5 % of it, and every request the
     // generator started reached the server (its own count at SIGTERM).
     void fixedDelayMedian() {

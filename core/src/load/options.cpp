@@ -127,6 +127,14 @@ bool validate(const Options& o, std::string& error) {
         error = "pipeline depth must be 1..1024";
         return false;
     }
+    if (o.streams < 1 || o.streams > 1024) {
+        error = "streams per connection must be 1..1024";
+        return false;
+    }
+    if (o.protocol == Protocol::Http2 && o.pipeline != 1) {
+        error = "pipelining is HTTP/1.1 only; HTTP/2 keeps several requests in flight with streams";
+        return false;
+    }
     if (o.duration.count() < 0 || o.warmup.count() < 0) {
         error = "durations must not be negative";
         return false;

@@ -1,7 +1,10 @@
 // Result derived figures, the JSON writer (schema in docs/load-results.md) and the text summary.
 #include <portico/load/result.h>
 
+#include "json_text.h"
+
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace portico::load {
@@ -50,6 +53,22 @@ void appendString(std::string& out, std::string_view s) {
         }
     }
     out += '"';
+}
+
+bool isTls(const Options& o) {
+    return !o.requests.empty() && o.requests.front().url.size() >= 6 &&
+           (o.requests.front().url.compare(0, 6, "https:") == 0 ||
+            o.requests.front().url.compare(0, 6, "HTTPS:") == 0);
+}
+
+// "pipeline 4" / "h2, 10 stream(s) per connection", with " over TLS" for https.
+std::string protocolText(const Options& o) {
+    std::string s =
+        o.protocol == Protocol::Http2
+            ? (isTls(o) ? "h2, " : "h2c, ") + std::to_string(o.streams) + " stream(s) per connection"
+            : "HTTP/1.1, pipeline " + std::to_string(o.pipeline);
+    if (isTls(o)) s += o.insecure ? " over TLS (not verified)" : " over TLS";
+    return s;
 }
 
 double seconds(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e9; }
@@ -112,6 +131,11 @@ std::string bytes(double b) {
 
 } // namespace
 
+namespace detail {
+void appendJsonString(std::string& out, std::string_view s) { appendString(out, s); }
+std::string jsonNumber(double v) { return std::isfinite(v) ? num(v) : std::string("0"); }
+} // namespace detail
+
 double Result::requestsPerSecond() const {
     const double s = seconds(measured);
     return s > 0 ? static_cast<double>(requests.completed) / s : 0.0;
@@ -152,6 +176,9 @@ std::string toJson(const Result& r) {
     out += ",\"connections\":" + num(std::uint64_t{o.connections}) +
            ",\"threads\":" + num(std::uint64_t{o.threads}) +
            ",\"pipeline\":" + num(std::uint64_t{o.pipeline}) +
+           ",\"protocol\":" + (o.protocol == Protocol::Http2 ? "\"h2\"" : "\"http/1.1\"") +
+           ",\"streams\":" + num(std::uint64_t{o.protocol == Protocol::Http2 ? o.streams : 0u}) +
+           ",\"tls\":" + (isTls(o) ? "true" : "false") + ",\"insecure\":" + (o.insecure ? "true" : "false") +
            ",\"durationSeconds\":" + num(seconds(o.duration)) + ",\"count\":" + num(o.count) +
            ",\"rate\":" + num(o.rate) + ",\"warmupSeconds\":" + num(seconds(o.warmup)) +
            ",\"timeoutSeconds\":" + num(seconds(o.timeout)) +
@@ -209,12 +236,12 @@ std::string summaryText(const Result& r) {
     const unsigned threads = std::min(o.threads, o.connections);
     if (o.model() == Model::Open)
         std::snprintf(line, sizeof line,
-                      "  %u thread(s) and %u connection(s), open model at %.6g req/s, pipeline %u\n"
+                      "  %u thread(s) and %u connection(s), open model at %.6g req/s, %s\n"
                       "  latency from intended send times (coordinated omission corrected)\n",
-                      threads, o.connections, o.rate, o.pipeline);
+                      threads, o.connections, o.rate, protocolText(o).c_str());
     else
-        std::snprintf(line, sizeof line, "  %u thread(s) and %u connection(s), closed model, pipeline %u\n",
-                      threads, o.connections, o.pipeline);
+        std::snprintf(line, sizeof line, "  %u thread(s) and %u connection(s), closed model, %s\n", threads,
+                      o.connections, protocolText(o).c_str());
     s += line;
     const auto& h = *r.latency;
     s += "  Latency      Avg        Stdev      Min        Max\n";

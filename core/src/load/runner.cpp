@@ -1,14 +1,24 @@
-// The load engine: worker threads with their own io_context drive HTTP/1.1 keep-alive connections
-// (closed or open model), time every request and merge their counters when the run ends.
+// The load engine: worker threads with their own io_context drive HTTP/1.1 keep-alive or HTTP/2
+// connections, in cleartext or over TLS (closed or open model), time every request and merge their
+// counters when the run ends. TLS runs on the socket itself (SSL_set_fd, like the server's
+// transport); HTTP/2 is an nghttp2 client session fed with mem_recv and drained with mem_send.
 #include <portico/load/runner.h>
 
 #include "response_parser.h"
 
+#include "net/transport.h"
+
 #include <portico/http/message.h>
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
@@ -20,8 +30,11 @@
 #include <limits>
 #include <thread>
 
+#include <csignal>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 namespace portico::load {
 
@@ -43,10 +56,14 @@ std::chrono::steady_clock::time_point toTimePoint(Ns t) {
 
 enum class ErrorKind { Reset, Timeout, Protocol };
 
-/// A request spec serialised once into its wire form.
+/// A request spec serialised once into its wire form: HTTP/1.1 bytes, or HTTP/2 header fields
+/// (pointing into `h2Strings`, sent with NO_COPY) and the body.
 struct Prepared {
     std::string bytes;
     bool head = false;
+    std::vector<std::string> h2Strings;
+    std::vector<nghttp2_nv> nva;
+    std::string body;
 };
 
 /// Everything the workers share, read-only once they run (except `start`, set before the latch).
@@ -55,6 +72,12 @@ struct Plan {
     std::vector<Prepared> specs;
     std::vector<std::uint32_t> cumulativeWeights;
     tcp::endpoint endpoint;
+    bool h2 = false;
+    SSL_CTX* ssl = nullptr; // https: shared by every connection (SSL_new is thread-safe)
+    std::string sni;        // SNI host name; empty for IP literals
+    std::string verifyHost; // name or IP checked against the certificate; empty = --insecure
+    bool verifyIp = false;  // verifyHost is an IP literal
+    nghttp2_session_callbacks* h2Callbacks = nullptr;
     const std::atomic<bool>* abort = nullptr;
     Ns start = 0;         // run start (warm-up begins)
     Ns warmupEnd = 0;     // measurement begins
@@ -65,17 +88,26 @@ struct Plan {
 
 struct Worker;
 
-/// One HTTP/1.1 client connection with up to `pipeline` requests in flight.
+/// One client connection with up to `depth` requests in flight: HTTP/1.1 (a ring in send order)
+/// or HTTP/2 (a pool of stream slots with a free list).
 struct Conn {
     struct InFlight {
         Ns intended = 0;
         Ns sent = 0;
         std::uint32_t spec = 0;
         bool warm = false;
+        // HTTP/2 only
+        bool active = false;
+        bool ended = false; // END_STREAM received
+        int status = 0;
+        std::size_t bodyOffset = 0;
     };
 
     Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth)
-        : worker(w), socket(io), timer(io), index(global), ring(depth), readBuf(new char[kReadBuffer]) {}
+        : worker(w), socket(io), timer(io), index(global), ring(depth), readBuf(new char[kReadBuffer]) {
+        freeSlots.reserve(depth);
+    }
+    ~Conn() { release(); }
 
     Worker& worker;
     tcp::socket socket;
@@ -88,25 +120,54 @@ struct Conn {
     std::string writeBuf;
     std::size_t written = 0;
     ResponseParser parser;
-    std::uint64_t generation = 0; // bumped on close: handlers of an older socket do nothing
-    std::uint64_t nextSeq = 0;    // open model: this connection's next arrival
+    SSL* ssl = nullptr;
+    nghttp2_session* h2 = nullptr;
+    std::vector<std::uint32_t> freeSlots; // HTTP/2: unused ring entries
+    std::uint64_t generation = 0;         // bumped on close: handlers of an older socket do nothing
+    std::uint64_t nextSeq = 0;            // open model: this connection's next arrival
     enum class State : std::uint8_t { Idle, Connecting, Open } state = State::Idle;
     bool writeWaiting = false;
     bool timerArmed = false;
     bool scheduleDone = false; // open model: no arrival of this connection is left
 
     void connect();
+    void connectFailed();
+    void startTls();
+    void handshake();
     void onConnected();
     void read();
     void onRead(const boost::system::error_code& ec, std::size_t n);
+    void onReadableTls();
+    void onReadError(bool eof);
+    bool onData(std::size_t n);
     void fill();
     void flush();
     bool processResponses();
+    bool processH2();
     void complete(Ns now);
+    void record(const InFlight& f, int status, Ns now);
+    void failOne(const InFlight& f, ErrorKind kind, Ns now);
     void fail(ErrorKind kind);
     void close();
+    void release();
     void armTimer(Ns at);
-    const InFlight& oldest() const { return ring[ringHead]; }
+    /// Send time of the oldest request in flight (inFlight > 0).
+    Ns oldestSent() const {
+        if (!h2) return ring[ringHead].sent;
+        Ns t = kNever;
+        for (const auto& f : ring)
+            if (f.active) t = std::min(t, f.sent);
+        return t;
+    }
+    template <class F> void forEachInFlight(F&& f) {
+        if (h2) {
+            for (auto& e : ring)
+                if (e.active) f(e);
+        } else {
+            for (std::size_t i = 0; i < inFlight; ++i)
+                f(ring[(ringHead + i) % ring.size()]);
+        }
+    }
 };
 
 struct Worker {
@@ -206,16 +267,15 @@ struct Worker {
         }
         const Ns timeout = plan.options->timeout.count();
         for (auto& c : conns)
-            if (c->inFlight && now - c->oldest().sent >= timeout) c->fail(ErrorKind::Timeout);
+            if (c->inFlight && now - c->oldestSent() >= timeout) c->fail(ErrorKind::Timeout);
         if (!stopping) return;
         const bool graceOver = now - stopAt >= plan.options->stopGrace.count();
         if (totalInFlight() && !graceOver) return;
         for (auto& c : conns) {
-            for (std::size_t i = 0; i < c->inFlight; ++i) {
-                auto& f = c->ring[(c->ringHead + i) % c->ring.size()];
+            c->forEachInFlight([&](Conn::InFlight& f) {
                 ++(f.warm ? warmup : requests).cancelled;
                 lastEvent = std::max(lastEvent, now);
-            }
+            });
             c->inFlight = 0;
             c->close();
         }
@@ -224,6 +284,13 @@ struct Worker {
     }
 
     void run(std::latch& connected, std::latch& go) {
+        // OpenSSL writes with write(), not send(MSG_NOSIGNAL): a server that closed first must give
+        // EPIPE, not kill the process. A SIGPIPE blocked here stays pending on this thread and is
+        // discarded when it ends.
+        sigset_t pipe;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
         rusage before{};
         getrusage(RUSAGE_THREAD, &before);
         for (auto& c : conns)
@@ -256,6 +323,70 @@ struct Worker {
 
 bool started(const Worker& w) { return w.plan.start != 0; }
 
+// The first queued OpenSSL error as text; empties the thread's queue.
+std::string sslErrorText() {
+    const unsigned long e = ERR_get_error();
+    ERR_clear_error();
+    if (!e) return "connection closed during the handshake";
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    return buf;
+}
+
+// HTTP/2 client callbacks. They only update the stream slots and counters: the session is never
+// closed from inside one.
+Conn::InFlight* slotOf(nghttp2_session* s, std::int32_t id, void* user, std::uint32_t* index = nullptr) {
+    void* d = nghttp2_session_get_stream_user_data(s, id);
+    if (!d) return nullptr;
+    const auto i = reinterpret_cast<std::uintptr_t>(d) - 1;
+    auto* c = static_cast<Conn*>(user);
+    if (i >= c->ring.size() || !c->ring[i].active) return nullptr;
+    if (index) *index = static_cast<std::uint32_t>(i);
+    return &c->ring[i];
+}
+
+int onH2Header(nghttp2_session* s, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
+               const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user) {
+    if (frame->hd.type != NGHTTP2_HEADERS || namelen != 7 || std::memcmp(name, ":status", 7) != 0) return 0;
+    auto* f = slotOf(s, frame->hd.stream_id, user);
+    if (!f) return 0;
+    int status = 0;
+    for (std::size_t i = 0; i < valuelen && i < 3; ++i)
+        status = status * 10 + (value[i] - '0');
+    f->status = valuelen == 3 && status >= 100 && status <= 599 ? status : 0;
+    return 0;
+}
+
+int onH2FrameRecv(nghttp2_session* s, const nghttp2_frame* frame, void* user) {
+    if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        if (auto* f = slotOf(s, frame->hd.stream_id, user)) f->ended = true;
+    return 0;
+}
+
+int onH2StreamClose(nghttp2_session* s, std::int32_t id, std::uint32_t errorCode, void* user) {
+    std::uint32_t i = 0;
+    auto* slot = slotOf(s, id, user, &i);
+    if (!slot) return 0;
+    auto* c = static_cast<Conn*>(user);
+    const Conn::InFlight f = *slot;
+    slot->active = false;
+    c->freeSlots.push_back(i);
+    --c->inFlight;
+    const Ns now = nowNs();
+    if (errorCode == NGHTTP2_NO_ERROR && f.ended && f.status >= 200)
+        c->record(f, f.status, now);
+    else
+        c->failOne(f,
+                   errorCode == NGHTTP2_NO_ERROR || errorCode == NGHTTP2_PROTOCOL_ERROR ||
+                           errorCode == NGHTTP2_FLOW_CONTROL_ERROR ||
+                           errorCode == NGHTTP2_COMPRESSION_ERROR || errorCode == NGHTTP2_FRAME_SIZE_ERROR
+                       ? ErrorKind::Protocol
+                       : ErrorKind::Reset,
+                   now);
+    return 0;
+}
+
 void Conn::connect() {
     if (worker.stopping) return;
     boost::system::error_code ec;
@@ -273,23 +404,93 @@ void Conn::connect() {
     socket.async_connect(worker.plan.endpoint, [this, gen = generation](const boost::system::error_code& e) {
         if (gen != generation) return;
         if (e) {
-            ++worker.errors.connect;
-            boost::system::error_code ignored;
-            socket.close(ignored);
-            ++generation;
-            state = State::Idle;
-            if (started(worker)) armTimer(nowNs() + kReconnectBackoff);
+            connectFailed();
             return;
         }
-        onConnected();
+        boost::system::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        if (worker.plan.ssl)
+            startTls();
+        else
+            onConnected();
     });
 }
 
+// A connection attempt (TCP or TLS handshake) failed: counted, retried after a back-off once running.
+void Conn::connectFailed() {
+    ++worker.errors.connect;
+    release();
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    ++generation;
+    state = State::Idle;
+    if (started(worker) && !worker.stopping) armTimer(nowNs() + kReconnectBackoff);
+}
+
+void Conn::startTls() {
+    const Plan& plan = worker.plan;
+    ssl = SSL_new(plan.ssl);
+    if (!ssl || SSL_set_fd(ssl, socket.native_handle()) != 1) {
+        ERR_clear_error();
+        connectFailed();
+        return;
+    }
+    if (!plan.sni.empty()) SSL_set_tlsext_host_name(ssl, plan.sni.c_str());
+    if (!plan.verifyHost.empty()) {
+        if (plan.verifyIp)
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), plan.verifyHost.c_str());
+        else
+            SSL_set1_host(ssl, plan.verifyHost.c_str());
+    }
+    SSL_set_connect_state(ssl);
+    handshake();
+}
+
+void Conn::handshake() {
+    const int rc = SSL_do_handshake(ssl);
+    if (rc == 1) {
+        if (worker.plan.h2) {
+            const unsigned char* alpn = nullptr;
+            unsigned len = 0;
+            SSL_get0_alpn_selected(ssl, &alpn, &len);
+            if (len != 2 || std::memcmp(alpn, "h2", 2) != 0) {
+                connectFailed();
+                return;
+            }
+        }
+        onConnected();
+        return;
+    }
+    const int err = SSL_get_error(ssl, rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        socket.async_wait(err == SSL_ERROR_WANT_READ ? tcp::socket::wait_read : tcp::socket::wait_write,
+                          [this, gen = generation](const boost::system::error_code& ec) {
+                              if (gen != generation) return;
+                              if (ec)
+                                  connectFailed();
+                              else
+                                  handshake();
+                          });
+        return;
+    }
+    ERR_clear_error();
+    connectFailed();
+}
+
 void Conn::onConnected() {
-    boost::system::error_code ec;
-    socket.set_option(tcp::no_delay(true), ec);
     state = State::Open;
     ++worker.openConns;
+    if (worker.plan.h2) {
+        nghttp2_session_client_new(&h2, worker.plan.h2Callbacks, this);
+        // h2load's defaults: stream and connection windows of 2^30-1, no server push.
+        const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                                   {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (1u << 30) - 1}};
+        nghttp2_submit_settings(h2, NGHTTP2_FLAG_NONE, settings, 2);
+        nghttp2_session_set_local_window_size(h2, NGHTTP2_FLAG_NONE, 0, (1 << 30) - 1);
+        freeSlots.clear();
+        for (std::size_t i = ring.size(); i-- > 0;)
+            freeSlots.push_back(static_cast<std::uint32_t>(i));
+    }
     if (!started(worker)) return; // first connect: requests begin after the latch
     read();
     fill();
@@ -310,6 +511,24 @@ void Conn::armTimer(Ns at) {
 }
 
 void Conn::read() {
+    if (ssl) {
+        // OpenSSL reads the socket itself; bytes it already decrypted never make the socket readable.
+        if (net::transportPending(ssl)) {
+            asio::post(worker.io, [this, gen = generation] {
+                if (gen == generation) onReadableTls();
+            });
+            return;
+        }
+        socket.async_wait(tcp::socket::wait_read,
+                          [this, gen = generation](const boost::system::error_code& ec) {
+                              if (gen != generation) return;
+                              if (ec)
+                                  onReadError(false);
+                              else
+                                  onReadableTls();
+                          });
+        return;
+    }
     socket.async_read_some(asio::buffer(readBuf.get() + readEnd, kReadBuffer - readEnd),
                            [this, gen = generation](const boost::system::error_code& ec, std::size_t n) {
                                if (gen != generation) return;
@@ -319,33 +538,91 @@ void Conn::read() {
 
 void Conn::onRead(const boost::system::error_code& ec, std::size_t n) {
     if (ec) {
-        // EOF completes a close-delimited body; anything else outstanding was lost.
-        if (ec == asio::error::eof && inFlight && parser.started() && parser.completesAtEof())
-            complete(nowNs());
+        onReadError(ec == asio::error::eof);
+        return;
+    }
+    if (!onData(n)) return; // the connection was closed
+    read();
+    fill();
+}
+
+void Conn::onReadableTls() {
+    const std::uint64_t gen = generation;
+    for (;;) {
+        const auto r =
+            net::transportRead(socket.native_handle(), ssl, readBuf.get() + readEnd, kReadBuffer - readEnd);
+        if (r.status == net::IoStatus::Ok) {
+            if (!onData(r.n) || gen != generation) return;
+            continue;
+        }
+        if (r.status == net::IoStatus::WantRead) break;
+        if (r.status == net::IoStatus::WantWrite) {
+            socket.async_wait(tcp::socket::wait_write, [this, gen](const boost::system::error_code& ec) {
+                if (gen != generation) return;
+                if (ec)
+                    onReadError(false);
+                else
+                    onReadableTls();
+            });
+            fill();
+            return;
+        }
+        onReadError(r.status == net::IoStatus::Eof);
+        return;
+    }
+    read();
+    fill();
+}
+
+void Conn::onReadError(bool eof) {
+    // EOF completes a close-delimited body; anything else outstanding was lost.
+    if (eof && !h2 && inFlight && parser.started() && parser.completesAtEof()) complete(nowNs());
+    if (inFlight)
+        fail(ErrorKind::Reset);
+    else {
+        close();
+        if (!worker.stopping) connect();
+    }
+}
+
+// `n` more bytes in the read buffer: parses them. False if the connection was closed meanwhile.
+bool Conn::onData(std::size_t n) {
+    worker.bytesRead += n;
+    readEnd += n;
+    if (h2) return processH2();
+    if (!processResponses()) return false;
+    if (readBegin == readEnd) {
+        readBegin = readEnd = 0;
+    } else if (readEnd == kReadBuffer) {
+        if (readBegin == 0) { // a head larger than the buffer
+            fail(ErrorKind::Protocol);
+            return false;
+        }
+        std::memmove(readBuf.get(), readBuf.get() + readBegin, readEnd - readBegin);
+        readEnd -= readBegin;
+        readBegin = 0;
+    }
+    return true;
+}
+
+bool Conn::processH2() {
+    const ssize_t rv = nghttp2_session_mem_recv(
+        h2, reinterpret_cast<const std::uint8_t*>(readBuf.get()) + readBegin, readEnd - readBegin);
+    readBegin = readEnd = 0;
+    if (rv < 0) {
+        fail(ErrorKind::Protocol);
+        return false;
+    }
+    if (!nghttp2_session_want_read(h2) && !nghttp2_session_want_write(h2)) { // GOAWAY handled
         if (inFlight)
             fail(ErrorKind::Reset);
         else {
             close();
             if (!worker.stopping) connect();
         }
-        return;
+        return false;
     }
-    worker.bytesRead += n;
-    readEnd += n;
-    if (!processResponses()) return; // the connection was closed
-    if (readBegin == readEnd) {
-        readBegin = readEnd = 0;
-    } else if (readEnd == kReadBuffer) {
-        if (readBegin == 0) { // a head larger than the buffer
-            fail(ErrorKind::Protocol);
-            return;
-        }
-        std::memmove(readBuf.get(), readBuf.get() + readBegin, readEnd - readBegin);
-        readEnd -= readBegin;
-        readBegin = 0;
-    }
-    read();
-    fill();
+    return true;
 }
 
 // Parses every complete response in the buffer. False if the connection was closed meanwhile.
@@ -355,7 +632,7 @@ bool Conn::processResponses() {
             fail(ErrorKind::Protocol); // bytes nobody asked for
             return false;
         }
-        if (!parser.started()) parser.begin(worker.plan.specs[oldest().spec].head);
+        if (!parser.started()) parser.begin(worker.plan.specs[ring[ringHead].spec].head);
         std::size_t used = 0;
         auto st = parser.parse(readBuf.get() + readBegin, readEnd - readBegin, used);
         readBegin += used;
@@ -378,53 +655,75 @@ bool Conn::processResponses() {
     return true;
 }
 
+// HTTP/1.1: the oldest request's response is complete.
 void Conn::complete(Ns now) {
     const InFlight f = ring[ringHead];
     ringHead = (ringHead + 1) % ring.size();
     --inFlight;
     const int status = parser.status();
     parser = ResponseParser{};
+    record(f, status, now);
+}
+
+void Conn::record(const InFlight& f, int status, Ns now) {
     if (f.warm) {
         ++worker.warmup.completed;
         return;
     }
     ++worker.requests.completed;
-    ++worker.statuses[static_cast<std::size_t>(status)];
+    ++worker.statuses[static_cast<std::size_t>(std::clamp(status, 0, 599))];
     worker.latency->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.intended)));
     worker.service->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.sent)));
     worker.countSlot(now);
     worker.lastEvent = now;
 }
 
+void Conn::failOne(const InFlight& f, ErrorKind kind, Ns now) {
+    auto& counts = f.warm ? worker.warmup : worker.requests;
+    ++counts.failed;
+    if (f.warm) return;
+    switch (kind) {
+    case ErrorKind::Reset:
+        ++worker.errors.reset;
+        break;
+    case ErrorKind::Timeout:
+        ++worker.errors.timeout;
+        break;
+    case ErrorKind::Protocol:
+        ++worker.errors.protocol;
+        break;
+    }
+    worker.lastEvent = std::max(worker.lastEvent, now);
+}
+
+// Every request in flight fails as `kind`; the connection is closed and (unless stopping) reopened.
 void Conn::fail(ErrorKind kind) {
     const Ns now = nowNs();
-    for (std::size_t i = 0; i < inFlight; ++i) {
-        const auto& f = ring[(ringHead + i) % ring.size()];
-        auto& counts = f.warm ? worker.warmup : worker.requests;
-        ++counts.failed;
-        if (!f.warm) {
-            switch (kind) {
-            case ErrorKind::Reset:
-                ++worker.errors.reset;
-                break;
-            case ErrorKind::Timeout:
-                ++worker.errors.timeout;
-                break;
-            case ErrorKind::Protocol:
-                ++worker.errors.protocol;
-                break;
-            }
-            worker.lastEvent = std::max(worker.lastEvent, now);
-        }
-    }
+    forEachInFlight([&](InFlight& f) { failOne(f, kind, now); });
     inFlight = 0;
     close();
     if (!worker.stopping) connect();
 }
 
+// Frees the TLS and HTTP/2 state of the current socket (not the socket itself).
+void Conn::release() {
+    if (h2) {
+        nghttp2_session_del(h2);
+        h2 = nullptr;
+        for (auto& f : ring)
+            f.active = false;
+        freeSlots.clear();
+    }
+    if (ssl) {
+        SSL_free(ssl);
+        ssl = nullptr;
+    }
+}
+
 void Conn::close() {
     boost::system::error_code ec;
     if (state == State::Open) --worker.openConns;
+    release();
     if (socket.is_open()) socket.close(ec);
     ++generation;
     state = State::Idle;
@@ -438,12 +737,15 @@ void Conn::close() {
 
 // Starts as many requests as the model allows now, then writes them in one send.
 void Conn::fill() {
-    if (state != State::Open || worker.stopping) return;
+    if (state != State::Open) return;
+    if (worker.stopping) { // no new requests; HTTP/2 may still owe WINDOW_UPDATEs and ACKs
+        if (!h2) return;
+    }
     const Plan& plan = worker.plan;
     const Ns now = nowNs();
     const bool open = plan.options->model() == Model::Open;
     const std::size_t depth = ring.size();
-    while (inFlight < depth) {
+    while (inFlight < depth && !worker.stopping) {
         Ns intended = now;
         bool warm = false;
         if (open) {
@@ -468,11 +770,58 @@ void Conn::fill() {
             }
         }
         const std::uint32_t spec = worker.pickSpec();
-        auto& slot = ring[(ringHead + inFlight) % depth];
-        slot = InFlight{intended, now, spec, warm};
-        ++inFlight;
-        ++(warm ? worker.warmup : worker.requests).started;
-        writeBuf.append(plan.specs[spec].bytes);
+        const auto& prepared = plan.specs[spec];
+        if (h2) {
+            const std::uint32_t i = freeSlots.back();
+            freeSlots.pop_back();
+            auto& slot = ring[i];
+            slot = InFlight{intended, now, spec, warm, true, false, 0, 0};
+            nghttp2_data_provider body{};
+            body.source.ptr = &slot;
+            body.read_callback = [](nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
+                                    std::uint32_t* flags, nghttp2_data_source* source,
+                                    void* user) -> ssize_t {
+                auto* c = static_cast<Conn*>(user);
+                auto* f = static_cast<InFlight*>(source->ptr);
+                const std::string& b = c->worker.plan.specs[f->spec].body;
+                const std::size_t n = std::min(length, b.size() - f->bodyOffset);
+                std::memcpy(buf, b.data() + f->bodyOffset, n);
+                f->bodyOffset += n;
+                if (f->bodyOffset == b.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+                return static_cast<ssize_t>(n);
+            };
+            const std::int32_t id =
+                nghttp2_submit_request(h2, nullptr, prepared.nva.data(), prepared.nva.size(),
+                                       prepared.body.empty() ? nullptr : &body,
+                                       reinterpret_cast<void*>(static_cast<std::uintptr_t>(i) + 1));
+            ++inFlight;
+            ++(warm ? worker.warmup : worker.requests).started;
+            if (id < 0) { // out of stream ids: this connection is used up
+                slot.active = false;
+                freeSlots.push_back(i);
+                --inFlight;
+                failOne(slot, ErrorKind::Protocol, now);
+                break;
+            }
+        } else {
+            auto& slot = ring[(ringHead + inFlight) % depth];
+            slot = InFlight{intended, now, spec, warm};
+            ++inFlight;
+            ++(warm ? worker.warmup : worker.requests).started;
+            writeBuf.append(prepared.bytes);
+        }
+    }
+    if (h2) {
+        for (;;) {
+            const std::uint8_t* data = nullptr;
+            const ssize_t n = nghttp2_session_mem_send(h2, &data);
+            if (n < 0) {
+                fail(ErrorKind::Protocol);
+                return;
+            }
+            if (n == 0) break;
+            writeBuf.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+        }
     }
     flush();
 }
@@ -481,16 +830,16 @@ void Conn::flush() {
     if (writeWaiting || state != State::Open) return;
     const int fd = socket.native_handle();
     while (written < writeBuf.size()) {
-        const ssize_t n = ::send(fd, writeBuf.data() + written, writeBuf.size() - written, MSG_NOSIGNAL);
-        if (n > 0) {
-            written += static_cast<std::size_t>(n);
-            worker.bytesWritten += static_cast<std::uint64_t>(n);
+        const auto r = net::transportWrite(fd, ssl, writeBuf.data() + written, writeBuf.size() - written);
+        if (r.status == net::IoStatus::Ok) {
+            written += r.n;
+            worker.bytesWritten += r.n;
             continue;
         }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (r.status == net::IoStatus::WantRead || r.status == net::IoStatus::WantWrite) {
             writeWaiting = true;
-            socket.async_wait(tcp::socket::wait_write,
+            socket.async_wait(r.status == net::IoStatus::WantRead ? tcp::socket::wait_read
+                                                                  : tcp::socket::wait_write,
                               [this, gen = generation](const boost::system::error_code& ec) {
                                   if (gen != generation) return;
                                   writeWaiting = false;
@@ -536,6 +885,107 @@ std::string serialise(const RequestSpec& spec, const Url& url) {
     return s;
 }
 
+// The HTTP/2 form of a request: pseudo-header fields, then the given fields with lower-case names
+// (Host becomes :authority; connection-specific fields, RFC 9113 §8.2.2, are dropped).
+void prepareH2(Prepared& p, const RequestSpec& spec, const Url& url) {
+    auto& st = p.h2Strings;
+    st.reserve(8 + 2 * spec.headers.size() + 2);
+    std::string authority = url.authority;
+    for (const auto& [name, value] : spec.headers)
+        if (http::iequals(name, "host")) authority = value;
+    std::vector<std::pair<std::size_t, std::size_t>> pairs; // indices into st
+    auto add = [&](std::string name, std::string value) {
+        st.push_back(std::move(name));
+        st.push_back(std::move(value));
+        pairs.emplace_back(st.size() - 2, st.size() - 1);
+    };
+    add(":method", spec.method);
+    add(":scheme", url.scheme);
+    add(":authority", authority);
+    add(":path", url.target);
+    for (const auto& [name, value] : spec.headers) {
+        std::string lower = name;
+        for (auto& c : lower)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (lower == "host" || lower == "connection" || lower == "keep-alive" ||
+            lower == "proxy-connection" || lower == "upgrade" ||
+            (lower == "te" && !http::iequals(value, "trailers")))
+            continue;
+        add(std::move(lower), value);
+    }
+    if (!spec.body.empty()) add("content-length", std::to_string(spec.body.size()));
+    p.body = spec.body;
+    for (const auto& [n, v] : pairs) {
+        nghttp2_nv nv{};
+        nv.name = reinterpret_cast<std::uint8_t*>(st[n].data());
+        nv.namelen = st[n].size();
+        nv.value = reinterpret_cast<std::uint8_t*>(st[v].data());
+        nv.valuelen = st[v].size();
+        nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+        p.nva.push_back(nv);
+    }
+}
+
+// A blocking TLS handshake on a connected socket, so certificate and ALPN problems are reported as
+// one clear error before the run. Empty on success.
+std::string probeTls(const Plan& plan, tcp::socket& sock, const std::string& address) {
+    SSL* ssl = SSL_new(plan.ssl);
+    if (!ssl) return "TLS: " + sslErrorText();
+    std::unique_ptr<SSL, void (*)(SSL*)> guard(ssl, SSL_free);
+    SSL_set_fd(ssl, sock.native_handle());
+    if (!plan.sni.empty()) SSL_set_tlsext_host_name(ssl, plan.sni.c_str());
+    if (!plan.verifyHost.empty()) {
+        if (plan.verifyIp)
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), plan.verifyHost.c_str());
+        else
+            SSL_set1_host(ssl, plan.verifyHost.c_str());
+    }
+    if (SSL_connect(ssl) != 1) {
+        const long verify = SSL_get_verify_result(ssl);
+        if (!plan.verifyHost.empty() && verify != X509_V_OK) {
+            ERR_clear_error();
+            return "TLS handshake with " + address +
+                   " failed: certificate verification: " + X509_verify_cert_error_string(verify) + " (host " +
+                   plan.verifyHost +
+                   "); trust its CA with --cacert FILE (portico cert export FILE writes Portico's) or "
+                   "pass --insecure";
+        }
+        return "TLS handshake with " + address + " failed: " + sslErrorText();
+    }
+    if (plan.h2) {
+        const unsigned char* alpn = nullptr;
+        unsigned len = 0;
+        SSL_get0_alpn_selected(ssl, &alpn, &len);
+        if (len != 2 || std::memcmp(alpn, "h2", 2) != 0)
+            return "the server at " + address + " did not negotiate HTTP/2 (ALPN h2) over TLS";
+    }
+    SSL_shutdown(ssl);
+    ERR_clear_error();
+    return {};
+}
+
+// h2c with prior knowledge: the connection preface and an empty SETTINGS must be answered by a
+// SETTINGS frame. Empty on success.
+std::string probeH2c(tcp::socket& sock, const std::string& address) {
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+    const int fd = sock.native_handle();
+    bool ok =
+        ::send(fd, preface, sizeof preface - 1, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof preface - 1);
+    unsigned char head[9];
+    std::size_t got = 0;
+    while (ok && got < sizeof head) {
+        const ssize_t n = ::recv(fd, head + got, sizeof head - got, 0); // SO_RCVTIMEO bounds it
+        if (n <= 0)
+            ok = false;
+        else
+            got += static_cast<std::size_t>(n);
+    }
+    if (!ok || head[3] != 4)
+        return "the server at " + address +
+               " did not answer the HTTP/2 connection preface (h2c prior knowledge); is it an HTTP/2 server?";
+    return {};
+}
+
 bool isLoopback(const asio::ip::address& a) {
     if (a.is_loopback()) return true;
     if (a.is_v6() && a.to_v6().is_v4_mapped())
@@ -563,6 +1013,8 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
     Plan plan;
     plan.options = &result.options;
     plan.abort = abort;
+    plan.h2 = options.protocol == Protocol::Http2;
+    plan.specs.reserve(options.requests.size());
     Url first;
     std::uint32_t cumulative = 0;
     for (const auto& spec : options.requests) {
@@ -573,8 +1025,13 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
         else if (url.origin() != first.origin())
             return refuse("all URLs of a run must have the same scheme, host and port: '" + url.origin() +
                           "' differs from '" + first.origin() + "'");
-        if (url.scheme == "https") return refuse("https is not supported yet by the load generator");
-        plan.specs.push_back(Prepared{serialise(spec, url), spec.method == "HEAD"});
+        Prepared p;
+        p.head = spec.method == "HEAD";
+        if (plan.h2)
+            prepareH2(p, spec, url);
+        else
+            p.bytes = serialise(spec, url);
+        plan.specs.push_back(std::move(p));
         cumulative += spec.weight;
         plan.cumulativeWeights.push_back(cumulative);
     }
@@ -599,11 +1056,73 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
     if (!found) plan.endpoint = endpoints.begin()->endpoint();
     result.address = endpointText(plan.endpoint);
 
-    // Pre-flight: one connection, so "nothing listens there" is an error, not a run of failures.
+    // TLS: one client context for every connection.
+    std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> sslCtx(nullptr, SSL_CTX_free);
+    if (first.scheme == "https") {
+        sslCtx.reset(SSL_CTX_new(TLS_client_method()));
+        SSL_CTX* ctx = sslCtx.get();
+        if (!ctx) return refuse("TLS: " + sslErrorText());
+        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+        SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+        static const unsigned char alpnH2[] = {2, 'h', '2'};
+        static const unsigned char alpnH1[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+        if (plan.h2)
+            SSL_CTX_set_alpn_protos(ctx, alpnH2, sizeof alpnH2);
+        else
+            SSL_CTX_set_alpn_protos(ctx, alpnH1, sizeof alpnH1);
+        boost::system::error_code addrEc;
+        const auto literal = asio::ip::make_address(first.host, addrEc);
+        if (addrEc) plan.sni = first.host;
+        if (options.insecure) {
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+        } else {
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+            SSL_CTX_set_default_verify_paths(ctx);
+            if (!options.caFile.empty() &&
+                SSL_CTX_load_verify_locations(ctx, options.caFile.c_str(), nullptr) != 1)
+                return refuse("cannot load CA certificates from '" + options.caFile + "': " + sslErrorText());
+            plan.verifyHost = addrEc ? first.host : literal.to_string();
+            plan.verifyIp = !addrEc;
+        }
+        ERR_clear_error();
+        plan.ssl = ctx;
+    }
+    std::unique_ptr<nghttp2_session_callbacks, void (*)(nghttp2_session_callbacks*)> h2Callbacks(
+        nullptr, nghttp2_session_callbacks_del);
+    if (plan.h2) {
+        nghttp2_session_callbacks* cbs = nullptr;
+        nghttp2_session_callbacks_new(&cbs);
+        h2Callbacks.reset(cbs);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, onH2Header);
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onH2FrameRecv);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onH2StreamClose);
+        plan.h2Callbacks = cbs;
+    }
+
+    // Pre-flight: one connection, so "nothing listens there", a certificate that does not verify or a
+    // server without HTTP/2 is one error, not a run of failures.
     {
         tcp::socket probe(setup);
         probe.connect(plan.endpoint, ec);
         if (ec) return refuse("cannot connect to " + result.address + ": " + ec.message());
+        const timeval tv{5, 0}; // a silent server must not hang the probe
+        ::setsockopt(probe.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ::setsockopt(probe.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        std::string problem;
+        if (plan.ssl) {
+            // The probe runs on the caller's thread: SIGPIPE blocked for it, and one it raised consumed.
+            sigset_t pipe, old;
+            sigemptyset(&pipe);
+            sigaddset(&pipe, SIGPIPE);
+            pthread_sigmask(SIG_BLOCK, &pipe, &old);
+            problem = probeTls(plan, probe, result.address);
+            const timespec zero{0, 0};
+            while (sigtimedwait(&pipe, nullptr, &zero) == SIGPIPE) {
+            }
+            pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        } else if (plan.h2)
+            problem = probeH2c(probe, result.address);
+        if (!problem.empty()) return refuse(problem);
         probe.close(ec);
     }
 
@@ -613,8 +1132,8 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
         workers.push_back(std::make_unique<Worker>(plan, t));
     for (unsigned c = 0; c < options.connections; ++c) {
         auto& w = *workers[c % threads];
-        w.conns.push_back(std::make_unique<Conn>(w, w.io, c, options.pipeline));
-        w.conns.back()->writeBuf.reserve(plan.specs.size() ? options.pipeline * 512 : 0);
+        w.conns.push_back(std::make_unique<Conn>(w, w.io, c, options.depth()));
+        w.conns.back()->writeBuf.reserve(options.depth() * 512);
     }
     if (options.model() == Model::Closed && options.count) {
         // Measured requests split by connections per thread.

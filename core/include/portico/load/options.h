@@ -10,9 +10,9 @@
 
 namespace portico::load {
 
-/// A target URL, `http://HOST[:PORT][/PATH][?QUERY]` (RFC 3986 §3; userinfo and fragments refused).
+/// A target URL, `http[s]://HOST[:PORT][/PATH][?QUERY]` (RFC 3986 §3; userinfo and fragments refused).
 struct Url {
-    std::string scheme;     ///< "http" (or "https", refused by `run` until TLS is supported)
+    std::string scheme;     ///< "http" or "https" (TLS, see Options::insecure and Options::caFile)
     std::string host;       ///< name or IP literal, IPv6 without brackets
     std::uint16_t port = 0; ///< explicit port or the scheme's default (80, 443)
     std::string target;     ///< origin-form request-target: path and query, "/" if the URL has no path
@@ -45,6 +45,16 @@ struct RequestSpec {
 /// corrected, as wrk2 does).
 enum class Model : std::uint8_t { Closed, Open };
 
+/// The protocol spoken on every connection of a run.
+/// - Http1: HTTP/1.1 keep-alive, `pipeline` requests in flight per connection. Over https the
+///   client offers ALPN "http/1.1".
+/// - Http2: HTTP/2 (RFC 9113) on an nghttp2 client session, `streams` concurrent streams per
+///   connection. Over https the client offers ALPN "h2" only and a server that does not select it
+///   is refused at start; over http it speaks h2c with prior knowledge (RFC 9113 §3.3: the
+///   connection preface first, no Upgrade), and a server that does not answer the preface with
+///   SETTINGS is refused at start.
+enum class Protocol : std::uint8_t { Http1, Http2 };
+
 /// Parameters of a run. A run is always bounded: `duration`, `count` or both must be set (both: the
 /// first reached ends it); `validate` refuses anything else.
 struct Options {
@@ -52,6 +62,10 @@ struct Options {
     unsigned connections = 10;         ///< 1..100000, spread round-robin over the threads
     unsigned threads = 1;              ///< 1..256 and ≤ connections; each runs its own io_context
     unsigned pipeline = 1;             ///< requests in flight per connection, 1..1024 (HTTP/1.1 pipelining)
+    Protocol protocol = Protocol::Http1;
+    /// HTTP/2 only: concurrent streams per connection, 1..1024 (h2load's -m). The server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS still applies: requests above it wait in the client.
+    unsigned streams = 1;
     std::chrono::nanoseconds duration{0}; ///< measured time after the warm-up; 0 = bounded by `count`
     std::uint64_t count = 0;              ///< measured requests to start; 0 = bounded by `duration`
     /// Open model when > 0: total arrival rate in requests per second over all connections
@@ -66,8 +80,17 @@ struct Options {
     std::chrono::nanoseconds stopGrace{std::chrono::seconds(5)};
     /// Refuse targets that are not loopback (127.0.0.0/8, ::1) unless set. Default: refuse.
     bool allowRemote = false;
+    /// https only: skip certificate verification (any certificate and name is accepted).
+    bool insecure = false;
+    /// https only: a PEM file of CA certificates trusted in addition to the system store (e.g. the
+    /// one `portico cert export FILE` writes). Empty = the system store only. Unless `insecure`,
+    /// the server's chain must verify and its certificate must match the URL's host (DNS name or
+    /// IP address, RFC 6125); SNI carries the host unless it is an IP literal.
+    std::string caFile;
 
     Model model() const { return rate > 0 ? Model::Open : Model::Closed; }
+    /// Requests in flight per connection: `streams` for HTTP/2, `pipeline` for HTTP/1.1.
+    unsigned depth() const { return protocol == Protocol::Http2 ? streams : pipeline; }
 };
 
 /// Checks ranges and bounds (see the fields); false with a one-line `error`.

@@ -1,4 +1,5 @@
-// Runs a bounded load test (HTTP/1.1 keep-alive, optional pipelining) and returns its result.
+// Runs a bounded load test (HTTP/1.1 keep-alive with pipelining or HTTP/2 with streams, cleartext or
+// TLS) and returns its result.
 #pragma once
 
 #include <portico/load/options.h>
@@ -10,17 +11,22 @@ namespace portico::load {
 
 /// Runs `options` to the end and returns the result; blocks the calling thread for about
 /// warm-up + duration (+ at most stopGrace). Errors are returned in `Result::error`, never thrown:
-/// invalid options, a bad URL, several origins, https (not supported yet), a name that does not
+/// invalid options, a bad URL, several origins, a CA file that does not load, a name that does not
 /// resolve, a target that is not loopback without `allowRemote`, or no connection succeeding at
-/// start ("connection refused to 127.0.0.1:9"). Failures during the run are counted, not fatal.
+/// start ("cannot connect to 127.0.0.1:9: Connection refused"), and, checked by one probe connection
+/// before the run: a TLS handshake that fails (certificate verification, with the reason and the
+/// hint to use `caFile` or `insecure`), an https server that does not select ALPN h2 for HTTP/2, or
+/// a cleartext server that does not answer the h2c preface within 5 s. Failures during the run are
+/// counted, not fatal.
 ///
 /// Setting `*abort` (from any thread) ends the run early as if its bound had been reached: no new
 /// requests, in-flight ones get the stop grace. Checked every 10 ms.
 ///
 /// Threads: `options.threads` worker threads, each with its own io_context and connections; each
 /// keeps its own histograms and counters, merged at the end. Requests are pre-serialised; the read
-/// buffer (64 KiB per connection) and the write buffer are allocated once, so steady state does not
-/// allocate per request.
+/// buffer (64 KiB per connection) and the write buffer are allocated once, so HTTP/1.1 in cleartext
+/// does not allocate per request in steady state (nghttp2 and OpenSSL allocate per stream/record).
+/// SIGPIPE is blocked on the worker threads (OpenSSL writes with write()).
 Result run(const Options& options, const std::atomic<bool>* abort = nullptr);
 
 } // namespace portico::load
