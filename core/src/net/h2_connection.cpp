@@ -319,7 +319,9 @@ void H2Connection::flush() {
         abort();
         return;
     }
-    worker_.buffers().release(out_);
+    // Kept while streams are open: a buffer grown past the pool's size would otherwise be
+    // unmapped and mapped again on every turn (TLB shootdowns on every core).
+    if (streams_.empty()) worker_.buffers().release(out_);
     closeIfDone();
     if (closed_) return;
     const auto& limits = worker_.snapshot().config->limits;
