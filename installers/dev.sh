@@ -14,7 +14,7 @@ mode=${1:-build}
 packages=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates
   qt6-base-dev qt6-base-dev-tools libgl-dev libqcustomplot-dev
-  libboost-dev libssl-dev libnghttp2-dev libyaml-cpp-dev libbrotli-dev zlib1g-dev libcli11-dev libpcre2-dev
+  libboost-dev libssl-dev libnghttp2-dev libyaml-cpp-dev libbrotli-dev zlib1g-dev libcli11-dev libpcre2-dev libsqlite3-dev nlohmann-json3-dev
 )
 # Real clients the integration tests drive over loopback.
 test_packages=(curl nghttp2-client python3 python3-h2 python3-websockets)

@@ -2,6 +2,7 @@
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 
+#include "capture/collector.h"
 #include "net/access_log.h"
 #include "net/snapshot.h"
 #include "net/worker.h"
@@ -94,6 +95,7 @@ struct Engine::Impl {
     bool watchStop = false;
 
     std::shared_ptr<tls::LocalCa> ca; // opened on first use of `tls: auto`
+    std::unique_ptr<capture::Collector> collector; // from start() until the next start()
 
     /// The snapshot for `config` whose listeners are bound as `bound` (same order as config->listen).
     std::shared_ptr<net::Snapshot> snapshot(std::shared_ptr<const config::Config> config,
@@ -183,6 +185,16 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
     }
     auto snap = d_->snapshot(config, d_->listeners, error);
     if (!snap) return fail();
+    std::unique_ptr<capture::Store> store;
+    if (!config->capture.store.empty()) {
+        store = capture::Store::open(config->capture.store, error);
+        if (!store) return fail();
+    }
+    d_->collector = std::make_unique<capture::Collector>(config->capture, std::move(store));
+    std::vector<capture::Recorder*> recorders;
+    for (auto& w : d_->workers)
+        recorders.push_back(&w->recorder());
+    d_->collector->start(std::move(recorders));
     d_->slot.publish(std::move(snap));
     for (auto& w : d_->workers)
         w->start();
@@ -262,6 +274,7 @@ void Engine::stop() {
         w->beginDrain(drain);
     for (auto& w : d_->workers)
         w->join();
+    if (d_->collector) d_->collector->stop();
     d_->finalCounters = sumCounters();
     d_->workers.clear();
     d_->listeners.clear();
@@ -290,6 +303,41 @@ unsigned Engine::workerCount() const {
 Counters Engine::counters() const {
     std::lock_guard lock(d_->mutex);
     return d_->running ? sumCounters() : d_->finalCounters;
+}
+
+std::vector<capture::Exchange> Engine::recentExchanges(std::uint64_t sinceId, std::size_t max) const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->recent(sinceId, max) : std::vector<capture::Exchange>{};
+}
+
+std::optional<capture::Exchange> Engine::exchange(std::uint64_t id) const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->get(id) : std::nullopt;
+}
+
+stats::Report Engine::stats() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->report() : stats::Report{};
+}
+
+std::uint64_t Engine::droppedRecords() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->dropped() : 0;
+}
+
+std::uint64_t Engine::capturedRecords() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->captured() : 0;
+}
+
+void Engine::flushCapture() {
+    std::lock_guard lock(d_->mutex);
+    if (d_->collector) d_->collector->drainNow();
+}
+
+std::string Engine::captureStoreError() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->storeError() : std::string();
 }
 
 Counters Engine::sumCounters() const {
