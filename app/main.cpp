@@ -38,6 +38,8 @@ struct ServeOptions {
     bool test = false;
     bool noReload = false;
     std::string accessLog;
+    std::string record;
+    bool serverTiming = false;
 };
 
 std::mutex g_outMutex;
@@ -109,6 +111,14 @@ int serve(const ServeOptions& o) {
         mutableCfg->accessLog.format = portico::config::AccessLog::Format::Combined;
         mutableCfg->accessLog.path = o.accessLog;
     }
+    if (!o.record.empty()) {
+        mutableCfg->capture.enabled = true;
+        mutableCfg->capture.store = std::filesystem::absolute(o.record).string();
+    }
+    if (o.serverTiming) {
+        mutableCfg->capture.enabled = true;
+        mutableCfg->capture.serverTiming = true;
+    }
     cfg = mutableCfg;
 
     // Signals are taken by this thread only (sigwait), never by the workers.
@@ -156,6 +166,9 @@ int serve(const ServeOptions& o) {
     auto c = engine.counters();
     report("portico: stopped after " + std::to_string(c.requests) + " request(s), " +
            std::to_string(c.parseErrors) + " malformed");
+    if (!o.record.empty())
+        report("portico: recorded " + std::to_string(engine.capturedRecords()) + " exchange(s) to " + o.record +
+               (engine.droppedRecords() ? " (" + std::to_string(engine.droppedRecords()) + " dropped: rings full)" : ""));
     return kExitOk;
 }
 
@@ -192,9 +205,13 @@ int main(int argc, char** argv) {
     keyOpt->needs(certOpt);
     serveCmd->add_flag("-t,--test", so.test, "Check the config (or folder) and exit: 0 valid, 1 invalid");
     serveCmd->add_flag("--no-reload", so.noReload, "Do not watch the config file");
+    serveCmd->add_option("--record", so.record, "Capture every exchange into this SQLite session file");
+    serveCmd->add_flag("--server-timing", so.serverTiming, "Capture, and add a Server-Timing header to responses");
 
     auto certCmd = portico::app::addCertCommand(app);
     auto bench = portico::app::addBenchCommand(app);
+    auto har = portico::app::addHarCommand(app);
+    auto replay = portico::app::addReplayCommand(app);
     auto* versionCmd = app.add_subcommand("version", "Print the version");
     std::string helpTopic;
     auto* helpCmd = app.add_subcommand("help", "Show help for portico or a subcommand");
@@ -216,6 +233,8 @@ int main(int argc, char** argv) {
     if (serveCmd->parsed()) return serve(so);
     if (certCmd.cmd->parsed()) return certCmd.run();
     if (bench.cmd->parsed()) return bench.run();
+    if (har.cmd->parsed()) return har.run();
+    if (replay.cmd->parsed()) return replay.run();
     if (helpCmd->parsed()) {
         if (helpTopic.empty()) {
             // app.help() would describe the selected subcommand ("help" itself); format the top level.

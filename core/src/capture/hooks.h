@@ -55,6 +55,7 @@ struct ConnCapture {
     std::int64_t tlsDoneNs = -1;
     // The request in progress (HTTP/1.1).
     std::int64_t headNs = -1;
+    std::uint64_t headBytes = 0;
     std::int64_t bodyDoneNs = -1;
     std::int64_t routeNs = -1;
     RouteLabels labels;

@@ -348,7 +348,10 @@ void Connection::parseAndHandle() {
         http1::ParseError err;
         auto st = http1::parseHead(data, plimits, head, consumed, err);
         if (st == http1::ParseStatus::Incomplete) return;
-        if (cap_ && cap_->headNs < 0 && st == http1::ParseStatus::Complete) cap_->headNs = capture::nowNs();
+        if (cap_ && cap_->headNs < 0 && st == http1::ParseStatus::Complete) {
+            cap_->headNs = capture::nowNs();
+            cap_->headBytes = consumed;
+        }
         if (st == http1::ParseStatus::Error) {
             worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
             queueError(err.status);

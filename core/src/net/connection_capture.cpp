@@ -43,7 +43,7 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
         auto end = sent.find("\r\n\r\n");
         in.responseHead = sent.substr(0, end == std::string_view::npos ? sent.size() : end + 2);
     }
-    in.requestHeadBytes = 0;
+    in.requestHeadBytes = cc.headBytes;
     in.requestBodySize = req.body.size();
     const bool noBody =
         res.status < 200 || res.status == 204 || res.status == 304 || req.method == http::Method::Head;
