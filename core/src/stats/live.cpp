@@ -21,8 +21,10 @@ std::uint64_t percentileOf(const BucketCounts& counts, double p) {
         total += c;
     if (!total) return 0;
     p = std::clamp(p, 0.0, 100.0);
-    const std::uint64_t rank = std::max<std::uint64_t>(
-        1, static_cast<std::uint64_t>(std::ceil(p / 100.0 * static_cast<double>(total))));
+    // Nearest rank, rounded to 1e-9 first as Histogram does (99.9 % of 1000 is rank 999).
+    const long double exact = static_cast<long double>(p) / 100.0L * static_cast<long double>(total);
+    const std::uint64_t rank = std::clamp<std::uint64_t>(
+        static_cast<std::uint64_t>(std::ceil(std::round(exact * 1e9L) / 1e9L)), 1, total);
     std::uint64_t seen = 0;
     for (std::size_t i = 0; i < counts.size(); ++i) {
         seen += counts[i];
