@@ -24,7 +24,12 @@ struct CurlTimes {
 // Runs curl once; timings in nanoseconds.
 CurlTimes curl(const QStringList& extra, const QString& url) {
     QStringList args = extra;
-    args << "-s" << "-o" << "/dev/null" << "-w" << "%{http_code} %{time_connect} %{time_pretransfer} %{time_starttransfer} %{time_total}\\n" << url;
+    args << "-s"
+         << "-o"
+         << "/dev/null"
+         << "-w"
+         << "%{http_code} %{time_connect} %{time_pretransfer} %{time_starttransfer} %{time_total}\\n"
+         << url;
     auto r = test::runProcess("curl", args);
     CurlTimes t;
     auto parts = QString::fromUtf8(r.out).trimmed().split(' ');
@@ -68,10 +73,12 @@ class TestCaptureEngine : public QObject {
     }
 
     std::shared_ptr<const config::Config> load(const std::string& extra) {
-        std::string yaml = "workers: 2\nlisten: [\"127.0.0.1:0\"]\n" + extra + "vhosts:\n  - names: [localhost]\n    root: " +
-                           dir_.path().toStdString() +
-                           "\n    routes:\n      - path: /slow\n        name: slow\n        respond: {body: late, latency: 60ms}\n"
-                           "      - path: /api/:id\n        respond: {status: 201, body: \"id={{param.id}}\", headers: {Content-Type: text/plain}}\n"
+        std::string yaml = "workers: 2\nlisten: [\"127.0.0.1:0\"]\n" + extra +
+                           "vhosts:\n  - names: [localhost]\n    root: " + dir_.path().toStdString() +
+                           "\n    routes:\n      - path: /slow\n        name: slow\n        respond: {body: "
+                           "late, latency: 60ms}\n"
+                           "      - path: /api/:id\n        respond: {status: 201, body: "
+                           "\"id={{param.id}}\", headers: {Content-Type: text/plain}}\n"
                            "      - path: /boom\n        respond: {status: 503, body: down}\n";
         auto r = config::loadConfigText(yaml, "capture.yaml", ".");
         if (!r.ok()) qWarning() << r.errors.front().toString().c_str();
@@ -93,7 +100,8 @@ private slots:
 
     void timelineAgreesWithCurl() {
         const QString base = QString("http://127.0.0.1:%1").arg(port_);
-        const std::uint64_t since = engine_.recentExchanges(0, 100000).empty() ? 0 : engine_.recentExchanges(0, 100000).back().id;
+        const std::uint64_t since =
+            engine_.recentExchanges(0, 100000).empty() ? 0 : engine_.recentExchanges(0, 100000).back().id;
         CurlTimes fast = curl({}, base + "/index.html");
         CurlTimes slow = curl({}, base + "/slow");
         QCOMPARE(fast.status, 200);
@@ -126,15 +134,18 @@ private slots:
         constexpr double kJitter = 5e6;
         const std::int64_t serverSlow = s.between(Phase::RequestHeaders, Phase::ResponseDone);
         QVERIFY2(serverSlow >= 60'000'000, qPrintable(QString::number(serverSlow)));
-        QVERIFY2(static_cast<double>(serverSlow) <= slow.total + kJitter, qPrintable(QString("%1 > %2").arg(serverSlow).arg(slow.total)));
+        QVERIFY2(static_cast<double>(serverSlow) <= slow.total + kJitter,
+                 qPrintable(QString("%1 > %2").arg(serverSlow).arg(slow.total)));
         QVERIFY(slow.starttransfer >= 60e6);
         // The server's wait (body done → first byte) explains the client's (connected → first byte,
         // which also holds sending the request) within 30 ms of loopback and scheduling jitter.
         const double clientWait = slow.starttransfer - slow.connect;
-        const double serverWait = static_cast<double>(s.between(Phase::RequestBodyDone, Phase::ResponseFirstByte));
+        const double serverWait =
+            static_cast<double>(s.between(Phase::RequestBodyDone, Phase::ResponseFirstByte));
         QVERIFY2(serverWait <= clientWait + kJitter && clientWait - serverWait < 30e6,
                  qPrintable(QString("server %1 client %2").arg(serverWait).arg(clientWait)));
-        QVERIFY(static_cast<double>(f.between(Phase::RequestHeaders, Phase::ResponseDone)) <= fast.total + kJitter);
+        QVERIFY(static_cast<double>(f.between(Phase::RequestHeaders, Phase::ResponseDone)) <=
+                fast.total + kJitter);
     }
 
     void keepAliveAndPipelining() {
@@ -144,7 +155,8 @@ private slots:
         auto before = engine_.recentExchanges(0, 100000);
         const std::uint64_t since = before.empty() ? 0 : before.back().id;
         for (int i = 0; i < 3; ++i)
-            QCOMPARE(c.exchange("GET /api/" + std::to_string(i) + " HTTP/1.1\r\nHost: localhost\r\n\r\n"), 201);
+            QCOMPARE(c.exchange("GET /api/" + std::to_string(i) + " HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+                     201);
         auto got = waitFor(since, 3);
         QCOMPARE(got.size(), std::size_t(3));
         for (std::uint32_t i = 0; i < 3; ++i) {
@@ -228,9 +240,10 @@ class TestCaptureFlood : public QObject {
     Q_OBJECT
 private slots:
     void dropsAreCounted() {
-        auto r = config::loadConfigText("workers: 1\nlisten: [\"127.0.0.1:0\"]\ncapture: {ring_records: 16, record_bytes: 2048}\n"
-                                        "vhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n",
-                                        "flood.yaml", ".");
+        auto r = config::loadConfigText(
+            "workers: 1\nlisten: [\"127.0.0.1:0\"]\ncapture: {ring_records: 16, record_bytes: 2048}\n"
+            "vhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n",
+            "flood.yaml", ".");
         QVERIFY(r.ok());
         engine::Engine engine;
         std::string error;
@@ -260,14 +273,16 @@ private slots:
     }
 
     void captureOffLeavesNoTrace() {
-        auto r = config::loadConfigText("workers: 1\nlisten: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n",
+        auto r = config::loadConfigText("workers: 1\nlisten: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      "
+                                        "- path: /\n        respond: {body: x}\n",
                                         "off.yaml", ".");
         QVERIFY(r.ok());
         engine::Engine engine;
         std::string error;
         QVERIFY(engine.start(r.config, error));
         test::RawClient c(engine.endpoints().front().port);
-        auto reply = test::rawExchange(engine.endpoints().front().port, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 300);
+        auto reply =
+            test::rawExchange(engine.endpoints().front().port, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 300);
         QVERIFY(!reply.bytes.contains("Server-Timing"));
         engine.flushCapture();
         QVERIFY(engine.recentExchanges(0, 10).empty());

@@ -25,7 +25,8 @@ std::uint64_t exactPercentile(const std::vector<std::uint64_t>& sorted, double p
     return sorted[rank - 1];
 }
 
-capture::Exchange roundTrip(capture::Recorder& rec, const std::function<void(capture::SlotWriter&, capture::SlotHead*)>& fill) {
+capture::Exchange roundTrip(capture::Recorder& rec,
+                            const std::function<void(capture::SlotWriter&, capture::SlotHead*)>& fill) {
     capture::SlotHead* h = rec.reserve(0);
     if (!h) return {};
     capture::SlotWriter w(h, rec.ring()->payload(h), rec.ring()->payloadBytes());
@@ -33,7 +34,8 @@ capture::Exchange roundTrip(capture::Recorder& rec, const std::function<void(cap
     w.finish();
     rec.publish(1);
     capture::Exchange out;
-    rec.ringForReader()->drain([&](const capture::SlotHead& sh, const char* p) { out = capture::decodeSlot(sh, p); }, 1);
+    rec.ringForReader()->drain(
+        [&](const capture::SlotHead& sh, const char* p) { out = capture::decodeSlot(sh, p); }, 1);
     return out;
 }
 } // namespace
@@ -61,12 +63,14 @@ private slots:
             errors += p.errors();
         }
         QCOMPARE(merged.count(), std::uint64_t(samples.size()));
-        QCOMPARE(errors, std::uint64_t(std::count_if(samples.begin(), samples.end(), [](auto v) { return v > 5'000'000; })));
+        QCOMPARE(errors, std::uint64_t(std::count_if(samples.begin(), samples.end(),
+                                                     [](auto v) { return v > 5'000'000; })));
         for (double p : {0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0}) {
             const std::uint64_t exact = exactPercentile(samples, p);
             const std::uint64_t fromHist = merged.valueAtPercentile(p);
             const std::uint64_t fromCounts = stats::percentileOf(counts, p);
-            const double bound = static_cast<double>(exact) * (1.0 + stats::Histogram::kRelativePrecision) + 1.0;
+            const double bound =
+                static_cast<double>(exact) * (1.0 + stats::Histogram::kRelativePrecision) + 1.0;
             QVERIFY2(fromHist >= exact && static_cast<double>(fromHist) <= bound,
                      qPrintable(QString("p%1: exact %2 histogram %3").arg(p).arg(exact).arg(fromHist)));
             QVERIFY2(fromCounts >= exact && static_cast<double>(fromCounts) <= bound,
@@ -81,7 +85,8 @@ private slots:
         auto e = roundTrip(rec, [&](capture::SlotWriter& w, capture::SlotHead* h) {
             h->status = 201;
             h->phases[static_cast<int>(capture::Phase::RequestHeaders)] = 123;
-            for (auto s : {"TLSv1.3", "h2", "127.0.0.1:5000", "site", "/api/*", "POST", "https", "localhost", "/api/x?y=1", ""})
+            for (auto s : {"TLSv1.3", "h2", "127.0.0.1:5000", "site", "/api/*", "POST", "https", "localhost",
+                           "/api/x?y=1", ""})
                 w.str(s);
             auto l = w.beginList();
             w.pair(l, "Content-Type", "application/octet-stream");
@@ -151,7 +156,9 @@ private slots:
                         ++delivered;
                     },
                     16);
-                if (finished && rec.ringForReader()->drain([](auto&, auto) {}, 0) == 0 && delivered + rec.dropped() >= kRecords) break;
+                if (finished && rec.ringForReader()->drain([](auto&, auto) {}, 0) == 0 &&
+                    delivered + rec.dropped() >= kRecords)
+                    break;
                 std::this_thread::sleep_for(std::chrono::microseconds(50));
             }
         });

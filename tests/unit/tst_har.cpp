@@ -39,12 +39,15 @@ std::vector<Exchange> sample() {
     a.scheme = "https";
     a.authority = "localhost:8443";
     a.target = "/api/items?x=1&y=%20z";
-    a.requestHeaders = {{"Host", "localhost:8443"}, {"Content-Type", "application/json"}, {"Cookie", "sid=1; t=2"}};
+    a.requestHeaders = {
+        {"Host", "localhost:8443"}, {"Content-Type", "application/json"}, {"Cookie", "sid=1; t=2"}};
     a.requestBody = "{\"name\":\"é\"}";
     a.requestBodySize = a.requestBody.size();
     a.requestHeadersSize = 120;
     a.status = 201;
-    a.responseHeaders = {{"Content-Type", "application/json"}, {"Set-Cookie", "sid=3; Path=/; HttpOnly"}, {"Location", "/api/items/7"}};
+    a.responseHeaders = {{"Content-Type", "application/json"},
+                         {"Set-Cookie", "sid=3; Path=/; HttpOnly"},
+                         {"Location", "/api/items/7"}};
     a.responseBody = "{\"id\":7}";
     a.responseBodySize = a.responseBody.size();
     a.responseHeadersSize = 98;
@@ -106,9 +109,11 @@ private slots:
             QJsonObject e = entries[i].toObject();
             for (auto k : {"startedDateTime", "time", "request", "response", "cache", "timings"})
                 QVERIFY2(e.contains(k), k);
-            for (auto k : {"method", "url", "httpVersion", "cookies", "headers", "queryString", "headersSize", "bodySize"})
+            for (auto k : {"method", "url", "httpVersion", "cookies", "headers", "queryString", "headersSize",
+                           "bodySize"})
                 QVERIFY2(e["request"].toObject().contains(k), k);
-            for (auto k : {"status", "statusText", "httpVersion", "cookies", "headers", "content", "redirectURL", "headersSize", "bodySize"})
+            for (auto k : {"status", "statusText", "httpVersion", "cookies", "headers", "content",
+                           "redirectURL", "headersSize", "bodySize"})
                 QVERIFY2(e["response"].toObject().contains(k), k);
             QVERIFY(e["response"].toObject()["content"].toObject().contains("mimeType"));
             QJsonObject t = e["timings"].toObject();
@@ -136,14 +141,21 @@ private slots:
         // Binary body → base64; cookies and query parsed; redirectURL from Location.
         QJsonObject c1 = entries[1].toObject()["response"].toObject()["content"].toObject();
         QCOMPARE(c1["encoding"].toString(), QString("base64"));
-        QCOMPARE(QByteArray::fromBase64(c1["text"].toString().toLatin1()), QByteArray("\x89PNG\0\x01\xff", 7));
+        QCOMPARE(QByteArray::fromBase64(c1["text"].toString().toLatin1()),
+                 QByteArray("\x89PNG\0\x01\xff", 7));
         QCOMPARE(c1["size"].toInt(), 1000);
         QJsonObject r0 = entries[0].toObject()["request"].toObject();
         QCOMPARE(r0["cookies"].toArray().size(), 2);
         QCOMPARE(r0["queryString"].toArray()[1].toObject()["value"].toString(), QString(" z"));
         QCOMPARE(r0["postData"].toObject()["text"].toString(), QString::fromUtf8("{\"name\":\"é\"}"));
-        QCOMPARE(entries[0].toObject()["response"].toObject()["redirectURL"].toString(), QString("/api/items/7"));
-        QVERIFY(entries[0].toObject()["response"].toObject()["cookies"].toArray()[0].toObject()["httpOnly"].toBool());
+        QCOMPARE(entries[0].toObject()["response"].toObject()["redirectURL"].toString(),
+                 QString("/api/items/7"));
+        QVERIFY(entries[0]
+                    .toObject()["response"]
+                    .toObject()["cookies"]
+                    .toArray()[0]
+                    .toObject()["httpOnly"]
+                    .toBool());
         // The unfinished one: no response, still valid timings.
         QCOMPARE(entries[2].toObject()["response"].toObject()["status"].toInt(), 0);
         QCOMPARE(entries[2].toObject()["_portico"].toObject()["error"].toString(),
@@ -186,7 +198,8 @@ print("ok")
             QCOMPARE(b.httpVersion, a.httpVersion);
             QCOMPARE(b.status, a.status);
             QVERIFY(b.requestHeaders == a.requestHeaders);
-            if (i != 1) QVERIFY(b.responseHeaders == a.responseHeaders); // entry 1 has a non-UTF-8 header value
+            if (i != 1)
+                QVERIFY(b.responseHeaders == a.responseHeaders); // entry 1 has a non-UTF-8 header value
             QCOMPARE(b.requestBody, a.requestBody);
             QCOMPARE(b.responseBody, a.responseBody);
             QCOMPARE(b.requestBodySize, a.requestBodySize);
@@ -260,12 +273,14 @@ print("ok")
         QCOMPARE(f0.status, 201);
         QCOMPARE(f0.requestBody, std::string("{\"name\":\"x\"}"));
         // 10:20:30.012+01:00 is 09:20:30.012Z.
-        QCOMPARE(f0.startedUnixNs % (24ll * 3600 * 1'000'000'000), std::int64_t((9 * 3600 + 20 * 60 + 30) * 1'000'000'000ll + 12'000'000));
+        QCOMPARE(f0.startedUnixNs % (24ll * 3600 * 1'000'000'000),
+                 std::int64_t((9 * 3600 + 20 * 60 + 30) * 1'000'000'000ll + 12'000'000));
         // "timings": {} (a cache hit): a warning, phases shown as n/a.
         const Exchange& f1 = firefox.exchanges[1];
         QCOMPARE(f1.at(Phase::ResponseFirstByte), std::int64_t(-1));
-        QVERIFY(std::any_of(firefox.warnings.begin(), firefox.warnings.end(),
-                            [](const std::string& w) { return w.find("entries[1].timings") != std::string::npos; }));
+        QVERIFY(std::any_of(firefox.warnings.begin(), firefox.warnings.end(), [](const std::string& w) {
+            return w.find("entries[1].timings") != std::string::npos;
+        }));
 
         auto toolkit = capture::fromHar(fixture("httptoolkit.har"));
         QCOMPARE(toolkit.exchanges[0].requestBody, std::string("\0\x01\x02\xff", 4));
@@ -286,15 +301,21 @@ print("ok")
     void corruptFilesGetPositionedErrors_data() {
         QTest::addColumn<QByteArray>("text");
         QTest::addColumn<QString>("error");
-        QTest::newRow("truncated") << QByteArray::fromStdString(fixture("truncated.har")) << "22:44 (byte 700): syntax error";
-        QTest::newRow("double comma") << QByteArray("{\"log\": {\"version\": \"1.2\",, }}") << "1:27 (byte 26): syntax error";
-        QTest::newRow("second line") << QByteArray("{\"log\":\n  {\"entries\": [}]}}") << "2:16 (byte 23): syntax error";
+        QTest::newRow("truncated") << QByteArray::fromStdString(fixture("truncated.har"))
+                                   << "22:44 (byte 700): syntax error";
+        QTest::newRow("double comma")
+            << QByteArray("{\"log\": {\"version\": \"1.2\",, }}") << "1:27 (byte 26): syntax error";
+        QTest::newRow("second line") << QByteArray("{\"log\":\n  {\"entries\": [}]}}")
+                                     << "2:16 (byte 23): syntax error";
         QTest::newRow("empty") << QByteArray("") << "1:1 (byte 0): syntax error";
         QTest::newRow("not har") << QByteArray("{\"entries\": []}") << "log: missing: not a HAR file";
-        QTest::newRow("entries type") << QByteArray("{\"log\": {\"entries\": 5}}") << "log.entries: expected an array";
-        QTest::newRow("no url") << QByteArray("{\"log\": {\"entries\": [{\"request\": {}}]}}") << "log.entries[0].request.url: missing";
+        QTest::newRow("entries type")
+            << QByteArray("{\"log\": {\"entries\": 5}}") << "log.entries: expected an array";
+        QTest::newRow("no url") << QByteArray("{\"log\": {\"entries\": [{\"request\": {}}]}}")
+                                << "log.entries[0].request.url: missing";
         QTest::newRow("headers type")
-            << QByteArray("{\"log\": {\"entries\": [{\"request\": {\"url\": \"http://x/\", \"headers\": 3}}]}}")
+            << QByteArray(
+                   "{\"log\": {\"entries\": [{\"request\": {\"url\": \"http://x/\", \"headers\": 3}}]}}")
             << "log.entries[0].request.headers: expected an array";
     }
     void corruptFilesGetPositionedErrors() {
@@ -308,7 +329,8 @@ print("ok")
 
     void base64() {
         std::string out;
-        for (std::string s : {std::string(""), std::string("a"), std::string("ab"), std::string("abc"), std::string("\0\xff\x10", 3)}) {
+        for (std::string s : {std::string(""), std::string("a"), std::string("ab"), std::string("abc"),
+                              std::string("\0\xff\x10", 3)}) {
             QVERIFY(capture::base64Decode(capture::base64Encode(s), out));
             QCOMPARE(out, s);
         }

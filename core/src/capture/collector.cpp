@@ -82,7 +82,13 @@ void Collector::stop() {
     {
         std::lock_guard d(drainMutex_);
         drain();
-        if (store_ && !store_->commit()) storeError_ = store_->error();
+        if (store_) {
+            std::uint64_t dropped = 0;
+            for (auto* rec : recorders_)
+                dropped += rec->dropped();
+            store_->setMeta("dropped_records", std::to_string(dropped));
+            if (!store_->commit()) storeError_ = store_->error();
+        }
     }
     auto r = compute();
     std::lock_guard lock(mutex_);
@@ -107,6 +113,11 @@ void Collector::run() {
             lastTickUnix_ = sec;
         }
         if (store_ && std::chrono::steady_clock::now() - lastCommit_ >= kCommitEvery) {
+            std::uint64_t dropped = 0;
+            for (auto* rec : recorders_)
+                dropped += rec->dropped();
+            // Records dropped this run (rings full), committed with the records they sit between.
+            store_->setMeta("dropped_records", std::to_string(dropped));
             if (!store_->commit()) {
                 std::lock_guard lock(mutex_);
                 storeError_ = store_->error();

@@ -273,6 +273,34 @@ std::vector<Exchange> Store::load(std::uint64_t sinceId, std::size_t max) {
     return out;
 }
 
+bool Store::setMeta(const std::string& key, const std::string& value) {
+    if (!begin()) return false;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO portico_session (key, value) VALUES (?, ?)", -1, &st,
+                           nullptr) != SQLITE_OK) {
+        error_ = sqlite3_errmsg(db_);
+        return false;
+    }
+    sqlite3_bind_text(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    const bool ok = sqlite3_step(st) == SQLITE_DONE;
+    if (!ok) error_ = sqlite3_errmsg(db_);
+    sqlite3_finalize(st);
+    return ok;
+}
+
+std::string Store::meta(const std::string& key) {
+    sqlite3_stmt* st = nullptr;
+    std::string v;
+    if (sqlite3_prepare_v2(db_, "SELECT value FROM portico_session WHERE key = ?", -1, &st, nullptr) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_ROW) v = text(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
 std::uint64_t Store::count() {
     sqlite3_stmt* st = nullptr;
     std::uint64_t n = 0;

@@ -30,6 +30,10 @@ public:
     bool append(std::vector<Exchange>& records);
     /// Rewrites an existing record (same id), e.g. when its completion arrived.
     bool update(const Exchange& e);
+    /// Sets a session property (table `portico_session`), e.g. "dropped_records", in the current transaction.
+    bool setMeta(const std::string& key, const std::string& value);
+    /// A session property; "" when absent.
+    std::string meta(const std::string& key);
     /// Commits the current transaction (a new one starts on the next write).
     bool commit();
 
