@@ -133,8 +133,15 @@ void Collector::drainNow() {
     if (store_) store_->commit();
 }
 
+Exchange Collector::Stored::decode() const {
+    Exchange e = decodeSlot(head, payload.data());
+    e.id = id;
+    if (!error.empty()) e.error = error;
+    return e;
+}
+
 void Collector::drain() {
-    std::vector<Exchange> batch;
+    std::vector<Stored> batch;
     std::vector<std::pair<unsigned, Completion>> completions;
     for (auto* rec : recorders_) {
         Ring* ring = rec->ringForReader();
@@ -143,63 +150,66 @@ void Collector::drain() {
         // Records first, then completions: a completion always follows its record's publication.
         ring->drain(
             [&](const SlotHead& h, const char* payload) {
-                batch.push_back(decodeSlot(h, payload));
-                batch.back().id = (static_cast<std::uint64_t>(w) << 48) | h.seq; // renumbered below
+                Stored& st = batch.emplace_back();
+                st.head = h;
+                st.payload.assign(payload, h.used);
+                st.id = (static_cast<std::uint64_t>(w) << 48) | h.seq; // renumbered below
             },
             4096);
         if (auto* c = rec->completionsForReader())
             c->drain([&](const Completion& x) { completions.emplace_back(w, x); });
     }
+    if (batch.empty() && completions.empty()) return;
     std::lock_guard lock(mutex_);
-    for (auto& e : batch) {
-        const unsigned w = static_cast<unsigned>(e.id >> 48);
-        const std::uint64_t seq = e.id & ((1ull << 48) - 1);
-        e.id = nextId_++;
-        if (e.flags & kIncomplete) awaiting_[{w, seq}] = e.id;
+    for (auto& st : batch) {
+        const unsigned w = static_cast<unsigned>(st.id >> 48);
+        const std::uint64_t seq = st.id & ((1ull << 48) - 1);
+        st.id = nextId_++;
+        if (st.head.flags & kIncomplete) awaiting_[{w, seq}] = st.id;
     }
-    // Sorted by id already; completions edit records in the window (and the store).
-    std::vector<Exchange*> updated;
+    // Completions edit records of this batch or of the window (and the store).
+    std::vector<const Stored*> updated;
     for (auto& [w, c] : completions) {
         auto it = awaiting_.find({w, c.seq});
         if (it == awaiting_.end()) continue;
         const std::uint64_t id = it->second;
         awaiting_.erase(it);
-        Exchange* e = nullptr;
-        for (auto& b : batch)
-            if (b.id == id) e = &b;
+        Stored* st = nullptr;
+        if (!batch.empty() && id >= batch.front().id) st = &batch[id - batch.front().id];
         bool inWindow = false;
-        if (!e && !window_.empty() && id >= window_.front().id) {
-            auto pos = std::lower_bound(window_.begin(), window_.end(), id,
-                                        [](const Exchange& x, std::uint64_t v) { return x.id < v; });
-            if (pos != window_.end() && pos->id == id) {
-                e = &*pos;
-                inWindow = true;
-            }
+        if (!st && !window_.empty() && id >= window_.front().id && id - window_.front().id < window_.size()) {
+            st = &window_[id - window_.front().id]; // ids in the window are consecutive
+            inWindow = true;
         }
-        if (!e) continue;
-        if (c.firstByteNs >= 0) e->set(Phase::ResponseFirstByte, c.firstByteNs);
+        if (!st) continue;
+        if (c.firstByteNs >= 0)
+            st->head.phases[static_cast<std::size_t>(Phase::ResponseFirstByte)] = c.firstByteNs;
         if (c.doneNs >= 0) {
-            e->set(Phase::ResponseDone, c.doneNs);
-            e->flags &= ~kIncomplete;
+            st->head.phases[static_cast<std::size_t>(Phase::ResponseDone)] = c.doneNs;
+            st->head.flags &= ~kIncomplete;
         }
-        if (c.error == 1 && e->error.empty()) e->error = "connection closed before the response was sent";
-        if (inWindow) updated.push_back(e);
+        if (c.error == 1 && st->error.empty()) st->error = "connection closed before the response was sent";
+        if (inWindow) updated.push_back(st);
     }
     // Incomplete records older than the window's reach are never completed; forget old keys.
     while (awaiting_.size() > 100000)
         awaiting_.erase(awaiting_.begin());
     if (store_) {
-        if (!store_->append(batch)) storeError_ = store_->error();
-        for (auto* e : updated)
-            store_->update(*e);
+        std::vector<Exchange> rows;
+        rows.reserve(batch.size());
+        for (const auto& st : batch)
+            rows.push_back(st.decode());
+        if (!store_->append(rows)) storeError_ = store_->error();
+        for (const auto* st : updated)
+            store_->update(st->decode());
     }
     captured_ += batch.size();
-    for (auto& e : batch) {
-        windowBytes_ += e.approximateBytes();
-        window_.push_back(std::move(e));
+    for (auto& st : batch) {
+        windowBytes_ += st.bytes();
+        window_.push_back(std::move(st));
     }
     while (!window_.empty() && (window_.size() > cfg_.maxRecords || windowBytes_ > cfg_.maxBytes)) {
-        windowBytes_ -= std::min(windowBytes_, window_.front().approximateBytes());
+        windowBytes_ -= std::min(windowBytes_, window_.front().bytes());
         window_.pop_front();
     }
 }
@@ -276,18 +286,18 @@ std::vector<Exchange> Collector::recent(std::uint64_t sinceId, std::size_t max) 
     std::lock_guard lock(mutex_);
     std::vector<Exchange> out;
     auto pos = std::upper_bound(window_.begin(), window_.end(), sinceId,
-                                [](std::uint64_t v, const Exchange& x) { return v < x.id; });
+                                [](std::uint64_t v, const Stored& x) { return v < x.id; });
     for (; pos != window_.end() && out.size() < max; ++pos)
-        out.push_back(*pos);
+        out.push_back(pos->decode());
     return out;
 }
 
 std::optional<Exchange> Collector::get(std::uint64_t id) const {
     std::lock_guard lock(mutex_);
     auto pos = std::lower_bound(window_.begin(), window_.end(), id,
-                                [](const Exchange& x, std::uint64_t v) { return x.id < v; });
+                                [](const Stored& x, std::uint64_t v) { return x.id < v; });
     if (pos == window_.end() || pos->id != id) return std::nullopt;
-    return *pos;
+    return pos->decode();
 }
 
 stats::Report Collector::report() const {

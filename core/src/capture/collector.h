@@ -51,7 +51,17 @@ private:
     mutable std::mutex mutex_; // guards what readers see
     std::condition_variable cv_;
     bool stop_ = false;
-    std::deque<Exchange> window_;
+    // A record as the ring held it: decoded only when someone asks (keeps the collector's cost
+    // per record to one copy).
+    struct Stored {
+        std::uint64_t id = 0;
+        SlotHead head;
+        std::string payload;
+        std::string error; // set by a completion
+        Exchange decode() const;
+        std::size_t bytes() const { return sizeof(Stored) + payload.capacity() + error.size(); }
+    };
+    std::deque<Stored> window_;
     std::size_t windowBytes_ = 0;
     std::uint64_t nextId_ = 1;
     std::uint64_t captured_ = 0;
