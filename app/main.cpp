@@ -1,4 +1,4 @@
-// The `portico` executable: subcommands `serve`, `bench`, `cert`, `version`, `help` over the engine facade.
+// The `portico` executable: subcommands `serve`, `bench`, `cert`, `har`, `replay`, `version`, `help` over the engine facade.
 #include "commands.h"
 
 #include <portico/config/loader.h>

@@ -654,7 +654,7 @@ private slots:
             << QStringList{"test.yaml:1:25: capture.ring_records: must be between 16 and 1048576, got 8"};
         QTest::newRow("capture unknown key")
             << QByteArray("capture: {enabeld: true}\n") + v
-            << QStringList{"test.yaml:1:11: capture: unknown key 'enabeld' (did you mean 'enabled'?)"};
+            << QStringList{"test.yaml:1:11: capture.enabeld: unknown key 'enabeld' (did you mean 'enabled'?)"};
         QTest::newRow("live_reload not yet")
             << QByteArray("live_reload: true\n") + v
             << QStringList{"test.yaml:1:1: live_reload: 'live_reload' is not supported yet in this version"};
