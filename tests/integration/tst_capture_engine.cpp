@@ -5,6 +5,7 @@
 #include "raw_client.h"
 #include "test_support.h"
 
+#include <portico/capture/har.h>
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 
@@ -234,6 +235,62 @@ private slots:
     void cleanupTestCase() { engine_.stop(); }
 };
 
+// TLS: the handshake is in the timeline, TLS version and ALPN in the record, and the HAR export
+// gives the first exchange of the connection connect = ssl and the reused one -1 (case HAR-01).
+class TestCaptureTls : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+private slots:
+    void tlsTimelineAndHar() {
+        auto gen = test::runProcess(
+            "openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", dir_.filePath("k.pem"), "-out", dir_.filePath("c.pem"), "-days", "2",
+                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
+        QCOMPARE(gen.exitCode, 0);
+        const std::string yaml =
+            "workers: 1\nlisten: [{address: \"127.0.0.1:0\", tls: {cert: " +
+            dir_.filePath("c.pem").toStdString() + ", key: " + dir_.filePath("k.pem").toStdString() +
+            "}}]\ncapture: true\nvhosts:\n  - routes:\n      - path: /x\n        respond: {body: tls}\n";
+        auto r = config::loadConfigText(yaml, "tls.yaml", ".");
+        QVERIFY2(r.ok(), r.ok() ? "" : r.errors.front().toString().c_str());
+        engine::Engine engine;
+        std::string error;
+        QVERIFY2(engine.start(r.config, error), error.c_str());
+        const QString url = QString("https://localhost:%1/x").arg(engine.endpoints().front().port);
+        // Two requests on one HTTP/1.1 connection, then one h2 connection.
+        auto h1 = test::runProcess("curl", {"-sk", "--http1.1", url, url});
+        QCOMPARE(h1.out, QByteArray("tlstls"));
+        auto h2 = test::runProcess("curl", {"-sk", "--http2", url});
+        QCOMPARE(h2.out, QByteArray("tls"));
+        std::vector<capture::Exchange> got;
+        for (int i = 0; i < 200 && got.size() < 3; ++i) {
+            engine.flushCapture();
+            got = engine.recentExchanges(0, 10);
+            QTest::qWait(10);
+        }
+        QCOMPARE(got.size(), std::size_t(3));
+        for (const auto& e : got) {
+            QVERIFY(e.tlsVersion.starts_with("TLSv1."));
+            QCOMPARE(e.scheme, std::string("https"));
+            QVERIFY(e.at(Phase::TlsDone) > e.at(Phase::Accepted));
+            QVERIFY(e.at(Phase::RequestHeaders) >= e.at(Phase::TlsDone));
+            QVERIFY(ordered(e));
+        }
+        QCOMPARE(got[0].alpn, std::string("http/1.1"));
+        QCOMPARE(got[2].alpn, std::string("h2"));
+        QCOMPARE(got[2].protocol, capture::Protocol::Http2);
+        QCOMPARE(got[1].connectionId, got[0].connectionId);
+        auto t0 = capture::harTimings(got[0]);
+        auto t1 = capture::harTimings(got[1]);
+        auto t2 = capture::harTimings(got[2]);
+        QVERIFY(t0.ssl > 0 && t0.connect == t0.ssl);
+        QCOMPARE(t1.connect, -1.0);
+        QCOMPARE(t1.ssl, -1.0);
+        QVERIFY(t2.ssl > 0); // stream 1 of a new connection
+        engine.stop();
+    }
+};
+
 // A second engine: small rings and a pipelined flood; every exchange is either recorded or
 // counted as dropped, and the statistics include them all.
 class TestCaptureFlood : public QObject {
@@ -296,6 +353,10 @@ int main(int argc, char** argv) {
     int rc = 0;
     {
         TestCaptureEngine t;
+        rc |= QTest::qExec(&t, argc, argv);
+    }
+    {
+        TestCaptureTls t;
         rc |= QTest::qExec(&t, argc, argv);
     }
     {
