@@ -23,5 +23,9 @@ struct Command {
 Command addCertCommand(CLI::App& app);
 /// `portico bench URL...`: the load generator (app/bench_command.cpp, docs/cli.md).
 Command addBenchCommand(CLI::App& app);
+/// `portico har export FILE.db OUT.har` / `portico har import IN.har FILE.db` (app/har_command.cpp).
+Command addHarCommand(CLI::App& app);
+/// `portico replay FILE.db|IN.har --target URL [--filter EXPR]` (app/replay_command.cpp).
+Command addReplayCommand(CLI::App& app);
 
 } // namespace portico::app

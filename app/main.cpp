@@ -1,4 +1,4 @@
-// The `portico` executable: `serve`, `bench`, `cert`, `gui` (the default), `version`, `help` over the engine facade.
+// The `portico` executable: `serve`, `bench`, `cert`, `har`, `replay`, `gui` (the default), `version`, `help`.
 #include "commands.h"
 
 #include <portico/config/loader.h>
@@ -43,6 +43,8 @@ struct ServeOptions {
     bool noReload = false;
     bool noLiveReload = false;
     std::string accessLog;
+    std::string record;
+    bool serverTiming = false;
 };
 
 std::mutex g_outMutex;
@@ -117,6 +119,14 @@ int serve(const ServeOptions& o) {
         mutableCfg->accessLog.format = portico::config::AccessLog::Format::Combined;
         mutableCfg->accessLog.path = o.accessLog;
     }
+    if (!o.record.empty()) {
+        mutableCfg->capture.enabled = true;
+        mutableCfg->capture.store = std::filesystem::absolute(o.record).string();
+    }
+    if (o.serverTiming) {
+        mutableCfg->capture.enabled = true;
+        mutableCfg->capture.serverTiming = true;
+    }
     cfg = mutableCfg;
 
     // Signals are taken by this thread only (sigwait), never by the workers.
@@ -164,6 +174,9 @@ int serve(const ServeOptions& o) {
     auto c = engine.counters();
     report("portico: stopped after " + std::to_string(c.requests) + " request(s), " +
            std::to_string(c.parseErrors) + " malformed");
+    if (!o.record.empty())
+        report("portico: recorded " + std::to_string(engine.capturedRecords()) + " exchange(s) to " + o.record +
+               (engine.droppedRecords() ? " (" + std::to_string(engine.droppedRecords()) + " dropped: rings full)" : ""));
     return kExitOk;
 }
 
@@ -205,9 +218,13 @@ int main(int argc, char** argv) {
     serveCmd->add_flag("--no-reload", so.noReload, "Do not watch the config file");
     serveCmd->add_flag("--no-live-reload", so.noLiveReload,
                        "Turn live reload off (on by default when serving a folder; per vhost in a config)");
+    serveCmd->add_option("--record", so.record, "Capture every exchange into this SQLite session file");
+    serveCmd->add_flag("--server-timing", so.serverTiming, "Capture, and add a Server-Timing header to responses");
 
     auto certCmd = portico::app::addCertCommand(app);
     auto bench = portico::app::addBenchCommand(app);
+    auto har = portico::app::addHarCommand(app);
+    auto replay = portico::app::addReplayCommand(app);
 #ifdef PORTICO_HAVE_UI
     portico::ui::GuiOptions guiOptions;
     auto* guiCmd = app.add_subcommand("gui", "Open the desktop app (the default without a subcommand)");
@@ -239,6 +256,8 @@ int main(int argc, char** argv) {
     if (serveCmd->parsed()) return serve(so);
     if (certCmd.cmd->parsed()) return certCmd.run();
     if (bench.cmd->parsed()) return bench.run();
+    if (har.cmd->parsed()) return har.run();
+    if (replay.cmd->parsed()) return replay.run();
     if (helpCmd->parsed()) {
         if (helpTopic.empty()) {
             // app.help() would describe the selected subcommand ("help" itself); format the top level.

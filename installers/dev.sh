@@ -15,7 +15,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates
   qt6-base-dev qt6-base-dev-tools libgl-dev libqcustomplot-dev
   libboost-dev libssl-dev libnghttp2-dev libyaml-cpp-dev libbrotli-dev zlib1g-dev libcli11-dev libpcre2-dev
-  python3 dpkg-dev file
+  libsqlite3-dev nlohmann-json3-dev python3 dpkg-dev file
 )
 # Real clients the integration tests drive over loopback (chromium: the headless live-reload test).
 test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets groff-base appstream chromium)

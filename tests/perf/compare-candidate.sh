@@ -4,10 +4,14 @@
 # (compare.sh pins the candidate to one core). Usage, from the repository root:
 #   ../shared/bench/compare.sh -w h1,h1pipe,h1static,h2tls,static1m -- tests/perf/compare-candidate.sh
 # PORTICO_BIN overrides the binary (default: build/app/portico next to this script's repo).
+# PORTICO_CAPTURE=1 runs the capture-on variant (`capture: {enabled: true}`, default sizes):
+#   ../shared/bench/compare.sh -w h1,h1pipe,h2tls -- env PORTICO_CAPTURE=1 tests/perf/compare-candidate.sh
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=${PORTICO_BIN:-$here/build/app/portico}
 : "${BENCH_WWW:?compare.sh exports BENCH_WWW}"
+capture=false
+[ -n "${PORTICO_CAPTURE:-}" ] && [ "${PORTICO_CAPTURE}" != 0 ] && capture=true
 cfg=$(mktemp --suffix=.yaml)
 cat >"$cfg" <<YAML
 workers: 1
@@ -15,6 +19,7 @@ listen:
   - 127.0.0.1:18080
   - {address: 127.0.0.1:18443, tls: {cert: "$BENCH_CERT", key: "$BENCH_KEY"}}
 server_header: true
+capture: {enabled: $capture}
 vhosts:
   - root: $BENCH_WWW
     routes:

@@ -651,9 +651,15 @@ private slots:
                                     << QStringList{
                                            "test.yaml:1:27: compression.gzip_level: must be between 1 and 9, "
                                            "got 10"};
-        QTest::newRow("capture not yet")
-            << QByteArray("capture: {enabled: true}\n") + v
-            << QStringList{"test.yaml:1:1: capture: 'capture' is not supported yet in this version"};
+        QTest::newRow("capture ring range")
+            << QByteArray("capture: {ring_records: 8}\n") + v
+            << QStringList{"test.yaml:1:25: capture.ring_records: must be between 16 and 1048576, got 8"};
+        QTest::newRow("capture unknown key")
+            << QByteArray("capture: {enabeld: true}\n") + v
+            << QStringList{"test.yaml:1:11: capture.enabeld: unknown key 'enabeld' (did you mean 'enabled'?)"};
+        QTest::newRow("live_reload not yet")
+            << QByteArray("live_reload: true\n") + v
+            << QStringList{"test.yaml:1:1: live_reload: 'live_reload' is not supported yet in this version"};
         QTest::newRow("no vhosts list")
             << QByteArray("vhosts: []\n")
             << QStringList{"test.yaml:1:9: vhosts: at least one vhost is required"};

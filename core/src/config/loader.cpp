@@ -42,8 +42,11 @@ using Keys = std::span<const std::string_view>;
 // The keys each map of the schema takes. Keeping them in one place makes the schema easy to read
 // next to docs/configuration.md.
 constexpr std::string_view kTopKeys[] = {"workers",     "listen",        "limits", "access_log",
-                                         "compression", "server_header", "vhosts", "http2"};
-constexpr std::string_view kTopNotYet[] = {"capture"};
+                                         "compression", "server_header", "vhosts", "http2",
+                                         "capture"};
+constexpr std::string_view kTopNotYet[] = {"live_reload"};
+constexpr std::string_view kCaptureKeys[] = {"enabled",    "max_records", "max_bytes",     "ring_records",
+                                             "record_bytes", "body_bytes", "server_timing", "store"};
 constexpr std::string_view kListenKeys[] = {"address", "tls"};
 constexpr std::string_view kTlsKeys[] = {"cert", "key"};
 constexpr std::string_view kHttp2Keys[] = {
@@ -351,6 +354,7 @@ private:
     void readAccessLog(const Value& v, AccessLog& a);
     void readCompression(const Value& v, Compression& c);
     void readHttp2(const Value& v, Http2& h);
+    void readCapture(const Value& v, Capture& c);
     std::optional<TlsFiles> readTlsFiles(const Value& v);
     void readVhost(const Value& v, Vhost& vh);
     bool readStaticKey(const Entry& e, StaticAction& st);
@@ -708,6 +712,8 @@ void Loader::readTop(const Value& v, Config& c) {
                 readCompression(val, c.compression);
             } else if (e.key == "http2") {
                 readHttp2(val, c.http2);
+            } else if (e.key == "capture") {
+                readCapture(val, c.capture);
             } else if (e.key == "server_header") {
                 if (auto b = boolean(val)) c.serverHeader = *b;
             } else if (e.key == "vhosts") {
@@ -947,6 +953,52 @@ void Loader::readCompression(const Value& v, Compression& c) {
         }
         return true;
     });
+}
+
+void Loader::readCapture(const Value& v, Capture& c) {
+    // `capture: true` / `capture: false` is short for `{enabled: ...}`.
+    if (v.node.IsScalar()) {
+        if (auto b = boolean(v)) c.enabled = *b;
+        return;
+    }
+    c.enabled = true; // writing a capture section means "capture"
+    readMap(v, kCaptureKeys, [&](const Entry& e) {
+        if (e.key == "enabled") {
+            if (auto b = boolean(e.value)) c.enabled = *b;
+        } else if (e.key == "max_records") {
+            if (auto n = integer(e.value, 1, 100000000)) c.maxRecords = static_cast<std::uint64_t>(*n);
+        } else if (e.key == "max_bytes") {
+            if (auto n = size(e.value, 64 * 1024)) c.maxBytes = *n;
+        } else if (e.key == "ring_records") {
+            if (auto n = integer(e.value, 16, 1048576)) c.ringRecords = static_cast<std::uint64_t>(*n);
+        } else if (e.key == "record_bytes") {
+            if (auto n = size(e.value, 1024)) {
+                if (*n > (1u << 20))
+                    error(e.value, "at most 1 MiB");
+                else
+                    c.recordBytes = *n;
+            }
+        } else if (e.key == "body_bytes") {
+            if (auto n = size(e.value, 0)) c.bodyBytes = *n;
+        } else if (e.key == "server_timing") {
+            if (auto b = boolean(e.value)) c.serverTiming = *b;
+        } else if (e.key == "store") {
+            if (e.value.node.IsScalar() && !e.value.node.Scalar().empty()) {
+                fs::path p(e.value.node.Scalar());
+                if (p.is_relative()) p = baseDir_ / p;
+                c.store = normalise(p);
+                std::error_code ec;
+                if (!fs::is_directory(fs::path(c.store).parent_path(), ec))
+                    error(e.value, "directory '" + fs::path(c.store).parent_path().string() + "' does not exist");
+            } else {
+                error(e.value, "expected a file name");
+            }
+        } else {
+            return false;
+        }
+        return true;
+    });
+    if (c.bodyBytes > c.recordBytes) c.bodyBytes = c.recordBytes;
 }
 
 void Loader::readHttp2(const Value& v, Http2& h) {

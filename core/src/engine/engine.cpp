@@ -3,6 +3,7 @@
 #include <portico/engine/engine.h>
 
 #include "handlers/live_reload.h"
+#include "capture/collector.h"
 #include "net/access_log.h"
 #include "net/snapshot.h"
 #include "net/worker.h"
@@ -96,6 +97,7 @@ struct Engine::Impl {
     bool watchStop = false;
 
     std::shared_ptr<tls::LocalCa> ca; // opened on first use of `tls: auto`
+    std::unique_ptr<capture::Collector> collector; // from start() until the next start()
 
     std::shared_ptr<ws::Hub> hub = std::make_shared<ws::Hub>();
     std::uint64_t liveBatchesAtStop = 0;
@@ -202,6 +204,16 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
     }
     auto snap = d_->snapshot(config, d_->listeners, error);
     if (!snap) return fail();
+    std::unique_ptr<capture::Store> store;
+    if (!config->capture.store.empty()) {
+        store = capture::Store::open(config->capture.store, error);
+        if (!store) return fail();
+    }
+    d_->collector = std::make_unique<capture::Collector>(config->capture, std::move(store));
+    std::vector<capture::Recorder*> recorders;
+    for (auto& w : d_->workers)
+        recorders.push_back(&w->recorder());
+    d_->collector->start(std::move(recorders));
     d_->slot.publish(std::move(snap));
     d_->liveReload = std::make_unique<handlers::LiveReloadWatcher>(
         [hub = d_->hub](const std::string& json) { hub->notifyLiveReload(json); });
@@ -288,6 +300,7 @@ void Engine::stop() {
         w->beginDrain(drain);
     for (auto& w : d_->workers)
         w->join();
+    if (d_->collector) d_->collector->stop();
     d_->finalCounters = sumCounters();
     d_->workers.clear();
     d_->listeners.clear();
@@ -316,6 +329,41 @@ unsigned Engine::workerCount() const {
 Counters Engine::counters() const {
     std::lock_guard lock(d_->mutex);
     return d_->running ? sumCounters() : d_->finalCounters;
+}
+
+std::vector<capture::Exchange> Engine::recentExchanges(std::uint64_t sinceId, std::size_t max) const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->recent(sinceId, max) : std::vector<capture::Exchange>{};
+}
+
+std::optional<capture::Exchange> Engine::exchange(std::uint64_t id) const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->get(id) : std::nullopt;
+}
+
+stats::Report Engine::stats() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->report() : stats::Report{};
+}
+
+std::uint64_t Engine::droppedRecords() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->dropped() : 0;
+}
+
+std::uint64_t Engine::capturedRecords() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->captured() : 0;
+}
+
+void Engine::flushCapture() {
+    std::lock_guard lock(d_->mutex);
+    if (d_->collector) d_->collector->drainNow();
+}
+
+std::string Engine::captureStoreError() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->storeError() : std::string();
 }
 
 Counters Engine::sumCounters() const {

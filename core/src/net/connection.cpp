@@ -1,6 +1,7 @@
 // HTTP/1.1 connection state machine: non-blocking reads, pipelined dispatch, batched writes, sendfile.
 #include "net/connection.h"
 
+#include "capture/hooks.h"
 #include "net/h2_connection.h"
 #include "net/transport.h"
 #include "net/worker.h"
@@ -90,6 +91,7 @@ void Connection::start() {
     socket_.non_blocking(true, ec);
     socket_.set_option(tcp::no_delay(true), ec);
     const Snapshot& snap = worker_.snapshot();
+    if (snap.config->capture.enabled) captureStart();
     if (auto it = snap.tls.find(localPort_); it != snap.tls.end() && it->second) {
         ssl_ = it->second->newSsl(socket_.native_handle());
         if (!ssl_) {
@@ -111,6 +113,7 @@ void Connection::handshake() {
     int rc = SSL_do_handshake(ssl_);
     if (rc == 1) {
         rare_->tls.reset();
+        if (cap_) cap_->tlsDoneNs = capture::nowNs();
         if (tls::alpnOf(ssl_) == "h2") {
             startH2({});
             return;
@@ -145,6 +148,7 @@ bool Connection::startH2(std::string_view received) {
     deadline_ = Clock::time_point::max();
     if (rare_) rare_->tls.reset();
     releaseBuffers();
+    if (cap_) h2->adoptCapture(std::move(cap_));
     h2->start();
     return true;
 }
@@ -304,16 +308,20 @@ void Connection::drive() {
                 self->rare_->delay = std::chrono::nanoseconds{0};
                 self->drive();
             });
+            if (cap_) capture::h1Yield(*cap_);
             return;
         }
+        if (cap_) capture::h1BeforeFlush(*cap_);
         switch (flushNow()) {
         case Flush::Blocked:
+            if (cap_) capture::h1Yield(*cap_);
             waitWrite();
             return;
         case Flush::Failed:
             abort();
             return;
         case Flush::Done:
+            if (cap_) capture::h1Flushed(*cap_);
             break;
         }
         if (proxying()) {
@@ -366,6 +374,10 @@ void Connection::parseAndHandle() {
         http1::ParseError err;
         auto st = http1::parseHead(data, plimits, head, consumed, err);
         if (st == http1::ParseStatus::Incomplete) return;
+        if (cap_ && cap_->headNs < 0 && st == http1::ParseStatus::Complete) {
+            cap_->headNs = capture::nowNs();
+            cap_->headBytes = consumed;
+        }
         if (st == http1::ParseStatus::Error) {
             worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
             queueError(err.status);
@@ -421,9 +433,10 @@ void Connection::parseAndHandle() {
             trailers = r.chunked.trailers();
             total += r.chunkPos;
         }
+        if (cap_) cap_->bodyDoneNs = capture::nowNs();
         handle(body, trailers);
         // A pipelined request behind this one starts now (the first one started at its first byte).
-        if (worker_.accessLog()) requestStart_ = Clock::now();
+        if (worker_.accessLog() || cap_) requestStart_ = Clock::now();
         in_.consume(total);
         resetBodyState();
         if (rare_ && rare_->upgrade) {
@@ -520,6 +533,10 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         req.path = path;
         std::size_t vh = snap.router.selectVhost(req.host, localPort_);
         routing::RouteResult rr = snap.router.match(vh, req.method, req.path);
+        if (cap_) {
+            cap_->routeNs = capture::nowNs();
+            cap_->labels = capture::labelsFor(cfg.vhosts[vh], rr);
+        }
         if (ws::isWebSocketEndpoint(cfg.vhosts[vh], rr, req)) {
             if (auto up = ws::acceptUpgrade(worker_, vh, rr, req, ssl_ != nullptr, res))
                 rare().upgrade = std::move(up);
@@ -529,11 +546,14 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         }
     }
     if (res.forward) {
-        startProxy(req, res);
+        startProxy(req, res); // not captured yet: the record would need the upstream's side
         return;
     }
+    if (cap_ && cap_->serverTiming) addServerTiming(res);
     logExchange(req, res);
+    const std::size_t headStart = cap_ ? out_.size() : 0;
     serialize(req, res);
+    if (cap_) captureExchange(req, res, headStart, {});
 }
 
 void Connection::startProxy(const http::Request& req, const http::Response& res) {
@@ -779,7 +799,9 @@ void Connection::queueError(int status) {
     req = http::Request{};
     req.keepAlive = false;
     logExchange(req, res); // the request line may be unparsable: logged as "- -"
+    const std::size_t headStart = cap_ ? out_.size() : 0;
     serialize(req, res);
+    if (cap_) captureExchange(req, res, headStart, "refused before routing");
     closeAfterWrite_ = true;
 }
 
@@ -894,6 +916,7 @@ void Connection::onDrain() {
 void Connection::abort() {
     if (closed_) return;
     closed_ = true;
+    if (cap_) capture::h1Closed(*cap_);
     deadline_ = Clock::time_point::max();
     boost::system::error_code ec;
     socket_.cancel(ec);

@@ -25,6 +25,9 @@ class ServerTls;
 namespace portico::ws {
 struct Accepted;
 }
+namespace portico::capture {
+struct ConnCapture;
+}
 
 namespace portico::net {
 
@@ -73,6 +76,11 @@ private:
     bool answerBeforeBody();
     void serialize(const http::Request& req, http::Response& res);
     void logExchange(const http::Request& req, const http::Response& res);
+    // Capture (connection_capture.cpp); only called when cap_ is set.
+    void captureStart();
+    void captureExchange(const http::Request& req, const http::Response& res, std::size_t headStart,
+                         std::string_view error);
+    void addServerTiming(http::Response& res);
     void queueError(int status);
     Flush flushNow();
     void lingeringClose();
@@ -117,6 +125,7 @@ private:
     IoBuffer in_;
     IoBuffer out_;
     std::unique_ptr<Rare> rare_;
+    std::unique_ptr<capture::ConnCapture> cap_; // null unless capture was on at accept
     Clock::time_point deadline_ = Clock::time_point::max();
     Clock::time_point requestStart_;
     std::uint16_t localPort_;

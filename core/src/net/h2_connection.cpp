@@ -2,6 +2,7 @@
 // mem_send into one buffer that is written once per loop turn.
 #include "net/h2_connection.h"
 
+#include "capture/hooks.h"
 #include "net/transport.h"
 #include "net/worker.h"
 
@@ -153,6 +154,10 @@ struct H2Connection::Stream {
         start = Clock::now();
         target.clear();
         host.clear();
+        capHeadNs = capBodyNs = capRouteNs = capFirstByteNs = -1;
+        capLabels = {};
+        capBody.clear();
+        capBodySize = 0;
     }
     struct Field {
         std::uint32_t name, nameLen, value, valueLen;
@@ -174,6 +179,11 @@ struct H2Connection::Stream {
     Clock::time_point start = Clock::now();
     std::string target; // for the access log
     std::string host;
+    // Capture (only when the connection captures).
+    std::int64_t capHeadNs = -1, capBodyNs = -1, capRouteNs = -1, capFirstByteNs = -1;
+    capture::RouteLabels capLabels;
+    std::string capBody; // request body prefix
+    std::uint64_t capBodySize = 0;
 };
 
 H2Connection::H2Connection(Worker& worker, Connection::Socket socket, SSL* ssl, std::uint16_t localPort,
@@ -186,6 +196,8 @@ H2Connection::H2Connection(Worker& worker, Connection::Socket socket, SSL* ssl, 
     auto remote = socket_.remote_endpoint(ec);
     if (!ec) clientAddress_ = remote.address().to_string();
 }
+
+void H2Connection::adoptCapture(std::unique_ptr<capture::ConnCapture> cap) { cap_ = std::move(cap); }
 
 H2Connection::~H2Connection() {
     worker_.unlink(this);
@@ -401,6 +413,7 @@ int H2Connection::onBeginHeaders(std::int32_t id) {
         s = std::make_unique<Stream>();
     }
     s->reuse(id);
+    if (cap_) s->capHeadNs = capture::nowNs();
     streams_.push_back(std::move(s));
     return 0;
 }
@@ -461,6 +474,7 @@ int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t 
 int H2Connection::onRequestComplete(std::int32_t id) {
     Stream* s = stream(id);
     if (!s || s->dispatched) return 0;
+    if (cap_) s->capBodyNs = capture::nowNs();
     dispatch(*s);
     return 0;
 }
@@ -473,6 +487,7 @@ void H2Connection::fail(Stream& s, int status) {
     s.target = s.path;
     s.host = s.authority;
     logExchange(s);
+    if (cap_) captureStats(s);
     submit(s);
 }
 
@@ -533,11 +548,25 @@ void H2Connection::dispatch(Stream& s) {
         req.path = path;
         std::size_t vh = snap.router.selectVhost(req.host, localPort_);
         routing::RouteResult rr = snap.router.match(vh, req.method, req.path);
+        if (cap_) {
+            s.capRouteNs = capture::nowNs();
+            s.capLabels = capture::labelsFor(cfg.vhosts[vh], rr);
+        }
         handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
         handlers::dispatch(ex, res);
     }
+    if (cap_) {
+        s.capBodySize = s.body.size();
+        s.capBody.assign(s.body, 0, std::min<std::size_t>(s.body.size(), cap_->cfg->bodyBytes));
+        if (cap_->serverTiming) {
+            std::string& value = worker_.timingScratch();
+            capture::serverTimingValue(s.capHeadNs, s.capBodyNs, s.capRouteNs, capture::nowNs(), value);
+            res.addHeader("Server-Timing", value);
+        }
+        if (!res.forward) captureStats(s);
+    }
     if (res.forward) {
-        startProxy(s, req);
+        startProxy(s, req); // not captured yet: the record would need the upstream's side
         s.body.clear();
         return;
     }
@@ -662,6 +691,7 @@ void H2Connection::submit(Stream& s) {
     const http::Response& res = s.res;
     const int status = res.status;
     const bool noBody = status < 200 || status == 204 || status == 304;
+    if (cap_) s.capFirstByteNs = capture::nowNs();
     // Names lower-cased into one scratch buffer first; nghttp2 copies the pairs on submit.
     std::string& arena = worker_.h2Arena();
     arena.clear();
@@ -774,6 +804,7 @@ void H2Connection::onStreamClose(std::int32_t id) {
         streams_.pop_back();
         if (s->timer) s->timer->cancel();
         s->timer.reset();
+        if (cap_ && !s->proxy) captureStream(*s, s->dispatched ? "" : "stream reset before the request completed");
         s->proxy.reset(); // cancels an exchange still running
         s->res.reset();   // drop shared bodies and files now
         if (tStreamPool.size() < kStreamPoolMax) tStreamPool.push_back(std::move(s));
@@ -826,11 +857,71 @@ void H2Connection::abort() {
     deadline_ = Clock::time_point::max();
     for (auto& s : streams_) {
         if (s->timer) s->timer->cancel();
+        if (cap_ && !s->proxy) captureStream(*s, "connection closed");
         s->proxy.reset();
     }
     boost::system::error_code ec;
     socket_.cancel(ec);
     socket_.close(ec);
+}
+
+// ---- capture (only with capture on) ----
+
+void H2Connection::captureStats(Stream& s) {
+    const std::int64_t now = capture::nowNs();
+    const std::int64_t start = s.capHeadNs >= 0 ? s.capHeadNs : now;
+    capture::recordStats(*cap_->rec, s.capLabels,
+                         static_cast<std::uint64_t>(now - start) + static_cast<std::uint64_t>(s.res.delay.count()),
+                         s.res.fate == http::Response::Fate::Drop ? 0 : s.res.status);
+}
+
+void H2Connection::captureStream(Stream& s, std::string_view error) {
+    if (s.capHeadNs < 0) return; // already captured, or began before capture
+    std::vector<http::Header>& headers = worker_.h2Headers();
+    std::vector<http::Header>& trailers = worker_.h2Trailers();
+    headers.clear();
+    trailers.clear();
+    for (const auto& f : s.fields) {
+        http::Header h{std::string_view(s.arena).substr(f.name, f.nameLen),
+                       std::string_view(s.arena).substr(f.value, f.valueLen)};
+        (f.trailer ? trailers : headers).push_back(h);
+    }
+    http::Request req;
+    req.headers = headers;
+    req.trailers = trailers;
+    req.body = s.capBody;
+    capture::ExchangeInput in;
+    in.protocol = capture::Protocol::Http2;
+    in.httpVersion = 20;
+    in.streamId = static_cast<std::uint32_t>(s.id);
+    in.ssl = ssl_;
+    in.localPort = localPort_;
+    in.req = &req;
+    in.method = s.method;
+    in.target = s.path;
+    in.authority = s.host.empty() ? std::string_view(s.authority) : std::string_view(s.host);
+    in.scheme = s.scheme;
+    const bool answered = s.dispatched && s.res.fate != http::Response::Fate::Drop;
+    in.res = answered ? &s.res : nullptr;
+    const bool noBody = s.head || s.res.status < 200 || s.res.status == 204 || s.res.status == 304;
+    in.responseHasBody = answered && !noBody;
+    in.responseBodySize = in.responseHasBody ? s.sent : 0;
+    in.requestBodySize = s.capBodySize;
+    in.error = s.dispatched && s.res.fate == http::Response::Fate::Drop ? std::string_view("stream reset (fault injection)")
+               : !error.empty() ? error
+               : (in.responseHasBody && s.sent < s.res.bodyLength()) ? std::string_view("stream closed before the whole body was sent")
+                                                                     : std::string_view();
+    in.labels = s.capLabels;
+    in.requestStartNs = s.capHeadNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = s.capHeadNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::RequestBodyDone)] = s.capBodyNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = s.capRouteNs;
+    if (answered) {
+        in.phases[static_cast<std::size_t>(capture::Phase::ResponseFirstByte)] = s.capFirstByteNs;
+        if (error.empty()) in.phases[static_cast<std::size_t>(capture::Phase::ResponseDone)] = capture::nowNs();
+    }
+    if (capture::writeRecord(*cap_, 0, in)) cap_->rec->publish(1);
+    s.capHeadNs = -1;
 }
 
 } // namespace portico::net

@@ -18,6 +18,9 @@
 #include <vector>
 
 typedef struct nghttp2_session nghttp2_session;
+namespace portico::capture {
+struct ConnCapture;
+}
 typedef struct ssl_st SSL;
 
 namespace portico::net {
@@ -34,6 +37,8 @@ public:
 
     /// Sends our SETTINGS, processes `received`, then reads. False if the session cannot start.
     void start();
+    /// Capture state of the connection this session came from (before start()).
+    void adoptCapture(std::unique_ptr<capture::ConnCapture> cap);
     void checkDeadline(Clock::time_point now) override;
     void onDrain() override;
     void abort() override;
@@ -60,6 +65,8 @@ private:
     void submit(Stream& s);
     void fail(Stream& s, int status);
     void logExchange(const Stream& s);
+    void captureStats(Stream& s);                         // capture only
+    void captureStream(Stream& s, std::string_view error); // capture only
     void closeIfDone();
     void startProxy(Stream& s, const http::Request& req);
     friend struct ProxySink;
@@ -73,6 +80,7 @@ private:
     IoBuffer out_;
     std::string clientAddress_;
     std::vector<std::unique_ptr<Stream>> streams_; // open streams (at most max_concurrent_streams)
+    std::unique_ptr<capture::ConnCapture> cap_; // null unless capture was on at accept
     Clock::time_point deadline_ = Clock::time_point::max();
     double resetTokens_ = 0; // Rapid Reset bucket (http2.reset_burst, refilled at reset_rate/s)
     Clock::time_point resetRefill_;

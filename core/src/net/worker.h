@@ -1,6 +1,7 @@
 // A worker: one thread, one io_context, its own SO_REUSEPORT listeners and the connections they accept.
 #pragma once
 
+#include "capture/recorder.h"
 #include "net/access_log.h"
 #include "net/io_buffer.h"
 #include "net/session.h"
@@ -87,6 +88,10 @@ public:
     AccessLogger* accessLog() { return log_.get(); }
     WorkerCounters& counters() { return counters_; }
     const WorkerCounters& counters() const { return counters_; }
+    /// Capture rings and live statistics shared with the engine's collector.
+    capture::Recorder& recorder() { return recorder_; }
+    /// Scratch for the Server-Timing value (capture.server_timing).
+    std::string& timingScratch() { return timing_; }
 
     void link(Session* c);
     void unlink(Session* c);
@@ -128,6 +133,8 @@ private:
     bool draining_ = false;
     Session* first_ = nullptr; // intrusive list of live connections (for timeouts and drain)
     WorkerCounters counters_;
+    capture::Recorder recorder_{index_};
+    std::string timing_;
 };
 
 } // namespace portico::net

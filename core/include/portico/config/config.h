@@ -88,6 +88,21 @@ struct Compression {
     int brotliQuality = 5;         ///< 0..11
 };
 
+/// Capture of exchanges (`capture:`): per-request records with a server-side timeline, latency
+/// statistics and an optional SQLite session file. Off by default; when off the request path only
+/// tests one flag. Sizes in bytes. Ring sizes are fixed when a worker first captures (a change
+/// takes effect after a restart); `enabled` and `server_timing` apply on reload.
+struct Capture {
+    bool enabled = false;
+    std::uint64_t maxRecords = 10000;          ///< in-memory window kept by the engine (records), ≥ 1
+    std::uint64_t maxBytes = 64ull << 20;      ///< in-memory window (approximate bytes of records), ≥ 64 KiB
+    std::uint64_t ringRecords = 1024;          ///< per-worker ring capacity (records), 16..1048576
+    std::uint64_t recordBytes = 16 * 1024;     ///< bytes of one ring slot (strings, headers, body prefixes), 1 KiB..1 MiB
+    std::uint64_t bodyBytes = 4096;            ///< body prefix kept per request and per response, 0..record_bytes
+    bool serverTiming = false;                 ///< add a `Server-Timing` response header with the server phases
+    std::string store;                         ///< SQLite session file (absolute after loading); "" = none
+};
+
 /// Static files from a folder (`static:` action, or a vhost's own `root`).
 struct StaticAction {
     std::string root; ///< absolute after loading
@@ -211,6 +226,7 @@ struct Config {
     AccessLog accessLog;
     Compression compression;
     Http2 http2;
+    Capture capture;
     bool serverHeader = true; ///< send "Server: Portico/VERSION"
     std::vector<Vhost> vhosts;
     std::string sourcePath; ///< file it was loaded from ("" if built in code)

@@ -1,14 +1,17 @@
 // The one facade over the server core: start, publish config snapshots, stop. CLI and GUI use only this.
 #pragma once
 
+#include <portico/capture/exchange.h>
 #include <portico/config/config.h>
 #include <portico/ws/websocket.h>
+#include <portico/stats/report.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +88,28 @@ public:
     /// "file:line:column: path: message" — the old config keeps serving). Runs until stop().
     void watchConfigFile(const std::string& path, std::function<void(const std::string&)> report,
                          std::chrono::milliseconds interval = std::chrono::milliseconds(500));
+
+    // ---- capture (config `capture:`; docs/capture.md) ----
+    // A collector thread drains the workers' rings every 50 ms into a bounded window
+    // (capture.max_records / capture.max_bytes) and, with capture.store, a SQLite session file.
+    // The window, statistics and counts stay readable after stop() until the next start().
+
+    /// Captured exchanges with id > `sinceId`, oldest first, at most `max` (ids increase by one
+    /// per record; a gap means records left the window).
+    std::vector<capture::Exchange> recentExchanges(std::uint64_t sinceId, std::size_t max = 1000) const;
+    /// One exchange of the window by id; nullopt when it is not (or no longer) there.
+    std::optional<capture::Exchange> exchange(std::uint64_t id) const;
+    /// Latency statistics since start: overall, per vhost, per route, and the last 300 s.
+    /// Every exchange counts, including those whose record was dropped.
+    stats::Report stats() const;
+    /// Records whose details were dropped because a worker's ring was full (stats still count them).
+    std::uint64_t droppedRecords() const;
+    /// Records that reached the collector since start.
+    std::uint64_t capturedRecords() const;
+    /// Drains the rings now (tests, before reading the window at a known point).
+    void flushCapture();
+    /// Last session-file error ("" when fine).
+    std::string captureStoreError() const;
 
 private:
     Counters sumCounters() const; // caller holds the engine mutex

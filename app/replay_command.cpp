@@ -1,0 +1,135 @@
+// `portico replay FILE.db|IN.har --target URL [--filter EXPR]`: resend recorded requests, record
+// the new exchanges, and show what changed (docs/cli.md).
+#include "commands.h"
+
+#include <portico/capture/filter.h>
+#include <portico/capture/har.h>
+#include <portico/capture/replay.h>
+#include <portico/capture/store.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace portico::app {
+namespace {
+
+struct ReplayOptions {
+    std::string source;
+    std::string target;
+    std::string filter;
+    std::string record;
+    bool allowRemote = false;
+    bool curl = false;
+    bool quiet = false;
+    int timeoutMs = 10000;
+};
+
+std::vector<capture::Exchange> load(const std::string& path, std::string& error) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+        error = path + ": cannot read";
+        return {};
+    }
+    char magic[16] = {};
+    f.read(magic, sizeof magic);
+    if (std::string_view(magic, 15) == "SQLite format 3") {
+        auto store = capture::Store::open(path, error);
+        return store ? store->load() : std::vector<capture::Exchange>{};
+    }
+    f.clear();
+    f.seekg(0);
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    auto r = capture::fromHar(ss.str());
+    if (!r.ok()) error = path + ":" + r.error;
+    return std::move(r.exchanges);
+}
+
+int run(const ReplayOptions& o) {
+    std::string error;
+    auto filter = capture::Filter::parse(o.filter, error);
+    if (!filter) {
+        std::cerr << "portico: --filter: " << error << "\n";
+        return kExitUsage;
+    }
+    auto all = load(o.source, error);
+    if (!error.empty()) {
+        std::cerr << "portico: " << error << "\n";
+        return kExitFailure;
+    }
+    std::vector<capture::Exchange> chosen;
+    for (auto& e : all)
+        if (filter->matches(e)) chosen.push_back(std::move(e));
+    if (o.curl) {
+        for (const auto& e : chosen)
+            std::cout << capture::toCurl(e, o.target) << "\n";
+        return kExitOk;
+    }
+    std::unique_ptr<capture::Store> store;
+    if (!o.record.empty()) {
+        store = capture::Store::open(o.record, error);
+        if (!store) {
+            std::cerr << "portico: " << error << "\n";
+            return kExitFailure;
+        }
+    }
+    capture::ReplayOptions ro;
+    ro.baseUrl = o.target;
+    ro.allowRemote = o.allowRemote;
+    ro.timeout = std::chrono::milliseconds(o.timeoutMs);
+    std::size_t same = 0, changed = 0, failed = 0;
+    std::vector<capture::Exchange> replayed;
+    for (const auto& e : chosen) {
+        auto r = capture::replay(e, ro);
+        std::cout << "#" << e.id << " " << e.method << " " << e.target << " ";
+        if (!r.ok()) {
+            ++failed;
+            std::cout << "failed: " << r.error << "\n";
+            continue;
+        }
+        const double ms = static_cast<double>(r.exchange.durationNs()) / 1e6;
+        std::cout << e.status << " -> " << r.exchange.status << " (" << ms << " ms)";
+        if (r.differences.empty()) {
+            ++same;
+            std::cout << " same\n";
+        } else {
+            ++changed;
+            std::cout << " " << r.differences.size() << " difference(s)\n";
+            if (!o.quiet)
+                for (const auto& d : r.differences)
+                    std::cout << "    " << d.what << ": " << d.before << " -> " << d.after << "\n";
+        }
+        replayed.push_back(std::move(r.exchange));
+    }
+    if (store && (!store->append(replayed) || !store->commit())) {
+        std::cerr << "portico: " << o.record << ": " << store->error() << "\n";
+        return kExitFailure;
+    }
+    std::cout << chosen.size() << " replayed: " << same << " same, " << changed << " changed, " << failed
+              << " failed\n";
+    return failed ? kExitFailure : kExitOk;
+}
+
+} // namespace
+
+Command addReplayCommand(CLI::App& app) {
+    auto o = std::make_shared<ReplayOptions>();
+    auto* cmd =
+        app.add_subcommand("replay", "Resend recorded requests (FILE.db or IN.har) and compare the answers");
+    cmd->add_option("source", o->source, "Session file (serve --record) or HAR file")
+        ->required()
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--target", o->target, "Base URL to send to (default: each request's original host)");
+    cmd->add_option("--filter", o->filter,
+                    "Only matching exchanges (e.g. 'status:>=400 method:POST path:/api')");
+    cmd->add_option("--record", o->record, "Append the new exchanges to this session file");
+    cmd->add_option("--timeout", o->timeoutMs, "Per request, milliseconds (default 10000)")
+        ->check(CLI::Range(1, 600000));
+    cmd->add_flag("--allow-remote", o->allowRemote, "Allow targets that are not loopback addresses");
+    cmd->add_flag("--curl", o->curl, "Print each request as a curl command instead of sending it");
+    cmd->add_flag("-q,--quiet", o->quiet, "Do not list the differences");
+    return Command{cmd, [o] { return run(*o); }};
+}
+
+} // namespace portico::app

@@ -1,0 +1,116 @@
+// One captured exchange (an HTTP/1.1 request/response, an HTTP/2 stream; room for WebSocket
+// sessions and gRPC calls) as plain data: what the engine hands to the GUI and the CLI, what the
+// session file stores and what HAR export/import converts. No Qt, no sockets.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace portico::capture {
+
+enum class Protocol : std::uint8_t {
+    Http1 = 0,     ///< HTTP/1.0 or HTTP/1.1 (see Exchange::httpVersion)
+    Http2 = 1,     ///< one HTTP/2 stream (h2 over TLS or h2c)
+    WebSocket = 2, ///< reserved: a WebSocket session, `messages` filled
+    Grpc = 3,      ///< reserved: a gRPC call over HTTP/2, `messages` filled
+};
+
+/// The server-side timeline, in this order (DESIGN.md "Capture"). Upstream phases are reserved for
+/// proxied routes.
+enum class Phase : std::uint8_t {
+    Accepted = 0,      ///< the TCP connection was accepted (shared by every exchange on it)
+    TlsDone,           ///< the TLS handshake finished (absent on cleartext)
+    RequestHeaders,    ///< HTTP/1.1: first byte of the request; HTTP/2: HEADERS frame began
+    RequestBodyDone,   ///< the whole request (head, body, trailers) was received
+    RouteMatched,      ///< vhost chosen and route matched (absent for requests refused earlier)
+    UpstreamConnected, ///< reserved (proxy)
+    UpstreamFirstByte, ///< reserved (proxy)
+    ResponseFirstByte, ///< the response started to be written to the socket (after mock latency)
+    ResponseDone,      ///< the last response byte was handed to the kernel (HTTP/2: stream closed)
+    Count
+};
+constexpr std::size_t kPhaseCount = static_cast<std::size_t>(Phase::Count);
+/// "accepted", "tls_done", ... (the names used in the session file and the HAR `_portico` fields).
+std::string_view phaseName(Phase p);
+
+struct Header {
+    std::string name;
+    std::string value;
+    bool operator==(const Header&) const = default;
+};
+
+/// A WebSocket or gRPC message (reserved; not produced yet).
+struct Message {
+    std::int64_t timeNs = 0; ///< steady_clock nanoseconds, same clock as the timeline
+    bool fromClient = false;
+    std::uint8_t opcode = 0; ///< WebSocket opcode (1 text, 2 binary, ...) or 0
+    std::string data;        ///< prefix, at most capture.body_bytes
+    std::uint64_t size = 0;  ///< full size in bytes
+};
+
+/// Flags on a record.
+enum ExchangeFlags : std::uint32_t {
+    kRequestBodyTruncated = 1u << 0,  ///< requestBody is a prefix of requestBodySize bytes
+    kResponseBodyTruncated = 1u << 1, ///< responseBody is a prefix of responseBodySize bytes
+    kHeadersTruncated = 1u << 2,      ///< headers did not fit capture.record_bytes; some are missing
+    kIncomplete = 1u << 3,            ///< the end of the response was not seen (yet): ResponseDone absent
+    kImported = 1u << 4,              ///< read from a HAR file: timings are HAR's, not the server's
+};
+
+/// One exchange. Strings are bytes (not necessarily UTF-8); bodies are binary-safe prefixes.
+struct Exchange {
+    std::uint64_t id = 0; ///< engine-wide, increasing from 1 in completion order; 0 = not assigned
+    std::uint64_t connectionId =
+        0; ///< unique per connection in this process (worker index in the top 16 bits)
+    std::uint32_t streamId =
+        0; ///< HTTP/2 stream id; HTTP/1.1: the request's index on its connection (from 1)
+    Protocol protocol = Protocol::Http1;
+    std::uint8_t httpVersion = 11; ///< 10, 11 or 20
+    std::string tlsVersion;        ///< "TLSv1.3", "TLSv1.2"; "" for cleartext
+    std::string alpn;              ///< "h2", "http/1.1"; "" when none was negotiated
+    std::string client;            ///< client address ("127.0.0.1:53012", "[::1]:53012")
+    std::uint16_t localPort = 0;   ///< the listener's port
+    std::string vhost;             ///< label of the vhost chosen ("" when refused before routing)
+    std::string route;             ///< label of the route ("(static)", "(no route)", "" before routing)
+    std::string method;            ///< as received ("GET")
+    std::string scheme;            ///< "http" or "https"
+    std::string authority;         ///< Host / :authority as received
+    std::string target;            ///< request target as received ("/a/b?x=1")
+    std::vector<Header> requestHeaders;
+    std::vector<Header> requestTrailers;
+    std::string requestBody;           ///< prefix of at most capture.body_bytes
+    std::uint64_t requestBodySize = 0; ///< bytes of the whole (decoded) request body
+    std::uint64_t requestHeadersSize =
+        0;          ///< bytes of the request head as received (HTTP/1.1), HPACK-decoded size (HTTP/2)
+    int status = 0; ///< 0: no response (connection reset, stream reset)
+    std::vector<Header> responseHeaders; ///< as sent, Date/Server/Content-Length included
+    std::string responseBody;            ///< prefix of at most capture.body_bytes
+    std::uint64_t responseBodySize = 0;  ///< bytes of the whole response body
+    std::uint64_t responseHeadersSize = 0;
+    std::string error;              ///< "" or why the exchange did not complete normally
+    std::uint32_t flags = 0;        ///< ExchangeFlags
+    std::int64_t startedUnixNs = 0; ///< wall clock (system_clock, Unix epoch) at RequestHeaders, ns
+    /// steady_clock nanoseconds per Phase; -1 = absent / not applicable.
+    std::array<std::int64_t, kPhaseCount> phases{-1, -1, -1, -1, -1, -1, -1, -1, -1};
+    std::vector<Message> messages; ///< WebSocket / gRPC (reserved)
+
+    std::int64_t at(Phase p) const { return phases[static_cast<std::size_t>(p)]; }
+    void set(Phase p, std::int64_t ns) { phases[static_cast<std::size_t>(p)] = ns; }
+    /// Nanoseconds from `a` to `b`, or -1 when either is absent.
+    std::int64_t between(Phase a, Phase b) const { return at(a) < 0 || at(b) < 0 ? -1 : at(b) - at(a); }
+    /// Request start to response done (or to the last phase present), ns; -1 if unknown.
+    std::int64_t durationNs() const;
+    /// scheme://authority/target
+    std::string url() const;
+    /// First value of header `name` (case-insensitive), "" if absent.
+    std::string_view requestHeader(std::string_view name) const;
+    std::string_view responseHeader(std::string_view name) const;
+    /// Rough memory use (strings, headers, bodies), bytes; used for the window's max_bytes.
+    std::size_t approximateBytes() const;
+    bool isError() const { return status == 0 || status >= 500; }
+};
+
+} // namespace portico::capture

@@ -1,0 +1,46 @@
+// A small filter language over captured exchanges, shared by the CLI (`--filter`) and the GUI.
+//
+//   expr    := term { WS term }          all terms must match (AND)
+//   term    := ["-"] key ":" value       "-" negates
+//            | ["-"] word                 substring of the URL (case-insensitive)
+//   key     := status | method | path | url | host | vhost | route | protocol | client | error | header
+//   value   := word | '"' chars '"'
+//
+//   status:404  status:>=400  status:<300  status:5xx  status:!200
+//   method:POST (case-insensitive; "method:GET,HEAD" = any of them)
+//   path:/api   (prefix of the path, query excluded)     url:token (substring)
+//   host:localhost (substring of the Host/:authority)    vhost:NAME route:NAME (exact)
+//   protocol:h1|h2|ws|grpc   client:127.0.0.1 (prefix)   error:yes|no
+//   header:NAME (request or response header present) / header:NAME=VALUE (substring)
+#pragma once
+
+#include <portico/capture/exchange.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace portico::capture {
+
+class Filter {
+public:
+    /// Parses `expr`; nullopt with `error` ("column 8: unknown key 'stauts' (did you mean 'status'?)").
+    /// The empty expression matches everything.
+    static std::optional<Filter> parse(std::string_view expr, std::string& error);
+    bool matches(const Exchange& e) const;
+    bool empty() const { return terms_.empty(); }
+
+    struct Term {
+        bool negate = false;
+        std::string key; ///< "" for a bare word
+        std::string value;
+        enum class Op : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Class } op = Op::Eq;
+        int number = 0; ///< status operand (Class: the hundreds digit)
+    };
+
+private:
+    std::vector<Term> terms_;
+};
+
+} // namespace portico::capture

@@ -1,0 +1,65 @@
+// A capture session file: SQLite 3 in WAL mode, one row per exchange (table `exchanges`, schema
+// in store.cpp and docs/capture.md). Written by the engine's collector in transactions committed
+// at most every 250 ms, so killing the process loses at most the last ~second and never corrupts
+// the file (SQLite's WAL recovery).
+#pragma once
+
+#include <portico/capture/exchange.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace portico::capture {
+
+class Store {
+public:
+    /// Opens or creates `path` (WAL, synchronous=NORMAL) and its schema. Null with `error` set
+    /// ("FILE: unable to open database file", "FILE: not a Portico session file") on failure.
+    static std::unique_ptr<Store> open(const std::string& path, std::string& error);
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+
+    /// Inserts `records` (their ids kept; id 0: the next free id is assigned and written back) in
+    /// the current transaction. False with `error()` on failure.
+    bool append(std::vector<Exchange>& records);
+    /// Rewrites an existing record (same id), e.g. when its completion arrived.
+    bool update(const Exchange& e);
+    /// Sets a session property (table `portico_session`), e.g. "dropped_records", in the current transaction.
+    bool setMeta(const std::string& key, const std::string& value);
+    /// A session property; "" when absent.
+    std::string meta(const std::string& key);
+    /// Commits the current transaction (a new one starts on the next write).
+    bool commit();
+
+    /// Records with id > `sinceId`, in id order, at most `max`.
+    std::vector<Exchange> load(std::uint64_t sinceId = 0, std::size_t max = ~std::size_t{0});
+    std::uint64_t count();
+    std::uint64_t maxId();
+    /// PRAGMA integrity_check: "ok" or SQLite's report.
+    std::string integrityCheck();
+    const std::string& error() const { return error_; }
+
+private:
+    Store() = default;
+    bool exec(const char* sql);
+    bool begin();
+    bool bind(sqlite3_stmt* st, const Exchange& e, bool withId);
+    sqlite3* db_ = nullptr;
+    sqlite3_stmt* insert_ = nullptr;
+    sqlite3_stmt* replace_ = nullptr;
+    bool inTransaction_ = false;
+    std::string path_;
+    std::string error_;
+};
+
+/// Header lists as stored in the file: (u32 count, then u32-length-prefixed name/value pairs).
+std::string encodeHeaders(const std::vector<Header>& h);
+std::vector<Header> decodeHeaders(std::string_view blob);
+
+} // namespace portico::capture

@@ -1,0 +1,348 @@
+// Collector thread: drain rings → window (+ store), completions, 1 s time series.
+#include "capture/collector.h"
+
+#include <algorithm>
+
+namespace portico::capture {
+
+namespace {
+constexpr auto kPeriod = std::chrono::milliseconds(50);
+constexpr auto kCommitEvery = std::chrono::milliseconds(250);
+// Records taken from one ring per drain: small enough that a commit (and the count of records the
+// rings dropped) is never more than a fraction of a second old, even when the store is slower
+// than the traffic (then the rings drop, and say so, instead of the file falling behind).
+constexpr std::size_t kDrainBatch = 512;
+constexpr std::size_t kSeriesSlots = 300;
+} // namespace
+
+std::int64_t Exchange::durationNs() const {
+    const std::int64_t start = at(Phase::RequestHeaders);
+    if (start < 0) return -1;
+    std::int64_t end = -1;
+    for (std::size_t i = static_cast<std::size_t>(Phase::RequestHeaders); i < kPhaseCount; ++i)
+        end = std::max(end, phases[i]);
+    return end < start ? -1 : end - start;
+}
+
+std::string Exchange::url() const {
+    if (target.starts_with("http://") || target.starts_with("https://")) return target;
+    return (scheme.empty() ? std::string("http") : scheme) + "://" + authority + target;
+}
+
+namespace {
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
+    return true;
+}
+std::string_view find(const std::vector<Header>& h, std::string_view name) {
+    for (const auto& x : h)
+        if (iequals(x.name, name)) return x.value;
+    return {};
+}
+} // namespace
+
+std::string_view Exchange::requestHeader(std::string_view name) const { return find(requestHeaders, name); }
+std::string_view Exchange::responseHeader(std::string_view name) const { return find(responseHeaders, name); }
+
+std::size_t Exchange::approximateBytes() const {
+    std::size_t n = sizeof(Exchange) + tlsVersion.size() + alpn.size() + client.size() + vhost.size() +
+                    route.size() + method.size() + scheme.size() + authority.size() + target.size() +
+                    error.size() + requestBody.size() + responseBody.size();
+    for (const auto* list : {&requestHeaders, &requestTrailers, &responseHeaders})
+        for (const auto& h : *list)
+            n += sizeof(Header) + h.name.size() + h.value.size();
+    for (const auto& m : messages)
+        n += sizeof(Message) + m.data.size();
+    return n;
+}
+
+Collector::Collector(const config::Capture& cfg, std::unique_ptr<Store> store)
+    : cfg_(cfg), store_(std::move(store)) {
+    if (store_) nextId_ = store_->maxId() + 1;
+}
+
+Collector::~Collector() { stop(); }
+
+void Collector::start(std::vector<Recorder*> recorders) {
+    recorders_ = std::move(recorders);
+    stop_ = false;
+    final_.reset();
+    lastCommit_ = std::chrono::steady_clock::now();
+    lastTickUnix_ = unixNowNs() / 1'000'000'000;
+    thread_ = std::thread([this] { run(); });
+}
+
+void Collector::stop() {
+    if (!thread_.joinable()) return;
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    {
+        std::lock_guard d(drainMutex_);
+        drain();
+        if (store_) {
+            std::uint64_t dropped = 0;
+            for (auto* rec : recorders_)
+                dropped += rec->dropped();
+            store_->setMeta("dropped_records", std::to_string(dropped));
+            if (!store_->commit()) storeError_ = store_->error();
+        }
+    }
+    auto r = compute();
+    std::lock_guard lock(mutex_);
+    droppedAtStop_ = 0;
+    for (auto* rec : recorders_)
+        droppedAtStop_ += rec->dropped();
+    final_ = std::move(r);
+    recorders_.clear();
+}
+
+void Collector::run() {
+    bool more = false;
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            if (more ? stop_ : cv_.wait_for(lock, kPeriod, [&] { return stop_; })) return;
+        }
+        std::lock_guard d(drainMutex_);
+        more = drain();
+        const std::int64_t sec = unixNowNs() / 1'000'000'000;
+        if (sec != lastTickUnix_) {
+            tickSeries();
+            lastTickUnix_ = sec;
+        }
+        if (store_ && std::chrono::steady_clock::now() - lastCommit_ >= kCommitEvery) {
+            std::uint64_t dropped = 0;
+            for (auto* rec : recorders_)
+                dropped += rec->dropped();
+            // Records dropped this run (rings full), committed with the records they sit between.
+            store_->setMeta("dropped_records", std::to_string(dropped));
+            if (!store_->commit()) {
+                std::lock_guard lock(mutex_);
+                storeError_ = store_->error();
+            }
+            lastCommit_ = std::chrono::steady_clock::now();
+        }
+    }
+}
+
+void Collector::drainNow() {
+    std::lock_guard d(drainMutex_);
+    drain();
+    if (store_) store_->commit();
+}
+
+Exchange Collector::Stored::decode() const {
+    Exchange e = decodeSlot(head, payload.data());
+    e.id = id;
+    if (!error.empty()) e.error = error;
+    return e;
+}
+
+bool Collector::drain() {
+    bool more = false;
+    std::vector<Stored> batch;
+    std::vector<std::pair<unsigned, Completion>> completions;
+    for (auto* rec : recorders_) {
+        Ring* ring = rec->ringForReader();
+        if (!ring) continue;
+        const unsigned w = rec->workerIndex();
+        // Records first, then completions: a completion always follows its record's publication.
+        const std::size_t before = batch.size();
+        ring->drain(
+            [&](const SlotHead& h, const char* payload) {
+                Stored& st = batch.emplace_back();
+                st.head = h;
+                st.payload.assign(payload, h.used);
+                st.id = (static_cast<std::uint64_t>(w) << 48) | h.seq; // renumbered below
+            },
+            kDrainBatch);
+        if (batch.size() - before == kDrainBatch) more = true;
+        if (auto* c = rec->completionsForReader())
+            c->drain([&](const Completion& x) { completions.emplace_back(w, x); });
+    }
+    if (batch.empty() && completions.empty()) return false;
+    std::lock_guard lock(mutex_);
+    for (auto& st : batch) {
+        const unsigned w = static_cast<unsigned>(st.id >> 48);
+        const std::uint64_t seq = st.id & ((1ull << 48) - 1);
+        st.id = nextId_++;
+        if (st.head.flags & kIncomplete) awaiting_[{w, seq}] = st.id;
+    }
+    // Completions edit records of this batch or of the window (and the store).
+    std::vector<const Stored*> updated;
+    for (auto& [w, c] : completions) {
+        auto it = awaiting_.find({w, c.seq});
+        if (it == awaiting_.end()) continue;
+        const std::uint64_t id = it->second;
+        awaiting_.erase(it);
+        Stored* st = nullptr;
+        if (!batch.empty() && id >= batch.front().id) st = &batch[id - batch.front().id];
+        bool inWindow = false;
+        if (!st && !window_.empty() && id >= window_.front().id && id - window_.front().id < window_.size()) {
+            st = &window_[id - window_.front().id]; // ids in the window are consecutive
+            inWindow = true;
+        }
+        if (!st) continue;
+        if (c.firstByteNs >= 0)
+            st->head.phases[static_cast<std::size_t>(Phase::ResponseFirstByte)] = c.firstByteNs;
+        if (c.doneNs >= 0) {
+            st->head.phases[static_cast<std::size_t>(Phase::ResponseDone)] = c.doneNs;
+            st->head.flags &= ~kIncomplete;
+        }
+        if (c.error == 1 && st->error.empty()) st->error = "connection closed before the response was sent";
+        if (inWindow) updated.push_back(st);
+    }
+    // Incomplete records older than the window's reach are never completed; forget old keys.
+    while (awaiting_.size() > 100000)
+        awaiting_.erase(awaiting_.begin());
+    if (store_) {
+        std::vector<Exchange> rows;
+        rows.reserve(batch.size());
+        for (const auto& st : batch)
+            rows.push_back(st.decode());
+        if (!store_->append(rows)) storeError_ = store_->error();
+        for (const auto* st : updated)
+            store_->update(st->decode());
+    }
+    captured_ += batch.size();
+    for (auto& st : batch) {
+        windowBytes_ += st.bytes();
+        window_.push_back(std::move(st));
+    }
+    while (!window_.empty() && (window_.size() > cfg_.maxRecords || windowBytes_ > cfg_.maxBytes)) {
+        windowBytes_ -= std::min(windowBytes_, window_.front().bytes());
+        window_.pop_front();
+    }
+    return more;
+}
+
+void Collector::tickSeries() {
+    stats::BucketCounts counts(stats::kBucketCount, 0);
+    std::uint64_t total = 0, errors = 0;
+    for (auto* rec : recorders_) {
+        total += rec->stats.overall.count();
+        errors += rec->stats.overall.errors();
+        rec->stats.overall.addCounts(counts);
+    }
+    if (lastCounts_.empty()) lastCounts_.assign(stats::kBucketCount, 0);
+    stats::BucketCounts diff(stats::kBucketCount, 0);
+    std::uint64_t maxIdx = 0, n = 0;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        diff[i] = counts[i] >= lastCounts_[i] ? counts[i] - lastCounts_[i] : 0;
+        n += diff[i];
+        if (diff[i]) maxIdx = i;
+    }
+    stats::SeriesPoint p;
+    p.unixSecond = lastTickUnix_;
+    p.count = n;
+    p.errors = errors >= lastErrors_ ? errors - lastErrors_ : 0;
+    if (n) {
+        p.p50 = stats::percentileOf(diff, 50);
+        p.p90 = stats::percentileOf(diff, 90);
+        p.p99 = stats::percentileOf(diff, 99);
+        p.max = stats::bucketHighest(maxIdx);
+    }
+    lastCounts_ = std::move(counts);
+    lastTotal_ = total;
+    lastErrors_ = errors;
+    std::lock_guard lock(mutex_);
+    series_.push_back(p);
+    if (series_.size() > kSeriesSlots) series_.erase(series_.begin());
+}
+
+stats::Report Collector::compute() const {
+    stats::Report r;
+    std::map<std::pair<std::string, std::string>, stats::GroupStats> routes;
+    for (auto* rec : recorders_) {
+        r.overall.count += rec->stats.overall.count();
+        r.overall.errors += rec->stats.overall.errors();
+        r.overall.clientErrors += rec->stats.overall.clientErrors();
+        rec->stats.overall.addTo(r.overall.histogram);
+        for (std::size_t i = 0, n = rec->stats.groupCount(); i < n; ++i) {
+            const auto& g = rec->stats.groupAt(i);
+            auto& out = routes[{g.vhost, g.route}];
+            out.vhost = g.vhost;
+            out.route = g.route;
+            out.count += g.hist.count();
+            out.errors += g.hist.errors();
+            out.clientErrors += g.hist.clientErrors();
+            g.hist.addTo(out.histogram);
+        }
+    }
+    std::map<std::string, stats::GroupStats> vhosts;
+    for (auto& [key, g] : routes) {
+        auto& v = vhosts[key.first];
+        v.vhost = key.first;
+        v.count += g.count;
+        v.errors += g.errors;
+        v.clientErrors += g.clientErrors;
+        v.histogram.merge(g.histogram);
+        r.routes.push_back(std::move(g));
+    }
+    for (auto& [k, v] : vhosts)
+        r.vhosts.push_back(std::move(v));
+    return r;
+}
+
+std::vector<Exchange> Collector::recent(std::uint64_t sinceId, std::size_t max) const {
+    std::lock_guard lock(mutex_);
+    std::vector<Exchange> out;
+    auto pos = std::upper_bound(window_.begin(), window_.end(), sinceId,
+                                [](std::uint64_t v, const Stored& x) { return v < x.id; });
+    for (; pos != window_.end() && out.size() < max; ++pos)
+        out.push_back(pos->decode());
+    return out;
+}
+
+std::optional<Exchange> Collector::get(std::uint64_t id) const {
+    std::lock_guard lock(mutex_);
+    auto pos = std::lower_bound(window_.begin(), window_.end(), id,
+                                [](const Stored& x, std::uint64_t v) { return x.id < v; });
+    if (pos == window_.end() || pos->id != id) return std::nullopt;
+    return pos->decode();
+}
+
+stats::Report Collector::report() const {
+    stats::Report r;
+    bool stopped = false;
+    {
+        std::lock_guard lock(mutex_);
+        stopped = final_.has_value();
+        if (stopped) r = *final_;
+        r.series = series_;
+    }
+    if (!stopped) {
+        auto series = std::move(r.series);
+        r = compute();
+        r.series = std::move(series);
+    }
+    return r;
+}
+
+std::uint64_t Collector::dropped() const {
+    std::lock_guard lock(mutex_);
+    if (recorders_.empty()) return droppedAtStop_;
+    std::uint64_t n = 0;
+    for (auto* rec : recorders_)
+        n += rec->dropped();
+    return n;
+}
+
+std::uint64_t Collector::captured() const {
+    std::lock_guard lock(mutex_);
+    return captured_;
+}
+
+std::string Collector::storeError() const {
+    std::lock_guard lock(mutex_);
+    return storeError_;
+}
+
+} // namespace portico::capture

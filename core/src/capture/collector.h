@@ -1,0 +1,81 @@
+// The engine's capture collector: one thread draining every worker's rings into a bounded
+// in-memory window (and the session file), and keeping the merged statistics and time series.
+#pragma once
+
+#include "capture/recorder.h"
+
+#include <portico/capture/exchange.h>
+#include <portico/capture/store.h>
+#include <portico/config/config.h>
+#include <portico/stats/report.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace portico::capture {
+
+class Collector {
+public:
+    /// `store` may be null. Ids continue after the store's highest id.
+    Collector(const config::Capture& cfg, std::unique_ptr<Store> store);
+    ~Collector();
+    /// Starts the thread over `recorders` (owned by the workers, which must outlive stop()).
+    void start(std::vector<Recorder*> recorders);
+    /// Final drain, commit, thread joined. The window and statistics stay readable.
+    void stop();
+    /// Drains now (from any thread); returns when done.
+    void drainNow();
+
+    std::vector<Exchange> recent(std::uint64_t sinceId, std::size_t max) const;
+    std::optional<Exchange> get(std::uint64_t id) const;
+    stats::Report report() const;
+    std::uint64_t dropped() const;
+    std::uint64_t captured() const;
+    std::string storeError() const;
+
+private:
+    void run();
+    bool drain();      // collector thread or under drainMutex_; true if a ring had more than one batch
+    void tickSeries(); // once a second
+
+    config::Capture cfg_;
+    std::unique_ptr<Store> store_;
+    std::vector<Recorder*> recorders_;
+    std::thread thread_;
+    std::mutex drainMutex_;    // one drain at a time
+    mutable std::mutex mutex_; // guards what readers see
+    std::condition_variable cv_;
+    bool stop_ = false;
+    // A record as the ring held it: decoded only when someone asks (keeps the collector's cost
+    // per record to one copy).
+    struct Stored {
+        std::uint64_t id = 0;
+        SlotHead head;
+        std::string payload;
+        std::string error; // set by a completion
+        Exchange decode() const;
+        std::size_t bytes() const { return sizeof(Stored) + payload.capacity() + error.size(); }
+    };
+    std::deque<Stored> window_;
+    std::size_t windowBytes_ = 0;
+    std::uint64_t nextId_ = 1;
+    std::uint64_t captured_ = 0;
+    std::uint64_t droppedAtStop_ = 0;
+    std::map<std::pair<unsigned, std::uint64_t>, std::uint64_t> awaiting_; // (worker, seq) → id
+    std::vector<stats::SeriesPoint> series_;
+    stats::BucketCounts lastCounts_;
+    std::uint64_t lastTotal_ = 0, lastErrors_ = 0;
+    std::int64_t lastTickUnix_ = 0;
+    std::chrono::steady_clock::time_point lastCommit_;
+    std::string storeError_;
+    // Statistics kept after stop (the workers' recorders go away).
+    std::optional<stats::Report> final_;
+    stats::Report compute() const;
+};
+
+} // namespace portico::capture

@@ -1,0 +1,713 @@
+// HAR 1.2 export and tolerant import (har.h), on nlohmann::json.
+#include <portico/capture/har.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <ctime>
+
+namespace portico::capture {
+
+using json = nlohmann::ordered_json;
+
+// ---- helpers ----
+
+bool isUtf8(std::string_view s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t n = 0;
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 1;
+        else if (c >= 0xE0 && c <= 0xEF)
+            n = 2;
+        else if (c >= 0xF0 && c <= 0xF4)
+            n = 3;
+        else
+            return false;
+        if (s.size() - i <= n) return false;
+        for (std::size_t k = 1; k <= n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        const auto c1 = static_cast<unsigned char>(s[i + 1]);
+        if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
+            (c == 0xF4 && c1 > 0x8F))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+std::string base64Encode(std::string_view in) {
+    static constexpr char kTable[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((in.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        const std::uint32_t v = (std::uint32_t(std::uint8_t(in[i])) << 16) |
+                                (std::uint32_t(std::uint8_t(in[i + 1])) << 8) | std::uint8_t(in[i + 2]);
+        out += kTable[v >> 18];
+        out += kTable[(v >> 12) & 63];
+        out += kTable[(v >> 6) & 63];
+        out += kTable[v & 63];
+    }
+    if (i < in.size()) {
+        std::uint32_t v = std::uint32_t(std::uint8_t(in[i])) << 16;
+        if (i + 1 < in.size()) v |= std::uint32_t(std::uint8_t(in[i + 1])) << 8;
+        out += kTable[v >> 18];
+        out += kTable[(v >> 12) & 63];
+        out += i + 1 < in.size() ? kTable[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+bool base64Decode(std::string_view in, std::string& out) {
+    out.clear();
+    std::uint32_t acc = 0;
+    int bits = 0;
+    for (char c : in) {
+        int v;
+        if (c >= 'A' && c <= 'Z')
+            v = c - 'A';
+        else if (c >= 'a' && c <= 'z')
+            v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9')
+            v = c - '0' + 52;
+        else if (c == '+' || c == '-')
+            v = 62;
+        else if (c == '/' || c == '_')
+            v = 63;
+        else if (c == '=' || c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            continue;
+        else
+            return false;
+        acc = (acc << 6) | static_cast<std::uint32_t>(v);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out += static_cast<char>((acc >> bits) & 0xFF);
+        }
+    }
+    return true;
+}
+
+namespace {
+// Text for HAR: valid UTF-8 without control characters other than tab, CR, LF.
+bool isText(std::string_view s) {
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((u < 0x20 && c != '\t' && c != '\n' && c != '\r') || u == 0x7f) return false;
+    }
+    return isUtf8(s);
+}
+} // namespace
+
+double HarTimings::total() const {
+    double t = 0;
+    for (double v : {blocked, dns, connect, send, wait, receive})
+        if (v > 0) t += v;
+    return t;
+}
+
+namespace {
+double ms(std::int64_t ns) { return ns < 0 ? -1.0 : std::round(static_cast<double>(ns) / 1000.0) / 1000.0; }
+
+std::string isoTime(std::int64_t unixNs) {
+    std::time_t secs = static_cast<std::time_t>(unixNs / 1'000'000'000);
+    int millis = static_cast<int>((unixNs / 1'000'000) % 1000);
+    if (unixNs < 0) secs = 0, millis = 0;
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[40];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    char out[48];
+    std::snprintf(out, sizeof out, "%s.%03dZ", buf, millis);
+    return out;
+}
+
+// Parses ISO 8601 "YYYY-MM-DDTHH:MM:SS[.fff][Z|±HH:MM]"; false if malformed.
+bool parseIso(std::string_view s, std::int64_t& unixNs) {
+    std::tm tm{};
+    int y, mo, d, h, mi, sec;
+    if (s.size() < 19 || std::sscanf(std::string(s.substr(0, 19)).c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo,
+                                     &d, &h, &mi, &sec) != 6)
+        return false;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    std::int64_t ns = static_cast<std::int64_t>(timegm(&tm)) * 1'000'000'000;
+    std::size_t i = 19;
+    if (i < s.size() && s[i] == '.') {
+        std::int64_t scale = 100'000'000;
+        for (++i; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i, scale /= 10)
+            ns += (s[i] - '0') * scale;
+    }
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+        int oh = 0, om = 0;
+        std::sscanf(std::string(s.substr(i + 1)).c_str(), "%2d:%2d", &oh, &om);
+        const std::int64_t off = (oh * 3600 + om * 60) * 1'000'000'000LL;
+        ns += s[i] == '+' ? -off : off;
+    }
+    unixNs = ns;
+    return true;
+}
+
+json headerList(const std::vector<Header>& hs) {
+    json a = json::array();
+    for (const auto& h : hs)
+        a.push_back({{"name", h.name}, {"value", h.value}});
+    return a;
+}
+
+std::string percentDecode(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '+')
+            out += ' ';
+        else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+                 std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+            out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+            i += 2;
+        } else
+            out += s[i];
+    }
+    return out;
+}
+
+std::string trim(std::string_view s) {
+    while (!s.empty() && s.front() == ' ')
+        s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ')
+        s.remove_suffix(1);
+    return std::string(s);
+}
+
+std::string versionText(const Exchange& e) {
+    return e.httpVersion == 20 ? "HTTP/2.0" : e.httpVersion == 10 ? "HTTP/1.0" : "HTTP/1.1";
+}
+
+std::string_view reason(int status) {
+    switch (status) {
+    case 100:
+        return "Continue";
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "";
+    }
+}
+
+const char* protocolName(Protocol p) {
+    switch (p) {
+    case Protocol::Http1:
+        return "h1";
+    case Protocol::Http2:
+        return "h2";
+    case Protocol::WebSocket:
+        return "ws";
+    case Protocol::Grpc:
+        return "grpc";
+    }
+    return "h1";
+}
+} // namespace
+
+HarTimings harTimings(const Exchange& e) {
+    HarTimings t;
+    const bool firstOnConnection = e.streamId <= 1;
+    if (!(e.flags & kImported) && firstOnConnection && e.at(Phase::TlsDone) >= 0 &&
+        e.at(Phase::Accepted) >= 0) {
+        t.ssl = ms(e.between(Phase::Accepted, Phase::TlsDone));
+        t.connect = t.ssl; // the TCP handshake happened before accept; ssl is part of connect
+    }
+    const std::int64_t headers = e.at(Phase::RequestHeaders);
+    std::int64_t body = e.at(Phase::RequestBodyDone) >= 0 ? e.at(Phase::RequestBodyDone) : headers;
+    std::int64_t first = e.at(Phase::ResponseFirstByte) >= 0 ? e.at(Phase::ResponseFirstByte) : -1;
+    std::int64_t done = e.at(Phase::ResponseDone);
+    t.send = headers >= 0 && body >= headers ? ms(body - headers) : 0;
+    if (first < 0) first = done >= 0 ? done : body;
+    t.wait = body >= 0 && first >= body ? ms(first - body) : 0;
+    t.receive = first >= 0 && done >= first ? ms(done - first) : 0;
+    return t;
+}
+
+std::string toHar(const std::vector<Exchange>& exchanges, const HarOptions& options) {
+    json entries = json::array();
+    for (const Exchange& e : exchanges) {
+        json req;
+        req["method"] = e.method.empty() ? "GET" : e.method;
+        req["url"] = e.url();
+        req["httpVersion"] = versionText(e);
+        json cookies = json::array();
+        for (const auto& h : e.requestHeaders) {
+            if (h.name.size() != 6 || (h.name[0] != 'C' && h.name[0] != 'c') ||
+                std::strncmp(h.name.c_str() + 1, "ookie", 5))
+                continue;
+            std::string_view v = h.value;
+            while (!v.empty()) {
+                auto semi = v.find(';');
+                std::string_view pair = v.substr(0, semi);
+                v.remove_prefix(semi == std::string_view::npos ? v.size() : semi + 1);
+                auto eq = pair.find('=');
+                if (eq == std::string_view::npos) continue;
+                cookies.push_back({{"name", trim(pair.substr(0, eq))}, {"value", trim(pair.substr(eq + 1))}});
+            }
+        }
+        req["cookies"] = cookies;
+        req["headers"] = headerList(e.requestHeaders);
+        json query = json::array();
+        if (auto q = e.target.find('?'); q != std::string::npos) {
+            std::string_view qs = std::string_view(e.target).substr(q + 1);
+            qs = qs.substr(0, qs.find('#'));
+            while (!qs.empty()) {
+                auto amp = qs.find('&');
+                std::string_view kv = qs.substr(0, amp);
+                qs.remove_prefix(amp == std::string_view::npos ? qs.size() : amp + 1);
+                if (kv.empty()) continue;
+                auto eq = kv.find('=');
+                query.push_back({{"name", percentDecode(kv.substr(0, eq))},
+                                 {"value", eq == std::string_view::npos ? std::string()
+                                                                        : percentDecode(kv.substr(eq + 1))}});
+            }
+        }
+        req["queryString"] = query;
+        if (e.requestBodySize > 0 || !e.requestBody.empty()) {
+            json pd;
+            std::string_view ct = e.requestHeader("content-type");
+            pd["mimeType"] = std::string(ct);
+            pd["params"] = json::array();
+            if (isText(e.requestBody)) {
+                pd["text"] = e.requestBody;
+            } else {
+                pd["text"] = base64Encode(e.requestBody);
+                pd["_encoding"] = "base64";
+            }
+            req["postData"] = pd;
+        }
+        req["headersSize"] = e.requestHeadersSize ? static_cast<std::int64_t>(e.requestHeadersSize) : -1;
+        req["bodySize"] = static_cast<std::int64_t>(e.requestBodySize);
+
+        json res;
+        res["status"] = e.status;
+        res["statusText"] = std::string(reason(e.status));
+        res["httpVersion"] = versionText(e);
+        json setCookies = json::array();
+        for (const auto& h : e.responseHeaders) {
+            if (h.name.size() != 10 || strncasecmp(h.name.c_str(), "set-cookie", 10) != 0) continue;
+            std::string_view v = h.value;
+            auto semi = v.find(';');
+            std::string_view pair = v.substr(0, semi);
+            auto eq = pair.find('=');
+            if (eq == std::string_view::npos) continue;
+            json c{{"name", trim(pair.substr(0, eq))}, {"value", trim(pair.substr(eq + 1))}};
+            std::string_view attrs = semi == std::string_view::npos ? std::string_view() : v.substr(semi + 1);
+            while (!attrs.empty()) {
+                auto s2 = attrs.find(';');
+                std::string a = trim(attrs.substr(0, s2));
+                attrs.remove_prefix(s2 == std::string_view::npos ? attrs.size() : s2 + 1);
+                auto e2 = a.find('=');
+                std::string key = a.substr(0, e2);
+                for (char& ch : key)
+                    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                if (key == "path" && e2 != std::string::npos)
+                    c["path"] = a.substr(e2 + 1);
+                else if (key == "domain" && e2 != std::string::npos)
+                    c["domain"] = a.substr(e2 + 1);
+                else if (key == "httponly")
+                    c["httpOnly"] = true;
+                else if (key == "secure")
+                    c["secure"] = true;
+            }
+            setCookies.push_back(c);
+        }
+        res["cookies"] = setCookies;
+        res["headers"] = headerList(e.responseHeaders);
+        json content;
+        content["size"] = static_cast<std::int64_t>(e.responseBodySize);
+        std::string_view ct = e.responseHeader("content-type");
+        content["mimeType"] = ct.empty() ? std::string("x-unknown") : std::string(ct);
+        if (!e.responseBody.empty() || e.responseBodySize == 0) {
+            if (isText(e.responseBody)) {
+                content["text"] = e.responseBody;
+            } else {
+                content["text"] = base64Encode(e.responseBody);
+                content["encoding"] = "base64";
+            }
+        }
+        if (e.responseBody.size() < e.responseBodySize)
+            content["comment"] = "first " + std::to_string(e.responseBody.size()) + " of " +
+                                 std::to_string(e.responseBodySize) + " bytes (capture.body_bytes)";
+        res["content"] = content;
+        res["redirectURL"] = std::string(e.responseHeader("location"));
+        res["headersSize"] =
+            e.responseHeadersSize ? static_cast<std::int64_t>(e.responseHeadersSize + 2) : -1;
+        res["bodySize"] = e.status == 0 ? -1 : static_cast<std::int64_t>(e.responseBodySize);
+        if (!e.error.empty()) res["_error"] = e.error;
+
+        const HarTimings t = harTimings(e);
+        json timings{{"blocked", t.blocked}, {"dns", t.dns},         {"connect", t.connect}, {"send", t.send},
+                     {"wait", t.wait},       {"receive", t.receive}, {"ssl", t.ssl}};
+        json entry;
+        entry["startedDateTime"] = isoTime(e.startedUnixNs);
+        entry["time"] = std::round(t.total() * 1000.0) / 1000.0;
+        entry["request"] = req;
+        entry["response"] = res;
+        entry["cache"] = json::object();
+        entry["timings"] = timings;
+        if (e.connectionId) entry["connection"] = std::to_string(e.connectionId);
+        json p;
+        p["id"] = e.id;
+        p["connectionId"] = e.connectionId;
+        p["streamId"] = e.streamId;
+        p["protocol"] = protocolName(e.protocol);
+        if (!e.tlsVersion.empty()) p["tlsVersion"] = e.tlsVersion;
+        if (!e.alpn.empty()) p["alpn"] = e.alpn;
+        if (!e.client.empty()) p["client"] = e.client;
+        if (e.localPort) p["localPort"] = e.localPort;
+        if (!e.vhost.empty()) p["vhost"] = e.vhost;
+        if (!e.route.empty()) p["route"] = e.route;
+        if (!e.error.empty()) p["error"] = e.error;
+        p["flags"] = e.flags;
+        p["startedUnixNs"] = e.startedUnixNs;
+        p["scheme"] = e.scheme;
+        p["authority"] = e.authority;
+        p["target"] = e.target;
+        p["requestBodySize"] = e.requestBodySize;
+        p["responseBodySize"] = e.responseBodySize;
+        p["requestHeadersSize"] = e.requestHeadersSize;
+        p["responseHeadersSize"] = e.responseHeadersSize;
+        if (!e.requestTrailers.empty()) p["requestTrailers"] = headerList(e.requestTrailers);
+        json phases = json::object();
+        for (std::size_t i = 0; i < kPhaseCount; ++i)
+            if (e.phases[i] >= 0) phases[std::string(phaseName(static_cast<Phase>(i)))] = e.phases[i];
+        p["phasesNs"] = phases;
+        entry["_portico"] = p;
+        if (!e.messages.empty()) {
+            json msgs = json::array();
+            for (const auto& m : e.messages)
+                msgs.push_back({{"type", m.fromClient ? "send" : "receive"},
+                                {"time", static_cast<double>(m.timeNs) / 1e9},
+                                {"opcode", m.opcode},
+                                {"data", isUtf8(m.data) ? m.data : base64Encode(m.data)}});
+            entry["_webSocketMessages"] = msgs;
+        }
+        entries.push_back(std::move(entry));
+    }
+    json har;
+    har["log"]["version"] = "1.2";
+    har["log"]["creator"] = {
+        {"name", options.creatorName},
+        {"version", options.creatorVersion.empty() ? std::string(PORTICO_VERSION) : options.creatorVersion}};
+    har["log"]["pages"] = json::array();
+    har["log"]["entries"] = std::move(entries);
+    // Header bytes that are not UTF-8 are replaced (U+FFFD); bodies were base64-encoded above.
+    return har.dump(options.pretty ? 2 : -1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+// ---- import ----
+
+namespace {
+struct ShapeError {
+    std::string where;
+    std::string what;
+};
+
+const json* member(const json& o, const char* key) {
+    if (!o.is_object()) return nullptr;
+    auto it = o.find(key);
+    return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+std::string str(const json& o, const char* key, std::string def = {}) {
+    const json* v = member(o, key);
+    if (!v) return def;
+    if (v->is_string()) return v->get<std::string>();
+    if (v->is_number() || v->is_boolean()) return v->dump();
+    return def;
+}
+double num(const json& o, const char* key, double def) {
+    const json* v = member(o, key);
+    if (!v) return def;
+    if (v->is_number()) return v->get<double>();
+    if (v->is_string()) {
+        try {
+            return std::stod(v->get<std::string>());
+        } catch (...) {
+            return def;
+        }
+    }
+    return def;
+}
+std::vector<Header> headers(const json& o, const char* key, const std::string& where) {
+    std::vector<Header> out;
+    const json* v = member(o, key);
+    if (!v) return out;
+    if (!v->is_array()) throw ShapeError{where + "." + key, "expected an array"};
+    for (const auto& h : *v) {
+        if (!h.is_object()) continue;
+        out.push_back({str(h, "name"), str(h, "value")});
+    }
+    return out;
+}
+
+std::pair<int, int> lineColumn(std::string_view text, std::size_t byte) {
+    int line = 1, col = 1;
+    for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            col = 1;
+        } else {
+            ++col;
+        }
+    }
+    return {line, col};
+}
+
+std::int64_t nsOf(double msValue) { return static_cast<std::int64_t>(std::llround(msValue * 1e6)); }
+} // namespace
+
+HarImport fromHar(std::string_view text) {
+    HarImport out;
+    json doc;
+    try {
+        doc = json::parse(text.begin(), text.end());
+    } catch (const json::parse_error& e) {
+        // e.byte: 1-based position of the last byte read (the end of input when truncated).
+        const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
+        auto [line, col] = lineColumn(text, at);
+        std::string msg = e.what();
+        if (auto p = msg.find("syntax error"); p != std::string::npos) msg = msg.substr(p);
+        out.error =
+            std::to_string(line) + ":" + std::to_string(col) + " (byte " + std::to_string(at) + "): " + msg;
+        return out;
+    } catch (const std::exception& e) {
+        out.error = std::string("not JSON: ") + e.what();
+        return out;
+    }
+    try {
+        const json* log = member(doc, "log");
+        if (!log || !log->is_object()) throw ShapeError{"log", "missing: not a HAR file"};
+        const std::string version = str(*log, "version", "");
+        if (!version.empty() && version != "1.2" && version != "1.1")
+            out.warnings.push_back("log.version: " + version + " (read as 1.2)");
+        const json* entries = member(*log, "entries");
+        if (!entries) throw ShapeError{"log.entries", "missing"};
+        if (!entries->is_array()) throw ShapeError{"log.entries", "expected an array"};
+        std::size_t index = 0;
+        for (const auto& entry : *entries) {
+            const std::string where = "log.entries[" + std::to_string(index++) + "]";
+            if (!entry.is_object()) throw ShapeError{where, "expected an object"};
+            Exchange e;
+            e.flags |= kImported;
+            const json* req = member(entry, "request");
+            const json* res = member(entry, "response");
+            if (!req || !req->is_object()) throw ShapeError{where + ".request", "missing or not an object"};
+            e.method = str(*req, "method", "GET");
+            const std::string url = str(*req, "url");
+            if (url.empty()) throw ShapeError{where + ".request.url", "missing"};
+            if (auto p = url.find("://"); p != std::string::npos) {
+                e.scheme = url.substr(0, p);
+                auto slash = url.find('/', p + 3);
+                e.authority =
+                    url.substr(p + 3, slash == std::string::npos ? std::string::npos : slash - p - 3);
+                e.target = slash == std::string::npos ? "/" : url.substr(slash);
+            } else {
+                e.target = url;
+            }
+            std::string hv = str(*req, "httpVersion", "HTTP/1.1");
+            for (char& c : hv)
+                c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+            if (hv.find("2") != std::string::npos && hv.find("1.") == std::string::npos) {
+                e.protocol = Protocol::Http2;
+                e.httpVersion = 20;
+            } else if (hv == "HTTP/1.0") {
+                e.httpVersion = 10;
+            }
+            e.requestHeaders = headers(*req, "headers", where + ".request");
+            if (const json* pd = member(*req, "postData"); pd && pd->is_object()) {
+                std::string t = str(*pd, "text");
+                std::string enc = str(*pd, "_encoding", str(*pd, "encoding"));
+                if (enc == "base64") {
+                    if (!base64Decode(t, e.requestBody))
+                        out.warnings.push_back(where + ".request.postData: bad base64, kept as text");
+                    else
+                        t.clear();
+                }
+                if (enc != "base64" || !t.empty()) e.requestBody = t;
+            }
+            const double reqBodySize = num(*req, "bodySize", -1);
+            e.requestBodySize =
+                reqBodySize >= 0 ? static_cast<std::uint64_t>(reqBodySize) : e.requestBody.size();
+            const double reqHeadSize = num(*req, "headersSize", -1);
+            e.requestHeadersSize = reqHeadSize > 0 ? static_cast<std::uint64_t>(reqHeadSize) : 0;
+            if (res && res->is_object()) {
+                e.status = static_cast<int>(num(*res, "status", 0));
+                e.responseHeaders = headers(*res, "headers", where + ".response");
+                if (const json* c = member(*res, "content"); c && c->is_object()) {
+                    std::string t = str(*c, "text");
+                    if (str(*c, "encoding") == "base64") {
+                        if (!base64Decode(t, e.responseBody)) {
+                            out.warnings.push_back(where + ".response.content: bad base64, kept as text");
+                            e.responseBody = t;
+                        }
+                    } else {
+                        e.responseBody = t;
+                    }
+                    const double size = num(*c, "size", -1);
+                    e.responseBodySize = size >= 0 ? static_cast<std::uint64_t>(size) : e.responseBody.size();
+                }
+                const double headSize = num(*res, "headersSize", -1);
+                e.responseHeadersSize = headSize > 2 ? static_cast<std::uint64_t>(headSize - 2) : 0;
+                if (const std::string err = str(*res, "_error"); !err.empty()) e.error = err;
+            } else {
+                out.warnings.push_back(where + ": no response");
+            }
+            std::int64_t started = 0;
+            if (!parseIso(str(entry, "startedDateTime"), started))
+                out.warnings.push_back(where +
+                                       ".startedDateTime: missing or not ISO 8601; shown as 1970-01-01");
+            e.startedUnixNs = started;
+            // Synthetic timeline on the wall clock: blocked+dns+connect, send, wait, receive.
+            const json* t = member(entry, "timings");
+            auto timing = [&](const char* k) { return t ? num(*t, k, -1) : -1.0; };
+            std::int64_t at = started;
+            for (const char* k : {"blocked", "dns", "connect"})
+                if (timing(k) > 0) at += nsOf(timing(k));
+            if (timing("connect") >= 0 && timing("ssl") >= 0) {
+                e.set(Phase::Accepted,
+                      started + nsOf(std::max(0.0, timing("blocked"))) + nsOf(std::max(0.0, timing("dns"))));
+                e.set(Phase::TlsDone, at);
+            }
+            e.set(Phase::RequestHeaders, at);
+            const double send = timing("send"), wait = timing("wait"), receive = timing("receive");
+            if (send >= 0 && wait >= 0 && receive >= 0) {
+                e.set(Phase::RequestBodyDone, at += nsOf(send));
+                e.set(Phase::ResponseFirstByte, at += nsOf(wait));
+                e.set(Phase::ResponseDone, at + nsOf(receive));
+            } else {
+                out.warnings.push_back(where + ".timings: send/wait/receive missing; shown as n/a");
+                const double time = num(entry, "time", -1);
+                if (time >= 0) e.set(Phase::ResponseDone, at + nsOf(time));
+            }
+            if (const std::string c = str(entry, "connection"); !c.empty()) {
+                try {
+                    e.connectionId = std::stoull(c);
+                } catch (...) {
+                    e.connectionId = std::hash<std::string>{}(c)&0xffffffffffffull;
+                }
+            }
+            // Portico's own extension restores what HAR cannot carry, exactly.
+            if (const json* p = member(entry, "_portico"); p && p->is_object()) {
+                e.flags = static_cast<std::uint32_t>(num(*p, "flags", 0));
+                e.connectionId = static_cast<std::uint64_t>(num(*p, "connectionId", 0));
+                e.streamId = static_cast<std::uint32_t>(num(*p, "streamId", 0));
+                const std::string proto = str(*p, "protocol", "h1");
+                e.protocol = proto == "h2"     ? Protocol::Http2
+                             : proto == "ws"   ? Protocol::WebSocket
+                             : proto == "grpc" ? Protocol::Grpc
+                                               : Protocol::Http1;
+                e.tlsVersion = str(*p, "tlsVersion");
+                e.alpn = str(*p, "alpn");
+                e.client = str(*p, "client");
+                e.localPort = static_cast<std::uint16_t>(num(*p, "localPort", 0));
+                e.vhost = str(*p, "vhost");
+                e.route = str(*p, "route");
+                e.error = str(*p, "error");
+                if (const json* v = member(*p, "startedUnixNs"); v && v->is_number_integer())
+                    e.startedUnixNs = v->get<std::int64_t>();
+                if (member(*p, "scheme")) e.scheme = str(*p, "scheme");
+                if (member(*p, "authority")) e.authority = str(*p, "authority");
+                if (member(*p, "target")) e.target = str(*p, "target");
+                auto u64 = [&](const char* k, std::uint64_t& dst) {
+                    if (const json* v = member(*p, k); v && v->is_number_unsigned())
+                        dst = v->get<std::uint64_t>();
+                };
+                u64("requestBodySize", e.requestBodySize);
+                u64("responseBodySize", e.responseBodySize);
+                u64("requestHeadersSize", e.requestHeadersSize);
+                u64("responseHeadersSize", e.responseHeadersSize);
+                if (const json* tr = member(*p, "requestTrailers"); tr && tr->is_array())
+                    e.requestTrailers = headers(*p, "requestTrailers", where + "._portico");
+                if (const json* ph = member(*p, "phasesNs"); ph && ph->is_object()) {
+                    e.phases.fill(-1);
+                    for (std::size_t i = 0; i < kPhaseCount; ++i)
+                        if (const json* v =
+                                member(*ph, std::string(phaseName(static_cast<Phase>(i))).c_str());
+                            v && v->is_number())
+                            e.phases[i] = v->get<std::int64_t>();
+                }
+            }
+            out.exchanges.push_back(std::move(e));
+        }
+    } catch (const ShapeError& e) {
+        out.exchanges.clear();
+        out.error = e.where + ": " + e.what;
+    } catch (const std::exception& e) {
+        out.exchanges.clear();
+        out.error = std::string("unexpected content: ") + e.what();
+    }
+    return out;
+}
+
+} // namespace portico::capture

@@ -1,0 +1,290 @@
+// Filling ring slots from a connection's view of an exchange; HTTP/1.1 publish/complete batching.
+#include "capture/hooks.h"
+
+#include "tls/server_tls.h"
+
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <charconv>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace portico::capture {
+
+std::string_view phaseName(Phase p) {
+    static constexpr std::string_view kNames[] = {
+        "accepted",      "tls_done",           "request_headers",     "request_body_done",
+        "route_matched", "upstream_connected", "upstream_first_byte", "response_first_byte",
+        "response_done"};
+    auto i = static_cast<std::size_t>(p);
+    return i < std::size(kNames) ? kNames[i] : std::string_view("?");
+}
+
+RouteLabels labelsFor(const config::Vhost& vhost, const routing::RouteResult& rr) {
+    RouteLabels l;
+    l.vhost = vhost.names.empty() ? std::string_view("*") : std::string_view(vhost.names.front());
+    switch (rr.kind) {
+    case routing::RouteResult::Kind::Matched:
+        l.route = rr.route ? (rr.route->name.empty() ? std::string_view(rr.route->spec)
+                                                     : std::string_view(rr.route->name))
+                           : std::string_view("(route)");
+        break;
+    case routing::RouteResult::Kind::Fallback:
+        l.route = "(static)";
+        break;
+    case routing::RouteResult::Kind::NotFound:
+        l.route = "(no route)";
+        break;
+    case routing::RouteResult::Kind::MethodNotAllowed:
+        l.route = "(method not allowed)";
+        break;
+    case routing::RouteResult::Kind::Options:
+        l.route = "(options)";
+        break;
+    }
+    return l;
+}
+
+std::unique_ptr<ConnCapture> beginConnection(Recorder& rec, const config::Config& cfg, std::string client) {
+    if (!cfg.capture.enabled) return nullptr;
+    rec.ensureRings(cfg.capture.ringRecords, cfg.capture.recordBytes);
+    auto cc = std::make_unique<ConnCapture>();
+    cc->rec = &rec;
+    cc->cfg = &cfg.capture;
+    cc->serverTiming = cfg.capture.serverTiming;
+    cc->connectionId = rec.newConnectionId();
+    cc->client = std::move(client);
+    cc->acceptedNs = nowNs();
+    return cc;
+}
+
+std::string peerName(int fd) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+    char host[INET6_ADDRSTRLEN] = {};
+    if (ss.ss_family == AF_INET) {
+        auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+        ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+        return std::string(host) + ":" + std::to_string(ntohs(a->sin_port));
+    }
+    if (ss.ss_family == AF_INET6) {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+        ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+        return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
+    }
+    return {};
+}
+
+void recordStats(Recorder& rec, const RouteLabels& labels, std::uint64_t latencyNs, int status) {
+    const bool error = status == 0 || status >= 500;
+    const bool clientError = status >= 400 && status < 500;
+    rec.stats.overall.record(latencyNs, error, clientError);
+    std::string_view vhost = labels.vhost.empty() ? std::string_view("(none)") : labels.vhost;
+    std::string_view route = labels.route.empty() ? std::string_view("(refused)") : labels.route;
+    rec.stats.group(vhost, route)->hist.record(latencyNs, error, clientError);
+}
+
+namespace {
+// "Name: value\r\n" lines of a field block.
+template <class F> void forEachField(std::string_view block, F&& fn) {
+    while (!block.empty()) {
+        auto eol = block.find("\r\n");
+        std::string_view line = block.substr(0, eol);
+        block.remove_prefix(eol == std::string_view::npos ? block.size() : eol + 2);
+        auto colon = line.find(':');
+        if (colon == std::string_view::npos) continue;
+        std::string_view value = line.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+            value.remove_prefix(1);
+        fn(line.substr(0, colon), value);
+    }
+}
+} // namespace
+
+bool writeRecord(ConnCapture& cc, std::size_t k, const ExchangeInput& in) {
+    Recorder& rec = *cc.rec;
+    SlotHead* h = rec.reserve(k);
+    if (!h) return false;
+    Ring& ring = *rec.ring();
+    h->connectionId = cc.connectionId;
+    h->streamId = in.streamId;
+    h->protocol = static_cast<std::uint8_t>(in.protocol);
+    h->httpVersion = in.httpVersion;
+    h->localPort = in.localPort;
+    h->status = in.res ? in.res->status : 0;
+    h->startedUnixNs = unixNowNs() - (in.requestStartNs >= 0 ? nowNs() - in.requestStartNs : 0);
+    for (std::size_t i = 0; i < kPhaseCount; ++i)
+        h->phases[i] = in.phases[i];
+    if (h->phases[0] < 0) h->phases[0] = cc.acceptedNs;
+    if (h->phases[1] < 0) h->phases[1] = cc.tlsDoneNs;
+    h->requestBodySize = in.requestBodySize;
+    h->responseBodySize = in.responseBodySize;
+    h->requestHeadersSize = in.requestHeadBytes;
+    h->responseHeadersSize = in.responseHead.size();
+
+    const http::Request* req = in.req;
+    SlotWriter w(h, ring.payload(h), ring.payloadBytes());
+    const char* tlsVersion = in.ssl ? SSL_get_version(in.ssl) : "";
+    w.str(tlsVersion ? tlsVersion : "");
+    w.str(in.ssl ? tls::alpnOf(in.ssl) : std::string_view());
+    w.str(cc.client);
+    w.str(in.labels.vhost);
+    w.str(in.labels.route);
+    w.str(!in.method.empty() ? in.method : req ? req->methodToken : std::string_view());
+    w.str(!in.scheme.empty() ? in.scheme : in.ssl ? std::string_view("https") : std::string_view("http"));
+    w.str(!in.authority.empty() ? in.authority : req ? req->host : std::string_view());
+    w.str(!in.target.empty() ? in.target : req ? req->target : std::string_view(), 8192);
+    w.str(in.error);
+    std::size_t list = w.beginList();
+    if (req)
+        for (const auto& f : req->headers)
+            w.pair(list, f.name, f.value);
+    list = w.beginList();
+    if (req)
+        for (const auto& f : req->trailers)
+            w.pair(list, f.name, f.value);
+    list = w.beginList();
+    if (!in.responseHead.empty()) {
+        std::string_view head = in.responseHead;
+        auto eol = head.find("\r\n");
+        forEachField(eol == std::string_view::npos ? std::string_view() : head.substr(eol + 2),
+                     [&](std::string_view n, std::string_view v) { w.pair(list, n, v); });
+    } else if (in.res) {
+        // HTTP/2: what submit() sends, in its order.
+        char status[4] = {};
+        std::to_chars(status, status + 3, in.res->status);
+        w.pair(list, ":status", std::string_view(status, 3));
+        if (in.res->serverHeader) w.pair(list, "server", "Portico/" PORTICO_VERSION);
+        forEachField(in.res->fieldBlock(),
+                     [&](std::string_view n, std::string_view v) { w.pair(list, n, v); });
+        if (in.responseHasBody) {
+            char len[24];
+            auto r = std::to_chars(len, len + sizeof len, in.res->bodyLength());
+            w.pair(list, "content-length", std::string_view(len, static_cast<std::size_t>(r.ptr - len)));
+        }
+    }
+    const std::size_t bodyCap = cc.cfg->bodyBytes;
+    // Request body prefix, then response body prefix; each leaves room for the other's length.
+    const std::string_view reqBody = req ? req->body : std::string_view();
+    w.str(reqBody, std::min<std::size_t>(bodyCap, w.room() > 8 ? w.room() - 8 : 0));
+    std::size_t want = 0;
+    if (in.res && in.responseHasBody)
+        want = static_cast<std::size_t>(std::min<std::uint64_t>(bodyCap, in.res->bodyLength()));
+    if (char* dst = w.bodyInPlace(want)) {
+        std::size_t got = 0;
+        std::size_t room = std::min(want, w.room());
+        if (room && in.res) {
+            switch (in.res->bodyKind()) {
+            case http::Response::BodyKind::Owned:
+            case http::Response::BodyKind::Shared:
+                got = std::min(room, in.res->bodyView().size());
+                std::memcpy(dst, in.res->bodyView().data(), got);
+                break;
+            case http::Response::BodyKind::File: {
+                ssize_t n = ::pread(in.res->file()->fd, dst, room, static_cast<off_t>(in.res->fileOffset()));
+                got = n > 0 ? static_cast<std::size_t>(n) : 0;
+                break;
+            }
+            case http::Response::BodyKind::None:
+                break;
+            }
+        }
+        w.commitBody(got);
+    }
+    w.finish();
+    return true;
+}
+
+void h1Serialized(ConnCapture& cc, const ExchangeInput& in) {
+    if (writeRecord(cc, cc.pending, in)) ++cc.pending;
+}
+
+void h1Flushed(ConnCapture& cc) {
+    const std::int64_t now = nowNs();
+    const std::int64_t first = cc.firstByteNs >= 0 ? cc.firstByteNs : now;
+    if (cc.awaitCount) {
+        for (std::uint32_t i = 0; i < cc.awaitCount; ++i)
+            cc.rec->complete(Completion{cc.awaitFirst + i, first, now, 0});
+        cc.awaitCount = 0;
+    }
+    if (cc.pending) {
+        Ring& ring = *cc.rec->ring();
+        for (std::uint32_t i = 0; i < cc.pending; ++i) {
+            SlotHead* h = ring.pending(i);
+            h->phases[static_cast<std::size_t>(Phase::ResponseFirstByte)] = first;
+            h->phases[static_cast<std::size_t>(Phase::ResponseDone)] = now;
+        }
+        cc.rec->publish(cc.pending);
+        cc.pending = 0;
+    }
+    cc.firstByteNs = -1;
+}
+
+void h1Yield(ConnCapture& cc) {
+    if (!cc.pending) return;
+    Ring& ring = *cc.rec->ring();
+    for (std::uint32_t i = 0; i < cc.pending; ++i) {
+        SlotHead* h = ring.pending(i);
+        h->flags |= kIncomplete;
+        h->phases[static_cast<std::size_t>(Phase::ResponseFirstByte)] = cc.firstByteNs;
+    }
+    const std::uint64_t first = cc.rec->nextSeq();
+    if (cc.awaitCount && cc.awaitFirst + cc.awaitCount == first) {
+        cc.awaitCount += cc.pending;
+    } else {
+        for (std::uint32_t i = 0; i < cc.awaitCount; ++i)
+            cc.rec->complete(Completion{cc.awaitFirst + i, cc.firstByteNs, nowNs(), 0});
+        cc.awaitFirst = first;
+        cc.awaitCount = cc.pending;
+    }
+    cc.rec->publish(cc.pending);
+    cc.pending = 0;
+}
+
+void h1Closed(ConnCapture& cc) {
+    // Records whose response never left: published with the error.
+    if (cc.pending) {
+        Ring& ring = *cc.rec->ring();
+        for (std::uint32_t i = 0; i < cc.pending; ++i)
+            ring.pending(i)->flags |= kIncomplete;
+        cc.rec->publish(cc.pending);
+        for (std::uint32_t i = 0; i < cc.pending; ++i)
+            cc.rec->complete(Completion{cc.rec->nextSeq() - cc.pending + i, -1, -1, 1});
+        cc.pending = 0;
+    }
+    for (std::uint32_t i = 0; i < cc.awaitCount; ++i)
+        cc.rec->complete(Completion{cc.awaitFirst + i, cc.firstByteNs, -1, 1});
+    cc.awaitCount = 0;
+}
+
+void serverTimingValue(std::int64_t startNs, std::int64_t headNs, std::int64_t routeNs, std::int64_t endNs,
+                       std::string& out) {
+    out.clear();
+    auto add = [&](std::string_view name, std::int64_t from, std::int64_t to) {
+        if (from < 0 || to < 0) return;
+        if (!out.empty()) out += ", ";
+        out += name;
+        out += ";dur=";
+        // milliseconds with 3 decimals
+        const std::int64_t us = std::max<std::int64_t>(0, (to - from) / 1000);
+        char buf[32];
+        auto r = std::to_chars(buf, buf + sizeof buf, us / 1000);
+        out.append(buf, r.ptr);
+        out += '.';
+        const auto frac = static_cast<int>(us % 1000);
+        out += static_cast<char>('0' + frac / 100);
+        out += static_cast<char>('0' + frac / 10 % 10);
+        out += static_cast<char>('0' + frac % 10);
+    };
+    add("recv", startNs, headNs);
+    add("route", headNs, routeNs);
+    add("app", routeNs >= 0 ? routeNs : headNs, endNs);
+    add("total", startNs, endNs);
+}
+
+} // namespace portico::capture

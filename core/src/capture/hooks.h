@@ -1,0 +1,110 @@
+// What the connections call to capture an exchange. Every call site is `if (cap) ...`, so with
+// capture off a connection pays one branch per hook and owns no capture state at all.
+#pragma once
+
+#include "capture/recorder.h"
+
+#include <portico/config/config.h>
+#include <portico/http/message.h>
+#include <portico/routing/router.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+typedef struct ssl_st SSL;
+
+namespace portico::capture {
+
+/// Labels of the vhost and route an exchange went to (views into the snapshot's config).
+struct RouteLabels {
+    std::string_view vhost;
+    std::string_view route;
+};
+RouteLabels labelsFor(const config::Vhost& vhost, const routing::RouteResult& rr);
+
+/// Everything about one exchange that the connection knows when it has its response.
+struct ExchangeInput {
+    Protocol protocol = Protocol::Http1;
+    std::uint8_t httpVersion = 11;
+    std::uint32_t streamId = 0;
+    SSL* ssl = nullptr;
+    std::uint16_t localPort = 0;
+    const http::Request* req = nullptr;                 ///< may be a default Request (refused before parsing)
+    std::string_view method, target, authority, scheme; ///< override req's when non-empty (HTTP/2)
+    const http::Response* res = nullptr;
+    std::string_view responseHead; ///< HTTP/1.1: the serialized head as sent ("HTTP/1.1 200 OK\r\n...")
+    std::uint64_t requestHeadBytes = 0;
+    std::uint64_t requestBodySize = 0;
+    std::uint64_t responseBodySize = 0;
+    bool responseHasBody = true; ///< false for HEAD, 1xx, 204, 304
+    std::string_view error;
+    RouteLabels labels;
+    std::int64_t requestStartNs = -1; ///< first byte of the request (steady ns)
+    std::int64_t phases[kPhaseCount] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
+};
+
+/// Per-connection capture state (heap, only when capture was on when the connection started).
+struct ConnCapture {
+    Recorder* rec = nullptr;
+    const config::Capture* cfg = nullptr; ///< of the snapshot the connection started with
+    std::uint64_t connectionId = 0;
+    std::string client; ///< "127.0.0.1:53012"
+    bool serverTiming = false;
+    std::int64_t acceptedNs = -1;
+    std::int64_t tlsDoneNs = -1;
+    // The request in progress (HTTP/1.1).
+    std::int64_t headNs = -1;
+    std::uint64_t headBytes = 0;
+    std::int64_t bodyDoneNs = -1;
+    std::int64_t routeNs = -1;
+    RouteLabels labels;
+    std::uint32_t requests = 0; ///< exchanges seen on this connection
+    // HTTP/1.1 records written but not yet published (all in one drive() turn) ...
+    std::uint32_t pending = 0;
+    std::int64_t firstByteNs = -1;
+    // ... and records published before their response was fully written.
+    std::uint64_t awaitFirst = 0;
+    std::uint32_t awaitCount = 0;
+
+    void resetRequest() {
+        headNs = bodyDoneNs = routeNs = -1;
+        labels = {};
+    }
+};
+
+/// Creates the state for a new connection when capture is on in `cfg`; null otherwise.
+std::unique_ptr<ConnCapture> beginConnection(Recorder& rec, const config::Config& cfg, std::string client);
+
+/// "127.0.0.1:53012" / "[::1]:53012" for a connected socket ("" if unknown).
+std::string peerName(int fd);
+
+/// Statistics for one exchange (always, even when its record is dropped).
+void recordStats(Recorder& rec, const RouteLabels& labels, std::uint64_t latencyNs, int status);
+
+/// Writes the record into the k-th pending slot of the worker's ring; false when dropped.
+/// `phases` not set in `in` are taken from `cc` (accepted, tls_done).
+bool writeRecord(ConnCapture& cc, std::size_t k, const ExchangeInput& in);
+
+// ---- HTTP/1.1 batching (see connection.cpp) ----
+/// A response was serialized: record it as pending.
+void h1Serialized(ConnCapture& cc, const ExchangeInput& in);
+/// About to write the queued output.
+inline void h1BeforeFlush(ConnCapture& cc) {
+    if ((cc.pending || cc.awaitCount) && cc.firstByteNs < 0) cc.firstByteNs = nowNs();
+}
+/// Output fully written: pending records are published complete, awaited ones completed.
+void h1Flushed(ConnCapture& cc);
+/// The connection goes back to the event loop with output not yet written: publish what is
+/// pending now (marked incomplete); its end arrives later as a completion.
+void h1Yield(ConnCapture& cc);
+/// The connection closes: nothing will be written any more.
+void h1Closed(ConnCapture& cc);
+
+/// `Server-Timing` value for the phases so far (RFC: W3C Server Timing), e.g.
+/// "head;dur=0.012, route;dur=0.003, handler;dur=0.120". Written into `out` (no allocation once
+/// `out` has capacity).
+void serverTimingValue(std::int64_t startNs, std::int64_t headNs, std::int64_t routeNs, std::int64_t endNs,
+                       std::string& out);
+
+} // namespace portico::capture

@@ -1,0 +1,338 @@
+// SQLite session files (WAL): schema, batched inserts, loading.
+#include <portico/capture/store.h>
+
+#include <sqlite3.h>
+
+#include <cstring>
+
+namespace portico::capture {
+
+namespace {
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS portico_session (key TEXT PRIMARY KEY, value TEXT);
+INSERT OR IGNORE INTO portico_session VALUES ('format', 'portico-capture-1');
+CREATE TABLE IF NOT EXISTS exchanges (
+  id INTEGER PRIMARY KEY,
+  started_unix_ns INTEGER NOT NULL,
+  connection_id INTEGER, stream_id INTEGER, protocol INTEGER, http_version INTEGER,
+  tls_version TEXT, alpn TEXT, client TEXT, local_port INTEGER,
+  vhost TEXT, route TEXT, method TEXT, scheme TEXT, authority TEXT, target TEXT,
+  status INTEGER, error TEXT, flags INTEGER,
+  request_headers BLOB, request_trailers BLOB, request_body BLOB,
+  request_body_size INTEGER, request_headers_size INTEGER,
+  response_headers BLOB, response_body BLOB, response_body_size INTEGER, response_headers_size INTEGER,
+  accepted_ns INTEGER, tls_done_ns INTEGER, request_headers_ns INTEGER, request_body_done_ns INTEGER,
+  route_matched_ns INTEGER, upstream_connected_ns INTEGER, upstream_first_byte_ns INTEGER,
+  response_first_byte_ns INTEGER, response_done_ns INTEGER
+);
+)sql";
+constexpr const char* kColumns =
+    "id, started_unix_ns, connection_id, stream_id, protocol, http_version, tls_version, alpn, client, "
+    "local_port, vhost, route, method, scheme, authority, target, status, error, flags, request_headers, "
+    "request_trailers, request_body, request_body_size, request_headers_size, response_headers, "
+    "response_body, response_body_size, response_headers_size, accepted_ns, tls_done_ns, "
+    "request_headers_ns, request_body_done_ns, route_matched_ns, upstream_connected_ns, "
+    "upstream_first_byte_ns, response_first_byte_ns, response_done_ns";
+constexpr int kColumnCount = 37;
+
+std::string text(sqlite3_stmt* st, int i) {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(st, i));
+    int n = sqlite3_column_bytes(st, i);
+    return p ? std::string(p, static_cast<std::size_t>(n)) : std::string();
+}
+} // namespace
+
+std::string encodeHeaders(const std::vector<Header>& h) {
+    std::string out;
+    auto u32 = [&](std::size_t n) {
+        auto v = static_cast<std::uint32_t>(n);
+        out.append(reinterpret_cast<const char*>(&v), 4);
+    };
+    u32(h.size());
+    for (const auto& x : h) {
+        u32(x.name.size());
+        out += x.name;
+        u32(x.value.size());
+        out += x.value;
+    }
+    return out;
+}
+
+std::vector<Header> decodeHeaders(std::string_view b) {
+    std::vector<Header> out;
+    std::size_t at = 0;
+    auto u32 = [&](std::uint32_t& v) {
+        if (b.size() - at < 4) return false;
+        std::memcpy(&v, b.data() + at, 4);
+        at += 4;
+        return true;
+    };
+    auto str = [&](std::string& s) {
+        std::uint32_t n = 0;
+        if (!u32(n) || b.size() - at < n) return false;
+        s.assign(b.data() + at, n);
+        at += n;
+        return true;
+    };
+    std::uint32_t count = 0;
+    if (!u32(count)) return out;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        Header h;
+        if (!str(h.name) || !str(h.value)) break;
+        out.push_back(std::move(h));
+    }
+    return out;
+}
+
+std::unique_ptr<Store> Store::open(const std::string& path, std::string& error) {
+    std::unique_ptr<Store> s(new Store());
+    s->path_ = path;
+    if (sqlite3_open_v2(path.c_str(), &s->db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK) {
+        error = path + ": " + (s->db_ ? sqlite3_errmsg(s->db_) : "cannot open");
+        return nullptr;
+    }
+    sqlite3_busy_timeout(s->db_, 2000);
+    if (!s->exec("PRAGMA journal_mode=WAL") || !s->exec("PRAGMA synchronous=NORMAL") || !s->exec(kSchema)) {
+        error = path + ": " + s->error_;
+        if (s->error_.find("not a database") != std::string::npos)
+            error = path + ": not a Portico session file (" + s->error_ + ")";
+        return nullptr;
+    }
+    std::string cols = kColumns;
+    std::string q(kColumnCount * 2 - 1, '?');
+    for (std::size_t i = 1; i < q.size(); i += 2)
+        q[i] = ',';
+    std::string ins = "INSERT INTO exchanges (" + cols + ") VALUES (" + q + ")";
+    std::string rep = "INSERT OR REPLACE INTO exchanges (" + cols + ") VALUES (" + q + ")";
+    if (sqlite3_prepare_v2(s->db_, ins.c_str(), -1, &s->insert_, nullptr) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db_, rep.c_str(), -1, &s->replace_, nullptr) != SQLITE_OK) {
+        error = path + ": " + sqlite3_errmsg(s->db_);
+        return nullptr;
+    }
+    return s;
+}
+
+Store::~Store() {
+    if (inTransaction_) commit();
+    sqlite3_finalize(insert_);
+    sqlite3_finalize(replace_);
+    sqlite3_close(db_);
+}
+
+bool Store::exec(const char* sql) {
+    char* msg = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+        error_ = msg ? msg : sqlite3_errmsg(db_);
+        sqlite3_free(msg);
+        return false;
+    }
+    return true;
+}
+
+bool Store::begin() {
+    if (inTransaction_) return true;
+    if (!exec("BEGIN")) return false;
+    inTransaction_ = true;
+    return true;
+}
+
+bool Store::commit() {
+    if (!inTransaction_) return true;
+    inTransaction_ = false;
+    return exec("COMMIT");
+}
+
+bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    int i = 1;
+    auto i64 = [&](std::int64_t v) { sqlite3_bind_int64(st, i++, v); };
+    auto str = [&](const std::string& v) {
+        sqlite3_bind_text(st, i++, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    };
+    auto blob = [&](const std::string& v) {
+        sqlite3_bind_blob(st, i++, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    };
+    if (withId)
+        i64(static_cast<std::int64_t>(e.id));
+    else
+        sqlite3_bind_null(st, i++);
+    i64(e.startedUnixNs);
+    i64(static_cast<std::int64_t>(e.connectionId));
+    i64(e.streamId);
+    i64(static_cast<int>(e.protocol));
+    i64(e.httpVersion);
+    str(e.tlsVersion);
+    str(e.alpn);
+    str(e.client);
+    i64(e.localPort);
+    str(e.vhost);
+    str(e.route);
+    str(e.method);
+    str(e.scheme);
+    str(e.authority);
+    blob(e.target);
+    i64(e.status);
+    str(e.error);
+    i64(e.flags);
+    blob(encodeHeaders(e.requestHeaders));
+    blob(encodeHeaders(e.requestTrailers));
+    blob(e.requestBody);
+    i64(static_cast<std::int64_t>(e.requestBodySize));
+    i64(static_cast<std::int64_t>(e.requestHeadersSize));
+    blob(encodeHeaders(e.responseHeaders));
+    blob(e.responseBody);
+    i64(static_cast<std::int64_t>(e.responseBodySize));
+    i64(static_cast<std::int64_t>(e.responseHeadersSize));
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+        if (e.phases[p] < 0)
+            sqlite3_bind_null(st, i++);
+        else
+            i64(e.phases[p]);
+    }
+    return true;
+}
+
+bool Store::append(std::vector<Exchange>& records) {
+    if (records.empty()) return true;
+    if (!begin()) return false;
+    for (auto& e : records) {
+        bind(e.id ? replace_ : insert_, e, e.id != 0);
+        sqlite3_stmt* st = e.id ? replace_ : insert_;
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            error_ = sqlite3_errmsg(db_);
+            return false;
+        }
+        if (!e.id) e.id = static_cast<std::uint64_t>(sqlite3_last_insert_rowid(db_));
+    }
+    return true;
+}
+
+bool Store::update(const Exchange& e) {
+    if (!begin()) return false;
+    bind(replace_, e, true);
+    if (sqlite3_step(replace_) != SQLITE_DONE) {
+        error_ = sqlite3_errmsg(db_);
+        return false;
+    }
+    return true;
+}
+
+std::vector<Exchange> Store::load(std::uint64_t sinceId, std::size_t max) {
+    std::vector<Exchange> out;
+    std::string sql = std::string("SELECT ") + kColumns + " FROM exchanges WHERE id > ? ORDER BY id";
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+        error_ = sqlite3_errmsg(db_);
+        return out;
+    }
+    sqlite3_bind_int64(st, 1, static_cast<std::int64_t>(sinceId));
+    while (out.size() < max && sqlite3_step(st) == SQLITE_ROW) {
+        Exchange e;
+        int i = 0;
+        auto i64 = [&] { return sqlite3_column_int64(st, i++); };
+        auto str = [&] { return text(st, i++); };
+        e.id = static_cast<std::uint64_t>(i64());
+        e.startedUnixNs = i64();
+        e.connectionId = static_cast<std::uint64_t>(i64());
+        e.streamId = static_cast<std::uint32_t>(i64());
+        e.protocol = static_cast<Protocol>(i64());
+        e.httpVersion = static_cast<std::uint8_t>(i64());
+        e.tlsVersion = str();
+        e.alpn = str();
+        e.client = str();
+        e.localPort = static_cast<std::uint16_t>(i64());
+        e.vhost = str();
+        e.route = str();
+        e.method = str();
+        e.scheme = str();
+        e.authority = str();
+        e.target = str();
+        e.status = static_cast<int>(i64());
+        e.error = str();
+        e.flags = static_cast<std::uint32_t>(i64());
+        e.requestHeaders = decodeHeaders(str());
+        e.requestTrailers = decodeHeaders(str());
+        e.requestBody = str();
+        e.requestBodySize = static_cast<std::uint64_t>(i64());
+        e.requestHeadersSize = static_cast<std::uint64_t>(i64());
+        e.responseHeaders = decodeHeaders(str());
+        e.responseBody = str();
+        e.responseBodySize = static_cast<std::uint64_t>(i64());
+        e.responseHeadersSize = static_cast<std::uint64_t>(i64());
+        for (std::size_t p = 0; p < kPhaseCount; ++p) {
+            const bool null = sqlite3_column_type(st, i) == SQLITE_NULL;
+            std::int64_t v = i64();
+            e.phases[p] = null ? -1 : v;
+        }
+        out.push_back(std::move(e));
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+bool Store::setMeta(const std::string& key, const std::string& value) {
+    if (!begin()) return false;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO portico_session (key, value) VALUES (?, ?)", -1, &st,
+                           nullptr) != SQLITE_OK) {
+        error_ = sqlite3_errmsg(db_);
+        return false;
+    }
+    sqlite3_bind_text(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    const bool ok = sqlite3_step(st) == SQLITE_DONE;
+    if (!ok) error_ = sqlite3_errmsg(db_);
+    sqlite3_finalize(st);
+    return ok;
+}
+
+std::string Store::meta(const std::string& key) {
+    sqlite3_stmt* st = nullptr;
+    std::string v;
+    if (sqlite3_prepare_v2(db_, "SELECT value FROM portico_session WHERE key = ?", -1, &st, nullptr) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_ROW) v = text(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+std::uint64_t Store::count() {
+    sqlite3_stmt* st = nullptr;
+    std::uint64_t n = 0;
+    if (sqlite3_prepare_v2(db_, "SELECT count(*) FROM exchanges", -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = static_cast<std::uint64_t>(sqlite3_column_int64(st, 0));
+    sqlite3_finalize(st);
+    return n;
+}
+
+std::uint64_t Store::maxId() {
+    sqlite3_stmt* st = nullptr;
+    std::uint64_t n = 0;
+    if (sqlite3_prepare_v2(db_, "SELECT coalesce(max(id), 0) FROM exchanges", -1, &st, nullptr) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = static_cast<std::uint64_t>(sqlite3_column_int64(st, 0));
+    sqlite3_finalize(st);
+    return n;
+}
+
+std::string Store::integrityCheck() {
+    sqlite3_stmt* st = nullptr;
+    std::string r;
+    if (sqlite3_prepare_v2(db_, "PRAGMA integrity_check", -1, &st, nullptr) != SQLITE_OK)
+        return sqlite3_errmsg(db_);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (!r.empty()) r += "\n";
+        r += text(st, 0);
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+} // namespace portico::capture

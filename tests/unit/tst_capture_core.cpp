@@ -1,0 +1,246 @@
+// Capture building blocks: live histograms against exact percentiles, the ring's drop counting
+// under a flood, slot encoding (binary-safe, bounded), and the filter language.
+#include "../../core/src/capture/recorder.h"
+
+#include <portico/capture/filter.h>
+#include <portico/stats/live.h>
+
+#include <QtTest>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <thread>
+
+using namespace portico;
+
+namespace {
+// Nearest-rank percentile of sorted samples (the definition Histogram documents).
+std::uint64_t exactPercentile(const std::vector<std::uint64_t>& sorted, double p) {
+    if (p <= 0) return sorted.front();
+    // p × N / 100 exactly: p is given with at most two decimals, so scale to integers.
+    const auto scaled = static_cast<std::uint64_t>(std::llround(p * 100.0)) * sorted.size(); // p·N·100
+    const auto rank = std::max<std::size_t>(1, static_cast<std::size_t>((scaled + 9999) / 10000));
+    return sorted[rank - 1];
+}
+
+capture::Exchange roundTrip(capture::Recorder& rec,
+                            const std::function<void(capture::SlotWriter&, capture::SlotHead*)>& fill) {
+    capture::SlotHead* h = rec.reserve(0);
+    if (!h) return {};
+    capture::SlotWriter w(h, rec.ring()->payload(h), rec.ring()->payloadBytes());
+    fill(w, h);
+    w.finish();
+    rec.publish(1);
+    capture::Exchange out;
+    rec.ringForReader()->drain(
+        [&](const capture::SlotHead& sh, const char* p) { out = capture::decodeSlot(sh, p); }, 1);
+    return out;
+}
+} // namespace
+
+class TestCaptureCore : public QObject {
+    Q_OBJECT
+private slots:
+    void liveHistogramMatchesExactPercentiles() {
+        std::mt19937_64 rng(42);
+        std::lognormal_distribution<double> dist(std::log(200'000.0), 1.2); // ~200 µs median, long tail
+        std::vector<std::uint64_t> samples;
+        stats::LiveHistogram parts[4];
+        for (int i = 0; i < 200'000; ++i) {
+            auto v = static_cast<std::uint64_t>(std::clamp(dist(rng), 1000.0, 3.0e12));
+            samples.push_back(v);
+            parts[i % 4].record(v, v > 5'000'000, false);
+        }
+        std::sort(samples.begin(), samples.end());
+        stats::Histogram merged;
+        stats::BucketCounts counts;
+        std::uint64_t errors = 0;
+        for (auto& p : parts) {
+            p.addTo(merged);
+            p.addCounts(counts);
+            errors += p.errors();
+        }
+        QCOMPARE(merged.count(), std::uint64_t(samples.size()));
+        QCOMPARE(errors, std::uint64_t(std::count_if(samples.begin(), samples.end(),
+                                                     [](auto v) { return v > 5'000'000; })));
+        for (double p : {0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0}) {
+            const std::uint64_t exact = exactPercentile(samples, p);
+            const std::uint64_t fromHist = merged.valueAtPercentile(p);
+            const std::uint64_t fromCounts = stats::percentileOf(counts, p);
+            const double bound =
+                static_cast<double>(exact) * (1.0 + stats::Histogram::kRelativePrecision) + 1.0;
+            QVERIFY2(fromHist >= exact && static_cast<double>(fromHist) <= bound,
+                     qPrintable(QString("p%1: exact %2 histogram %3").arg(p).arg(exact).arg(fromHist)));
+            QVERIFY2(fromCounts >= exact && static_cast<double>(fromCounts) <= bound,
+                     qPrintable(QString("p%1: exact %2 counts %3").arg(p).arg(exact).arg(fromCounts)));
+        }
+    }
+
+    void slotEncodingIsBinarySafe() {
+        capture::Recorder rec(3);
+        rec.ensureRings(16, 4096);
+        const std::string body("\0\x01\xff\r\n binary", 12);
+        auto e = roundTrip(rec, [&](capture::SlotWriter& w, capture::SlotHead* h) {
+            h->status = 201;
+            h->phases[static_cast<int>(capture::Phase::RequestHeaders)] = 123;
+            for (auto s : {"TLSv1.3", "h2", "127.0.0.1:5000", "site", "/api/*", "POST", "https", "localhost",
+                           "/api/x?y=1", ""})
+                w.str(s);
+            auto l = w.beginList();
+            w.pair(l, "Content-Type", "application/octet-stream");
+            w.pair(l, "X-Bin", std::string("a\0b", 3));
+            w.beginList();
+            l = w.beginList();
+            w.pair(l, ":status", "201");
+            w.str(body);
+            w.str("ok");
+            h->requestBodySize = body.size();
+            h->responseBodySize = 2;
+        });
+        QCOMPARE(e.status, 201);
+        QCOMPARE(e.method, std::string("POST"));
+        QCOMPARE(e.target, std::string("/api/x?y=1"));
+        QCOMPARE(e.tlsVersion, std::string("TLSv1.3"));
+        QCOMPARE(e.requestHeaders.size(), std::size_t(2));
+        QCOMPARE(e.requestHeaders[1].value, std::string("a\0b", 3));
+        QCOMPARE(e.responseHeaders.size(), std::size_t(1));
+        QCOMPARE(e.requestBody, body);
+        QCOMPARE(e.responseBody, std::string("ok"));
+        QCOMPARE(e.at(capture::Phase::RequestHeaders), std::int64_t(123));
+        QCOMPARE(e.at(capture::Phase::ResponseDone), std::int64_t(-1));
+        QCOMPARE(e.flags & capture::kRequestBodyTruncated, 0u);
+    }
+
+    void slotEncodingIsBounded() {
+        capture::Recorder rec(0);
+        rec.ensureRings(16, 1024); // the smallest record_bytes
+        const std::string big(5000, 'x');
+        auto e = roundTrip(rec, [&](capture::SlotWriter& w, capture::SlotHead* h) {
+            for (int i = 0; i < 10; ++i)
+                w.str(i == 8 ? std::string_view(big) : std::string_view("v"));
+            auto l = w.beginList();
+            for (int i = 0; i < 50; ++i)
+                w.pair(l, "X-Header", big.substr(0, 100));
+            w.beginList();
+            w.beginList();
+            w.str(big);
+            w.str(big);
+            h->requestBodySize = big.size();
+            h->responseBodySize = big.size();
+        });
+        QVERIFY(e.flags & capture::kHeadersTruncated);
+        QVERIFY(e.target.size() < 1024);
+        QVERIFY(e.requestHeaders.size() < 50);
+        QVERIFY(e.flags & capture::kRequestBodyTruncated);
+        QVERIFY(e.requestBody.size() < big.size());
+    }
+
+    void ringCountsDropsUnderFlood() {
+        // A producer far faster than the consumer: every record is either delivered (in order) or
+        // counted as dropped; statistics count all of them.
+        capture::Recorder rec(1);
+        rec.ensureRings(64, 1024);
+        constexpr std::uint64_t kRecords = 200'000;
+        std::atomic<bool> done{false};
+        std::uint64_t delivered = 0, lastSeq = 0;
+        bool ordered = true;
+        std::thread consumer([&] {
+            for (int rounds = 0; rounds < 100000; ++rounds) {
+                const bool finished = done.load();
+                rec.ringForReader()->drain(
+                    [&](const capture::SlotHead& h, const char*) {
+                        if (h.seq <= lastSeq) ordered = false;
+                        lastSeq = h.seq;
+                        ++delivered;
+                    },
+                    16);
+                if (finished && rec.ringForReader()->drain([](auto&, auto) {}, 0) == 0 &&
+                    delivered + rec.dropped() >= kRecords)
+                    break;
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+            }
+        });
+        for (std::uint64_t i = 0; i < kRecords; ++i) {
+            rec.stats.overall.record(1000 + i, false, false);
+            if (capture::SlotHead* h = rec.reserve(0)) {
+                capture::SlotWriter w(h, rec.ring()->payload(h), rec.ring()->payloadBytes());
+                w.str("GET");
+                w.finish();
+                rec.publish(1);
+            }
+        }
+        done = true;
+        consumer.join();
+        QVERIFY(ordered);
+        QVERIFY2(rec.dropped() > 0, "the flood should overflow a 64-slot ring");
+        QVERIFY(delivered > 0);
+        QCOMPARE(delivered + rec.dropped(), kRecords);
+        QCOMPARE(rec.stats.overall.count(), kRecords);
+    }
+
+    void workerStatsGroups() {
+        capture::WorkerStats s;
+        auto* a = s.group("site", "/api");
+        auto* b = s.group("site", "(static)");
+        QVERIFY(a != b);
+        QCOMPARE(s.group("site", "/api"), a);
+        a->hist.record(2000, false, true);
+        QCOMPARE(s.groupCount(), std::size_t(2));
+        QCOMPARE(s.groupAt(0).hist.clientErrors(), std::uint64_t(1));
+    }
+
+    void filter_data() {
+        QTest::addColumn<QString>("expr");
+        QTest::addColumn<bool>("matches");
+        QTest::newRow("empty") << "" << true;
+        QTest::newRow("status eq") << "status:404" << true;
+        QTest::newRow("status ge") << "status:>=400" << true;
+        QTest::newRow("status lt") << "status:<400" << false;
+        QTest::newRow("status class") << "status:4xx" << true;
+        QTest::newRow("status ne") << "status:!404" << false;
+        QTest::newRow("method") << "method:post" << true;
+        QTest::newRow("method list") << "method:GET,HEAD" << false;
+        QTest::newRow("path prefix") << "path:/api" << true;
+        QTest::newRow("path not query") << "path:/api/items?x" << false;
+        QTest::newRow("host") << "host:localhost" << true;
+        QTest::newRow("and") << "status:>=400 method:POST path:/api host:localhost" << true;
+        QTest::newRow("and fails") << "status:>=400 method:GET" << false;
+        QTest::newRow("negation") << "-method:POST" << false;
+        QTest::newRow("word") << "items" << true;
+        QTest::newRow("quoted") << "header:\"content-type=json\"" << true;
+        QTest::newRow("route") << "route:/api/*" << true;
+        QTest::newRow("protocol") << "protocol:h2" << false;
+        QTest::newRow("error no") << "error:no" << true;
+    }
+    void filter() {
+        QFETCH(QString, expr);
+        QFETCH(bool, matches);
+        capture::Exchange e;
+        e.method = "POST";
+        e.status = 404;
+        e.scheme = "http";
+        e.authority = "localhost:8080";
+        e.target = "/api/items?x=1";
+        e.route = "/api/*";
+        e.requestHeaders = {{"Content-Type", "application/json"}};
+        std::string error;
+        auto f = capture::Filter::parse(expr.toStdString(), error);
+        QVERIFY2(f, error.c_str());
+        QCOMPARE(f->matches(e), matches);
+    }
+
+    void filterErrors() {
+        std::string error;
+        QVERIFY(!capture::Filter::parse("method:GET stauts:200", error));
+        QCOMPARE(error, std::string("column 12: unknown key 'stauts' (did you mean 'status'?)"));
+        QVERIFY(!capture::Filter::parse("status:abc", error));
+        QVERIFY(error.starts_with("column 1: status: expected a number"));
+        QVERIFY(!capture::Filter::parse("path:\"/a", error));
+        QCOMPARE(error, std::string("column 6: unterminated quote"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCaptureCore)
+#include "tst_capture_core.moc"

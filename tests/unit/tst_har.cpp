@@ -1,0 +1,346 @@
+// HAR 1.2: export rules (case HAR-01), import of Chrome / Firefox / HTTP Toolkit / mitmproxy
+// files, positioned errors for corrupt files, and a lossless export → import round trip.
+#include "test_support.h"
+
+#include <portico/capture/har.h>
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+
+using namespace portico;
+using capture::Exchange;
+using capture::Phase;
+
+namespace {
+std::string fixture(const char* name) {
+    QFile f(test::sourceDir() + "/tests/data/har/" + name);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return f.readAll().toStdString();
+}
+
+// A first exchange on a TLS connection, a second one reusing it, an unfinished one, a binary one.
+std::vector<Exchange> sample() {
+    std::vector<Exchange> v;
+    Exchange a;
+    a.id = 1;
+    a.connectionId = (1ull << 48) | 7;
+    a.streamId = 1;
+    a.protocol = capture::Protocol::Http1;
+    a.tlsVersion = "TLSv1.3";
+    a.alpn = "http/1.1";
+    a.client = "127.0.0.1:50000";
+    a.localPort = 8443;
+    a.vhost = "localhost";
+    a.route = "/api/*";
+    a.method = "POST";
+    a.scheme = "https";
+    a.authority = "localhost:8443";
+    a.target = "/api/items?x=1&y=%20z";
+    a.requestHeaders = {
+        {"Host", "localhost:8443"}, {"Content-Type", "application/json"}, {"Cookie", "sid=1; t=2"}};
+    a.requestBody = "{\"name\":\"é\"}";
+    a.requestBodySize = a.requestBody.size();
+    a.requestHeadersSize = 120;
+    a.status = 201;
+    a.responseHeaders = {{"Content-Type", "application/json"},
+                         {"Set-Cookie", "sid=3; Path=/; HttpOnly"},
+                         {"Location", "/api/items/7"}};
+    a.responseBody = "{\"id\":7}";
+    a.responseBodySize = a.responseBody.size();
+    a.responseHeadersSize = 98;
+    a.startedUnixNs = 1'772'000'000'123'456'789;
+    const std::int64_t t0 = 5'000'000'000;
+    a.set(Phase::Accepted, t0);
+    a.set(Phase::TlsDone, t0 + 1'500'000);
+    a.set(Phase::RequestHeaders, t0 + 1'800'000);
+    a.set(Phase::RequestBodyDone, t0 + 1'900'000);
+    a.set(Phase::RouteMatched, t0 + 1'910'000);
+    a.set(Phase::ResponseFirstByte, t0 + 2'400'000);
+    a.set(Phase::ResponseDone, t0 + 2'450'000);
+    v.push_back(a);
+    Exchange b = a;
+    b.id = 2;
+    b.streamId = 2; // same connection, reused
+    b.method = "GET";
+    b.target = "/img.bin";
+    b.requestBody.clear();
+    b.requestBodySize = 0;
+    b.responseHeaders = {{"Content-Type", "application/octet-stream"}, {"X-Odd", "caf\xe9"}}; // not UTF-8
+    b.responseBody = std::string("\x89PNG\0\x01\xff", 7);
+    b.responseBodySize = 1000; // a prefix only
+    b.flags = capture::kResponseBodyTruncated;
+    for (auto& p : b.phases)
+        if (p >= 0) p += 10'000'000;
+    v.push_back(b);
+    Exchange c = b;
+    c.id = 3;
+    c.streamId = 3;
+    c.status = 0;
+    c.error = "connection closed before the response was sent";
+    c.responseHeaders.clear();
+    c.responseBody.clear();
+    c.responseBodySize = 0;
+    c.flags = capture::kIncomplete;
+    c.set(Phase::ResponseFirstByte, -1);
+    c.set(Phase::ResponseDone, -1);
+    v.push_back(c);
+    return v;
+}
+} // namespace
+
+class TestHar : public QObject {
+    Q_OBJECT
+private slots:
+    void exportFollowsHar01() {
+        const std::string text = capture::toHar(sample());
+        QVERIFY(capture::isUtf8(text));
+        QJsonParseError err;
+        auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(text), &err);
+        QVERIFY2(err.error == QJsonParseError::NoError, qPrintable(err.errorString()));
+        QJsonObject log = doc.object()["log"].toObject();
+        QCOMPARE(log["version"].toString(), QString("1.2"));
+        QVERIFY(log["creator"].toObject().contains("name"));
+        QJsonArray entries = log["entries"].toArray();
+        QCOMPARE(entries.size(), 3);
+        for (int i = 0; i < entries.size(); ++i) {
+            QJsonObject e = entries[i].toObject();
+            for (auto k : {"startedDateTime", "time", "request", "response", "cache", "timings"})
+                QVERIFY2(e.contains(k), k);
+            for (auto k : {"method", "url", "httpVersion", "cookies", "headers", "queryString", "headersSize",
+                           "bodySize"})
+                QVERIFY2(e["request"].toObject().contains(k), k);
+            for (auto k : {"status", "statusText", "httpVersion", "cookies", "headers", "content",
+                           "redirectURL", "headersSize", "bodySize"})
+                QVERIFY2(e["response"].toObject().contains(k), k);
+            QVERIFY(e["response"].toObject()["content"].toObject().contains("mimeType"));
+            QJsonObject t = e["timings"].toObject();
+            for (auto k : {"send", "wait", "receive"})
+                QVERIFY2(t.contains(k) && t[k].toDouble() >= 0, k);
+            double total = 0;
+            for (auto k : {"blocked", "dns", "connect", "ssl"})
+                QVERIFY2(t[k].toDouble() == -1 || t[k].toDouble() >= 0, k);
+            for (auto k : {"blocked", "dns", "connect", "send", "wait", "receive"})
+                if (t[k].toDouble() > 0) total += t[k].toDouble();
+            QVERIFY2(std::abs(e["time"].toDouble() - total) < 0.0011, qPrintable(QString::number(total)));
+        }
+        // First exchange of the TLS connection: connect = ssl = the handshake (1.5 ms).
+        QJsonObject t0 = entries[0].toObject()["timings"].toObject();
+        QCOMPARE(t0["ssl"].toDouble(), 1.5);
+        QCOMPARE(t0["connect"].toDouble(), 1.5);
+        QCOMPARE(t0["send"].toDouble(), 0.1);
+        QCOMPARE(t0["wait"].toDouble(), 0.5);
+        QCOMPARE(t0["receive"].toDouble(), 0.05);
+        // Reused connection: not applicable, -1 (not 0, not -1000).
+        QJsonObject t1 = entries[1].toObject()["timings"].toObject();
+        QCOMPARE(t1["connect"].toDouble(), -1.0);
+        QCOMPARE(t1["ssl"].toDouble(), -1.0);
+        QCOMPARE(t1["dns"].toDouble(), -1.0);
+        // Binary body → base64; cookies and query parsed; redirectURL from Location.
+        QJsonObject c1 = entries[1].toObject()["response"].toObject()["content"].toObject();
+        QCOMPARE(c1["encoding"].toString(), QString("base64"));
+        QCOMPARE(QByteArray::fromBase64(c1["text"].toString().toLatin1()),
+                 QByteArray("\x89PNG\0\x01\xff", 7));
+        QCOMPARE(c1["size"].toInt(), 1000);
+        QJsonObject r0 = entries[0].toObject()["request"].toObject();
+        QCOMPARE(r0["cookies"].toArray().size(), 2);
+        QCOMPARE(r0["queryString"].toArray()[1].toObject()["value"].toString(), QString(" z"));
+        QCOMPARE(r0["postData"].toObject()["text"].toString(), QString::fromUtf8("{\"name\":\"é\"}"));
+        QCOMPARE(entries[0].toObject()["response"].toObject()["redirectURL"].toString(),
+                 QString("/api/items/7"));
+        QVERIFY(entries[0]
+                    .toObject()["response"]
+                    .toObject()["cookies"]
+                    .toArray()[0]
+                    .toObject()["httpOnly"]
+                    .toBool());
+        // The unfinished one: no response, still valid timings.
+        QCOMPARE(entries[2].toObject()["response"].toObject()["status"].toInt(), 0);
+        QCOMPARE(entries[2].toObject()["_portico"].toObject()["error"].toString(),
+                 QString("connection closed before the response was sent"));
+    }
+
+    void exportValidatorFromCase() {
+        // The validator of ../shared/cases HAR-01, run on our output.
+        QTemporaryDir dir;
+        const QString path = dir.filePath("export.har");
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray::fromStdString(capture::toHar(sample())));
+        f.close();
+        const QByteArray script = R"PY(
+import json, sys
+for e in json.load(open(sys.argv[1]))["log"]["entries"]:
+    t = e["timings"]
+    assert all(k in t and t[k] >= 0 for k in ("send", "wait", "receive")), t
+    assert all(t.get(k, -1) == -1 or t[k] >= 0 for k in ("blocked", "dns", "connect", "ssl")), t
+    total = sum(t[k] for k in ("blocked", "dns", "connect", "send", "wait", "receive") if t.get(k, -1) > 0)
+    assert abs(e["time"] - total) < 1.0, (e["time"], total)
+print("ok")
+)PY";
+        auto r = test::runProcess("python3", {"-", path}, script);
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out.trimmed(), QByteArray("ok"));
+    }
+
+    void roundTripIsLossless() {
+        const auto before = sample();
+        auto imported = capture::fromHar(capture::toHar(before));
+        QVERIFY2(imported.ok(), imported.error.c_str());
+        QCOMPARE(imported.exchanges.size(), before.size());
+        for (std::size_t i = 0; i < before.size(); ++i) {
+            const Exchange& a = before[i];
+            const Exchange& b = imported.exchanges[i];
+            QCOMPARE(b.method, a.method);
+            QCOMPARE(b.url(), a.url());
+            QCOMPARE(b.httpVersion, a.httpVersion);
+            QCOMPARE(b.status, a.status);
+            QVERIFY(b.requestHeaders == a.requestHeaders);
+            if (i != 1)
+                QVERIFY(b.responseHeaders == a.responseHeaders); // entry 1 has a non-UTF-8 header value
+            QCOMPARE(b.requestBody, a.requestBody);
+            QCOMPARE(b.responseBody, a.responseBody);
+            QCOMPARE(b.requestBodySize, a.requestBodySize);
+            QCOMPARE(b.responseBodySize, a.responseBodySize);
+            QCOMPARE(b.requestHeadersSize, a.requestHeadersSize);
+            QCOMPARE(b.responseHeadersSize, a.responseHeadersSize);
+            QCOMPARE(b.startedUnixNs, a.startedUnixNs);
+            QVERIFY(b.phases == a.phases);
+            QCOMPARE(b.connectionId, a.connectionId);
+            QCOMPARE(b.streamId, a.streamId);
+            QCOMPARE(b.vhost, a.vhost);
+            QCOMPARE(b.route, a.route);
+            QCOMPARE(b.tlsVersion, a.tlsVersion);
+            QCOMPARE(b.error, a.error);
+            QCOMPARE(b.flags, a.flags);
+        }
+        // A second export of the import is identical (ids are the store's to assign; entry 1's
+        // non-UTF-8 header byte became U+FFFD in the UTF-8 file).
+        auto again = imported.exchanges;
+        for (std::size_t i = 0; i < again.size(); ++i)
+            again[i].id = before[i].id;
+        QCOMPARE(capture::toHar({again[0], again[2]}), capture::toHar({before[0], before[2]}));
+    }
+
+    void importBrowsersAndProxies_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<int>("entries");
+        QTest::newRow("chrome") << "chrome.har" << 2;
+        QTest::newRow("firefox") << "firefox.har" << 2;
+        QTest::newRow("httptoolkit") << "httptoolkit.har" << 1;
+        QTest::newRow("mitmproxy") << "mitmproxy.har" << 2;
+        QTest::newRow("HAR-01 minimal") << "har01-minimal.har" << 1;
+    }
+    void importBrowsersAndProxies() {
+        QFETCH(QString, file);
+        QFETCH(int, entries);
+        const std::string text = fixture(file.toUtf8().constData());
+        QVERIFY(!text.empty());
+        auto r = capture::fromHar(text);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(static_cast<int>(r.exchanges.size()), entries);
+        for (const auto& e : r.exchanges) {
+            QVERIFY(e.flags & capture::kImported);
+            QVERIFY(!e.method.empty());
+            QVERIFY(e.startedUnixNs > 0);
+            // The timeline never runs backwards.
+            std::int64_t last = -1;
+            for (auto p : e.phases)
+                if (p >= 0) {
+                    QVERIFY(p >= last);
+                    last = p;
+                }
+        }
+    }
+
+    void importDetails() {
+        auto chrome = capture::fromHar(fixture("chrome.har"));
+        QCOMPARE(chrome.exchanges[1].protocol, capture::Protocol::Http2);
+        QCOMPARE(chrome.exchanges[1].responseBody, std::string("\x89PNG\r\n\x1a\n", 8));
+        QCOMPARE(chrome.exchanges[1].authority, std::string("localhost:8443"));
+        QCOMPARE(chrome.exchanges[1].target, std::string("/logo.png?v=2&size=small"));
+        QCOMPARE(chrome.exchanges[0].connectionId, std::uint64_t(48211));
+        // send 0.05 ms, wait 1.9, receive 0.25 after blocked 0.81 + connect 0.402.
+        const Exchange& c0 = chrome.exchanges[0];
+        QCOMPARE(c0.between(Phase::RequestHeaders, Phase::ResponseFirstByte), std::int64_t(1'950'000));
+        QCOMPARE(c0.between(Phase::ResponseFirstByte, Phase::ResponseDone), std::int64_t(250'000));
+
+        auto firefox = capture::fromHar(fixture("firefox.har"));
+        const Exchange& f0 = firefox.exchanges[0];
+        QCOMPARE(f0.method, std::string("POST"));
+        QCOMPARE(f0.status, 201);
+        QCOMPARE(f0.requestBody, std::string("{\"name\":\"x\"}"));
+        // 10:20:30.012+01:00 is 09:20:30.012Z.
+        QCOMPARE(f0.startedUnixNs % (24ll * 3600 * 1'000'000'000),
+                 std::int64_t((9 * 3600 + 20 * 60 + 30) * 1'000'000'000ll + 12'000'000));
+        // "timings": {} (a cache hit): a warning, phases shown as n/a.
+        const Exchange& f1 = firefox.exchanges[1];
+        QCOMPARE(f1.at(Phase::ResponseFirstByte), std::int64_t(-1));
+        QVERIFY(std::any_of(firefox.warnings.begin(), firefox.warnings.end(), [](const std::string& w) {
+            return w.find("entries[1].timings") != std::string::npos;
+        }));
+
+        auto toolkit = capture::fromHar(fixture("httptoolkit.har"));
+        QCOMPARE(toolkit.exchanges[0].requestBody, std::string("\0\x01\x02\xff", 4));
+        QCOMPARE(toolkit.exchanges[0].status, 204);
+
+        // mitmproxy: "-1000" (the bug of mitmproxy#3627) is read as not applicable.
+        auto mitm = capture::fromHar(fixture("mitmproxy.har"));
+        QCOMPARE(mitm.exchanges[0].protocol, capture::Protocol::Http2);
+        QVERIFY(mitm.exchanges[0].at(Phase::TlsDone) >= 0);
+        QCOMPARE(mitm.exchanges[1].at(Phase::TlsDone), std::int64_t(-1));
+        QCOMPARE(mitm.exchanges[1].at(Phase::RequestHeaders), mitm.exchanges[1].startedUnixNs);
+
+        auto minimal = capture::fromHar(fixture("har01-minimal.har"));
+        QCOMPARE(minimal.exchanges[0].status, 200);
+        QCOMPARE(minimal.exchanges[0].at(Phase::ResponseDone), minimal.exchanges[0].startedUnixNs); // time 0
+    }
+
+    void corruptFilesGetPositionedErrors_data() {
+        QTest::addColumn<QByteArray>("text");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("truncated") << QByteArray::fromStdString(fixture("truncated.har"))
+                                   << "22:44 (byte 700): syntax error";
+        QTest::newRow("double comma")
+            << QByteArray("{\"log\": {\"version\": \"1.2\",, }}") << "1:27 (byte 26): syntax error";
+        QTest::newRow("second line") << QByteArray("{\"log\":\n  {\"entries\": [}]}}")
+                                     << "2:16 (byte 23): syntax error";
+        QTest::newRow("empty") << QByteArray("") << "1:1 (byte 0): syntax error";
+        QTest::newRow("not har") << QByteArray("{\"entries\": []}") << "log: missing: not a HAR file";
+        QTest::newRow("entries type")
+            << QByteArray("{\"log\": {\"entries\": 5}}") << "log.entries: expected an array";
+        QTest::newRow("no url") << QByteArray("{\"log\": {\"entries\": [{\"request\": {}}]}}")
+                                << "log.entries[0].request.url: missing";
+        QTest::newRow("headers type")
+            << QByteArray(
+                   "{\"log\": {\"entries\": [{\"request\": {\"url\": \"http://x/\", \"headers\": 3}}]}}")
+            << "log.entries[0].request.headers: expected an array";
+    }
+    void corruptFilesGetPositionedErrors() {
+        QFETCH(QByteArray, text);
+        QFETCH(QString, error);
+        auto r = capture::fromHar(text.toStdString());
+        QVERIFY(!r.ok());
+        QVERIFY(r.exchanges.empty());
+        QVERIFY2(QString::fromStdString(r.error).startsWith(error), r.error.c_str());
+    }
+
+    void base64() {
+        std::string out;
+        for (std::string s : {std::string(""), std::string("a"), std::string("ab"), std::string("abc"),
+                              std::string("\0\xff\x10", 3)}) {
+            QVERIFY(capture::base64Decode(capture::base64Encode(s), out));
+            QCOMPARE(out, s);
+        }
+        QCOMPARE(capture::base64Encode("hello"), std::string("aGVsbG8="));
+        QVERIFY(!capture::base64Decode("a$b", out));
+        QVERIFY(capture::isUtf8("h\xc3\xa9"));
+        QVERIFY(!capture::isUtf8("caf\xe9"));
+        QVERIFY(!capture::isUtf8("\xed\xa0\x80")); // a surrogate
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHar)
+#include "tst_har.moc"
