@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Portico developer entry point for a fresh Debian 12 machine: installs what is missing, builds, then
-#   installers/dev.sh run    serves the bundled demo site (http://127.0.0.1:8080/)
+#   installers/dev.sh run    opens Portico on the bundled demo site (the desktop app with a display,
+#                            else `portico serve` on http://127.0.0.1:8080/ and https://localhost:8443/)
 #   installers/dev.sh test   runs the whole test suite (ctest)
 #   installers/dev.sh build  only builds
 # Idempotent: packages already installed are not touched; the build directory is reused.
@@ -40,6 +41,10 @@ cmake --build "$build" -j "$jobs"
 case "$mode" in
   run)
     shift || true
+    # The desktop app when there is a display to show it on, else the headless server.
+    if [ $# -eq 0 ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; } && [ -x "$build/app/portico" ]; then
+      exec "$build/app/portico" gui   # the last project, or on first start a copy of the demo
+    fi
     exec "$build/app/portico" serve --config "$here/resources/demo/portico.yaml" "$@"
     ;;
   test)
