@@ -44,8 +44,10 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_listeners->setTextInteractionFlags(Qt::LinksAccessibleByMouse);
     m_rate = new QLabel;
     m_rate->setObjectName("statusRate");
-    m_capture = new QLabel(tr("capture: not in this build"));
-    m_capture->setToolTip(tr("Traffic capture and the inspector arrive with the capture module"));
+    m_capture = new QLabel;
+    m_capture->setObjectName("statusCapture");
+    m_capture->setToolTip(tr("Exchanges recorded by the server (`capture:` in the config); the Traffic "
+                             "view that lists them is not in this version yet"));
     statusBar()->addPermanentWidget(m_listeners);
     statusBar()->addPermanentWidget(m_rate);
     statusBar()->addPermanentWidget(m_capture);
@@ -152,6 +154,18 @@ void MainWindow::updateRate() {
     m_rate->setText(tr("%1 req/s · %2 requests · %3 open")
                         .arg(QLocale().toString(rate, 'f', 0), QLocale().toString(qulonglong(c.requests)))
                         .arg(c.connectionsOpen));
+    auto& engine = m_server->engine();
+    const auto cfg = engine.config();
+    if (!cfg || !cfg->capture.enabled) {
+        m_capture->setText(tr("capture: off"));
+    } else {
+        const auto dropped = engine.droppedRecords();
+        m_capture->setText(dropped ? tr("capture: %1 recorded, %2 dropped")
+                                         .arg(QLocale().toString(qulonglong(engine.capturedRecords())),
+                                              QLocale().toString(qulonglong(dropped)))
+                                   : tr("capture: %1 recorded")
+                                         .arg(QLocale().toString(qulonglong(engine.capturedRecords()))));
+    }
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
