@@ -411,7 +411,7 @@ private:
         auto env = QProcessEnvironment::systemEnvironment();
         env.insert("PORT", QString::number(server_->plainPort()));
         p.setProcessEnvironment(env);
-        p.start(debianPython(), {sharedDir() + "/cases/tools/h2probe.py", mode, n});
+        p.start(debianPython(), {sourceDir() + "/tests/support/cases/h2probe.py", mode, n});
         p.waitForFinished(60000);
         return p.readAllStandardOutput() + p.readAllStandardError();
     }

@@ -79,7 +79,7 @@ class TestLiveReload : public QObject {
         for (const QString& kv : env)
             e.insert(kv.section('=', 0, 0), kv.section('=', 1));
         p.setProcessEnvironment(e);
-        p.start(debianPython(), {sharedDir() + "/cases/tools/wsprobe.py", "handshake"});
+        p.start(debianPython(), {sourceDir() + "/tests/support/cases/wsprobe.py", "handshake"});
         if (!p.waitForFinished(20000)) p.kill();
         return p.readAllStandardOutput().trimmed();
     }

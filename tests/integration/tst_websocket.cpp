@@ -78,7 +78,7 @@ class TestWebSocket : public QObject {
         for (const QString& e : extraEnv)
             env.insert(e.section('=', 0, 0), e.section('=', 1));
         p.setProcessEnvironment(env);
-        p.start(debianPython(), {sharedDir() + "/cases/tools/wsprobe.py", mode});
+        p.start(debianPython(), {sourceDir() + "/tests/support/cases/wsprobe.py", mode});
         if (!p.waitForFinished(30000)) p.kill();
         return p.readAllStandardOutput();
     }
