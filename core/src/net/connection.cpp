@@ -589,26 +589,12 @@ void Connection::onUpstreamHead(int status, std::string_view fields, std::option
     out_.append("\r\n");
     out_.append(worker_.dateLine());
     if (r.proxyServerHeader) out_.append("Server: Portico/" PORTICO_VERSION "\r\n");
-    // The upstream's fields, except those the vhost or route set (theirs win), and its Date/Server.
-    std::string_view extra = r.proxyFields;
-    while (!fields.empty()) {
-        auto eol = fields.find("\r\n");
-        std::string_view line = fields.substr(0, eol);
-        fields.remove_prefix(eol == std::string_view::npos ? fields.size() : eol + 2);
-        std::string_view name = line.substr(0, line.find(':'));
-        if (http::iequals(name, "date") || http::iequals(name, "server")) continue;
-        bool overridden = false;
-        for (std::string_view rest = extra; !rest.empty() && !overridden;) {
-            auto e = rest.find("\r\n");
-            std::string_view mine = rest.substr(0, e);
-            rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
-            overridden = http::iequals(mine.substr(0, mine.find(':')), name);
-        }
-        if (overridden) continue;
-        out_.append(line);
+    proxy::mergeResponseFields(fields, r.proxyFields, [&](std::string_view name, std::string_view value) {
+        out_.append(name);
+        out_.append(": ");
+        out_.append(value);
         out_.append("\r\n");
-    }
-    out_.append(extra);
+    });
     if (!noBody) {
         if (length) {
             out_.append("Content-Length: ");

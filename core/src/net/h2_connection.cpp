@@ -615,37 +615,8 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
     res.reset();
     res.status = status;
     res.serverHeader = serverHeader;
-    // The upstream's fields, except Date/Server and those the vhost or route set (theirs win).
-    while (!fields.empty()) {
-        auto eol = fields.find("\r\n");
-        std::string_view line = fields.substr(0, eol);
-        fields.remove_prefix(eol == std::string_view::npos ? fields.size() : eol + 2);
-        auto colon = line.find(':');
-        if (colon == std::string_view::npos) continue;
-        std::string_view name = line.substr(0, colon), value = line.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-            value.remove_prefix(1);
-        if (http::iequals(name, "date") || http::iequals(name, "server")) continue;
-        bool overridden = false;
-        for (std::string_view rest = extra; !rest.empty() && !overridden;) {
-            auto e = rest.find("\r\n");
-            std::string_view mine = rest.substr(0, e);
-            rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
-            overridden = http::iequals(mine.substr(0, mine.find(':')), name);
-        }
-        if (!overridden) res.addHeader(name, value);
-    }
-    for (std::string_view rest = extra; !rest.empty();) {
-        auto e = rest.find("\r\n");
-        std::string_view mine = rest.substr(0, e);
-        rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
-        auto colon = mine.find(':');
-        if (colon == std::string_view::npos) continue;
-        std::string_view value = mine.substr(colon + 1);
-        while (!value.empty() && value.front() == ' ')
-            value.remove_prefix(1);
-        res.addHeader(mine.substr(0, colon), value);
-    }
+    proxy::mergeResponseFields(
+        fields, extra, [&](std::string_view name, std::string_view value) { res.addHeader(name, value); });
     length = len;
     headSent = true;
     conn->submit(*s);
@@ -804,7 +775,8 @@ void H2Connection::onStreamClose(std::int32_t id) {
         streams_.pop_back();
         if (s->timer) s->timer->cancel();
         s->timer.reset();
-        if (cap_ && !s->proxy) captureStream(*s, s->dispatched ? "" : "stream reset before the request completed");
+        if (cap_ && !s->proxy)
+            captureStream(*s, s->dispatched ? "" : "stream reset before the request completed");
         s->proxy.reset(); // cancels an exchange still running
         s->res.reset();   // drop shared bodies and files now
         if (tStreamPool.size() < kStreamPoolMax) tStreamPool.push_back(std::move(s));
@@ -871,7 +843,8 @@ void H2Connection::captureStats(Stream& s) {
     const std::int64_t now = capture::nowNs();
     const std::int64_t start = s.capHeadNs >= 0 ? s.capHeadNs : now;
     capture::recordStats(*cap_->rec, s.capLabels,
-                         static_cast<std::uint64_t>(now - start) + static_cast<std::uint64_t>(s.res.delay.count()),
+                         static_cast<std::uint64_t>(now - start) +
+                             static_cast<std::uint64_t>(s.res.delay.count()),
                          s.res.fate == http::Response::Fate::Drop ? 0 : s.res.status);
 }
 
@@ -907,10 +880,12 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     in.responseHasBody = answered && !noBody;
     in.responseBodySize = in.responseHasBody ? s.sent : 0;
     in.requestBodySize = s.capBodySize;
-    in.error = s.dispatched && s.res.fate == http::Response::Fate::Drop ? std::string_view("stream reset (fault injection)")
+    in.error = s.dispatched && s.res.fate == http::Response::Fate::Drop
+                   ? std::string_view("stream reset (fault injection)")
                : !error.empty() ? error
-               : (in.responseHasBody && s.sent < s.res.bodyLength()) ? std::string_view("stream closed before the whole body was sent")
-                                                                     : std::string_view();
+               : (in.responseHasBody && s.sent < s.res.bodyLength())
+                   ? std::string_view("stream closed before the whole body was sent")
+                   : std::string_view();
     in.labels = s.capLabels;
     in.requestStartNs = s.capHeadNs;
     in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = s.capHeadNs;
@@ -918,7 +893,8 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = s.capRouteNs;
     if (answered) {
         in.phases[static_cast<std::size_t>(capture::Phase::ResponseFirstByte)] = s.capFirstByteNs;
-        if (error.empty()) in.phases[static_cast<std::size_t>(capture::Phase::ResponseDone)] = capture::nowNs();
+        if (error.empty())
+            in.phases[static_cast<std::size_t>(capture::Phase::ResponseDone)] = capture::nowNs();
     }
     if (capture::writeRecord(*cap_, 0, in)) cap_->rec->publish(1);
     s.capHeadNs = -1;

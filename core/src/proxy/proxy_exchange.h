@@ -38,6 +38,39 @@ public:
     virtual void onUpstreamError(int status, const std::string& message) = 0;
 };
 
+namespace detail {
+// Calls fn(name, value) for each "Name: value\r\n" line of `block` (value without leading OWS).
+template <class Fn> void forEachField(std::string_view block, Fn&& fn) {
+    while (!block.empty()) {
+        auto eol = block.find("\r\n");
+        std::string_view line = block.substr(0, eol);
+        block.remove_prefix(eol == std::string_view::npos ? block.size() : eol + 2);
+        auto colon = line.find(':');
+        if (colon == std::string_view::npos || colon == 0) continue;
+        std::string_view value = line.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+            value.remove_prefix(1);
+        fn(line.substr(0, colon), value);
+    }
+}
+} // namespace detail
+
+/// The fields a proxied response carries downstream, as fn(name, value) calls: the upstream's
+/// (`upstream`, as given to Sink::onUpstreamHead) without Date and Server (the downstream writes
+/// its own) and without any name `overrides` (the vhost's and route's `headers`) sets, then
+/// `overrides`. Names compare case-insensitively (RFC 9110 §5.1).
+template <class Fn> void mergeResponseFields(std::string_view upstream, std::string_view overrides, Fn&& fn) {
+    detail::forEachField(upstream, [&](std::string_view name, std::string_view value) {
+        if (http::iequals(name, "date") || http::iequals(name, "server")) return;
+        bool overridden = false;
+        detail::forEachField(overrides, [&](std::string_view mine, std::string_view) {
+            overridden = overridden || http::iequals(mine, name);
+        });
+        if (!overridden) fn(name, value);
+    });
+    detail::forEachField(overrides, fn);
+}
+
 /// A request forwarded upstream. Start with start(); the sink then gets head, body and end (or an
 /// error). Upstream connections are kept alive per worker thread and reused (at most 32 idle per
 /// upstream). Upstreams are tried round-robin; one that refused a connection is skipped for
