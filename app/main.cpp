@@ -1,4 +1,5 @@
-// The `portico` executable: `serve`, `bench`, `cert`, `har`, `replay`, `gui` (the default), `version`, `help`.
+// The `portico` executable: `serve`, `bench`, `cert`, `har`, `replay`, `gui` (the default), `version`,
+// `help`.
 #include "commands.h"
 
 #include <portico/config/loader.h>
@@ -175,8 +176,11 @@ int serve(const ServeOptions& o) {
     report("portico: stopped after " + std::to_string(c.requests) + " request(s), " +
            std::to_string(c.parseErrors) + " malformed");
     if (!o.record.empty())
-        report("portico: recorded " + std::to_string(engine.capturedRecords()) + " exchange(s) to " + o.record +
-               (engine.droppedRecords() ? " (" + std::to_string(engine.droppedRecords()) + " dropped: rings full)" : ""));
+        report("portico: recorded " + std::to_string(engine.capturedRecords()) + " exchange(s) to " +
+               o.record +
+               (engine.droppedRecords()
+                    ? " (" + std::to_string(engine.droppedRecords()) + " dropped: rings full)"
+                    : ""));
     return kExitOk;
 }
 
@@ -219,7 +223,8 @@ int main(int argc, char** argv) {
     serveCmd->add_flag("--no-live-reload", so.noLiveReload,
                        "Turn live reload off (on by default when serving a folder; per vhost in a config)");
     serveCmd->add_option("--record", so.record, "Capture every exchange into this SQLite session file");
-    serveCmd->add_flag("--server-timing", so.serverTiming, "Capture, and add a Server-Timing header to responses");
+    serveCmd->add_flag("--server-timing", so.serverTiming,
+                       "Capture, and add a Server-Timing header to responses");
 
     auto certCmd = portico::app::addCertCommand(app);
     auto bench = portico::app::addBenchCommand(app);
@@ -228,7 +233,8 @@ int main(int argc, char** argv) {
 #ifdef PORTICO_HAVE_UI
     portico::ui::GuiOptions guiOptions;
     auto* guiCmd = app.add_subcommand("gui", "Open the desktop app (the default without a subcommand)");
-    guiCmd->add_option("project", guiOptions.project, "Config file or folder (default: the last project, or the demo)");
+    guiCmd->add_option("project", guiOptions.project,
+                       "Config file or folder (default: the last project, or the demo)");
     guiCmd->add_option("-c,--config", guiOptions.project, "Config file (same as the positional argument)");
     guiCmd->add_option("--screenshot", guiOptions.screenshot, "Render the window to this PNG file and exit");
     guiCmd->add_option("--tab", guiOptions.tab, "Tab to show: sites, load, latency");

@@ -160,11 +160,12 @@ void MainWindow::updateRate() {
         m_capture->setText(tr("capture: off"));
     } else {
         const auto dropped = engine.droppedRecords();
-        m_capture->setText(dropped ? tr("capture: %1 recorded, %2 dropped")
-                                         .arg(QLocale().toString(qulonglong(engine.capturedRecords())),
-                                              QLocale().toString(qulonglong(dropped)))
-                                   : tr("capture: %1 recorded")
-                                         .arg(QLocale().toString(qulonglong(engine.capturedRecords()))));
+        m_capture->setText(
+            dropped
+                ? tr("capture: %1 recorded, %2 dropped")
+                      .arg(QLocale().toString(qulonglong(engine.capturedRecords())),
+                           QLocale().toString(qulonglong(dropped)))
+                : tr("capture: %1 recorded").arg(QLocale().toString(qulonglong(engine.capturedRecords()))));
     }
 }
 

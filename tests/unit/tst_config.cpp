@@ -46,9 +46,10 @@ void makeFixture(const QString& dir) {
     // A certificate and key for the tls: examples (docs/configuration.md "TLS").
     QDir().mkpath(dir + "/certs");
     QProcess openssl;
-    openssl.start("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                              "-keyout", dir + "/certs/local.key", "-out", dir + "/certs/local.crt", "-days", "2",
-                              "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
+    openssl.start("openssl",
+                  {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                   "-keyout", dir + "/certs/local.key", "-out", dir + "/certs/local.crt", "-days", "2",
+                   "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
     QVERIFY(openssl.waitForFinished(30000) && openssl.exitCode() == 0);
 }
 
@@ -599,7 +600,8 @@ private slots:
             << QStringList{"test.yaml:3:10: vhosts[0].tls: expected {cert: FILE, key: FILE}, got 'auto'"};
         QTest::newRow("http2 window too small")
             << QByteArray("http2: {initial_window_bytes: 1000}\n") + v
-            << QStringList{"test.yaml:1:31: http2.initial_window_bytes: must be at least 65535 bytes, got 1000"};
+            << QStringList{
+                   "test.yaml:1:31: http2.initial_window_bytes: must be at least 65535 bytes, got 1000"};
         QTest::newRow("listen duplicate")
             << QByteArray("listen: [8080, 127.0.0.1:8080]\n") + v
             << QStringList{
@@ -656,7 +658,8 @@ private slots:
             << QStringList{"test.yaml:1:25: capture.ring_records: must be between 16 and 1048576, got 8"};
         QTest::newRow("capture unknown key")
             << QByteArray("capture: {enabeld: true}\n") + v
-            << QStringList{"test.yaml:1:11: capture.enabeld: unknown key 'enabeld' (did you mean 'enabled'?)"};
+            << QStringList{
+                   "test.yaml:1:11: capture.enabeld: unknown key 'enabeld' (did you mean 'enabled'?)"};
         QTest::newRow("live_reload not yet")
             << QByteArray("live_reload: true\n") + v
             << QStringList{"test.yaml:1:1: live_reload: 'live_reload' is not supported yet in this version"};
@@ -735,11 +738,13 @@ private slots:
 
         const QByteArray r = "vhosts:\n  - routes:\n"; // routes start on line 3
         QTest::newRow("route proxy")
-            << r + "      - path: /api/*\n        proxy: {upstream: \"http://127.0.0.1:3000/x\", strip_prefix: api}\n"
-            << QStringList{
-                   "test.yaml:4:27: vhosts[0].routes[0].proxy.upstream: an upstream is http://HOST[:PORT] without a path "
-                   "(use strip_prefix to rewrite paths), got 'http://127.0.0.1:3000/x'",
-                   "test.yaml:4:68: vhosts[0].routes[0].proxy.strip_prefix: strip_prefix must start with '/', got 'api'"};
+            << r + "      - path: /api/*\n        proxy: {upstream: \"http://127.0.0.1:3000/x\", "
+                   "strip_prefix: api}\n"
+            << QStringList{"test.yaml:4:27: vhosts[0].routes[0].proxy.upstream: an upstream is "
+                           "http://HOST[:PORT] without a path "
+                           "(use strip_prefix to rewrite paths), got 'http://127.0.0.1:3000/x'",
+                           "test.yaml:4:68: vhosts[0].routes[0].proxy.strip_prefix: strip_prefix must start "
+                           "with '/', got 'api'"};
         QTest::newRow("route grpc fastcgi")
             << r + "      - {path: /g, grpc: {}}\n      - {path: /f, fastcgi: {}}\n"
             << QStringList{
@@ -756,13 +761,16 @@ private slots:
                    "[\"evil\"], subprotocols: [\"a b\"], max_message_bytes: 0, idle_timeout: 0s, "
                    "pings: 1}\n"
             << QStringList{
-                   "test.yaml:4:45: vhosts[0].routes[0].websocket.room_param: the route has no parameter ':room' "
+                   "test.yaml:4:45: vhosts[0].routes[0].websocket.room_param: the route has no parameter "
+                   "':room' "
                    "to name the room",
                    "test.yaml:4:60: vhosts[0].routes[0].websocket.origins: an origin is \"*\" or "
                    "scheme://host[:port] without a path, got 'evil'",
-                   "test.yaml:4:84: vhosts[0].routes[0].websocket.subprotocols: a subprotocol is a token (RFC "
+                   "test.yaml:4:84: vhosts[0].routes[0].websocket.subprotocols: a subprotocol is a token "
+                   "(RFC "
                    "6455 §4.1), got 'a b'",
-                   "test.yaml:4:112: vhosts[0].routes[0].websocket.max_message_bytes: must be at least 1 bytes, "
+                   "test.yaml:4:112: vhosts[0].routes[0].websocket.max_message_bytes: must be at least 1 "
+                   "bytes, "
                    "got 0",
                    "test.yaml:4:129: vhosts[0].routes[0].websocket.idle_timeout: must be greater than 0",
                    "test.yaml:4:133: vhosts[0].routes[0].websocket.pings: unknown key 'pings'"};
@@ -1234,11 +1242,12 @@ private slots:
     }
 
     void tlsAndHttp2Model() {
-        LoadResult r = load("listen:\n  - 127.0.0.1:0\n  - {address: 127.0.0.1:0, tls: auto}\n"
-                            "  - {address: \"[::1]:0\", tls: {cert: certs/local.crt, key: certs/local.key}}\n"
-                            "http2: {enabled: false, max_concurrent_streams: 7, connection_window_bytes: 1MiB}\n"
-                            "vhosts:\n  - names: [a.test]\n    tls: {cert: certs/local.crt, key: certs/local.key}\n"
-                            "    root: site\n");
+        LoadResult r =
+            load("listen:\n  - 127.0.0.1:0\n  - {address: 127.0.0.1:0, tls: auto}\n"
+                 "  - {address: \"[::1]:0\", tls: {cert: certs/local.crt, key: certs/local.key}}\n"
+                 "http2: {enabled: false, max_concurrent_streams: 7, connection_window_bytes: 1MiB}\n"
+                 "vhosts:\n  - names: [a.test]\n    tls: {cert: certs/local.crt, key: certs/local.key}\n"
+                 "    root: site\n");
         QVERIFY2(r.ok(), r.errors.empty() ? "" : r.errors[0].toString().c_str());
         const Config& c = *r.config;
         QCOMPARE(c.listen.size(), std::size_t(3));
@@ -1300,23 +1309,25 @@ private slots:
         QList<QByteArray> inputs;
         for (const Block& b : blocks)
             if (b.lang == "yaml" && b.before != "<!-- invalid -->") inputs << b.text.toUtf8();
-        inputs << QByteArray("workers: 3\nlisten: [\"[::1]:0\", {address: 127.0.0.1:0, tls: auto}]\n"
-                             "limits: {max_body_bytes: 1000, idle_timeout: 1500ms, drain_timeout: 0s}\n"
-                             "http2: {enabled: false, reset_rate: 7}\nserver_header: false\n"
-                             "vhosts:\n  - names: [a.test]\n    port: 81\n    server_header: true\n"
-                             "    routes:\n      - path: /m\n        name: multi\n"
-                             "        methods: [GET, POST]\n        headers: {X-A: [1, 2], X-B: \"it's\"}\n"
-                             "        respond: {status: 201, body: \"two\\nlines: {{method}} 'q' \\\"dq\\\"\","
-                             " latency: 1ms, latency_max: 3s, drop_rate: 0.25, error_rate: 0.5, error_status: 503}\n"
-                             "      - location: \"^~ /pre\"\n        redirect: {to: /x, status: 308}\n"
-                             "      - location: '~* \\.(gif|jpg)$'\n        respond: {body: img}\n");
+        inputs << QByteArray(
+            "workers: 3\nlisten: [\"[::1]:0\", {address: 127.0.0.1:0, tls: auto}]\n"
+            "limits: {max_body_bytes: 1000, idle_timeout: 1500ms, drain_timeout: 0s}\n"
+            "http2: {enabled: false, reset_rate: 7}\nserver_header: false\n"
+            "vhosts:\n  - names: [a.test]\n    port: 81\n    server_header: true\n"
+            "    routes:\n      - path: /m\n        name: multi\n"
+            "        methods: [GET, POST]\n        headers: {X-A: [1, 2], X-B: \"it's\"}\n"
+            "        respond: {status: 201, body: \"two\\nlines: {{method}} 'q' \\\"dq\\\"\","
+            " latency: 1ms, latency_max: 3s, drop_rate: 0.25, error_rate: 0.5, error_status: 503}\n"
+            "      - location: \"^~ /pre\"\n        redirect: {to: /x, status: 308}\n"
+            "      - location: '~* \\.(gif|jpg)$'\n        respond: {body: img}\n");
         int checked = 0;
         for (const QByteArray& text : inputs) {
             LoadResult first = load(text);
             QVERIFY2(first.ok(), text.constData());
             const std::string written = configToYaml(*first.config, dir().toStdString());
             LoadResult second = load(QByteArray::fromStdString(written));
-            QVERIFY2(second.ok(), qPrintable(QString::fromStdString(written) + "\n" + errorLines(second).join('\n')));
+            QVERIFY2(second.ok(),
+                     qPrintable(QString::fromStdString(written) + "\n" + errorLines(second).join('\n')));
             QStringList a = dumpOf(first), b = dumpOf(second);
             static const QRegularExpression spec(" spec='[^']*'");
             a.replaceInStrings(spec, "");
@@ -1325,9 +1336,13 @@ private slots:
             auto extra = [](const Config& c) {
                 QStringList out;
                 for (const Listen& l : c.listen)
-                    out << QString("tls %1 %2 %3").arg(l.tls.has_value()).arg(l.tls && l.tls->autoCa)
+                    out << QString("tls %1 %2 %3")
+                               .arg(l.tls.has_value())
+                               .arg(l.tls && l.tls->autoCa)
                                .arg(l.tls ? str(l.tls->files.cert) : "");
-                out << QString("http2 %1 %2 %3").arg(c.http2.enabled).arg(c.http2.resetRate)
+                out << QString("http2 %1 %2 %3")
+                           .arg(c.http2.enabled)
+                           .arg(c.http2.resetRate)
                            .arg(c.http2.maxConcurrentStreams);
                 for (const Vhost& v : c.vhosts)
                     out << QString("vhost tls %1").arg(v.tls ? str(v.tls->cert) : "-");

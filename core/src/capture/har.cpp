@@ -1,5 +1,6 @@
 // HAR 1.2 export and tolerant import (har.h), on nlohmann::json.
 #include <portico/capture/har.h>
+#include <portico/http/message.h>
 
 #include <nlohmann/json.hpp>
 
@@ -194,69 +195,10 @@ std::string versionText(const Exchange& e) {
     return e.httpVersion == 20 ? "HTTP/2.0" : e.httpVersion == 10 ? "HTTP/1.0" : "HTTP/1.1";
 }
 
+// HAR statusText: the standard phrase, "" for codes without one (HAR 1.2 allows an empty text).
 std::string_view reason(int status) {
-    switch (status) {
-    case 100:
-        return "Continue";
-    case 101:
-        return "Switching Protocols";
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 206:
-        return "Partial Content";
-    case 301:
-        return "Moved Permanently";
-    case 302:
-        return "Found";
-    case 303:
-        return "See Other";
-    case 304:
-        return "Not Modified";
-    case 307:
-        return "Temporary Redirect";
-    case 308:
-        return "Permanent Redirect";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 413:
-        return "Content Too Large";
-    case 414:
-        return "URI Too Long";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    case 505:
-        return "HTTP Version Not Supported";
-    default:
-        return "";
-    }
+    std::string_view phrase = http::reasonPhrase(status);
+    return phrase == "Unknown" ? std::string_view() : phrase;
 }
 
 const char* protocolName(Protocol p) {

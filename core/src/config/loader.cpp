@@ -41,12 +41,11 @@ using Keys = std::span<const std::string_view>;
 
 // The keys each map of the schema takes. Keeping them in one place makes the schema easy to read
 // next to docs/configuration.md.
-constexpr std::string_view kTopKeys[] = {"workers",     "listen",        "limits", "access_log",
-                                         "compression", "server_header", "vhosts", "http2",
-                                         "capture"};
+constexpr std::string_view kTopKeys[] = {"workers",       "listen", "limits", "access_log", "compression",
+                                         "server_header", "vhosts", "http2",  "capture"};
 constexpr std::string_view kTopNotYet[] = {"live_reload"};
-constexpr std::string_view kCaptureKeys[] = {"enabled",    "max_records", "max_bytes",     "ring_records",
-                                             "record_bytes", "body_bytes", "server_timing", "store"};
+constexpr std::string_view kCaptureKeys[] = {"enabled",      "max_records", "max_bytes",     "ring_records",
+                                             "record_bytes", "body_bytes",  "server_timing", "store"};
 constexpr std::string_view kListenKeys[] = {"address", "tls"};
 constexpr std::string_view kTlsKeys[] = {"cert", "key"};
 constexpr std::string_view kHttp2Keys[] = {
@@ -67,8 +66,9 @@ constexpr std::string_view kRouteKeys[] = {"path",    "location", "group",      
                                            "name",    "headers",  "server_header", "static",
                                            "respond", "redirect", "proxy",         "websocket"};
 constexpr std::string_view kRouteNotYet[] = {"grpc", "fastcgi"};
-constexpr std::string_view kProxyKeys[] = {"upstream",        "strip_prefix",     "change_origin", "forwarded",
-                                           "connect_timeout", "response_timeout", "fail_timeout"};
+constexpr std::string_view kProxyKeys[] = {"upstream",    "strip_prefix",    "change_origin",
+                                           "forwarded",   "connect_timeout", "response_timeout",
+                                           "fail_timeout"};
 constexpr std::string_view kGroupKeys[] = {"prefix", "routes"};
 constexpr std::string_view kStaticKeys[] = {"root", "index", "listing", "spa_fallback", "follow_symlinks"};
 constexpr std::string_view kRespondKeys[] = {
@@ -989,7 +989,8 @@ void Loader::readCapture(const Value& v, Capture& c) {
                 c.store = normalise(p);
                 std::error_code ec;
                 if (!fs::is_directory(fs::path(c.store).parent_path(), ec))
-                    error(e.value, "directory '" + fs::path(c.store).parent_path().string() + "' does not exist");
+                    error(e.value,
+                          "directory '" + fs::path(c.store).parent_path().string() + "' does not exist");
             } else {
                 error(e.value, "expected a file name");
             }
@@ -1460,8 +1461,10 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
             while (!rest.empty() && rest.back() == '/')
                 rest.pop_back();
             if (rest.find('/') != std::string::npos || rest.find('?') != std::string::npos || rest.empty()) {
-                error(val, "an upstream is http://HOST[:PORT] without a path (use strip_prefix to rewrite paths), "
-                           "got '" + url + "'");
+                error(val,
+                      "an upstream is http://HOST[:PORT] without a path (use strip_prefix to rewrite paths), "
+                      "got '" +
+                          url + "'");
                 return;
             }
             Upstream u;

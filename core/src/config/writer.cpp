@@ -153,14 +153,17 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
     } else if (const auto* ws = std::get_if<WebSocketAction>(&r.action)) {
         const WebSocketAction defaults;
         out << YAML::Key << "websocket" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        out << YAML::Key << "mode" << YAML::Value << (ws->mode == WebSocketAction::Mode::Room ? "room" : "echo");
-        if (ws->roomParam != defaults.roomParam) out << YAML::Key << "room_param" << YAML::Value << ws->roomParam;
+        out << YAML::Key << "mode" << YAML::Value
+            << (ws->mode == WebSocketAction::Mode::Room ? "room" : "echo");
+        if (ws->roomParam != defaults.roomParam)
+            out << YAML::Key << "room_param" << YAML::Value << ws->roomParam;
         if (!ws->origins.empty()) out << YAML::Key << "origins" << YAML::Value << YAML::Flow << ws->origins;
         if (!ws->subprotocols.empty())
             out << YAML::Key << "subprotocols" << YAML::Value << YAML::Flow << ws->subprotocols;
         if (ws->maxMessageBytes != defaults.maxMessageBytes)
             out << YAML::Key << "max_message_bytes" << YAML::Value << formatSize(ws->maxMessageBytes);
-        if (ws->compression != defaults.compression) out << YAML::Key << "compression" << YAML::Value << ws->compression;
+        if (ws->compression != defaults.compression)
+            out << YAML::Key << "compression" << YAML::Value << ws->compression;
         if (ws->pingInterval != defaults.pingInterval)
             out << YAML::Key << "ping_interval" << YAML::Value << formatDuration(ws->pingInterval);
         if (ws->idleTimeout != defaults.idleTimeout)

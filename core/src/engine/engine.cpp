@@ -2,8 +2,8 @@
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 
-#include "handlers/live_reload.h"
 #include "capture/collector.h"
+#include "handlers/live_reload.h"
 #include "net/access_log.h"
 #include "net/snapshot.h"
 #include "net/worker.h"
@@ -96,7 +96,7 @@ struct Engine::Impl {
     std::condition_variable watchCv;
     bool watchStop = false;
 
-    std::shared_ptr<tls::LocalCa> ca; // opened on first use of `tls: auto`
+    std::shared_ptr<tls::LocalCa> ca;              // opened on first use of `tls: auto`
     std::unique_ptr<capture::Collector> collector; // from start() until the next start()
 
     std::shared_ptr<ws::Hub> hub = std::make_shared<ws::Hub>();

@@ -70,7 +70,8 @@ std::string formatCombined(const AccessRecord& r) {
     out += " - - [";
     out += when;
     out += "] ";
-    std::string requestLine = r.method + " " + r.target + " HTTP/" + std::to_string(r.versionMajor) + "." + std::to_string(r.versionMinor);
+    std::string requestLine = r.method + " " + r.target + " HTTP/" + std::to_string(r.versionMajor) + "." +
+                              std::to_string(r.versionMinor);
     appendClfQuoted(out, requestLine);
     out += ' ';
     out += std::to_string(r.status);
@@ -99,7 +100,8 @@ std::string formatJson(const AccessRecord& r) {
     appendJsonString(out, r.method);
     out += ",\"target\":";
     appendJsonString(out, r.target);
-    out += ",\"protocol\":\"HTTP/" + std::to_string(r.versionMajor) + "." + std::to_string(r.versionMinor) + "\"";
+    out += ",\"protocol\":\"HTTP/" + std::to_string(r.versionMajor) + "." + std::to_string(r.versionMinor) +
+           "\"";
     out += ",\"host\":";
     appendJsonString(out, r.host);
     out += ",\"status\":" + std::to_string(r.status);

@@ -65,7 +65,7 @@ private:
     void submit(Stream& s);
     void fail(Stream& s, int status);
     void logExchange(const Stream& s);
-    void captureStats(Stream& s);                         // capture only
+    void captureStats(Stream& s);                          // capture only
     void captureStream(Stream& s, std::string_view error); // capture only
     void closeIfDone();
     void startProxy(Stream& s, const http::Request& req);
@@ -80,7 +80,7 @@ private:
     IoBuffer out_;
     std::string clientAddress_;
     std::vector<std::unique_ptr<Stream>> streams_; // open streams (at most max_concurrent_streams)
-    std::unique_ptr<capture::ConnCapture> cap_; // null unless capture was on at accept
+    std::unique_ptr<capture::ConnCapture> cap_;    // null unless capture was on at accept
     Clock::time_point deadline_ = Clock::time_point::max();
     double resetTokens_ = 0; // Rapid Reset bucket (http2.reset_burst, refilled at reset_rate/s)
     Clock::time_point resetRefill_;

@@ -51,10 +51,11 @@ struct Http2 {
     std::uint32_t maxConcurrentStreams = 128; ///< SETTINGS_MAX_CONCURRENT_STREAMS
     std::uint32_t initialWindowBytes = 1 << 20; ///< per stream (SETTINGS_INITIAL_WINDOW_SIZE), 65535..2^31-1
     std::uint32_t connectionWindowBytes = 16 << 20; ///< whole connection, 65535..2^31-1
-    std::uint64_t resetBurst = 1000;       ///< RST_STREAMs a client may send at once (Rapid Reset bound)...
-    std::uint64_t resetRate = 33;          ///< ...and per second after that
-    std::uint32_t maxContinuations = 8;    ///< CONTINUATION frames after one HEADERS
-    std::uint64_t maxControlFrames = 1000; ///< PING/SETTINGS frames at once (and a tenth of it per second after)
+    std::uint64_t resetBurst = 1000;    ///< RST_STREAMs a client may send at once (Rapid Reset bound)...
+    std::uint64_t resetRate = 33;       ///< ...and per second after that
+    std::uint32_t maxContinuations = 8; ///< CONTINUATION frames after one HEADERS
+    std::uint64_t maxControlFrames =
+        1000; ///< PING/SETTINGS frames at once (and a tenth of it per second after)
 };
 
 /// Parser limits and timeouts (`limits:` in YAML). Sizes in bytes, durations in nanoseconds.
@@ -94,13 +95,14 @@ struct Compression {
 /// takes effect after a restart); `enabled` and `server_timing` apply on reload.
 struct Capture {
     bool enabled = false;
-    std::uint64_t maxRecords = 10000;          ///< in-memory window kept by the engine (records), ≥ 1
-    std::uint64_t maxBytes = 64ull << 20;      ///< in-memory window (approximate bytes of records), ≥ 64 KiB
-    std::uint64_t ringRecords = 1024;          ///< per-worker ring capacity (records), 16..1048576
-    std::uint64_t recordBytes = 16 * 1024;     ///< bytes of one ring slot (strings, headers, body prefixes), 1 KiB..1 MiB
-    std::uint64_t bodyBytes = 4096;            ///< body prefix kept per request and per response, 0..record_bytes
-    bool serverTiming = false;                 ///< add a `Server-Timing` response header with the server phases
-    std::string store;                         ///< SQLite session file (absolute after loading); "" = none
+    std::uint64_t maxRecords = 10000;     ///< in-memory window kept by the engine (records), ≥ 1
+    std::uint64_t maxBytes = 64ull << 20; ///< in-memory window (approximate bytes of records), ≥ 64 KiB
+    std::uint64_t ringRecords = 1024;     ///< per-worker ring capacity (records), 16..1048576
+    std::uint64_t recordBytes =
+        16 * 1024; ///< bytes of one ring slot (strings, headers, body prefixes), 1 KiB..1 MiB
+    std::uint64_t bodyBytes = 4096; ///< body prefix kept per request and per response, 0..record_bytes
+    bool serverTiming = false;      ///< add a `Server-Timing` response header with the server phases
+    std::string store;              ///< SQLite session file (absolute after loading); "" = none
 };
 
 /// Static files from a folder (`static:` action, or a vhost's own `root`).
@@ -134,9 +136,9 @@ struct RedirectAction {
 
 /// One upstream of a proxy route: "http://HOST:PORT" (HOST a name or an IP literal).
 struct Upstream {
-    std::string host;          ///< without brackets
+    std::string host; ///< without brackets
     std::uint16_t port = 80;
-    std::string authority;     ///< "host:port" as written (IPv6 in brackets), for Host with change_origin
+    std::string authority; ///< "host:port" as written (IPv6 in brackets), for Host with change_origin
 };
 
 /// A reverse proxy to HTTP/1.1 upstreams (`proxy:` action), RFC 9110 §7.6: hop-by-hop fields are
@@ -171,8 +173,8 @@ struct WebSocketAction {
     /// Subprotocols we speak, in preference order; the first one the client offers is selected
     /// (Sec-WebSocket-Protocol). Empty: none is ever selected.
     std::vector<std::string> subprotocols;
-    std::uint64_t maxMessageBytes = 1024 * 1024; ///< a larger message (after inflating) → close 1009
-    bool compression = true;                     ///< accept permessage-deflate (RFC 7692) offers
+    std::uint64_t maxMessageBytes = 1024 * 1024;      ///< a larger message (after inflating) → close 1009
+    bool compression = true;                          ///< accept permessage-deflate (RFC 7692) offers
     Duration pingInterval = std::chrono::seconds(30); ///< PING after this long without input; 0 = never
     Duration idleTimeout = std::chrono::seconds(120); ///< close 1001 after this long without input
 };
@@ -214,7 +216,7 @@ struct Vhost {
     /// swaps stylesheets) when a file under a served root changes; it talks to the reserved
     /// WebSocket endpoint /__portico/livereload. On by default for `portico serve DIR`.
     bool liveReload = false;
-    std::vector<Route> routes;             ///< groups are flattened in at load time
+    std::vector<Route> routes; ///< groups are flattened in at load time
     Location where;
 };
 
