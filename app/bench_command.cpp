@@ -1,7 +1,10 @@
 // `portico bench`: the load generator on the command line (wrk-like summary, optional JSON result).
 #include "commands.h"
 
+#include <portico/capture/filter.h>
+#include <portico/capture/session_file.h>
 #include <portico/config/loader.h>
+#include <portico/load/from_capture.h>
 #include <portico/load/history.h>
 #include <portico/load/runner.h>
 #include <portico/load/suite.h>
@@ -9,10 +12,12 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <strings.h>
 
 namespace portico::app {
 
@@ -43,6 +48,8 @@ struct BenchOptions {
     std::vector<std::string> compare;
     bool noSave = false;
     std::string label;
+    std::string from;   // --from FILE.db|IN.har: replay a recorded set as load
+    std::string filter; // --filter EXPR with --from
 };
 
 std::atomic<bool> g_abort{false};
@@ -63,7 +70,10 @@ template <class Save> void saveToHistory(const BenchOptions& b, Save&& save) {
     if (b.noSave) return;
     load::RunRecord saved;
     std::string error;
-    if (save(load::defaultHistoryDir(), b.label, &saved, error))
+    std::string label = b.label;
+    if (label.empty() && !b.from.empty())
+        label = "replay " + std::filesystem::path(b.from).filename().string();
+    if (save(load::defaultHistoryDir(), label, &saved, error))
         std::cerr << "Saved as " << saved.id << " (" << saved.file.string() << ")\n";
     else
         std::cerr << "portico bench: not saved in the history: " << error << "\n";
@@ -93,8 +103,18 @@ int compareRuns(const BenchOptions& b) {
 int runBench(const BenchOptions& b) {
     if (b.history) return showHistory();
     if (!b.compare.empty()) return compareRuns(b);
-    if (b.urls.empty() && !b.suite) {
-        std::cerr << "portico bench: a URL is required (or --suite, --history, --compare A B)\n";
+    if (!b.from.empty() &&
+        (b.suite || b.urls.size() > 1 || !b.weights.empty() || !b.bodyFile.empty() || b.method != "GET")) {
+        std::cerr << "portico bench --from: takes at most one base URL, and no --suite, --weights, "
+                     "--body or --method (they come from the recording)\n";
+        return kExitUsage;
+    }
+    if (b.from.empty() && !b.filter.empty()) {
+        std::cerr << "portico bench: --filter needs --from\n";
+        return kExitUsage;
+    }
+    if (b.urls.empty() && !b.suite && b.from.empty()) {
+        std::cerr << "portico bench: a URL is required (or --from, --suite, --history, --compare A B)\n";
         return kExitUsage;
     }
     load::Options o;
@@ -182,7 +202,42 @@ int runBench(const BenchOptions& b) {
             });
         return kExitOk;
     }
-    for (std::size_t i = 0; i < b.urls.size(); ++i) {
+    if (!b.from.empty()) {
+        std::string error;
+        auto filter = capture::Filter::parse(b.filter, error);
+        if (!filter) {
+            std::cerr << "portico bench: --filter: " << error << "\n";
+            return kExitUsage;
+        }
+        auto all = capture::loadSessionFile(b.from, error);
+        if (!error.empty()) {
+            std::cerr << "portico bench: --from " << error << "\n";
+            return kExitFailure;
+        }
+        std::vector<capture::Exchange> chosen;
+        for (auto& e : all)
+            if (filter->matches(e)) chosen.push_back(std::move(e));
+        auto recorded = load::requestsFromCapture(chosen, b.urls.empty() ? std::string() : b.urls.front());
+        if (!recorded.ok()) {
+            std::cerr << "portico bench: --from " << b.from << ": " << recorded.error << "\n";
+            return kExitFailure;
+        }
+        std::cerr << "Replaying " << recorded.used << " recorded request(s) as load ("
+                  << recorded.requests.size() << " distinct)";
+        if (recorded.skipped) std::cerr << "; skipped " << recorded.skipped;
+        std::cerr << "\n";
+        for (const auto& why : recorded.skippedReasons)
+            std::cerr << "  skipped " << why << "\n";
+        for (auto& spec : recorded.requests) {
+            for (const auto& [name, value] : headers) { // -H replaces a recorded field of that name
+                std::erase_if(spec.headers,
+                              [&](const auto& h) { return strcasecmp(h.first.c_str(), name.c_str()) == 0; });
+                spec.headers.emplace_back(name, value);
+            }
+            o.requests.push_back(std::move(spec));
+        }
+    }
+    for (std::size_t i = 0; i < b.urls.size() && b.from.empty(); ++i) {
         load::RequestSpec spec;
         spec.url = b.urls[i];
         spec.method = b.method;
@@ -277,7 +332,14 @@ Command addBenchCommand(CLI::App& app) {
                     "'last' or a JSON file")
         ->expected(2);
     cmd->add_flag("--no-save", b->noSave, "Do not save this run in the history");
-    cmd->add_option("--label", b->label, "Label for the saved run (default: the URL's path, or 'suite')");
+    cmd->add_option("--from", b->from,
+                    "Replay a recorded set as load: the requests of a session file (serve --record) or HAR, "
+                    "weighted by how often each was recorded; the URL, if given, is the base to send them to")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--filter", b->filter,
+                    "With --from: only matching exchanges (e.g. 'method:GET path:/api')");
+    cmd->add_option("--label", b->label,
+                    "Label for the saved run (default: the URL's path, 'suite', or 'replay FILE')");
     return Command{cmd, [b] { return runBench(*b); }};
 }
 

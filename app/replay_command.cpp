@@ -5,6 +5,7 @@
 #include <portico/capture/filter.h>
 #include <portico/capture/har.h>
 #include <portico/capture/replay.h>
+#include <portico/capture/session_file.h>
 #include <portico/capture/store.h>
 
 #include <fstream>
@@ -25,27 +26,6 @@ struct ReplayOptions {
     int timeoutMs = 10000;
 };
 
-std::vector<capture::Exchange> load(const std::string& path, std::string& error) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) {
-        error = path + ": cannot read";
-        return {};
-    }
-    char magic[16] = {};
-    f.read(magic, sizeof magic);
-    if (std::string_view(magic, 15) == "SQLite format 3") {
-        auto store = capture::Store::open(path, error);
-        return store ? store->load() : std::vector<capture::Exchange>{};
-    }
-    f.clear();
-    f.seekg(0);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    auto r = capture::fromHar(ss.str());
-    if (!r.ok()) error = path + ":" + r.error;
-    return std::move(r.exchanges);
-}
-
 int run(const ReplayOptions& o) {
     std::string error;
     auto filter = capture::Filter::parse(o.filter, error);
@@ -53,7 +33,7 @@ int run(const ReplayOptions& o) {
         std::cerr << "portico: --filter: " << error << "\n";
         return kExitUsage;
     }
-    auto all = load(o.source, error);
+    auto all = capture::loadSessionFile(o.source, error);
     if (!error.empty()) {
         std::cerr << "portico: " << error << "\n";
         return kExitFailure;

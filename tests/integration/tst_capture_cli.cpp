@@ -174,6 +174,44 @@ private slots:
             "sh", {"-c", QString::fromUtf8(r.out.trimmed()) + " -s -o /dev/null -w '%{http_code}'"});
         QCOMPARE(sh.out, QByteArray("405"));
     }
+
+    // A recorded set as a load test: the run repeats the recording's mix (one request of each of
+    // the three recorded kinds here, so about a third each), the POST with its body.
+    void replayAsLoad() {
+        const QString db = dir_.filePath("session.db"); // from recordExportImport
+        QVERIFY(QFile::exists(db));
+        test::ServerProcess server({site_, "--no-live-reload"});
+        QVERIFY2(server.waitReady(), server.output().constData());
+        auto r = test::runProcess(test::porticoBinary(), {"bench", "--from", db, server.baseUrl(), "-n",
+                                                          "300", "-c", "2", "--json", "-", "--no-save"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.err.contains("Replaying 3 recorded request(s) as load (3 distinct)"), r.err.constData());
+        auto statuses = QJsonDocument::fromJson(r.out).object()["statuses"].toObject();
+        QCOMPARE(statuses.size(), 3);
+        int total = 0;
+        for (const char* code : {"200", "404", "405"}) {
+            const int n = statuses[code].toInt();
+            QVERIFY2(n >= 50 && n <= 150, qPrintable(QString("%1: %2").arg(code).arg(n))); // ~6 sd
+            total += n;
+        }
+        QCOMPARE(total, 300);
+        // --filter picks the GETs only.
+        r = test::runProcess(test::porticoBinary(), {"bench", "--from", db, server.baseUrl(), "-n", "40",
+                                                     "--filter", "method:GET", "--json", "-", "--no-save"});
+        QCOMPARE(r.exitCode, 0);
+        statuses = QJsonDocument::fromJson(r.out).object()["statuses"].toObject();
+        QCOMPARE(statuses.size(), 2);
+        QCOMPARE(statuses["200"].toInt() + statuses["404"].toInt(), 40);
+        // A corrupt recording: its position, nothing sent; --method does not go with --from.
+        r = test::runProcess(test::porticoBinary(),
+                             {"bench", "--from", test::sourceDir() + "/tests/data/har/truncated.har",
+                              server.baseUrl(), "-n", "10", "--no-save"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("truncated.har:22:44 (byte 700): syntax error"), r.err.constData());
+        r = test::runProcess(test::porticoBinary(),
+                             {"bench", "--from", db, server.baseUrl(), "-m", "PUT", "-n", "10", "--no-save"});
+        QCOMPARE(r.exitCode, 2);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCaptureCli)
