@@ -9,8 +9,11 @@
 
 #include <filesystem>
 #include <fstream>
+
+#include <fcntl.h>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 namespace portico::app {
 namespace {
@@ -57,6 +60,9 @@ int exportHar(const HarOptions& o) {
     std::ostream* out = &std::cout;
     std::ofstream file;
     if (o.har != "-") {
+        // Exported traffic holds cookies and tokens: a new file is the owner's only (0600).
+        if (const int fd = ::open(o.har.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0)
+            ::close(fd);
         file.open(o.har, std::ios::binary | std::ios::trunc);
         if (!file) {
             std::cerr << "portico: " << o.har << ": cannot write\n";

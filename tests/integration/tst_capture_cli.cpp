@@ -105,6 +105,15 @@ private slots:
         const QString har = dir_.filePath("out.har");
         auto r = test::runProcess(test::porticoBinary(), {"har", "export", db, har});
         QVERIFY2(r.exitCode == 0, r.err.constData());
+        // Captured traffic holds cookies and tokens: the files are the owner's only.
+        for (const QString& file : {db, db + "-wal", har}) {
+            if (!QFile::exists(file)) continue; // -wal: gone after a clean close
+            const auto perms = QFileInfo(file).permissions();
+            QVERIFY2(!(perms & (QFileDevice::ReadGroup | QFileDevice::ReadOther | QFileDevice::WriteGroup |
+                                QFileDevice::WriteOther)),
+                     qPrintable(file));
+        }
+        QVERIFY(QFileInfo(db).permissions() & QFileDevice::ReadOwner);
         QFile f(har);
         QVERIFY(f.open(QIODevice::ReadOnly));
         auto entries = QJsonDocument::fromJson(f.readAll()).object()["log"].toObject()["entries"].toArray();

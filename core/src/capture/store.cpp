@@ -3,6 +3,9 @@
 
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
 
 namespace portico::capture {
@@ -87,6 +90,10 @@ std::vector<Header> decodeHeaders(std::string_view b) {
 std::unique_ptr<Store> Store::open(const std::string& path, std::string& error) {
     std::unique_ptr<Store> s(new Store());
     s->path_ = path;
+    // Captured traffic holds cookies and tokens: a new session file is the owner's only (0600);
+    // SQLite gives its -wal and -shm files the same mode. An existing file keeps its mode.
+    if (const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0)
+        ::close(fd);
     if (sqlite3_open_v2(path.c_str(), &s->db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
