@@ -156,8 +156,13 @@ int serve(const ServeOptions& o) {
         std::cout << "Portico " << portico::engine::version() << " serving "
                   << (fromDir ? cfg->vhosts.front().root->root : o.config) << " (" << engine.workerCount()
                   << (engine.workerCount() == 1 ? " worker" : " workers") << ")\n";
-        for (const auto& ep : engine.endpoints())
+        for (const auto& ep : engine.endpoints()) {
             std::cout << "Listening on " << ep.url() << "\n";
+            if (!ep.loopback())
+                std::cerr << "Warning: " << ep.url()
+                          << " is not a loopback address: other machines on the network can reach this "
+                             "server and the files it serves.\n";
+        }
         if (std::any_of(cfg->listen.begin(), cfg->listen.end(),
                         [](const auto& l) { return l.tls && l.tls->autoCa; }))
             std::cout << "HTTPS certificates come from the local development CA in "

@@ -2,6 +2,8 @@
 // graceful drain on SIGTERM, IPv6, the bundled demo site.
 #include "test_support.h"
 
+#include <portico/engine/engine.h>
+
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
@@ -132,6 +134,20 @@ private slots:
         QVERIFY2(s.waitReady(), s.output().constData());
         QVERIFY(s.output().contains("http://[::1]:"));
         QCOMPARE(curl({"-g", QStringLiteral("http://[::1]:%1/a.txt").arg(s.port())}), QByteArray("six\n"));
+    }
+
+    // What the CLI and the GUI warn about: an address other machines can reach. (Tests never
+    // bind one, so this checks the classification; loopback listeners print no warning.)
+    void nonLoopbackAddressesAreTold() {
+        for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"})
+            QVERIFY2((portico::engine::Endpoint{host, 80, false}.loopback()), host);
+        for (const char* host :
+             {"0.0.0.0", "::", "192.168.1.10", "10.0.0.1", "::ffff:192.168.1.1", "fe80::1", "x"})
+            QVERIFY2((!portico::engine::Endpoint{host, 80, false}.loopback()), host);
+        QTemporaryDir dir;
+        ServerProcess s({dir.path(), "--port", "0"});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QVERIFY(!s.output().contains("Warning"));
     }
 
     void accessLogFormats() {

@@ -33,6 +33,15 @@ std::string Endpoint::url() const {
     return (tls ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/";
 }
 
+bool Endpoint::loopback() const {
+    boost::system::error_code ec;
+    const auto a = boost::asio::ip::make_address(host, ec);
+    if (ec) return false;
+    if (a.is_v6() && a.to_v6().is_v4_mapped())
+        return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6()).is_loopback();
+    return a.is_loopback();
+}
+
 const char* version() { return PORTICO_VERSION; }
 
 namespace {

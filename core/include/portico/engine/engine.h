@@ -23,6 +23,9 @@ struct Endpoint {
     std::uint16_t port = 0;
     bool tls = false;        ///< HTTPS (h2 and http/1.1 by ALPN); else cleartext HTTP/1.1 and h2c
     std::string url() const; ///< "http://127.0.0.1:8080/" ("https://[::1]:8443/" for IPv6 with TLS)
+    /// True for 127.0.0.0/8 and ::1 (also ::ffff:127.x.y.z); false for 0.0.0.0, ::, and any other
+    /// address, i.e. when machines other than this one may connect (the CLI and GUI then warn).
+    bool loopback() const;
 };
 
 /// Totals since start, summed over workers (relaxed counters; exact once the engine is stopped).
