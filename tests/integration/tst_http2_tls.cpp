@@ -370,6 +370,8 @@ print(status.decode(), body.decode())
                                     << "100000";
         QTest::newRow("SETTINGS flood") << "settings-flood"
                                         << "100000";
+        QTest::newRow("MadeYouReset: server-sent resets") << "made-you-reset"
+                                                          << "20000";
     }
     void abuseGetsEnhanceYourCalm() {
         QFETCH(QString, mode);
@@ -380,6 +382,36 @@ print(status.decode(), body.decode())
         // Others are still served.
         auto ok = curl(h2c_ + "/hello", {"--http2-prior-knowledge"});
         QCOMPARE(ok.status, 200);
+    }
+
+    // Ten connections open 128 streams each for a 1 MiB file with a zero flow-control window:
+    // the server answers the heads, buffers none of the bodies, and serves others meanwhile.
+    void zeroWindowStallIsBounded() {
+        const qint64 before = rssKiB(server_->pid());
+        QVERIFY(before > 0);
+        std::vector<std::unique_ptr<QProcess>> probes;
+        for (int i = 0; i < 10; ++i) {
+            auto p = std::make_unique<QProcess>();
+            auto env = QProcessEnvironment::systemEnvironment();
+            env.insert("PORT", QString::number(server_->plainPort()));
+            env.insert("PATH_", "/big.bin");
+            p->setProcessEnvironment(env);
+            p->start(debianPython(), {sourceDir() + "/tests/support/cases/h2probe.py", "stall", "128"});
+            QVERIFY(p->waitForStarted());
+            probes.push_back(std::move(p));
+        }
+        QTest::qWait(1500); // the probes hold their connections for 3 s after sending
+        auto ok = curl(h2c_ + "/hello", {"--http2-prior-knowledge"});
+        QCOMPARE(ok.status, 200);
+        const qint64 during = rssKiB(server_->pid());
+        QVERIFY2(during - before < 32 * 1024,
+                 qPrintable(QString("RSS %1 -> %2 KiB").arg(before).arg(during)));
+        for (auto& p : probes) {
+            QVERIFY(p->waitForFinished(30000));
+            const QByteArray out = p->readAll();
+            QVERIFY2(out.contains("'HEADERS': 128"), out.constData()); // every head, no body
+            QVERIFY2(!out.contains("'DATA'"), out.constData());
+        }
     }
 
     void garbageHandshakeIsCountedAndSurvived() {
@@ -406,6 +438,14 @@ print(status.decode(), body.decode())
     }
 
 private:
+    static qint64 rssKiB(qint64 pid) {
+        QFile f(QStringLiteral("/proc/%1/status").arg(pid));
+        if (!f.open(QIODevice::ReadOnly)) return -1;
+        for (const QByteArray& line : f.readAll().split('\n'))
+            if (line.startsWith("VmRSS:")) return line.mid(6).trimmed().split(' ').first().toLongLong();
+        return -1;
+    }
+
     QByteArray runProbe(const QString& mode, const QString& n) {
         QProcess p;
         auto env = QProcessEnvironment::systemEnvironment();

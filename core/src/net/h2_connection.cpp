@@ -83,6 +83,14 @@ ssize_t readBodyCb(nghttp2_session*, std::int32_t id, std::uint8_t* buf, std::si
     return self(user)->readBody(id, buf, len, flags);
 }
 
+// Resets the server sends because of what the client did (malformed fields, refused streams,
+// flow-control errors) cost as much as the ones it receives: MadeYouReset (CVE-2025-8671) gets
+// the same budget as Rapid Reset.
+int onFrameSendCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    if (frame->hd.type == NGHTTP2_RST_STREAM) self(user)->onResetSent();
+    return 0;
+}
+
 struct Callbacks {
     nghttp2_session_callbacks* cbs = nullptr;
     Callbacks() {
@@ -93,6 +101,7 @@ struct Callbacks {
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onFrameRecvCb);
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, onDataChunkCb);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onStreamCloseCb);
+        nghttp2_session_callbacks_set_on_frame_send_callback(cbs, onFrameSendCb);
     }
     ~Callbacks() { nghttp2_session_callbacks_del(cbs); }
 };
@@ -367,22 +376,34 @@ int H2Connection::onBeginFrame(std::uint8_t type) {
     }
     // Token buckets per connection: RST_STREAM (Rapid Reset, CVE-2023-44487) and PING/SETTINGS
     // (floods that make the server write an ACK for every frame, CVE-2019-9512/9515).
-    auto take = [](double& tokens, Clock::time_point& refill, double burst, double rate) {
-        const auto now = Clock::now();
-        tokens = std::min(burst, tokens + std::chrono::duration<double>(now - refill).count() * rate);
-        refill = now;
-        if (tokens < 1.0) return false;
-        tokens -= 1.0;
-        return true;
-    };
-    if (type == NGHTTP2_RST_STREAM && !take(resetTokens_, resetRefill_, static_cast<double>(h2.resetBurst),
-                                            static_cast<double>(h2.resetRate)))
+    if (type == NGHTTP2_RST_STREAM &&
+        !takeToken(resetTokens_, resetRefill_, static_cast<double>(h2.resetBurst),
+                   static_cast<double>(h2.resetRate)))
         return enhanceYourCalm();
     if ((type == NGHTTP2_PING || type == NGHTTP2_SETTINGS) &&
-        !take(controlTokens_, controlRefill_, static_cast<double>(h2.maxControlFrames),
-              static_cast<double>(h2.maxControlFrames) / 10.0))
+        !takeToken(controlTokens_, controlRefill_, static_cast<double>(h2.maxControlFrames),
+                   static_cast<double>(h2.maxControlFrames) / 10.0))
         return enhanceYourCalm();
     return 0;
+}
+
+bool H2Connection::takeToken(double& tokens, Clock::time_point& refill, double burst, double rate) {
+    const auto now = Clock::now();
+    tokens = std::min(burst, tokens + std::chrono::duration<double>(now - refill).count() * rate);
+    refill = now;
+    if (tokens < 1.0) return false;
+    tokens -= 1.0;
+    return true;
+}
+
+void H2Connection::onResetSent() {
+    const auto& h2 = worker_.snapshot().config->http2;
+    if (calmed_) return;
+    if (!takeToken(resetTokens_, resetRefill_, static_cast<double>(h2.resetBurst),
+                   static_cast<double>(h2.resetRate))) {
+        calmed_ = true; // once: terminate_session queues a GOAWAY, the close follows
+        enhanceYourCalm();
+    }
 }
 
 int H2Connection::enhanceYourCalm() {

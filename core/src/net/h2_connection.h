@@ -54,6 +54,7 @@ public:
     int onHeadersEnd(std::int32_t id, bool endStream);
     int onData(std::int32_t id, const std::uint8_t* data, std::size_t len);
     void onStreamClose(std::int32_t id);
+    void onResetSent(); ///< a RST_STREAM left: counts against the reset budget (MadeYouReset)
     long readBody(std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags);
 
 private:
@@ -71,6 +72,7 @@ private:
     void startProxy(Stream& s, const http::Request& req);
     friend struct ProxySink;
     int enhanceYourCalm();
+    static bool takeToken(double& tokens, Clock::time_point& refill, double burst, double rate);
 
     Worker& worker_;
     Connection::Socket socket_;
@@ -93,6 +95,7 @@ private:
     bool reading_ = false;  // a read wait is pending
     bool writing_ = false;  // waiting for the socket to become writable
     bool draining_ = false; // GOAWAY sent
+    bool calmed_ = false;   // GOAWAY(ENHANCE_YOUR_CALM) queued for server-sent resets
 };
 
 } // namespace portico::net
