@@ -101,7 +101,8 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string& error) 
         return nullptr;
     }
     sqlite3_busy_timeout(s->db_, 2000);
-    if (!s->exec("PRAGMA journal_mode=WAL") || !s->exec("PRAGMA synchronous=NORMAL") || !s->exec(kSchema)) {
+    if (!s->exec("PRAGMA journal_mode=WAL") || !s->exec("PRAGMA synchronous=NORMAL") ||
+        !s->exec("PRAGMA cache_size=-1024") || !s->exec(kSchema)) {
         error = path + ": " + s->error_;
         if (s->error_.find("not a database") != std::string::npos)
             error = path + ": not a Portico session file (" + s->error_ + ")";
