@@ -88,7 +88,8 @@ inline bool readUntil(int fd, std::string& got, std::string_view until, std::chr
     for (;;) {
         if (!until.empty() && got.find(until) != std::string::npos) return true;
         const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+            std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now())
+                .count();
         if (left <= 0) return false;
         pollfd p{fd, POLLIN, 0};
         if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;

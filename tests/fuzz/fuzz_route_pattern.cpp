@@ -46,8 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 PORTICO_FUZZ_CHECK(m.paramCount <= routing::kMaxParams);
                 for (std::size_t i = 0; i < m.paramCount; ++i) {
                     const auto v = m.params[i].value;
-                    PORTICO_FUZZ_CHECK(v.empty() ||
-                                       (v.data() >= path.data() && v.data() + v.size() <= path.data() + path.size()));
+                    PORTICO_FUZZ_CHECK(v.empty() || (v.data() >= path.data() &&
+                                                     v.data() + v.size() <= path.data() + path.size()));
                 }
                 if (m.kind == routing::RouteResult::Kind::Matched) PORTICO_FUZZ_CHECK(m.route != nullptr);
             }

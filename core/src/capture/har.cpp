@@ -144,7 +144,10 @@ bool parseIso(std::string_view s, std::int64_t& unixNs) {
     tm.tm_hour = h;
     tm.tm_min = mi;
     tm.tm_sec = sec;
-    std::int64_t ns = static_cast<std::int64_t>(timegm(&tm)) * 1'000'000'000;
+    // Nanoseconds since 1970 in 64 bits reach the years 1678..2262; anything outside is malformed.
+    const std::int64_t seconds = static_cast<std::int64_t>(timegm(&tm));
+    if (seconds < -9'000'000'000 || seconds > 9'000'000'000) return false;
+    std::int64_t ns = seconds * 1'000'000'000;
     std::size_t i = 19;
     if (i < s.size() && s[i] == '.') {
         std::int64_t scale = 100'000'000;
