@@ -48,6 +48,7 @@ private slots:
                               "usr/share/icons/hicolor/48x48/apps/dev.portico.Portico.png",
                               "usr/share/icons/hicolor/256x256/apps/dev.portico.Portico.png",
                               "usr/share/man/man1/portico.1.gz", "usr/share/doc/portico/configuration.md",
+                              "usr/share/doc/portico/copyright", "usr/share/doc/portico/changelog.gz",
                               "usr/share/portico/demo/portico.yaml"})
             QTest::newRow(p) << QString(p);
     }
@@ -63,6 +64,14 @@ private slots:
         // Stripped: no debug sections in the packaged binary.
         auto s = runProcess("readelf", {"-S", root_ + "/usr/bin/portico"});
         QVERIFY(!s.out.contains(".debug_info"));
+    }
+
+    // lintian (Debian policy checks) finds no error and no warning; info-level tags are allowed.
+    void lintianClean() {
+        auto r = runProcess("lintian", {"--tag-display-limit", "0", deb_}, {}, 240000);
+        QVERIFY2(r.exitCode == 0, (r.out + r.err).constData());
+        for (const QByteArray& line : r.out.split('\n'))
+            QVERIFY2(!line.startsWith("E:") && !line.startsWith("W:"), line.constData());
     }
 
     void manPageRenders() {
