@@ -10,6 +10,9 @@
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -208,8 +211,17 @@ private slots:
         QCOMPARE(client(plain_, false, "rooms", "/rooms/lobby"), QByteArray("ok"));
         auto got = sessions(engine_, since, "/rooms/lobby", 3);
         QCOMPARE(got.size(), std::size_t(3));
-        // Ids follow the opening order (the record is published at open, completed in place).
-        std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+        // Members may live on different workers, whose records reach the collector in worker
+        // order: tell them apart by what they said (member 0 text, member 2 binary).
+        auto said = [](const capture::Exchange& e, std::uint8_t op) {
+            for (const auto& m : e.messages)
+                if (m.fromClient && m.opcode == op) return true;
+            return false;
+        };
+        std::sort(got.begin(), got.end(), [&](const auto& a, const auto& b) {
+            auto rank = [&](const capture::Exchange& e) { return said(e, 1) ? 0 : said(e, 2) ? 2 : 1; };
+            return rank(a) < rank(b);
+        });
         for (const auto& e : got) {
             QCOMPARE(e.route, std::string("rooms"));
             QCOMPARE(e.status, 101);
@@ -369,6 +381,55 @@ private slots:
                 }
         }
         QCOMPARE(found, live.size());
+    }
+
+    // The CLI path: `serve --record`, a session still open when the server stops (drain sends
+    // Close 1001), then `har export`: the final records are in the file.
+    void recordedByServeAndExported() {
+        const QString yaml = dir_.filePath("serve.yaml");
+        QFile y(yaml);
+        QVERIFY(y.open(QIODevice::WriteOnly));
+        y.write("listen: [127.0.0.1:0]\nvhosts:\n  - default: true\n    routes:\n"
+                "      - {path: /echo, websocket: echo}\n");
+        y.close();
+        const QString db = dir_.filePath("serve.db");
+        auto server = std::make_unique<test::ServerProcess>(QStringList{"--config", yaml, "--record", db});
+        QVERIFY2(server->waitReady(), server->output().constData());
+        QCOMPARE(client(server->port(), false, "echo", "/echo"), QByteArray("ok"));
+        QProcess held;
+        client(server->port(), false, "hold", "/echo?held", &held);
+        QVERIFY(held.waitForReadyRead(15000));
+        QCOMPARE(held.readLine().trimmed(), QByteArray("ready"));
+        QCOMPARE(server->terminate(), 0);
+        server.reset();
+        held.write("\n");
+        held.waitForFinished(5000);
+        auto r = test::runProcess(test::porticoBinary(), {"har", "export", db, "-"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const QJsonArray entries =
+            QJsonDocument::fromJson(r.out).object()["log"].toObject()["entries"].toArray();
+        QCOMPARE(entries.size(), 2);
+        const QJsonObject echo = entries[0].toObject(), heldEntry = entries[1].toObject();
+        QCOMPARE(echo["_resourceType"].toString(), QString("websocket"));
+        QCOMPARE(echo["response"].toObject()["status"].toInt(), 101);
+        const QJsonArray m = echo["_webSocketMessages"].toArray();
+        QCOMPARE(m.size(), 8);
+        QCOMPARE(m[0].toObject()["type"].toString(), QString("send"));
+        QCOMPARE(m[0].toObject()["opcode"].toInt(), 1);
+        QCOMPARE(m[0].toObject()["data"].toString(), QString("hello"));
+        QCOMPARE(m[1].toObject()["type"].toString(), QString("receive"));
+        QCOMPARE(m[2].toObject()["data"].toString(), QString("AP8B/gD/Af4A/wH+AP8B/g=="));
+        const double t0 = m[0].toObject()["time"].toDouble();
+        QVERIFY(t0 > 1.6e9 && t0 <= m[7].toObject()["time"].toDouble());
+        // The held session was closed by the drain: the server's Close 1001 is its last frame.
+        QVERIFY(!(heldEntry["_portico"].toObject()["flags"].toInt() & capture::kIncomplete));
+        const QJsonArray h = heldEntry["_webSocketMessages"].toArray();
+        QVERIFY(h.size() >= 3);
+        QString closeData;
+        for (const auto& x : h)
+            if (x.toObject()["opcode"].toInt() == 8 && x.toObject()["type"].toString() == "receive")
+                closeData = x.toObject()["data"].toString();
+        QCOMPARE(QByteArray::fromBase64(closeData.toLatin1()).left(2), QByteArray("\x03\xe9", 2)); // 1001
     }
 
     void oldSessionFileStillLoads() {
