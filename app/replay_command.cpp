@@ -21,6 +21,10 @@ struct ReplayOptions {
     std::string filter;
     std::string record;
     bool allowRemote = false;
+    bool h2 = false;
+    bool http1 = false;
+    bool verify = false;
+    std::string caFile;
     bool curl = false;
     bool quiet = false;
     int timeoutMs = 10000;
@@ -58,6 +62,11 @@ int run(const ReplayOptions& o) {
     ro.baseUrl = o.target;
     ro.allowRemote = o.allowRemote;
     ro.timeout = std::chrono::milliseconds(o.timeoutMs);
+    ro.protocol = o.h2      ? capture::ReplayProtocol::H2
+                  : o.http1 ? capture::ReplayProtocol::Http1
+                            : capture::ReplayProtocol::Auto;
+    ro.verifyTls = o.verify || !o.caFile.empty();
+    ro.caFile = o.caFile;
     std::size_t same = 0, changed = 0, failed = 0;
     std::vector<capture::Exchange> replayed;
     for (const auto& e : chosen) {
@@ -107,6 +116,14 @@ Command addReplayCommand(CLI::App& app) {
     cmd->add_option("--timeout", o->timeoutMs, "Per request, milliseconds (default 10000)")
         ->check(CLI::Range(1, 600000));
     cmd->add_flag("--allow-remote", o->allowRemote, "Allow targets that are not loopback addresses");
+    auto* h2 = cmd->add_flag("--h2", o->h2,
+                             "HTTP/2: ALPN h2 over https, h2c with prior knowledge over http (default: "
+                             "https lets the server choose, http uses HTTP/1.1)");
+    cmd->add_flag("--http1", o->http1, "HTTP/1.1 only (ALPN http/1.1 over https)")->excludes(h2);
+    cmd->add_flag("--verify", o->verify,
+                  "Verify the certificate of a loopback https target too (remote targets always are)");
+    cmd->add_option("--cacert", o->caFile, "Also trust these CA certificates (PEM; implies --verify)")
+        ->check(CLI::ExistingFile);
     cmd->add_flag("--curl", o->curl, "Print each request as a curl command instead of sending it");
     cmd->add_flag("-q,--quiet", o->quiet, "Do not list the differences");
     return Command{cmd, [o] { return run(*o); }};

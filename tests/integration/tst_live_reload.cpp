@@ -303,6 +303,69 @@ private slots:
         QCOMPARE(accessLog().count("event=load"), 2);
     }
 
+    // A real browser across a server restart on the same port: the script reconnects (with its
+    // backoff, ≤ 5 s between tries), reloads once to pick up whatever changed while the server was
+    // away, and the next edit reloads the page again through the new server.
+    void chromiumReconnectsAfterRestart() {
+        const QString chromium = QStandardPaths::findExecutable("chromium");
+        if (chromium.isEmpty()) QSKIP("chromium is not installed (installers/dev.sh installs it)");
+        const QString site = tmp_.filePath("restart");
+        writeFile(site + "/index.html",
+                  "<!doctype html><html><body><p id=\"x\">r1</p><script>\n"
+                  "fetch('/log?event=load&v=' + document.getElementById('x').textContent);\n"
+                  "</script></body></html>\n");
+        const QString log = tmp_.filePath("restart.log");
+        auto first = std::make_unique<ServerProcess>(QStringList{site, "--access-log", log});
+        QVERIFY2(first->waitReady(), first->output().constData());
+        const quint16 port = first->port();
+        log_ = log;
+        QTemporaryDir profile;
+        QProcess browser;
+        browser.setProcessChannelMode(QProcess::MergedChannels);
+        browser.start(chromium,
+                      {"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                       "--disable-component-update", "--disable-sync", "--no-first-run",
+                       "--user-data-dir=" + profile.path(), "--remote-debugging-port=0",
+                       QStringLiteral("http://127.0.0.1:%1/index.html").arg(port)});
+        QVERIFY(browser.waitForStarted());
+        auto cleanup = qScopeGuard([&] {
+            browser.kill(); // only the browser this test started
+            browser.waitForFinished(5000);
+        });
+        const QByteArray upgraded = "GET /__portico/livereload HTTP/1.1\" 101";
+        if (!waitLog("event=load&v=r1")) {
+            QByteArray why = browser.readAll();
+            if (browser.state() != QProcess::Running)
+                QSKIP(qPrintable("chromium could not run here: " + QString::fromLocal8Bit(why.left(400))));
+            QFAIL("the page never reported its first load");
+        }
+        QVERIFY2(waitLog(upgraded), accessLog().constData());
+
+        // Stop (the session gets Close 1001), then a new process on the same port.
+        QCOMPARE(first->terminate(), 0);
+        first.reset();
+        ServerProcess second({site, "--access-log", log, "--port", QString::number(port)});
+        QVERIFY2(second.waitReady(), second.output().constData());
+        QCOMPARE(second.port(), port);
+
+        // Reconnected: the script reloads once, and the reloaded page connects again.
+        QElapsedTimer t;
+        t.start();
+        while (t.elapsed() < 30000 &&
+               (accessLog().count("event=load&v=r1") < 2 || accessLog().count(upgraded) < 3))
+            QTest::qWait(100);
+        QVERIFY2(accessLog().count("event=load&v=r1") == 2, accessLog().constData());
+        QVERIFY2(accessLog().count(upgraded) >= 3, accessLog().constData());
+
+        // An edit now reaches the page through the new server.
+        writeFile(site + "/index.html",
+                  "<!doctype html><html><body><p id=\"x\">r2</p><script>\n"
+                  "fetch('/log?event=load&v=' + document.getElementById('x').textContent);\n"
+                  "</script></body></html>\n");
+        QVERIFY2(waitLog("event=load&v=r2"), accessLog().constData());
+        QCOMPARE(second.terminate(), 0);
+    }
+
     void cleanupTestCase() {
         if (server_) QCOMPARE(server_->terminate(), 0);
     }

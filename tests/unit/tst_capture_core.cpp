@@ -180,6 +180,28 @@ private slots:
         QCOMPARE(rec.stats.overall.count(), kRecords);
     }
 
+    // Whole records (WebSocket sessions) go through their own bounded ring: a full ring drops the
+    // record and counts it, never blocks; the consumer gets them in order.
+    void fullRecordRingIsBounded() {
+        capture::Recorder rec(1);
+        rec.ensureRings(16, 4096); // full-record ring: max(64, 16 / 4) = 64 slots
+        std::size_t accepted = 0;
+        for (int i = 0; i < 100; ++i) {
+            auto e = std::make_unique<capture::Exchange>();
+            e->target = "/s" + std::to_string(i);
+            if (rec.publishFull(rec.newFullKey(), true, std::move(e))) ++accepted;
+        }
+        QCOMPARE(accepted, std::size_t(64));
+        QCOMPARE(rec.dropped(), std::uint64_t(36));
+        std::vector<std::string> seen;
+        rec.fullForReader()->drain([&](capture::FullRecord&& r) { seen.push_back(r.record->target); });
+        QCOMPARE(seen.size(), std::size_t(64));
+        QCOMPARE(seen.front(), std::string("/s0"));
+        QCOMPARE(seen.back(), std::string("/s63"));
+        // Room again once drained.
+        QVERIFY(rec.publishFull(rec.newFullKey(), false, std::make_unique<capture::Exchange>()));
+    }
+
     void workerStatsGroups() {
         capture::WorkerStats s;
         auto* a = s.group("site", "/api");

@@ -660,6 +660,9 @@ private slots:
         QTest::newRow("capture ring range")
             << QByteArray("capture: {ring_records: 8}\n") + v
             << QStringList{"test.yaml:1:25: capture.ring_records: must be between 16 and 1048576, got 8"};
+        QTest::newRow("capture ws_messages range")
+            << QByteArray("capture: {ws_messages: -1}\n") + v
+            << QStringList{"test.yaml:1:24: capture.ws_messages: must be between 0 and 1000000, got -1"};
         QTest::newRow("capture unknown key")
             << QByteArray("capture: {enabeld: true}\n") + v
             << QStringList{

@@ -139,6 +139,11 @@ void Collector::drainNow() {
 }
 
 Exchange Collector::Stored::decode() const {
+    if (full) {
+        Exchange e = *full;
+        e.id = id;
+        return e;
+    }
     Exchange e = decodeSlot(head, payload.data());
     e.id = id;
     if (!error.empty()) e.error = error;
@@ -149,6 +154,7 @@ bool Collector::drain() {
     bool more = false;
     std::vector<Stored> batch;
     std::vector<std::pair<unsigned, Completion>> completions;
+    std::vector<std::pair<unsigned, FullRecord>> fulls;
     for (auto* rec : recorders_) {
         Ring* ring = rec->ringForReader();
         if (!ring) continue;
@@ -166,8 +172,10 @@ bool Collector::drain() {
         if (batch.size() - before == kDrainBatch) more = true;
         if (auto* c = rec->completionsForReader())
             c->drain([&](const Completion& x) { completions.emplace_back(w, x); });
+        if (auto* f = rec->fullForReader())
+            f->drain([&](FullRecord&& x) { fulls.emplace_back(w, std::move(x)); });
     }
-    if (batch.empty() && completions.empty()) return false;
+    if (batch.empty() && completions.empty() && fulls.empty()) return false;
     std::lock_guard lock(mutex_);
     for (auto& st : batch) {
         const unsigned w = static_cast<unsigned>(st.id >> 48);
@@ -175,8 +183,42 @@ bool Collector::drain() {
         st.id = nextId_++;
         if (st.head.flags & kIncomplete) awaiting_[{w, seq}] = st.id;
     }
-    // Completions edit records of this batch or of the window (and the store).
+    // Whole records (WebSocket sessions): a final version replaces the one published at open, under
+    // its id, wherever it is (this batch, the window, or only the store); else it is a new record.
     std::vector<const Stored*> updated;
+    std::vector<Exchange> storeOnlyUpdates;
+    for (auto& [w, f] : fulls) {
+        if (!f.record) continue;
+        std::shared_ptr<const Exchange> rec(std::move(f.record));
+        if (f.final) {
+            if (auto it = awaitingFull_.find({w, f.key}); it != awaitingFull_.end()) {
+                const std::uint64_t id = it->second;
+                awaitingFull_.erase(it);
+                if (!batch.empty() && id >= batch.front().id) {
+                    batch[id - batch.front().id].full = std::move(rec);
+                } else if (!window_.empty() && id >= window_.front().id &&
+                           id - window_.front().id < window_.size()) {
+                    Stored& st = window_[id - window_.front().id];
+                    windowBytes_ -= std::min(windowBytes_, st.bytes());
+                    st.full = std::move(rec);
+                    windowBytes_ += st.bytes();
+                    updated.push_back(&st);
+                } else if (store_) {
+                    Exchange e = *rec;
+                    e.id = id;
+                    storeOnlyUpdates.push_back(std::move(e));
+                }
+                continue;
+            }
+        }
+        Stored& st = batch.emplace_back();
+        st.id = nextId_++;
+        st.full = std::move(rec);
+        if (!f.final) awaitingFull_[{w, f.key}] = st.id;
+    }
+    while (awaitingFull_.size() > 100000)
+        awaitingFull_.erase(awaitingFull_.begin());
+    // Completions edit records of this batch or of the window (and the store).
     for (auto& [w, c] : completions) {
         auto it = awaiting_.find({w, c.seq});
         if (it == awaiting_.end()) continue;
@@ -210,6 +252,8 @@ bool Collector::drain() {
         if (!store_->append(rows)) storeError_ = store_->error();
         for (const auto* st : updated)
             store_->update(st->decode());
+        for (const auto& e : storeOnlyUpdates)
+            store_->update(e);
     }
     captured_ += batch.size();
     for (auto& st : batch) {

@@ -57,16 +57,20 @@ private:
         std::uint64_t id = 0;
         SlotHead head;
         std::string payload;
-        std::string error; // set by a completion
+        std::string error;                    // set by a completion
+        std::shared_ptr<const Exchange> full; // a whole record (WebSocket session) instead of a slot
         Exchange decode() const;
-        std::size_t bytes() const { return sizeof(Stored) + payload.capacity() + error.size(); }
+        std::size_t bytes() const {
+            return sizeof(Stored) + payload.capacity() + error.size() + (full ? full->approximateBytes() : 0);
+        }
     };
     std::deque<Stored> window_;
     std::size_t windowBytes_ = 0;
     std::uint64_t nextId_ = 1;
     std::uint64_t captured_ = 0;
     std::uint64_t droppedAtStop_ = 0;
-    std::map<std::pair<unsigned, std::uint64_t>, std::uint64_t> awaiting_; // (worker, seq) → id
+    std::map<std::pair<unsigned, std::uint64_t>, std::uint64_t> awaiting_;     // (worker, seq) → id
+    std::map<std::pair<unsigned, std::uint64_t>, std::uint64_t> awaitingFull_; // (worker, key) → id
     std::vector<stats::SeriesPoint> series_;
     stats::BucketCounts lastCounts_;
     std::uint64_t lastTotal_ = 0, lastErrors_ = 0;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <ctime>
@@ -194,6 +195,22 @@ std::string trim(std::string_view s) {
     return std::string(s);
 }
 
+// Chrome writes WebSocket entries with their ws:// / wss:// URL.
+std::string wsUrl(const Exchange& e) {
+    std::string url = e.url();
+    if (url.starts_with("http://"))
+        url.replace(0, 4, "ws");
+    else if (url.starts_with("https://"))
+        url.replace(0, 5, "wss");
+    return url;
+}
+
+// A message's wall-clock time: the record's wall clock at RequestHeaders plus the steady offset.
+std::int64_t messageUnixNs(const Exchange& e, const Message& m) {
+    const std::int64_t base = e.at(Phase::RequestHeaders);
+    return base >= 0 ? e.startedUnixNs + (m.timeNs - base) : m.timeNs;
+}
+
 std::string versionText(const Exchange& e) {
     return e.httpVersion == 20 ? "HTTP/2.0" : e.httpVersion == 10 ? "HTTP/1.0" : "HTTP/1.1";
 }
@@ -243,7 +260,7 @@ std::string toHar(const std::vector<Exchange>& exchanges, const HarOptions& opti
     for (const Exchange& e : exchanges) {
         json req;
         req["method"] = e.method.empty() ? "GET" : e.method;
-        req["url"] = e.url();
+        req["url"] = e.protocol == Protocol::WebSocket ? wsUrl(e) : e.url();
         req["httpVersion"] = versionText(e);
         json cookies = json::array();
         for (const auto& h : e.requestHeaders) {
@@ -389,14 +406,26 @@ std::string toHar(const std::vector<Exchange>& exchanges, const HarOptions& opti
             if (e.phases[i] >= 0) phases[std::string(phaseName(static_cast<Phase>(i)))] = e.phases[i];
         p["phasesNs"] = phases;
         entry["_portico"] = p;
-        if (!e.messages.empty()) {
+        if (e.protocol == Protocol::WebSocket) {
+            entry["_portico"]["messageCount"] = e.messageCount;
+            entry["_resourceType"] = "websocket";
+            // Chrome's shape (DevTools HARWriter, CDP WebSocketFrame): type, time (Unix seconds),
+            // opcode, data; opcode 1 is text, any other opcode's data is base64. Ours adds the exact
+            // steady-clock time and the whole size (data may be a prefix).
             json msgs = json::array();
-            for (const auto& m : e.messages)
-                msgs.push_back({{"type", m.fromClient ? "send" : "receive"},
-                                {"time", static_cast<double>(m.timeNs) / 1e9},
-                                {"opcode", m.opcode},
-                                {"data", isUtf8(m.data) ? m.data : base64Encode(m.data)}});
-            entry["_webSocketMessages"] = msgs;
+            for (const auto& m : e.messages) {
+                json j;
+                j["type"] = m.fromClient ? "send" : "receive";
+                j["time"] = static_cast<double>(messageUnixNs(e, m)) / 1e9;
+                j["opcode"] = m.opcode;
+                const bool text = m.opcode == 1 && isUtf8(m.data);
+                j["data"] = text ? m.data : base64Encode(m.data);
+                if (m.opcode == 1 && !text) j["_encoding"] = "base64"; // a prefix cut inside a character
+                j["_timeNs"] = m.timeNs;
+                j["_size"] = m.size;
+                msgs.push_back(std::move(j));
+            }
+            entry["_webSocketMessages"] = std::move(msgs);
         }
         entries.push_back(std::move(entry));
     }
@@ -470,6 +499,55 @@ std::pair<int, int> lineColumn(std::string_view text, std::size_t byte) {
 }
 
 std::int64_t nsOf(double msValue) { return static_cast<std::int64_t>(std::llround(msValue * 1e6)); }
+
+// `_webSocketMessages` (Chrome, Portico) → messages; ws:// URLs and `_resourceType: "websocket"`
+// make the entry a WebSocket session.
+void readWebSocketMessages(const json& entry, const std::string& where, Exchange& e,
+                           std::vector<std::string>& warnings) {
+    const bool ws = str(entry, "_resourceType") == "websocket" || e.scheme == "ws" || e.scheme == "wss";
+    if (e.scheme == "ws") e.scheme = "http";
+    if (e.scheme == "wss") e.scheme = "https";
+    const json* msgs = member(entry, "_webSocketMessages");
+    if (!ws && !msgs) return;
+    e.protocol = Protocol::WebSocket;
+    if (!msgs) return;
+    if (!msgs->is_array()) throw ShapeError{where + "._webSocketMessages", "expected an array"};
+    const std::int64_t base = e.at(Phase::RequestHeaders);
+    std::size_t i = 0;
+    for (const auto& j : *msgs) {
+        const std::string at = where + "._webSocketMessages[" + std::to_string(i++) + "]";
+        if (!j.is_object()) throw ShapeError{at, "expected an object"};
+        Message m;
+        const std::string type = str(j, "type", "receive");
+        m.fromClient = type == "send";
+        const double op = num(j, "opcode", 1);
+        m.opcode = op >= 0 && op <= 15 ? static_cast<std::uint8_t>(op) : 1;
+        const std::string data = str(j, "data");
+        if (m.opcode != 1 || str(j, "_encoding") == "base64") {
+            if (!base64Decode(data, m.data)) {
+                warnings.push_back(at + ".data: not base64, kept as text");
+                m.data = data;
+            }
+        } else {
+            m.data = data;
+        }
+        const double size = num(j, "_size", -1);
+        m.size = size >= 0 ? static_cast<std::uint64_t>(size) : m.data.size();
+        if (const json* t = member(j, "_timeNs"); t && t->is_number_integer()) {
+            m.timeNs = t->get<std::int64_t>();
+        } else {
+            // Whole seconds and the fraction apart: a double near 1.7e18 ns has 256 ns steps.
+            const double secs = num(j, "time", 0);
+            const bool ok = std::isfinite(secs) && std::fabs(secs) < 9e9;
+            const double whole = ok ? std::floor(secs) : 0;
+            const std::int64_t unixNs = static_cast<std::int64_t>(whole) * 1'000'000'000 +
+                                        (ok ? std::llround((secs - whole) * 1e9) : 0);
+            m.timeNs = base >= 0 ? base + (unixNs - e.startedUnixNs) : unixNs;
+        }
+        e.messages.push_back(std::move(m));
+    }
+    e.messageCount = std::max<std::uint64_t>(e.messageCount, e.messages.size());
+}
 } // namespace
 
 HarImport fromHar(std::string_view text) {
@@ -632,6 +710,7 @@ HarImport fromHar(std::string_view text) {
                 u64("responseBodySize", e.responseBodySize);
                 u64("requestHeadersSize", e.requestHeadersSize);
                 u64("responseHeadersSize", e.responseHeadersSize);
+                u64("messageCount", e.messageCount);
                 if (const json* tr = member(*p, "requestTrailers"); tr && tr->is_array())
                     e.requestTrailers = headers(*p, "requestTrailers", where + "._portico");
                 if (const json* ph = member(*p, "phasesNs"); ph && ph->is_object()) {
@@ -643,6 +722,7 @@ HarImport fromHar(std::string_view text) {
                             e.phases[i] = v->get<std::int64_t>();
                 }
             }
+            readWebSocketMessages(entry, where, e, out.warnings);
             out.exchanges.push_back(std::move(e));
         }
     } catch (const ShapeError& e) {

@@ -106,11 +106,8 @@ template <class F> void forEachField(std::string_view block, F&& fn) {
 }
 } // namespace
 
-bool writeRecord(ConnCapture& cc, std::size_t k, const ExchangeInput& in) {
-    Recorder& rec = *cc.rec;
-    SlotHead* h = rec.reserve(k);
-    if (!h) return false;
-    Ring& ring = *rec.ring();
+namespace {
+void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, const ExchangeInput& in) {
     h->connectionId = cc.connectionId;
     h->streamId = in.streamId;
     h->protocol = static_cast<std::uint8_t>(in.protocol);
@@ -128,7 +125,7 @@ bool writeRecord(ConnCapture& cc, std::size_t k, const ExchangeInput& in) {
     h->responseHeadersSize = in.responseHead.size();
 
     const http::Request* req = in.req;
-    SlotWriter w(h, ring.payload(h), ring.payloadBytes());
+    SlotWriter w(h, payload, cap);
     const char* tlsVersion = in.ssl ? SSL_get_version(in.ssl) : "";
     w.str(tlsVersion ? tlsVersion : "");
     w.str(in.ssl ? tls::alpnOf(in.ssl) : std::string_view());
@@ -197,7 +194,69 @@ bool writeRecord(ConnCapture& cc, std::size_t k, const ExchangeInput& in) {
         w.commitBody(got);
     }
     w.finish();
+}
+} // namespace
+
+bool writeRecord(ConnCapture& cc, std::size_t k, const ExchangeInput& in) {
+    Recorder& rec = *cc.rec;
+    SlotHead* h = rec.reserve(k);
+    if (!h) return false;
+    Ring& ring = *rec.ring();
+    fillSlot(cc, h, ring.payload(h), ring.payloadBytes(), in);
     return true;
+}
+
+// ---- WebSocket sessions ----
+
+void WsCaptureDeleter::operator()(WsCapture* c) const { delete c; }
+
+WsCapturePtr wsBegin(ConnCapture& cc, const ExchangeInput& in) {
+    // The upgrade exchange goes through the same slot encoding as any HTTP/1.1 exchange (one copy
+    // of the field rules), into a scratch slot instead of the ring, then becomes the whole record.
+    const std::size_t cap = std::max<std::size_t>(cc.cfg->recordBytes, 1024);
+    auto buf = std::make_unique<char[]>(cap);
+    SlotHead head{};
+    for (auto& ph : head.phases)
+        ph = -1;
+    fillSlot(cc, &head, buf.get(), cap, in);
+    WsCapturePtr wc(new WsCapture);
+    wc->rec = cc.rec;
+    wc->key = cc.rec->newFullKey();
+    wc->bodyBytes = cc.cfg->bodyBytes;
+    wc->maxMessages = cc.cfg->wsMessages;
+    wc->record = decodeSlot(head, buf.get());
+    wc->record.protocol = Protocol::WebSocket;
+    wc->record.flags |= kIncomplete;
+    return wc;
+}
+
+void wsOpened(WsCapture& wc) {
+    wc.record.set(Phase::ResponseFirstByte, nowNs());
+    auto copy = std::make_unique<Exchange>(wc.record);
+    wc.openPublished = wc.rec->publishFull(wc.key, false, std::move(copy));
+}
+
+void wsMessage(WsCapture& wc, bool fromClient, std::uint8_t opcode, std::string_view payload,
+               std::uint64_t size) {
+    ++wc.record.messageCount;
+    if (wc.record.messages.size() >= wc.maxMessages) {
+        wc.record.flags |= kMessagesTruncated;
+        return;
+    }
+    Message& m = wc.record.messages.emplace_back();
+    m.timeNs = nowNs();
+    m.fromClient = fromClient;
+    m.opcode = opcode;
+    m.size = size;
+    m.data.assign(payload.substr(0, std::min<std::size_t>(wc.bodyBytes, payload.size())));
+}
+
+void wsClosed(WsCapture& wc, std::string_view error) {
+    wc.record.set(Phase::ResponseDone, nowNs());
+    wc.record.flags &= ~static_cast<std::uint32_t>(kIncomplete);
+    if (!error.empty()) wc.record.error = error;
+    auto rec = std::make_unique<Exchange>(std::move(wc.record));
+    wc.rec->publishFull(wc.key, true, std::move(rec));
 }
 
 void h1Serialized(ConnCapture& cc, const ExchangeInput& in) {

@@ -86,6 +86,36 @@ void recordStats(Recorder& rec, const RouteLabels& labels, std::uint64_t latency
 /// `phases` not set in `in` are taken from `cc` (accepted, tls_done).
 bool writeRecord(ConnCapture& cc, std::size_t k, const ExchangeInput& in);
 
+// ---- WebSocket sessions ----
+
+/// The record of one WebSocket session, built on its worker: the upgrade exchange, then the
+/// messages. Owned by the session; memory is bounded by capture.ws_messages messages of at most
+/// capture.body_bytes payload each.
+struct WsCapture {
+    Recorder* rec = nullptr;
+    std::uint64_t key = 0;       ///< Recorder::newFullKey
+    std::size_t bodyBytes = 0;   ///< payload prefix kept per message
+    std::size_t maxMessages = 0; ///< messages kept per record
+    bool openPublished = false;  ///< the kIncomplete version reached the collector
+    Exchange record;
+};
+struct WsCaptureDeleter {
+    void operator()(WsCapture* c) const;
+};
+using WsCapturePtr = std::unique_ptr<WsCapture, WsCaptureDeleter>;
+
+/// The upgrade request `in` was answered 101 (`in.responseHead`): starts the session's record
+/// with the connection's phases. Statistics count the handshake like any exchange.
+WsCapturePtr wsBegin(ConnCapture& cc, const ExchangeInput& in);
+/// The 101 is being written: ResponseFirstByte, and the record is published (kIncomplete).
+void wsOpened(WsCapture& wc);
+/// One message or control frame (`payload` whole or a prefix of it; `size` the whole size), or a
+/// room event (opcode kRoomEventOpcode). Counted always; kept while under maxMessages.
+void wsMessage(WsCapture& wc, bool fromClient, std::uint8_t opcode, std::string_view payload,
+               std::uint64_t size);
+/// The session is gone: ResponseDone, `error` ("" for a clean close), final version published.
+void wsClosed(WsCapture& wc, std::string_view error);
+
 // ---- HTTP/1.1 batching (see connection.cpp) ----
 /// A response was serialized: record it as pending.
 void h1Serialized(ConnCapture& cc, const ExchangeInput& in);

@@ -180,11 +180,29 @@ bool CompletionRing::push(const Completion& c) {
     return true;
 }
 
+bool FullRing::push(FullRecord&& r) {
+    const std::uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head - tail_.load(std::memory_order_acquire) >= buf_.size()) return false;
+    buf_[head % buf_.size()] = std::move(r);
+    head_.store(head + 1, std::memory_order_release);
+    return true;
+}
+
 void Recorder::ensureRings(std::size_t ringRecords, std::size_t recordBytes) {
     if (ringOwner_) return;
     ringOwner_ = std::make_unique<Ring>(ringRecords, recordBytes);
     completions_ = std::make_unique<CompletionRing>(ringRecords);
+    // WebSocket sessions open and close far less often than requests complete.
+    full_ = std::make_unique<FullRing>(std::max<std::size_t>(64, ringRecords / 4));
     ring_.store(ringOwner_.get(), std::memory_order_release);
+}
+
+bool Recorder::publishFull(std::uint64_t key, bool final, std::unique_ptr<Exchange> record) {
+    if (!full_ || !full_->push(FullRecord{key, final, std::move(record)})) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    return true;
 }
 
 SlotHead* Recorder::reserve(std::size_t k) {

@@ -138,6 +138,34 @@ private:
     alignas(64) std::atomic<std::uint64_t> tail_{0};
 };
 
+/// A whole record built on the worker (a WebSocket session: too large and too long-lived for a
+/// fixed slot). `key` is worker-local: the final version of a record (`final`) replaces the
+/// version published before under the same key.
+struct FullRecord {
+    std::uint64_t key = 0;
+    bool final = true;
+    std::unique_ptr<Exchange> record;
+};
+
+/// SPSC ring of full records (fixed capacity; a push into a full ring fails).
+class FullRing {
+public:
+    explicit FullRing(std::size_t n) : buf_(n) {}
+    bool push(FullRecord&& r);
+    template <class F> void drain(F&& fn) {
+        std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+        const std::uint64_t head = head_.load(std::memory_order_acquire);
+        for (; tail != head; ++tail)
+            fn(std::move(buf_[tail % buf_.size()]));
+        tail_.store(tail, std::memory_order_release);
+    }
+
+private:
+    std::vector<FullRecord> buf_;
+    alignas(64) std::atomic<std::uint64_t> head_{0};
+    alignas(64) std::atomic<std::uint64_t> tail_{0};
+};
+
 /// Live statistics of one worker: overall and per (vhost, route) label.
 class WorkerStats {
 public:
@@ -181,6 +209,11 @@ public:
         if (!completions_ || !completions_->push(c)) dropped_.fetch_add(1, std::memory_order_relaxed);
     }
     std::uint64_t newConnectionId() { return (std::uint64_t{workerIndex_} << 48) | ++connections_; }
+    /// A key for a full record and its later final version.
+    std::uint64_t newFullKey() { return ++fullKeys_; }
+    /// Hands a whole record to the collector; false (and counted as dropped) when its ring is full.
+    /// Never blocks.
+    bool publishFull(std::uint64_t key, bool final, std::unique_ptr<Exchange> record);
     WorkerStats stats;
 
     // ---- collector thread ----
@@ -188,15 +221,18 @@ public:
     CompletionRing* completionsForReader() const {
         return ring_.load(std::memory_order_acquire) ? completions_.get() : nullptr;
     }
+    FullRing* fullForReader() const { return ring_.load(std::memory_order_acquire) ? full_.get() : nullptr; }
     std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
 private:
     unsigned workerIndex_;
     std::unique_ptr<Ring> ringOwner_;
     std::unique_ptr<CompletionRing> completions_;
+    std::unique_ptr<FullRing> full_;
     std::atomic<Ring*> ring_{nullptr};
     std::uint64_t nextSeq_ = 1;
     std::uint64_t connections_ = 0;
+    std::uint64_t fullKeys_ = 0;
     std::atomic<std::uint64_t> dropped_{0};
 };
 

@@ -1,7 +1,14 @@
-// Replay over a blocking loopback-checked HTTP/1.1 client; comparison; curl command lines.
+// Replay over a blocking, deadline-bounded client (HTTP/1.1 or HTTP/2 on nghttp2, cleartext or
+// TLS through net/transport.h and the shared client TLS context); comparison; curl command lines.
 #include <portico/capture/replay.h>
 
 #include "capture/recorder.h"
+#include "net/transport.h"
+#include "tls/client_tls.h"
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <cctype>
@@ -52,8 +59,12 @@ bool parseBase(std::string_view u, Url& out, std::string& error) {
         if (colon != std::string_view::npos) out.port = std::string(auth.substr(colon + 1));
     }
     if (out.port.empty()) out.port = out.scheme == "https" ? "443" : "80";
-    if (out.scheme != "http") {
-        error = out.scheme + ": only http:// targets can be replayed for now";
+    if (out.scheme != "http" && out.scheme != "https") {
+        error = out.scheme + ": only http:// and https:// targets can be replayed";
+        return false;
+    }
+    if (out.host.empty()) {
+        error = "no host in " + std::string(u);
         return false;
     }
     return true;
@@ -93,6 +104,182 @@ bool waitFd(int fd, short events, const Deadline& dl) {
         if (errno != EINTR) return false;
     }
 }
+
+// Blocking reads and writes with a deadline over a non-blocking socket, cleartext or TLS.
+struct Stream {
+    int fd = -1;
+    SSL* ssl = nullptr;
+    const Deadline* dl = nullptr;
+    // Whole buffer written; false on error or timeout.
+    bool writeAll(std::string_view data) {
+        while (!data.empty()) {
+            net::IoResult r = net::transportWrite(fd, ssl, data.data(), data.size());
+            if (r.status == net::IoStatus::Ok) {
+                data.remove_prefix(r.n);
+                continue;
+            }
+            if (r.status == net::IoStatus::WantWrite && waitFd(fd, POLLOUT, *dl)) continue;
+            if (r.status == net::IoStatus::WantRead && waitFd(fd, POLLIN, *dl)) continue;
+            return false;
+        }
+        return true;
+    }
+    // > 0 bytes read, 0 end of stream, -1 error or timeout.
+    long read(char* buf, std::size_t len) {
+        for (;;) {
+            net::IoResult r = net::transportRead(fd, ssl, buf, len);
+            if (r.status == net::IoStatus::Ok) return static_cast<long>(r.n);
+            if (r.status == net::IoStatus::Eof) return 0;
+            if (r.status == net::IoStatus::WantRead && waitFd(fd, POLLIN, *dl)) continue;
+            if (r.status == net::IoStatus::WantWrite && waitFd(fd, POLLOUT, *dl)) continue;
+            return -1;
+        }
+    }
+};
+
+// One HTTP/2 request on a fresh client session (RFC 9113): the response's fields, body and end.
+struct H2Exchange {
+    Exchange* e = nullptr;
+    std::int32_t stream = -1;
+    std::string body;
+    std::string_view requestBody;
+    std::size_t sent = 0;
+    bool closed = false;
+    std::uint32_t resetCode = 0;
+};
+
+int h2OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
+               const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user) {
+    auto* x = static_cast<H2Exchange*>(user);
+    if (frame->hd.stream_id != x->stream || frame->hd.type != NGHTTP2_HEADERS) return 0;
+    std::string n(reinterpret_cast<const char*>(name), namelen);
+    std::string v(reinterpret_cast<const char*>(value), valuelen);
+    if (n == ":status") {
+        const int status = std::atoi(v.c_str());
+        if (status >= 100 && status < 200) return 0; // interim (RFC 9113 §8.1)
+        x->e->status = status;
+    }
+    if (x->e->status >= 200 || n != ":status") x->e->responseHeadersSize += namelen + valuelen;
+    x->e->responseHeaders.push_back({std::move(n), std::move(v)});
+    return 0;
+}
+
+int h2OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    auto* x = static_cast<H2Exchange*>(user);
+    if (frame->hd.stream_id == x->stream && x->e->at(Phase::ResponseFirstByte) < 0)
+        x->e->set(Phase::ResponseFirstByte, nowNs());
+    return 0;
+}
+
+int h2OnData(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data, std::size_t len,
+             void* user) {
+    auto* x = static_cast<H2Exchange*>(user);
+    if (id == x->stream) x->body.append(reinterpret_cast<const char*>(data), len);
+    return 0;
+}
+
+int h2OnClose(nghttp2_session*, std::int32_t id, std::uint32_t code, void* user) {
+    auto* x = static_cast<H2Exchange*>(user);
+    if (id == x->stream) {
+        x->closed = true;
+        x->resetCode = code;
+    }
+    return 0;
+}
+
+ssize_t h2ReadBody(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t len, std::uint32_t* flags,
+                   nghttp2_data_source*, void* user) {
+    auto* x = static_cast<H2Exchange*>(user);
+    const std::size_t n = std::min(len, x->requestBody.size() - x->sent);
+    std::memcpy(buf, x->requestBody.data() + x->sent, n);
+    x->sent += n;
+    if (x->sent == x->requestBody.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+}
+
+// Sends e's request over HTTP/2 and reads the response into e; "" or the error.
+std::string exchangeH2(Stream& io, Exchange& e, const std::string& scheme) {
+    nghttp2_session_callbacks* cbs = nullptr;
+    nghttp2_session_callbacks_new(&cbs);
+    std::unique_ptr<nghttp2_session_callbacks, void (*)(nghttp2_session_callbacks*)> cbGuard(
+        cbs, nghttp2_session_callbacks_del);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, h2OnHeader);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, h2OnBeginHeaders);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2OnData);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2OnClose);
+    H2Exchange x;
+    x.e = &e;
+    x.requestBody = e.requestBody;
+    nghttp2_session* session = nullptr;
+    if (nghttp2_session_client_new(&session, cbs, &x) != 0) return "HTTP/2: cannot create a session";
+    std::unique_ptr<nghttp2_session, void (*)(nghttp2_session*)> guard(session, nghttp2_session_del);
+    nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, nullptr, 0);
+
+    // Pseudo-header fields first, then the fields with lower-case names; Host becomes :authority
+    // and connection-specific fields are dropped (RFC 9113 §8.2.2, §8.3.1).
+    std::vector<std::pair<std::string, std::string>> fields{
+        {":method", e.method}, {":scheme", scheme}, {":authority", e.authority}, {":path", e.target}};
+    for (const auto& h : e.requestHeaders) {
+        const std::string n = lower(h.name);
+        if (n == "host" || n == "connection" || n == "keep-alive" || n == "proxy-connection" ||
+            n == "upgrade" || n == "transfer-encoding" || (n == "te" && lower(h.value) != "trailers"))
+            continue;
+        fields.emplace_back(n, h.value);
+    }
+    std::vector<nghttp2_nv> nva;
+    e.requestHeadersSize = 0;
+    for (auto& [n, v] : fields) {
+        nghttp2_nv nv{};
+        nv.name = reinterpret_cast<std::uint8_t*>(n.data());
+        nv.namelen = n.size();
+        nv.value = reinterpret_cast<std::uint8_t*>(v.data());
+        nv.valuelen = v.size();
+        nv.flags = NGHTTP2_NV_FLAG_NONE;
+        nva.push_back(nv);
+        e.requestHeadersSize += n.size() + v.size();
+    }
+    e.requestHeaders.clear();
+    for (auto& [n, v] : fields)
+        e.requestHeaders.push_back({n, v});
+    nghttp2_data_provider provider{};
+    provider.read_callback = h2ReadBody;
+    const bool hasBody = !e.requestBody.empty();
+    x.stream = nghttp2_submit_request(session, nullptr, nva.data(), nva.size(), hasBody ? &provider : nullptr,
+                                      nullptr);
+    if (x.stream < 0) return std::string("HTTP/2: ") + nghttp2_strerror(x.stream);
+    e.streamId = static_cast<std::uint32_t>(x.stream);
+    e.startedUnixNs = unixNowNs();
+    e.set(Phase::RequestHeaders, nowNs());
+    char buf[16384];
+    for (;;) {
+        // Everything nghttp2 wants to send (preface, SETTINGS, HEADERS, DATA, acks, WINDOW_UPDATE).
+        for (;;) {
+            const std::uint8_t* out = nullptr;
+            const ssize_t n = nghttp2_session_mem_send(session, &out);
+            if (n < 0) return std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(n));
+            if (n == 0) break;
+            if (!io.writeAll(
+                    std::string_view(reinterpret_cast<const char*>(out), static_cast<std::size_t>(n))))
+                return "send: the connection failed or timed out";
+        }
+        if (e.at(Phase::RequestBodyDone) < 0 && (!hasBody || x.sent == x.requestBody.size()))
+            e.set(Phase::RequestBodyDone, nowNs());
+        if (x.closed) break;
+        const long n = io.read(buf, sizeof buf);
+        if (n <= 0)
+            return n == 0 ? "the server closed the connection before the response ended"
+                          : "no response within the timeout";
+        const ssize_t used = nghttp2_session_mem_recv(session, reinterpret_cast<const std::uint8_t*>(buf),
+                                                      static_cast<std::size_t>(n));
+        if (used < 0) return std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used));
+    }
+    if (x.resetCode != NGHTTP2_NO_ERROR && e.status == 0)
+        return "HTTP/2: the stream was reset (" + std::string(nghttp2_http2_strerror(x.resetCode)) + ")";
+    if (e.status == 0) return "HTTP/2: the stream ended without a response";
+    e.set(Phase::ResponseDone, nowNs());
+    e.responseBody = std::move(x.body);
+    return {};
+}
 } // namespace
 
 ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
@@ -103,6 +290,12 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
             ? (original.scheme.empty() ? std::string("http") : original.scheme) + "://" + original.authority
             : options.baseUrl;
     Url url;
+    if (original.protocol == Protocol::WebSocket || original.protocol == Protocol::Grpc) {
+        r.error =
+            std::string(original.protocol == Protocol::WebSocket ? "a WebSocket session" : "a gRPC call") +
+            " cannot be replayed (its messages are not resent)";
+        return r;
+    }
     if (!parseBase(base, url, r.error)) return r;
     if (!options.body &&
         (original.flags & kRequestBodyTruncated || original.requestBody.size() < original.requestBodySize)) {
@@ -119,13 +312,34 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
         return r;
     }
     std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
-    if (!options.allowRemote)
-        for (addrinfo* a = res; a; a = a->ai_next)
-            if (!loopback(a->ai_addr)) {
-                r.error =
-                    url.host + ": not a loopback address; pass allowRemote (--allow-remote) to replay to it";
-                return r;
-            }
+    bool allLoopback = true;
+    for (addrinfo* a = res; a; a = a->ai_next)
+        allLoopback = allLoopback && loopback(a->ai_addr);
+    if (!options.allowRemote && !allLoopback) {
+        r.error = url.host + ": not a loopback address; pass allowRemote (--allow-remote) to replay to it";
+        return r;
+    }
+    const bool https = url.scheme == "https";
+    std::unique_ptr<tls::ClientTls> clientTls;
+    if (https) {
+        tls::ClientTlsOptions to;
+        to.host = url.host;
+        switch (options.protocol) {
+        case ReplayProtocol::Auto:
+            to.alpn = {"h2", "http/1.1"};
+            break;
+        case ReplayProtocol::Http1:
+            to.alpn = {"http/1.1"};
+            break;
+        case ReplayProtocol::H2:
+            to.alpn = {"h2"};
+            break;
+        }
+        to.insecure = !(options.verifyTls || !allLoopback);
+        to.caFile = options.caFile;
+        clientTls = tls::makeClientTls(to, r.error);
+        if (!clientTls) return r;
+    }
     Deadline dl(options.timeout);
     int fd = -1;
     std::string lastError = "no address";
@@ -155,19 +369,57 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     }
     struct Closer {
         int fd;
-        ~Closer() { ::close(fd); }
+        SSL* ssl = nullptr;
+        ~Closer() {
+            if (ssl) SSL_free(ssl);
+            ::close(fd);
+        }
     } closer{fd};
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    e.set(Phase::TlsDone, -1);
+    Stream io{fd, nullptr, &dl};
+    const std::string address = url.host + ":" + url.port;
+    bool h2 = options.protocol == ReplayProtocol::H2;
+    if (https) {
+        SSL* ssl = SSL_new(clientTls->ctx.get());
+        if (!ssl || SSL_set_fd(ssl, fd) != 1) {
+            r.error = "TLS: " + tls::sslErrorText();
+            return r;
+        }
+        closer.ssl = ssl;
+        clientTls->prepare(ssl);
+        for (;;) {
+            const int rc = SSL_do_handshake(ssl);
+            if (rc == 1) break;
+            const int err = SSL_get_error(ssl, rc);
+            if (err == SSL_ERROR_WANT_READ && waitFd(fd, POLLIN, dl)) continue;
+            if (err == SSL_ERROR_WANT_WRITE && waitFd(fd, POLLOUT, dl)) continue;
+            r.error = err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE
+                          ? "TLS handshake with " + address + ": timed out"
+                          : tls::handshakeError(ssl, *clientTls, address);
+            return r;
+        }
+        e.set(Phase::TlsDone, nowNs());
+        const char* version = SSL_get_version(ssl);
+        e.tlsVersion = version ? version : "";
+        e.alpn = tls::selectedAlpn(ssl);
+        if (options.protocol == ReplayProtocol::H2 && e.alpn != "h2") {
+            r.error = "the server at " + address + " did not negotiate HTTP/2 (ALPN h2) over TLS";
+            return r;
+        }
+        h2 = e.alpn == "h2";
+        io.ssl = ssl;
+    }
 
     // The request.
-    e.protocol = Protocol::Http1;
-    e.httpVersion = 11;
-    e.scheme = "http";
+    e.protocol = h2 ? Protocol::Http2 : Protocol::Http1;
+    e.httpVersion = h2 ? 20 : 11;
+    e.streamId = 1;
+    e.scheme = url.scheme;
     e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]:" + url.port
                                                           : url.host + ":" + url.port;
-    if ((url.port == "80")) e.authority = url.host;
+    if (url.port == (https ? "443" : "80"))
+        e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
     e.method = options.method.value_or(original.method.empty() ? std::string("GET") : original.method);
     std::string target = original.target;
     if (auto p = target.find("://"); p != std::string::npos) {
@@ -196,6 +448,19 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     const bool hasBody =
         !e.requestBody.empty() || e.method == "POST" || e.method == "PUT" || e.method == "PATCH";
     if (hasBody) e.requestHeaders.push_back({"Content-Length", std::to_string(e.requestBody.size())});
+    if (h2) {
+        if (std::string err = exchangeH2(io, e, url.scheme); !err.empty()) {
+            r.error = std::move(err);
+            return r;
+        }
+        e.responseBodySize = e.responseBody.size();
+        if (e.responseBody.size() > options.bodyBytes) {
+            e.responseBody.resize(options.bodyBytes);
+            e.flags |= kResponseBodyTruncated;
+        }
+        r.differences = compare(original, e);
+        return r;
+    }
     e.requestHeaders.push_back({"Connection", "close"});
     std::string wire = e.method + " " + e.target + " HTTP/1.1\r\n";
     for (const auto& h : e.requestHeaders)
@@ -205,14 +470,8 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     wire += e.requestBody;
     e.startedUnixNs = unixNowNs();
     e.set(Phase::RequestHeaders, nowNs());
-    for (std::size_t sent = 0; sent < wire.size();) {
-        ssize_t n = ::send(fd, wire.data() + sent, wire.size() - sent, MSG_NOSIGNAL);
-        if (n > 0) {
-            sent += static_cast<std::size_t>(n);
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EINTR) && waitFd(fd, POLLOUT, dl)) continue;
-        r.error = std::string("send: ") + (n < 0 ? std::strerror(errno) : "closed");
+    if (!io.writeAll(wire)) {
+        r.error = "send: the connection failed or timed out";
         return r;
     }
     e.set(Phase::RequestBodyDone, nowNs());
@@ -221,17 +480,11 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     std::string in;
     char buf[16384];
     auto readMore = [&]() -> int { // 1 data, 0 eof, -1 error/timeout
-        for (;;) {
-            ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-            if (n > 0) {
-                if (e.at(Phase::ResponseFirstByte) < 0) e.set(Phase::ResponseFirstByte, nowNs());
-                in.append(buf, static_cast<std::size_t>(n));
-                return 1;
-            }
-            if (n == 0) return 0;
-            if ((errno == EAGAIN || errno == EINTR) && waitFd(fd, POLLIN, dl)) continue;
-            return -1;
-        }
+        const long n = io.read(buf, sizeof buf);
+        if (n <= 0) return n == 0 ? 0 : -1;
+        if (e.at(Phase::ResponseFirstByte) < 0) e.set(Phase::ResponseFirstByte, nowNs());
+        in.append(buf, static_cast<std::size_t>(n));
+        return 1;
     };
     std::size_t headEnd;
     for (;;) {

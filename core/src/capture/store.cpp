@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace portico::capture {
@@ -26,17 +27,20 @@ CREATE TABLE IF NOT EXISTS exchanges (
   response_headers BLOB, response_body BLOB, response_body_size INTEGER, response_headers_size INTEGER,
   accepted_ns INTEGER, tls_done_ns INTEGER, request_headers_ns INTEGER, request_body_done_ns INTEGER,
   route_matched_ns INTEGER, upstream_connected_ns INTEGER, upstream_first_byte_ns INTEGER,
-  response_first_byte_ns INTEGER, response_done_ns INTEGER
+  response_first_byte_ns INTEGER, response_done_ns INTEGER,
+  message_count INTEGER, messages BLOB
 );
 )sql";
+// Columns added after portico-capture-1's first files: added to older files on open (NULL there).
+constexpr const char* kAddedColumns[][2] = {{"message_count", "INTEGER"}, {"messages", "BLOB"}};
 constexpr const char* kColumns =
     "id, started_unix_ns, connection_id, stream_id, protocol, http_version, tls_version, alpn, client, "
     "local_port, vhost, route, method, scheme, authority, target, status, error, flags, request_headers, "
     "request_trailers, request_body, request_body_size, request_headers_size, response_headers, "
     "response_body, response_body_size, response_headers_size, accepted_ns, tls_done_ns, "
     "request_headers_ns, request_body_done_ns, route_matched_ns, upstream_connected_ns, "
-    "upstream_first_byte_ns, response_first_byte_ns, response_done_ns";
-constexpr int kColumnCount = 37;
+    "upstream_first_byte_ns, response_first_byte_ns, response_done_ns, message_count, messages";
+constexpr int kColumnCount = 39;
 
 std::string text(sqlite3_stmt* st, int i) {
     const auto* p = static_cast<const char*>(sqlite3_column_blob(st, i));
@@ -87,6 +91,68 @@ std::vector<Header> decodeHeaders(std::string_view b) {
     return out;
 }
 
+std::string encodeMessages(const std::vector<Message>& messages) {
+    std::string out;
+    auto put = [&](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(static_cast<std::uint32_t>(messages.size()));
+    for (const auto& m : messages) {
+        put(static_cast<std::int64_t>(m.timeNs));
+        put(static_cast<std::uint8_t>(m.fromClient ? 1 : 0));
+        put(m.opcode);
+        put(static_cast<std::uint64_t>(m.size));
+        put(static_cast<std::uint32_t>(m.data.size()));
+        out += m.data;
+    }
+    return out;
+}
+
+std::vector<Message> decodeMessages(std::string_view b) {
+    std::vector<Message> out;
+    std::size_t at = 0;
+    auto get = [&](auto& v) {
+        if (b.size() - at < sizeof v) return false;
+        std::memcpy(&v, b.data() + at, sizeof v);
+        at += sizeof v;
+        return true;
+    };
+    std::uint32_t count = 0;
+    if (!get(count)) return out;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        Message m;
+        std::int64_t t = 0;
+        std::uint8_t from = 0;
+        std::uint64_t size = 0;
+        std::uint32_t len = 0;
+        if (!get(t) || !get(from) || !get(m.opcode) || !get(size) || !get(len) || b.size() - at < len) break;
+        m.timeNs = t;
+        m.fromClient = from != 0;
+        m.size = size;
+        m.data.assign(b.data() + at, len);
+        at += len;
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+bool Store::migrate() {
+    // Older files lack the columns added since; ALTER TABLE ADD COLUMN leaves their rows NULL.
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, "PRAGMA table_info(exchanges)", -1, &st, nullptr) != SQLITE_OK) {
+        error_ = sqlite3_errmsg(db_);
+        return false;
+    }
+    std::vector<std::string> have;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        have.push_back(text(st, 1));
+    sqlite3_finalize(st);
+    for (const auto& [name, type] : kAddedColumns) {
+        if (std::find(have.begin(), have.end(), name) != have.end()) continue;
+        const std::string sql = std::string("ALTER TABLE exchanges ADD COLUMN ") + name + " " + type;
+        if (!exec(sql.c_str())) return false;
+    }
+    return true;
+}
+
 std::unique_ptr<Store> Store::open(const std::string& path, std::string& error) {
     std::unique_ptr<Store> s(new Store());
     s->path_ = path;
@@ -102,7 +168,7 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string& error) 
     }
     sqlite3_busy_timeout(s->db_, 2000);
     if (!s->exec("PRAGMA journal_mode=WAL") || !s->exec("PRAGMA synchronous=NORMAL") ||
-        !s->exec("PRAGMA cache_size=-1024") || !s->exec(kSchema)) {
+        !s->exec("PRAGMA cache_size=-1024") || !s->exec(kSchema) || !s->migrate()) {
         error = path + ": " + s->error_;
         if (s->error_.find("not a database") != std::string::npos)
             error = path + ": not a Portico session file (" + s->error_ + ")";
@@ -200,6 +266,11 @@ bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
         else
             i64(e.phases[p]);
     }
+    i64(static_cast<std::int64_t>(e.messageCount));
+    if (e.messages.empty())
+        sqlite3_bind_null(st, i++);
+    else
+        blob(encodeMessages(e.messages));
     return true;
 }
 
@@ -275,6 +346,8 @@ std::vector<Exchange> Store::load(std::uint64_t sinceId, std::size_t max) {
             std::int64_t v = i64();
             e.phases[p] = null ? -1 : v;
         }
+        e.messageCount = static_cast<std::uint64_t>(i64());
+        e.messages = decodeMessages(str());
         out.push_back(std::move(e));
     }
     sqlite3_finalize(st);

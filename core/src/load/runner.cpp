@@ -7,6 +7,7 @@
 #include "response_parser.h"
 
 #include "net/transport.h"
+#include "tls/client_tls.h"
 
 #include <portico/http/message.h>
 
@@ -323,15 +324,7 @@ struct Worker {
 
 bool started(const Worker& w) { return w.plan.start != 0; }
 
-// The first queued OpenSSL error as text; empties the thread's queue.
-std::string sslErrorText() {
-    const unsigned long e = ERR_get_error();
-    ERR_clear_error();
-    if (!e) return "connection closed during the handshake";
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    return buf;
-}
+using tls::sslErrorText;
 
 // HTTP/2 client callbacks. They only update the stream slots and counters: the session is never
 // closed from inside one.
@@ -1057,35 +1050,20 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
     result.address = endpointText(plan.endpoint);
 
     // TLS: one client context for every connection.
-    std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> sslCtx(nullptr, SSL_CTX_free);
+    std::unique_ptr<tls::ClientTls> clientTls;
     if (first.scheme == "https") {
-        sslCtx.reset(SSL_CTX_new(TLS_client_method()));
-        SSL_CTX* ctx = sslCtx.get();
-        if (!ctx) return refuse("TLS: " + sslErrorText());
-        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-        SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-        static const unsigned char alpnH2[] = {2, 'h', '2'};
-        static const unsigned char alpnH1[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-        if (plan.h2)
-            SSL_CTX_set_alpn_protos(ctx, alpnH2, sizeof alpnH2);
-        else
-            SSL_CTX_set_alpn_protos(ctx, alpnH1, sizeof alpnH1);
-        boost::system::error_code addrEc;
-        const auto literal = asio::ip::make_address(first.host, addrEc);
-        if (addrEc) plan.sni = first.host;
-        if (options.insecure) {
-            SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
-        } else {
-            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-            SSL_CTX_set_default_verify_paths(ctx);
-            if (!options.caFile.empty() &&
-                SSL_CTX_load_verify_locations(ctx, options.caFile.c_str(), nullptr) != 1)
-                return refuse("cannot load CA certificates from '" + options.caFile + "': " + sslErrorText());
-            plan.verifyHost = addrEc ? first.host : literal.to_string();
-            plan.verifyIp = !addrEc;
-        }
-        ERR_clear_error();
-        plan.ssl = ctx;
+        tls::ClientTlsOptions to;
+        to.host = first.host;
+        to.alpn = {plan.h2 ? "h2" : "http/1.1"};
+        to.insecure = options.insecure;
+        to.caFile = options.caFile;
+        std::string tlsError;
+        clientTls = tls::makeClientTls(to, tlsError);
+        if (!clientTls) return refuse(tlsError);
+        plan.sni = clientTls->sni;
+        plan.verifyHost = clientTls->verifyHost;
+        plan.verifyIp = clientTls->verifyIp;
+        plan.ssl = clientTls->ctx.get();
     }
     std::unique_ptr<nghttp2_session_callbacks, void (*)(nghttp2_session_callbacks*)> h2Callbacks(
         nullptr, nghttp2_session_callbacks_del);

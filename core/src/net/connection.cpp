@@ -155,7 +155,12 @@ bool Connection::startH2(std::string_view received) {
 
 void Connection::startWebSocket() {
     // The socket (and TLS state) move to a WebSocket session with the queued 101 and whatever the
-    // client sent after its upgrade request; this object is finished.
+    // client sent after its upgrade request; this object is finished. Records of responses queued
+    // before the 101 (pipelined) are published now: their bytes go out first, with the 101.
+    if (cap_) {
+        capture::h1BeforeFlush(*cap_);
+        capture::h1Flushed(*cap_);
+    }
     ws::startSession(worker_, std::move(socket_), ssl_, std::move(rare_->upgrade), out_.unread(),
                      in_.unread());
     ssl_ = nullptr;

@@ -3,6 +3,7 @@
 #include "capture/hooks.h"
 #include "net/connection.h"
 #include "net/worker.h"
+#include "ws/upgrade.h"
 
 namespace portico::net {
 
@@ -56,7 +57,12 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
     in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = cc.headNs >= 0 ? cc.headNs : start;
     in.phases[static_cast<std::size_t>(capture::Phase::RequestBodyDone)] = cc.bodyDoneNs;
     in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = cc.routeNs;
-    capture::h1Serialized(cc, in);
+    if (rare_ && rare_->upgrade && res.status == 101) {
+        // A WebSocket session: its record starts here and is published by the session.
+        rare_->upgrade->capture = capture::wsBegin(cc, in);
+    } else {
+        capture::h1Serialized(cc, in);
+    }
     cc.resetRequest();
     if (closed_) capture::h1Closed(cc); // fault injection reset the connection
 }

@@ -37,7 +37,7 @@ void startSession(net::Worker& worker, net::Connection::Socket socket, SSL* ssl,
 
 WsSession::WsSession(net::Worker& worker, Socket socket, SSL* ssl, std::unique_ptr<Accepted> accepted)
     : worker_(worker), socket_(std::move(socket)), ssl_(ssl), accepted_(std::move(accepted)),
-      action_(*accepted_->action), hub_(accepted_->snapshot->hub) {
+      action_(*accepted_->action), hub_(accepted_->snapshot->hub), cap_(std::move(accepted_->capture)) {
     worker_.link(this);
     id_ = hub_->nextSessionId();
     hub_->open.fetch_add(1, std::memory_order_relaxed);
@@ -47,6 +47,7 @@ WsSession::WsSession(net::Worker& worker, Socket socket, SSL* ssl, std::unique_p
 
 WsSession::~WsSession() {
     leaveRoom();
+    captureClosed(false); // only if abort() did not run
     flushCounters();
     worker_.unlink(this);
     if (ssl_) SSL_free(ssl_);
@@ -58,6 +59,10 @@ void WsSession::start(std::string_view handshake, std::string_view received) {
     out_.append(handshake);
     if (accepted_->liveReload || action_.mode == config::WebSocketAction::Mode::Room) {
         room_ = hub_->join(accepted_->route, accepted_->room, this, worker_, slot_);
+    }
+    if (cap_) {
+        capture::wsOpened(*cap_); // the 101 is about to be written
+        if (room_) captureRoomEvent("join ");
     }
     if (hub_->hooked()) {
         WsMessageEvent e;
@@ -218,16 +223,19 @@ void WsSession::process() {
 bool WsSession::control(std::uint8_t op, std::string_view payload) {
     switch (static_cast<Opcode>(op)) {
     case Opcode::Ping:
+        captureMessage(true, Opcode::Ping, payload, payload.size());
         emitMessage(WsMessageEvent::Direction::In, Opcode::Ping, payload, payload.size(), false);
         send(Opcode::Pong, payload, false); // §5.5.2
         return true;
     case Opcode::Pong:
+        captureMessage(true, Opcode::Pong, payload, payload.size());
         emitMessage(WsMessageEvent::Direction::In, Opcode::Pong, payload, payload.size(), false);
         return true;
     case Opcode::Close: {
         // §5.5.1: empty, or a 2-byte code plus a UTF-8 reason.
         const auto* p = reinterpret_cast<const unsigned char*>(payload.data());
         std::uint16_t code = payload.size() >= 2 ? be16(p) : 0;
+        captureMessage(true, Opcode::Close, payload, payload.size());
         emitMessage(WsMessageEvent::Direction::In, Opcode::Close, payload.size() > 2 ? payload.substr(2) : "",
                     payload.size(), false, code);
         if (payload.size() == 1) {
@@ -307,6 +315,7 @@ bool WsSession::data(std::uint8_t op, bool fin, bool rsv1, std::string_view payl
 
 void WsSession::onMessage(Opcode op, std::string_view payload, bool compressed) {
     ++countIn_;
+    captureMessage(true, op, payload, payload.size());
     emitMessage(WsMessageEvent::Direction::In, op, payload, payload.size(), compressed);
     if (accepted_->liveReload) return; // the page has nothing to tell us
     if (action_.mode == config::WebSocketAction::Mode::Echo) {
@@ -331,6 +340,7 @@ void WsSession::send(Opcode op, std::string_view payload, bool mayCompress) {
     out_.append(head, hl);
     out_.append(body);
     if (op == Opcode::Text || op == Opcode::Binary) ++countOut_;
+    captureMessage(false, op, payload, payload.size());
     emitMessage(WsMessageEvent::Direction::Out, op, payload, payload.size(), z);
 }
 
@@ -351,6 +361,7 @@ void WsSession::sendClose(std::uint16_t code, std::string_view reason) {
     state_ = State::Closing;
     inMessage_ = false;
     lingerUntil_ = Clock::now() + kLinger;
+    captureMessage(false, Opcode::Close, std::string_view(body, n), n);
     emitMessage(WsMessageEvent::Direction::Out, Opcode::Close, std::string_view(body, n).substr(n ? 2 : 0), n,
                 false, code);
     leaveRoom(); // a closing session takes no more room traffic
@@ -366,6 +377,9 @@ bool WsSession::deliver(const SharedFrame& f) {
     const bool z = accepted_->deflate && accepted_->serverWindowBits == 15 && !f.deflated.empty();
     out_.append(z ? f.deflated : f.plain);
     ++countOut_;
+    // The payload is the tail of the shared frame (its header is 2..10 bytes).
+    if (cap_ && f.plain.size() >= f.size)
+        captureMessage(false, f.opcode, std::string_view(f.plain).substr(f.plain.size() - f.size), f.size);
     if (hub_->hooked()) emitMessage(WsMessageEvent::Direction::Out, f.opcode, f.prefix, f.size, z);
     if (out_.size() - outPos_ > kOutSlowLimit) {
         asio::post(worker_.io(), [self = shared_from_this()] {
@@ -442,6 +456,7 @@ void WsSession::lingerOrClose() {
 
 void WsSession::leaveRoom() {
     if (!room_) return;
+    captureRoomEvent("leave ");
     if (hub_->hooked()) {
         WsMessageEvent e;
         e.kind = WsMessageEvent::Kind::Leave;
@@ -510,6 +525,7 @@ void WsSession::onDrain() {
 
 void WsSession::abort() {
     if (state_ == State::Closed) return;
+    const bool clean = state_ == State::Closing; // the closing handshake began (§7.1.2)
     state_ = State::Closed;
     leaveRoom();
     flushCounters();
@@ -524,6 +540,21 @@ void WsSession::abort() {
         e.time = std::chrono::system_clock::now();
         hub_->emit(e);
     }
+    captureClosed(clean);
+}
+
+void WsSession::captureRoomEvent(std::string_view what) {
+    if (!cap_ || !room_) return;
+    std::string text(what);
+    text += room_->name;
+    capture::wsMessage(*cap_, false, capture::kRoomEventOpcode, text, text.size());
+}
+
+void WsSession::captureClosed(bool clean) {
+    if (!cap_) return;
+    capture::wsClosed(*cap_,
+                      clean ? std::string_view() : std::string_view("closed without a closing handshake"));
+    cap_.reset();
 }
 
 } // namespace portico::ws

@@ -59,6 +59,12 @@ private:
     void lingerOrClose();
     void leaveRoom();
     void flushCounters();
+    /// Adds a message to the capture record (when capture is on).
+    void captureMessage(bool fromClient, Opcode op, std::string_view payload, std::uint64_t size) {
+        if (cap_) capture::wsMessage(*cap_, fromClient, static_cast<std::uint8_t>(op), payload, size);
+    }
+    void captureRoomEvent(std::string_view what);
+    void captureClosed(bool clean);
     void emitMessage(WsMessageEvent::Direction dir, Opcode op, std::string_view payload, std::uint64_t size,
                      bool compressed, std::uint16_t closeCode = 0);
 
@@ -66,6 +72,7 @@ private:
     Socket socket_;
     SSL* ssl_;
     std::unique_ptr<Accepted> accepted_;
+    capture::WsCapturePtr cap_; // the session's capture record; null when capture is off
     const config::WebSocketAction& action_;
     std::shared_ptr<Hub> hub_;
     std::shared_ptr<Room> room_;

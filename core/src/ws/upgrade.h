@@ -1,6 +1,8 @@
 // The server side of the WebSocket opening handshake (RFC 6455 §4.2) for HTTP/1.1 connections.
 #pragma once
 
+#include "capture/hooks.h"
+
 #include <portico/config/config.h>
 #include <portico/http/message.h>
 #include <portico/routing/router.h>
@@ -31,6 +33,7 @@ struct Accepted {
     std::string target;
     std::string host;
     std::string subprotocol;
+    capture::WsCapturePtr capture; ///< the session's capture record (null when capture is off)
 };
 
 /// Whether `req` (routed to `route` in `vhost`) is for a WebSocket endpoint: a `websocket` route, or

@@ -1,5 +1,5 @@
-// One captured exchange (an HTTP/1.1 request/response, an HTTP/2 stream; room for WebSocket
-// sessions and gRPC calls) as plain data: what the engine hands to the GUI and the CLI, what the
+// One captured exchange (an HTTP/1.1 request/response, an HTTP/2 stream, a WebSocket session; room
+// for gRPC calls) as plain data: what the engine hands to the GUI and the CLI, what the
 // session file stores and what HAR export/import converts. No Qt, no sockets.
 #pragma once
 
@@ -14,7 +14,7 @@ namespace portico::capture {
 enum class Protocol : std::uint8_t {
     Http1 = 0,     ///< HTTP/1.0 or HTTP/1.1 (see Exchange::httpVersion)
     Http2 = 1,     ///< one HTTP/2 stream (h2 over TLS or h2c)
-    WebSocket = 2, ///< reserved: a WebSocket session, `messages` filled
+    WebSocket = 2, ///< a WebSocket session (RFC 6455): the upgrade request, the 101, `messages`
     Grpc = 3,      ///< reserved: a gRPC call over HTTP/2, `messages` filled
 };
 
@@ -42,14 +42,24 @@ struct Header {
     bool operator==(const Header&) const = default;
 };
 
-/// A WebSocket or gRPC message (reserved; not produced yet).
+/// One WebSocket message of a session record (gRPC messages: reserved).
+///
+/// WebSocket (RFC 6455 §5.2 opcodes): every whole data message (1 text, 2 binary; a fragmented
+/// message is one Message, `size` after permessage-deflate inflation) and every control frame
+/// (8 close: `data` is the close body, 2-byte code then reason; 9 ping; 10 pong), in the order the
+/// session handled them. Opcode 0 is not a frame: it marks a room event, `data` = "join ROOM" or
+/// "leave ROOM" (`fromClient` false, `size` = data's size).
 struct Message {
     std::int64_t timeNs = 0; ///< steady_clock nanoseconds, same clock as the timeline
-    bool fromClient = false;
-    std::uint8_t opcode = 0; ///< WebSocket opcode (1 text, 2 binary, ...) or 0
-    std::string data;        ///< prefix, at most capture.body_bytes
-    std::uint64_t size = 0;  ///< full size in bytes
+    bool fromClient = false; ///< true: received from the client; false: sent by the server
+    std::uint8_t opcode = 0; ///< WebSocket opcode (1, 2, 8, 9, 10) or 0 (room event)
+    std::string data;        ///< payload prefix, at most capture.body_bytes bytes, binary-safe
+    std::uint64_t size = 0;  ///< whole payload in bytes (data.size() ≤ size)
+    bool operator==(const Message&) const = default;
 };
+
+/// Message::opcode of a room event (not an RFC 6455 opcode).
+constexpr std::uint8_t kRoomEventOpcode = 0;
 
 /// Flags on a record.
 enum ExchangeFlags : std::uint32_t {
@@ -58,9 +68,17 @@ enum ExchangeFlags : std::uint32_t {
     kHeadersTruncated = 1u << 2,      ///< headers did not fit capture.record_bytes; some are missing
     kIncomplete = 1u << 3,            ///< the end of the response was not seen (yet): ResponseDone absent
     kImported = 1u << 4,              ///< read from a HAR file: timings are HAR's, not the server's
+    kMessagesTruncated = 1u << 5,     ///< `messages` holds only the first capture.ws_messages of messageCount
 };
 
 /// One exchange. Strings are bytes (not necessarily UTF-8); bodies are binary-safe prefixes.
+///
+/// A WebSocket session is one record (protocol WebSocket): the request fields are the upgrade
+/// request's, `status` 101 with the 101's headers, ResponseFirstByte = the 101 was handed to the
+/// socket, ResponseDone = the session closed (TCP gone), `messages` its conversation. It is
+/// published twice under the same id: when the session opens (kIncomplete, no messages yet, so a
+/// long-lived session shows up at once) and when it closes (complete); a reader that saw it
+/// kIncomplete fetches it again by id to see the final version.
 struct Exchange {
     std::uint64_t id = 0; ///< engine-wide, increasing from 1 in completion order; 0 = not assigned
     std::uint64_t connectionId =
@@ -95,7 +113,11 @@ struct Exchange {
     std::int64_t startedUnixNs = 0; ///< wall clock (system_clock, Unix epoch) at RequestHeaders, ns
     /// steady_clock nanoseconds per Phase; -1 = absent / not applicable.
     std::array<std::int64_t, kPhaseCount> phases{-1, -1, -1, -1, -1, -1, -1, -1, -1};
-    std::vector<Message> messages; ///< WebSocket / gRPC (reserved)
+    /// WebSocket: the session's messages in order, at most capture.ws_messages (then
+    /// kMessagesTruncated). gRPC: reserved.
+    std::vector<Message> messages;
+    /// WebSocket: every message the session had, kept or not (messages.size() ≤ messageCount).
+    std::uint64_t messageCount = 0;
 
     std::int64_t at(Phase p) const { return phases[static_cast<std::size_t>(p)]; }
     void set(Phase p, std::int64_t ns) { phases[static_cast<std::size_t>(p)] = ns; }

@@ -1,16 +1,25 @@
-// Replaying captured requests (HTTP/1.1, cleartext) to their original or another base URL,
-// comparing the answers, and "copy as curl".
+// Replaying captured requests to their original or another base URL over HTTP/1.1 (RFC 9112) or
+// HTTP/2 (RFC 9113: ALPN "h2" over TLS, or h2c with prior knowledge, RFC 9113 §3.3), cleartext or
+// TLS; comparing the answers; "copy as curl".
 #pragma once
 
 #include <portico/capture/exchange.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace portico::capture {
+
+/// Which HTTP version replay speaks.
+enum class ReplayProtocol : std::uint8_t {
+    Auto,  ///< https: ALPN offers h2 and http/1.1, the server chooses; http: HTTP/1.1
+    Http1, ///< HTTP/1.1 (ALPN http/1.1 over TLS)
+    H2,    ///< HTTP/2: ALPN h2 only over TLS (another answer is an error); h2c prior knowledge on http
+};
 
 struct ReplayOptions {
     /// "http://127.0.0.1:8080" (a path prefix is allowed: "http://127.0.0.1:8080/base"); "" = the
@@ -20,6 +29,14 @@ struct ReplayOptions {
     bool allowRemote = false;
     std::chrono::milliseconds timeout{10000}; ///< connect + whole exchange
     std::size_t bodyBytes = 1 << 20;          ///< response body prefix kept, bytes
+    ReplayProtocol protocol = ReplayProtocol::Auto;
+    /// https targets. Loopback targets are dev servers (tls: auto leaves, self-signed files), so
+    /// their certificates are not verified unless `verifyTls`; any other target (allowRemote) is
+    /// always verified: chain against the system store plus `caFile` (PEM; e.g. what `portico
+    /// cert export` writes), name or IP against the URL's host. A failure is the result's error
+    /// ("TLS handshake with HOST:PORT failed: certificate verification: ...").
+    bool verifyTls = false;
+    std::string caFile;
     /// Edit and resend: method, header overrides (replace by name, case-insensitive; empty value
     /// removes) and a new body.
     std::optional<std::string> method;
@@ -41,9 +58,12 @@ struct ReplayResult {
     bool ok() const { return error.empty(); }
 };
 
-/// Sends `original`'s request again (Host set to the target's authority; hop-by-hop fields and
-/// Content-Length recomputed) and reads the response. A request whose captured body was cut
-/// (kRequestBodyTruncated) is refused unless `options.body` replaces it.
+/// Sends `original`'s request again (Host / :authority set to the target's authority; hop-by-hop
+/// and connection-specific fields dropped, Content-Length recomputed) on a new connection and reads
+/// the response (1xx skipped). Refused with an error, nothing sent: a request whose captured body
+/// was cut (kRequestBodyTruncated) unless `options.body` replaces it; WebSocket and gRPC records;
+/// a base URL that is not http:// or https://; a non-loopback target without allowRemote. Errors
+/// on the way (connect, TLS, HTTP/2 stream reset, timeout) are in `error`; never throws.
 ReplayResult replay(const Exchange& original, const ReplayOptions& options);
 
 /// Status, response headers (Date, Server-Timing, Age and Expires ignored) and body. Bodies are

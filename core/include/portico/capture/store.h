@@ -49,6 +49,7 @@ private:
     Store() = default;
     bool exec(const char* sql);
     bool begin();
+    bool migrate();
     bool bind(sqlite3_stmt* st, const Exchange& e, bool withId);
     sqlite3* db_ = nullptr;
     sqlite3_stmt* insert_ = nullptr;
@@ -61,5 +62,10 @@ private:
 /// Header lists as stored in the file: (u32 count, then u32-length-prefixed name/value pairs).
 std::string encodeHeaders(const std::vector<Header>& h);
 std::vector<Header> decodeHeaders(std::string_view blob);
+/// Messages as stored in the file (column `messages`): u32 count, then per message i64 timeNs,
+/// u8 fromClient, u8 opcode, u64 size, u32 length and the data bytes (host byte order, like the
+/// header blobs). Decoding stops at the first message that does not fit (a cut blob).
+std::string encodeMessages(const std::vector<Message>& messages);
+std::vector<Message> decodeMessages(std::string_view blob);
 
 } // namespace portico::capture

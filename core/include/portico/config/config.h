@@ -101,8 +101,11 @@ struct Capture {
     std::uint64_t recordBytes =
         16 * 1024; ///< bytes of one ring slot (strings, headers, body prefixes), 1 KiB..1 MiB
     std::uint64_t bodyBytes = 4096; ///< body prefix kept per request and per response, 0..record_bytes
-    bool serverTiming = false;      ///< add a `Server-Timing` response header with the server phases
-    std::string store;              ///< SQLite session file (absolute after loading); "" = none
+    /// WebSocket messages kept per session record, 0..1000000; later ones are only counted
+    /// (Exchange::messageCount, kMessagesTruncated). Each keeps a payload prefix of body_bytes.
+    std::uint64_t wsMessages = 1000;
+    bool serverTiming = false; ///< add a `Server-Timing` response header with the server phases
+    std::string store;         ///< SQLite session file (absolute after loading); "" = none
 };
 
 /// Static files from a folder (`static:` action, or a vhost's own `root`).
