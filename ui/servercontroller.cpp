@@ -73,14 +73,14 @@ bool ServerController::open(const QString& path, QString* error, bool movePortIf
     return true;
 }
 
-bool ServerController::apply(std::shared_ptr<const config::Config> cfg, QString* error) {
+bool ServerController::apply(std::shared_ptr<const config::Config> cfg, QString* error, bool save) {
     std::string why;
     if (!m_engine.publish(cfg, why)) {
         if (error) *error = QString::fromStdString(why);
         return false;
     }
     m_config = cfg;
-    if (!m_configPath.isEmpty()) {
+    if (save && !m_configPath.isEmpty()) {
         const std::string text = config::configToYaml(*cfg, baseDir().toStdString());
         m_lastWritten = QByteArray::fromStdString(text);
         if (!config::saveConfigFile(*cfg, m_configPath.toStdString(), why)) {

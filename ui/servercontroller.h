@@ -27,8 +27,9 @@ public:
     /// When a configured port is taken and `movePortIfTaken`, tries the next ones (in memory only).
     bool open(const QString& path, QString* error, bool movePortIfTaken = true);
 
-    /// Validated snapshot → engine (live, no restart) and, when the project has a file, → the file.
-    bool apply(std::shared_ptr<const config::Config> config, QString* error);
+    /// Validated snapshot → engine (live, no restart) and, when the project has a file and `save`,
+    /// → the file.
+    bool apply(std::shared_ptr<const config::Config> config, QString* error, bool save = true);
 
     void stop();
 
