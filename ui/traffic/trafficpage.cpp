@@ -204,7 +204,7 @@ void TrafficPage::setFilterText(const QString& text) {
 }
 
 QString TrafficPage::filterError() const {
-    return m_filterError->isVisible() ? m_filterError->text() : QString();
+    return m_filterError->isHidden() ? QString() : m_filterError->text();
 }
 
 void TrafficPage::applyFilter() {
