@@ -111,6 +111,8 @@ void demoTraffic(ServerController& server, double seconds) {
         spec.url = (base + QString::fromLatin1(path).mid(1)).toStdString();
         spec.method = method;
         spec.weight = weight;
+        spec.headers.push_back({"User-Agent", "portico-demo/1.0"});
+        spec.headers.push_back({"Accept", QByteArray(path).startsWith("/api") ? "application/json" : "*/*"});
         if (spec.method == "POST") {
             spec.body = R"({"title":"water the plants"})";
             spec.headers.push_back({"Content-Type", "application/json"});
@@ -164,7 +166,7 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
         selectDemoRow(window.trafficPage());
         if (tab == "inspector") {
             auto tabs = window.trafficPage()->inspector()->tabs();
-            tabs->setCurrentIndex(tabs->indexOf(window.trafficPage()->inspector()->timeline()));
+            tabs->setCurrentIndex(tabs->indexOf(window.trafficPage()->inspector()->timelinePage()));
         }
     } else if (seconds > 0) {
         LoadTestPage* load = window.loadTestPage();

@@ -77,7 +77,8 @@ private slots:
                 "      - path: /hello\n        name: hello\n        respond: {body: hi}\n"
                 "      - path: /json\n        respond:\n          headers: {Content-Type: application/json}\n"
                 "          body: '{\"a\":1,\"list\":[1,2]}'\n"
-                "      - path: /echo\n        respond: {body: 'x={{header.x-test}}'}\n");
+                "      - path: /echo\n        respond: {body: 'x={{header.x-test}}'}\n"
+                "      - path: /slow\n        respond: {body: slow, latency: 300ms}\n");
         f.close();
     }
 
@@ -260,14 +261,51 @@ private slots:
         auto table = page.findChild<QTableWidget*>("inspectorCompare");
         QCOMPARE(table->rowCount(), int(r.differences.size()));
 
-        // Both resends reached the server and were captured as new exchanges.
+        // Both resends reached the server and were captured as new exchanges (ids follow the
+        // collector's drain order, which need not be the send order across workers).
         m_server->engine().flushCapture();
         feed(page, 3);
-        QVERIFY(page.model()->idAt(2) > originalId);
-        QCOMPARE(page.model()->rowAt(2)->target, std::string("/echo"));
-        const auto resent = m_server->engine().exchange(page.model()->idAt(2));
-        QVERIFY(resent);
-        QCOMPARE(resent->responseBody, std::string("x=b"));
+        QStringList bodies;
+        for (int row = 1; row < 3; ++row) {
+            QVERIFY(page.model()->idAt(row) > originalId);
+            QCOMPARE(page.model()->rowAt(row)->target, std::string("/echo"));
+            const auto resent = m_server->engine().exchange(page.model()->idAt(row));
+            QVERIFY(resent);
+            bodies << QString::fromStdString(resent->responseBody);
+        }
+        bodies.sort();
+        QCOMPARE(bodies, QStringList({"x=a", "x=b"}));
+    }
+
+    // A mock with latency is published before its response is written (kIncomplete); the row is
+    // re-read until the engine completes it, so its duration includes the latency.
+    void completesIncompleteRows() {
+        TrafficPage page(m_server.get());
+        load::Options o;
+        load::RequestSpec spec;
+        spec.url = (m_server->firstHttpUrl() + "slow").toStdString();
+        o.requests.push_back(spec);
+        o.connections = 1;
+        o.count = 1;
+        std::unique_ptr<QThread> client(QThread::create([o] { load::run(o); }));
+        client->start();
+        // The record arrives while the response is still waiting for its latency.
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (m_server->engine().flushCapture(), page.poll(), page.model()->rowCount() == 1), 5000);
+        QVERIFY(page.model()->rowAt(0)->flags & capture::kIncomplete);
+        QCOMPARE(page.model()->incompleteIds(10).size(), std::size_t(1));
+        QVERIFY(client->wait(5000));
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (m_server->engine().flushCapture(), page.poll(), page.model()->incompleteIds(10).empty()), 5000);
+        const auto e = m_server->engine().exchange(page.model()->idAt(0));
+        QVERIFY(e);
+        QVERIFY(!(e->flags & capture::kIncomplete));
+        QVERIFY(!(page.model()->rowAt(0)->flags & capture::kIncomplete));
+        QVERIFY2(page.model()->rowAt(0)->durationNs >= 300'000'000,
+                 qPrintable(QString::number(page.model()->rowAt(0)->durationNs)));
+        QCOMPARE(page.model()->rowAt(0)->durationNs, e->durationNs());
+        QCOMPARE(page.model()->data(page.model()->index(0, TrafficModel::Duration)).toString(),
+                 ui::formatDuration(e->durationNs()));
     }
 
     void exportsHar() {

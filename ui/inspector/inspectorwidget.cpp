@@ -7,6 +7,8 @@
 #include "timelinewidget.h"
 #include "traffic/trafficmodel.h"
 
+#include <portico/capture/har.h>
+
 #include <QApplication>
 #include <QClipboard>
 #include <QHBoxLayout>
@@ -97,6 +99,22 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     m_responseBody = new BodyView;
     m_responseBody->setObjectName("inspectorResponseBody");
     m_timeline = new TimelineWidget;
+    m_phases = new QTableWidget(0, 4);
+    m_phases->setObjectName("inspectorPhases");
+    m_phases->setHorizontalHeaderLabels({tr("Phase"), tr("At"), tr("Step"), tr("steady_clock (ns)")});
+    m_phases->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_phases->verticalHeader()->hide();
+    m_phases->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_phases->setAlternatingRowColors(true);
+    m_harTimings = new QLabel;
+    m_harTimings->setObjectName("inspectorHarTimings");
+    m_harTimings->setToolTip(tr("The same exchange as HAR timings (what `portico har export` writes)"));
+    m_timelinePage = new QWidget;
+    auto timelineLayout = new QVBoxLayout(m_timelinePage);
+    timelineLayout->setContentsMargins(0, 0, 0, 0);
+    timelineLayout->addWidget(m_timeline);
+    timelineLayout->addWidget(m_harTimings);
+    timelineLayout->addWidget(m_phases, 1);
     m_messages = new QTableWidget(0, 5);
     m_messages->setObjectName("inspectorMessages");
     m_messages->setHorizontalHeaderLabels(
@@ -123,7 +141,7 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     m_tabs->addTab(m_headers, tr("Headers"));
     m_tabs->addTab(m_requestBody, tr("Request body"));
     m_tabs->addTab(m_responseBody, tr("Response body"));
-    m_tabs->addTab(m_timeline, tr("Timeline"));
+    m_tabs->addTab(m_timelinePage, tr("Timeline"));
     m_tabs->addTab(m_messages, tr("Messages"));
     m_tabs->addTab(m_comparePage, tr("Compare"));
     m_tabs->setTabVisible(m_tabs->indexOf(m_messages), false);
@@ -155,6 +173,8 @@ void InspectorWidget::clear(const QString& message) {
     m_requestBody->clear();
     m_responseBody->clear();
     m_timeline->clear();
+    m_phases->setRowCount(0);
+    m_harTimings->clear();
     m_messages->setRowCount(0);
     m_tabs->setTabVisible(m_tabs->indexOf(m_messages), false);
     m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), false);
@@ -178,6 +198,7 @@ void InspectorWidget::showExchange(const capture::Exchange& e) {
     m_responseBody->setBody(e.responseBody, e.responseBodySize,
                             qs(std::string(e.responseHeader("content-type"))));
     m_timeline->setExchange(e);
+    fillPhases(e);
     fillMessages(e);
     if (same && m_resent)
         showCompare();
@@ -216,6 +237,31 @@ void InspectorWidget::fillHeaders(const capture::Exchange& e) {
                                                        .arg(formatBytes(e.responseHeadersSize)));
     for (const auto& h : e.responseHeaders)
         addPair(response, qs(h.name), qs(h.value));
+}
+
+void InspectorWidget::fillPhases(const capture::Exchange& e) {
+    const auto segments = TimelineWidget::segmentsOf(e);
+    m_phases->setRowCount(int(segments.size()));
+    const std::int64_t origin = segments.empty() ? 0 : segments.front().startNs;
+    for (int i = 0; i < int(segments.size()); ++i) {
+        const auto& s = segments[std::size_t(i)];
+        const QString cells[] = {
+            QString::fromUtf8(capture::phaseName(s.phase)),
+            QStringLiteral("%1 ms").arg(double(s.endNs - origin) / 1e6, 0, 'f', 3),
+            i ? QStringLiteral("+%1 ms").arg(double(s.endNs - s.startNs) / 1e6, 0, 'f', 3) : QString(),
+            QString::number(s.endNs)};
+        for (int c = 0; c < 4; ++c) {
+            auto item = new QTableWidgetItem(cells[c]);
+            if (c > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            m_phases->setItem(i, c, item);
+        }
+    }
+    const capture::HarTimings t = capture::harTimings(e);
+    auto ms = [](double v) {
+        return v < 0 ? QStringLiteral("n/a") : QStringLiteral("%1 ms").arg(v, 0, 'f', 3);
+    };
+    m_harTimings->setText(tr("HAR timings: connect %1 · send %2 · wait %3 · receive %4 · total %5")
+                              .arg(ms(t.connect), ms(t.send), ms(t.wait), ms(t.receive), ms(t.total())));
 }
 
 void InspectorWidget::fillMessages(const capture::Exchange& e) {

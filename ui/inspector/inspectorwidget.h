@@ -40,6 +40,7 @@ public:
 
     QTreeWidget* headersTree() const { return m_headers; }
     TimelineWidget* timeline() const { return m_timeline; }
+    QWidget* timelinePage() const { return m_timelinePage; } ///< the waterfall and the phase table
     BodyView* responseBody() const { return m_responseBody; }
     QTabWidget* tabs() const { return m_tabs; }
     /// Where resends go: the server's first cleartext listener ("http://127.0.0.1:8080"); replay
@@ -61,6 +62,7 @@ private:
     void onResendDone();
     void fillHeaders(const capture::Exchange& e);
     void fillMessages(const capture::Exchange& e);
+    void fillPhases(const capture::Exchange& e);
     void showCompare();
     void updateActions();
 
@@ -76,6 +78,9 @@ private:
     BodyView* m_requestBody = nullptr;
     BodyView* m_responseBody = nullptr;
     TimelineWidget* m_timeline = nullptr;
+    QWidget* m_timelinePage = nullptr;
+    QTableWidget* m_phases = nullptr;
+    QLabel* m_harTimings = nullptr;
     QTableWidget* m_messages = nullptr;
     QWidget* m_comparePage = nullptr;
     QLabel* m_compareSummary = nullptr;

@@ -60,6 +60,14 @@ public:
                    const std::function<std::vector<capture::Exchange>(std::uint64_t sinceId,
                                                                       std::size_t max)>& details = {});
 
+    /// Ids of kept rows recorded as kIncomplete (a response still being written, mock latency),
+    /// oldest first, at most `max`; the page re-reads them until the engine completes them.
+    std::vector<std::uint64_t> incompleteIds(std::size_t max) const;
+    /// Replaces the row of `e.id` (if kept) with the completed record; false if it is not kept.
+    bool update(const capture::Exchange& e);
+    /// Stops re-reading `id` (it left the capture window).
+    void forgetIncomplete(std::uint64_t id);
+
     void setMaxRows(std::size_t n) { m_maxRows = n ? n : 1; }
     std::size_t maxRows() const { return m_maxRows; }
     std::size_t totalRows() const { return m_all.size(); } ///< kept, shown or not
@@ -73,6 +81,8 @@ private:
     std::deque<TrafficRow> m_all;         ///< stable addresses: push_back/pop_front only
     std::deque<const TrafficRow*> m_rows; ///< the shown ones, ids increasing
     std::optional<capture::Filter> m_filter;
+    std::deque<std::uint64_t> m_incomplete; ///< ids, increasing; bounded by kMaxIncomplete
+    static constexpr std::size_t kMaxIncomplete = 4096;
     std::size_t m_maxRows = kDefaultMaxRows;
 };
 

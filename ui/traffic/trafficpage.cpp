@@ -171,7 +171,19 @@ void TrafficPage::poll() {
     const std::uint64_t dropped = engine.droppedRecords();
     m_dropped->setVisible(dropped > 0);
     if (dropped) m_dropped->setText(tr("%1 records dropped").arg(QLocale().toString(qulonglong(dropped))));
-    if (m_paused || captured == m_lastId) return;
+    if (m_paused) return;
+    // Responses still being written when their record was published (mock latency, a blocked
+    // write) are re-read until the engine has completed them.
+    for (std::uint64_t id : m_model->incompleteIds(64)) {
+        auto e = engine.exchange(id);
+        if (!e) {
+            m_model->forgetIncomplete(id);
+        } else if (!(e->flags & capture::kIncomplete)) {
+            m_model->update(*e);
+            if (m_inspector->exchange() && m_inspector->exchange()->id == id) m_inspector->showExchange(*e);
+        }
+    }
+    if (captured == m_lastId) return;
     const auto batch = engine.recentExchanges(m_lastId, m_batchLimit);
     if (batch.empty()) return;
     m_lastId = batch.back().id;
