@@ -293,10 +293,10 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(
             (m_server->engine().flushCapture(), page.poll(), page.model()->rowCount() == 1), 5000);
         QVERIFY(page.model()->rowAt(0)->flags & capture::kIncomplete);
-        QCOMPARE(page.model()->incompleteIds(10).size(), std::size_t(1));
         QVERIFY(client->wait(5000));
-        QTRY_VERIFY_WITH_TIMEOUT(
-            (m_server->engine().flushCapture(), page.poll(), page.model()->incompleteIds(10).empty()), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT((m_server->engine().flushCapture(), page.poll(),
+                                  !(page.model()->rowAt(0)->flags & capture::kIncomplete)),
+                                 5000);
         const auto e = m_server->engine().exchange(page.model()->idAt(0));
         QVERIFY(e);
         QVERIFY(!(e->flags & capture::kIncomplete));

@@ -106,6 +106,7 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     m_phases->verticalHeader()->hide();
     m_phases->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_phases->setAlternatingRowColors(true);
+    m_phases->verticalHeader()->setDefaultSectionSize(m_phases->fontMetrics().height() + 6);
     m_harTimings = new QLabel;
     m_harTimings->setObjectName("inspectorHarTimings");
     m_harTimings->setToolTip(tr("The same exchange as HAR timings (what `portico har export` writes)"));
@@ -217,8 +218,13 @@ void InspectorWidget::fillHeaders(const capture::Exchange& e) {
                 (e.alpn.empty() ? QString() : QStringLiteral(" · ALPN %1").arg(qs(e.alpn))));
     addPair(general, tr("Client"), qs(e.client));
     addPair(general, tr("Vhost / route"), QStringLiteral("%1 / %2").arg(qs(e.vhost), qs(e.route)));
-    addPair(general, tr("Connection / stream"),
-            QStringLiteral("%1 / %2").arg(e.connectionId).arg(e.streamId));
+    // The top 16 bits of a connection id are the worker's index.
+    addPair(general, tr("Connection"),
+            tr("worker %1 · connection %2 · %3 %4")
+                .arg(e.connectionId >> 48)
+                .arg(e.connectionId & ((std::uint64_t(1) << 48) - 1))
+                .arg(e.protocol == capture::Protocol::Http2 ? tr("stream") : tr("request"))
+                .arg(e.streamId));
     if (e.flags & capture::kHeadersTruncated)
         addPair(general, tr("Note"), tr("headers were cut to fit the record"));
 

@@ -184,12 +184,25 @@ void TrafficModel::append(const std::vector<capture::Exchange>& batch) {
     for (const auto& e : batch) {
         if (!m_all.empty() && e.id <= m_all.back().id) continue; // already have it
         m_all.push_back(TrafficRow::from(e));
-        if (e.flags & capture::kIncomplete) {
-            m_incomplete.push_back(e.id);
-            if (m_incomplete.size() > kMaxIncomplete) m_incomplete.pop_front();
-        }
         if (!m_filter || m_filter->matches(e)) shown.push_back(&m_all.back());
     }
+    insertShown(shown);
+}
+
+void TrafficModel::appendRows(std::vector<TrafficRow>&& rows, const std::vector<bool>& matched,
+                              std::uint64_t generation) {
+    std::vector<const TrafficRow*> shown;
+    const bool verdicts = generation == m_generation && matched.size() == rows.size();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (!m_all.empty() && rows[i].id <= m_all.back().id) continue;
+        m_all.push_back(std::move(rows[i]));
+        const TrafficRow& r = m_all.back();
+        if (verdicts ? bool(matched[i]) : (!m_filter || m_filter->matches(r.summary()))) shown.push_back(&r);
+    }
+    insertShown(shown);
+}
+
+void TrafficModel::insertShown(std::vector<const TrafficRow*>& shown) {
     // Rows of this batch that the bound pushes out at once (a batch larger than maxRows) are never
     // shown; the pointers are dropped before trim() frees them.
     if (m_all.size() > m_maxRows) {
@@ -217,35 +230,20 @@ void TrafficModel::trim() {
     }
     while (m_all.size() > m_maxRows)
         m_all.pop_front();
-    while (!m_incomplete.empty() && m_incomplete.front() < m_all.front().id)
-        m_incomplete.pop_front();
 }
 
-std::vector<std::uint64_t> TrafficModel::incompleteIds(std::size_t max) const {
-    const std::uint64_t oldest = m_all.empty() ? 0 : m_all.front().id;
-    std::vector<std::uint64_t> out;
-    for (std::uint64_t id : m_incomplete) {
-        if (out.size() >= max) break;
-        if (id >= oldest) out.push_back(id);
-    }
-    return out;
-}
-
-void TrafficModel::forgetIncomplete(std::uint64_t id) { std::erase(m_incomplete, id); }
-
-bool TrafficModel::update(const capture::Exchange& e) {
-    if (!(e.flags & capture::kIncomplete)) forgetIncomplete(e.id);
-    if (m_all.empty() || e.id < m_all.front().id || e.id > m_all.back().id) return false;
-    auto pos = std::lower_bound(m_all.begin(), m_all.end(), e.id,
+bool TrafficModel::update(const TrafficRow& row) {
+    if (m_all.empty() || row.id < m_all.front().id || row.id > m_all.back().id) return false;
+    auto pos = std::lower_bound(m_all.begin(), m_all.end(), row.id,
                                 [](const TrafficRow& r, std::uint64_t v) { return r.id < v; });
-    if (pos == m_all.end() || pos->id != e.id) return false;
-    *pos = TrafficRow::from(e);
-    if (const int row = rowOfId(e.id); row >= 0) emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
+    if (pos == m_all.end() || pos->id != row.id) return false;
+    *pos = row;
+    if (const int shown = rowOfId(row.id); shown >= 0)
+        emit dataChanged(index(shown, 0), index(shown, ColumnCount - 1));
     return true;
 }
 
 void TrafficModel::clear() {
-    m_incomplete.clear();
     beginResetModel();
     m_rows.clear();
     m_all.clear();
@@ -257,6 +255,7 @@ void TrafficModel::setFilter(
     const std::function<std::vector<capture::Exchange>(std::uint64_t, std::size_t)>& details) {
     if (filter && filter->empty()) filter.reset();
     m_filter = std::move(filter);
+    ++m_generation;
     beginResetModel();
     m_rows.clear();
     if (!m_filter) {

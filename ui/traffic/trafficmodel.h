@@ -52,6 +52,13 @@ public:
 
     /// Adds a batch (ids increasing). Rows the filter rejects are kept but not shown.
     void append(const std::vector<capture::Exchange>& batch);
+    /// Adds rows built elsewhere (the feed thread). `matched[i]` is the filter's verdict when
+    /// `generation` is filterGeneration(); otherwise the rows are matched here on their summary.
+    void appendRows(std::vector<TrafficRow>&& rows, const std::vector<bool>& matched,
+                    std::uint64_t generation);
+    /// Bumped by every setFilter().
+    std::uint64_t filterGeneration() const { return m_generation; }
+    const std::optional<capture::Filter>& filter() const { return m_filter; }
     void clear();
     /// Re-filters every kept row. `details` (optional) returns the full records still in the
     /// capture window with id > sinceId, so `header:` terms see headers; other rows are matched on
@@ -60,13 +67,9 @@ public:
                    const std::function<std::vector<capture::Exchange>(std::uint64_t sinceId,
                                                                       std::size_t max)>& details = {});
 
-    /// Ids of kept rows recorded as kIncomplete (a response still being written, mock latency),
-    /// oldest first, at most `max`; the page re-reads them until the engine completes them.
-    std::vector<std::uint64_t> incompleteIds(std::size_t max) const;
-    /// Replaces the row of `e.id` (if kept) with the completed record; false if it is not kept.
-    bool update(const capture::Exchange& e);
-    /// Stops re-reading `id` (it left the capture window).
-    void forgetIncomplete(std::uint64_t id);
+    /// Replaces the row of `row.id` (if kept) with a newer version of it (a completed record);
+    /// false if it is not kept.
+    bool update(const TrafficRow& row);
 
     void setMaxRows(std::size_t n) { m_maxRows = n ? n : 1; }
     std::size_t maxRows() const { return m_maxRows; }
@@ -77,12 +80,12 @@ public:
 
 private:
     void trim();
+    void insertShown(std::vector<const TrafficRow*>& shown);
 
     std::deque<TrafficRow> m_all;         ///< stable addresses: push_back/pop_front only
     std::deque<const TrafficRow*> m_rows; ///< the shown ones, ids increasing
     std::optional<capture::Filter> m_filter;
-    std::deque<std::uint64_t> m_incomplete; ///< ids, increasing; bounded by kMaxIncomplete
-    static constexpr std::size_t kMaxIncomplete = 4096;
+    std::uint64_t m_generation = 0;
     std::size_t m_maxRows = kDefaultMaxRows;
 };
 

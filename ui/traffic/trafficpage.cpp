@@ -3,6 +3,7 @@
 
 #include "inspector/inspectorwidget.h"
 #include "servercontroller.h"
+#include "trafficfeed.h"
 #include "trafficmodel.h"
 
 #include <portico/capture/filter.h>
@@ -152,53 +153,66 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     });
 
     connect(server, &ServerController::configChanged, this, &TrafficPage::updateCaptureState);
-    m_timer = new QTimer(this);
-    m_timer->setInterval(kPollMs);
-    connect(m_timer, &QTimer::timeout, this, &TrafficPage::poll);
-    m_timer->start();
+    m_feed = new TrafficFeed(&server->engine());
+    m_feed->setParent(this);
+    connect(m_feed, &TrafficFeed::ready, this, &TrafficPage::drain); // queued from the feed thread
+    m_feed->startThread();
+    m_statusTimer = new QTimer(this);
+    m_statusTimer->setInterval(250);
+    connect(m_statusTimer, &QTimer::timeout, this, &TrafficPage::updateDropped);
+    m_statusTimer->start();
     updateCaptureState();
     updateCount();
 }
 
+TrafficPage::~TrafficPage() {
+    delete m_feed; // stops its thread before the widgets go
+    m_feed = nullptr;
+}
+
+void TrafficPage::setBatchLimit(std::size_t n) { m_feed->setBatchLimit(n); }
+
+std::size_t TrafficPage::batchLimit() const { return m_feed->batchLimit(); }
+
 void TrafficPage::poll() {
-    auto& engine = m_server->engine();
-    const std::uint64_t captured = engine.capturedRecords();
-    if (captured < m_lastId) { // the engine was restarted (another project): ids begin again
-        m_lastId = 0;
-        m_model->clear();
-        m_inspector->clear();
-    }
-    const std::uint64_t dropped = engine.droppedRecords();
-    m_dropped->setVisible(dropped > 0);
-    if (dropped) m_dropped->setText(tr("%1 records dropped").arg(QLocale().toString(qulonglong(dropped))));
-    if (m_paused) return;
-    // Responses still being written when their record was published (mock latency, a blocked
-    // write) are re-read until the engine has completed them.
-    for (std::uint64_t id : m_model->incompleteIds(64)) {
-        auto e = engine.exchange(id);
-        if (!e) {
-            m_model->forgetIncomplete(id);
-        } else if (!(e->flags & capture::kIncomplete)) {
-            m_model->update(*e);
-            if (m_inspector->exchange() && m_inspector->exchange()->id == id) m_inspector->showExchange(*e);
+    if (!m_paused) m_feed->fetchNow();
+    drain();
+    updateDropped();
+}
+
+void TrafficPage::drain() {
+    if (!m_feed) return;
+    for (TrafficBatch& batch : m_feed->take()) {
+        if (batch.reset) {
+            m_model->clear();
+            m_inspector->clear();
+        }
+        m_model->appendRows(std::move(batch.rows), batch.matched, batch.generation);
+        for (const TrafficRow& row : batch.completed) {
+            m_model->update(row);
+            if (m_inspector->exchange() && m_inspector->exchange()->id == row.id)
+                if (auto e = m_server->engine().exchange(row.id)) m_inspector->showExchange(*e);
         }
     }
-    if (captured == m_lastId) return;
-    const auto batch = engine.recentExchanges(m_lastId, m_batchLimit);
-    if (batch.empty()) return;
-    m_lastId = batch.back().id;
-    m_model->append(batch);
     updateCount();
+}
+
+void TrafficPage::updateDropped() {
+    const std::uint64_t dropped = m_server->engine().droppedRecords();
+    m_dropped->setVisible(dropped > 0);
+    if (dropped) m_dropped->setText(tr("%1 records dropped").arg(QLocale().toString(qulonglong(dropped))));
 }
 
 void TrafficPage::setPaused(bool paused) {
     m_paused = paused;
+    m_feed->setPaused(paused);
     if (m_pause->isChecked() != paused) m_pause->setChecked(paused);
     m_pause->setText(paused ? tr("Resume") : tr("Pause"));
     if (!paused && m_follow) m_view->scrollToBottom();
 }
 
 void TrafficPage::clearRows() {
+    m_feed->discardPending();
     m_model->clear();
     m_inspector->clear();
     m_follow = true;
@@ -243,7 +257,9 @@ void TrafficPage::applyFilter() {
             return engine->recentExchanges(since, max);
         };
     }
+    auto copy = filter;
     m_model->setFilter(std::move(filter), details);
+    m_feed->setFilter(m_model->filter() ? copy : std::nullopt, m_model->filterGeneration());
     if (selected) {
         const int row = m_model->rowOfId(selected);
         if (row >= 0)

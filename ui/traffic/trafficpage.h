@@ -17,10 +17,12 @@ namespace portico::ui {
 
 class InspectorWidget;
 class ServerController;
+class TrafficFeed;
 class TrafficModel;
 
-/// A 30 Hz timer reads the exchanges the engine captured since the last one it saw
-/// (Engine::recentExchanges, at most batchLimit() per tick, one model insert per tick). The view
+/// A TrafficFeed thread reads the exchanges the engine captured since the last one it saw, 30 times
+/// a second (Engine::recentExchanges, at most batchLimit() per read), and the UI thread inserts
+/// each batch of ready-made rows into the model at once. The view
 /// follows new rows while it is scrolled to the bottom; scrolling up stops that, scrolling back
 /// down resumes it. Pause stops reading (records that leave the engine's window meanwhile are not
 /// shown); Clear empties the table (the capture window is left alone).
@@ -28,10 +30,8 @@ class TrafficPage : public QWidget {
     Q_OBJECT
 
 public:
-    static constexpr int kPollMs = 33;
-    static constexpr std::size_t kDefaultBatchLimit = 5000;
-
     explicit TrafficPage(ServerController* server, QWidget* parent = nullptr);
+    ~TrafficPage() override;
 
     TrafficModel* model() const { return m_model; }
     QTableView* view() const { return m_view; }
@@ -41,15 +41,18 @@ public:
     bool isFollowing() const { return m_follow; }
     /// "" or the filter's parse error as shown next to the field.
     QString filterError() const;
-    void setBatchLimit(std::size_t n) { m_batchLimit = n ? n : 1; }
-    std::size_t batchLimit() const { return m_batchLimit; }
+    void setBatchLimit(std::size_t n);
+    std::size_t batchLimit() const;
     /// Writes the selected rows (or every shown row when none or one is selected and `allShown`)
     /// still in the capture window as HAR 1.2; the number written, -1 with `error`.
     int exportHar(const QString& path, bool allShown, QString* error = nullptr);
 
 public slots:
-    /// One tick of the feed: reads new exchanges from the engine into the model.
+    /// Reads new exchanges from the engine now (on this thread) and inserts them with whatever the
+    /// feed thread has queued, in order.
     void poll();
+    /// Inserts the batches the feed has queued.
+    void drain();
     void setPaused(bool paused);
     void togglePause() { setPaused(!m_paused); }
     void clearRows();
@@ -66,6 +69,7 @@ private:
     void showCurrent();
     void updateCaptureState();
     void updateCount();
+    void updateDropped();
     void enableCapture();
 
     ServerController* m_server;
@@ -81,10 +85,9 @@ private:
     QLabel* m_count = nullptr;
     QLabel* m_dropped = nullptr;
     QWidget* m_captureOff = nullptr;
-    QTimer* m_timer = nullptr;
+    TrafficFeed* m_feed = nullptr;
+    QTimer* m_statusTimer = nullptr;
     QTimer* m_filterDelay = nullptr;
-    std::uint64_t m_lastId = 0;
-    std::size_t m_batchLimit = kDefaultBatchLimit;
     bool m_paused = false;
     bool m_follow = true;
 };

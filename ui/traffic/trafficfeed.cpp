@@ -1,0 +1,109 @@
+// TrafficFeed: the reader thread, its back-pressure and the queue of batches.
+#include "trafficfeed.h"
+
+#include <portico/engine/engine.h>
+
+#include <QThread>
+#include <QTimer>
+
+namespace portico::ui {
+
+namespace {
+constexpr std::size_t kMaxIncomplete = 4096;
+constexpr std::size_t kIncompletePerRead = 64;
+} // namespace
+
+TrafficFeed::TrafficFeed(engine::Engine* engine) : m_engine(engine) {}
+
+TrafficFeed::~TrafficFeed() {
+    if (m_thread) {
+        m_thread->quit();
+        m_thread->wait();
+        delete m_thread;
+    }
+}
+
+void TrafficFeed::startThread() {
+    if (m_thread) return;
+    m_thread = new QThread;
+    m_thread->setObjectName("traffic-feed");
+    m_timer = new QTimer;
+    m_timer->setInterval(kIntervalMs);
+    m_timer->moveToThread(m_thread);
+    // The timer lives and dies on the feed thread; `this` stays on the UI thread (tick() is
+    // called directly from the timer's thread and only touches state under m_mutex or atomics).
+    connect(
+        m_timer, &QTimer::timeout, m_timer, [this] { tick(); }, Qt::DirectConnection);
+    connect(m_thread, &QThread::started, m_timer, qOverload<>(&QTimer::start));
+    connect(m_thread, &QThread::finished, m_timer, &QObject::deleteLater);
+    m_thread->start();
+}
+
+void TrafficFeed::setFilter(std::optional<capture::Filter> filter, std::uint64_t generation) {
+    std::lock_guard lock(m_mutex);
+    m_filter = std::move(filter);
+    m_generation = generation;
+}
+
+void TrafficFeed::tick() {
+    if (m_paused) return;
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_pendingRows > kMaxPendingRows) return; // the UI is behind: let it catch up
+    }
+    fetchNow();
+}
+
+void TrafficFeed::fetchNow() {
+    TrafficBatch batch;
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_engine->capturedRecords() < m_lastId) { // restarted (another project): ids begin again
+            m_lastId = 0;
+            m_incomplete.clear();
+            batch.reset = true;
+        }
+        // Responses still being written when their record was published (mock latency, a
+        // blocked write) are re-read until the engine has completed them.
+        for (std::size_t i = 0; i < kIncompletePerRead && i < m_incomplete.size();) {
+            auto e = m_engine->exchange(m_incomplete[i]);
+            if (!e || !(e->flags & capture::kIncomplete)) {
+                if (e) batch.completed.push_back(TrafficRow::from(*e));
+                m_incomplete.erase(m_incomplete.begin() + std::ptrdiff_t(i));
+            } else {
+                ++i;
+            }
+        }
+        const auto records = m_engine->recentExchanges(m_lastId, m_batchLimit);
+        batch.rows.reserve(records.size());
+        batch.matched.reserve(records.size());
+        batch.generation = m_generation;
+        for (const auto& e : records) {
+            batch.rows.push_back(TrafficRow::from(e));
+            batch.matched.push_back(!m_filter || m_filter->matches(e));
+            if (e.flags & capture::kIncomplete) {
+                m_incomplete.push_back(e.id);
+                if (m_incomplete.size() > kMaxIncomplete) m_incomplete.pop_front();
+            }
+        }
+        if (!records.empty()) m_lastId = records.back().id;
+        if (!batch.reset && batch.rows.empty() && batch.completed.empty()) return;
+        m_pendingRows += batch.rows.size();
+        m_pending.push_back(std::move(batch));
+    }
+    if (!m_notified.exchange(true)) emit ready(); // queued to the UI thread; one until take()
+}
+
+std::vector<TrafficBatch> TrafficFeed::take() {
+    m_notified = false;
+    std::lock_guard lock(m_mutex);
+    std::vector<TrafficBatch> out(std::make_move_iterator(m_pending.begin()),
+                                  std::make_move_iterator(m_pending.end()));
+    m_pending.clear();
+    m_pendingRows = 0;
+    return out;
+}
+
+void TrafficFeed::discardPending() { take(); }
+
+} // namespace portico::ui
