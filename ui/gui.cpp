@@ -38,6 +38,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include <unistd.h>
+
 namespace portico::ui {
 
 namespace {
@@ -202,6 +204,17 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
     return 0;
 }
 
+// CPU time of the calling thread (user + system), ms; Linux /proc, -1 elsewhere.
+double threadCpuMs() {
+    QFile f(QStringLiteral("/proc/thread-self/stat"));
+    if (!f.open(QIODevice::ReadOnly)) return -1;
+    const QByteArray line = f.readAll();
+    const QList<QByteArray> fields = line.mid(line.lastIndexOf(')') + 2).split(' ');
+    if (fields.size() < 13) return -1;
+    const double ticks = fields[11].toDouble() + fields[12].toDouble(); // utime, stime (fields 14, 15)
+    return ticks * 1000.0 / double(sysconf(_SC_CLK_TCK));
+}
+
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -241,8 +254,8 @@ void printLateness(const char* label, const std::vector<double>& late) {
 int measureResponsiveness(MainWindow& window, ServerController& server, double seconds) {
     window.resize(1280, 800);
     window.show();
-    if (!captureInMemory(server)) return 1;
-    window.showTab("traffic");
+    if (qEnvironmentVariableIsEmpty("PORTICO_MEASURE_NO_CAPTURE") && !captureInMemory(server)) return 1;
+    window.showTab(qEnvironmentVariable("PORTICO_MEASURE_TAB", "traffic"));
     waitMs(300);
     printLateness("idle (2 s)", timerLateness(2000));
 
@@ -255,6 +268,9 @@ int measureResponsiveness(MainWindow& window, ServerController& server, double s
     o.duration = std::chrono::milliseconds(qint64(seconds * 1000));
     auto result = std::make_shared<load::Result>();
     const std::uint64_t before = server.counters().requests;
+    const double cpuBefore = threadCpuMs();
+    QElapsedTimer wall;
+    wall.start();
     QThread* thread = QThread::create([o, result] { *result = load::run(o); });
     thread->start();
     std::vector<double> late;
@@ -264,10 +280,13 @@ int measureResponsiveness(MainWindow& window, ServerController& server, double s
     }
     thread->wait();
     delete thread;
+    const double cpu = threadCpuMs() - cpuBefore;
+    const double wallMs = double(wall.elapsed());
     const std::uint64_t served = server.counters().requests - before;
     char label[64];
     std::snprintf(label, sizeof label, "under load (%.0f s)", seconds);
     printLateness(label, late);
+    std::printf("UI thread CPU: %.0f ms over %.0f ms (%.1f%%)\n", cpu, wallMs, 100.0 * cpu / wallMs);
     std::printf(
         "load: %llu requests served, %.0f req/s; table rows %d; records captured %llu, dropped %llu\n",
         static_cast<unsigned long long>(served), double(served) / seconds,

@@ -189,26 +189,26 @@ void MainWindow::updateListeners() {
 }
 
 void MainWindow::updateRate() {
-    const auto c = m_server->counters();
+    const auto c = m_server->live();
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
-    const double rate = m_lastMs ? double(c.requests - m_lastRequests) * 1000.0 / double(now - m_lastMs) : 0;
+    const double rate = m_lastMs && c.requests >= m_lastRequests
+                            ? double(c.requests - m_lastRequests) * 1000.0 / double(now - m_lastMs)
+                            : 0;
     m_lastMs = now;
     m_lastRequests = c.requests;
     m_rate->setText(tr("%1 req/s · %2 requests · %3 open")
                         .arg(QLocale().toString(rate, 'f', 0), QLocale().toString(qulonglong(c.requests)))
                         .arg(c.connectionsOpen));
-    auto& engine = m_server->engine();
-    const auto cfg = engine.config();
+    const auto cfg = m_server->config();
     if (!cfg || !cfg->capture.enabled) {
         m_capture->setText(tr("capture: off"));
     } else {
-        const auto dropped = engine.droppedRecords();
         m_capture->setText(
-            dropped
+            c.droppedRecords
                 ? tr("capture: %1 recorded, %2 dropped")
-                      .arg(QLocale().toString(qulonglong(engine.capturedRecords())),
-                           QLocale().toString(qulonglong(dropped)))
-                : tr("capture: %1 recorded").arg(QLocale().toString(qulonglong(engine.capturedRecords()))));
+                      .arg(QLocale().toString(qulonglong(c.capturedRecords)),
+                           QLocale().toString(qulonglong(c.droppedRecords)))
+                : tr("capture: %1 recorded").arg(QLocale().toString(qulonglong(c.capturedRecords))));
     }
 }
 

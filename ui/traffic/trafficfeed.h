@@ -75,11 +75,14 @@ private:
     std::atomic<std::size_t> m_batchLimit{5000};
     std::atomic<bool> m_notified{false};
 
-    std::mutex m_mutex; // guards everything below; held for a whole read so batches keep id order
+    // Three locks, none held while another thread could wait long on it:
+    std::mutex m_readMutex; ///< one read at a time (feed thread or fetchNow), so batches keep id order
     std::uint64_t m_lastId = 0;
+    std::deque<std::uint64_t> m_incomplete;
+    std::mutex m_filterMutex; ///< copied at the start of a read
     std::optional<capture::Filter> m_filter;
     std::uint64_t m_generation = 0;
-    std::deque<std::uint64_t> m_incomplete;
+    std::mutex m_queueMutex; ///< the hand-over to the UI thread
     std::deque<TrafficBatch> m_pending;
     std::size_t m_pendingRows = 0;
 };

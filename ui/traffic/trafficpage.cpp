@@ -198,7 +198,7 @@ void TrafficPage::drain() {
 }
 
 void TrafficPage::updateDropped() {
-    const std::uint64_t dropped = m_server->engine().droppedRecords();
+    const std::uint64_t dropped = m_server->live().droppedRecords;
     m_dropped->setVisible(dropped > 0);
     if (dropped) m_dropped->setText(tr("%1 records dropped").arg(QLocale().toString(qulonglong(dropped))));
 }
