@@ -288,9 +288,11 @@ int measureResponsiveness(MainWindow& window, ServerController& server, double s
     printLateness(label, late);
     std::printf("UI thread CPU: %.0f ms over %.0f ms (%.1f%%)\n", cpu, wallMs, 100.0 * cpu / wallMs);
     std::printf(
-        "load: %llu requests served, %.0f req/s; table rows %d; records captured %llu, dropped %llu\n",
+        "load: %llu requests served, %.0f req/s; table rows %d (skipped %llu); records captured %llu, "
+        "dropped %llu\n",
         static_cast<unsigned long long>(served), double(served) / seconds,
         window.trafficPage()->model()->rowCount(),
+        static_cast<unsigned long long>(window.trafficPage()->skipped()),
         static_cast<unsigned long long>(server.engine().capturedRecords()),
         static_cast<unsigned long long>(server.engine().droppedRecords()));
     return 0;

@@ -108,10 +108,14 @@ void TrafficFeed::fetchNow() {
                     if (m_incomplete.size() > kMaxIncomplete) m_incomplete.pop_front();
                 }
             }
-            if (!records.empty()) m_lastId = records.back().id;
+            if (!records.empty()) {
+                if (m_lastId && records.front().id > m_lastId + 1)
+                    batch.skipped += records.front().id - m_lastId - 1;
+                m_lastId = records.back().id;
+            }
             if (records.size() < want) break;
         }
-        if (!batch.reset && batch.rows.empty() && batch.completed.empty()) return;
+        if (!batch.reset && batch.rows.empty() && batch.completed.empty() && !batch.skipped) return;
         std::lock_guard queue(m_queueMutex); // still under m_readMutex: batches queue in read order
         m_pendingRows += batch.rows.size();
         m_pending.push_back(std::move(batch));

@@ -32,6 +32,8 @@ struct TrafficBatch {
     std::vector<bool> matched;
     std::uint64_t generation = 0;
     std::vector<TrafficRow> completed;
+    /// Records that left the engine's window before this read reached them (a gap in the ids).
+    std::uint64_t skipped = 0;
 };
 
 /// Lives on a worker thread with a timer (kIntervalMs). Each tick, unless paused or the UI has

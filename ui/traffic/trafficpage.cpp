@@ -187,6 +187,7 @@ void TrafficPage::drain() {
             m_model->clear();
             m_inspector->clear();
         }
+        m_skipped += batch.skipped;
         m_model->appendRows(std::move(batch.rows), batch.matched, batch.generation);
         for (const TrafficRow& row : batch.completed) {
             m_model->update(row);
@@ -215,6 +216,7 @@ void TrafficPage::clearRows() {
     m_feed->discardPending();
     m_model->clear();
     m_inspector->clear();
+    m_skipped = 0;
     m_follow = true;
     updateCount();
 }
@@ -296,9 +298,16 @@ void TrafficPage::showCurrent() {
 void TrafficPage::updateCount() {
     const int shown = m_model->rowCount();
     const auto total = qulonglong(m_model->totalRows());
-    m_count->setText(std::size_t(shown) == m_model->totalRows()
-                         ? tr("%1 exchanges").arg(QLocale().toString(total))
-                         : tr("%1 of %2").arg(QLocale().toString(shown), QLocale().toString(total)));
+    QString text = std::size_t(shown) == m_model->totalRows()
+                       ? tr("%1 exchanges").arg(QLocale().toString(total))
+                       : tr("%1 of %2").arg(QLocale().toString(shown), QLocale().toString(total));
+    // Faster than the table can read (a load test): the window (capture.max_records) moved on.
+    if (m_skipped) text += tr(" · %1 skipped").arg(QLocale().toString(qulonglong(m_skipped)));
+    m_count->setText(text);
+    m_count->setToolTip(m_skipped
+                            ? tr("Exchanges that left the server's capture window (capture.max_records) "
+                                 "before the table read them; they are in the statistics")
+                            : QString());
 }
 
 void TrafficPage::updateCaptureState() {

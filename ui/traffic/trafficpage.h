@@ -39,6 +39,8 @@ public:
     QSplitter* splitter() const { return m_splitter; }
     bool isPaused() const { return m_paused; }
     bool isFollowing() const { return m_follow; }
+    /// Records that left the engine's capture window before the table read them (since Clear).
+    std::uint64_t skipped() const { return m_skipped; }
     /// "" or the filter's parse error as shown next to the field.
     QString filterError() const;
     void setBatchLimit(std::size_t n);
@@ -88,6 +90,7 @@ private:
     TrafficFeed* m_feed = nullptr;
     QTimer* m_statusTimer = nullptr;
     QTimer* m_filterDelay = nullptr;
+    std::uint64_t m_skipped = 0; ///< records the feed never read (window moved on), since Clear
     bool m_paused = false;
     bool m_follow = true;
 };
