@@ -134,7 +134,18 @@ void demoTraffic(ServerController& server, double seconds) {
     o.rate = 30;
     o.duration = std::chrono::milliseconds(qint64(seconds * 1000));
     o.stopGrace = std::chrono::seconds(1);
+    // Some of it over HTTP/2 (h2c with prior knowledge on the same listener), at the same time.
+    load::Options h2 = o;
+    h2.requests = {o.requests[1], o.requests[3], o.requests[4]};
+    h2.protocol = load::Protocol::Http2;
+    h2.streams = 2;
+    h2.connections = 1;
+    h2.rate = 8;
+    QThread* second = QThread::create([h2] { load::run(h2); });
+    second->start();
     runLoad(o);
+    second->wait();
+    delete second;
 }
 
 // Selects the last shown /api/todos GET (a JSON body, a full timeline), else the last row.
