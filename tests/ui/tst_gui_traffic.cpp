@@ -3,6 +3,7 @@
 // inspector shows headers, body and the timeline of a real exchange, copy as curl, resend and
 // edit-and-resend with their comparison, HAR export, the row bound and follow-the-bottom scrolling.
 #include "inspector/bodyview.h"
+#include "inspector/editresenddialog.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/timelinewidget.h"
 #include "servercontroller.h"
@@ -13,12 +14,18 @@
 #include <portico/load/runner.h>
 
 #include <QApplication>
+#include <QBuffer>
 #include <QClipboard>
+#include <QComboBox>
+#include <QDialogButtonBox>
 #include <QFile>
+#include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
 #include <QScrollBar>
 #include <QTableView>
 #include <QTableWidget>
@@ -306,6 +313,76 @@ private slots:
         QCOMPARE(page.model()->rowAt(0)->durationNs, e->durationNs());
         QCOMPARE(page.model()->data(page.model()->index(0, TrafficModel::Duration)).toString(),
                  ui::formatDuration(e->durationNs()));
+    }
+
+    // The dialog's edits become replay overrides: removed headers are sent empty (dropped by
+    // replay), changed and new ones replace them; a line without ':' disables Send. Sent for real.
+    void editAndResendDialogBuildsTheRequest() {
+        TrafficPage page(m_server.get());
+        send("/echo", 1, {{"X-Test", "a"}, {"X-Gone", "1"}});
+        feed(page, 1);
+        page.selectRow(0);
+        const capture::Exchange original = *page.inspector()->exchange();
+        ui::EditResendDialog dialog(original);
+        auto headers = dialog.findChild<QPlainTextEdit*>("editHeaders");
+        QVERIFY(headers->toPlainText().contains("X-Gone: 1"));
+        headers->setPlainText("X-Test: c\nnot a header");
+        QPushButton* sendButton = nullptr;
+        for (auto* b : dialog.findChildren<QPushButton*>())
+            if (b->text() == "Send") sendButton = b;
+        QVERIFY(sendButton);
+        QVERIFY(!sendButton->isEnabled());
+        QVERIFY(dialog.findChild<QLabel*>("editError")->text().contains("line 2"));
+        headers->setPlainText("X-Test: c\nX-New: 2");
+        QVERIFY(sendButton->isEnabled());
+        dialog.findChild<QComboBox*>("editMethod")->setCurrentText("PUT");
+        dialog.findChild<QPlainTextEdit*>("editBody")->setPlainText("payload");
+        const capture::ReplayOptions o = dialog.options();
+        QCOMPARE(o.method.value_or(""), std::string("PUT"));
+        QCOMPARE(o.body.value_or(""), std::string("payload"));
+        auto value = [&o](const std::string& name) -> std::optional<std::string> {
+            std::optional<std::string> v;
+            for (const auto& h : o.headers)
+                if (QString::fromStdString(h.name).compare(QString::fromStdString(name),
+                                                           Qt::CaseInsensitive) == 0)
+                    v = h.value;
+            return v;
+        };
+        QCOMPARE(value("X-Gone").value_or("?"), std::string(""));
+        QCOMPARE(value("X-Test").value_or("?"), std::string("c"));
+        QCOMPARE(value("X-New").value_or("?"), std::string("2"));
+
+        QSignalSpy finished(page.inspector(), &InspectorWidget::resendFinished);
+        QVERIFY(page.inspector()->resendWith(o));
+        QVERIFY(finished.wait(10000));
+        const auto& r = *page.inspector()->lastResend();
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.exchange.method, std::string("PUT"));
+        QCOMPARE(r.exchange.responseBody, std::string("x=c"));
+        QVERIFY(!r.exchange.requestHeader("x-new").empty());
+        QVERIFY(r.exchange.requestHeader("x-gone").empty());
+    }
+
+    void bodyViewPicksTheModeFromTheContentType() {
+        QImage image(3, 2, QImage::Format_RGB32);
+        image.fill(Qt::red);
+        QByteArray png;
+        QBuffer buffer(&png);
+        buffer.open(QIODevice::WriteOnly);
+        QVERIFY(image.save(&buffer, "PNG"));
+        ui::BodyView view;
+        view.setBody(png.toStdString(), std::uint64_t(png.size()), "image/png");
+        QCOMPARE(view.effectiveMode(), ui::BodyView::Image);
+        QVERIFY(view.findChild<QLabel*>("bodyInfo")->text().contains("3×2"));
+        view.setBody("{\"a\":[1]}", 9, "application/json; charset=utf-8");
+        QCOMPARE(view.effectiveMode(), ui::BodyView::Json);
+        QCOMPARE(view.shownText(), QString("{\n    \"a\": [\n        1\n    ]\n}\n"));
+        view.setBody("{\"a\":[1", 40, "application/json"); // a prefix: not complete JSON
+        QCOMPARE(view.effectiveMode(), ui::BodyView::Text);
+        view.setBody(std::string("\x00\x01\x02", 3), 3, "application/octet-stream");
+        QCOMPARE(view.effectiveMode(), ui::BodyView::Hex);
+        QVERIFY(view.shownText().startsWith("00000000  00 01 02"));
+        QVERIFY(view.findChild<QLabel*>("bodyInfo")->text().contains("3 bytes"));
     }
 
     void exportsHar() {

@@ -119,7 +119,7 @@ void BodyView::render() {
     const Mode asked = static_cast<Mode>(std::max(0, m_mode->currentIndex()));
     m_effective = asked == Auto ? autoMode(m_bytes, m_contentType) : asked;
     QString info = m_fullSize == m_bytes.size()
-                       ? tr("%n byte(s)", nullptr, int(m_fullSize))
+                       ? (m_fullSize == 1 ? tr("1 byte") : tr("%1 bytes").arg(qulonglong(m_fullSize)))
                        : tr("first %1 of %2 bytes").arg(m_bytes.size()).arg(qulonglong(m_fullSize));
     if (!m_contentType.isEmpty()) info += QStringLiteral(" · ") + m_contentType;
     if (m_bytes.empty()) info = m_fullSize ? tr("%1 bytes, none captured").arg(m_fullSize) : tr("no body");

@@ -342,13 +342,15 @@ void InspectorWidget::showCompare() {
         return;
     }
     const auto& n = r.exchange;
-    m_compareSummary->setText(tr("Resent to %1: %2 in %3 · %4")
-                                  .arg(resendTarget())
-                                  .arg(n.status)
-                                  .arg(formatDuration(n.durationNs()),
-                                       r.differences.empty()
-                                           ? tr("same status, headers and body")
-                                           : tr("%n difference(s)", nullptr, int(r.differences.size()))));
+    m_compareSummary->setText(
+        tr("Resent to %1: %2 in %3 · %4")
+            .arg(resendTarget())
+            .arg(n.status)
+            .arg(formatDuration(n.durationNs()),
+                 r.differences.empty()
+                     ? tr("same status, headers and body")
+                     : (r.differences.size() == 1 ? tr("1 difference")
+                                                  : tr("%1 differences").arg(r.differences.size()))));
     m_compare->setRowCount(int(r.differences.size()));
     for (int i = 0; i < int(r.differences.size()); ++i) {
         const auto& d = r.differences[std::size_t(i)];

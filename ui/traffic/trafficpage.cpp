@@ -369,7 +369,8 @@ void TrafficPage::exportHarDialog() {
     if (n < 0)
         emit notice(tr("Cannot write %1: %2").arg(path, error));
     else
-        emit notice(tr("Wrote %n exchange(s) to %1", nullptr, n).arg(path));
+        emit notice((n == 1 ? tr("Wrote 1 exchange to %1").arg(path)
+                            : tr("Wrote %1 exchanges to %2").arg(n).arg(path)));
 }
 
 } // namespace portico::ui
