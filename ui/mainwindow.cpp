@@ -24,6 +24,8 @@
 #include <QTabWidget>
 #include <QTimer>
 
+#include <algorithm>
+
 namespace portico::ui {
 
 MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(parent), m_server(server) {
@@ -125,7 +127,7 @@ bool MainWindow::showTab(const QString& name) {
         m_tabs->setCurrentWidget(m_traffic);
     else if (n == "inspector") {
         m_tabs->setCurrentWidget(m_traffic);
-        const int total = m_traffic->splitter()->height();
+        const int total = std::max(m_traffic->splitter()->height(), 600); // not laid out before show()
         m_traffic->splitter()->setSizes({total / 3, total - total / 3});
     } else if (n == "load" || n == "loadtest" || n == "load-test")
         m_tabs->setCurrentWidget(m_load);
