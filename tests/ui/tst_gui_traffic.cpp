@@ -27,6 +27,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -361,6 +362,36 @@ private slots:
         QCOMPARE(r.exchange.responseBody, std::string("x=c"));
         QVERIFY(!r.exchange.requestHeader("x-new").empty());
         QVERIFY(r.exchange.requestHeader("x-gone").empty());
+    }
+
+    // WebSocket records carry messages (the ws capture fills them); the tab appears only then.
+    void inspectorListsWebSocketMessages() {
+        InspectorWidget inspector(m_server.get());
+        capture::Exchange e;
+        e.id = 7;
+        e.protocol = capture::Protocol::WebSocket;
+        e.method = "GET";
+        e.target = "/ws";
+        e.status = 101;
+        e.set(capture::Phase::RequestHeaders, 1'000'000);
+        e.messages.push_back({3'000'000, true, 1, "hello", 5});
+        e.messages.push_back({4'500'000, false, 2, std::string("\x01\x02", 2), 300});
+        inspector.showExchange(e);
+        auto table = inspector.findChild<QTableWidget*>("inspectorMessages");
+        QTabWidget* tabs = inspector.tabs();
+        QVERIFY(tabs->isTabVisible(tabs->indexOf(table)));
+        QCOMPARE(tabs->tabText(tabs->indexOf(table)), QString("Messages (2)"));
+        QCOMPARE(table->rowCount(), 2);
+        QCOMPARE(table->item(0, 0)->text(), QString("2.00 ms"));
+        QVERIFY(table->item(0, 1)->text().contains("client"));
+        QCOMPARE(table->item(0, 2)->text(), QString("text"));
+        QCOMPARE(table->item(0, 4)->text(), QString("hello"));
+        QCOMPARE(table->item(1, 2)->text(), QString("binary"));
+        QCOMPARE(table->item(1, 3)->text(), QString("300 B"));
+        QVERIFY(table->item(1, 4)->text().contains("01 02") && table->item(1, 4)->text().endsWith("…"));
+        e.messages.clear();
+        inspector.showExchange(e);
+        QVERIFY(!tabs->isTabVisible(tabs->indexOf(table)));
     }
 
     void bodyViewPicksTheModeFromTheContentType() {
