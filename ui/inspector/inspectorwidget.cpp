@@ -39,6 +39,8 @@ QString opcodeName(std::uint8_t op) {
         return QStringLiteral("ping");
     case 10:
         return QStringLiteral("pong");
+    case 0:
+        return QStringLiteral("room event"); // not an RFC 6455 opcode: the ws capture's join/leave marker
     default:
         return QString::number(op);
     }

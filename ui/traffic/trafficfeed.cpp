@@ -3,6 +3,8 @@
 
 #include <portico/engine/engine.h>
 
+#include <algorithm>
+
 #include <QThread>
 #include <QTimer>
 
@@ -83,16 +85,18 @@ void TrafficFeed::fetchNow() {
             m_incomplete.clear();
             batch.reset = true;
         }
-        // Responses still being written when their record was published (mock latency, a
-        // blocked write) are re-read until the engine has completed them.
-        for (std::size_t i = 0; i < kIncompletePerRead && i < m_incomplete.size();) {
-            auto e = m_engine->exchange(m_incomplete[i]);
-            if (!e || !(e->flags & capture::kIncomplete)) {
-                if (e) batch.completed.push_back(TrafficRow::from(*e));
-                m_incomplete.erase(m_incomplete.begin() + std::ptrdiff_t(i));
-            } else {
-                ++i;
-            }
+        // Records published before their end (mock latency, a blocked write, a WebSocket session
+        // until it closes) are re-read until the engine has completed them, round-robin so that
+        // long-lived ones do not starve the others.
+        for (std::size_t n = std::min(kIncompletePerRead, m_incomplete.size()); n > 0; --n) {
+            const std::uint64_t id = m_incomplete.front();
+            m_incomplete.pop_front();
+            auto e = m_engine->exchange(id);
+            if (!e) continue; // left the window
+            if (e->flags & capture::kIncomplete)
+                m_incomplete.push_back(id);
+            else
+                batch.completed.push_back(TrafficRow::from(*e));
         }
         // Small reads: the engine holds its mutex while the collector decodes them, and the UI
         // thread takes that mutex too (counters, one exchange for the inspector).
