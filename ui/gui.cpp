@@ -1,18 +1,24 @@
 // runGui: QApplication setup, the project to open (last one, or a copy of the demo), screenshots.
 #include "gui.h"
 
+#include "inspector/inspectorwidget.h"
+#include "inspector/timelinewidget.h"
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
 #include "mainwindow.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
+#include "traffic/trafficmodel.h"
+#include "traffic/trafficpage.h"
 
 #include <portico/engine/engine.h>
+#include <portico/load/runner.h>
 
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
 #include <QDirIterator>
+#include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFile>
 #include <QFileInfo>
@@ -21,11 +27,18 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QTimer>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
+
+#include <unistd.h>
 
 namespace portico::ui {
 
@@ -61,14 +74,114 @@ void waitMs(int ms) {
     loop.exec();
 }
 
+// Capture on for this session only (the project file is not touched).
+bool captureInMemory(ServerController& server) {
+    const auto cfg = server.config();
+    if (!cfg) return false;
+    if (cfg->capture.enabled) return true;
+    auto next = std::make_shared<config::Config>(*cfg);
+    next->capture.enabled = true;
+    QString error;
+    if (!server.apply(next, &error, false)) {
+        std::fprintf(stderr, "portico: cannot turn capture on: %s\n", qPrintable(error));
+        return false;
+    }
+    return true;
+}
+
+// Runs `options` on a worker thread while the event loop keeps turning; returns its result.
+std::shared_ptr<load::Result> runLoad(const load::Options& options) {
+    auto result = std::make_shared<load::Result>();
+    QThread* thread = QThread::create([options, result] { *result = load::run(options); });
+    QEventLoop loop;
+    QObject::connect(thread, &QThread::finished, &loop, &QEventLoop::quit);
+    thread->start();
+    loop.exec();
+    thread->wait();
+    delete thread;
+    return result;
+}
+
+// A bounded mix of real requests on loopback (pages, JSON, an image, a redirect, 404s, a 405, a
+// slow mock), at a readable rate, so the Traffic table and the inspector have something to show.
+void demoTraffic(ServerController& server, double seconds) {
+    QString base = server.firstHttpUrl();
+    if (base.isEmpty()) return;
+    load::Options o;
+    auto add = [&](const char* path, const char* method, unsigned weight) {
+        load::RequestSpec spec;
+        spec.url = (base + QString::fromLatin1(path).mid(1)).toStdString();
+        spec.method = method;
+        spec.weight = weight;
+        spec.headers.push_back({"User-Agent", "portico-demo/1.0"});
+        spec.headers.push_back({"Accept", QByteArray(path).startsWith("/api") ? "application/json" : "*/*"});
+        if (spec.method == "POST") {
+            spec.body = R"({"title":"water the plants"})";
+            spec.headers.push_back({"Content-Type", "application/json"});
+        }
+        o.requests.push_back(spec);
+    };
+    add("/", "GET", 3);
+    add("/style.css", "GET", 2);
+    add("/images/pattern.png", "GET", 2);
+    add("/api/hello/portico", "GET", 4);
+    add("/api/todos", "GET", 4);
+    add("/api/todos", "POST", 1);
+    add("/old-home", "GET", 1);
+    add("/missing", "GET", 1);
+    add("/api/slow", "GET", 1);
+    o.connections = 4;
+    o.rate = 30;
+    o.duration = std::chrono::milliseconds(qint64(seconds * 1000));
+    o.stopGrace = std::chrono::seconds(1);
+    // Some of it over HTTP/2 (h2c with prior knowledge on the same listener), at the same time.
+    load::Options h2 = o;
+    h2.requests = {o.requests[1], o.requests[3], o.requests[4]};
+    h2.protocol = load::Protocol::Http2;
+    h2.streams = 2;
+    h2.connections = 1;
+    h2.rate = 8;
+    QThread* second = QThread::create([h2] { load::run(h2); });
+    second->start();
+    runLoad(o);
+    second->wait();
+    delete second;
+}
+
+// Selects the last shown /api/todos GET (a JSON body, a full timeline), else the last row.
+void selectDemoRow(TrafficPage* traffic) {
+    TrafficModel* model = traffic->model();
+    for (int row = model->rowCount() - 1; row >= 0; --row) {
+        const TrafficRow* r = model->rowAt(row);
+        if (r && r->target == "/api/todos" && r->method == "GET" && r->status == 200) {
+            traffic->selectRow(row);
+            return;
+        }
+    }
+    traffic->selectRow(-1);
+}
+
 int screenshot(MainWindow& window, ServerController& server, const GuiOptions& options) {
     window.resize(1280, 800);
     window.show();
     waitMs(200);
     const QString tab = QString::fromStdString(options.tab).toLower();
+    const bool trafficTab = tab == "traffic" || tab == "inspector";
     double seconds = options.demoTraffic;
-    if (seconds <= 0 && (tab.startsWith("load") || tab == "latency")) seconds = 2;
-    if (seconds > 0) {
+    if (seconds <= 0 && (tab.startsWith("load") || tab == "latency" || trafficTab)) seconds = 2;
+    if (seconds > 0 && trafficTab) {
+        if (!captureInMemory(server)) return 1;
+        window.showTab(tab);
+        demoTraffic(server, seconds);
+        server.engine().flushCapture();
+        waitMs(150);
+        window.trafficPage()->poll();
+        selectDemoRow(window.trafficPage());
+        if (tab == "inspector") {
+            auto tabs = window.trafficPage()->inspector()->tabs();
+            tabs->setCurrentIndex(tabs->indexOf(window.trafficPage()->inspector()->timelinePage()));
+        }
+    } else if (seconds > 0) {
         LoadTestPage* load = window.loadTestPage();
         load->findChild<QLineEdit*>("loadUrl")->setText(server.firstHttpUrl() + "api/hello/portico");
         load->findChild<QLineEdit*>("loadDuration")->setText(QString("%1ms").arg(qint64(seconds * 1000)));
@@ -87,7 +200,8 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
         }
     }
     if (!tab.isEmpty() && !window.showTab(tab)) {
-        std::fprintf(stderr, "portico: no tab '%s' (sites, load, latency)\n", options.tab.c_str());
+        std::fprintf(stderr, "portico: no tab '%s' (sites, traffic, inspector, load, latency)\n",
+                     options.tab.c_str());
         return 2;
     }
     if (tab.isEmpty() || tab == "sites") window.sitesPage()->select(0, 0);
@@ -101,10 +215,104 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
     return 0;
 }
 
+// CPU time of the calling thread (user + system), ms; Linux /proc, -1 elsewhere.
+double threadCpuMs() {
+    QFile f(QStringLiteral("/proc/thread-self/stat"));
+    if (!f.open(QIODevice::ReadOnly)) return -1;
+    const QByteArray line = f.readAll();
+    const QList<QByteArray> fields = line.mid(line.lastIndexOf(')') + 2).split(' ');
+    if (fields.size() < 13) return -1;
+    const double ticks = fields[11].toDouble() + fields[12].toDouble(); // utime, stime (fields 14, 15)
+    return ticks * 1000.0 / double(sysconf(_SC_CLK_TCK));
+}
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const auto i = std::size_t(std::clamp(p / 100.0 * double(v.size() - 1), 0.0, double(v.size() - 1)));
+    return v[i];
+}
+
+// Lateness of a 10 ms precise timer over `ms` milliseconds of event loop, in ms.
+std::vector<double> timerLateness(int ms) {
+    std::vector<double> late;
+    QElapsedTimer clock;
+    QTimer timer;
+    timer.setTimerType(Qt::PreciseTimer);
+    timer.setInterval(10);
+    qint64 last = 0;
+    QObject::connect(&timer, &QTimer::timeout, [&] {
+        const qint64 now = clock.nsecsElapsed();
+        late.push_back(std::max(0.0, double(now - last) / 1e6 - 10.0));
+        last = now;
+    });
+    QEventLoop loop;
+    QTimer::singleShot(ms, &loop, &QEventLoop::quit);
+    clock.start();
+    timer.start();
+    loop.exec();
+    return late;
+}
+
+void printLateness(const char* label, const std::vector<double>& late) {
+    std::printf("%-28s ticks %6zu  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms\n", label, late.size(),
+                percentile(late, 50), percentile(late, 99),
+                late.empty() ? 0.0 : *std::max_element(late.begin(), late.end()));
+}
+
+// The window on the Traffic tab with capture on (the worst case for the UI thread: every exchange
+// comes through the 30 Hz feed), a 10 ms timer, and the load generator at full speed.
+int measureResponsiveness(MainWindow& window, ServerController& server, double seconds) {
+    window.resize(1280, 800);
+    window.show();
+    if (qEnvironmentVariableIsEmpty("PORTICO_MEASURE_NO_CAPTURE") && !captureInMemory(server)) return 1;
+    window.showTab(qEnvironmentVariable("PORTICO_MEASURE_TAB", "traffic"));
+    waitMs(300);
+    printLateness("idle (2 s)", timerLateness(2000));
+
+    load::Options o;
+    load::RequestSpec spec;
+    spec.url = (server.firstHttpUrl() + "api/hello/portico").toStdString();
+    o.requests.push_back(spec);
+    o.connections = 32;
+    o.threads = 1;
+    o.duration = std::chrono::milliseconds(qint64(seconds * 1000));
+    auto result = std::make_shared<load::Result>();
+    const std::uint64_t before = server.counters().requests;
+    const double cpuBefore = threadCpuMs();
+    QElapsedTimer wall;
+    wall.start();
+    QThread* thread = QThread::create([o, result] { *result = load::run(o); });
+    thread->start();
+    std::vector<double> late;
+    while (!thread->isFinished()) {
+        auto part = timerLateness(500);
+        late.insert(late.end(), part.begin(), part.end());
+    }
+    thread->wait();
+    delete thread;
+    const double cpu = threadCpuMs() - cpuBefore;
+    const double wallMs = double(wall.elapsed());
+    const std::uint64_t served = server.counters().requests - before;
+    char label[64];
+    std::snprintf(label, sizeof label, "under load (%.0f s)", seconds);
+    printLateness(label, late);
+    std::printf("UI thread CPU: %.0f ms over %.0f ms (%.1f%%)\n", cpu, wallMs, 100.0 * cpu / wallMs);
+    std::printf(
+        "load: %llu requests served, %.0f req/s; table rows %d (skipped %llu); records captured %llu, "
+        "dropped %llu\n",
+        static_cast<unsigned long long>(served), double(served) / seconds,
+        window.trafficPage()->model()->rowCount(),
+        static_cast<unsigned long long>(window.trafficPage()->skipped()),
+        static_cast<unsigned long long>(server.engine().capturedRecords()),
+        static_cast<unsigned long long>(server.engine().droppedRecords()));
+    return 0;
+}
+
 } // namespace
 
 int runGui(int argc, char** argv, const GuiOptions& options) {
-    const bool shot = !options.screenshot.empty();
+    const bool shot = !options.screenshot.empty() || options.measureResponsiveness > 0;
     if (shot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
         qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
@@ -138,6 +346,8 @@ int runGui(int argc, char** argv, const GuiOptions& options) {
     if (!shot) settings.setValue("lastProject", QFileInfo(project).absoluteFilePath());
 
     MainWindow window(&server);
+    if (options.measureResponsiveness > 0)
+        return measureResponsiveness(window, server, options.measureResponsiveness);
     if (shot) return screenshot(window, server, options);
     if (!options.tab.empty()) window.showTab(QString::fromStdString(options.tab));
     window.show();

@@ -10,11 +10,16 @@ struct GuiOptions {
     std::string project;
     /// Render the window to this PNG and exit (offscreen when there is no display).
     std::string screenshot;
-    /// The tab to show: "sites", "load" or "latency".
+    /// The tab to show: "sites", "traffic", "inspector", "load" or "latency".
     std::string tab;
-    /// Before the screenshot, run a load test of this many seconds against the server (0: none;
-    /// the load and latency tabs get a 2 s run if none is asked for).
+    /// Before the screenshot, serve this many seconds of generated traffic (0: none; the load and
+    /// latency tabs get a 2 s load test and the traffic and inspector tabs 2 s of mixed demo
+    /// requests if none is asked for).
     double demoTraffic = 0;
+    /// > 0: measure the event loop's responsiveness (lateness of a 10 ms timer) while the load
+    /// generator drives the in-process server at full speed for this many seconds, print
+    /// p50/p99/max and exit.
+    double measureResponsiveness = 0;
 };
 
 /// Runs the Qt application until the window closes; returns the exit code.

@@ -1,10 +1,13 @@
-// MainWindow: tabs, menus and shortcuts, drag and drop of folders, listener URLs and request rate.
+// MainWindow: tabs, menus and shortcuts, drag and drop of folders, listener URLs, request rate and
+// capture state.
 #include "mainwindow.h"
 
+#include "inspector/inspectorwidget.h"
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
+#include "traffic/trafficpage.h"
 
 #include <QCloseEvent>
 #include <QDateTime>
@@ -16,9 +19,12 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QSettings>
+#include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
+
+#include <algorithm>
 
 namespace portico::ui {
 
@@ -29,13 +35,17 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_tabs->setDocumentMode(true);
     m_sites = new SitesPage(server);
     m_load = new LoadTestPage(server);
+    m_traffic = new TrafficPage(server);
     m_latency = new LatencyPage;
     m_tabs->addTab(m_sites, tr("Sites"));
+    m_tabs->addTab(m_traffic, tr("Traffic"));
     m_tabs->addTab(m_load, tr("Load test"));
     m_tabs->addTab(m_latency, tr("Latency"));
     setCentralWidget(m_tabs);
     connect(m_load, &LoadTestPage::runFinished, m_latency, &LatencyPage::addRun);
     connect(m_sites, &SitesPage::notice, this,
+            [this](const QString& text) { statusBar()->showMessage(text, 8000); });
+    connect(m_traffic, &TrafficPage::notice, this,
             [this](const QString& text) { statusBar()->showMessage(text, 8000); });
 
     m_listeners = new QLabel;
@@ -46,8 +56,8 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_rate->setObjectName("statusRate");
     m_capture = new QLabel;
     m_capture->setObjectName("statusCapture");
-    m_capture->setToolTip(tr("Exchanges recorded by the server (`capture:` in the config); the Traffic "
-                             "view that lists them is not in this version yet"));
+    m_capture->setToolTip(tr("Exchanges recorded by the server (`capture:` in the config), listed in the "
+                             "Traffic tab"));
     statusBar()->addPermanentWidget(m_listeners);
     statusBar()->addPermanentWidget(m_rate);
     statusBar()->addPermanentWidget(m_capture);
@@ -62,6 +72,9 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
 
     QSettings settings;
     if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1280, 800);
+    m_traffic->splitter()->restoreState(settings.value("window/trafficSplitter").toByteArray());
+    connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::updateContextShortcuts);
+    updateContextShortcuts();
 }
 
 void MainWindow::buildMenus() {
@@ -73,13 +86,31 @@ void MainWindow::buildMenus() {
     updateRecentMenu();
     file->addSeparator();
     file->addAction(tr("&Apply and save"), QKeySequence::Save, m_sites, &SitesPage::apply);
-    file->addAction(tr("&Revert"), QKeySequence(Qt::CTRL | Qt::Key_R), m_sites, &SitesPage::revert);
+    m_revert =
+        file->addAction(tr("&Revert"), QKeySequence(Qt::CTRL | Qt::Key_R), m_sites, &SitesPage::revert);
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < m_tabs->count(); ++i)
         view->addAction(m_tabs->tabText(i), QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
                         [this, i] { m_tabs->setCurrentIndex(i); });
+    QMenu* traffic = menuBar()->addMenu(tr("&Traffic"));
+    auto showTraffic = [this] { m_tabs->setCurrentWidget(m_traffic); };
+    traffic->addAction(tr("&Filter"), QKeySequence::Find, this, [this, showTraffic] {
+        showTraffic();
+        m_traffic->focusFilter();
+    });
+    traffic->addAction(tr("&Pause / resume"), QKeySequence(Qt::CTRL | Qt::Key_P), m_traffic,
+                       &TrafficPage::togglePause);
+    traffic->addAction(tr("&Clear"), QKeySequence(Qt::CTRL | Qt::Key_L), m_traffic, &TrafficPage::clearRows);
+    traffic->addSeparator();
+    InspectorWidget* inspector = m_traffic->inspector();
+    traffic->addAction(tr("Copy as c&url"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), inspector,
+                       &InspectorWidget::copyAsCurl);
+    m_resend = traffic->addAction(tr("&Resend"), inspector, &InspectorWidget::resend);
+    traffic->addAction(tr("&Edit and resend…"), inspector, &InspectorWidget::editAndResend);
+    traffic->addAction(tr("Export &HAR…"), QKeySequence(Qt::CTRL | Qt::Key_E), m_traffic,
+                       &TrafficPage::exportHarDialog);
     QMenu* load = menuBar()->addMenu(tr("&Load test"));
     load->addAction(tr("&Start"), QKeySequence(Qt::CTRL | Qt::Key_T), this, [this] {
         m_tabs->setCurrentWidget(m_load);
@@ -92,13 +123,27 @@ bool MainWindow::showTab(const QString& name) {
     const QString n = name.toLower();
     if (n == "sites")
         m_tabs->setCurrentWidget(m_sites);
-    else if (n == "load" || n == "loadtest" || n == "load-test")
+    else if (n == "traffic")
+        m_tabs->setCurrentWidget(m_traffic);
+    else if (n == "inspector") {
+        m_tabs->setCurrentWidget(m_traffic);
+        const int total = std::max(m_traffic->splitter()->height(), 600); // not laid out before show()
+        m_traffic->splitter()->setSizes({total / 3, total - total / 3});
+    } else if (n == "load" || n == "loadtest" || n == "load-test")
         m_tabs->setCurrentWidget(m_load);
     else if (n == "latency")
         m_tabs->setCurrentWidget(m_latency);
     else
         return false;
     return true;
+}
+
+// Ctrl+R reverts on the Sites tab and resends on the Traffic tab.
+void MainWindow::updateContextShortcuts() {
+    const bool traffic = m_tabs->currentWidget() == m_traffic;
+    const QKeySequence ctrlR(Qt::CTRL | Qt::Key_R);
+    m_revert->setShortcut(traffic ? QKeySequence() : ctrlR);
+    m_resend->setShortcut(traffic ? ctrlR : QKeySequence());
 }
 
 void MainWindow::openProject() {
@@ -146,26 +191,26 @@ void MainWindow::updateListeners() {
 }
 
 void MainWindow::updateRate() {
-    const auto c = m_server->counters();
+    const auto c = m_server->live();
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
-    const double rate = m_lastMs ? double(c.requests - m_lastRequests) * 1000.0 / double(now - m_lastMs) : 0;
+    const double rate = m_lastMs && c.requests >= m_lastRequests
+                            ? double(c.requests - m_lastRequests) * 1000.0 / double(now - m_lastMs)
+                            : 0;
     m_lastMs = now;
     m_lastRequests = c.requests;
     m_rate->setText(tr("%1 req/s · %2 requests · %3 open")
                         .arg(QLocale().toString(rate, 'f', 0), QLocale().toString(qulonglong(c.requests)))
                         .arg(c.connectionsOpen));
-    auto& engine = m_server->engine();
-    const auto cfg = engine.config();
+    const auto cfg = m_server->config();
     if (!cfg || !cfg->capture.enabled) {
         m_capture->setText(tr("capture: off"));
     } else {
-        const auto dropped = engine.droppedRecords();
         m_capture->setText(
-            dropped
+            c.droppedRecords
                 ? tr("capture: %1 recorded, %2 dropped")
-                      .arg(QLocale().toString(qulonglong(engine.capturedRecords())),
-                           QLocale().toString(qulonglong(dropped)))
-                : tr("capture: %1 recorded").arg(QLocale().toString(qulonglong(engine.capturedRecords()))));
+                      .arg(QLocale().toString(qulonglong(c.capturedRecords)),
+                           QLocale().toString(qulonglong(c.droppedRecords)))
+                : tr("capture: %1 recorded").arg(QLocale().toString(qulonglong(c.capturedRecords))));
     }
 }
 
@@ -198,7 +243,9 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         }
     }
     if (m_load->isRunning()) m_load->stop();
-    QSettings().setValue("window/geometry", saveGeometry());
+    QSettings settings;
+    settings.setValue("window/geometry", saveGeometry());
+    settings.setValue("window/trafficSplitter", m_traffic->splitter()->saveState());
     event->accept();
 }
 

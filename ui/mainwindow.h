@@ -1,4 +1,4 @@
-// The main window: Sites, Load test and Latency tabs over one in-process server, and a status bar.
+// The main window: Sites, Traffic, Load test and Latency tabs over one in-process server, and a status bar.
 #pragma once
 
 #include <QMainWindow>
@@ -13,6 +13,7 @@ class LatencyPage;
 class LoadTestPage;
 class ServerController;
 class SitesPage;
+class TrafficPage;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -21,9 +22,11 @@ public:
     explicit MainWindow(ServerController* server, QWidget* parent = nullptr);
 
     SitesPage* sitesPage() const { return m_sites; }
+    TrafficPage* trafficPage() const { return m_traffic; }
     LoadTestPage* loadTestPage() const { return m_load; }
     LatencyPage* latencyPage() const { return m_latency; }
-    /// Shows the tab called `name` ("sites", "load", "latency"); false if there is none.
+    /// Shows the tab called `name` ("sites", "traffic", "inspector", "load", "latency"); false if there
+    /// is none ("inspector" is the Traffic tab with the inspector given most of the height).
     bool showTab(const QString& name);
 
 protected:
@@ -39,10 +42,12 @@ private:
     void updateListeners();
     void updateRate();
     void updateRecentMenu();
+    void updateContextShortcuts();
 
     ServerController* m_server;
     QTabWidget* m_tabs = nullptr;
     SitesPage* m_sites = nullptr;
+    TrafficPage* m_traffic = nullptr;
     LoadTestPage* m_load = nullptr;
     LatencyPage* m_latency = nullptr;
     QLabel* m_listeners = nullptr;
@@ -50,6 +55,8 @@ private:
     QLabel* m_capture = nullptr;
     QTimer* m_rateTimer = nullptr;
     QMenu* m_recent = nullptr;
+    QAction* m_revert = nullptr;
+    QAction* m_resend = nullptr;
     std::uint64_t m_lastRequests = 0;
     qint64 m_lastMs = 0;
 };

@@ -18,9 +18,40 @@ ServerController::ServerController(QObject* parent)
     // wait a moment so a half-written file is not read.
     connect(m_watcher, &QFileSystemWatcher::fileChanged, this,
             [this] { QTimer::singleShot(100, this, &ServerController::onFileChanged); });
+    m_sampler = std::thread([this] {
+        std::unique_lock lock(m_samplerMutex);
+        while (!m_samplerStop) {
+            lock.unlock();
+            sample();
+            lock.lock();
+            m_samplerWake.wait_for(lock, std::chrono::milliseconds(kSampleMs),
+                                   [this] { return m_samplerStop; });
+        }
+    });
 }
 
-ServerController::~ServerController() { stop(); }
+ServerController::~ServerController() {
+    {
+        std::lock_guard lock(m_samplerMutex);
+        m_samplerStop = true;
+    }
+    m_samplerWake.notify_all();
+    m_sampler.join();
+    stop();
+}
+
+void ServerController::sample() {
+    const auto c = m_engine.counters();
+    m_liveRequests.store(c.requests, std::memory_order_relaxed);
+    m_liveOpen.store(c.connectionsOpen, std::memory_order_relaxed);
+    m_liveCaptured.store(m_engine.capturedRecords(), std::memory_order_relaxed);
+    m_liveDropped.store(m_engine.droppedRecords(), std::memory_order_relaxed);
+}
+
+LiveStats ServerController::live() const {
+    return {m_liveRequests.load(std::memory_order_relaxed), m_liveOpen.load(std::memory_order_relaxed),
+            m_liveCaptured.load(std::memory_order_relaxed), m_liveDropped.load(std::memory_order_relaxed)};
+}
 
 QString ServerController::baseDir() const {
     if (!m_configPath.isEmpty()) return QFileInfo(m_configPath).absolutePath();
@@ -73,14 +104,14 @@ bool ServerController::open(const QString& path, QString* error, bool movePortIf
     return true;
 }
 
-bool ServerController::apply(std::shared_ptr<const config::Config> cfg, QString* error) {
+bool ServerController::apply(std::shared_ptr<const config::Config> cfg, QString* error, bool save) {
     std::string why;
     if (!m_engine.publish(cfg, why)) {
         if (error) *error = QString::fromStdString(why);
         return false;
     }
     m_config = cfg;
-    if (!m_configPath.isEmpty()) {
+    if (save && !m_configPath.isEmpty()) {
         const std::string text = config::configToYaml(*cfg, baseDir().toStdString());
         m_lastWritten = QByteArray::fromStdString(text);
         if (!config::saveConfigFile(*cfg, m_configPath.toStdString(), why)) {

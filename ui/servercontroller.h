@@ -8,11 +8,23 @@
 #include <QString>
 #include <QStringList>
 
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 class QFileSystemWatcher;
 
 namespace portico::ui {
+
+/// Engine numbers for the UI's timers, sampled off the UI thread (see ServerController::live()).
+struct LiveStats {
+    std::uint64_t requests = 0;
+    std::uint64_t connectionsOpen = 0;
+    std::uint64_t capturedRecords = 0;
+    std::uint64_t droppedRecords = 0;
+};
 
 /// The GUI's one handle on the core. Lives on the UI thread; every call returns quickly (publish
 /// is an atomic pointer swap, counters are relaxed loads).
@@ -27,8 +39,9 @@ public:
     /// When a configured port is taken and `movePortIfTaken`, tries the next ones (in memory only).
     bool open(const QString& path, QString* error, bool movePortIfTaken = true);
 
-    /// Validated snapshot → engine (live, no restart) and, when the project has a file, → the file.
-    bool apply(std::shared_ptr<const config::Config> config, QString* error);
+    /// Validated snapshot → engine (live, no restart) and, when the project has a file and `save`,
+    /// → the file.
+    bool apply(std::shared_ptr<const config::Config> config, QString* error, bool save = true);
 
     void stop();
 
@@ -37,7 +50,12 @@ public:
     QString baseDir() const;                            ///< relative paths in the YAML resolve here
     QStringList urls() const;                           ///< the listener URLs, "http://127.0.0.1:8080/"
     QString firstHttpUrl() const;
+    /// Exact, from the engine (takes its mutex: not for timers that run during a load test).
     engine::Counters counters() const { return m_engine.counters(); }
+    /// At most kSampleMs old, never blocks: a sampler thread reads the engine so that the UI
+    /// thread never waits on the engine's mutex (held by readers that a busy machine may preempt).
+    LiveStats live() const;
+    static constexpr int kSampleMs = 33;
     engine::Engine& engine() { return m_engine; }
 
 signals:
@@ -50,7 +68,14 @@ private:
     void watch();
     void onFileChanged();
 
+    void sample();
+
     engine::Engine m_engine;
+    std::atomic<std::uint64_t> m_liveRequests{0}, m_liveOpen{0}, m_liveCaptured{0}, m_liveDropped{0};
+    std::mutex m_samplerMutex;
+    std::condition_variable m_samplerWake;
+    bool m_samplerStop = false;
+    std::thread m_sampler;
     std::shared_ptr<const config::Config> m_config;
     QString m_configPath;
     QString m_folder;

@@ -8,6 +8,8 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QDateTime>
 #include <QFontDatabase>
@@ -247,7 +249,7 @@ bool LoadTestPage::start() {
     m_thread = QThread::create([o, result, abort] { *result = load::run(o, abort); });
     m_thread->setObjectName("portico-load");
     connect(m_thread, &QThread::finished, this, &LoadTestPage::onFinished);
-    m_startRequests = m_lastRequests = m_server->counters().requests;
+    m_startRequests = m_lastRequests = m_server->live().requests;
     m_lastMs = 0;
     m_rateNow = 0;
     m_plot->graph(0)->data()->clear();
@@ -273,7 +275,8 @@ void LoadTestPage::tick() {
     const double total = double((m_running.warmup + m_running.duration).count()) / 1e6;
     double fraction = total > 0 ? now / total : 0;
     if (m_targetIsServer) {
-        const std::uint64_t requests = m_server->counters().requests;
+        // Sampled off the UI thread: the engine's mutex is busy while the server is.
+        const std::uint64_t requests = std::max(m_server->live().requests, m_lastRequests);
         if (now - m_lastMs >= 100) {
             m_rateNow = double(requests - m_lastRequests) * 1000.0 / double(now - m_lastMs);
             m_plot->graph(0)->addData(now / 1000.0, m_rateNow);

@@ -1,0 +1,491 @@
+// The Traffic tab and the inspector against a real in-process server with capture on: the model
+// fills in batches from the engine's window, the filter narrows it and reports parse errors, the
+// inspector shows headers, body and the timeline of a real exchange, copy as curl, resend and
+// edit-and-resend with their comparison, HAR export, the row bound and follow-the-bottom scrolling.
+#include "inspector/bodyview.h"
+#include "inspector/editresenddialog.h"
+#include "inspector/inspectorwidget.h"
+#include "inspector/timelinewidget.h"
+#include "servercontroller.h"
+#include "traffic/trafficmodel.h"
+#include "traffic/trafficpage.h"
+
+#include <portico/capture/replay.h>
+#include <portico/load/runner.h>
+
+#include <QApplication>
+#include <QBuffer>
+#include <QClipboard>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFile>
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QtTest>
+
+using namespace portico;
+using portico::ui::InspectorWidget;
+using portico::ui::ServerController;
+using portico::ui::TimelineWidget;
+using portico::ui::TrafficModel;
+using portico::ui::TrafficPage;
+
+class TestGuiTraffic : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    std::unique_ptr<ServerController> m_server;
+
+    // `count` real HTTP/1.1 requests from the load generator (its own threads), then the capture
+    // rings drained so the engine's window holds them all.
+    void send(const QString& path, std::uint64_t count,
+              std::vector<std::pair<std::string, std::string>> headers = {}) {
+        load::Options o;
+        load::RequestSpec spec;
+        spec.url = (m_server->firstHttpUrl() + path.mid(1)).toStdString();
+        spec.headers = std::move(headers);
+        o.requests.push_back(spec);
+        o.connections = 2;
+        o.threads = 1;
+        o.count = count;
+        const load::Result r = load::run(o);
+        QCOMPARE(r.requests.completed, count);
+        m_server->engine().flushCapture();
+    }
+
+    // Polls until the page has read `rows` rows (the feed timer runs too while QTRY waits).
+    void feed(TrafficPage& page, int rows) {
+        QTRY_VERIFY_WITH_TIMEOUT((page.poll(), int(page.model()->totalRows()) >= rows), 5000);
+        QCOMPARE(int(page.model()->totalRows()), rows);
+    }
+
+    int rowWithPath(const TrafficModel* model, const std::string& path) {
+        for (int r = model->rowCount() - 1; r >= 0; --r)
+            if (model->rowAt(r)->target == path) return r;
+        return -1;
+    }
+
+private slots:
+    void initTestCase() {
+        QFile f(m_dir.path() + "/portico.yaml");
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("listen: [127.0.0.1:0]\nworkers: 2\ncapture: true\nvhosts:\n  - routes:\n"
+                "      - path: /hello\n        name: hello\n        respond: {body: hi}\n"
+                "      - path: /json\n        respond:\n          headers: {Content-Type: application/json}\n"
+                "          body: '{\"a\":1,\"list\":[1,2]}'\n"
+                "      - path: /echo\n        respond: {body: 'x={{header.x-test}}'}\n"
+                "      - path: /slow\n        respond: {body: slow, latency: 300ms}\n");
+        f.close();
+    }
+
+    void init() {
+        m_server = std::make_unique<ServerController>();
+        QString error;
+        QVERIFY2(m_server->open(m_dir.path() + "/portico.yaml", &error, false), qPrintable(error));
+        QVERIFY(m_server->config()->capture.enabled);
+    }
+
+    void cleanup() { m_server.reset(); }
+
+    void modelInsertsInBatches() {
+        send("/hello", 120);
+        send("/nope", 30);
+        // All 150 are in the engine's window before the page reads: reads of at most 50 give
+        // exactly three inserts (one per batch, not one per row).
+        TrafficPage page(m_server.get());
+        page.setBatchLimit(50);
+        QSignalSpy inserted(page.model(), &QAbstractItemModel::rowsInserted);
+        feed(page, 150);
+        QCOMPARE(page.model()->rowCount(), 150);
+        QCOMPARE(inserted.count(), 3);
+        for (const auto& args : inserted)
+            QCOMPARE(args.at(2).toInt() - args.at(1).toInt() + 1, 50);
+
+        const TrafficModel* m = page.model();
+        const auto first = m_server->engine().exchange(m->idAt(0));
+        QVERIFY(first);
+        QCOMPARE(m->data(m->index(0, TrafficModel::Method)).toString(), QString("GET"));
+        QCOMPARE(m->data(m->index(0, TrafficModel::Path)).toString(), QString("/hello"));
+        QCOMPARE(m->data(m->index(0, TrafficModel::Status)).toInt(), 200);
+        QCOMPARE(m->data(m->index(0, TrafficModel::Protocol)).toString(), QString("HTTP/1.1"));
+        QCOMPARE(m->data(m->index(0, TrafficModel::Host)).toString(),
+                 QString::fromStdString(first->authority));
+        QCOMPARE(m->data(m->index(0, TrafficModel::Route)).toString(), QString::fromStdString(first->route));
+        QCOMPARE(m->data(m->index(0, TrafficModel::Size)).toString(), QString("2 B"));
+        QVERIFY(m->data(m->index(0, TrafficModel::Duration)).toString().endsWith(" ms"));
+        QCOMPARE(m->data(m->index(149, TrafficModel::Path)).toString(), QString("/nope"));
+        QCOMPARE(m->data(m->index(149, TrafficModel::Status)).toInt(), 404);
+        // Ids increase with the rows.
+        for (int r = 1; r < 150; ++r)
+            QVERIFY(m->idAt(r) > m->idAt(r - 1));
+    }
+
+    void filterNarrowsAndReportsErrors() {
+        TrafficPage page(m_server.get());
+        send("/hello", 40);
+        send("/nope", 12);
+        feed(page, 52);
+        page.setFilterText("status:>=400");
+        QCOMPARE(page.filterError(), QString());
+        QCOMPARE(page.model()->rowCount(), 12);
+        for (int r = 0; r < 12; ++r)
+            QCOMPARE(page.model()->data(page.model()->index(r, TrafficModel::Status)).toInt(), 404);
+        page.setFilterText("path:/hello method:GET");
+        QCOMPARE(page.model()->rowCount(), 40);
+        page.setFilterText("-path:/hello");
+        QCOMPARE(page.model()->rowCount(), 12);
+
+        page.setFilterText("stauts:>=400");
+        QVERIFY2(page.filterError().contains("unknown key"), qPrintable(page.filterError()));
+        QVERIFY(page.findChild<QLabel*>("trafficFilterError")->isVisibleTo(&page));
+        QCOMPARE(page.model()->rowCount(), 12); // the last good filter stays in force
+
+        // New rows go through the filter too.
+        page.setFilterText("status:404");
+        send("/nope", 5);
+        send("/hello", 5);
+        feed(page, 62);
+        QCOMPARE(page.model()->rowCount(), 17);
+        page.setFilterText("");
+        QCOMPARE(page.filterError(), QString());
+        QCOMPARE(page.model()->rowCount(), 62);
+    }
+
+    void inspectorShowsHeadersBodyAndTimeline() {
+        TrafficPage page(m_server.get());
+        send("/json", 3);
+        feed(page, 3);
+        page.selectRow(1);
+        const auto& shown = page.inspector()->exchange();
+        QVERIFY(shown);
+        QCOMPARE(shown->id, page.model()->idAt(1));
+        const auto e = m_server->engine().exchange(shown->id);
+        QVERIFY(e);
+
+        // Headers: request and response sections hold the exchange's fields.
+        QTreeWidget* tree = page.inspector()->headersTree();
+        QTreeWidgetItem* request = nullptr;
+        QTreeWidgetItem* response = nullptr;
+        for (int i = 0; i < tree->topLevelItemCount(); ++i) {
+            if (tree->topLevelItem(i)->text(0).startsWith("Request headers")) request = tree->topLevelItem(i);
+            if (tree->topLevelItem(i)->text(0).startsWith("Response headers"))
+                response = tree->topLevelItem(i);
+        }
+        QVERIFY(request && response);
+        QCOMPARE(request->childCount(), int(e->requestHeaders.size()));
+        QCOMPARE(response->childCount(), int(e->responseHeaders.size()));
+        auto value = [](QTreeWidgetItem* section, const QString& name) {
+            for (int i = 0; i < section->childCount(); ++i)
+                if (section->child(i)->text(0).compare(name, Qt::CaseInsensitive) == 0)
+                    return section->child(i)->text(1);
+            return QString();
+        };
+        QCOMPARE(value(request, "Host"), QString::fromStdString(e->authority));
+        QCOMPARE(value(response, "Content-Type"), QString("application/json"));
+
+        // Body: JSON, pretty-printed.
+        QCOMPARE(page.inspector()->responseBody()->effectiveMode(), ui::BodyView::Json);
+        QVERIFY(page.inspector()->responseBody()->shownText().contains("\"list\": [\n"));
+        page.inspector()->responseBody()->setMode(ui::BodyView::Hex);
+        QVERIFY(page.inspector()->responseBody()->shownText().startsWith("00000000  7b 22 61 22"));
+
+        // Timeline: one segment per phase present, ending at the phase's own timestamp.
+        const auto& segments = page.inspector()->timeline()->segments();
+        std::vector<capture::Phase> expected;
+        for (std::size_t i = 0; i < capture::kPhaseCount; ++i) {
+            const auto p = static_cast<capture::Phase>(i);
+            if (e->phases[i] < 0) continue;
+            if (e->streamId > 1 && (p == capture::Phase::Accepted || p == capture::Phase::TlsDone)) continue;
+            expected.push_back(p);
+        }
+        QCOMPARE(segments.size(), expected.size());
+        QVERIFY(segments.size() >= 4); // request headers, body done, route matched, response ...
+        for (std::size_t i = 0; i < segments.size(); ++i) {
+            QCOMPARE(segments[i].phase, expected[i]);
+            QCOMPARE(segments[i].endNs, e->at(expected[i]));
+            if (i > 0) QCOMPARE(segments[i].startNs, segments[i - 1].endNs);
+        }
+        QCOMPARE(segments.back().endNs - segments.front().startNs >= 0, true);
+        QVERIFY(!page.inspector()->timeline()->grab().isNull());
+    }
+
+    void copyAsCurlPutsTheCommandOnTheClipboard() {
+        TrafficPage page(m_server.get());
+        send("/json", 1);
+        feed(page, 1);
+        page.selectRow(0);
+        QApplication::clipboard()->clear();
+        page.inspector()->copyAsCurl();
+        const QString text = QApplication::clipboard()->text();
+        QCOMPARE(text, QString::fromStdString(capture::toCurl(*page.inspector()->exchange())));
+        QVERIFY2(text.startsWith("curl ") && text.contains(m_server->firstHttpUrl() + "json"),
+                 qPrintable(text));
+    }
+
+    void resendProducesANewExchangeAndAComparison() {
+        TrafficPage page(m_server.get());
+        send("/echo", 1, {{"X-Test", "a"}});
+        feed(page, 1);
+        page.selectRow(0);
+        const std::uint64_t originalId = page.inspector()->exchange()->id;
+        QCOMPARE(page.inspector()->exchange()->responseBody, std::string("x=a"));
+
+        // Plain resend: same answer.
+        QSignalSpy finished(page.inspector(), &InspectorWidget::resendFinished);
+        QVERIFY(page.inspector()->resend());
+        QVERIFY(finished.wait(10000));
+        QCOMPARE(finished.first().first().toBool(), true);
+        QVERIFY(page.inspector()->lastResend()->ok());
+        QCOMPARE(page.inspector()->lastResend()->exchange.status, 200);
+        QVERIFY(page.inspector()->lastResend()->differences.empty());
+        QVERIFY(page.findChild<QLabel*>("inspectorCompareSummary")->text().contains("same status"));
+
+        // Edit and resend with another header value: the body differs, and the comparison says so.
+        capture::ReplayOptions edit;
+        edit.headers.push_back({"X-Test", "b"});
+        finished.clear();
+        QVERIFY(page.inspector()->resendWith(edit));
+        QVERIFY(finished.wait(10000));
+        const auto& r = *page.inspector()->lastResend();
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.exchange.responseBody, std::string("x=b"));
+        bool bodyDiffers = false;
+        for (const auto& d : r.differences)
+            if (d.what == "body")
+                bodyDiffers = d.before == "3 bytes, at byte 2: a" && d.after == "3 bytes, at byte 2: b";
+        QVERIFY(bodyDiffers);
+        auto table = page.findChild<QTableWidget*>("inspectorCompare");
+        QCOMPARE(table->rowCount(), int(r.differences.size()));
+
+        // Both resends reached the server and were captured as new exchanges (ids follow the
+        // collector's drain order, which need not be the send order across workers).
+        m_server->engine().flushCapture();
+        feed(page, 3);
+        QStringList bodies;
+        for (int row = 1; row < 3; ++row) {
+            QVERIFY(page.model()->idAt(row) > originalId);
+            QCOMPARE(page.model()->rowAt(row)->target, std::string("/echo"));
+            const auto resent = m_server->engine().exchange(page.model()->idAt(row));
+            QVERIFY(resent);
+            bodies << QString::fromStdString(resent->responseBody);
+        }
+        bodies.sort();
+        QCOMPARE(bodies, QStringList({"x=a", "x=b"}));
+    }
+
+    // A mock with latency is published before its response is written (kIncomplete); the row is
+    // re-read until the engine completes it, so its duration includes the latency.
+    void completesIncompleteRows() {
+        TrafficPage page(m_server.get());
+        load::Options o;
+        load::RequestSpec spec;
+        spec.url = (m_server->firstHttpUrl() + "slow").toStdString();
+        o.requests.push_back(spec);
+        o.connections = 1;
+        o.count = 1;
+        std::unique_ptr<QThread> client(QThread::create([o] { load::run(o); }));
+        client->start();
+        // The record arrives while the response is still waiting for its latency.
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (m_server->engine().flushCapture(), page.poll(), page.model()->rowCount() == 1), 5000);
+        QVERIFY(page.model()->rowAt(0)->flags & capture::kIncomplete);
+        QVERIFY(client->wait(5000));
+        QTRY_VERIFY_WITH_TIMEOUT((m_server->engine().flushCapture(), page.poll(),
+                                  !(page.model()->rowAt(0)->flags & capture::kIncomplete)),
+                                 5000);
+        const auto e = m_server->engine().exchange(page.model()->idAt(0));
+        QVERIFY(e);
+        QVERIFY(!(e->flags & capture::kIncomplete));
+        QVERIFY(!(page.model()->rowAt(0)->flags & capture::kIncomplete));
+        QVERIFY2(page.model()->rowAt(0)->durationNs >= 300'000'000,
+                 qPrintable(QString::number(page.model()->rowAt(0)->durationNs)));
+        QCOMPARE(page.model()->rowAt(0)->durationNs, e->durationNs());
+        QCOMPARE(page.model()->data(page.model()->index(0, TrafficModel::Duration)).toString(),
+                 ui::formatDuration(e->durationNs()));
+    }
+
+    // The dialog's edits become replay overrides: removed headers are sent empty (dropped by
+    // replay), changed and new ones replace them; a line without ':' disables Send. Sent for real.
+    void editAndResendDialogBuildsTheRequest() {
+        TrafficPage page(m_server.get());
+        send("/echo", 1, {{"X-Test", "a"}, {"X-Gone", "1"}});
+        feed(page, 1);
+        page.selectRow(0);
+        const capture::Exchange original = *page.inspector()->exchange();
+        ui::EditResendDialog dialog(original);
+        auto headers = dialog.findChild<QPlainTextEdit*>("editHeaders");
+        QVERIFY(headers->toPlainText().contains("X-Gone: 1"));
+        headers->setPlainText("X-Test: c\nnot a header");
+        QPushButton* sendButton = nullptr;
+        for (auto* b : dialog.findChildren<QPushButton*>())
+            if (b->text() == "Send") sendButton = b;
+        QVERIFY(sendButton);
+        QVERIFY(!sendButton->isEnabled());
+        QVERIFY(dialog.findChild<QLabel*>("editError")->text().contains("line 2"));
+        headers->setPlainText("X-Test: c\nX-New: 2");
+        QVERIFY(sendButton->isEnabled());
+        dialog.findChild<QComboBox*>("editMethod")->setCurrentText("PUT");
+        dialog.findChild<QPlainTextEdit*>("editBody")->setPlainText("payload");
+        const capture::ReplayOptions o = dialog.options();
+        QCOMPARE(o.method.value_or(""), std::string("PUT"));
+        QCOMPARE(o.body.value_or(""), std::string("payload"));
+        auto value = [&o](const std::string& name) -> std::optional<std::string> {
+            std::optional<std::string> v;
+            for (const auto& h : o.headers)
+                if (QString::fromStdString(h.name).compare(QString::fromStdString(name),
+                                                           Qt::CaseInsensitive) == 0)
+                    v = h.value;
+            return v;
+        };
+        QCOMPARE(value("X-Gone").value_or("?"), std::string(""));
+        QCOMPARE(value("X-Test").value_or("?"), std::string("c"));
+        QCOMPARE(value("X-New").value_or("?"), std::string("2"));
+
+        QSignalSpy finished(page.inspector(), &InspectorWidget::resendFinished);
+        QVERIFY(page.inspector()->resendWith(o));
+        QVERIFY(finished.wait(10000));
+        const auto& r = *page.inspector()->lastResend();
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.exchange.method, std::string("PUT"));
+        QCOMPARE(r.exchange.responseBody, std::string("x=c"));
+        QVERIFY(!r.exchange.requestHeader("x-new").empty());
+        QVERIFY(r.exchange.requestHeader("x-gone").empty());
+    }
+
+    // WebSocket records carry messages (the ws capture fills them); the tab appears only then.
+    void inspectorListsWebSocketMessages() {
+        InspectorWidget inspector(m_server.get());
+        capture::Exchange e;
+        e.id = 7;
+        e.protocol = capture::Protocol::WebSocket;
+        e.method = "GET";
+        e.target = "/ws";
+        e.status = 101;
+        e.set(capture::Phase::RequestHeaders, 1'000'000);
+        e.messages.push_back({3'000'000, true, 1, "hello", 5});
+        e.messages.push_back({4'500'000, false, 2, std::string("\x01\x02", 2), 300});
+        inspector.showExchange(e);
+        auto table = inspector.findChild<QTableWidget*>("inspectorMessages");
+        QTabWidget* tabs = inspector.tabs();
+        QVERIFY(tabs->isTabVisible(tabs->indexOf(table)));
+        QCOMPARE(tabs->tabText(tabs->indexOf(table)), QString("Messages (2)"));
+        QCOMPARE(table->rowCount(), 2);
+        QCOMPARE(table->item(0, 0)->text(), QString("2.00 ms"));
+        QVERIFY(table->item(0, 1)->text().contains("client"));
+        QCOMPARE(table->item(0, 2)->text(), QString("text"));
+        QCOMPARE(table->item(0, 4)->text(), QString("hello"));
+        QCOMPARE(table->item(1, 2)->text(), QString("binary"));
+        QCOMPARE(table->item(1, 3)->text(), QString("300 B"));
+        QVERIFY(table->item(1, 4)->text().contains("01 02") && table->item(1, 4)->text().endsWith("…"));
+        e.messages.clear();
+        inspector.showExchange(e);
+        QVERIFY(!tabs->isTabVisible(tabs->indexOf(table)));
+    }
+
+    void bodyViewPicksTheModeFromTheContentType() {
+        QImage image(3, 2, QImage::Format_RGB32);
+        image.fill(Qt::red);
+        QByteArray png;
+        QBuffer buffer(&png);
+        buffer.open(QIODevice::WriteOnly);
+        QVERIFY(image.save(&buffer, "PNG"));
+        ui::BodyView view;
+        view.setBody(png.toStdString(), std::uint64_t(png.size()), "image/png");
+        QCOMPARE(view.effectiveMode(), ui::BodyView::Image);
+        QVERIFY(view.findChild<QLabel*>("bodyInfo")->text().contains("3×2"));
+        view.setBody("{\"a\":[1]}", 9, "application/json; charset=utf-8");
+        QCOMPARE(view.effectiveMode(), ui::BodyView::Json);
+        QCOMPARE(view.shownText(), QString("{\n    \"a\": [\n        1\n    ]\n}\n"));
+        view.setBody("{\"a\":[1", 40, "application/json"); // a prefix: not complete JSON
+        QCOMPARE(view.effectiveMode(), ui::BodyView::Text);
+        view.setBody(std::string("\x00\x01\x02", 3), 3, "application/octet-stream");
+        QCOMPARE(view.effectiveMode(), ui::BodyView::Hex);
+        QVERIFY(view.shownText().startsWith("00000000  00 01 02"));
+        QVERIFY(view.findChild<QLabel*>("bodyInfo")->text().contains("3 bytes"));
+    }
+
+    void exportsHar() {
+        TrafficPage page(m_server.get());
+        send("/hello", 7);
+        send("/nope", 3);
+        feed(page, 10);
+        page.setFilterText("status:404");
+        const QString path = m_dir.path() + "/out.har";
+        QString error;
+        QCOMPARE(page.exportHar(path, true, &error), 3);
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonArray entries =
+            QJsonDocument::fromJson(f.readAll()).object()["log"].toObject()["entries"].toArray();
+        QCOMPARE(entries.size(), 3);
+        for (const auto& entry : entries)
+            QCOMPARE(entry.toObject()["response"].toObject()["status"].toInt(), 404);
+    }
+
+    void keepsAtMostMaxRows() {
+        TrafficPage page(m_server.get());
+        page.model()->setMaxRows(100);
+        page.setBatchLimit(40);
+        send("/hello", 150);
+        QTRY_VERIFY_WITH_TIMEOUT((page.poll(), page.model()->idAt(page.model()->rowCount() - 1) ==
+                                                   m_server->engine().recentExchanges(0, 1000).back().id),
+                                 5000);
+        QCOMPARE(page.model()->rowCount(), 100);
+        QCOMPARE(page.model()->totalRows(), std::size_t(100));
+        QCOMPARE(page.model()->idAt(99) - page.model()->idAt(0), std::uint64_t(99));
+    }
+
+    void followsTheBottomUntilScrolledUp() {
+        TrafficPage page(m_server.get());
+        page.resize(900, 600);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        send("/hello", 200);
+        feed(page, 200);
+        QScrollBar* bar = page.view()->verticalScrollBar();
+        QTRY_VERIFY(bar->maximum() > 0);
+        QTRY_COMPARE(bar->value(), bar->maximum());
+        QVERIFY(page.isFollowing());
+
+        bar->setValue(0); // the user scrolls up: new rows no longer move the view
+        QVERIFY(!page.isFollowing());
+        send("/hello", 50);
+        feed(page, 250);
+        QCoreApplication::processEvents();
+        QCOMPARE(bar->value(), 0);
+
+        bar->setValue(bar->maximum()); // back at the bottom: following again
+        QVERIFY(page.isFollowing());
+        send("/hello", 50);
+        feed(page, 300);
+        QTRY_COMPARE(bar->value(), bar->maximum());
+
+        // Pause: nothing new comes in until resumed.
+        page.setPaused(true);
+        send("/hello", 10);
+        QTest::qWait(100);
+        page.poll();
+        QCOMPARE(int(page.model()->totalRows()), 300);
+        page.setPaused(false);
+        feed(page, 310);
+        page.clearRows();
+        QCOMPARE(page.model()->rowCount(), 0);
+        page.poll(); // cleared rows do not come back
+        QCOMPARE(page.model()->rowCount(), 0);
+    }
+};
+
+QTEST_MAIN(TestGuiTraffic)
+#include "tst_gui_traffic.moc"

@@ -1,0 +1,371 @@
+// InspectorWidget: filling the panes from an Exchange; resend on a worker thread.
+#include "inspectorwidget.h"
+
+#include "bodyview.h"
+#include "editresenddialog.h"
+#include "servercontroller.h"
+#include "timelinewidget.h"
+#include "traffic/trafficmodel.h"
+
+#include <portico/capture/har.h>
+
+#include <QApplication>
+#include <QClipboard>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QThread>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+namespace portico::ui {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+
+QString opcodeName(std::uint8_t op) {
+    switch (op) {
+    case 1:
+        return QStringLiteral("text");
+    case 2:
+        return QStringLiteral("binary");
+    case 8:
+        return QStringLiteral("close");
+    case 9:
+        return QStringLiteral("ping");
+    case 10:
+        return QStringLiteral("pong");
+    case 0:
+        return QStringLiteral("room event"); // not an RFC 6455 opcode: the ws capture's join/leave marker
+    default:
+        return QString::number(op);
+    }
+}
+
+QTreeWidgetItem* section(QTreeWidget* tree, const QString& title) {
+    auto item = new QTreeWidgetItem(tree, {title});
+    QFont f = item->font(0);
+    f.setBold(true);
+    item->setFont(0, f);
+    item->setFirstColumnSpanned(true);
+    item->setExpanded(true);
+    return item;
+}
+
+void addPair(QTreeWidgetItem* parent, const QString& name, const QString& value) {
+    auto item = new QTreeWidgetItem(parent, {name, value});
+    item->setToolTip(1, value);
+}
+
+} // namespace
+
+InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
+    : QWidget(parent), m_server(server) {
+    m_summary = new QLabel;
+    m_summary->setObjectName("inspectorSummary");
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_curl = new QPushButton(tr("Copy as curl"));
+    m_curl->setObjectName("inspectorCurl");
+    m_curl->setToolTip(tr("Copy a curl command that repeats this request (Ctrl+Shift+C)"));
+    m_resend = new QPushButton(tr("Resend"));
+    m_resend->setObjectName("inspectorResend");
+    m_resend->setToolTip(
+        tr("Send this request again to the running server and compare the answers (Ctrl+R)"));
+    m_edit = new QPushButton(tr("Edit and resend…"));
+    m_edit->setObjectName("inspectorEdit");
+    connect(m_curl, &QPushButton::clicked, this, &InspectorWidget::copyAsCurl);
+    connect(m_resend, &QPushButton::clicked, this, &InspectorWidget::resend);
+    connect(m_edit, &QPushButton::clicked, this, &InspectorWidget::editAndResend);
+    auto bar = new QHBoxLayout;
+    bar->addWidget(m_summary, 1);
+    bar->addWidget(m_curl);
+    bar->addWidget(m_resend);
+    bar->addWidget(m_edit);
+
+    m_headers = new QTreeWidget;
+    m_headers->setObjectName("inspectorHeaders");
+    m_headers->setColumnCount(2);
+    m_headers->setHeaderLabels({tr("Name"), tr("Value")});
+    m_headers->setRootIsDecorated(true);
+    m_headers->setUniformRowHeights(true);
+    m_headers->setAlternatingRowColors(true);
+    m_headers->header()->setSectionResizeMode(0, QHeaderView::Interactive);
+    m_headers->header()->resizeSection(0, 220);
+    m_requestBody = new BodyView;
+    m_requestBody->setObjectName("inspectorRequestBody");
+    m_responseBody = new BodyView;
+    m_responseBody->setObjectName("inspectorResponseBody");
+    m_timeline = new TimelineWidget;
+    m_phases = new QTableWidget(0, 4);
+    m_phases->setObjectName("inspectorPhases");
+    m_phases->setHorizontalHeaderLabels({tr("Phase"), tr("At"), tr("Step"), tr("steady_clock (ns)")});
+    m_phases->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_phases->verticalHeader()->hide();
+    m_phases->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_phases->setAlternatingRowColors(true);
+    m_phases->verticalHeader()->setDefaultSectionSize(m_phases->fontMetrics().height() + 6);
+    m_harTimings = new QLabel;
+    m_harTimings->setObjectName("inspectorHarTimings");
+    m_harTimings->setToolTip(tr("The same exchange as HAR timings (what `portico har export` writes)"));
+    m_timelinePage = new QWidget;
+    auto timelineLayout = new QVBoxLayout(m_timelinePage);
+    timelineLayout->setContentsMargins(0, 0, 0, 0);
+    timelineLayout->addWidget(m_timeline);
+    timelineLayout->addWidget(m_harTimings);
+    timelineLayout->addWidget(m_phases, 1);
+    m_messages = new QTableWidget(0, 5);
+    m_messages->setObjectName("inspectorMessages");
+    m_messages->setHorizontalHeaderLabels(
+        {tr("Time"), tr("Direction"), tr("Opcode"), tr("Size"), tr("Data")});
+    m_messages->horizontalHeader()->setStretchLastSection(true);
+    m_messages->verticalHeader()->hide();
+    m_messages->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_compareSummary = new QLabel;
+    m_compareSummary->setObjectName("inspectorCompareSummary");
+    m_compare = new QTableWidget(0, 3);
+    m_compare->setObjectName("inspectorCompare");
+    m_compare->setHorizontalHeaderLabels({tr("What"), tr("Original"), tr("Resent")});
+    m_compare->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_compare->verticalHeader()->hide();
+    m_compare->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_comparePage = new QWidget;
+    auto compareLayout = new QVBoxLayout(m_comparePage);
+    compareLayout->addWidget(m_compareSummary);
+    compareLayout->addWidget(m_compare, 1);
+
+    m_tabs = new QTabWidget;
+    m_tabs->setObjectName("inspectorTabs");
+    m_tabs->setDocumentMode(true);
+    m_tabs->addTab(m_headers, tr("Headers"));
+    m_tabs->addTab(m_requestBody, tr("Request body"));
+    m_tabs->addTab(m_responseBody, tr("Response body"));
+    m_tabs->addTab(m_timelinePage, tr("Timeline"));
+    m_tabs->addTab(m_messages, tr("Messages"));
+    m_tabs->addTab(m_comparePage, tr("Compare"));
+    m_tabs->setTabVisible(m_tabs->indexOf(m_messages), false);
+    m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), false);
+
+    auto layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 4, 0, 0);
+    layout->addLayout(bar);
+    layout->addWidget(m_tabs, 1);
+    clear();
+}
+
+InspectorWidget::~InspectorWidget() {
+    if (m_thread) m_thread->wait(); // replay is bounded by its timeout
+}
+
+QString InspectorWidget::resendTarget() const {
+    QString url = m_server ? m_server->firstHttpUrl() : QString();
+    while (url.endsWith('/'))
+        url.chop(1);
+    return url;
+}
+
+void InspectorWidget::clear(const QString& message) {
+    m_exchange.reset();
+    m_resent.reset();
+    m_summary->setText(message.isEmpty() ? tr("Select an exchange to inspect it") : message);
+    m_headers->clear();
+    m_requestBody->clear();
+    m_responseBody->clear();
+    m_timeline->clear();
+    m_phases->setRowCount(0);
+    m_harTimings->clear();
+    m_messages->setRowCount(0);
+    m_tabs->setTabVisible(m_tabs->indexOf(m_messages), false);
+    m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), false);
+    updateActions();
+}
+
+void InspectorWidget::showExchange(const capture::Exchange& e) {
+    const bool same = m_exchange && m_exchange->id == e.id;
+    m_exchange = e;
+    if (!same) m_resent.reset();
+    QString status = e.status ? QString::number(e.status) : tr("no response");
+    if (!e.error.empty()) status += QStringLiteral(" (%1)").arg(qs(e.error));
+    m_summary->setText(QStringLiteral("<b>#%1</b> %2 %3 → <b>%4</b> · %5 · %6")
+                           .arg(e.id)
+                           .arg(qs(e.method).toHtmlEscaped(), qs(e.url()).toHtmlEscaped(),
+                                status.toHtmlEscaped(), formatDuration(e.durationNs()),
+                                formatBytes(e.responseBodySize)));
+    fillHeaders(e);
+    m_requestBody->setBody(e.requestBody, e.requestBodySize,
+                           qs(std::string(e.requestHeader("content-type"))));
+    m_responseBody->setBody(e.responseBody, e.responseBodySize,
+                            qs(std::string(e.responseHeader("content-type"))));
+    m_timeline->setExchange(e);
+    fillPhases(e);
+    fillMessages(e);
+    if (same && m_resent)
+        showCompare();
+    else
+        m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), false);
+    updateActions();
+}
+
+void InspectorWidget::fillHeaders(const capture::Exchange& e) {
+    m_headers->clear();
+    QTreeWidgetItem* general = section(m_headers, tr("General"));
+    addPair(general, tr("URL"), qs(e.url()));
+    addPair(general, tr("Protocol"),
+            protocolName(e.protocol, e.httpVersion) +
+                (e.tlsVersion.empty() ? QString() : QStringLiteral(" · %1").arg(qs(e.tlsVersion))) +
+                (e.alpn.empty() ? QString() : QStringLiteral(" · ALPN %1").arg(qs(e.alpn))));
+    addPair(general, tr("Client"), qs(e.client));
+    addPair(general, tr("Vhost / route"), QStringLiteral("%1 / %2").arg(qs(e.vhost), qs(e.route)));
+    // The top 16 bits of a connection id are the worker's index.
+    addPair(general, tr("Connection"),
+            tr("worker %1 · connection %2 · %3 %4")
+                .arg(e.connectionId >> 48)
+                .arg(e.connectionId & ((std::uint64_t(1) << 48) - 1))
+                .arg(e.protocol == capture::Protocol::Http2 ? tr("stream") : tr("request"))
+                .arg(e.streamId));
+    if (e.flags & capture::kHeadersTruncated)
+        addPair(general, tr("Note"), tr("headers were cut to fit the record"));
+
+    QTreeWidgetItem* request = section(
+        m_headers,
+        tr("Request headers (%1, %2)").arg(e.requestHeaders.size()).arg(formatBytes(e.requestHeadersSize)));
+    for (const auto& h : e.requestHeaders)
+        addPair(request, qs(h.name), qs(h.value));
+    if (!e.requestTrailers.empty()) {
+        QTreeWidgetItem* trailers = section(m_headers, tr("Request trailers"));
+        for (const auto& h : e.requestTrailers)
+            addPair(trailers, qs(h.name), qs(h.value));
+    }
+    QTreeWidgetItem* response = section(m_headers, tr("Response headers (%1, %2)")
+                                                       .arg(e.responseHeaders.size())
+                                                       .arg(formatBytes(e.responseHeadersSize)));
+    for (const auto& h : e.responseHeaders)
+        addPair(response, qs(h.name), qs(h.value));
+}
+
+void InspectorWidget::fillPhases(const capture::Exchange& e) {
+    const auto segments = TimelineWidget::segmentsOf(e);
+    m_phases->setRowCount(int(segments.size()));
+    const std::int64_t origin = segments.empty() ? 0 : segments.front().startNs;
+    for (int i = 0; i < int(segments.size()); ++i) {
+        const auto& s = segments[std::size_t(i)];
+        const QString cells[] = {
+            QString::fromUtf8(capture::phaseName(s.phase)),
+            QStringLiteral("%1 ms").arg(double(s.endNs - origin) / 1e6, 0, 'f', 3),
+            i ? QStringLiteral("+%1 ms").arg(double(s.endNs - s.startNs) / 1e6, 0, 'f', 3) : QString(),
+            QString::number(s.endNs)};
+        for (int c = 0; c < 4; ++c) {
+            auto item = new QTableWidgetItem(cells[c]);
+            if (c > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            m_phases->setItem(i, c, item);
+        }
+    }
+    const capture::HarTimings t = capture::harTimings(e);
+    auto ms = [](double v) {
+        return v < 0 ? QStringLiteral("n/a") : QStringLiteral("%1 ms").arg(v, 0, 'f', 3);
+    };
+    m_harTimings->setText(tr("HAR timings: connect %1 · send %2 · wait %3 · receive %4 · total %5")
+                              .arg(ms(t.connect), ms(t.send), ms(t.wait), ms(t.receive), ms(t.total())));
+}
+
+void InspectorWidget::fillMessages(const capture::Exchange& e) {
+    m_messages->setRowCount(int(e.messages.size()));
+    const std::int64_t origin = e.at(capture::Phase::RequestHeaders);
+    for (int i = 0; i < int(e.messages.size()); ++i) {
+        const auto& m = e.messages[std::size_t(i)];
+        const QString when = origin >= 0 ? formatDuration(m.timeNs - origin) : QString::number(m.timeNs);
+        QString data =
+            m.opcode == 2 ? BodyView::hexDump(m.data.substr(0, 64)).section('\n', 0, 3) : qs(m.data);
+        if (m.size > m.data.size()) data += QStringLiteral(" …");
+        const QString cells[] = {when, m.fromClient ? tr("→ sent by client") : tr("← sent by server"),
+                                 opcodeName(m.opcode), formatBytes(m.size), data};
+        for (int c = 0; c < 5; ++c)
+            m_messages->setItem(i, c, new QTableWidgetItem(cells[c]));
+    }
+    m_tabs->setTabVisible(m_tabs->indexOf(m_messages), !e.messages.empty());
+    m_tabs->setTabText(m_tabs->indexOf(m_messages), tr("Messages (%1)").arg(e.messages.size()));
+}
+
+void InspectorWidget::updateActions() {
+    const bool have = m_exchange.has_value();
+    m_curl->setEnabled(have);
+    const bool canResend = have && !m_thread && !resendTarget().isEmpty();
+    m_resend->setEnabled(canResend);
+    m_edit->setEnabled(canResend);
+}
+
+void InspectorWidget::copyAsCurl() {
+    if (!m_exchange) return;
+    QApplication::clipboard()->setText(QString::fromStdString(capture::toCurl(*m_exchange)));
+    emit notice(tr("Copied the curl command for #%1").arg(m_exchange->id));
+}
+
+bool InspectorWidget::resend() { return resendWith({}); }
+
+bool InspectorWidget::resendWith(const capture::ReplayOptions& overrides) {
+    if (!m_exchange || m_thread) return false;
+    capture::ReplayOptions options = overrides;
+    options.baseUrl = resendTarget().toStdString();
+    if (options.baseUrl.empty()) return false;
+    options.timeout = std::chrono::milliseconds(10000);
+    m_pending = std::make_shared<capture::ReplayResult>();
+    auto result = m_pending;
+    const capture::Exchange original = *m_exchange;
+    // Network I/O never runs on the UI thread: replay blocks (bounded by its timeout).
+    m_thread = QThread::create([original, options, result] { *result = capture::replay(original, options); });
+    connect(m_thread, &QThread::finished, this, &InspectorWidget::onResendDone);
+    m_compareSummary->setText(tr("Resending…"));
+    updateActions();
+    m_thread->start();
+    return true;
+}
+
+void InspectorWidget::onResendDone() {
+    m_thread->deleteLater();
+    m_thread = nullptr;
+    m_resent = std::move(*m_pending);
+    m_pending.reset();
+    showCompare();
+    m_tabs->setCurrentWidget(m_comparePage);
+    updateActions();
+    emit resendFinished(m_resent->ok());
+}
+
+void InspectorWidget::showCompare() {
+    m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), true);
+    const auto& r = *m_resent;
+    if (!r.ok()) {
+        m_compareSummary->setText(tr("Resend to %1 failed: %2").arg(resendTarget(), qs(r.error)));
+        m_compare->setRowCount(0);
+        return;
+    }
+    const auto& n = r.exchange;
+    m_compareSummary->setText(
+        tr("Resent to %1: %2 in %3 · %4")
+            .arg(resendTarget())
+            .arg(n.status)
+            .arg(formatDuration(n.durationNs()),
+                 r.differences.empty()
+                     ? tr("same status, headers and body")
+                     : (r.differences.size() == 1 ? tr("1 difference")
+                                                  : tr("%1 differences").arg(r.differences.size()))));
+    m_compare->setRowCount(int(r.differences.size()));
+    for (int i = 0; i < int(r.differences.size()); ++i) {
+        const auto& d = r.differences[std::size_t(i)];
+        m_compare->setItem(i, 0, new QTableWidgetItem(qs(d.what)));
+        m_compare->setItem(i, 1, new QTableWidgetItem(qs(d.before)));
+        m_compare->setItem(i, 2, new QTableWidgetItem(qs(d.after)));
+    }
+}
+
+void InspectorWidget::editAndResend() {
+    if (!m_exchange || m_thread) return;
+    EditResendDialog dialog(*m_exchange, this);
+    if (dialog.exec() == QDialog::Accepted) resendWith(dialog.options());
+}
+
+} // namespace portico::ui

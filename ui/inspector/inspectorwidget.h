@@ -1,0 +1,93 @@
+// InspectorWidget: one exchange in detail — headers, bodies, WebSocket messages, the timeline
+// waterfall — and the actions on it: copy as curl, resend, edit and resend, compare.
+#pragma once
+
+#include <portico/capture/exchange.h>
+#include <portico/capture/replay.h>
+
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+
+class QLabel;
+class QPushButton;
+class QTabWidget;
+class QTableWidget;
+class QThread;
+class QTreeWidget;
+
+namespace portico::ui {
+
+class BodyView;
+class ServerController;
+class TimelineWidget;
+
+class InspectorWidget : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit InspectorWidget(ServerController* server, QWidget* parent = nullptr);
+    ~InspectorWidget() override;
+
+    void showExchange(const capture::Exchange& e);
+    /// Nothing selected, or `message` (e.g. the record left the capture window).
+    void clear(const QString& message = {});
+    const std::optional<capture::Exchange>& exchange() const { return m_exchange; }
+    /// The last resend's result (the new exchange and its differences from the shown one).
+    const std::optional<capture::ReplayResult>& lastResend() const { return m_resent; }
+    bool isResending() const { return m_thread != nullptr; }
+
+    QTreeWidget* headersTree() const { return m_headers; }
+    TimelineWidget* timeline() const { return m_timeline; }
+    QWidget* timelinePage() const { return m_timelinePage; } ///< the waterfall and the phase table
+    BodyView* responseBody() const { return m_responseBody; }
+    QTabWidget* tabs() const { return m_tabs; }
+    /// Where resends go: the server's first cleartext listener ("http://127.0.0.1:8080"); replay
+    /// speaks HTTP/1.1 over plain sockets only.
+    QString resendTarget() const;
+
+public slots:
+    void copyAsCurl();
+    /// Sends the request again on a worker thread; resendFinished() when the answer is in.
+    bool resend();
+    bool resendWith(const capture::ReplayOptions& overrides);
+    void editAndResend();
+
+signals:
+    void resendFinished(bool ok);
+    void notice(const QString& text);
+
+private:
+    void onResendDone();
+    void fillHeaders(const capture::Exchange& e);
+    void fillMessages(const capture::Exchange& e);
+    void fillPhases(const capture::Exchange& e);
+    void showCompare();
+    void updateActions();
+
+    ServerController* m_server;
+    std::optional<capture::Exchange> m_exchange;
+    std::optional<capture::ReplayResult> m_resent;
+    QLabel* m_summary = nullptr;
+    QPushButton* m_curl = nullptr;
+    QPushButton* m_resend = nullptr;
+    QPushButton* m_edit = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    QTreeWidget* m_headers = nullptr;
+    BodyView* m_requestBody = nullptr;
+    BodyView* m_responseBody = nullptr;
+    TimelineWidget* m_timeline = nullptr;
+    QWidget* m_timelinePage = nullptr;
+    QTableWidget* m_phases = nullptr;
+    QLabel* m_harTimings = nullptr;
+    QTableWidget* m_messages = nullptr;
+    QWidget* m_comparePage = nullptr;
+    QLabel* m_compareSummary = nullptr;
+    QTableWidget* m_compare = nullptr;
+
+    QThread* m_thread = nullptr;
+    std::shared_ptr<capture::ReplayResult> m_pending;
+};
+
+} // namespace portico::ui

@@ -1,0 +1,376 @@
+// TrafficPage: the feed timer, follow-the-bottom scrolling, the filter bar, HAR export.
+#include "trafficpage.h"
+
+#include "inspector/inspectorwidget.h"
+#include "servercontroller.h"
+#include "trafficfeed.h"
+#include "trafficmodel.h"
+
+#include <portico/capture/filter.h>
+#include <portico/capture/har.h>
+
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QScrollBar>
+#include <QShortcut>
+#include <QSplitter>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace portico::ui {
+
+TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(parent), m_server(server) {
+    m_model = new TrafficModel(this);
+
+    m_filter = new QLineEdit;
+    m_filter->setObjectName("trafficFilter");
+    m_filter->setClearButtonEnabled(true);
+    m_filter->setPlaceholderText(
+        tr("Filter (Ctrl+F): status:>=400 method:POST path:/api host:localhost -route:static"));
+    m_filter->setToolTip(
+        tr("Terms are ANDed; '-' negates. Keys: status method path url host vhost route protocol "
+           "client error header. A bare word matches the URL. See docs/capture.md."));
+    m_filterError = new QLabel;
+    m_filterError->setObjectName("trafficFilterError");
+    m_filterError->setStyleSheet("color: #c0392b");
+    m_filterError->hide();
+    m_pause = new QPushButton(tr("Pause"));
+    m_pause->setObjectName("trafficPause");
+    m_pause->setCheckable(true);
+    m_pause->setToolTip(tr("Stop adding new exchanges to the table (Space in the table, Ctrl+P)"));
+    m_clear = new QPushButton(tr("Clear"));
+    m_clear->setObjectName("trafficClear");
+    m_clear->setToolTip(tr("Empty the table (Ctrl+L)"));
+    m_export = new QPushButton(tr("Export HAR…"));
+    m_export->setObjectName("trafficExportHar");
+    m_export->setToolTip(tr("Save the selected rows, or all shown rows, as HAR 1.2"));
+    m_count = new QLabel;
+    m_count->setObjectName("trafficCount");
+    m_dropped = new QLabel;
+    m_dropped->setObjectName("trafficDropped");
+    m_dropped->setStyleSheet("color: #d35400");
+    m_dropped->setToolTip(tr("The server's capture rings were full: these exchanges were counted in the "
+                             "statistics but their details were not recorded (capture.ring_records)"));
+    m_dropped->hide();
+    auto bar = new QHBoxLayout;
+    bar->addWidget(m_filter, 3);
+    bar->addWidget(m_filterError, 2);
+    bar->addWidget(m_pause);
+    bar->addWidget(m_clear);
+    bar->addWidget(m_export);
+    bar->addWidget(m_count);
+    bar->addWidget(m_dropped);
+
+    m_captureOff = new QWidget;
+    m_captureOff->setObjectName("trafficCaptureOff");
+    auto offLayout = new QHBoxLayout(m_captureOff);
+    offLayout->setContentsMargins(0, 0, 0, 0);
+    auto offText = new QLabel(tr("Capture is off in this config, so no exchanges are recorded."));
+    auto enable = new QPushButton(tr("Record traffic"));
+    enable->setObjectName("trafficEnableCapture");
+    enable->setToolTip(tr("Adds `capture: true` to the config, applies it live and saves the file"));
+    offLayout->addWidget(offText, 1);
+    offLayout->addWidget(enable);
+    connect(enable, &QPushButton::clicked, this, &TrafficPage::enableCapture);
+
+    m_view = new QTableView;
+    m_view->setObjectName("trafficTable");
+    m_view->setModel(m_model);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_view->setWordWrap(false);
+    m_view->setShowGrid(false);
+    m_view->setAlternatingRowColors(true);
+    m_view->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
+    // Fixed row heights: the view never measures rows, so 100k rows cost what the visible ones do.
+    m_view->verticalHeader()->hide();
+    m_view->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 6);
+    QHeaderView* h = m_view->horizontalHeader();
+    h->setHighlightSections(false);
+    const QFontMetrics fm = m_view->fontMetrics();
+    const int widths[TrafficModel::ColumnCount] = {fm.horizontalAdvance("00:00:00.000") + 16,
+                                                   fm.horizontalAdvance("HTTP/1.1") + 20,
+                                                   fm.horizontalAdvance("OPTIONS") + 16,
+                                                   fm.horizontalAdvance("localhost:00000") + 24,
+                                                   300,
+                                                   fm.horizontalAdvance("Status") + 20,
+                                                   fm.horizontalAdvance("000.0 kB") + 16,
+                                                   fm.horizontalAdvance("000.00 ms") + 20,
+                                                   160};
+    for (int c = 0; c < TrafficModel::ColumnCount; ++c)
+        h->resizeSection(c, widths[c]);
+    h->setSectionResizeMode(TrafficModel::Path, QHeaderView::Stretch);
+
+    m_inspector = new InspectorWidget(server);
+    m_inspector->setObjectName("inspector");
+    m_splitter = new QSplitter(Qt::Vertical);
+    m_splitter->setObjectName("trafficSplitter");
+    m_splitter->addWidget(m_view);
+    m_splitter->addWidget(m_inspector);
+    m_splitter->setStretchFactor(0, 3);
+    m_splitter->setStretchFactor(1, 2);
+    m_splitter->setChildrenCollapsible(false);
+
+    auto layout = new QVBoxLayout(this);
+    layout->addLayout(bar);
+    layout->addWidget(m_captureOff);
+    layout->addWidget(m_splitter, 1);
+
+    connect(m_pause, &QPushButton::toggled, this, &TrafficPage::setPaused);
+    connect(m_clear, &QPushButton::clicked, this, &TrafficPage::clearRows);
+    connect(m_export, &QPushButton::clicked, this, &TrafficPage::exportHarDialog);
+    connect(m_inspector, &InspectorWidget::notice, this, &TrafficPage::notice);
+    m_filterDelay = new QTimer(this);
+    m_filterDelay->setSingleShot(true);
+    m_filterDelay->setInterval(200);
+    connect(m_filterDelay, &QTimer::timeout, this, &TrafficPage::applyFilter);
+    connect(m_filter, &QLineEdit::textChanged, m_filterDelay, qOverload<>(&QTimer::start));
+    connect(m_filter, &QLineEdit::returnPressed, this, &TrafficPage::applyFilter);
+    connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            &TrafficPage::showCurrent);
+    auto space = new QShortcut(QKeySequence(Qt::Key_Space), m_view);
+    space->setContext(Qt::WidgetShortcut);
+    connect(space, &QShortcut::activated, this, &TrafficPage::togglePause);
+
+    // Follow the bottom: new rows scroll into view only while the user has not scrolled up.
+    QScrollBar* vbar = m_view->verticalScrollBar();
+    connect(vbar, &QScrollBar::valueChanged, this,
+            [this, vbar](int value) { m_follow = value >= vbar->maximum() - 1; });
+    connect(vbar, &QScrollBar::rangeChanged, this, [this, vbar](int, int max) {
+        if (m_follow && !m_paused) vbar->setValue(max);
+    });
+
+    connect(server, &ServerController::configChanged, this, &TrafficPage::updateCaptureState);
+    m_feed = new TrafficFeed(&server->engine());
+    m_feed->setParent(this);
+    connect(m_feed, &TrafficFeed::ready, this, &TrafficPage::drain); // queued from the feed thread
+    m_feed->startThread();
+    m_statusTimer = new QTimer(this);
+    m_statusTimer->setInterval(250);
+    connect(m_statusTimer, &QTimer::timeout, this, &TrafficPage::updateDropped);
+    m_statusTimer->start();
+    updateCaptureState();
+    updateCount();
+}
+
+TrafficPage::~TrafficPage() {
+    delete m_feed; // stops its thread before the widgets go
+    m_feed = nullptr;
+}
+
+void TrafficPage::setBatchLimit(std::size_t n) { m_feed->setBatchLimit(n); }
+
+std::size_t TrafficPage::batchLimit() const { return m_feed->batchLimit(); }
+
+void TrafficPage::poll() {
+    if (!m_paused) m_feed->fetchNow();
+    drain();
+    updateDropped();
+}
+
+void TrafficPage::drain() {
+    if (!m_feed) return;
+    for (TrafficBatch& batch : m_feed->take()) {
+        if (batch.reset) {
+            m_model->clear();
+            m_inspector->clear();
+        }
+        m_skipped += batch.skipped;
+        m_model->appendRows(std::move(batch.rows), batch.matched, batch.generation);
+        for (const TrafficRow& row : batch.completed) {
+            m_model->update(row);
+            if (m_inspector->exchange() && m_inspector->exchange()->id == row.id)
+                if (auto e = m_server->engine().exchange(row.id)) m_inspector->showExchange(*e);
+        }
+    }
+    updateCount();
+}
+
+void TrafficPage::updateDropped() {
+    const std::uint64_t dropped = m_server->live().droppedRecords;
+    m_dropped->setVisible(dropped > 0);
+    if (dropped) m_dropped->setText(tr("%1 records dropped").arg(QLocale().toString(qulonglong(dropped))));
+}
+
+void TrafficPage::setPaused(bool paused) {
+    m_paused = paused;
+    m_feed->setPaused(paused);
+    if (m_pause->isChecked() != paused) m_pause->setChecked(paused);
+    m_pause->setText(paused ? tr("Resume") : tr("Pause"));
+    if (!paused && m_follow) m_view->scrollToBottom();
+}
+
+void TrafficPage::clearRows() {
+    m_feed->discardPending();
+    m_model->clear();
+    m_inspector->clear();
+    m_skipped = 0;
+    m_follow = true;
+    updateCount();
+}
+
+void TrafficPage::focusFilter() {
+    m_filter->setFocus(Qt::ShortcutFocusReason);
+    m_filter->selectAll();
+}
+
+void TrafficPage::setFilterText(const QString& text) {
+    m_filter->setText(text);
+    applyFilter();
+}
+
+QString TrafficPage::filterError() const {
+    return m_filterError->isHidden() ? QString() : m_filterError->text();
+}
+
+void TrafficPage::applyFilter() {
+    m_filterDelay->stop();
+    const QString text = m_filter->text().trimmed();
+    std::string error;
+    auto filter = capture::Filter::parse(text.toStdString(), error);
+    if (!filter) {
+        // The table keeps the last good filter; the field says what is wrong with this one.
+        m_filterError->setText(QString::fromStdString(error));
+        m_filterError->setToolTip(QString::fromStdString(error));
+        m_filterError->show();
+        m_filter->setStyleSheet("QLineEdit { border: 1px solid #c0392b; }");
+        return;
+    }
+    m_filterError->hide();
+    m_filterError->clear();
+    m_filter->setStyleSheet({});
+    const std::uint64_t selected = m_inspector->exchange() ? m_inspector->exchange()->id : 0;
+    std::function<std::vector<capture::Exchange>(std::uint64_t, std::size_t)> details;
+    if (text.contains("header:", Qt::CaseInsensitive)) {
+        auto* engine = &m_server->engine();
+        details = [engine](std::uint64_t since, std::size_t max) {
+            return engine->recentExchanges(since, max);
+        };
+    }
+    auto copy = filter;
+    m_model->setFilter(std::move(filter), details);
+    m_feed->setFilter(m_model->filter() ? copy : std::nullopt, m_model->filterGeneration());
+    if (selected) {
+        const int row = m_model->rowOfId(selected);
+        if (row >= 0)
+            m_view->selectionModel()->setCurrentIndex(
+                m_model->index(row, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    }
+    if (m_follow) m_view->scrollToBottom();
+    updateCount();
+}
+
+void TrafficPage::selectRow(int row) {
+    if (row < 0) row += m_model->rowCount();
+    if (row < 0 || row >= m_model->rowCount()) return;
+    const QModelIndex index = m_model->index(row, 0);
+    m_view->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect |
+                                                         QItemSelectionModel::Rows);
+    m_view->scrollTo(index);
+}
+
+void TrafficPage::showCurrent() {
+    const QModelIndex current = m_view->selectionModel()->currentIndex();
+    const std::uint64_t id = current.isValid() ? m_model->idAt(current.row()) : 0;
+    if (!id) {
+        m_inspector->clear();
+        return;
+    }
+    if (auto e = m_server->engine().exchange(id))
+        m_inspector->showExchange(*e);
+    else
+        m_inspector->clear(
+            tr("#%1 has left the capture window (capture.max_records); only its row is kept").arg(id));
+}
+
+void TrafficPage::updateCount() {
+    const int shown = m_model->rowCount();
+    const auto total = qulonglong(m_model->totalRows());
+    QString text = std::size_t(shown) == m_model->totalRows()
+                       ? tr("%1 exchanges").arg(QLocale().toString(total))
+                       : tr("%1 of %2").arg(QLocale().toString(shown), QLocale().toString(total));
+    // Faster than the table can read (a load test): the window (capture.max_records) moved on.
+    if (m_skipped) text += tr(" · %1 skipped").arg(QLocale().toString(qulonglong(m_skipped)));
+    m_count->setText(text);
+    m_count->setToolTip(m_skipped
+                            ? tr("Exchanges that left the server's capture window (capture.max_records) "
+                                 "before the table read them; they are in the statistics")
+                            : QString());
+}
+
+void TrafficPage::updateCaptureState() {
+    const auto cfg = m_server->config();
+    m_captureOff->setVisible(!cfg || !cfg->capture.enabled);
+}
+
+void TrafficPage::enableCapture() {
+    auto cfg = m_server->config();
+    if (!cfg) return;
+    auto next = std::make_shared<config::Config>(*cfg);
+    next->capture.enabled = true;
+    QString error;
+    if (!m_server->apply(next, &error))
+        emit notice(tr("Could not turn capture on: %1").arg(error));
+    else
+        emit notice(tr("Capture is on: new exchanges appear in the table"));
+    updateCaptureState();
+}
+
+int TrafficPage::exportHar(const QString& path, bool allShown, QString* error) {
+    std::vector<std::uint64_t> ids;
+    const QModelIndexList rows = m_view->selectionModel()->selectedRows();
+    if (!allShown && !rows.isEmpty()) {
+        for (const QModelIndex& i : rows)
+            ids.push_back(m_model->idAt(i.row()));
+    } else {
+        ids.reserve(std::size_t(m_model->rowCount()));
+        for (int r = 0; r < m_model->rowCount(); ++r)
+            ids.push_back(m_model->idAt(r));
+    }
+    std::sort(ids.begin(), ids.end());
+    std::vector<capture::Exchange> exchanges;
+    if (!ids.empty()) {
+        const std::unordered_set<std::uint64_t> wanted(ids.begin(), ids.end());
+        auto window =
+            m_server->engine().recentExchanges(ids.front() - 1, std::size_t(ids.back() - ids.front() + 1));
+        for (auto& e : window)
+            if (wanted.count(e.id)) exchanges.push_back(std::move(e));
+    }
+    QSaveFile file(path);
+    const std::string har = capture::toHar(exchanges);
+    if (!file.open(QIODevice::WriteOnly) ||
+        file.write(har.data(), qint64(har.size())) != qint64(har.size()) || !file.commit()) {
+        if (error) *error = file.errorString();
+        return -1;
+    }
+    return int(exchanges.size());
+}
+
+void TrafficPage::exportHarDialog() {
+    const bool selection = m_view->selectionModel()->selectedRows().size() > 1;
+    const QString path = QFileDialog::getSaveFileName(
+        this, selection ? tr("Export selected exchanges as HAR") : tr("Export shown exchanges as HAR"),
+        QStringLiteral("portico.har"), tr("HAR (*.har);;All files (*)"));
+    if (path.isEmpty()) return;
+    QString error;
+    const int n = exportHar(path, !selection, &error);
+    if (n < 0)
+        emit notice(tr("Cannot write %1: %2").arg(path, error));
+    else
+        emit notice((n == 1 ? tr("Wrote 1 exchange to %1").arg(path)
+                            : tr("Wrote %1 exchanges to %2").arg(n).arg(path)));
+}
+
+} // namespace portico::ui
