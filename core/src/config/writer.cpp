@@ -171,10 +171,13 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
         out << YAML::EndMap;
     } else if (const auto* px = std::get_if<ProxyAction>(&r.action)) {
         const ProxyAction defaults;
-        out << YAML::Key << "proxy" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << (px->grpc ? "grpc" : "proxy") << YAML::Value << YAML::Flow << YAML::BeginMap;
         std::vector<std::string> urls;
         for (const auto& u : px->upstreams)
-            urls.push_back("http://" + u.authority);
+            urls.push_back((u.protocol == Upstream::Protocol::H2c  ? "h2c://"
+                            : u.protocol == Upstream::Protocol::H2 ? "https://"
+                                                                   : "http://") +
+                           u.authority);
         out << YAML::Key << "upstream" << YAML::Value;
         if (urls.size() == 1)
             out << urls.front();
@@ -189,6 +192,11 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
             out << YAML::Key << "response_timeout" << YAML::Value << formatDuration(px->responseTimeout);
         if (px->failTimeout != defaults.failTimeout)
             out << YAML::Key << "fail_timeout" << YAML::Value << formatDuration(px->failTimeout);
+        if (px->idleTimeout != defaults.idleTimeout)
+            out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(px->idleTimeout);
+        if (px->grpcTimeoutMax != defaults.grpcTimeoutMax)
+            out << YAML::Key << "grpc_timeout_max" << YAML::Value << formatDuration(px->grpcTimeoutMax);
+        if (px->ws) out << YAML::Key << "ws" << YAML::Value << true;
         out << YAML::EndMap;
     }
     out << YAML::EndMap;

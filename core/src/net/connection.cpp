@@ -5,6 +5,7 @@
 #include "net/h2_connection.h"
 #include "net/transport.h"
 #include "net/worker.h"
+#include "proxy/tunnel.h"
 #include "tls/server_tls.h"
 #include "ws/session.h"
 
@@ -571,9 +572,10 @@ void Connection::startProxy(const http::Request& req, const http::Response& res)
     auto remote = socket_.remote_endpoint(ec);
     std::string client = ec ? std::string() : remote.address().to_string();
     forwarded.clientAddress = client;
-    r.proxy = proxy::Exchange::start(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
-                                     *static_cast<const config::ProxyAction*>(res.forward), forwarded,
-                                     ssl_ != nullptr, this);
+    r.proxyTrailers.clear();
+    r.proxy = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
+                             *static_cast<const config::ProxyAction*>(res.forward), forwarded,
+                             ssl_ != nullptr, this);
     phase_ = Phase::Proxy;
     deadline_ = Clock::time_point::max();
 }
@@ -635,13 +637,50 @@ void Connection::onUpstreamEnd() {
     Rare& r = *rare_;
     if (r.proxyChunked && !r.proxyHead) {
         if (!out_.allocated()) out_ = worker_.buffers().acquire();
-        out_.append("0\r\n\r\n");
+        out_.append("0\r\n");
+        out_.append(r.proxyTrailers); // RFC 9112 §7.1.2: the trailer section of the last chunk
+        out_.append("\r\n");
     }
     auto done = std::move(r.proxy); // the exchange is finished; released when this returns
     r.proxyPaused = false;
     if (!r.proxyKeep) closeAfterWrite_ = true;
     phase_ = Phase::Write;
     if (!writeWaiting_) drive();
+}
+
+void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream,
+                                   std::string_view leftover) {
+    // The upstream accepted the WebSocket upgrade: the 101 goes to the client and both sockets
+    // become a tunnel (proxy/tunnel.h); this object is finished, as after startWebSocket.
+    Rare& r = *rare_;
+    auto done = std::move(r.proxy);
+    std::string toClient(out_.allocated() ? out_.unread() : std::string_view());
+    toClient.append("HTTP/1.1 101 Switching Protocols\r\n");
+    proxy::mergeResponseFields(fields, r.proxyFields, [&](std::string_view name, std::string_view value) {
+        toClient.append(name);
+        toClient.append(": ");
+        toClient.append(value);
+        toClient.append("\r\n");
+    });
+    toClient.append("Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+    toClient.append(leftover);
+    proxy::startTunnel(worker_, std::move(socket_), ssl_, std::move(upstream), toClient,
+                       in_.allocated() ? in_.unread() : std::string_view());
+    ssl_ = nullptr;
+    closed_ = true;
+    deadline_ = Clock::time_point::max();
+    releaseBuffers();
+}
+
+void Connection::onUpstreamTrailers(std::string_view fields) {
+    // Only a chunked body has room for them; fields that would change the framing never pass.
+    proxy::detail::forEachField(fields, [&](std::string_view name, std::string_view value) {
+        if (http::iequals(name, "content-length") || http::iequals(name, "transfer-encoding")) return;
+        rare_->proxyTrailers.append(name);
+        rare_->proxyTrailers.append(": ");
+        rare_->proxyTrailers.append(value);
+        rare_->proxyTrailers.append("\r\n");
+    });
 }
 
 void Connection::onUpstreamError(int status, const std::string& message) {

@@ -56,6 +56,9 @@ public:
     bool onUpstreamBody(std::string_view data) override;
     void onUpstreamEnd() override;
     void onUpstreamError(int status, const std::string& message) override;
+    void onUpstreamTrailers(std::string_view fields) override;
+    void onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream,
+                           std::string_view leftover) override;
 
 private:
     enum class Phase : std::uint8_t { Handshake, Idle, Head, Body, Write, Delay, Proxy, Closing };
@@ -102,8 +105,9 @@ private:
         std::optional<boost::asio::steady_timer> delayTimer;
         std::shared_ptr<tls::ServerTls> tls; // during the handshake
         // A proxied exchange in progress (`proxy:` routes).
-        std::shared_ptr<proxy::Exchange> proxy;
-        std::string proxyFields; // vhost/route headers for the upstream's response
+        std::shared_ptr<proxy::Forward> proxy;
+        std::string proxyTrailers; // an HTTP/2 upstream's trailers, for the last chunk
+        std::string proxyFields;   // vhost/route headers for the upstream's response
         int proxyMinor = 1;
         bool proxyHead = false;
         bool proxyKeep = true;
