@@ -111,7 +111,9 @@ struct H2Connection::ProxySink final : proxy::Sink {
     std::optional<std::uint64_t> length;
     std::string pending;
     std::size_t offset = 0;
-    std::string trailers; // the upstream's trailer section ("name: value\r\n" lines)
+    std::string trailers;        // the upstream's trailer section ("name: value\r\n" lines)
+    std::uint64_t sentBytes = 0; // body bytes handed to nghttp2
+    std::string capBody;         // capture only: a prefix of the response body
     bool done = false;
     bool paused = false;
     bool deferred = false;
@@ -728,6 +730,8 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
 
 bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
     pending.append(data);
+    if (conn->cap_ && capBody.size() < conn->cap_->cfg->bodyBytes)
+        capBody.append(data.substr(0, conn->cap_->cfg->bodyBytes - capBody.size()));
     wake();
     if (pending.size() - offset >= kProxyHighWater) {
         paused = true;
@@ -757,6 +761,8 @@ void H2Connection::ProxySink::onUpstreamError(int status, const std::string& mes
     s->res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +
                    "\n");
     auto self = std::move(s->proxy); // back to a plain response; destroyed at the end of this call
+    c->logExchange(*s);
+    if (c->cap_) c->captureStats(*s);
     c->submit(*s);
     c->flush();
 }
@@ -861,6 +867,7 @@ long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len,
         }
         std::memcpy(buf, p->pending.data() + p->offset, n);
         p->offset += n;
+        p->sentBytes += n;
         if (p->offset == p->pending.size()) {
             p->pending.clear();
             p->offset = 0;
@@ -897,8 +904,18 @@ void H2Connection::onStreamClose(std::int32_t id) {
         streams_.pop_back();
         if (s->timer) s->timer->cancel();
         s->timer.reset();
-        if (cap_ && !s->proxy)
+        if (s->proxy) {
+            // A proxied exchange is logged and recorded when its stream ends.
+            const bool complete = s->proxy->done && s->proxy->pending.size() == s->proxy->offset;
+            logExchange(*s);
+            if (cap_) {
+                s->res.setBody(s->proxy->capBody);
+                captureStats(*s);
+                captureStream(*s, complete ? "" : "stream closed before the upstream's response ended");
+            }
+        } else if (cap_) {
             captureStream(*s, s->dispatched ? "" : "stream reset before the request completed");
+        }
         s->proxy.reset(); // cancels an exchange still running
         s->res.reset();   // drop shared bodies and files now
         if (tStreamPool.size() < kStreamPoolMax) tStreamPool.push_back(std::move(s));
@@ -918,7 +935,9 @@ void H2Connection::logExchange(const Stream& s) {
     r.versionMajor = 2;
     r.versionMinor = 0;
     r.status = s.res.status;
-    r.bytes = (s.head || s.res.status == 304 || s.res.status == 204) ? 0 : s.res.bodyLength();
+    r.bytes = (s.head || s.res.status == 304 || s.res.status == 204) ? 0
+              : s.proxy                                              ? s.proxy->sentBytes
+                                                                     : s.res.bodyLength();
     r.durationNs =
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - s.start + s.res.delay).count();
     for (const auto& f : s.fields) {
@@ -951,7 +970,10 @@ void H2Connection::abort() {
     deadline_ = Clock::time_point::max();
     for (auto& s : streams_) {
         if (s->timer) s->timer->cancel();
-        if (cap_ && !s->proxy) captureStream(*s, "connection closed");
+        if (cap_) {
+            if (s->proxy) s->res.setBody(s->proxy->capBody);
+            captureStream(*s, "connection closed");
+        }
         s->proxy.reset();
     }
     boost::system::error_code ec;
@@ -1000,12 +1022,13 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     in.res = answered ? &s.res : nullptr;
     const bool noBody = s.head || s.res.status < 200 || s.res.status == 204 || s.res.status == 304;
     in.responseHasBody = answered && !noBody;
-    in.responseBodySize = in.responseHasBody ? s.sent : 0;
+    const ProxySink* proxied = s.proxy.get();
+    in.responseBodySize = in.responseHasBody ? (proxied ? proxied->sentBytes : s.sent) : 0;
     in.requestBodySize = s.capBodySize;
     in.error = s.dispatched && s.res.fate == http::Response::Fate::Drop
                    ? std::string_view("stream reset (fault injection)")
                : !error.empty() ? error
-               : (in.responseHasBody && s.sent < s.res.bodyLength())
+               : (!proxied && in.responseHasBody && s.sent < s.res.bodyLength())
                    ? std::string_view("stream closed before the whole body was sent")
                    : std::string_view();
     in.labels = s.capLabels;
@@ -1013,6 +1036,8 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = s.capHeadNs;
     in.phases[static_cast<std::size_t>(capture::Phase::RequestBodyDone)] = s.capBodyNs;
     in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = s.capRouteNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::UpstreamConnected)] = s.capUpstreamNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::UpstreamFirstByte)] = s.capUpstreamByteNs;
     if (answered) {
         in.phases[static_cast<std::size_t>(capture::Phase::ResponseFirstByte)] = s.capFirstByteNs;
         if (error.empty())
