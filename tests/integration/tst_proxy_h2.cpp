@@ -3,7 +3,9 @@
 // ways, many concurrent requests on one upstream connection, 502 and 504, config round trip.
 #include "test_support.h"
 
-#include <QCryptographicHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -115,6 +117,7 @@ vhosts:
         QVERIFY(cfg.open(QIODevice::WriteOnly));
         cfg.write(QStringLiteral(R"(listen: [127.0.0.1:0]
 limits: {max_body_bytes: 8MiB}
+access_log: {format: combined, path: access.log}
 vhosts:
   - names: [127.0.0.1]
     root: site
@@ -134,7 +137,8 @@ vhosts:
                       .arg(deadPort())
                       .toUtf8());
         cfg.close();
-        server_ = std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("portico.yaml")});
+        server_ = std::make_unique<ServerProcess>(
+            QStringList{"--config", tmp_.filePath("portico.yaml"), "--record", tmp_.filePath("session.db")});
         QVERIFY2(server_->waitReady(), server_->output().constData());
         base_ = QStringLiteral("http://127.0.0.1:%1").arg(server_->port());
     }
@@ -208,6 +212,35 @@ vhosts:
         }
         // The connection is still good for the next request.
         QCOMPARE(get("/h2c/teapot", "").status, 418);
+    }
+
+    // Last: stops the server to read its session file.
+    void proxiedExchangesAreLoggedAndCaptured() {
+        QCOMPARE(get("/h2c/teapot?capture=1", "").status, 418);
+        QCOMPARE(get("/h2c/teapot?capture=2", "--http2-prior-knowledge").status, 418);
+        QCOMPARE(server_->terminate(), 0);
+        QFile log(tmp_.filePath("access.log"));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const QByteArray lines = log.readAll();
+        QVERIFY2(lines.contains("\"GET /h2c/teapot?capture=1 HTTP/1.1\" 418 15"), lines.constData());
+        QVERIFY2(lines.contains("\"GET /h2c/teapot?capture=2 HTTP/2.0\" 418 15"), lines.constData());
+        auto r = runProcess(porticoBinary(), {"har", "export", tmp_.filePath("session.db"), "-"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const auto entries = QJsonDocument::fromJson(r.out).object()["log"].toObject()["entries"].toArray();
+        int seen = 0;
+        for (const auto& v : entries) {
+            const auto e = v.toObject();
+            const auto p = e["_portico"].toObject();
+            if (!p["target"].toString().startsWith("/h2c/teapot?capture=")) continue;
+            ++seen;
+            QCOMPARE(e["response"].toObject()["status"].toInt(), 418);
+            const auto ph = p["phasesNs"].toObject();
+            const double route = ph["route_matched"].toDouble(), connected = ph["upstream_connected"].toDouble(),
+                         first = ph["upstream_first_byte"].toDouble(), done = ph["response_done"].toDouble();
+            QVERIFY2(route > 0 && connected >= route && first >= connected && done >= first,
+                     QJsonDocument(p).toJson().constData());
+        }
+        QCOMPARE(seen, 2);
     }
 };
 
