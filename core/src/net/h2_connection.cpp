@@ -732,12 +732,10 @@ bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
     pending.append(data);
     if (conn->cap_ && capBody.size() < conn->cap_->cfg->bodyBytes)
         capBody.append(data.substr(0, conn->cap_->cfg->bodyBytes - capBody.size()));
-    wake();
-    if (pending.size() - offset >= kProxyHighWater) {
-        paused = true;
-        return false;
-    }
-    return true;
+    const bool full = pending.size() - offset >= kProxyHighWater;
+    if (full) paused = true;
+    wake(); // may end the stream and destroy this sink: nothing is touched after it
+    return !full;
 }
 
 void H2Connection::ProxySink::onUpstreamEnd() {

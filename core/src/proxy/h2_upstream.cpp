@@ -633,7 +633,7 @@ void H2Call::build(const http::Request& req, bool tls) {
         }
         add(arena_, head_, h.name, h.value);
     }
-    if (action_.grpcTimeoutMax.count() > 0 && grpc_ &&
+    if (action_.grpcTimeoutMax.count() > 0 && (grpc_ || grpcTimeout_) &&
         (!grpcTimeout_ || *grpcTimeout_ > action_.grpcTimeoutMax)) {
         grpcTimeout_ = action_.grpcTimeoutMax;
         // gRPC allows at most 8 digits: milliseconds, or seconds past that.
@@ -914,6 +914,10 @@ void H2Call::onData(const std::uint8_t* data, std::size_t len) {
     }
     if (!grpc_) armResponse();
     const bool more = sink_->onUpstreamBody({reinterpret_cast<const char*>(data), len});
+    if (cancelled_) { // the downstream went away in there
+        if (session) nghttp2_session_consume(session, id_, len);
+        return;
+    }
     if (more && !paused_) {
         if (session) nghttp2_session_consume(session, id_, len);
     } else {
