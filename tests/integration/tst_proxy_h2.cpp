@@ -186,10 +186,10 @@ vhosts:
 
     void manyConcurrentStreamsOnOneUpstream() {
         QStringList args{
-            "-s", "--http2-prior-knowledge", "--parallel", "--parallel-max", "32", "-o", "/dev/null",
+            "-s", "--http2-prior-knowledge", "--parallel", "--parallel-max", "32",
             "-w", "%{http_code}\\n"};
         for (int i = 0; i < 40; ++i)
-            args << base_ + "/h2c/big.bin";
+            args << "-o" << "/dev/null" << base_ + "/h2c/big.bin";
         auto r = runProcess("curl", args, {}, 60000);
         QCOMPARE(r.exitCode, 0);
         QCOMPARE(r.out.count("200"), 40);
