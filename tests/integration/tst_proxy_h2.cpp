@@ -185,14 +185,11 @@ vhosts:
     }
 
     void manyConcurrentStreamsOnOneUpstream() {
-        QStringList args{
-            "-s", "--http2-prior-knowledge", "--parallel", "--parallel-max", "32",
-            "-w", "%{http_code}\\n"};
-        for (int i = 0; i < 40; ++i)
-            args << "-o" << "/dev/null" << base_ + "/h2c/big.bin";
-        auto r = runProcess("curl", args, {}, 60000);
+        // 40 multiplexed downstream streams (nghttp: curl 7.88's --parallel trips over prior
+        // knowledge) become 40 streams on the worker's upstream connection.
+        auto r = runProcess("nghttp", {"-n", "-s", "-m", "40", base_ + "/h2c/big.bin"}, {}, 60000);
         QCOMPARE(r.exitCode, 0);
-        QCOMPARE(r.out.count("200"), 40);
+        QCOMPARE(r.out.count(" 200 "), 40);
     }
 
     void unreachableUpstreamGives502() {
@@ -235,7 +232,8 @@ vhosts:
             ++seen;
             QCOMPARE(e["response"].toObject()["status"].toInt(), 418);
             const auto ph = p["phasesNs"].toObject();
-            const double route = ph["route_matched"].toDouble(), connected = ph["upstream_connected"].toDouble(),
+            const double route = ph["route_matched"].toDouble(),
+                         connected = ph["upstream_connected"].toDouble(),
                          first = ph["upstream_first_byte"].toDouble(), done = ph["response_done"].toDouble();
             QVERIFY2(route > 0 && connected >= route && first >= connected && done >= first,
                      QJsonDocument(p).toJson().constData());

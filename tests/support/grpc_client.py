@@ -157,7 +157,9 @@ def main():
             time.sleep(0.05)
         check(int(uu("Cancelled")(b"", timeout=5)) > before, "the upstream never saw the cancellation")
     elif scenario == "unavailable":
-        expect_error(lambda: uu("Unary")(b"x", timeout=5), grpc.StatusCode.UNAVAILABLE)
+        e = expect_error(lambda: uu("Unary")(b"x", timeout=5), grpc.StatusCode.UNAVAILABLE)
+        check("502 Bad Gateway: upstream 127.0.0.1:" in e.details() and "refused" in e.details(),
+              "details: %r" % e.details())
     else:
         check(False, "unknown scenario " + scenario)
     print("ok")

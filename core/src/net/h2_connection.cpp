@@ -754,6 +754,30 @@ void H2Connection::ProxySink::onUpstreamError(int status, const std::string& mes
         c->flush();
         return;
     }
+    if (grpc) {
+        // A gRPC client reads the reason from grpc-message, not from an HTML-ish body: answer
+        // Trailers-Only with UNAVAILABLE (502) or DEADLINE_EXCEEDED (504), message percent-encoded
+        // (gRPC over HTTP/2, "Responses").
+        std::string fields = "content-type: application/grpc\r\ngrpc-status: ";
+        fields += status == 504 ? "4" : "14";
+        fields += "\r\ngrpc-message: ";
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        const std::string text =
+            std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message;
+        for (unsigned char ch : text) {
+            if (ch >= 0x20 && ch <= 0x7e && ch != '%') {
+                fields.push_back(static_cast<char>(ch));
+            } else {
+                fields.push_back('%');
+                fields.push_back(kHex[ch >> 4]);
+                fields.push_back(kHex[ch & 15]);
+            }
+        }
+        fields += "\r\n";
+        s->capUpstreamByteNs = -1;
+        onUpstreamHeadersOnly(200, fields); // may end the stream and destroy this sink
+        return;
+    }
     s->res.reset();
     handlers::errorResponse(status, s->res);
     s->res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +

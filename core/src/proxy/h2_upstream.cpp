@@ -151,6 +151,7 @@ public:
     bool cancelled_ = false;
     bool done_ = false;
     bool grpc_ = false;
+    bool headRequest_ = false;
 
     void add(std::string& arena, std::vector<Span>& spans, std::string_view name, std::string_view value);
     void armResponse();
@@ -585,6 +586,7 @@ void H2Call::add(std::string& arena, std::vector<Span>& spans, std::string_view 
 
 void H2Call::build(const http::Request& req, bool tls) {
     const bool h2 = action_.upstreams.front().protocol == config::Upstream::Protocol::H2;
+    headRequest_ = req.method == http::Method::Head;
     arena_.reserve(512);
     add(arena_, head_, ":method", req.methodToken);
     add(arena_, head_, ":scheme", h2 ? "https" : "http");
@@ -886,6 +888,13 @@ void H2Call::onHeaders(bool endStream) {
         }
         headSent_ = true;
         timer_.cancel();
+        if (endStream && headRequest_) {
+            // A HEAD answer keeps its Content-Length (RFC 9110 §9.3.2): a head, then the end.
+            ended_ = true;
+            if (sink_) sink_->onUpstreamHead(status_, fields_, length_);
+            finish();
+            return;
+        }
         if (endStream) {
             ended_ = true;
             Sink* sink = sink_;
