@@ -794,7 +794,7 @@ private slots:
         QTest::newRow("route without action")
             << r + "      - path: /a\n"
             << QStringList{"test.yaml:3:9: vhosts[0].routes[0]: a route needs an action: static, respond, "
-                           "redirect, proxy or websocket"};
+                           "redirect, proxy, grpc or websocket"};
         QTest::newRow("route with two actions")
             << r + "      - {path: /a, respond: {}, redirect: {to: /b}}\n"
             << QStringList{
