@@ -357,7 +357,18 @@ void H2Connection::flush() {
     closeIfDone();
     if (closed_) return;
     const auto& limits = worker_.snapshot().config->limits;
-    deadline_ = Clock::now() + (streams_.empty() ? limits.idleTimeout : limits.bodyTimeout);
+    // Proxied streams have their upstream's timeouts; a gRPC stream may be quiet for minutes.
+    Clock::time_point next = Clock::time_point::max();
+    if (streams_.empty()) {
+        next = Clock::now() + limits.idleTimeout;
+    } else {
+        for (const auto& st : streams_)
+            if (!st->proxy) {
+                next = Clock::now() + limits.bodyTimeout;
+                break;
+            }
+    }
+    deadline_ = next;
 }
 
 void H2Connection::waitWrite() {
