@@ -6,6 +6,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -94,6 +95,10 @@ private slots:
         QVERIFY(bigFile.open(QIODevice::WriteOnly));
         bigFile.write(big_);
         bigFile.close();
+        QFile huge(tmp_.filePath("up/huge.bin"));
+        QVERIFY(huge.open(QIODevice::WriteOnly));
+        QVERIFY(huge.resize(qint64(256) * 1024 * 1024)); // sparse: cheap to create and to serve
+        huge.close();
         QFile up(tmp_.filePath("up.yaml"));
         QVERIFY(up.open(QIODevice::WriteOnly));
         up.write(R"(listen: [127.0.0.1:0, {address: 127.0.0.1:0, tls: auto}]
@@ -190,6 +195,33 @@ vhosts:
         auto r = runProcess("nghttp", {"-n", "-s", "-m", "40", base_ + "/h2c/big.bin"}, {}, 60000);
         QCOMPARE(r.exitCode, 0);
         QCOMPARE(r.out.count(" 200 "), 40);
+    }
+
+    void slowReaderKeepsMemoryBounded() {
+        // A client reading at 4 MB/s from a 256 MiB response: the upstream is paced by flow
+        // control (WINDOW_UPDATE only for what the client took), so the proxy's memory stays put.
+        auto rssKiB = [this] {
+            QFile f(QStringLiteral("/proc/%1/status").arg(server_->pid()));
+            if (!f.open(QIODevice::ReadOnly)) return qint64(-1);
+            for (const QByteArray& line : f.readAll().split('\n'))
+                if (line.startsWith("VmRSS:")) return line.mid(6).trimmed().split(' ').value(0).toLongLong();
+            return qint64(-1);
+        };
+        for (const QString& mode : both()) {
+            const qint64 before = rssKiB();
+            QProcess client;
+            QStringList args{"-s", "-o", "/dev/null", "--limit-rate", "4M", "--max-time", "3"};
+            if (!mode.isEmpty()) args << mode;
+            client.start("curl", args << base_ + "/h2c/huge.bin");
+            QVERIFY(client.waitForStarted());
+            QTest::qWait(2000);
+            const qint64 during = rssKiB();
+            client.waitForFinished(10000);
+            QVERIFY2(
+                before > 0 && during - before < 48 * 1024,
+                qPrintable(
+                    QStringLiteral("RSS %1 KiB → %2 KiB while a slow client reads").arg(before).arg(during)));
+        }
     }
 
     void unreachableUpstreamGives502() {

@@ -152,12 +152,15 @@ public:
     bool done_ = false;
     bool grpc_ = false;
     bool headRequest_ = false;
+    bool idempotent_ = false;
+    bool bodyWasEmpty_ = false;
 
     void add(std::string& arena, std::vector<Span>& spans, std::string_view name, std::string_view value);
     void armResponse();
     void finish();
     void fail(int status, const std::string& why);
     void deliverReset(std::uint32_t code, const std::string& why);
+    bool retry(bool allowed);
     std::string where() const {
         return upstream_ ? "upstream " + upstream_->authority + ": " : std::string("upstream: ");
     }
@@ -587,6 +590,10 @@ void H2Call::add(std::string& arena, std::vector<Span>& spans, std::string_view 
 void H2Call::build(const http::Request& req, bool tls) {
     const bool h2 = action_.upstreams.front().protocol == config::Upstream::Protocol::H2;
     headRequest_ = req.method == http::Method::Head;
+    const http::Method m = req.method;
+    idempotent_ = m == http::Method::Get || m == http::Method::Head || m == http::Method::Options ||
+                  m == http::Method::Put || m == http::Method::Delete || m == http::Method::Trace;
+    bodyWasEmpty_ = !bodyFollows_ && req.body.empty();
     arena_.reserve(512);
     add(arena_, head_, ":method", req.methodToken);
     add(arena_, head_, ":scheme", h2 ? "https" : "http");
@@ -788,7 +795,25 @@ void H2Call::connectFailed(int status, const std::string& why) {
 
 void H2Call::connectionLost(const std::string& why) {
     if (cancelled_ || done_) return;
+    if (retry(idempotent_)) return;
     fail(headSent_ ? 0 : 502, "connection lost: " + why);
+}
+
+// Once more on a new stream (and connection) when nothing came back and there is no body that
+// left already: a connection the upstream closed as we used it (idempotent methods, RFC 9110
+// §9.2.2), or a stream it refused unprocessed (any method, RFC 9113 §8.7).
+bool H2Call::retry(bool allowed) {
+    if (!allowed || headSent_ || bodyFollows_ || !bodyWasEmpty_ || tries_ > action_.upstreams.size())
+        return false;
+    timer_.cancel();
+    deadline_.cancel();
+    status_ = 0;
+    fields_.clear();
+    length_.reset();
+    conn_.reset();
+    id_ = -1;
+    pick();
+    return true;
 }
 
 long H2Call::readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags) {
@@ -949,6 +974,7 @@ void H2Call::onClose(std::uint32_t code) {
         finish();
         return;
     }
+    if (code == NGHTTP2_REFUSED_STREAM && retry(true)) return;
     std::string why = "reset the stream (" + std::string(errorName(code)) + ")";
     if (code == NGHTTP2_NO_ERROR) why = "closed the stream without ending the response";
     deliverReset(code == NGHTTP2_NO_ERROR ? static_cast<std::uint32_t>(NGHTTP2_INTERNAL_ERROR) : code, why);
