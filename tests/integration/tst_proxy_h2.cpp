@@ -113,8 +113,9 @@ vhosts:
         respond: {status: 200, body: slow, latency: 2s}
 )");
         up.close();
-        upstream_ = std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("up.yaml")},
-                                                    QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
+        upstream_ = std::make_unique<ServerProcess>(
+            QStringList{"--config", tmp_.filePath("up.yaml"), "--record", tmp_.filePath("up.db")},
+            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
         QVERIFY2(upstream_->waitReady(), upstream_->output().constData());
         QVERIFY(upstream_->plainPort() && upstream_->tlsPort());
         QDir().mkpath(tmp_.filePath("site"));
@@ -177,6 +178,19 @@ vhosts:
             auto r = get("/h2c/teapot", mode, {"--data-binary", "@" + f.fileName()});
             QCOMPARE(r.status, 418);
         }
+    }
+
+    void requestTrailersGoUp() {
+        // An HTTP/2 request with a body and trailers streams to the HTTP/2 upstream, trailers
+        // included (checked in the upstream's capture at the end).
+        QFile f(tmp_.filePath("small.txt"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("with trailers");
+        f.close();
+        auto r = runProcess("nghttp", {"-n", "-s", "--trailer=x-checksum: abc123", "-d", f.fileName(),
+                                       base_ + "/h2c/teapot?trailers=1"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains(" 418 "), r.out.constData());
     }
 
     void tlsUpstreamWithAlpnH2() {
@@ -271,6 +285,21 @@ vhosts:
                      QJsonDocument(p).toJson().constData());
         }
         QCOMPARE(seen, 2);
+        // The upstream's own record of the request with trailers.
+        QCOMPARE(upstream_->terminate(), 0);
+        r = runProcess(porticoBinary(), {"har", "export", tmp_.filePath("up.db"), "-"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        bool trailers = false;
+        for (const auto& v : QJsonDocument::fromJson(r.out).object()["log"].toObject()["entries"].toArray()) {
+            const auto p = v.toObject()["_portico"].toObject();
+            if (p["target"].toString() != "/teapot?trailers=1") continue;
+            const auto t = p["requestTrailers"].toArray();
+            trailers = t.size() == 1 && t[0].toObject()["name"].toString() == "x-checksum" &&
+                       t[0].toObject()["value"].toString() == "abc123";
+            QCOMPARE(v.toObject()["request"].toObject()["postData"].toObject()["text"].toString(),
+                     QString("with trailers"));
+        }
+        QVERIFY2(trailers, r.out.left(4000).constData());
     }
 };
 
