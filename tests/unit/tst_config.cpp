@@ -750,10 +750,14 @@ private slots:
             << QStringList{
                    "test.yaml:3:26: vhosts[0].routes[0].grpc: gRPC needs HTTP/2: use h2c://HOST:PORT or "
                    "https://HOST:PORT, got 'http://127.0.0.1:1'",
-                   "test.yaml:4:20: vhosts[0].routes[1].fastcgi: 'fastcgi' is not supported yet in this "
-                   "version (this version supports static, respond, redirect, proxy, grpc and websocket)"};
+                   "test.yaml:4:29: vhosts[0].routes[1].fastcgi: fastcgi needs `address:` (HOST:PORT or "
+                   "unix:PATH)",
+                   "test.yaml:4:29: vhosts[0].routes[1].fastcgi: fastcgi needs `root:` (the document root "
+                   "the "
+                   "server sees)"};
         QTest::newRow("proxy schemes")
-            << r + "      - path: /a\n        proxy: {upstream: [\"h2c://127.0.0.1:1\", \"http://127.0.0.1:2\"]}\n"
+            << r + "      - path: /a\n        proxy: {upstream: [\"h2c://127.0.0.1:1\", "
+                   "\"http://127.0.0.1:2\"]}\n"
                    "      - path: /b\n        proxy: {upstream: \"https://127.0.0.1:3\", ws: true}\n"
             << QStringList{"test.yaml:4:49: vhosts[0].routes[0].proxy.upstream[1]: all upstreams of a route "
                            "must use the same scheme, got 'http://127.0.0.1:2'",
@@ -794,7 +798,7 @@ private slots:
         QTest::newRow("route without action")
             << r + "      - path: /a\n"
             << QStringList{"test.yaml:3:9: vhosts[0].routes[0]: a route needs an action: static, respond, "
-                           "redirect, proxy, grpc or websocket"};
+                           "redirect, proxy, grpc, fastcgi or websocket"};
         QTest::newRow("route with two actions")
             << r + "      - {path: /a, respond: {}, redirect: {to: /b}}\n"
             << QStringList{

@@ -64,8 +64,10 @@ constexpr std::string_view kVhostKeys[] = {
 constexpr Keys kVhostNotYet{}; // every vhost key of the design is supported
 constexpr std::string_view kRouteKeys[] = {"path",    "location",      "group",  "methods", "name",
                                            "headers", "server_header", "static", "respond", "redirect",
-                                           "proxy",   "websocket",     "grpc"};
-constexpr std::string_view kRouteNotYet[] = {"fastcgi"};
+                                           "proxy",   "websocket",     "grpc",   "fastcgi"};
+constexpr Keys kRouteNotYet{}; // every route action of the design is supported
+constexpr std::string_view kFastCgiKeys[] = {
+    "address", "root", "index", "extension", "connect_timeout", "response_timeout"};
 constexpr std::string_view kProxyKeys[] = {
     "upstream",         "strip_prefix", "change_origin", "forwarded",        "connect_timeout",
     "response_timeout", "fail_timeout", "idle_timeout",  "grpc_timeout_max", "ws"};
@@ -1443,6 +1445,69 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
         if (errors_.size() != before) return std::nullopt;
         return rs;
     }
+    if (e.key == "fastcgi") {
+        ProxyAction px;
+        FastCgi& f = px.fastcgi;
+        if (!e.value.node.IsMap()) {
+            error(e.value, "fastcgi needs a map: {address: 127.0.0.1:9000, root: ./php}");
+            return std::nullopt;
+        }
+        readMap(e.value, kFastCgiKeys, [&](const Entry& k) {
+            const Value& val = k.value;
+            if (k.key == "address") {
+                auto s = string(val);
+                if (!s) return true;
+                f.address = *s;
+                if (s->starts_with("unix:")) {
+                    fs::path p(s->substr(5));
+                    if (p.empty()) {
+                        error(val, "unix: needs a socket path, got '" + *s + "'");
+                        return true;
+                    }
+                    if (p.is_relative()) p = baseDir_ / p;
+                    f.socketPath = normalise(p);
+                    return true;
+                }
+                auto colon = s->rfind(':');
+                std::string host = colon == std::string::npos ? std::string() : s->substr(0, colon);
+                if (host.size() > 1 && host.front() == '[' && host.back() == ']')
+                    host = host.substr(1, host.size() - 2);
+                int port = 0;
+                const char* b = s->data() + (colon == std::string::npos ? 0 : colon + 1);
+                auto [end, ec] = std::from_chars(b, s->data() + s->size(), port);
+                if (host.empty() || ec != std::errc{} || end != s->data() + s->size() || port < 1 ||
+                    port > 65535) {
+                    error(val, "expected HOST:PORT or unix:PATH, got '" + *s + "'");
+                    return true;
+                }
+                f.host = host;
+                f.port = static_cast<std::uint16_t>(port);
+            } else if (k.key == "root") {
+                if (auto d = existing(val, true)) f.root = *d;
+            } else if (k.key == "index") {
+                if (auto s = string(val)) f.index = *s;
+            } else if (k.key == "extension") {
+                if (auto s = string(val)) {
+                    if (s->empty() || s->find('/') != std::string::npos)
+                        error(val, "extension must be a non-empty suffix like .php, got '" + *s + "'");
+                    else
+                        f.extension = *s;
+                }
+            } else if (k.key == "connect_timeout") {
+                if (auto d = duration(val, false)) px.connectTimeout = *d;
+            } else if (k.key == "response_timeout") {
+                if (auto d = duration(val, false)) px.responseTimeout = *d;
+            } else {
+                return false;
+            }
+            return true;
+        });
+        if (!e.value.node["address"]) error(e.value, "fastcgi needs `address:` (HOST:PORT or unix:PATH)");
+        if (!e.value.node["root"])
+            error(e.value, "fastcgi needs `root:` (the document root the server sees)");
+        if (errors_.size() != before) return std::nullopt;
+        return px;
+    }
     if (e.key == "proxy" || e.key == "grpc") {
         ProxyAction px;
         px.grpc = e.key == "grpc";
@@ -1710,7 +1775,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
                 return true;
             }
             if (e.key == "static" || e.key == "respond" || e.key == "redirect" || e.key == "proxy" ||
-                e.key == "websocket" || e.key == "grpc") {
+                e.key == "websocket" || e.key == "grpc" || e.key == "fastcgi") {
                 if (action)
                     errorAtKey(e, "a route takes exactly one action; this one already has '" + action->key +
                                       "'");
@@ -1734,7 +1799,8 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
             }
             return true;
         },
-        kRouteNotYet, " (this version supports static, respond, redirect, proxy, grpc and websocket)");
+        kRouteNotYet,
+        " (this version supports static, respond, redirect, proxy, grpc, fastcgi and websocket)");
     bool unsupported = std::any_of(std::begin(kRouteNotYet), std::end(kRouteNotYet),
                                    [&](std::string_view k) { return bool(v.node[std::string(k)]); });
     if (!match) {
@@ -1758,7 +1824,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
     if (action) {
         if (auto a = readAction(*action, shape)) r.action = std::move(*a);
     } else if (!unsupported) {
-        error(v, "a route needs an action: static, respond, redirect, proxy, grpc or websocket");
+        error(v, "a route needs an action: static, respond, redirect, proxy, grpc, fastcgi or websocket");
     }
     // A route with a broken action still takes part in the duplicate check, so one run reports
     // both; any error refuses the whole config anyway.

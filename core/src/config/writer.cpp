@@ -169,6 +169,20 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
         if (ws->idleTimeout != defaults.idleTimeout)
             out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(ws->idleTimeout);
         out << YAML::EndMap;
+    } else if (const auto* fc = std::get_if<ProxyAction>(&r.action); fc && !fc->fastcgi.address.empty()) {
+        const ProxyAction defaults;
+        const FastCgi& f = fc->fastcgi;
+        out << YAML::Key << "fastcgi" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "address" << YAML::Value
+            << (f.socketPath.empty() ? f.address : "unix:" + relativePath(f.socketPath, base));
+        out << YAML::Key << "root" << YAML::Value << relativePath(f.root, base);
+        if (f.index != FastCgi{}.index) out << YAML::Key << "index" << YAML::Value << f.index;
+        if (f.extension != FastCgi{}.extension) out << YAML::Key << "extension" << YAML::Value << f.extension;
+        if (fc->connectTimeout != defaults.connectTimeout)
+            out << YAML::Key << "connect_timeout" << YAML::Value << formatDuration(fc->connectTimeout);
+        if (fc->responseTimeout != defaults.responseTimeout)
+            out << YAML::Key << "response_timeout" << YAML::Value << formatDuration(fc->responseTimeout);
+        out << YAML::EndMap;
     } else if (const auto* px = std::get_if<ProxyAction>(&r.action)) {
         const ProxyAction defaults;
         out << YAML::Key << (px->grpc ? "grpc" : "proxy") << YAML::Value << YAML::Flow << YAML::BeginMap;

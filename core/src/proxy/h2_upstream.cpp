@@ -2,6 +2,7 @@
 #include "proxy/h2_upstream.h"
 
 #include "net/transport.h"
+#include "proxy/fastcgi.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -1091,6 +1092,8 @@ bool streamsRequestBody(const config::ProxyAction& action) {
 std::shared_ptr<Forward> forward(asio::io_context& io, std::shared_ptr<void> owner,
                                  std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
                                  const http::Request& req, bool tls, Sink* sink, bool bodyFollows) {
+    if (!action.fastcgi.address.empty())
+        return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
     if (streamsRequestBody(action))
         return startH2(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
     return Exchange::start(io, std::move(owner), std::move(snapshot), action, req, tls, sink);

@@ -148,7 +148,18 @@ struct Upstream {
     Protocol protocol = Protocol::Http1;
 };
 
-/// A reverse proxy (`proxy:` action, or `grpc:`), RFC 9110 §7.6: hop-by-hop fields are removed
+/// A FastCGI application server (`fastcgi:` action; FastCGI 1.0, responder role), e.g. php-fpm.
+struct FastCgi {
+    std::string address;    ///< as written: "127.0.0.1:9000" or "unix:/run/php/php8.2-fpm.sock"
+    std::string host;       ///< TCP: a name or an IP literal (no brackets); empty for a unix socket
+    std::uint16_t port = 0; ///< TCP port, 1..65535
+    std::string socketPath; ///< unix socket path (absolute after loading); empty for TCP
+    std::string root; ///< document root as the server sees it (absolute): SCRIPT_FILENAME = root + script
+    std::string index = "index.php"; ///< appended to a path ending in '/'
+    std::string extension = ".php";  ///< the script is the path up to the first segment ending in it
+};
+
+/// A reverse proxy (`proxy:` action, or `grpc:`, or `fastcgi:`), RFC 9110 §7.6: hop-by-hop fields are removed
 /// both ways, Via and X-Forwarded-For/-Proto/-Host are added; the response streams through with
 /// backpressure. Upstreams speak HTTP/1.1, h2c or h2 (one protocol per route); over HTTP/2 each
 /// request is one stream of a per-worker connection, trailers pass both ways and a gRPC call
@@ -168,6 +179,7 @@ struct ProxyAction {
     Duration grpcTimeoutMax{0};
     bool grpc = false; ///< written as `grpc:` (upstreams must be h2c:// or https://)
     bool ws = false;   ///< forward WebSocket upgrades (RFC 6455) to an HTTP/1.1 upstream and pipe the bytes
+    FastCgi fastcgi;   ///< written as `fastcgi:` (address set; `upstreams` is then empty)
 };
 
 /// A WebSocket endpoint (`websocket:` action; RFC 6455 over an HTTP/1.1 Upgrade, ws:// and wss://).
