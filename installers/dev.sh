@@ -19,7 +19,7 @@ packages=(
   libsqlite3-dev nlohmann-json3-dev python3 dpkg-dev file
 )
 # Real clients the integration tests drive over loopback (chromium: the headless live-reload test).
-test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets groff-base appstream chromium lintian)
+test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets python3-grpcio php8.2-fpm groff-base appstream chromium lintian)
 
 missing=()
 for p in "${packages[@]}" "${test_packages[@]}"; do

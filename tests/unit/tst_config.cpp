@@ -748,17 +748,28 @@ private slots:
             << r + "      - path: /api/*\n        proxy: {upstream: \"http://127.0.0.1:3000/x\", "
                    "strip_prefix: api}\n"
             << QStringList{"test.yaml:4:27: vhosts[0].routes[0].proxy.upstream: an upstream is "
-                           "http://HOST[:PORT] without a path "
+                           "SCHEME://HOST[:PORT] without a path "
                            "(use strip_prefix to rewrite paths), got 'http://127.0.0.1:3000/x'",
                            "test.yaml:4:68: vhosts[0].routes[0].proxy.strip_prefix: strip_prefix must start "
                            "with '/', got 'api'"};
         QTest::newRow("route grpc fastcgi")
-            << r + "      - {path: /g, grpc: {}}\n      - {path: /f, fastcgi: {}}\n"
+            << r + "      - {path: /g, grpc: \"http://127.0.0.1:1\"}\n      - {path: /f, fastcgi: {}}\n"
             << QStringList{
-                   "test.yaml:3:20: vhosts[0].routes[0].grpc: 'grpc' is not supported yet in this version "
-                   "(this version supports static, respond, redirect, proxy and websocket)",
-                   "test.yaml:4:20: vhosts[0].routes[1].fastcgi: 'fastcgi' is not supported yet in this "
-                   "version (this version supports static, respond, redirect, proxy and websocket)"};
+                   "test.yaml:3:26: vhosts[0].routes[0].grpc: gRPC needs HTTP/2: use h2c://HOST:PORT or "
+                   "https://HOST:PORT, got 'http://127.0.0.1:1'",
+                   "test.yaml:4:29: vhosts[0].routes[1].fastcgi: fastcgi needs `address:` (HOST:PORT or "
+                   "unix:PATH)",
+                   "test.yaml:4:29: vhosts[0].routes[1].fastcgi: fastcgi needs `root:` (the document root "
+                   "the "
+                   "server sees)"};
+        QTest::newRow("proxy schemes")
+            << r + "      - path: /a\n        proxy: {upstream: [\"h2c://127.0.0.1:1\", "
+                   "\"http://127.0.0.1:2\"]}\n"
+                   "      - path: /b\n        proxy: {upstream: \"https://127.0.0.1:3\", ws: true}\n"
+            << QStringList{"test.yaml:4:49: vhosts[0].routes[0].proxy.upstream[1]: all upstreams of a route "
+                           "must use the same scheme, got 'http://127.0.0.1:2'",
+                           "test.yaml:6:16: vhosts[0].routes[1].proxy: ws: true needs http:// upstreams "
+                           "(WebSocket upgrades are HTTP/1.1)"};
         QTest::newRow("websocket bad mode")
             << r + "      - {path: /w, websocket: chat}\n"
             << QStringList{"test.yaml:3:31: vhosts[0].routes[0].websocket: websocket mode must be echo or "
@@ -794,7 +805,7 @@ private slots:
         QTest::newRow("route without action")
             << r + "      - path: /a\n"
             << QStringList{"test.yaml:3:9: vhosts[0].routes[0]: a route needs an action: static, respond, "
-                           "redirect, proxy or websocket"};
+                           "redirect, proxy, grpc, fastcgi or websocket"};
         QTest::newRow("route with two actions")
             << r + "      - {path: /a, respond: {}, redirect: {to: /b}}\n"
             << QStringList{

@@ -65,13 +65,15 @@ constexpr std::string_view kVhostKeys[] = {
     "names",           "port",    "default",     "root",          "index",  "listing", "spa_fallback",
     "follow_symlinks", "headers", "error_pages", "server_header", "routes", "tls",     "live_reload"};
 constexpr Keys kVhostNotYet{}; // every vhost key of the design is supported
-constexpr std::string_view kRouteKeys[] = {"path",    "location", "group",         "methods",
-                                           "name",    "headers",  "server_header", "static",
-                                           "respond", "redirect", "proxy",         "websocket"};
-constexpr std::string_view kRouteNotYet[] = {"grpc", "fastcgi"};
-constexpr std::string_view kProxyKeys[] = {"upstream",    "strip_prefix",    "change_origin",
-                                           "forwarded",   "connect_timeout", "response_timeout",
-                                           "fail_timeout"};
+constexpr std::string_view kRouteKeys[] = {"path",    "location",      "group",  "methods", "name",
+                                           "headers", "server_header", "static", "respond", "redirect",
+                                           "proxy",   "websocket",     "grpc",   "fastcgi"};
+constexpr Keys kRouteNotYet{}; // every route action of the design is supported
+constexpr std::string_view kFastCgiKeys[] = {
+    "address", "root", "index", "extension", "connect_timeout", "response_timeout"};
+constexpr std::string_view kProxyKeys[] = {
+    "upstream",         "strip_prefix", "change_origin", "forwarded",        "connect_timeout",
+    "response_timeout", "fail_timeout", "idle_timeout",  "grpc_timeout_max", "ws"};
 constexpr std::string_view kGroupKeys[] = {"prefix", "routes"};
 constexpr std::string_view kStaticKeys[] = {"root", "index", "listing", "spa_fallback", "follow_symlinks"};
 constexpr std::string_view kRespondKeys[] = {
@@ -1448,31 +1450,117 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
         if (errors_.size() != before) return std::nullopt;
         return rs;
     }
-    if (e.key == "proxy") {
+    if (e.key == "fastcgi") {
         ProxyAction px;
+        FastCgi& f = px.fastcgi;
+        if (!e.value.node.IsMap()) {
+            error(e.value, "fastcgi needs a map: {address: 127.0.0.1:9000, root: ./php}");
+            return std::nullopt;
+        }
+        readMap(e.value, kFastCgiKeys, [&](const Entry& k) {
+            const Value& val = k.value;
+            if (k.key == "address") {
+                auto s = string(val);
+                if (!s) return true;
+                f.address = *s;
+                if (s->starts_with("unix:")) {
+                    fs::path p(s->substr(5));
+                    if (p.empty()) {
+                        error(val, "unix: needs a socket path, got '" + *s + "'");
+                        return true;
+                    }
+                    if (p.is_relative()) p = baseDir_ / p;
+                    f.socketPath = normalise(p);
+                    return true;
+                }
+                auto colon = s->rfind(':');
+                std::string host = colon == std::string::npos ? std::string() : s->substr(0, colon);
+                if (host.size() > 1 && host.front() == '[' && host.back() == ']')
+                    host = host.substr(1, host.size() - 2);
+                int port = 0;
+                const char* b = s->data() + (colon == std::string::npos ? 0 : colon + 1);
+                auto [end, ec] = std::from_chars(b, s->data() + s->size(), port);
+                if (host.empty() || ec != std::errc{} || end != s->data() + s->size() || port < 1 ||
+                    port > 65535) {
+                    error(val, "expected HOST:PORT or unix:PATH, got '" + *s + "'");
+                    return true;
+                }
+                f.host = host;
+                f.port = static_cast<std::uint16_t>(port);
+            } else if (k.key == "root") {
+                if (auto d = existing(val, true)) f.root = *d;
+            } else if (k.key == "index") {
+                if (auto s = string(val)) f.index = *s;
+            } else if (k.key == "extension") {
+                if (auto s = string(val)) {
+                    if (s->empty() || s->find('/') != std::string::npos)
+                        error(val, "extension must be a non-empty suffix like .php, got '" + *s + "'");
+                    else
+                        f.extension = *s;
+                }
+            } else if (k.key == "connect_timeout") {
+                if (auto d = duration(val, false)) px.connectTimeout = *d;
+            } else if (k.key == "response_timeout") {
+                if (auto d = duration(val, false)) px.responseTimeout = *d;
+            } else {
+                return false;
+            }
+            return true;
+        });
+        if (!e.value.node["address"]) error(e.value, "fastcgi needs `address:` (HOST:PORT or unix:PATH)");
+        if (!e.value.node["root"])
+            error(e.value, "fastcgi needs `root:` (the document root the server sees)");
+        if (errors_.size() != before) return std::nullopt;
+        return px;
+    }
+    if (e.key == "proxy" || e.key == "grpc") {
+        ProxyAction px;
+        px.grpc = e.key == "grpc";
         auto upstreamUrl = [&](const Value& val) {
             auto s = string(val);
             if (!s) return;
             std::string url = *s;
-            if (url.starts_with("https://") || url.starts_with("h2c://") || url.starts_with("grpc://")) {
-                error(val, "only http:// upstreams are supported in this version, got '" + url + "'");
+            Upstream::Protocol protocol = Upstream::Protocol::Http1;
+            std::size_t schemeEnd = url.find("://");
+            std::string rest;
+            if (url.starts_with("http://")) {
+                protocol = Upstream::Protocol::Http1;
+            } else if (url.starts_with("h2c://")) {
+                protocol = Upstream::Protocol::H2c;
+            } else if (url.starts_with("https://")) {
+                protocol = Upstream::Protocol::H2;
+            } else if (px.grpc && schemeEnd == std::string::npos) {
+                protocol = Upstream::Protocol::H2c; // `grpc: 127.0.0.1:50051`
+                schemeEnd = 0;
+            } else {
+                error(val, std::string("expected an upstream URL ") +
+                               (px.grpc ? "h2c://HOST:PORT or https://HOST:PORT"
+                                        : "http://HOST:PORT, h2c://HOST:PORT or https://HOST:PORT") +
+                               ", got '" + url + "'");
                 return;
             }
-            if (!url.starts_with("http://")) {
-                error(val, "expected an upstream URL http://HOST:PORT, got '" + url + "'");
+            if (px.grpc && protocol == Upstream::Protocol::Http1) {
+                error(val, "gRPC needs HTTP/2: use h2c://HOST:PORT or https://HOST:PORT, got '" + url + "'");
                 return;
             }
-            std::string rest = url.substr(7);
+            if (!px.upstreams.empty() && px.upstreams.front().protocol != protocol) {
+                error(val, "all upstreams of a route must use the same scheme, got '" + url + "'");
+                return;
+            }
+            rest = schemeEnd == 0 ? url : url.substr(schemeEnd + 3);
             while (!rest.empty() && rest.back() == '/')
                 rest.pop_back();
             if (rest.find('/') != std::string::npos || rest.find('?') != std::string::npos || rest.empty()) {
-                error(val,
-                      "an upstream is http://HOST[:PORT] without a path (use strip_prefix to rewrite paths), "
-                      "got '" +
-                          url + "'");
+                error(
+                    val,
+                    "an upstream is SCHEME://HOST[:PORT] without a path (use strip_prefix to rewrite paths), "
+                    "got '" +
+                        url + "'");
                 return;
             }
             Upstream u;
+            u.protocol = protocol;
+            if (protocol == Upstream::Protocol::H2) u.port = 443;
             u.authority = rest;
             std::string host = rest, port;
             if (rest.front() == '[') {
@@ -1539,12 +1627,21 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
                     if (auto d = duration(val, false)) px.responseTimeout = *d;
                 } else if (k.key == "fail_timeout") {
                     if (auto d = duration(val, true)) px.failTimeout = *d;
+                } else if (k.key == "idle_timeout") {
+                    if (auto d = duration(val, false)) px.idleTimeout = *d;
+                } else if (k.key == "grpc_timeout_max") {
+                    if (auto d = duration(val, true)) px.grpcTimeoutMax = *d;
+                } else if (k.key == "ws") {
+                    if (auto b = boolean(val)) px.ws = *b;
                 } else {
                     return false;
                 }
                 return true;
             });
-            if (!e.value.node["upstream"] && e.value.node.IsMap()) error(e.value, "proxy needs `upstream:`");
+            if (!e.value.node["upstream"] && e.value.node.IsMap())
+                error(e.value, e.key + " needs `upstream:`");
+            if (px.ws && !px.upstreams.empty() && px.upstreams.front().protocol != Upstream::Protocol::Http1)
+                error(e.value, "ws: true needs http:// upstreams (WebSocket upgrades are HTTP/1.1)");
         }
         if (errors_.size() != before) return std::nullopt;
         return px;
@@ -1683,7 +1780,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
                 return true;
             }
             if (e.key == "static" || e.key == "respond" || e.key == "redirect" || e.key == "proxy" ||
-                e.key == "websocket") {
+                e.key == "websocket" || e.key == "grpc" || e.key == "fastcgi") {
                 if (action)
                     errorAtKey(e, "a route takes exactly one action; this one already has '" + action->key +
                                       "'");
@@ -1707,7 +1804,8 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
             }
             return true;
         },
-        kRouteNotYet, " (this version supports static, respond, redirect, proxy and websocket)");
+        kRouteNotYet,
+        " (this version supports static, respond, redirect, proxy, grpc, fastcgi and websocket)");
     bool unsupported = std::any_of(std::begin(kRouteNotYet), std::end(kRouteNotYet),
                                    [&](std::string_view k) { return bool(v.node[std::string(k)]); });
     if (!match) {
@@ -1731,7 +1829,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
     if (action) {
         if (auto a = readAction(*action, shape)) r.action = std::move(*a);
     } else if (!unsupported) {
-        error(v, "a route needs an action: static, respond, redirect, proxy or websocket");
+        error(v, "a route needs an action: static, respond, redirect, proxy, grpc, fastcgi or websocket");
     }
     // A route with a broken action still takes part in the duplicate check, so one run reports
     // both; any error refuses the whole config anyway.

@@ -169,12 +169,29 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
         if (ws->idleTimeout != defaults.idleTimeout)
             out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(ws->idleTimeout);
         out << YAML::EndMap;
+    } else if (const auto* fc = std::get_if<ProxyAction>(&r.action); fc && !fc->fastcgi.address.empty()) {
+        const ProxyAction defaults;
+        const FastCgi& f = fc->fastcgi;
+        out << YAML::Key << "fastcgi" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "address" << YAML::Value
+            << (f.socketPath.empty() ? f.address : "unix:" + relativePath(f.socketPath, base));
+        out << YAML::Key << "root" << YAML::Value << relativePath(f.root, base);
+        if (f.index != FastCgi{}.index) out << YAML::Key << "index" << YAML::Value << f.index;
+        if (f.extension != FastCgi{}.extension) out << YAML::Key << "extension" << YAML::Value << f.extension;
+        if (fc->connectTimeout != defaults.connectTimeout)
+            out << YAML::Key << "connect_timeout" << YAML::Value << formatDuration(fc->connectTimeout);
+        if (fc->responseTimeout != defaults.responseTimeout)
+            out << YAML::Key << "response_timeout" << YAML::Value << formatDuration(fc->responseTimeout);
+        out << YAML::EndMap;
     } else if (const auto* px = std::get_if<ProxyAction>(&r.action)) {
         const ProxyAction defaults;
-        out << YAML::Key << "proxy" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << (px->grpc ? "grpc" : "proxy") << YAML::Value << YAML::Flow << YAML::BeginMap;
         std::vector<std::string> urls;
         for (const auto& u : px->upstreams)
-            urls.push_back("http://" + u.authority);
+            urls.push_back((u.protocol == Upstream::Protocol::H2c  ? "h2c://"
+                            : u.protocol == Upstream::Protocol::H2 ? "https://"
+                                                                   : "http://") +
+                           u.authority);
         out << YAML::Key << "upstream" << YAML::Value;
         if (urls.size() == 1)
             out << urls.front();
@@ -189,6 +206,11 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
             out << YAML::Key << "response_timeout" << YAML::Value << formatDuration(px->responseTimeout);
         if (px->failTimeout != defaults.failTimeout)
             out << YAML::Key << "fail_timeout" << YAML::Value << formatDuration(px->failTimeout);
+        if (px->idleTimeout != defaults.idleTimeout)
+            out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(px->idleTimeout);
+        if (px->grpcTimeoutMax != defaults.grpcTimeoutMax)
+            out << YAML::Key << "grpc_timeout_max" << YAML::Value << formatDuration(px->grpcTimeoutMax);
+        if (px->ws) out << YAML::Key << "ws" << YAML::Value << true;
         out << YAML::EndMap;
     }
     out << YAML::EndMap;

@@ -5,6 +5,7 @@
 #include "net/h2_connection.h"
 #include "net/transport.h"
 #include "net/worker.h"
+#include "proxy/tunnel.h"
 #include "tls/server_tls.h"
 #include "ws/session.h"
 
@@ -576,9 +577,29 @@ void Connection::startProxy(const http::Request& req, const http::Response& res)
     auto remote = socket_.remote_endpoint(ec);
     std::string client = ec ? std::string() : remote.address().to_string();
     forwarded.clientAddress = client;
-    r.proxy = proxy::Exchange::start(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
-                                     *static_cast<const config::ProxyAction*>(res.forward), forwarded,
-                                     ssl_ != nullptr, this);
+    r.proxyTrailers.clear();
+    auto& pr = r.proxyRecord;
+    pr.method.assign(req.methodToken);
+    pr.target.assign(req.target);
+    pr.host.assign(req.host);
+    pr.referer.assign(req.header("Referer"));
+    pr.userAgent.assign(req.header("User-Agent"));
+    pr.headers.clear();
+    pr.body.clear();
+    pr.bodySize = req.body.size();
+    pr.status = 0;
+    pr.responseHead.clear();
+    pr.responseBody.clear();
+    pr.responseBytes = 0;
+    pr.upstreamNs = pr.upstreamByteNs = -1;
+    if (cap_) {
+        for (const auto& h : req.headers)
+            pr.headers.emplace_back(h.name, h.value);
+        pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap_->cfg->bodyBytes)));
+    }
+    r.proxy = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
+                             *static_cast<const config::ProxyAction*>(res.forward), forwarded,
+                             ssl_ != nullptr, this);
     phase_ = Phase::Proxy;
     deadline_ = Clock::time_point::max();
 }
@@ -587,6 +608,9 @@ void Connection::onUpstreamHead(int status, std::string_view fields, std::option
     Rare& r = *rare_;
     if (!out_.allocated()) out_ = worker_.buffers().acquire();
     const bool noBody = status < 200 || status == 204 || status == 304;
+    const std::size_t headStart = out_.size();
+    r.proxyRecord.status = status;
+    if (cap_) r.proxyRecord.upstreamByteNs = capture::nowNs();
     out_.append("HTTP/1.1 ");
     appendNumber(out_, static_cast<std::uint64_t>(status));
     out_.append(" ");
@@ -617,6 +641,7 @@ void Connection::onUpstreamHead(int status, std::string_view fields, std::option
     else if (r.proxyMinor == 0)
         out_.append("Connection: keep-alive\r\n");
     out_.append("\r\n");
+    if (cap_) r.proxyRecord.responseHead.assign(out_.unread().substr(headStart));
     r.proxyHeadSent = true;
     pumpProxy();
 }
@@ -624,6 +649,10 @@ void Connection::onUpstreamHead(int status, std::string_view fields, std::option
 bool Connection::onUpstreamBody(std::string_view data) {
     Rare& r = *rare_;
     if (r.proxyHead) return true;
+    r.proxyRecord.responseBytes += data.size();
+    if (cap_ && r.proxyRecord.responseBody.size() < cap_->cfg->bodyBytes)
+        r.proxyRecord.responseBody.append(
+            data.substr(0, cap_->cfg->bodyBytes - r.proxyRecord.responseBody.size()));
     if (!out_.allocated()) out_ = worker_.buffers().acquire();
     if (r.proxyChunked) {
         char size[20];
@@ -640,13 +669,62 @@ void Connection::onUpstreamEnd() {
     Rare& r = *rare_;
     if (r.proxyChunked && !r.proxyHead) {
         if (!out_.allocated()) out_ = worker_.buffers().acquire();
-        out_.append("0\r\n\r\n");
+        out_.append("0\r\n");
+        out_.append(r.proxyTrailers); // RFC 9112 §7.1.2: the trailer section of the last chunk
+        out_.append("\r\n");
     }
     auto done = std::move(r.proxy); // the exchange is finished; released when this returns
     r.proxyPaused = false;
+    finishProxied({});
     if (!r.proxyKeep) closeAfterWrite_ = true;
     phase_ = Phase::Write;
     if (!writeWaiting_) drive();
+}
+
+void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream,
+                                   std::string_view leftover) {
+    // The upstream accepted the WebSocket upgrade: the 101 goes to the client and both sockets
+    // become a tunnel (proxy/tunnel.h); this object is finished, as after startWebSocket.
+    Rare& r = *rare_;
+    auto done = std::move(r.proxy);
+    std::string toClient(out_.allocated() ? out_.unread() : std::string_view());
+    toClient.append("HTTP/1.1 101 Switching Protocols\r\n");
+    proxy::mergeResponseFields(fields, r.proxyFields, [&](std::string_view name, std::string_view value) {
+        toClient.append(name);
+        toClient.append(": ");
+        toClient.append(value);
+        toClient.append("\r\n");
+    });
+    toClient.append("Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+    r.proxyRecord.status = 101;
+    if (cap_) {
+        r.proxyRecord.upstreamByteNs = capture::nowNs();
+        std::string_view head = std::string_view(toClient).substr(toClient.find("HTTP/1.1 101"));
+        r.proxyRecord.responseHead.assign(head.substr(0, head.find("\r\n\r\n") + 2));
+    }
+    finishProxied({});
+    toClient.append(leftover);
+    proxy::startTunnel(worker_, std::move(socket_), ssl_, std::move(upstream), toClient,
+                       in_.allocated() ? in_.unread() : std::string_view());
+    ssl_ = nullptr;
+    closed_ = true;
+    deadline_ = Clock::time_point::max();
+    releaseBuffers();
+}
+
+void Connection::onUpstreamConnected() {
+    if (cap_) rare_->proxyRecord.upstreamNs = capture::nowNs();
+}
+
+void Connection::onUpstreamTrailers(std::string_view fields) {
+    // Only a chunked body has room for them; fields that would change the framing never pass.
+    proxy::detail::forEachField(fields, [&](std::string_view name, std::string_view value) {
+        if (http::iequals(name, "content-length") || http::iequals(name, "transfer-encoding")) return;
+        rare_->proxyTrailers.append(name);
+        rare_->proxyTrailers.append(": ");
+        rare_->proxyTrailers.append(value);
+        rare_->proxyTrailers.append("\r\n");
+    });
 }
 
 void Connection::onUpstreamError(int status, const std::string& message) {
@@ -654,6 +732,7 @@ void Connection::onUpstreamError(int status, const std::string& message) {
     auto done = std::move(r.proxy);
     r.proxyPaused = false;
     if (status == 0 || r.proxyHeadSent) {
+        finishProxied(message);
         abort(); // mid-body: the promised framing cannot be kept
         return;
     }
@@ -666,7 +745,16 @@ void Connection::onUpstreamError(int status, const std::string& message) {
     req.keepAlive = r.proxyKeep;
     req.versionMinor = r.proxyMinor;
     req.method = r.proxyHead ? http::Method::Head : http::Method::Get;
+    const std::size_t headStart = out_.allocated() ? out_.size() : 0;
     serialize(req, res);
+    r.proxyRecord.status = status;
+    r.proxyRecord.responseBytes = res.bodyLength();
+    if (cap_) {
+        std::string_view sent = out_.unread().substr(headStart);
+        r.proxyRecord.responseHead.assign(sent.substr(0, sent.find("\r\n\r\n") + 2));
+        r.proxyRecord.responseBody.assign(res.bodyView());
+    }
+    finishProxied({});
     phase_ = Phase::Write;
     if (!writeWaiting_) drive();
 }

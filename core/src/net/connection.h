@@ -56,6 +56,10 @@ public:
     bool onUpstreamBody(std::string_view data) override;
     void onUpstreamEnd() override;
     void onUpstreamError(int status, const std::string& message) override;
+    void onUpstreamTrailers(std::string_view fields) override;
+    void onUpstreamConnected() override;
+    void onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream,
+                           std::string_view leftover) override;
 
 private:
     enum class Phase : std::uint8_t { Handshake, Idle, Head, Body, Write, Delay, Proxy, Closing };
@@ -81,6 +85,7 @@ private:
     void captureExchange(const http::Request& req, const http::Response& res, std::size_t headStart,
                          std::string_view error);
     void addServerTiming(http::Response& res);
+    void finishProxied(std::string_view error); // access log + capture of a proxied exchange
     void queueError(int status);
     Flush flushNow();
     void lingeringClose();
@@ -102,7 +107,21 @@ private:
         std::optional<boost::asio::steady_timer> delayTimer;
         std::shared_ptr<tls::ServerTls> tls; // during the handshake
         // A proxied exchange in progress (`proxy:` routes).
-        std::shared_ptr<proxy::Exchange> proxy;
+        std::shared_ptr<proxy::Forward> proxy;
+        std::string proxyTrailers; // an HTTP/2 upstream's trailers, for the last chunk
+        /// The proxied request as the access log and capture need it after the request's views
+        /// are gone, and what came back.
+        struct ProxyRecord {
+            std::string method, target, host, referer, userAgent;
+            std::vector<std::pair<std::string, std::string>> headers; // capture only
+            std::string body;                                         // capture only: a prefix
+            std::uint64_t bodySize = 0;
+            int status = 0;
+            std::string responseHead; // capture only: as written
+            std::string responseBody; // capture only: a prefix
+            std::uint64_t responseBytes = 0;
+            std::int64_t upstreamNs = -1, upstreamByteNs = -1;
+        } proxyRecord;
         std::string proxyFields; // vhost/route headers for the upstream's response
         int proxyMinor = 1;
         bool proxyHead = false;

@@ -67,4 +67,80 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
     if (closed_) capture::h1Closed(cc); // fault injection reset the connection
 }
 
+// A proxied exchange ended (response handed over, an error answered, or aborted mid-body): its
+// access log line and, with capture on, its record with the upstream phases. The request's views
+// are gone by now, so both come from the copy startProxy made.
+void Connection::finishProxied(std::string_view error) {
+    const Rare::ProxyRecord& pr = rare_->proxyRecord;
+    const bool noBody = rare_->proxyHead || pr.status < 200 || pr.status == 204 || pr.status == 304;
+    if (AccessLogger* log = worker_.accessLog()) {
+        AccessRecord a;
+        a.time = std::chrono::system_clock::now();
+        boost::system::error_code ec;
+        auto remote = socket_.remote_endpoint(ec);
+        if (!ec) a.client = remote.address().to_string();
+        a.method = pr.method.empty() ? "-" : pr.method;
+        a.target = pr.target.empty() ? "-" : pr.target;
+        a.host = pr.host;
+        a.referer = pr.referer;
+        a.userAgent = pr.userAgent;
+        a.versionMinor = rare_->proxyMinor;
+        a.status = pr.status;
+        a.bytes = noBody ? 0 : pr.responseBytes;
+        a.durationNs =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - requestStart_).count();
+        log->push(std::move(a));
+    }
+    if (!cap_) return;
+    capture::ConnCapture& cc = *cap_;
+    const std::int64_t start =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(requestStart_.time_since_epoch()).count();
+    const std::int64_t now = capture::nowNs();
+    capture::recordStats(*cc.rec, cc.labels,
+                         static_cast<std::uint64_t>(std::max<std::int64_t>(0, now - start)), pr.status);
+    std::vector<http::Header> headers;
+    headers.reserve(pr.headers.size());
+    for (const auto& [name, value] : pr.headers)
+        headers.push_back({name, value});
+    http::Request req;
+    req.methodToken = pr.method;
+    req.target = pr.target;
+    req.host = pr.host;
+    req.headers = headers;
+    req.body = pr.body;
+    http::Response res;
+    res.status = pr.status;
+    res.setBody(pr.responseBody);
+    capture::ExchangeInput in;
+    in.protocol = capture::Protocol::Http1;
+    in.httpVersion = static_cast<std::uint8_t>(10 + rare_->proxyMinor);
+    in.streamId = ++cc.requests;
+    in.ssl = ssl_;
+    in.localPort = localPort_;
+    in.req = &req;
+    in.res = pr.status ? &res : nullptr;
+    in.responseHead = pr.responseHead;
+    in.requestHeadBytes = cc.headBytes;
+    in.requestBodySize = pr.bodySize;
+    in.responseHasBody = !noBody;
+    in.responseBodySize = noBody ? 0 : pr.responseBytes;
+    in.error = error;
+    in.labels = cc.labels;
+    in.requestStartNs = start;
+    auto phase = [&](capture::Phase p) -> std::int64_t& { return in.phases[static_cast<std::size_t>(p)]; };
+    phase(capture::Phase::RequestHeaders) = cc.headNs >= 0 ? cc.headNs : start;
+    phase(capture::Phase::RequestBodyDone) = cc.bodyDoneNs;
+    phase(capture::Phase::RouteMatched) = cc.routeNs;
+    phase(capture::Phase::UpstreamConnected) = pr.upstreamNs;
+    phase(capture::Phase::UpstreamFirstByte) = pr.upstreamByteNs;
+    phase(capture::Phase::ResponseFirstByte) = pr.upstreamByteNs;
+    if (error.empty()) phase(capture::Phase::ResponseDone) = now;
+    // Records of earlier pipelined responses may still wait for their flush: this one goes after.
+    if (cc.pending)
+        capture::h1Serialized(cc, in);
+    else if (capture::writeRecord(cc, 0, in))
+        cc.rec->publish(1);
+    cc.resetRequest();
+}
+
 } // namespace portico::net

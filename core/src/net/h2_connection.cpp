@@ -5,6 +5,7 @@
 #include "capture/hooks.h"
 #include "net/transport.h"
 #include "net/worker.h"
+#include "proxy/h2_upstream.h"
 
 #include <portico/handlers/dispatch.h>
 #include <portico/http/path.h>
@@ -113,21 +114,34 @@ struct H2Connection::ProxySink final : proxy::Sink {
     static constexpr std::size_t kProxyHighWater = 256 * 1024;
     H2Connection* conn = nullptr;
     std::int32_t id = 0;
-    std::shared_ptr<proxy::Exchange> exchange;
+    std::shared_ptr<proxy::Forward> exchange;
     std::string extra; // vhost/route headers
     bool serverHeader = true;
     std::optional<std::uint64_t> length;
     std::string pending;
     std::size_t offset = 0;
+    std::string trailers;        // the upstream's trailer section ("name: value\r\n" lines)
+    std::uint64_t sentBytes = 0; // body bytes handed to nghttp2
+    std::string capBody;         // capture only: a prefix of the response body
     bool done = false;
     bool paused = false;
     bool deferred = false;
     bool headSent = false;
+    bool headersOnly = false; // one HEADERS frame with END_STREAM (gRPC Trailers-Only)
+    bool grpc = false;        // content-type application/grpc*: resets pass through as they are
 
     void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> len) override;
     bool onUpstreamBody(std::string_view data) override;
     void onUpstreamEnd() override;
     void onUpstreamError(int status, const std::string& message) override;
+    void onUpstreamConnected() override;
+    void onUpstreamTrailers(std::string_view fields) override { trailers.assign(fields); }
+    void onUpstreamHeadersOnly(int status, std::string_view fields) override;
+    void onUpstreamReset(std::uint32_t code, bool sent, const std::string& message) override;
+    void onRequestBodyConsumed(std::size_t n) override {
+        nghttp2_session_consume(conn->session_, id, n);
+        conn->flush();
+    }
     void wake() {
         if (deferred) {
             deferred = false;
@@ -155,6 +169,7 @@ struct H2Connection::Stream {
         fieldBytes = 0;
         earlyStatus = 0;
         dispatched = false;
+        streaming = false;
         head = false;
         res.reset();
         sent = 0;
@@ -163,7 +178,7 @@ struct H2Connection::Stream {
         start = Clock::now();
         target.clear();
         host.clear();
-        capHeadNs = capBodyNs = capRouteNs = capFirstByteNs = -1;
+        capHeadNs = capBodyNs = capRouteNs = capFirstByteNs = capUpstreamNs = capUpstreamByteNs = -1;
         capLabels = {};
         capBody.clear();
         capBodySize = 0;
@@ -180,6 +195,7 @@ struct H2Connection::Stream {
     std::uint64_t fieldBytes = 0;
     int earlyStatus = 0; // decided while receiving (413, 431)
     bool dispatched = false;
+    bool streaming = false; // the request body goes upstream as it arrives (HTTP/2 upstream)
     bool head = false;
     http::Response res;
     std::uint64_t sent = 0; // body bytes handed to nghttp2
@@ -190,6 +206,7 @@ struct H2Connection::Stream {
     std::string host;
     // Capture (only when the connection captures).
     std::int64_t capHeadNs = -1, capBodyNs = -1, capRouteNs = -1, capFirstByteNs = -1;
+    std::int64_t capUpstreamNs = -1, capUpstreamByteNs = -1;
     capture::RouteLabels capLabels;
     std::string capBody; // request body prefix
     std::uint64_t capBodySize = 0;
@@ -227,6 +244,9 @@ void H2Connection::start() {
     // backstop at twice the figure.
     nghttp2_option_set_stream_reset_rate_limit(opt, h2.resetBurst * 2, h2.resetRate * 2);
     nghttp2_option_set_max_continuations(opt, h2.maxContinuations * 2 + 1);
+    // Request bodies are acknowledged (WINDOW_UPDATE) when taken: at once, or for a body that
+    // streams to an HTTP/2 upstream when the upstream took it (end-to-end flow control).
+    nghttp2_option_set_no_auto_window_update(opt, 1);
     resetTokens_ = static_cast<double>(h2.resetBurst);
     resetRefill_ = Clock::now();
     controlTokens_ = static_cast<double>(h2.maxControlFrames);
@@ -346,7 +366,18 @@ void H2Connection::flush() {
     closeIfDone();
     if (closed_) return;
     const auto& limits = worker_.snapshot().config->limits;
-    deadline_ = Clock::now() + (streams_.empty() ? limits.idleTimeout : limits.bodyTimeout);
+    // Proxied streams have their upstream's timeouts; a gRPC stream may be quiet for minutes.
+    Clock::time_point next = Clock::time_point::max();
+    if (streams_.empty()) {
+        next = Clock::now() + limits.idleTimeout;
+    } else {
+        for (const auto& st : streams_)
+            if (!st->proxy) {
+                next = Clock::now() + limits.bodyTimeout;
+                break;
+            }
+    }
+    deadline_ = next;
 }
 
 void H2Connection::waitWrite() {
@@ -477,11 +508,49 @@ int H2Connection::onHeadersEnd(std::int32_t id, bool endStream) {
         return 0;
     }
     if (endStream) return onRequestComplete(id);
+    // A request whose route forwards to an HTTP/2 upstream starts now and streams its body
+    // (gRPC client-streaming and bidirectional calls need that).
+    if (!s->dispatched && streamsBody(*s)) {
+        s->streaming = true;
+        dispatch(*s);
+    }
     return 0;
+}
+
+bool H2Connection::streamsBody(const Stream& s) {
+    const Snapshot& snap = worker_.snapshot();
+    const http::Method m = http::methodFromToken(s.method);
+    if (m == http::Method::Other || m == http::Method::Connect) return false;
+    std::string_view target = s.path;
+    std::string& path = worker_.pathScratch();
+    if (http::normalizePath(target.substr(0, target.find('?')), path) != http::PathError::None) return false;
+    std::string_view host = s.authority;
+    if (host.empty()) {
+        for (const auto& f : s.fields)
+            if (!f.trailer && std::string_view(s.arena).substr(f.name, f.nameLen) == "host")
+                host = std::string_view(s.arena).substr(f.value, f.valueLen);
+    }
+    const std::size_t vh = snap.router.selectVhost(host, localPort_);
+    routing::RouteResult rr = snap.router.match(vh, m, path);
+    if (rr.kind != routing::RouteResult::Kind::Matched || !rr.route) return false;
+    const auto* px = std::get_if<config::ProxyAction>(&rr.route->action);
+    return px && proxy::streamsRequestBody(*px);
 }
 
 int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t len) {
     Stream* s = stream(id);
+    if (s && s->streaming && s->proxy && s->proxy->exchange) {
+        // Acknowledged when the upstream takes it (ProxySink::onRequestBodyConsumed).
+        s->proxy->exchange->requestBody({reinterpret_cast<const char*>(data), len});
+        if (cap_) {
+            s->capBodySize += len;
+            if (s->capBody.size() < cap_->cfg->bodyBytes)
+                s->capBody.append(reinterpret_cast<const char*>(data),
+                                  std::min<std::size_t>(len, cap_->cfg->bodyBytes - s->capBody.size()));
+        }
+        return 0;
+    }
+    nghttp2_session_consume(session_, id, len);
     if (!s || s->dispatched) return 0; // answered early: the rest of the body is discarded
     if (s->body.size() + len > worker_.snapshot().config->limits.maxBodyBytes) {
         std::string().swap(s->body);
@@ -494,6 +563,19 @@ int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t 
 
 int H2Connection::onRequestComplete(std::int32_t id) {
     Stream* s = stream(id);
+    if (s && s->streaming) {
+        if (cap_) s->capBodyNs = capture::nowNs();
+        if (s->proxy && s->proxy->exchange) {
+            std::vector<http::Header>& trailers = worker_.h2Trailers();
+            trailers.clear();
+            for (const auto& f : s->fields)
+                if (f.trailer)
+                    trailers.push_back({std::string_view(s->arena).substr(f.name, f.nameLen),
+                                        std::string_view(s->arena).substr(f.value, f.valueLen)});
+            s->proxy->exchange->requestEnd(trailers);
+        }
+        return 0;
+    }
     if (!s || s->dispatched) return 0;
     if (cap_) s->capBodyNs = capture::nowNs();
     dispatch(*s);
@@ -576,7 +658,7 @@ void H2Connection::dispatch(Stream& s) {
         handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
         handlers::dispatch(ex, res);
     }
-    if (cap_) {
+    if (cap_ && !s.streaming) {
         s.capBodySize = s.body.size();
         s.capBody.assign(s.body, 0, std::min<std::size_t>(s.body.size(), cap_->cfg->bodyBytes));
         if (cap_->serverTiming) {
@@ -584,8 +666,8 @@ void H2Connection::dispatch(Stream& s) {
             capture::serverTimingValue(s.capHeadNs, s.capBodyNs, s.capRouteNs, capture::nowNs(), value);
             res.addHeader("Server-Timing", value);
         }
-        if (!res.forward) captureStats(s);
     }
+    if (cap_ && !res.forward) captureStats(s);
     if (res.forward) {
         startProxy(s, req); // not captured yet: the record would need the upstream's side
         s.body.clear();
@@ -621,11 +703,44 @@ void H2Connection::startProxy(Stream& s, const http::Request& req) {
     sink->id = s.id;
     sink->extra.assign(s.res.fieldBlock());
     sink->serverHeader = s.res.serverHeader;
+    for (const auto& h : req.headers)
+        if (h.name == "content-type" && h.value.starts_with("application/grpc")) sink->grpc = true;
     ProxySink* raw = sink.get();
     s.proxy = std::move(sink);
-    raw->exchange = proxy::Exchange::start(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
-                                           *static_cast<const config::ProxyAction*>(s.res.forward), req,
-                                           ssl_ != nullptr, raw);
+    const auto& action = *static_cast<const config::ProxyAction*>(s.res.forward);
+    if (s.streaming && !proxy::streamsRequestBody(action)) {
+        // The config changed between the head and the dispatch; cannot happen within one
+        // snapshot, but never forward a body we do not have.
+        s.streaming = false;
+    }
+    raw->exchange = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(), action, req,
+                                   ssl_ != nullptr, raw, s.streaming);
+}
+
+void H2Connection::ProxySink::onUpstreamConnected() {
+    if (!conn->cap_) return;
+    if (Stream* s = conn->stream(id)) s->capUpstreamNs = capture::nowNs();
+}
+
+void H2Connection::ProxySink::onUpstreamHeadersOnly(int status, std::string_view fields) {
+    headersOnly = true;
+    done = true;
+    exchange.reset();
+    onUpstreamHead(status, fields, std::nullopt);
+}
+
+void H2Connection::ProxySink::onUpstreamReset(std::uint32_t code, bool sent, const std::string& message) {
+    // gRPC's PROTOCOL-HTTP2.md maps the code to the call's status at the client, so a gRPC call
+    // gets the upstream's reset as it was; other requests get a 502 while nothing was sent.
+    if (!sent && !headSent && !grpc && code != NGHTTP2_REFUSED_STREAM) {
+        onUpstreamError(502, message);
+        return;
+    }
+    exchange.reset();
+    H2Connection* c = conn;
+    if (!c->stream(id)) return;
+    nghttp2_submit_rst_stream(c->session_, NGHTTP2_FLAG_NONE, id, code);
+    c->flush();
 }
 
 void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields,
@@ -640,18 +755,19 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
         fields, extra, [&](std::string_view name, std::string_view value) { res.addHeader(name, value); });
     length = len;
     headSent = true;
+    if (conn->cap_) s->capUpstreamByteNs = capture::nowNs();
     conn->submit(*s);
     conn->flush();
 }
 
 bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
     pending.append(data);
-    wake();
-    if (pending.size() - offset >= kProxyHighWater) {
-        paused = true;
-        return false;
-    }
-    return true;
+    if (conn->cap_ && capBody.size() < conn->cap_->cfg->bodyBytes)
+        capBody.append(data.substr(0, conn->cap_->cfg->bodyBytes - capBody.size()));
+    const bool full = pending.size() - offset >= kProxyHighWater;
+    if (full) paused = true;
+    wake(); // may end the stream and destroy this sink: nothing is touched after it
+    return !full;
 }
 
 void H2Connection::ProxySink::onUpstreamEnd() {
@@ -670,11 +786,37 @@ void H2Connection::ProxySink::onUpstreamError(int status, const std::string& mes
         c->flush();
         return;
     }
+    if (grpc) {
+        // A gRPC client reads the reason from grpc-message, not from an HTML-ish body: answer
+        // Trailers-Only with UNAVAILABLE (502) or DEADLINE_EXCEEDED (504), message percent-encoded
+        // (gRPC over HTTP/2, "Responses").
+        std::string fields = "content-type: application/grpc\r\ngrpc-status: ";
+        fields += status == 504 ? "4" : "14";
+        fields += "\r\ngrpc-message: ";
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        const std::string text =
+            std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message;
+        for (unsigned char ch : text) {
+            if (ch >= 0x20 && ch <= 0x7e && ch != '%') {
+                fields.push_back(static_cast<char>(ch));
+            } else {
+                fields.push_back('%');
+                fields.push_back(kHex[ch >> 4]);
+                fields.push_back(kHex[ch & 15]);
+            }
+        }
+        fields += "\r\n";
+        s->capUpstreamByteNs = -1;
+        onUpstreamHeadersOnly(200, fields); // may end the stream and destroy this sink
+        return;
+    }
     s->res.reset();
     handlers::errorResponse(status, s->res);
     s->res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +
                    "\n");
     auto self = std::move(s->proxy); // back to a plain response; destroyed at the end of this call
+    c->logExchange(*s);
+    if (c->cap_) c->captureStats(*s);
     c->submit(*s);
     c->flush();
 }
@@ -728,7 +870,8 @@ void H2Connection::submit(Stream& s) {
     }
     char lengthText[24];
     const bool proxied = s.proxy != nullptr;
-    if (!noBody && (!proxied || s.proxy->length)) {
+    const bool headersOnly = proxied && s.proxy->headersOnly;
+    if (!noBody && !headersOnly && (!proxied || s.proxy->length)) {
         auto r = std::to_chars(lengthText, lengthText + sizeof lengthText,
                                proxied ? *s.proxy->length : res.bodyLength());
         add("content-length", std::string_view(lengthText, static_cast<std::size_t>(r.ptr - lengthText)),
@@ -744,8 +887,22 @@ void H2Connection::submit(Stream& s) {
     }
     nghttp2_data_provider provider{};
     provider.read_callback = readBodyCb;
-    const bool withBody = !noBody && !s.head && (proxied || res.bodyLength() > 0);
+    const bool withBody = !noBody && !s.head && !headersOnly && (proxied || res.bodyLength() > 0);
     nghttp2_submit_response(session_, s.id, nva, count, withBody ? &provider : nullptr);
+}
+
+// The upstream's trailer section after the last DATA frame (RFC 9113 §8.1); true when submitted.
+bool H2Connection::submitTrailers(Stream& s) {
+    ProxySink* p = s.proxy.get();
+    if (!p || p->trailers.empty()) return false;
+    std::vector<nghttp2_nv> nva;
+    proxy::detail::forEachField(p->trailers, [&](std::string_view name, std::string_view value) {
+        if (connectionSpecific(name)) return;
+        nva.push_back({reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+                       reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                       value.size(), NGHTTP2_NV_FLAG_NONE});
+    });
+    return !nva.empty() && nghttp2_submit_trailer(session_, s.id, nva.data(), nva.size()) == 0;
 }
 
 long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags) {
@@ -756,6 +913,7 @@ long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len,
         if (n == 0) {
             if (p->done) {
                 *flags |= NGHTTP2_DATA_FLAG_EOF;
+                if (submitTrailers(*s)) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
                 return 0;
             }
             p->deferred = true;
@@ -763,11 +921,15 @@ long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len,
         }
         std::memcpy(buf, p->pending.data() + p->offset, n);
         p->offset += n;
+        p->sentBytes += n;
         if (p->offset == p->pending.size()) {
             p->pending.clear();
             p->offset = 0;
         }
-        if (p->done && p->pending.empty()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (p->done && p->pending.empty()) {
+            *flags |= NGHTTP2_DATA_FLAG_EOF;
+            if (submitTrailers(*s)) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        }
         if (p->paused && p->pending.size() - p->offset < ProxySink::kProxyHighWater / 4 && p->exchange) {
             p->paused = false;
             p->exchange->resume();
@@ -796,8 +958,18 @@ void H2Connection::onStreamClose(std::int32_t id) {
         streams_.pop_back();
         if (s->timer) s->timer->cancel();
         s->timer.reset();
-        if (cap_ && !s->proxy)
+        if (s->proxy) {
+            // A proxied exchange is logged and recorded when its stream ends.
+            const bool complete = s->proxy->done && s->proxy->pending.size() == s->proxy->offset;
+            logExchange(*s);
+            if (cap_) {
+                s->res.setBody(s->proxy->capBody);
+                captureStats(*s);
+                captureStream(*s, complete ? "" : "stream closed before the upstream's response ended");
+            }
+        } else if (cap_) {
             captureStream(*s, s->dispatched ? "" : "stream reset before the request completed");
+        }
         s->proxy.reset(); // cancels an exchange still running
         s->res.reset();   // drop shared bodies and files now
         if (tStreamPool.size() < kStreamPoolMax) tStreamPool.push_back(std::move(s));
@@ -817,7 +989,9 @@ void H2Connection::logExchange(const Stream& s) {
     r.versionMajor = 2;
     r.versionMinor = 0;
     r.status = s.res.status;
-    r.bytes = (s.head || s.res.status == 304 || s.res.status == 204) ? 0 : s.res.bodyLength();
+    r.bytes = (s.head || s.res.status == 304 || s.res.status == 204) ? 0
+              : s.proxy                                              ? s.proxy->sentBytes
+                                                                     : s.res.bodyLength();
     r.durationNs =
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - s.start + s.res.delay).count();
     for (const auto& f : s.fields) {
@@ -850,7 +1024,10 @@ void H2Connection::abort() {
     deadline_ = Clock::time_point::max();
     for (auto& s : streams_) {
         if (s->timer) s->timer->cancel();
-        if (cap_ && !s->proxy) captureStream(*s, "connection closed");
+        if (cap_) {
+            if (s->proxy) s->res.setBody(s->proxy->capBody);
+            captureStream(*s, "connection closed");
+        }
         s->proxy.reset();
     }
     boost::system::error_code ec;
@@ -899,12 +1076,13 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     in.res = answered ? &s.res : nullptr;
     const bool noBody = s.head || s.res.status < 200 || s.res.status == 204 || s.res.status == 304;
     in.responseHasBody = answered && !noBody;
-    in.responseBodySize = in.responseHasBody ? s.sent : 0;
+    const ProxySink* proxied = s.proxy.get();
+    in.responseBodySize = in.responseHasBody ? (proxied ? proxied->sentBytes : s.sent) : 0;
     in.requestBodySize = s.capBodySize;
     in.error = s.dispatched && s.res.fate == http::Response::Fate::Drop
                    ? std::string_view("stream reset (fault injection)")
                : !error.empty() ? error
-               : (in.responseHasBody && s.sent < s.res.bodyLength())
+               : (!proxied && in.responseHasBody && s.sent < s.res.bodyLength())
                    ? std::string_view("stream closed before the whole body was sent")
                    : std::string_view();
     in.labels = s.capLabels;
@@ -912,6 +1090,8 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = s.capHeadNs;
     in.phases[static_cast<std::size_t>(capture::Phase::RequestBodyDone)] = s.capBodyNs;
     in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = s.capRouteNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::UpstreamConnected)] = s.capUpstreamNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::UpstreamFirstByte)] = s.capUpstreamByteNs;
     if (answered) {
         in.phases[static_cast<std::size_t>(capture::Phase::ResponseFirstByte)] = s.capFirstByteNs;
         if (error.empty())

@@ -70,6 +70,8 @@ private:
     void captureStream(Stream& s, std::string_view error); // capture only
     void closeIfDone();
     void startProxy(Stream& s, const http::Request& req);
+    bool streamsBody(const Stream& s);
+    bool submitTrailers(Stream& s);
     friend struct ProxySink;
     int enhanceYourCalm();
     static bool takeToken(double& tokens, Clock::time_point& refill, double burst, double rate);

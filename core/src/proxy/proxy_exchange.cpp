@@ -79,6 +79,15 @@ std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<
     const http::Method m = req.method;
     x->idempotent_ = m == http::Method::Get || m == http::Method::Head || m == http::Method::Options ||
                      m == http::Method::Put || m == http::Method::Delete || m == http::Method::Trace;
+    if (action.ws && req.versionMajor == 1) {
+        // RFC 6455 §4.1: GET with Upgrade: websocket and Connection: upgrade.
+        bool upgrade = false, connection = false;
+        for (const auto& h : req.headers) {
+            if (iequal(h.name, "upgrade") && containsToken(h.value, "websocket")) upgrade = true;
+            if (iequal(h.name, "connection") && containsToken(h.value, "upgrade")) connection = true;
+        }
+        x->upgrade_ = upgrade && connection && req.method == http::Method::Get;
+    }
     x->buildRequest(req, tls);
     // Never call the sink back before start() has returned.
     asio::post(io, [x] { x->pick(); });
@@ -128,6 +137,7 @@ void Exchange::buildRequest(const http::Request& req, bool tls) {
     // TE: trailers is end-to-end in meaning (gRPC needs it), the rest of TE is not (§7.6.1).
     for (const auto& h : req.headers)
         if (iequal(h.name, "te") && containsToken(h.value, "trailers")) r.append("TE: trailers\r\n");
+    if (upgrade_) r.append("Connection: Upgrade\r\nUpgrade: websocket\r\n");
     r.append("Host: ");
     r.append(action_.changeOrigin || req.host.empty() ? std::string_view(action_.upstreams.front().authority)
                                                       : req.host);
@@ -273,6 +283,7 @@ void Exchange::connect() {
 
 void Exchange::send() {
     stage_ = Stage::Sending;
+    if (sink_) sink_->onUpstreamConnected();
     arm(action_.responseTimeout);
     asio::async_write(socket_, asio::buffer(request_),
                       [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
@@ -367,8 +378,31 @@ bool Exchange::parseHead() {
             return false;
         }
         if (status >= 100 && status < 200) {
-            if (status == 101) {
+            if (status == 101 && !upgrade_) {
                 fail(502, "upstream switched protocols (not supported on this route)", false);
+                return false;
+            }
+            if (status == 101) {
+                fields_.clear();
+                std::string_view connection;
+                std::string_view fieldsText = head.substr(eol + 2);
+                detail::forEachField(fieldsText, [&](std::string_view name, std::string_view value) {
+                    if (iequal(name, "connection")) connection = value;
+                });
+                detail::forEachField(fieldsText, [&](std::string_view name, std::string_view value) {
+                    if (hopByHop(name) || namedIn(connection, name) || iequal(name, "content-length")) return;
+                    fields_.append(name);
+                    fields_.append(": ");
+                    fields_.append(value);
+                    fields_.append("\r\n");
+                });
+                stage_ = Stage::Done;
+                timer_.cancel();
+                std::string leftover = head_.substr(end + 4);
+                Sink* sink = sink_;
+                sink_ = nullptr;
+                auto keep = std::move(owner_);
+                if (sink) sink->onUpstreamUpgrade(fields_, std::move(socket_), leftover);
                 return false;
             }
             head_.erase(0, end + 4); // interim response: skip it

@@ -1,5 +1,6 @@
-// One proxied exchange (RFC 9110 §7.6): the request forwarded to an HTTP/1.1 upstream of a
-// `proxy:` route, and its response streamed back to the downstream connection with backpressure.
+// One proxied exchange (RFC 9110 §7.6): the request forwarded to an upstream of a `proxy:` route
+// (HTTP/1.1 here, HTTP/2 in h2_upstream.h), and its response streamed back to the downstream
+// connection with backpressure.
 #pragma once
 
 #include <portico/config/config.h>
@@ -13,10 +14,15 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 namespace portico::proxy {
+
+/// A TCP socket on a worker's io_context (the same type as the downstream connection's).
+using UpstreamSocket =
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
 
 /// What the downstream side (an HTTP/1.1 connection or an HTTP/2 stream) does with the upstream's
 /// answer. Called on the worker thread, never after Exchange::cancel().
@@ -36,7 +42,69 @@ public:
     /// and `message` says which upstream and why. After the head: `status` is 0 and the downstream
     /// must abort its response (the promised length cannot be kept).
     virtual void onUpstreamError(int status, const std::string& message) = 0;
+
+    // HTTP/2 upstreams (h2_upstream.h) call these too; the defaults suit a downstream that has no
+    // use for them (HTTP/1.1 drops trailers, a reset is an error).
+
+    /// A connection to the upstream is ready for this request (capture's UpstreamConnected).
+    virtual void onUpstreamConnected() {}
+    /// The response's trailer section, as "name: value\r\n" lines (lower-case names), before
+    /// onUpstreamEnd(). RFC 9110 §6.5.
+    virtual void onUpstreamTrailers(std::string_view fields) { (void)fields; }
+    /// A response that is one HEADERS frame with END_STREAM (gRPC's Trailers-Only): no body, no
+    /// trailers follow. The default delivers it as a head with length 0 and an end.
+    virtual void onUpstreamHeadersOnly(int status, std::string_view fields) {
+        onUpstreamHead(status, fields, 0);
+        onUpstreamEnd();
+    }
+    /// The upstream reset the stream (RFC 9113 §6.4) with HTTP/2 error `code`. `headSent`: a head
+    /// was delivered. The default: 502 before the head, an abort after it.
+    virtual void onUpstreamReset(std::uint32_t code, bool headSent, const std::string& message) {
+        (void)code;
+        onUpstreamError(headSent ? 0 : 502, message);
+    }
+    /// `ws: true` routes: the HTTP/1.1 upstream answered an Upgrade request with 101 (RFC 9110
+    /// §15.2.2). `fields` as for onUpstreamHead (Connection and Upgrade removed), `upstream` the
+    /// connection, now the tunnel's, and `leftover` bytes it sent after the 101 head.
+    virtual void onUpstreamUpgrade(std::string_view fields, UpstreamSocket upstream,
+                                   std::string_view leftover) {
+        (void)fields;
+        (void)upstream;
+        (void)leftover;
+        onUpstreamError(502, "upstream switched protocols (not supported here)");
+    }
+    /// `n` bytes of a streamed request body (Forward::requestBody) went upstream: the downstream
+    /// may accept that much more (HTTP/2 WINDOW_UPDATE).
+    virtual void onRequestBodyConsumed(std::size_t n) { (void)n; }
 };
+
+/// A request being forwarded: the HTTP/1.1 Exchange below or an HTTP/2 upstream stream
+/// (h2_upstream.h). Used on the worker thread only.
+class Forward {
+public:
+    virtual ~Forward() = default;
+    /// The downstream drained: deliver more body.
+    virtual void resume() = 0;
+    /// The downstream went away (or reset its stream): no more callbacks; an HTTP/2 upstream
+    /// stream is reset with CANCEL (RFC 9113 §8.7), an HTTP/1.1 connection closed.
+    virtual void cancel() = 0;
+    /// Only for requests started with `bodyFollows`: more request body, then `end` with the
+    /// request's trailer fields (may be empty). Bytes are held until the upstream's flow-control
+    /// window takes them; Sink::onRequestBodyConsumed() reports each bite.
+    virtual void requestBody(std::string_view data) { (void)data; }
+    virtual void requestEnd(std::span<const http::Header> trailers) { (void)trailers; }
+};
+
+/// Starts forwarding `req` on `action`'s upstreams: HTTP/1.1 (Exchange) or HTTP/2 (h2c/h2). With
+/// `bodyFollows` (HTTP/2 upstreams only; see streamsRequestBody) req.body is ignored and the body
+/// comes through Forward::requestBody/requestEnd. Never calls `sink` before returning.
+std::shared_ptr<Forward> forward(boost::asio::io_context& io, std::shared_ptr<void> owner,
+                                 std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
+                                 const http::Request& req, bool tls, Sink* sink, bool bodyFollows = false);
+
+/// True when `action` forwards request bodies as they arrive (HTTP/2 upstreams), so an HTTP/2
+/// downstream can start the exchange at the end of the request head (gRPC streaming calls).
+bool streamsRequestBody(const config::ProxyAction& action);
 
 namespace detail {
 // Calls fn(name, value) for each "Name: value\r\n" line of `block` (value without leading OWS).
@@ -77,10 +145,9 @@ template <class Fn> void mergeResponseFields(std::string_view upstream, std::str
 /// `fail_timeout`, and the next one is tried at once (nothing was sent). A request that fails on
 /// a reused keep-alive connection before any response byte is retried once on a new connection if
 /// its method is idempotent (RFC 9110 §9.2.2).
-class Exchange : public std::enable_shared_from_this<Exchange> {
+class Exchange final : public Forward, public std::enable_shared_from_this<Exchange> {
 public:
-    using Socket =
-        boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+    using Socket = UpstreamSocket;
 
     /// Copies what it needs from `req` (the request views may die when this returns). `owner`
     /// is kept alive until the exchange ends or is cancelled (the downstream connection, and the
@@ -91,9 +158,9 @@ public:
                                            bool tls, Sink* sink);
 
     /// The downstream drained: deliver more body.
-    void resume();
+    void resume() override;
     /// The downstream went away: no more callbacks; the upstream connection is closed.
-    void cancel();
+    void cancel() override;
 
     Exchange(boost::asio::io_context& io, const config::ProxyAction& action);
     ~Exchange();
@@ -140,6 +207,7 @@ private:
     bool paused_ = false;
     bool cancelled_ = false;
     bool gotBytes_ = false; // any response byte arrived
+    bool upgrade_ = false;  // a WebSocket Upgrade forwarded as such (`ws: true`)
 };
 
 } // namespace portico::proxy

@@ -137,16 +137,37 @@ struct RedirectAction {
     int status = 302; ///< one of 301, 302, 303, 307, 308
 };
 
-/// One upstream of a proxy route: "http://HOST:PORT" (HOST a name or an IP literal).
+/// One upstream of a proxy route: "SCHEME://HOST[:PORT]" (HOST a name or an IP literal).
 struct Upstream {
+    /// How the upstream is spoken to, from the URL's scheme.
+    enum class Protocol : std::uint8_t {
+        Http1, ///< `http://`: HTTP/1.1 (RFC 9112), keep-alive connections; port 80 by default
+        H2c,   ///< `h2c://`: HTTP/2 over cleartext TCP with prior knowledge (RFC 9113 §3.3); port 80
+        H2,    ///< `https://`: HTTP/2 over TLS, ALPN "h2" (RFC 9113 §3.2); port 443
+    };
     std::string host; ///< without brackets
     std::uint16_t port = 80;
     std::string authority; ///< "host:port" as written (IPv6 in brackets), for Host with change_origin
+    Protocol protocol = Protocol::Http1;
 };
 
-/// A reverse proxy to HTTP/1.1 upstreams (`proxy:` action), RFC 9110 §7.6: hop-by-hop fields are
-/// removed both ways, Via and X-Forwarded-For/-Proto/-Host are added; the response streams
-/// through with backpressure. Upstream failure → 502, timeout → 504.
+/// A FastCGI application server (`fastcgi:` action; FastCGI 1.0, responder role), e.g. php-fpm.
+struct FastCgi {
+    std::string address;    ///< as written: "127.0.0.1:9000" or "unix:/run/php/php8.2-fpm.sock"
+    std::string host;       ///< TCP: a name or an IP literal (no brackets); empty for a unix socket
+    std::uint16_t port = 0; ///< TCP port, 1..65535
+    std::string socketPath; ///< unix socket path (absolute after loading); empty for TCP
+    std::string root; ///< document root as the server sees it (absolute): SCRIPT_FILENAME = root + script
+    std::string index = "index.php"; ///< appended to a path ending in '/'
+    std::string extension = ".php";  ///< the script is the path up to the first segment ending in it
+};
+
+/// A reverse proxy (`proxy:` action, or `grpc:`, or `fastcgi:`), RFC 9110 §7.6: hop-by-hop fields are removed
+/// both ways, Via and X-Forwarded-For/-Proto/-Host are added; the response streams through with
+/// backpressure. Upstreams speak HTTP/1.1, h2c or h2 (one protocol per route); over HTTP/2 each
+/// request is one stream of a per-worker connection, trailers pass both ways and a gRPC call
+/// (gRPC over HTTP/2, PROTOCOL-HTTP2.md) streams its request body too. Upstream failure → 502,
+/// timeout → 504.
 struct ProxyAction {
     std::vector<Upstream> upstreams; ///< tried round-robin; one that failed is skipped for failTimeout
     std::string stripPrefix;         ///< removed from the start of the path before forwarding ("/api")
@@ -155,6 +176,13 @@ struct ProxyAction {
     Duration connectTimeout = std::chrono::seconds(5);
     Duration responseTimeout = std::chrono::seconds(60); ///< until the response head, and between body reads
     Duration failTimeout = std::chrono::seconds(10);     ///< how long a failed upstream is skipped
+    /// HTTP/2 upstreams: a connection without open streams this long is closed (GOAWAY).
+    Duration idleTimeout = std::chrono::seconds(60);
+    /// gRPC: a request's `grpc-timeout` larger than this (or none) is replaced by it; 0 = no cap.
+    Duration grpcTimeoutMax{0};
+    bool grpc = false; ///< written as `grpc:` (upstreams must be h2c:// or https://)
+    bool ws = false;   ///< forward WebSocket upgrades (RFC 6455) to an HTTP/1.1 upstream and pipe the bytes
+    FastCgi fastcgi;   ///< written as `fastcgi:` (address set; `upstreams` is then empty)
 };
 
 /// A WebSocket endpoint (`websocket:` action; RFC 6455 over an HTTP/1.1 Upgrade, ws:// and wss://).

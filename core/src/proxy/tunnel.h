@@ -1,0 +1,29 @@
+// A WebSocket upgrade passed through to an HTTP/1.1 upstream (`ws: true` proxy routes): after the
+// upstream's 101 (RFC 9110 §7.8, RFC 6455 §4), bytes are piped both ways unchanged.
+#pragma once
+
+#include "net/connection.h"
+#include "net/session.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+typedef struct ssl_st SSL;
+
+namespace portico::net {
+class Worker;
+}
+
+namespace portico::proxy {
+
+/// Starts piping between the client's socket (`ssl` when TLS; the tunnel frees it) and the
+/// upstream's. `toClient` is queued first (the 101 head and any bytes the upstream sent after
+/// it), `toUpstream` likewise (bytes the client sent after its request). Each direction holds at
+/// most one 64 KiB read at a time and reads again only when it was written, so a slow side pauses
+/// the other (bounded memory). One side's EOF is passed on as a half-close; an error, the
+/// worker's drain or the drain timeout closes both. A Session in the worker's list.
+void startTunnel(net::Worker& worker, net::Connection::Socket client, SSL* ssl, Exchange::Socket upstream,
+                 std::string_view toClient, std::string_view toUpstream);
+
+} // namespace portico::proxy

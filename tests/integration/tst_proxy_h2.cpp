@@ -1,0 +1,307 @@
+// `proxy:` to HTTP/2 upstreams over the wire: curl (HTTP/1.1 and h2c downstream) → portico →
+// another portico serving h2c (prior knowledge) and h2 (TLS, ALPN) as the upstream. Bodies both
+// ways, many concurrent requests on one upstream connection, 502 and 504, config round trip.
+#include "test_support.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace portico::test;
+
+namespace {
+struct Reply {
+    int status = 0;
+    QString version;
+    QByteArray headers;
+    QByteArray body;
+    int exitCode = -1;
+};
+
+Reply curl(const QString& url, const QStringList& extra = {}) {
+    QTemporaryFile body;
+    body.open();
+    QTemporaryFile head;
+    head.open();
+    auto r = runProcess("curl",
+                        QStringList{"-s", "--max-time", "20", "-D", head.fileName(), "-o", body.fileName(),
+                                    "-w", "%{http_code} %{http_version}"} +
+                            extra + QStringList{url},
+                        {}, 30000);
+    Reply out;
+    const QStringList w = QString::fromLatin1(r.out).split(' ');
+    out.status = w.value(0).toInt();
+    out.version = w.value(1);
+    out.headers = head.readAll();
+    out.body = body.readAll();
+    out.exitCode = r.exitCode;
+    return out;
+}
+
+QString headerValue(const QByteArray& head, const QByteArray& name) {
+    for (const QByteArray& line : head.split('\n'))
+        if (line.toLower().startsWith(name.toLower() + ":"))
+            return QString::fromLatin1(line.mid(name.size() + 1).trimmed());
+    return {};
+}
+
+QByteArray pattern(int n) {
+    QByteArray b(n, '\0');
+    for (int i = 0; i < n; ++i)
+        b[i] = char((i * 31 + 7) & 255);
+    return b;
+}
+
+int deadPort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+} // namespace
+
+class TestProxyH2 : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+    std::unique_ptr<ServerProcess> upstream_, server_;
+    QString base_;
+    QByteArray big_;
+
+    QStringList both() const { return {"", "--http2-prior-knowledge"}; }
+    Reply get(const QString& path, const QString& mode, QStringList extra = {}) {
+        if (!mode.isEmpty()) extra.prepend(mode);
+        return curl(base_ + path, extra);
+    }
+
+private slots:
+    void initTestCase() {
+        // The upstream: a portico with a cleartext listener (h2c by prior knowledge) and a TLS one
+        // (ALPN h2, a leaf from its own local CA).
+        QDir().mkpath(tmp_.filePath("up"));
+        big_ = pattern(3 * 1024 * 1024 + 5);
+        QFile bigFile(tmp_.filePath("up/big.bin"));
+        QVERIFY(bigFile.open(QIODevice::WriteOnly));
+        bigFile.write(big_);
+        bigFile.close();
+        QFile huge(tmp_.filePath("up/huge.bin"));
+        QVERIFY(huge.open(QIODevice::WriteOnly));
+        QVERIFY(huge.resize(qint64(256) * 1024 * 1024)); // sparse: cheap to create and to serve
+        huge.close();
+        QFile up(tmp_.filePath("up.yaml"));
+        QVERIFY(up.open(QIODevice::WriteOnly));
+        up.write(R"(listen: [127.0.0.1:0, {address: 127.0.0.1:0, tls: auto}]
+vhosts:
+  - names: [127.0.0.1, localhost]
+    default: true
+    root: up
+    routes:
+      - path: /teapot
+        respond: {status: 418, body: "short and stout", headers: {X-Up: "yes"}}
+      - path: /slow
+        respond: {status: 200, body: slow, latency: 2s}
+)");
+        up.close();
+        upstream_ = std::make_unique<ServerProcess>(
+            QStringList{"--config", tmp_.filePath("up.yaml"), "--record", tmp_.filePath("up.db")},
+            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
+        QVERIFY2(upstream_->waitReady(), upstream_->output().constData());
+        QVERIFY(upstream_->plainPort() && upstream_->tlsPort());
+        QDir().mkpath(tmp_.filePath("site"));
+        QFile cfg(tmp_.filePath("portico.yaml"));
+        QVERIFY(cfg.open(QIODevice::WriteOnly));
+        cfg.write(QStringLiteral(R"(listen: [127.0.0.1:0]
+limits: {max_body_bytes: 8MiB}
+access_log: {format: combined, path: access.log}
+vhosts:
+  - names: [127.0.0.1]
+    root: site
+    routes:
+      - path: /h2c/*
+        proxy: {upstream: h2c://127.0.0.1:%1, strip_prefix: /h2c}
+        headers: {X-Route: h2c}
+      - path: /tls/*
+        proxy: {upstream: https://127.0.0.1:%2, strip_prefix: /tls, change_origin: true}
+      - path: /dead/*
+        proxy: h2c://127.0.0.1:%3
+      - path: /impatient/*
+        proxy: {upstream: h2c://127.0.0.1:%1, strip_prefix: /impatient, response_timeout: 300ms}
+)")
+                      .arg(upstream_->plainPort())
+                      .arg(upstream_->tlsPort())
+                      .arg(deadPort())
+                      .toUtf8());
+        cfg.close();
+        server_ = std::make_unique<ServerProcess>(
+            QStringList{"--config", tmp_.filePath("portico.yaml"), "--record", tmp_.filePath("session.db")});
+        QVERIFY2(server_->waitReady(), server_->output().constData());
+        base_ = QStringLiteral("http://127.0.0.1:%1").arg(server_->port());
+    }
+
+    void h2cUpstreamServesBothDownstreams() {
+        for (const QString& mode : both()) {
+            auto r = get("/h2c/teapot", mode);
+            QCOMPARE(r.status, 418);
+            QCOMPARE(r.body, QByteArray("short and stout"));
+            QCOMPARE(headerValue(r.headers, "x-up"), QString("yes"));
+            QCOMPARE(headerValue(r.headers, "x-route"), QString("h2c")); // the route's headers apply
+            auto b = get("/h2c/big.bin", mode);
+            QCOMPARE(b.status, 200);
+            QCOMPARE(b.body.size(), big_.size());
+            QVERIFY(b.body == big_);
+            QCOMPARE(headerValue(b.headers, "content-length"), QString::number(big_.size()));
+            auto h = get("/h2c/big.bin", mode, {"-I"});
+            QCOMPARE(h.status, 200);
+            QCOMPARE(headerValue(h.headers, "content-length"), QString::number(big_.size()));
+            auto n = get("/h2c/missing", mode);
+            QCOMPARE(n.status, 404); // the upstream's error passes through
+        }
+    }
+
+    void requestBodiesGoUp() {
+        QFile f(tmp_.filePath("body.bin"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(pattern(2 * 1024 * 1024));
+        f.close();
+        for (const QString& mode : both()) {
+            auto r = get("/h2c/teapot", mode, {"--data-binary", "@" + f.fileName()});
+            QCOMPARE(r.status, 418);
+        }
+    }
+
+    void requestTrailersGoUp() {
+        // An HTTP/2 request with a body and trailers streams to the HTTP/2 upstream, trailers
+        // included (checked in the upstream's capture at the end).
+        QFile f(tmp_.filePath("small.txt"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("with trailers");
+        f.close();
+        auto r = runProcess("nghttp", {"-n", "-s", "--trailer=x-checksum: abc123", "-d", f.fileName(),
+                                       base_ + "/h2c/teapot?trailers=1"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains(" 418 "), r.out.constData());
+    }
+
+    void tlsUpstreamWithAlpnH2() {
+        for (const QString& mode : both()) {
+            auto b = get("/tls/big.bin", mode);
+            QCOMPARE(b.status, 200);
+            QVERIFY(b.body == big_);
+            auto t = get("/tls/teapot", mode);
+            QCOMPARE(t.status, 418);
+        }
+    }
+
+    void manyConcurrentStreamsOnOneUpstream() {
+        // 40 multiplexed downstream streams (nghttp: curl 7.88's --parallel trips over prior
+        // knowledge) become 40 streams on the worker's upstream connection.
+        auto r = runProcess("nghttp", {"-n", "-s", "-m", "40", base_ + "/h2c/big.bin"}, {}, 60000);
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out.count(" 200 "), 40);
+    }
+
+    void slowReaderKeepsMemoryBounded() {
+        // A client reading at 4 MB/s from a 256 MiB response: the upstream is paced by flow
+        // control (WINDOW_UPDATE only for what the client took), so the proxy's memory stays put.
+        auto rssKiB = [this] {
+            QFile f(QStringLiteral("/proc/%1/status").arg(server_->pid()));
+            if (!f.open(QIODevice::ReadOnly)) return qint64(-1);
+            for (const QByteArray& line : f.readAll().split('\n'))
+                if (line.startsWith("VmRSS:")) return line.mid(6).trimmed().split(' ').value(0).toLongLong();
+            return qint64(-1);
+        };
+        for (const QString& mode : both()) {
+            const qint64 before = rssKiB();
+            QProcess client;
+            QStringList args{"-s", "-o", "/dev/null", "--limit-rate", "4M", "--max-time", "3"};
+            if (!mode.isEmpty()) args << mode;
+            client.start("curl", args << base_ + "/h2c/huge.bin");
+            QVERIFY(client.waitForStarted());
+            QTest::qWait(2000);
+            const qint64 during = rssKiB();
+            client.waitForFinished(10000);
+            QVERIFY2(
+                before > 0 && during - before < 48 * 1024,
+                qPrintable(
+                    QStringLiteral("RSS %1 KiB → %2 KiB while a slow client reads").arg(before).arg(during)));
+        }
+    }
+
+    void unreachableUpstreamGives502() {
+        for (const QString& mode : both()) {
+            auto r = get("/dead/x", mode);
+            QCOMPARE(r.status, 502);
+            QVERIFY2(r.body.contains("upstream 127.0.0.1:"), r.body.constData());
+            QVERIFY2(r.body.contains("refused"), r.body.constData());
+        }
+    }
+
+    void slowUpstreamGives504() {
+        for (const QString& mode : both()) {
+            auto r = get("/impatient/slow", mode);
+            QCOMPARE(r.status, 504);
+            QVERIFY2(r.body.contains("timed out"), r.body.constData());
+        }
+        // The connection is still good for the next request.
+        QCOMPARE(get("/h2c/teapot", "").status, 418);
+    }
+
+    // Last: stops the server to read its session file.
+    void proxiedExchangesAreLoggedAndCaptured() {
+        QCOMPARE(get("/h2c/teapot?capture=1", "").status, 418);
+        QCOMPARE(get("/h2c/teapot?capture=2", "--http2-prior-knowledge").status, 418);
+        QCOMPARE(server_->terminate(), 0);
+        QFile log(tmp_.filePath("access.log"));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const QByteArray lines = log.readAll();
+        QVERIFY2(lines.contains("\"GET /h2c/teapot?capture=1 HTTP/1.1\" 418 15"), lines.constData());
+        QVERIFY2(lines.contains("\"GET /h2c/teapot?capture=2 HTTP/2.0\" 418 15"), lines.constData());
+        auto r = runProcess(porticoBinary(), {"har", "export", tmp_.filePath("session.db"), "-"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const auto entries = QJsonDocument::fromJson(r.out).object()["log"].toObject()["entries"].toArray();
+        int seen = 0;
+        for (const auto& v : entries) {
+            const auto e = v.toObject();
+            const auto p = e["_portico"].toObject();
+            if (!p["target"].toString().startsWith("/h2c/teapot?capture=")) continue;
+            ++seen;
+            QCOMPARE(e["response"].toObject()["status"].toInt(), 418);
+            const auto ph = p["phasesNs"].toObject();
+            const double route = ph["route_matched"].toDouble(),
+                         connected = ph["upstream_connected"].toDouble(),
+                         first = ph["upstream_first_byte"].toDouble(), done = ph["response_done"].toDouble();
+            QVERIFY2(route > 0 && connected >= route && first >= connected && done >= first,
+                     QJsonDocument(p).toJson().constData());
+        }
+        QCOMPARE(seen, 2);
+        // The upstream's own record of the request with trailers.
+        QCOMPARE(upstream_->terminate(), 0);
+        r = runProcess(porticoBinary(), {"har", "export", tmp_.filePath("up.db"), "-"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        bool trailers = false;
+        for (const auto& v : QJsonDocument::fromJson(r.out).object()["log"].toObject()["entries"].toArray()) {
+            const auto p = v.toObject()["_portico"].toObject();
+            if (p["target"].toString() != "/teapot?trailers=1") continue;
+            const auto t = p["requestTrailers"].toArray();
+            trailers = t.size() == 1 && t[0].toObject()["name"].toString() == "x-checksum" &&
+                       t[0].toObject()["value"].toString() == "abc123";
+            QCOMPARE(v.toObject()["request"].toObject()["postData"].toObject()["text"].toString(),
+                     QString("with trailers"));
+        }
+        QVERIFY2(trailers, r.out.left(4000).constData());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestProxyH2)
+#include "tst_proxy_h2.moc"
