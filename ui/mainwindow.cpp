@@ -183,8 +183,19 @@ void MainWindow::updateListeners() {
     QStringList links;
     for (const QString& url : m_server->urls())
         links << QString("<a href=\"%1\">%1</a>").arg(url.toHtmlEscaped());
-    m_listeners->setText(links.isEmpty() ? tr("not serving") : links.join("  "));
-    m_listeners->setToolTip(tr("Click to open in the browser"));
+    const QStringList exposed = m_server->exposedUrls();
+    QString text = links.isEmpty() ? tr("not serving") : links.join("  ");
+    if (!exposed.isEmpty())
+        text = QString("<span style=\"color:#c62828;font-weight:bold\">%1</span>  ")
+                   .arg(tr("⚠ Reachable from the network")) +
+               text;
+    m_listeners->setText(text);
+    m_listeners->setToolTip(
+        exposed.isEmpty()
+            ? tr("Click to open in the browser")
+            : tr("Click to open in the browser.\n%1 listen(s) on an address other machines can "
+                 "reach: they can fetch every file this server serves. Use 127.0.0.1 to keep it local.")
+                  .arg(exposed.join(", ")));
     setWindowTitle(m_server->configPath().isEmpty()
                        ? tr("Portico")
                        : tr("%1 — Portico").arg(QFileInfo(m_server->configPath()).fileName()));

@@ -135,6 +135,13 @@ QStringList ServerController::urls() const {
     return out;
 }
 
+QStringList ServerController::exposedUrls() const {
+    QStringList out;
+    for (const auto& ep : m_engine.endpoints())
+        if (!ep.loopback()) out << QString::fromStdString(ep.url());
+    return out;
+}
+
 QString ServerController::firstHttpUrl() const {
     for (const auto& ep : m_engine.endpoints())
         if (!ep.tls) return QString::fromStdString(ep.url());

@@ -49,6 +49,9 @@ public:
     QString configPath() const { return m_configPath; } ///< "" when serving a folder without a file
     QString baseDir() const;                            ///< relative paths in the YAML resolve here
     QStringList urls() const;                           ///< the listener URLs, "http://127.0.0.1:8080/"
+    /// The listener URLs whose address is not loopback (0.0.0.0, a LAN address): reachable from
+    /// other machines; the window shows a warning while there are any.
+    QStringList exposedUrls() const;
     QString firstHttpUrl() const;
     /// Exact, from the engine (takes its mutex: not for timers that run during a load test).
     engine::Counters counters() const { return m_engine.counters(); }

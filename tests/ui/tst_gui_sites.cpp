@@ -1,6 +1,7 @@
 // The Sites tab against a real in-process server: edit → Apply → a real request sees the new
 // response on the same connection; inline errors keep Apply disabled; Revert; the YAML is saved
 // and reloadable; external edits are picked up; a dropped folder is served.
+#include "mainwindow.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
 
@@ -21,6 +22,7 @@
 
 using namespace portico;
 using portico::ui::ServerController;
+using portico::ui::MainWindow;
 using portico::ui::SitesPage;
 
 namespace {
@@ -120,6 +122,18 @@ private slots:
     void cleanup() {
         m_page.reset();
         m_server.reset();
+    }
+
+    // The status bar links every listener; only a non-loopback one (never bound in tests) adds
+    // the network warning, so here it must be absent.
+    void statusBarLinksListenersWithoutNetworkWarning() {
+        MainWindow window(m_server.get());
+        auto* label = window.findChild<QLabel*>("statusListeners");
+        QVERIFY(label);
+        QVERIFY2(label->text().contains(QString("http://127.0.0.1:%1/").arg(port())),
+                 qPrintable(label->text()));
+        QVERIFY(!label->text().contains("Reachable from the network"));
+        QVERIFY(m_server->exposedUrls().isEmpty());
     }
 
     void editApplyServesNewResponseOnSameConnection() {

@@ -30,7 +30,7 @@ void SlotWriter::str(std::string_view s, std::size_t limit) {
     if (n < s.size() && n < limit) head_->flags |= kHeadersTruncated;
     const auto len = static_cast<std::uint32_t>(n);
     std::memcpy(p_ + used_, &len, 4);
-    std::memcpy(p_ + used_ + 4, s.data(), n);
+    if (n) std::memcpy(p_ + used_ + 4, s.data(), n); // s.data() may be null when empty
     used_ += 4 + n;
 }
 
