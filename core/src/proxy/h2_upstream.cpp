@@ -703,20 +703,11 @@ void H2Call::pick() {
     if (cancelled_) return;
     const auto now = Clock::now();
     const auto& ups = action_.upstreams;
-    std::size_t& next = tH2.next[&action_];
-    const config::Upstream* chosen = nullptr;
-    for (std::size_t i = 0; i < ups.size() && !chosen; ++i) {
-        const auto& u = ups[(next + i) % ups.size()];
-        auto f = tH2.failedUntil.find(key(u));
-        if (f == tH2.failedUntil.end() || f->second <= now) {
-            chosen = &u;
-            next = (next + i + 1) % ups.size();
-        }
-    }
-    if (!chosen) {
-        chosen = &ups[next % ups.size()];
-        next = (next + 1) % ups.size();
-    }
+    const config::Upstream* chosen =
+        &detail::pickUpstream(ups, tH2.next[&action_], [&](const config::Upstream& u) {
+            auto f = tH2.failedUntil.find(key(u));
+            return f != tH2.failedUntil.end() && f->second > now;
+        });
     upstream_ = chosen;
     ++tries_;
     auto& conn = tH2.conns[key(*chosen)];

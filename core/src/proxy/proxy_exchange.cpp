@@ -193,21 +193,11 @@ void Exchange::pick() {
     if (cancelled_) return;
     const auto now = std::chrono::steady_clock::now();
     const auto& ups = action_.upstreams;
-    std::size_t& next = tPools.next[&action_];
-    // Round-robin over the upstreams not marked failed; if all are, use the next one anyway.
-    const config::Upstream* chosen = nullptr;
-    for (std::size_t i = 0; i < ups.size() && !chosen; ++i) {
-        const auto& u = ups[(next + i) % ups.size()];
-        auto f = tPools.failedUntil.find(key(u));
-        if (f == tPools.failedUntil.end() || f->second <= now) {
-            chosen = &u;
-            next = (next + i + 1) % ups.size();
-        }
-    }
-    if (!chosen) {
-        chosen = &ups[next % ups.size()];
-        next = (next + 1) % ups.size();
-    }
+    const config::Upstream* chosen =
+        &detail::pickUpstream(ups, tPools.next[&action_], [&](const config::Upstream& u) {
+            auto f = tPools.failedUntil.find(key(u));
+            return f != tPools.failedUntil.end() && f->second > now;
+        });
     upstream_ = chosen;
     ++tries_;
     auto& idle = tPools.idle[key(*chosen)];

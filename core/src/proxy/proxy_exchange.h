@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace portico::proxy {
 
@@ -107,6 +108,25 @@ std::shared_ptr<Forward> forward(boost::asio::io_context& io, std::shared_ptr<vo
 bool streamsRequestBody(const config::ProxyAction& action);
 
 namespace detail {
+
+/// Round-robin over `upstreams` (non-empty), starting at `next` and skipping those `failed(u)`
+/// says are marked failed; if all are, the next one anyway (a dead upstream is retried rather
+/// than refusing every request). Advances `next` past the one chosen. Shared by the HTTP/1.1 and
+/// HTTP/2 upstream pools (each keeps its own per-thread `next` and failure marks).
+template <class Failed>
+const config::Upstream& pickUpstream(const std::vector<config::Upstream>& upstreams, std::size_t& next,
+                                     Failed&& failed) {
+    for (std::size_t i = 0; i < upstreams.size(); ++i) {
+        const auto& u = upstreams[(next + i) % upstreams.size()];
+        if (!failed(u)) {
+            next = (next + i + 1) % upstreams.size();
+            return u;
+        }
+    }
+    const auto& u = upstreams[next % upstreams.size()];
+    next = (next + 1) % upstreams.size();
+    return u;
+}
 // Calls fn(name, value) for each "Name: value\r\n" line of `block` (value without leading OWS).
 template <class Fn> void forEachField(std::string_view block, Fn&& fn) {
     while (!block.empty()) {

@@ -1,0 +1,39 @@
+#!/bin/bash
+# The load generator against the yardsticks (issue 7), bounded: ROUNDS rounds (default 3) of 5 s
+# runs, tools alternating, everything on loopback.
+#   HTTP/1.1: wrk -t1 -c100 vs portico bench -t1 -c100, both against the limit server
+#             (../shared/bench/limit_server.c, the physical limit: whatever is faster is the tool).
+#   HTTP/2:   h2load -t1 -c10 -m10 vs portico bench --h2 --streams 10 -t1 -c10, both against
+#             Portico's h2c listener (the limit server speaks HTTP/1.1 only).
+# Servers pinned to CPU 0, generators to CPU 1. Prints req/s, the ratios, and the latency both
+# tools report. PORTICO_BIN picks the binary (default build-release, else build).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+rounds=${1:-3}
+bin=${PORTICO_BIN:-$here/build-release/app/portico}
+[ -x "$bin" ] || bin=$here/build/app/portico
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+gcc -O2 -o "$tmp/limit" "$here/../shared/bench/limit_server.c"
+taskset -c 0 "$tmp/limit" 18180 >/dev/null 2>&1 &
+cat >"$tmp/p.yaml" <<YAML
+workers: 1
+listen: [127.0.0.1:18181]
+vhosts:
+  - routes:
+      - path: /plaintext
+        respond: {body: "Hello, World!", headers: {Content-Type: text/plain}}
+YAML
+taskset -c 0 "$bin" serve --config "$tmp/p.yaml" --no-reload >/dev/null 2>&1 &
+sleep 1
+export PORTICO_DATA_DIR=$tmp/data
+rate() { sed -n "$1" | head -1; }
+printf '%-6s %12s %12s %6s   %12s %12s %6s\n' round wrk bench ratio h2load 'bench --h2' ratio
+for r in $(seq "$rounds"); do
+  w=$(taskset -c 1 wrk -t1 -c100 -d5s http://127.0.0.1:18180/plaintext | awk '/Requests\/sec/ {print $2}')
+  b=$(taskset -c 1 "$bin" bench -t1 -c100 -d5s --no-save http://127.0.0.1:18180/plaintext | awk '/Requests\/sec/ {print $2}')
+  h=$(taskset -c 1 h2load -t1 -c10 -m10 -D5 http://127.0.0.1:18181/plaintext | awk '/finished in/ {print $4}')
+  b2=$(taskset -c 1 "$bin" bench --h2 --streams 10 -t1 -c10 -d5s --no-save http://127.0.0.1:18181/plaintext | awk '/Requests\/sec/ {print $2}')
+  printf '%-6s %12.0f %12.0f %6.2f   %12.0f %12.0f %6.2f\n' "$r" "$w" "$b" "$(echo "$b / $w" | bc -l)" \
+    "$h" "$b2" "$(echo "$b2 / $h" | bc -l)"
+done
