@@ -61,7 +61,12 @@ int actionIndex(const config::Action& a) {
     if (std::holds_alternative<config::RedirectAction>(a)) return RedirectIndex;
     if (std::holds_alternative<config::WebSocketAction>(a)) return WebSocketIndex;
     if (const auto* px = std::get_if<config::ProxyAction>(&a))
-        return !px->fastcgi.address.empty() ? FastCgiIndex : px->grpc ? GrpcIndex : ProxyIndex;
+        // FastCGI: an address, or (mid-edit, address cleared) no upstreams but a document root.
+        return !px->fastcgi.address.empty() ||
+                       (!px->grpc && px->upstreams.empty() && !px->fastcgi.root.empty())
+                   ? FastCgiIndex
+               : px->grpc ? GrpcIndex
+                          : ProxyIndex;
     return RespondIndex;
 }
 
@@ -895,9 +900,11 @@ void SitesPage::commitForm() {
             break;
         }
         case FastCgiIndex: {
-            config::ProxyAction px = actionIndex(r.action) == FastCgiIndex
-                                         ? std::get<config::ProxyAction>(r.action)
-                                         : config::ProxyAction{};
+            // Keep what the form does not show (extension, timeouts), also while the address is
+            // being retyped (empty for a moment).
+            const auto* old = std::get_if<config::ProxyAction>(&r.action);
+            config::ProxyAction px =
+                old && !old->grpc && old->upstreams.empty() ? *old : config::ProxyAction{};
             px.grpc = false;
             px.upstreams.clear();
             config::FastCgi& fc = px.fastcgi;
