@@ -8,6 +8,7 @@
 #include <portico/config/loader.h>
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
 #include <QLabel>
@@ -21,8 +22,8 @@
 #include <variant>
 
 using namespace portico;
-using portico::ui::ServerController;
 using portico::ui::MainWindow;
+using portico::ui::ServerController;
 using portico::ui::SitesPage;
 
 namespace {
@@ -101,6 +102,29 @@ private:
         edit->selectAll();
         QTest::keyClick(edit, Qt::Key_Backspace);
         QTest::keyClicks(edit, text);
+    }
+
+    // Picks an action in the route form as a user would (the combo's `activated`).
+    void chooseAction(const QString& startsWith) {
+        auto* combo = field<QComboBox>("action");
+        QVERIFY(combo);
+        const int index = combo->findText(startsWith, Qt::MatchStartsWith);
+        QVERIFY2(index >= 0, qPrintable(startsWith));
+        combo->setCurrentIndex(index);
+        emit combo->activated(index);
+    }
+
+    // Reopens the server and the page on `yaml` (written as the project's config file).
+    void reopen(const QByteArray& yaml) {
+        m_page.reset();
+        m_server.reset();
+        writeFile(configPath(), yaml);
+        m_server = std::make_unique<ServerController>();
+        QString error;
+        QVERIFY2(m_server->open(configPath(), &error, false), qPrintable(error));
+        m_page = std::make_unique<SitesPage>(m_server.get());
+        m_page->resize(1000, 700);
+        m_page->show();
     }
 
 private slots:
@@ -254,6 +278,173 @@ private slots:
         QVERIFY(!spy.last().at(1).toBool());
         QVERIFY(spy.last().at(0).toString().contains("no-such-dir"));
         QCOMPARE(exchange(socket, "/hello").body, QByteArray("edited outside\n"));
+    }
+
+    void websocketEchoFormAppliesAndUpgrades() {
+        m_page->select(0, 1);
+        chooseAction("WebSocket");
+        QVERIFY(field<QComboBox>("websocket.mode")->isVisible());
+        QCOMPARE(field<QComboBox>("websocket.mode")->currentIndex(), 0); // echo
+        QLineEdit* origins = field<QLineEdit>("websocket.origins");
+        typeInto(origins, "ftp://nope.test");
+        QVERIFY(errorLabel("websocket.origins")->isVisible());
+        QVERIFY(!applyButton()->isEnabled());
+        typeInto(origins, "http://app.example.test:5173");
+        QVERIFY(!errorLabel("websocket.origins")->isVisible());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QVERIFY(applyButton()->isEnabled());
+        QTest::mouseClick(applyButton(), Qt::LeftButton);
+        QVERIFY(!applyButton()->isEnabled());
+
+        QTcpSocket socket;
+        socket.connectToHost("127.0.0.1", port());
+        QVERIFY(socket.waitForConnected(3000));
+        socket.write("GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                     "Sec-WebSocket-Version: 13\r\n\r\n");
+        socket.flush();
+        QByteArray head;
+        QElapsedTimer clock;
+        clock.start();
+        while (!head.contains("\r\n\r\n") && clock.elapsed() < 5000) {
+            socket.waitForReadyRead(100);
+            head += socket.readAll();
+        }
+        QVERIFY2(head.startsWith("HTTP/1.1 101"), head.constData());
+        QVERIFY(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+
+        auto reloaded = config::loadConfigFile(configPath().toStdString());
+        QVERIFY(reloaded.ok());
+        const auto* ws = std::get_if<config::WebSocketAction>(&reloaded.config->vhosts[0].routes[1].action);
+        QVERIFY(ws);
+        QCOMPARE(ws->mode, config::WebSocketAction::Mode::Echo);
+        QCOMPARE(ws->origins, std::vector<std::string>{"http://app.example.test:5173"});
+    }
+
+    void proxyFormForwardsToUpstream() {
+        // A second in-process server is the upstream.
+        QTemporaryDir upDir;
+        QVERIFY(upDir.isValid());
+        writeFile(upDir.path() + "/portico.yaml", "listen: [127.0.0.1:0]\n"
+                                                  "vhosts:\n"
+                                                  "  - routes:\n"
+                                                  "      - path: /other\n"
+                                                  "        respond: {body: \"from upstream\\n\"}\n");
+        ServerController upstream;
+        QString error;
+        QVERIFY2(upstream.open(upDir.path() + "/portico.yaml", &error, false), qPrintable(error));
+        const int upPort = upstream.engine().endpoints().front().port;
+
+        m_page->select(0, 1);
+        chooseAction("Reverse proxy");
+        QVERIFY(field<QPlainTextEdit>("proxy.upstream")->isVisible());
+        QVERIFY(!applyButton()->isEnabled()); // no upstream yet
+        field<QPlainTextEdit>("proxy.upstream")->setPlainText(QString("http://127.0.0.1:%1\n").arg(upPort));
+        field<QCheckBox>("proxy.change_origin")->setChecked(true);
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QVERIFY(applyButton()->isEnabled());
+        QTest::mouseClick(applyButton(), Qt::LeftButton);
+
+        QTcpSocket socket;
+        socket.connectToHost("127.0.0.1", port());
+        QVERIFY(socket.waitForConnected(3000));
+        Reply r = exchange(socket, "/other");
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.body, QByteArray("from upstream\n"));
+
+        auto reloaded = config::loadConfigFile(configPath().toStdString());
+        QVERIFY(reloaded.ok());
+        const auto* px = std::get_if<config::ProxyAction>(&reloaded.config->vhosts[0].routes[1].action);
+        QVERIFY(px);
+        QCOMPARE(px->upstreams.size(), std::size_t(1));
+        QCOMPARE(int(px->upstreams[0].port), upPort);
+        QVERIFY(px->changeOrigin);
+        QVERIFY(!px->grpc);
+    }
+
+    void badUpstreamShowsInlineErrorAndBlocksApply() {
+        m_page->select(0, 1);
+        chooseAction("Reverse proxy");
+        auto* upstreams = field<QPlainTextEdit>("proxy.upstream");
+        upstreams->setPlainText("ftp://127.0.0.1:21");
+        QVERIFY(errorLabel("proxy.upstream")->isVisible());
+        QVERIFY2(errorLabel("proxy.upstream")->text().contains("http://HOST:PORT"),
+                 qPrintable(errorLabel("proxy.upstream")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        QVERIFY(!m_page->apply());
+        upstreams->setPlainText("http://127.0.0.1:99999");
+        QVERIFY(errorLabel("proxy.upstream")->text().contains("port"));
+        QVERIFY(!applyButton()->isEnabled());
+        upstreams->setPlainText("http://127.0.0.1:8081/api");
+        QVERIFY(errorLabel("proxy.upstream")->text().contains("without a path"));
+        QVERIFY(!applyButton()->isEnabled());
+        // Mixed schemes: the core's loader refuses, located under the same field.
+        upstreams->setPlainText("http://127.0.0.1:8081\nh2c://127.0.0.1:8082");
+        QVERIFY2(errorLabel("proxy.upstream")->text().contains("same scheme"),
+                 qPrintable(errorLabel("proxy.upstream")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        upstreams->setPlainText("http://127.0.0.1:8081");
+        QVERIFY(!errorLabel("proxy.upstream")->isVisible());
+        QVERIFY(applyButton()->isEnabled());
+
+        // gRPC needs HTTP/2.
+        chooseAction("gRPC");
+        typeInto(field<QLineEdit>("grpc.upstream"), "http://127.0.0.1:50051");
+        QVERIFY(errorLabel("grpc.upstream")->text().contains("gRPC needs HTTP/2"));
+        QVERIFY(!applyButton()->isEnabled());
+        typeInto(field<QLineEdit>("grpc.upstream"), "h2c://127.0.0.1:50051");
+        QVERIFY(!errorLabel("grpc.upstream")->isVisible());
+        QVERIFY(applyButton()->isEnabled());
+    }
+
+    void grpcAndFastcgiFormsLoadAndSaveKeepValues() {
+        QDir().mkpath(m_dir.path() + "/php");
+        reopen("listen: [127.0.0.1:0]\n"
+               "vhosts:\n"
+               "  - names: [localhost, 127.0.0.1]\n"
+               "    routes:\n"
+               "      - path: /rpc/*\n"
+               "        grpc: {upstream: h2c://127.0.0.1:50051, grpc_timeout_max: 5s}\n"
+               "      - path: /app/*\n"
+               "        fastcgi: {address: 127.0.0.1:9000, root: ./php, index: app.php, extension: .php5}\n");
+        m_page->select(0, 0);
+        QCOMPARE(field<QComboBox>("action")->currentText(), QString("gRPC"));
+        QVERIFY(field<QLineEdit>("grpc.upstream")->isVisible());
+        QCOMPARE(field<QLineEdit>("grpc.upstream")->text(), QString("h2c://127.0.0.1:50051"));
+        typeInto(field<QLineEdit>("name"), "rpc");
+
+        m_page->select(0, 1);
+        QCOMPARE(field<QComboBox>("action")->currentText(), QString("FastCGI"));
+        QVERIFY(field<QLineEdit>("fastcgi.address")->isVisible());
+        QCOMPARE(field<QLineEdit>("fastcgi.address")->text(), QString("127.0.0.1:9000"));
+        QVERIFY(field<QLineEdit>("fastcgi.root")->text().endsWith("/php"));
+        QCOMPARE(field<QLineEdit>("fastcgi.index")->text(), QString("app.php"));
+        typeInto(field<QLineEdit>("fastcgi.address"), "127.0.0.1");
+        QVERIFY(errorLabel("fastcgi.address")->isVisible());
+        QVERIFY(!applyButton()->isEnabled());
+        typeInto(field<QLineEdit>("fastcgi.address"), "127.0.0.1:9001");
+        typeInto(field<QLineEdit>("fastcgi.index"), "main.php");
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QVERIFY(m_page->apply());
+
+        auto reloaded = config::loadConfigFile(configPath().toStdString());
+        QVERIFY(reloaded.ok());
+        const auto& routes = reloaded.config->vhosts[0].routes;
+        QCOMPARE(routes.size(), std::size_t(2));
+        const auto* grpc = std::get_if<config::ProxyAction>(&routes[0].action);
+        QVERIFY(grpc && grpc->grpc);
+        QCOMPARE(QString::fromStdString(routes[0].name), QString("rpc"));
+        QCOMPARE(grpc->upstreams.size(), std::size_t(1));
+        QCOMPARE(int(grpc->upstreams[0].port), 50051);
+        QVERIFY(grpc->upstreams[0].protocol == config::Upstream::Protocol::H2c);
+        QVERIFY(grpc->grpcTimeoutMax == std::chrono::seconds(5)); // not in the form: kept
+        const auto* fcgi = std::get_if<config::ProxyAction>(&routes[1].action);
+        QVERIFY(fcgi && !fcgi->fastcgi.address.empty());
+        QCOMPARE(QString::fromStdString(fcgi->fastcgi.address), QString("127.0.0.1:9001"));
+        QCOMPARE(int(fcgi->fastcgi.port), 9001);
+        QCOMPARE(QString::fromStdString(fcgi->fastcgi.index), QString("main.php"));
+        QCOMPARE(QString::fromStdString(fcgi->fastcgi.extension), QString(".php5")); // kept
+        QVERIFY(QString::fromStdString(fcgi->fastcgi.root).endsWith("/php"));
     }
 
     void droppedFolderIsServed() {

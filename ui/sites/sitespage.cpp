@@ -45,7 +45,30 @@ const http::Method kMethods[] = {http::Method::Get,     http::Method::Head,   ht
                                  http::Method::Put,     http::Method::Delete, http::Method::Patch,
                                  http::Method::Options, http::Method::Trace,  http::Method::Connect};
 
-enum ActionIndex { RespondIndex, StaticIndex, RedirectIndex };
+enum ActionIndex {
+    RespondIndex,
+    StaticIndex,
+    RedirectIndex,
+    ProxyIndex,
+    GrpcIndex,
+    WebSocketIndex,
+    FastCgiIndex
+};
+
+// The combo index of a route's action (proxy, grpc and fastcgi share ProxyAction).
+int actionIndex(const config::Action& a) {
+    if (std::holds_alternative<config::StaticAction>(a)) return StaticIndex;
+    if (std::holds_alternative<config::RedirectAction>(a)) return RedirectIndex;
+    if (std::holds_alternative<config::WebSocketAction>(a)) return WebSocketIndex;
+    if (const auto* px = std::get_if<config::ProxyAction>(&a))
+        // FastCGI: an address, or (mid-edit, address cleared) no upstreams but a document root.
+        return !px->fastcgi.address.empty() ||
+                       (!px->grpc && px->upstreams.empty() && !px->fastcgi.root.empty())
+                   ? FastCgiIndex
+               : px->grpc ? GrpcIndex
+                          : ProxyIndex;
+    return RespondIndex;
+}
 
 const int kRedirectStatuses[] = {301, 302, 303, 307, 308};
 
@@ -90,6 +113,87 @@ QString joinList(const std::vector<std::string>& items) {
     return out.join(", ");
 }
 
+QString upstreamUrl(const config::Upstream& u) {
+    return (u.protocol == config::Upstream::Protocol::H2c  ? QString("h2c://")
+            : u.protocol == config::Upstream::Protocol::H2 ? QString("https://")
+                                                           : QString("http://")) +
+           q(u.authority);
+}
+
+QString upstreamUrls(const config::ProxyAction& px, const QString& separator) {
+    QStringList out;
+    for (const auto& u : px.upstreams)
+        out << upstreamUrl(u);
+    return out.join(separator);
+}
+
+// "SCHEME://HOST[:PORT]" as the config loader reads it (http://, h2c://, https://; gRPC also takes a
+// bare HOST:PORT as h2c). False with `error` on a bad URL; the loader checks the rest.
+bool parseUpstream(const QString& url, bool grpc, config::Upstream& out, QString& error) {
+    using P = config::Upstream::Protocol;
+    QString rest;
+    if (url.startsWith("http://")) {
+        out.protocol = P::Http1;
+        rest = url.mid(7);
+    } else if (url.startsWith("h2c://")) {
+        out.protocol = P::H2c;
+        rest = url.mid(6);
+    } else if (url.startsWith("https://")) {
+        out.protocol = P::H2;
+        rest = url.mid(8);
+    } else if (grpc && !url.contains("://")) {
+        out.protocol = P::H2c;
+        rest = url;
+    } else {
+        error = QObject::tr("expected %1, got '%2'")
+                    .arg(grpc ? QObject::tr("h2c://HOST:PORT or https://HOST:PORT")
+                              : QObject::tr("http://HOST:PORT, h2c://HOST:PORT or https://HOST:PORT"),
+                         url);
+        return false;
+    }
+    if (grpc && out.protocol == P::Http1) {
+        error = QObject::tr("gRPC needs HTTP/2: use h2c://HOST:PORT or https://HOST:PORT, got '%1'").arg(url);
+        return false;
+    }
+    while (rest.endsWith('/'))
+        rest.chop(1);
+    if (rest.isEmpty() || rest.contains('/') || rest.contains('?')) {
+        error = QObject::tr("an upstream is SCHEME://HOST[:PORT] without a path, got '%1'").arg(url);
+        return false;
+    }
+    QString host = rest, port;
+    if (rest.startsWith('[')) {
+        const int close = rest.indexOf(']');
+        if (close < 0 || (close + 1 < rest.size() && rest[close + 1] != ':')) {
+            error = QObject::tr("bad IPv6 literal in '%1'").arg(url);
+            return false;
+        }
+        host = rest.mid(1, close - 1);
+        port = rest.mid(close + 2);
+    } else if (const int colon = rest.lastIndexOf(':'); colon >= 0) {
+        host = rest.left(colon);
+        port = rest.mid(colon + 1);
+        if (port.isEmpty()) port = "x";
+    }
+    out.port = out.protocol == P::H2 ? 443 : 80;
+    if (!port.isEmpty()) {
+        bool ok = false;
+        const int n = port.toInt(&ok);
+        if (!ok || n < 1 || n > 65535) {
+            error = QObject::tr("upstream port must be 1..65535, got '%1'").arg(url);
+            return false;
+        }
+        out.port = static_cast<std::uint16_t>(n);
+    }
+    if (host.isEmpty()) {
+        error = QObject::tr("upstream needs a host, got '%1'").arg(url);
+        return false;
+    }
+    out.host = s(host);
+    out.authority = s(rest);
+    return true;
+}
+
 QString durationText(config::Duration d) { return d.count() ? q(config::formatDuration(d)) : QString(); }
 
 QString actionSummary(const config::Route& r, const QString& base) {
@@ -104,6 +208,13 @@ QString actionSummary(const config::Route& r, const QString& base) {
         return QObject::tr("static %1").arg(rel(st->root));
     if (const auto* rd = std::get_if<config::RedirectAction>(&r.action))
         return QObject::tr("redirect %1 → %2").arg(rd->status).arg(q(rd->to));
+    if (const auto* ws = std::get_if<config::WebSocketAction>(&r.action))
+        return ws->mode == config::WebSocketAction::Mode::Room ? QObject::tr("websocket room")
+                                                               : QObject::tr("websocket echo");
+    if (const auto* px = std::get_if<config::ProxyAction>(&r.action)) {
+        if (!px->fastcgi.address.empty()) return QObject::tr("fastcgi %1").arg(q(px->fastcgi.address));
+        return (px->grpc ? QObject::tr("grpc %1") : QObject::tr("proxy %1")).arg(upstreamUrls(*px, ", "));
+    }
     return {};
 }
 
@@ -311,12 +422,8 @@ QWidget* SitesPage::buildRouteForm() {
 
     m_action = new QComboBox;
     m_action->setObjectName("action");
-    m_action->addItems({tr("Respond (mock response)"), tr("Static files"), tr("Redirect")});
-    // Actions of the design that the config model does not have yet: listed, not selectable.
-    for (const QString& later : {tr("Reverse proxy"), tr("gRPC"), tr("WebSocket"), tr("FastCGI")}) {
-        m_action->addItem(later + tr(" (not in this version)"));
-        m_action->setItemData(m_action->count() - 1, 0, Qt::UserRole - 1); // disabled
-    }
+    m_action->addItems({tr("Respond (mock response)"), tr("Static files"), tr("Redirect"),
+                        tr("Reverse proxy"), tr("gRPC"), tr("WebSocket"), tr("FastCGI")});
     connect(m_action, &QComboBox::activated, this, [this](int index) {
         m_actionForms->setCurrentIndex(index);
         commitForm();
@@ -369,6 +476,62 @@ QWidget* SitesPage::buildRouteForm() {
             m_redirectStatus->addItem(QString("%1 %2").arg(st).arg(q(std::string(http::reasonPhrase(st)))));
         connect(m_redirectStatus, &QComboBox::activated, this, &SitesPage::commitForm);
         pf->addRow(tr("Status"), row("redirect.status", m_redirectStatus, f));
+        m_actionForms->addWidget(page);
+    }
+    {
+        auto page = new QWidget;
+        auto pf = new QFormLayout(page);
+        pf->setContentsMargins(0, 0, 0, 0);
+        pf->addRow(tr("Upstreams"),
+                   row("proxy.upstream",
+                       textEdit("proxy.upstream", f, tr("http://127.0.0.1:3000 (one per line, round-robin)")),
+                       f));
+        pf->addRow(tr("Strip prefix"),
+                   row("proxy.strip_prefix", lineEdit("proxy.strip_prefix", f, "/api"), f));
+        pf->addRow(QString(),
+                   row("proxy.change_origin",
+                       checkBox("proxy.change_origin", tr("Change origin (Host: the upstream's)"), f), f));
+        pf->addRow(QString(),
+                   row("proxy.ws", checkBox("proxy.ws", tr("Pass WebSocket upgrades through"), f), f));
+        m_actionForms->addWidget(page);
+    }
+    {
+        auto page = new QWidget;
+        auto pf = new QFormLayout(page);
+        pf->setContentsMargins(0, 0, 0, 0);
+        pf->addRow(tr("Upstream"),
+                   row("grpc.upstream", lineEdit("grpc.upstream", f, "h2c://127.0.0.1:50051"), f));
+        m_actionForms->addWidget(page);
+    }
+    {
+        auto page = new QWidget;
+        auto pf = new QFormLayout(page);
+        pf->setContentsMargins(0, 0, 0, 0);
+        m_wsMode = new QComboBox;
+        m_wsMode->setObjectName("websocket.mode");
+        m_wsMode->addItems(
+            {tr("Echo (messages go back to the sender)"), tr("Room (messages go to the other members)")});
+        connect(m_wsMode, &QComboBox::activated, this, &SitesPage::commitForm);
+        pf->addRow(tr("Mode"), row("websocket.mode", m_wsMode, f));
+        pf->addRow(tr("Allowed origins"),
+                   row("websocket.origins",
+                       lineEdit("websocket.origins", f,
+                                tr("http://localhost:5173, * (same site is always allowed)")),
+                       f));
+        pf->addRow(tr("Subprotocols"),
+                   row("websocket.subprotocols", lineEdit("websocket.subprotocols", f, tr("chat, json")), f));
+        m_actionForms->addWidget(page);
+    }
+    {
+        auto page = new QWidget;
+        auto pf = new QFormLayout(page);
+        pf->setContentsMargins(0, 0, 0, 0);
+        pf->addRow(tr("Address"),
+                   row("fastcgi.address",
+                       lineEdit("fastcgi.address", f, tr("127.0.0.1:9000 or unix:/run/php/php-fpm.sock")),
+                       f));
+        pf->addRow(tr("Root"), row("fastcgi.root", lineEdit("fastcgi.root", f, tr("/path/to/php/app")), f));
+        pf->addRow(tr("Index"), row("fastcgi.index", lineEdit("fastcgi.index", f, "index.php"), f));
         m_actionForms->addWidget(page);
     }
     form->addRow(m_actionForms);
@@ -532,9 +695,24 @@ void SitesPage::loadForm() {
         m_redirectStatus->setCurrentIndex(
             int(std::find(std::begin(kRedirectStatuses), std::end(kRedirectStatuses), rd.status) -
                 std::begin(kRedirectStatuses)));
-        const int action = std::holds_alternative<config::StaticAction>(r.action)     ? StaticIndex
-                           : std::holds_alternative<config::RedirectAction>(r.action) ? RedirectIndex
-                                                                                      : RespondIndex;
+        const int action = actionIndex(r.action);
+        const config::ProxyAction px = std::holds_alternative<config::ProxyAction>(r.action)
+                                           ? std::get<config::ProxyAction>(r.action)
+                                           : config::ProxyAction{};
+        setText(f, "proxy.upstream", action == ProxyIndex ? upstreamUrls(px, "\n") : QString());
+        setText(f, "proxy.strip_prefix", action == ProxyIndex ? q(px.stripPrefix) : QString());
+        setCheck(f, "proxy.change_origin", action == ProxyIndex && px.changeOrigin);
+        setCheck(f, "proxy.ws", action == ProxyIndex && px.ws);
+        setText(f, "grpc.upstream", action == GrpcIndex ? upstreamUrls(px, ", ") : QString());
+        setText(f, "fastcgi.address", q(px.fastcgi.address));
+        setText(f, "fastcgi.root", q(px.fastcgi.root));
+        setText(f, "fastcgi.index", q(px.fastcgi.index));
+        const config::WebSocketAction ws = std::holds_alternative<config::WebSocketAction>(r.action)
+                                               ? std::get<config::WebSocketAction>(r.action)
+                                               : config::WebSocketAction{};
+        m_wsMode->setCurrentIndex(ws.mode == config::WebSocketAction::Mode::Room ? 1 : 0);
+        setText(f, "websocket.origins", joinList(ws.origins));
+        setText(f, "websocket.subprotocols", joinList(ws.subprotocols));
         m_action->setCurrentIndex(action);
         m_actionForms->setCurrentIndex(action);
         m_forms->setCurrentIndex(2);
@@ -666,6 +844,100 @@ void SitesPage::commitForm() {
             rd.status = kRedirectStatuses[qBound(0, m_redirectStatus->currentIndex(), 4)];
             if (rd.to.empty()) fail("redirect.to", tr("where to redirect is required"));
             r.action = rd;
+            break;
+        }
+        case ProxyIndex:
+        case GrpcIndex: {
+            // Keep what the form does not show (timeouts, forwarded, ...) when the kind is unchanged.
+            const int index = m_action->currentIndex();
+            const bool grpc = index == GrpcIndex;
+            config::ProxyAction px = actionIndex(r.action) == index ? std::get<config::ProxyAction>(r.action)
+                                                                    : config::ProxyAction{};
+            px.grpc = grpc;
+            px.fastcgi = {};
+            const QString key = grpc ? "grpc.upstream" : "proxy.upstream";
+            const QStringList urls =
+                grpc ? splitList(text(f, key)) : text(f, key).split('\n', Qt::SkipEmptyParts);
+            px.upstreams.clear();
+            for (const QString& line : urls) {
+                const QString url = line.trimmed();
+                if (url.isEmpty()) continue;
+                config::Upstream u;
+                QString error;
+                if (!parseUpstream(url, grpc, u, error)) {
+                    fail(key, error);
+                    break;
+                }
+                px.upstreams.push_back(u);
+            }
+            if (px.upstreams.empty() && !m_fieldErrors.contains(prefix + key))
+                fail(key, tr("at least one upstream is required"));
+            if (!grpc) {
+                px.stripPrefix = s(text(f, "proxy.strip_prefix"));
+                px.changeOrigin = checked(f, "proxy.change_origin");
+                px.ws = checked(f, "proxy.ws");
+            }
+            r.action = px;
+            break;
+        }
+        case WebSocketIndex: {
+            config::WebSocketAction ws = std::holds_alternative<config::WebSocketAction>(r.action)
+                                             ? std::get<config::WebSocketAction>(r.action)
+                                             : config::WebSocketAction{};
+            ws.mode = m_wsMode->currentIndex() == 1 ? config::WebSocketAction::Mode::Room
+                                                    : config::WebSocketAction::Mode::Echo;
+            ws.origins.clear();
+            for (const QString& o : splitList(text(f, "websocket.origins"))) {
+                if (o != "*" && !o.startsWith("http://") && !o.startsWith("https://"))
+                    fail("websocket.origins",
+                         tr("an origin is http://HOST[:PORT], https://HOST[:PORT] or *, got '%1'").arg(o));
+                ws.origins.push_back(s(o));
+            }
+            ws.subprotocols.clear();
+            for (const QString& p : splitList(text(f, "websocket.subprotocols")))
+                ws.subprotocols.push_back(s(p));
+            r.action = ws;
+            break;
+        }
+        case FastCgiIndex: {
+            // Keep what the form does not show (extension, timeouts), also while the address is
+            // being retyped (empty for a moment).
+            const auto* old = std::get_if<config::ProxyAction>(&r.action);
+            config::ProxyAction px =
+                old && !old->grpc && old->upstreams.empty() ? *old : config::ProxyAction{};
+            px.grpc = false;
+            px.upstreams.clear();
+            config::FastCgi& fc = px.fastcgi;
+            const QString address = text(f, "fastcgi.address");
+            fc.address = s(address);
+            fc.host.clear();
+            fc.port = 0;
+            fc.socketPath.clear();
+            if (address.startsWith("unix:")) {
+                if (address.size() == 5)
+                    fail("fastcgi.address", tr("unix: needs a socket path"));
+                else
+                    fc.socketPath =
+                        s(QDir::cleanPath(QDir(m_server->baseDir()).absoluteFilePath(address.mid(5))));
+            } else {
+                const int colon = address.lastIndexOf(':');
+                QString host = colon > 0 ? address.left(colon) : QString();
+                if (host.startsWith('[') && host.endsWith(']')) host = host.mid(1, host.size() - 2);
+                bool ok = false;
+                const int port = colon > 0 ? address.mid(colon + 1).toInt(&ok) : 0;
+                if (host.isEmpty() || !ok || port < 1 || port > 65535) {
+                    fail("fastcgi.address", tr("expected HOST:PORT or unix:PATH, got '%1'").arg(address));
+                } else {
+                    fc.host = s(host);
+                    fc.port = static_cast<std::uint16_t>(port);
+                }
+            }
+            const QString root = text(f, "fastcgi.root");
+            fc.root = root.isEmpty() ? std::string() : s(QDir(m_server->baseDir()).absoluteFilePath(root));
+            if (root.isEmpty()) fail("fastcgi.root", tr("the document root is required"));
+            const QString index = text(f, "fastcgi.index");
+            fc.index = index.isEmpty() ? config::FastCgi{}.index : s(index);
+            r.action = px;
             break;
         }
         }

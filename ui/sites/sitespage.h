@@ -99,6 +99,7 @@ private:
     QStackedWidget* m_actionForms = nullptr;
     QList<QCheckBox*> m_methods;
     QComboBox* m_redirectStatus = nullptr;
+    QComboBox* m_wsMode = nullptr;
     QLabel* m_notice = nullptr;
     QLabel* m_problems = nullptr;
     QPushButton* m_apply = nullptr;
