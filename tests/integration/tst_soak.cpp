@@ -125,7 +125,7 @@ class TestSoak : public QObject {
     std::shared_ptr<const config::Config> makeConfig(int version) {
         std::string yaml = "workers: 2\nlisten: [\"127.0.0.1:0\"]\n"
                            "limits: {drain_timeout: 3s}\n"
-                           "capture: {enabled: true, max_records: 2000, ring_records: 64, store: " +
+                           "capture: {enabled: true, max_records: 200, ring_records: 64, store: " +
                            dir_.filePath("soak.db").toStdString() +
                            "}\n"
                            "vhosts:\n  - names: [localhost]\n    routes:\n"
