@@ -352,7 +352,7 @@ void WsSession::sendClose(std::uint16_t code, std::string_view reason) {
         body[0] = static_cast<char>(code >> 8);
         body[1] = static_cast<char>(code);
         n = 2 + std::min<std::size_t>(reason.size(), 123);
-        std::memcpy(body + 2, reason.data(), n - 2);
+        if (n > 2) std::memcpy(body + 2, reason.data(), n - 2); // reason.data() may be null when empty
     }
     char head[kMaxServerHeader];
     out_.append(head, writeHeader(head, Opcode::Close, n));
