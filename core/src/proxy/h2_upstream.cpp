@@ -49,27 +49,9 @@ std::string key(const config::Upstream& u) {
 bool iequal(std::string_view a, std::string_view b) { return http::iequals(a, b); }
 
 // RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop.
-bool hopByHop(std::string_view name) {
-    return iequal(name, "connection") || iequal(name, "keep-alive") || iequal(name, "proxy-connection") ||
-           iequal(name, "te") || iequal(name, "transfer-encoding") || iequal(name, "upgrade") ||
-           iequal(name, "proxy-authorization") || iequal(name, "proxy-authenticate") ||
-           iequal(name, "http2-settings");
-}
+bool hopByHop(std::string_view name) { return detail::hopByHop(name) || iequal(name, "http2-settings"); }
 
-bool hasToken(std::string_view list, std::string_view name) {
-    while (!list.empty()) {
-        auto comma = list.find(',');
-        std::string_view token = list.substr(0, comma);
-        while (!token.empty() && (token.front() == ' ' || token.front() == '\t'))
-            token.remove_prefix(1);
-        while (!token.empty() && (token.back() == ' ' || token.back() == '\t'))
-            token.remove_suffix(1);
-        if (iequal(token, name)) return true;
-        if (comma == std::string_view::npos) break;
-        list.remove_prefix(comma + 1);
-    }
-    return false;
-}
+bool hasToken(std::string_view list, std::string_view name) { return detail::listHasToken(list, name); }
 
 const char* errorName(std::uint32_t code) { return nghttp2_http2_strerror(code); }
 

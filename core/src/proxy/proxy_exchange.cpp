@@ -36,30 +36,14 @@ std::string key(const config::Upstream& u) { return u.host + ":" + std::to_strin
 
 bool iequal(std::string_view a, std::string_view b) { return http::iequals(a, b); }
 
-// RFC 9110 §7.6.1: fields that apply to one connection only.
-bool hopByHop(std::string_view name) {
-    return iequal(name, "connection") || iequal(name, "keep-alive") || iequal(name, "proxy-connection") ||
-           iequal(name, "te") || iequal(name, "transfer-encoding") || iequal(name, "upgrade") ||
-           iequal(name, "proxy-authorization") || iequal(name, "proxy-authenticate");
-}
+using detail::hopByHop;
 
-// Is `name` listed in a Connection field value ("close, X-Foo")?
 bool namedIn(std::string_view connectionValue, std::string_view name) {
-    while (!connectionValue.empty()) {
-        auto comma = connectionValue.find(',');
-        std::string_view token = connectionValue.substr(0, comma);
-        while (!token.empty() && (token.front() == ' ' || token.front() == '\t'))
-            token.remove_prefix(1);
-        while (!token.empty() && (token.back() == ' ' || token.back() == '\t'))
-            token.remove_suffix(1);
-        if (iequal(token, name)) return true;
-        if (comma == std::string_view::npos) break;
-        connectionValue.remove_prefix(comma + 1);
-    }
-    return false;
+    return detail::listHasToken(connectionValue, name);
 }
-
-bool containsToken(std::string_view value, std::string_view token) { return namedIn(value, token); }
+bool containsToken(std::string_view value, std::string_view token) {
+    return detail::listHasToken(value, token);
+}
 } // namespace
 
 Exchange::Exchange(asio::io_context& io, const config::ProxyAction& action)
@@ -569,5 +553,31 @@ void Exchange::cancel() {
     socket_.close(ec);
     owner_.reset();
 }
+
+namespace detail {
+
+bool listHasToken(std::string_view list, std::string_view token) {
+    while (!list.empty()) {
+        auto comma = list.find(',');
+        std::string_view element = list.substr(0, comma);
+        while (!element.empty() && (element.front() == ' ' || element.front() == '\t'))
+            element.remove_prefix(1);
+        while (!element.empty() && (element.back() == ' ' || element.back() == '\t'))
+            element.remove_suffix(1);
+        if (http::iequals(element, token)) return true;
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
+bool hopByHop(std::string_view name) {
+    for (std::string_view f : {"connection", "keep-alive", "proxy-connection", "te", "transfer-encoding",
+                               "upgrade", "proxy-authorization", "proxy-authenticate"})
+        if (http::iequals(name, f)) return true;
+    return false;
+}
+
+} // namespace detail
 
 } // namespace portico::proxy

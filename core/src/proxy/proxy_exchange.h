@@ -109,6 +109,15 @@ bool streamsRequestBody(const config::ProxyAction& action);
 
 namespace detail {
 
+/// Is `token` one of the comma-separated elements of a field value ("close, X-Foo"), compared
+/// case-insensitively with surrounding whitespace ignored (RFC 9110 §5.6.1)?
+bool listHasToken(std::string_view list, std::string_view token);
+
+/// RFC 9110 §7.6.1: fields that apply to one connection only and never cross a proxy
+/// (Connection, Keep-Alive, Proxy-Connection, TE, Transfer-Encoding, Upgrade, Proxy-Authorization,
+/// Proxy-Authenticate). Fields named in Connection are checked apart (listHasToken).
+bool hopByHop(std::string_view name);
+
 /// Round-robin over `upstreams` (non-empty), starting at `next` and skipping those `failed(u)`
 /// says are marked failed; if all are, the next one anyway (a dead upstream is retried rather
 /// than refusing every request). Advances `next` past the one chosen. Shared by the HTTP/1.1 and
