@@ -72,8 +72,8 @@ QMap<QString, QStringList> receivedHeaders(const QByteArray& json) {
 class TestProxy : public QObject {
     Q_OBJECT
     QTemporaryDir tmp_;
-    QProcess upstream_, second_;
-    int upstreamPort_ = 0, secondPort_ = 0, deadPort_ = 0;
+    QProcess upstream_, second_, third_; // third_: only the idle-pool tests use it
+    int upstreamPort_ = 0, secondPort_ = 0, thirdPort_ = 0, deadPort_ = 0;
     std::unique_ptr<ServerProcess> server_;
     QString base_;
 
@@ -91,6 +91,30 @@ class TestProxy : public QObject {
         return 0;
     }
     QStringList both() const { return {"", "--http2-prior-knowledge"}; }
+    int openAtThird() {
+        auto r = curl(QStringLiteral("http://127.0.0.1:%1/open").arg(thirdPort_));
+        return QJsonDocument::fromJson(r.body).object().value("open").toInt(-1);
+    }
+    // TCP sockets on this machine whose local (or remote) port is `port` and whose state is
+    // `state` (the hex `st` column of /proc/net/tcp).
+    enum class Side { Local, Remote };
+    static constexpr int kTimeWait = 0x06, kCloseWait = 0x08;
+    static int sockets(Side side, int port, int state) {
+        int n = 0;
+        for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+            QFile f(table);
+            if (!f.open(QIODevice::ReadOnly)) continue;
+            f.readLine(); // header
+            for (QByteArray line = f.readLine(); !line.isEmpty(); line = f.readLine()) {
+                const auto cols = line.simplified().split(' ');
+                if (cols.size() < 4) continue;
+                const QByteArray& address = cols[side == Side::Local ? 1 : 2];
+                const int p = address.mid(address.lastIndexOf(':') + 1).toInt(nullptr, 16);
+                if (p == port && cols[3].toInt(nullptr, 16) == state) ++n;
+            }
+        }
+        return n;
+    }
     Reply get(const QString& path, const QString& mode, QStringList extra = {}) {
         if (!mode.isEmpty()) extra.prepend(mode);
         return curl(base_ + path, extra);
@@ -100,7 +124,8 @@ private slots:
     void initTestCase() {
         upstreamPort_ = startUpstream(upstream_, tmp_.filePath("up1.port"));
         secondPort_ = startUpstream(second_, tmp_.filePath("up2.port"));
-        QVERIFY(upstreamPort_ && secondPort_);
+        thirdPort_ = startUpstream(third_, tmp_.filePath("up3.port"));
+        QVERIFY(upstreamPort_ && secondPort_ && thirdPort_);
         // A port with nothing listening: bind one, note it, close it.
         int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in a{};
@@ -133,10 +158,15 @@ vhosts:
         proxy: http://127.0.0.1:%3
       - path: /impatient/*
         proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /impatient, response_timeout: 300ms}
+      - path: /pooled/*
+        proxy: {upstream: http://127.0.0.1:%4, strip_prefix: /pooled}
+      - path: /brief-idle/*
+        proxy: {upstream: http://127.0.0.1:%4, strip_prefix: /brief-idle, idle_timeout: 1s}
 )")
                       .arg(upstreamPort_)
                       .arg(secondPort_)
                       .arg(deadPort_)
+                      .arg(thirdPort_)
                       .toUtf8());
         cfg.close();
         server_ = std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("portico.yaml")});
@@ -144,10 +174,10 @@ vhosts:
         base_ = QStringLiteral("http://127.0.0.1:%1").arg(server_->port());
     }
     void cleanupTestCase() {
-        upstream_.kill();
-        second_.kill();
-        upstream_.waitForFinished();
-        second_.waitForFinished();
+        for (QProcess* p : {&upstream_, &second_, &third_}) {
+            p->kill();
+            p->waitForFinished();
+        }
     }
 
     void forwardsRequestWithProxyFields() {
@@ -279,6 +309,28 @@ vhosts:
             reused = id == idA || id == idB;
         }
         QVERIFY(reused);
+    }
+
+    void pooledConnectionClosedAfterIdleTimeout() {
+        // The first test to use the third upstream: only the query's own connection is open there.
+        QCOMPARE(openAtThird(), 1);
+        QCOMPARE(get("/brief-idle/echo", "").status, 200);
+        QCOMPARE(openAtThird(), 2); // + the one pooled for 1 s
+        QTRY_COMPARE_WITH_TIMEOUT(openAtThird(), 1, 5000);
+    }
+
+    void pooledConnectionClosedByUpstreamIsClosed() {
+        // The upstream closes an idle keep-alive connection 200 ms after /brief. The pooled end must
+        // be closed then too, not left in CLOSE_WAIT until some later request picks it.
+        auto r = get("/pooled/brief", "");
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.body, QByteArray("brief"));
+        // The upstream's end goes to TIME_WAIT only once ours has closed as well (FIN_WAIT_2
+        // while ours sits in CLOSE_WAIT). Only this test makes the third upstream close first.
+        QTRY_VERIFY_WITH_TIMEOUT(sockets(Side::Local, thirdPort_, kTimeWait) >= 1, 5000);
+        QCOMPARE(sockets(Side::Remote, thirdPort_, kCloseWait), 0);
+        // And the route still works (a new connection).
+        QCOMPARE(get("/brief-idle/echo", "").status, 200);
     }
 
     void roundRobinAndFailover() {

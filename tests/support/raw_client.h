@@ -18,7 +18,7 @@ namespace portico::test {
 class RawClient {
 public:
     explicit RawClient(std::uint16_t port) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); // not inherited by spawned processes
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_port = htons(port);

@@ -119,7 +119,7 @@ int ServerProcess::terminate(int timeoutMs) {
 
 RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs) {
     RawReply reply;
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);

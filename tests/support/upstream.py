@@ -12,6 +12,8 @@ Paths:
   /close           "bye" and Connection: close
   /broken          promises 100 bytes, sends 10 and closes
   /hop             a response with hop-by-hop fields that must not reach the client
+  /brief           "brief", keep-alive; then this connection is closed after 200 ms without a request
+  /open            JSON {"open": N}: connections open now (this one included)
 """
 import http.server
 import json
@@ -21,7 +23,7 @@ import threading
 import time
 import urllib.parse
 
-COUNTER = {"n": 0}
+COUNTER = {"n": 0, "open": 0}
 LOCK = threading.Lock()
 
 
@@ -39,7 +41,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         super().setup()
         with LOCK:
             COUNTER["n"] += 1
+            COUNTER["open"] += 1
             self.conn_id = COUNTER["n"]
+
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            with LOCK:
+                COUNTER["open"] -= 1
 
     def body(self):
         n = int(self.headers.get("Content-Length", "0") or 0)
@@ -104,6 +114,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"0123456789")
             self.wfile.flush()
             self.close_connection = True
+        elif u.path == "/brief":
+            self.send(200, b"brief")
+            self.connection.settimeout(0.2)  # the next request must come within 200 ms
+        elif u.path == "/open":
+            with LOCK:
+                n = COUNTER["open"]
+            self.send(200, json.dumps({"open": n}).encode(), "application/json")
         elif u.path == "/hop":
             self.send(200, b"hop", extra=[("Connection", "X-Secret"), ("X-Secret", "1"),
                                           ("Keep-Alive", "timeout=5"), ("X-Kept", "yes")])

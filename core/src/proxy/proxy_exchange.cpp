@@ -24,15 +24,55 @@ constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::size_t kMaxHead = 64 * 1024;
 constexpr std::size_t kMaxIdlePerUpstream = 32;
 
+// A pooled keep-alive connection. While it waits in the pool a read wait watches it: the upstream
+// closing it (EOF, RST) or sending anything unasked makes it unusable, so it is closed and leaves
+// the pool at once instead of sitting in CLOSE_WAIT until the next request picks it. A timer closes
+// it after the route's `idle_timeout` (nginx's upstream keepalive_timeout).
+struct Idle {
+    explicit Idle(Exchange::Socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+    Exchange::Socket socket;
+    asio::steady_timer timer;
+    bool taken = false; // picked for a request (or closed): the watchers' callbacks do nothing
+};
+
 // Per worker thread: idle keep-alive connections and upstreams marked failed, by "host:port".
 struct Pools {
-    std::map<std::string, std::vector<Exchange::Socket>, std::less<>> idle;
+    std::map<std::string, std::vector<std::shared_ptr<Idle>>, std::less<>> idle;
     std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> failedUntil;
     std::map<const void*, std::size_t> next; // round-robin position per proxy action
 };
 thread_local Pools tPools;
 
 std::string key(const config::Upstream& u) { return u.host + ":" + std::to_string(u.port); }
+
+// Closes a pooled connection and takes it out of its pool (the watchers' end).
+void retire(const std::string& k, const std::shared_ptr<Idle>& entry) {
+    if (entry->taken) return;
+    entry->taken = true;
+    boost::system::error_code ec;
+    entry->timer.cancel();
+    entry->socket.close(ec);
+    auto it = tPools.idle.find(k);
+    if (it == tPools.idle.end()) return;
+    std::erase(it->second, entry);
+    if (it->second.empty()) tPools.idle.erase(it);
+}
+
+// Puts a connection that finished a response back in the pool of `k` (unless it is full) and
+// starts watching it.
+void park(const std::string& k, Exchange::Socket& socket, std::chrono::nanoseconds idleTimeout) {
+    auto& idle = tPools.idle[k];
+    if (idle.size() >= kMaxIdlePerUpstream) return;
+    auto entry = std::make_shared<Idle>(std::move(socket));
+    idle.push_back(entry);
+    entry->socket.async_wait(tcp::socket::wait_read, [k, entry](const boost::system::error_code& ec) {
+        if (ec != asio::error::operation_aborted) retire(k, entry);
+    });
+    entry->timer.expires_after(idleTimeout);
+    entry->timer.async_wait([k, entry](const boost::system::error_code& ec) {
+        if (!ec) retire(k, entry);
+    });
+}
 
 bool iequal(std::string_view a, std::string_view b) { return http::iequals(a, b); }
 
@@ -186,8 +226,13 @@ void Exchange::pick() {
     ++tries_;
     auto& idle = tPools.idle[key(*chosen)];
     while (!idle.empty()) {
-        socket_ = std::move(idle.back());
+        const std::shared_ptr<Idle> entry = std::move(idle.back());
         idle.pop_back();
+        entry->taken = true;
+        entry->timer.cancel();
+        boost::system::error_code ignored;
+        entry->socket.cancel(ignored); // the read wait ends with operation_aborted
+        socket_ = std::move(entry->socket);
         // A pooled connection the upstream closed meanwhile is readable (EOF) now: drop it.
         boost::system::error_code ec;
         if (socket_.available(ec) == 0 && !ec) {
@@ -509,10 +554,7 @@ void Exchange::resume() {
 void Exchange::finish(bool reusable) {
     stage_ = Stage::Done;
     timer_.cancel();
-    if (reusable && socket_.is_open()) {
-        auto& idle = tPools.idle[key(*upstream_)];
-        if (idle.size() < kMaxIdlePerUpstream) idle.push_back(std::move(socket_));
-    }
+    if (reusable && socket_.is_open()) park(key(*upstream_), socket_, action_.idleTimeout);
     boost::system::error_code ec;
     if (socket_.is_open()) socket_.close(ec);
     Sink* sink = sink_;

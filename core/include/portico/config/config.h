@@ -176,7 +176,8 @@ struct ProxyAction {
     Duration connectTimeout = std::chrono::seconds(5);
     Duration responseTimeout = std::chrono::seconds(60); ///< until the response head, and between body reads
     Duration failTimeout = std::chrono::seconds(10);     ///< how long a failed upstream is skipped
-    /// HTTP/2 upstreams: a connection without open streams this long is closed (GOAWAY).
+    /// An upstream connection with no request in flight this long is closed: a pooled HTTP/1.1
+    /// keep-alive connection silently, an HTTP/2 one with GOAWAY.
     Duration idleTimeout = std::chrono::seconds(60);
     /// gRPC: a request's `grpc-timeout` larger than this (or none) is replaced by it; 0 = no cap.
     Duration grpcTimeoutMax{0};
