@@ -5,7 +5,7 @@
 // temporary folder that contains
 //     site/index.html  site/404.html  site/50x.html  site/app/index.html
 //     mocks/users.json  logs/  notes.txt
-// Doc examples: every ```yaml block of docs/configuration.md is loaded as "portico.yaml" from
+// Doc examples: every ```yaml block of README.md and docs/*.md is loaded as "portico.yaml" from
 // that folder. A block whose preceding non-blank line is `<!-- invalid -->` must be refused, and
 // the next fenced block (```text) must list exactly its errors, one per line, with "$DIR"
 // standing for the folder's absolute path.
@@ -1283,35 +1283,45 @@ private slots:
     }
 
     void docExamples() {
-        QFile doc(QStringLiteral(PORTICO_SOURCE_DIR) + "/docs/configuration.md");
-        QVERIFY2(doc.open(QIODevice::ReadOnly), "docs/configuration.md is missing");
-        const QList<Block> blocks = fencedBlocks(QString::fromUtf8(doc.readAll()));
-        int valid = 0, invalid = 0;
-        for (int i = 0; i < blocks.size(); ++i) {
-            const Block& b = blocks[i];
-            if (b.lang != "yaml") continue;
-            const QByteArray text = b.text.toUtf8();
-            LoadResult r = loadConfigText(std::string_view(text.constData(), text.size()), "portico.yaml",
-                                          dir().toStdString());
-            const QString where = QString("docs/configuration.md:%1").arg(b.line);
-            QStringList got;
-            for (const auto& e : r.errors)
-                got << str(e.toString()).replace(dir(), "$DIR");
-            if (b.before != "<!-- invalid -->") {
-                QVERIFY2(r.ok(), qPrintable(where + ": example does not load:\n" + got.join('\n')));
-                ++valid;
-                continue;
+        // configuration.md holds most of them; the guide and the other pages show some too.
+        QStringList files{"README.md"};
+        for (const QString& f :
+             QDir(QStringLiteral(PORTICO_SOURCE_DIR) + "/docs").entryList({"*.md"}, QDir::Files, QDir::Name))
+            files << "docs/" + f;
+        int valid = 0, invalid = 0, inConfigurationMd = 0;
+        for (const QString& rel : files) {
+            QFile doc(QStringLiteral(PORTICO_SOURCE_DIR) + "/" + rel);
+            QVERIFY2(doc.open(QIODevice::ReadOnly), qPrintable(rel + " is missing"));
+            const QList<Block> blocks = fencedBlocks(QString::fromUtf8(doc.readAll()));
+            for (int i = 0; i < blocks.size(); ++i) {
+                const Block& b = blocks[i];
+                if (b.lang != "yaml") continue;
+                if (rel == "docs/configuration.md") ++inConfigurationMd;
+                const QByteArray text = b.text.toUtf8();
+                LoadResult r = loadConfigText(std::string_view(text.constData(), text.size()), "portico.yaml",
+                                              dir().toStdString());
+                const QString where = QString("%1:%2").arg(rel).arg(b.line);
+                QStringList got;
+                for (const auto& e : r.errors)
+                    got << str(e.toString()).replace(dir(), "$DIR");
+                if (b.before != "<!-- invalid -->") {
+                    QVERIFY2(r.ok(), qPrintable(where + ": example does not load:\n" + got.join('\n')));
+                    ++valid;
+                    continue;
+                }
+                ++invalid;
+                QVERIFY2(!r.ok(), qPrintable(where + ": example marked invalid loads"));
+                QVERIFY2(
+                    i + 1 < blocks.size() && blocks[i + 1].lang == "text",
+                    qPrintable(where +
+                               ": an invalid example must be followed by a ```text block of its errors"));
+                const QStringList shown = blocks[i + 1].text.trimmed().split('\n');
+                if (got != shown)
+                    QFAIL(qPrintable(where + ": the doc shows\n" + shown.join('\n') +
+                                     "\nbut the loader says\n" + got.join('\n')));
             }
-            ++invalid;
-            QVERIFY2(!r.ok(), qPrintable(where + ": example marked invalid loads"));
-            QVERIFY2(
-                i + 1 < blocks.size() && blocks[i + 1].lang == "text",
-                qPrintable(where + ": an invalid example must be followed by a ```text block of its errors"));
-            const QStringList shown = blocks[i + 1].text.trimmed().split('\n');
-            if (got != shown)
-                QFAIL(qPrintable(where + ": the doc shows\n" + shown.join('\n') + "\nbut the loader says\n" +
-                                 got.join('\n')));
         }
+        QVERIFY(inConfigurationMd >= 13);
         QVERIFY(valid >= 10);
         QVERIFY(invalid >= 3);
         qInfo("%d valid and %d invalid examples checked", valid, invalid);
