@@ -115,7 +115,8 @@ vhosts:
                                    .arg(h2cUpstream_->port());
         const QString main = writeConfig(
             "main.yaml", "listen: [127.0.0.1:0]\nworkers: 1\nlimits: {max_body_bytes: 2GiB}\n" + routes);
-        server_ = std::make_unique<ServerProcess>(QStringList{"--config", main});
+        server_ = std::make_unique<ServerProcess>(
+            QStringList{"--config", main, "--record", tmp_.filePath("session.db")});
         QVERIFY2(server_->waitReady(), server_->output().constData());
         const QString strict = writeConfig(
             "strict.yaml", "listen: [127.0.0.1:0]\nworkers: 1\nlimits: {max_body_bytes: 1MiB}\n" + routes);
@@ -261,6 +262,38 @@ vhosts:
         // At the limit exactly: through.
         auto exact = upload({"h1-chunked", port, "/up/upload", QString::number(1 * kMiB)});
         checkArrived(exact, 1 * kMiB);
+    }
+
+    // Last: stops the server to read its session file.
+    void streamedUploadsAreCaptured() {
+        QCOMPARE(server_->terminate(), 0);
+        auto r = runProcess(porticoBinary(), {"har", "export", tmp_.filePath("session.db"), "-"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QByteArray prefix(64 * 1024, '\0'); // the body's start
+        for (int i = 0; i < prefix.size(); ++i)
+            prefix[i] = char((i * 31 + 7) & 255);
+        QList<qint64> sizes;
+        for (const auto& v : QJsonDocument::fromJson(r.out).object()["log"].toObject()["entries"].toArray()) {
+            const auto e = v.toObject();
+            const auto p = e["_portico"].toObject();
+            if (p["target"].toString() != "/up/upload") continue;
+            const auto req = e["request"].toObject();
+            const qint64 size = qint64(req["bodySize"].toDouble());
+            sizes << size;
+            if (size != kGiB) continue;
+            const auto post = req["postData"].toObject();
+            QCOMPARE(post["_encoding"].toString(), QString("base64"));
+            const QByteArray kept = QByteArray::fromBase64(post["text"].toString().toLatin1());
+            QCOMPARE(kept.size(), 4096); // capture.body_bytes (default)
+            QVERIFY(kept == prefix.left(kept.size()));
+            const auto ph = p["phasesNs"].toObject();
+            QVERIFY2(ph["request_body_done"].toDouble() > ph["request_headers"].toDouble() &&
+                         ph["response_done"].toDouble() >= ph["request_body_done"].toDouble(),
+                     QJsonDocument(ph).toJson().constData());
+            QCOMPARE(e["response"].toObject()["status"].toInt(), 200);
+        }
+        QCOMPARE(sizes.count(kGiB), 2);         // from the HTTP/1.1 and the HTTP/2 client
+        QCOMPARE(sizes.count(8 * kMiB + 5), 1); // chunked
     }
 };
 
