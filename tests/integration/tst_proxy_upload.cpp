@@ -66,7 +66,7 @@ class TestProxyUpload : public QObject {
         return json(r.out);
     }
     QString url(const ServerProcess& s, const QString& path) const {
-        return QStringLiteral("http://127.0.0.1:%1%2").arg(s.port()).arg(path);
+        return QStringLiteral("http://127.0.0.1:%1%2").arg(s.plainPort()).arg(path);
     }
     QString writeConfig(const QString& name, const QString& text) {
         QFile cfg(tmp_.filePath(name));
@@ -113,13 +113,17 @@ vhosts:
                                    .arg(upstreamPort_)
                                    .arg(tightPort_)
                                    .arg(h2cUpstream_->port());
-        const QString main = writeConfig(
-            "main.yaml", "listen: [127.0.0.1:0]\nworkers: 1\nlimits: {max_body_bytes: 2GiB}\n" + routes);
+        const QString main =
+            writeConfig("main.yaml", "listen: [127.0.0.1:0, {address: 127.0.0.1:0, tls: auto}]\n"
+                                     "workers: 1\nlimits: {max_body_bytes: 2GiB}\n" +
+                                         routes);
         server_ = std::make_unique<ServerProcess>(
-            QStringList{"--config", main, "--record", tmp_.filePath("session.db")});
+            QStringList{"--config", main, "--record", tmp_.filePath("session.db")},
+            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
         QVERIFY2(server_->waitReady(), server_->output().constData());
         const QString strict = writeConfig(
-            "strict.yaml", "listen: [127.0.0.1:0]\nworkers: 1\nlimits: {max_body_bytes: 1MiB}\n" + routes);
+            "strict.yaml",
+            "listen: [127.0.0.1:0]\nworkers: 1\nlimits: {max_body_bytes: 1MiB, body_timeout: 1s}\n" + routes);
         strict_ = std::make_unique<ServerProcess>(QStringList{"--config", strict});
         QVERIFY2(strict_->waitReady(), strict_->output().constData());
     }
@@ -133,7 +137,7 @@ vhosts:
     void gibibyteUploadFromHttp1StreamsInBoundedMemory() {
         QVERIFY(resetPeak(server_->pid()));
         const auto report =
-            upload({"h1", QString::number(server_->port()), "/up/upload", QString::number(kGiB)});
+            upload({"h1", QString::number(server_->plainPort()), "/up/upload", QString::number(kGiB)});
         checkArrived(report, kGiB);
         const auto up = json(report.value("body").toString().toLatin1());
         QCOMPARE(up.value("content_length").toString(), QString::number(kGiB)); // the length went up
@@ -157,8 +161,8 @@ vhosts:
     }
 
     void chunkedUploadGoesUpChunkedWithTrailers() {
-        const auto report = upload(
-            {"h1-chunked", QString::number(server_->port()), "/up/upload", QString::number(8 * kMiB + 5)});
+        const auto report = upload({"h1-chunked", QString::number(server_->plainPort()), "/up/upload",
+                                    QString::number(8 * kMiB + 5)});
         checkArrived(report, 8 * kMiB + 5);
         const auto up = json(report.value("body").toString().toLatin1());
         QCOMPARE(up.value("chunked").toBool(), true);
@@ -169,6 +173,25 @@ vhosts:
         QCOMPARE(trailers.at(0).toArray().at(1).toString().toLongLong(),
                  qint64(report.value("crc32").toDouble()));
         QCOMPARE(report.value("closed").toBool(), false); // keep-alive afterwards
+    }
+
+    void tlsUploadsStream() {
+        // Over TLS the connection reads through OpenSSL (which may hold decrypted bytes the socket
+        // no longer signals): HTTP/1.1 chunked and HTTP/2 (ALPN) uploads.
+        const QString tls = QStringLiteral("https://127.0.0.1:%1/up/upload").arg(server_->tlsPort());
+        checkArrived(upload({"curl", tls, QString::number(64 * kMiB + 3), "-k", "--http1.1"}), 64 * kMiB + 3);
+        checkArrived(upload({"curl", tls, QString::number(64 * kMiB + 3), "-k", "--http2"}), 64 * kMiB + 3);
+    }
+
+    void stalledBodyGets408() {
+        // The head and 10 of 1000 bytes, then nothing: after body_timeout (1 s here) the client
+        // gets 408 and a close, and the upstream request is cancelled.
+        RawReply r = rawExchange(strict_->plainPort(),
+                                 "POST /up/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n"
+                                 "0123456789",
+                                 3000);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{408});
+        QVERIFY(r.closedByServer);
     }
 
     void expectContinueStillAnswered() {
@@ -206,7 +229,7 @@ vhosts:
         QVERIFY(resetPeak(server_->pid()));
         const qint64 bytes = 48 * kMiB;
         const auto report =
-            upload({"h1", QString::number(server_->port()),
+            upload({"h1", QString::number(server_->plainPort()),
                     "/tight/upload?rate=" + QString::number(16 * kMiB), QString::number(bytes)});
         checkArrived(report, bytes);
         const double sendDone = report.value("send_done").toDouble();
@@ -230,7 +253,7 @@ vhosts:
         const int before = json(warm.out).value("upload_fail").toInt();
         QElapsedTimer t;
         t.start();
-        const auto report = upload({"h1", QString::number(server_->port()),
+        const auto report = upload({"h1", QString::number(server_->plainPort()),
                                     "/tight/upload-fail?after=1048576", QString::number(64 * kMiB), "PUT"});
         QCOMPARE(report.value("status").toInt(), 502);
         QVERIFY2(report.value("body").toString().contains("upstream 127.0.0.1:"),
@@ -246,7 +269,7 @@ vhosts:
     }
 
     void overTheLimitGives413() {
-        const QString port = QString::number(strict_->port());
+        const QString port = QString::number(strict_->plainPort());
         // A Content-Length above max_body_bytes: refused at once.
         auto cl = upload({"h1", port, "/up/upload", QString::number(4 * kMiB)});
         QCOMPARE(cl.value("status").toInt(), 413);

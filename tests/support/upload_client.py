@@ -5,6 +5,7 @@ Usage:
   upload_client.py h1 PORT PATH BYTES [METHOD] HTTP/1.1, Content-Length, raw socket (POST)
   upload_client.py h1-chunked PORT PATH BYTES  HTTP/1.1, chunked (1 MiB chunks, an X-Sum trailer)
   upload_client.py h2 URL BYTES                h2c with prior knowledge through curl -T - (no length)
+  upload_client.py curl URL BYTES [ARG...]     curl -T - with these arguments (-k --http2, ...)
 
 Prints {"status", "body", "sent", "crc32", "send_done", "seconds", "closed"}: the response's status
 and body, the bytes written and their zlib crc32, when the last byte was written (seconds from the
@@ -99,10 +100,10 @@ def h1(port, path, total, chunked, method="POST"):
     return out
 
 
-def h2(url, total):
+def curl(url, total, args):
     start = time.monotonic()
-    curl = subprocess.Popen(["curl", "-sS", "--http2-prior-knowledge", "--max-time", "120", "-T", "-",
-                             "-X", "POST", "-w", "\n%{http_code}", url],
+    curl = subprocess.Popen(["curl", "-sS", "--max-time", "120", "-T", "-", "-X", "POST",
+                             "-w", "\n%{http_code}"] + args + [url],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     sent, crc, send_done = 0, 0, None
     try:
@@ -126,6 +127,8 @@ if __name__ == "__main__":
     if mode in ("h1", "h1-chunked"):
         result = h1(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), mode == "h1-chunked",
                     sys.argv[5] if len(sys.argv) > 5 else "POST")
+    elif mode == "h2":
+        result = curl(sys.argv[2], int(sys.argv[3]), ["--http2-prior-knowledge"])
     else:
-        result = h2(sys.argv[2], int(sys.argv[3]))
+        result = curl(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
     print(json.dumps(result))
