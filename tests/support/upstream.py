@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A small HTTP/1.1 upstream for the proxy tests (keep-alive, chunked, slow, big, broken).
 
-Usage: upstream.py PORT_FILE   — binds 127.0.0.1:0, writes the port to PORT_FILE, serves until killed.
+Usage: upstream.py PORT_FILE [--small-rcvbuf]   — binds 127.0.0.1:0, writes the port to PORT_FILE, serves until killed.
 Paths:
   /echo...         JSON: method, path (as received, with query), headers, body length, connection id
   /chunked         a chunked response in three chunks, with a trailer
@@ -14,6 +14,10 @@ Paths:
   /hop             a response with hop-by-hop fields that must not reach the client
   /brief           "brief", keep-alive; then this connection is closed after 200 ms without a request
   /open            JSON {"open": N}: connections open now (this one included)
+  /upload?rate=B   reads the request body as it comes (Content-Length or chunked; at most B bytes/s
+                   if given) and answers JSON: bytes, crc32 (zlib), chunked, trailers, seconds taken
+  /upload-fail?after=N  reads N body bytes, then resets the connection without a response
+  /hits            JSON {"upload_fail": N}: how many requests /upload-fail saw
 """
 import http.server
 import json
@@ -22,8 +26,11 @@ import sys
 import threading
 import time
 import urllib.parse
+import zlib
+import socket
+import struct
 
-COUNTER = {"n": 0, "open": 0}
+COUNTER = {"n": 0, "open": 0, "upload_fail": 0}
 LOCK = threading.Lock()
 
 
@@ -52,8 +59,48 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 COUNTER["open"] -= 1
 
     def body(self):
+        if self.path.startswith("/upload"):
+            return b""  # read by the handler itself, as it streams
         n = int(self.headers.get("Content-Length", "0") or 0)
         return self.rfile.read(n) if n else b""
+
+    def body_pieces(self, limit=None):
+        """Yields the request body in pieces of at most 256 KiB (de-chunked), stopping after
+        `limit` bytes if given. Sets self.trailers for a chunked body."""
+        self.trailers = []
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            got = 0
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    break
+                left = size
+                while left:
+                    piece = self.rfile.read(min(left, 262144))
+                    if not piece:
+                        raise ConnectionError("body cut short")
+                    left -= len(piece)
+                    got += len(piece)
+                    yield piece
+                    if limit is not None and got >= limit:
+                        return
+                self.rfile.readline()
+            while True:
+                line = self.rfile.readline()
+                if line in (b"\r\n", b"\n", b""):
+                    break
+                name, _, value = line.decode("latin-1").partition(":")
+                self.trailers.append([name.strip(), value.strip()])
+            return
+        left = int(self.headers.get("Content-Length", "0") or 0)
+        if limit is not None:
+            left = min(left, limit)
+        while left:
+            piece = self.rfile.read(min(left, 262144))
+            if not piece:
+                raise ConnectionError("body cut short")
+            left -= len(piece)
+            yield piece
 
     def send(self, status, data, ctype="text/plain", extra=()):
         self.send_response(status)
@@ -70,6 +117,37 @@ class Handler(http.server.BaseHTTPRequestHandler):
         u = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(u.query)
         body = self.body()
+        if u.path == "/upload":
+            rate = int(q.get("rate", ["0"])[0])
+            start = time.monotonic()
+            count, crc = 0, 0
+            for piece in self.body_pieces():
+                count += len(piece)
+                crc = zlib.crc32(piece, crc)
+                if rate:
+                    ahead = start + count / rate - time.monotonic()
+                    if ahead > 0:
+                        time.sleep(ahead)
+            out = {"bytes": count, "crc32": crc, "seconds": time.monotonic() - start,
+                   "chunked": "chunked" in self.headers.get("Transfer-Encoding", "").lower(),
+                   "content_length": self.headers.get("Content-Length"),
+                   "expect": self.headers.get("Expect"), "trailers": self.trailers}
+            self.send(200, json.dumps(out).encode(), "application/json")
+            return
+        if u.path == "/upload-fail":
+            with LOCK:
+                COUNTER["upload_fail"] += 1
+            for _ in self.body_pieces(int(q.get("after", ["0"])[0])):
+                pass
+            # RST instead of FIN: SO_LINGER with a zero timeout.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
+        if u.path == "/hits":
+            with LOCK:
+                n = COUNTER["upload_fail"]
+            self.send(200, json.dumps({"upload_fail": n}).encode(), "application/json")
+            return
         if u.path.startswith("/echo"):
             out = {"method": self.command, "path": self.path, "body_length": len(body),
                    "body": body.decode("latin-1"), "connection_id": self.conn_id,
@@ -133,6 +211,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+    def server_bind(self):
+        # --small-rcvbuf: small receive buffers (inherited by accepted sockets), so a slow reader
+        # here is felt upstream of it at once instead of after megabytes of kernel buffering.
+        if "--small-rcvbuf" in sys.argv:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        super().server_bind()
 
 
 if __name__ == "__main__":

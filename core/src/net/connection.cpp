@@ -36,6 +36,10 @@ constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr auto kParkAfter = std::chrono::milliseconds(200); // idle this long → buffers back to the pool
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"; // RFC 9113 §3.4
 constexpr std::size_t kTlsFileChunk = 64 * 1024; // file bytes read per TLS write (sendfile needs cleartext)
+// A streamed request body: reading from the client pauses while this many bytes wait for the
+// upstream, and resumes once half of them went up. Bounds an upload's memory per exchange.
+constexpr std::size_t kUploadHighWater = 256 * 1024;
+constexpr int kUploadReadsPerTurn = 32; // reads per wakeup before yielding to other connections
 
 // At most one line per second per process: a scanner must not flood the terminal.
 void logHandshakeFailure(const std::string& client) {
@@ -399,11 +403,13 @@ void Connection::parseAndHandle() {
                 return;
             }
             if (data.size() - consumed < head.contentLength) {
+                const bool first = phase_ != Phase::Body; // the body's first incomplete read
                 if (head.expectContinue && !sentContinue_ && head.versionMinor >= 1) {
                     if (answerBeforeBody()) return;
                     out_.append("HTTP/1.1 100 Continue\r\n\r\n");
                     sentContinue_ = true;
                 }
+                if (first && startUpload(consumed)) return;
                 in_.ensureRoom(consumed + head.contentLength - data.size());
                 if (phase_ != Phase::Body) setPhase(Phase::Body, limits.bodyTimeout);
                 return;
@@ -427,11 +433,13 @@ void Connection::parseAndHandle() {
                 return;
             }
             if (cs == http1::ChunkedDecoder::Status::NeedMore) {
+                const bool first = phase_ != Phase::Body;
                 if (head.expectContinue && !sentContinue_) {
                     if (answerBeforeBody()) return;
                     out_.append("HTTP/1.1 100 Continue\r\n\r\n");
                     sentContinue_ = true;
                 }
+                if (first && startUpload(consumed)) return;
                 if (phase_ != Phase::Body) setPhase(Phase::Body, limits.bodyTimeout);
                 return;
             }
@@ -501,7 +509,7 @@ void Connection::resetBodyState() {
     }
 }
 
-void Connection::handle(std::string_view body, std::span<const http::Header> trailers) {
+void Connection::handle(std::string_view body, std::span<const http::Header> trailers, bool bodyFollows) {
     const Snapshot& snap = worker_.snapshot();
     const config::Config& cfg = *snap.config;
     http1::RequestHead& head = worker_.head();
@@ -552,7 +560,7 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         }
     }
     if (res.forward) {
-        startProxy(req, res); // not captured yet: the record would need the upstream's side
+        startProxy(req, res, bodyFollows); // not captured yet: the record would need the upstream's side
         return;
     }
     if (cap_ && cap_->serverTiming) addServerTiming(res);
@@ -562,7 +570,7 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
     if (cap_) captureExchange(req, res, headStart, {});
 }
 
-void Connection::startProxy(const http::Request& req, const http::Response& res) {
+void Connection::startProxy(const http::Request& req, const http::Response& res, bool bodyFollows) {
     Rare& r = rare();
     r.proxyFields.assign(res.fieldBlock());
     r.proxyServerHeader = res.serverHeader;
@@ -599,9 +607,213 @@ void Connection::startProxy(const http::Request& req, const http::Response& res)
     }
     r.proxy = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
                              *static_cast<const config::ProxyAction*>(res.forward), forwarded,
-                             ssl_ != nullptr, this);
+                             ssl_ != nullptr, this, bodyFollows);
     phase_ = Phase::Proxy;
     deadline_ = Clock::time_point::max();
+}
+
+// Does the request whose head was just parsed go to a route that streams request bodies
+// (proxy::streamsRequestBody)? One route match, only for bodies that did not come with their head.
+bool Connection::proxiesBody() {
+    const Snapshot& snap = worker_.snapshot();
+    http1::RequestHead& head = worker_.head();
+    if (head.method == http::Method::Other || head.method == http::Method::Connect) return false;
+    // An Upgrade request keeps the buffered path (`ws: true` hands the socket over on a 101).
+    for (std::size_t i = 0; i < head.headerCount; ++i)
+        if (http::iequals(head.headers[i].name, "upgrade")) return false;
+    std::string& path = worker_.pathScratch();
+    if (http::normalizePath(head.rawPath, path) != http::PathError::None) return false;
+    const std::size_t vh = snap.router.selectVhost(head.host, localPort_);
+    const routing::RouteResult rr = snap.router.match(vh, head.method, path);
+    if (rr.kind != routing::RouteResult::Kind::Matched || !rr.route) return false;
+    const auto* px = std::get_if<config::ProxyAction>(&rr.route->action);
+    return px && proxy::streamsRequestBody(*px);
+}
+
+// The request's body did not come with its head and its route proxies: the exchange starts now and
+// the body follows as it arrives (Forward::requestBody), reading from the client only while less
+// than kUploadHighWater bytes wait for the upstream. False (nothing done) for any other route: the
+// body is read whole first, as before. `headBytes`: the head's size at the start of in_.
+bool Connection::startUpload(std::size_t headBytes) {
+    if (!proxiesBody()) return false;
+    const http1::RequestHead& head = worker_.head();
+    const bool chunked = head.framing == http1::RequestHead::Framing::Chunked;
+    const std::uint64_t length = head.contentLength;
+    handle({}, {}, true);
+    if (!proxying()) {
+        // Answered without its body after all (cannot happen within one snapshot): the body is
+        // never read, so the connection cannot carry another request.
+        closeAfterWrite_ = true;
+        in_.clear();
+        resetBodyState();
+        return true;
+    }
+    Rare& r = *rare_;
+    r.uploading = true;
+    r.uploadPaused = false;
+    r.uploadHeld = 0;
+    r.uploadDeadline = Clock::now() + worker_.snapshot().config->limits.bodyTimeout;
+    if (chunked) {
+        // The decoder already took r.chunkPos bytes after the head; what it decoded goes first.
+        in_.consume(headBytes + r.chunkPos);
+        r.chunkPos = 0;
+        r.uploadLeft = 0;
+        if (!r.chunkBody.empty()) {
+            std::string first;
+            first.swap(r.chunkBody);
+            giveUpload(first);
+        }
+    } else {
+        in_.consume(headBytes);
+        r.uploadLeft = length;
+    }
+    feedUpload();
+    if (uploading() && !closed_) waitUpload();
+    return true;
+}
+
+// Body bytes to the exchange, and to the record (size, a bounded prefix for the capture).
+void Connection::giveUpload(std::string_view data) {
+    if (data.empty()) return;
+    Rare& r = *rare_;
+    r.uploadHeld += data.size();
+    auto& pr = r.proxyRecord;
+    pr.bodySize += data.size();
+    if (cap_ && pr.body.size() < cap_->cfg->bodyBytes)
+        pr.body.append(data.substr(0, cap_->cfg->bodyBytes - pr.body.size()));
+    r.proxy->requestBody(data); // copies; never calls back from inside
+}
+
+// Hands the body bytes in in_ to the exchange (de-chunked); ends the upload at the body's end.
+// Bytes after the body (a pipelined request) stay in in_.
+void Connection::feedUpload() {
+    Rare& r = *rare_;
+    if (!r.uploading || in_.empty()) return;
+    if (!r.chunkActive) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(in_.size(), r.uploadLeft));
+        giveUpload(in_.unread().substr(0, n));
+        in_.consume(n);
+        r.uploadLeft -= n;
+        if (r.uploadLeft == 0) endUpload({});
+        return;
+    }
+    std::size_t used = 0;
+    http1::ParseError err;
+    r.chunkBody.clear();
+    const auto cs = r.chunked.decode(in_.unread(), r.chunkBody, used, err);
+    if (cs == http1::ChunkedDecoder::Status::Error) {
+        worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
+        failUpload(err.status, err.reason);
+        return;
+    }
+    giveUpload(r.chunkBody);
+    r.chunkBody.clear();
+    if (cs == http1::ChunkedDecoder::Status::Done)
+        endUpload(r.chunked.trailers()); // they point into in_: copied before it moves on
+    in_.consume(used);
+}
+
+// Reads body bytes and hands them on until the socket has no more (then waits), the body ends,
+// or kUploadHighWater bytes wait upstream (then onRequestBodyConsumed resumes it).
+void Connection::pumpUpload() {
+    for (int round = 0;; ++round) {
+        if (closed_ || !uploading()) return;
+        Rare& r = *rare_;
+        if (r.uploadHeld >= kUploadHighWater) {
+            r.uploadPaused = true; // the upstream is slower: the client waits (TCP backpressure)
+            r.uploadDeadline = Clock::time_point::max();
+            return;
+        }
+        if (round == kUploadReadsPerTurn) {
+            asio::post(worker_.io(), [self = shared_from_this()] { self->pumpUpload(); });
+            return;
+        }
+        if (!in_.allocated()) in_ = worker_.buffers().acquire();
+        std::size_t room = 0;
+        char* p = in_.writable(room);
+        if (room < 1024) {
+            in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
+            p = in_.writable(room);
+        }
+        const IoResult res = transportRead(socket_.native_handle(), ssl_, p, room);
+        switch (res.status) {
+        case IoStatus::Ok:
+            in_.commit(res.n);
+            r.uploadDeadline = Clock::now() + worker_.snapshot().config->limits.bodyTimeout;
+            feedUpload();
+            continue;
+        case IoStatus::WantRead:
+            waitUpload();
+            return;
+        case IoStatus::WantWrite: // TLS needs to write first
+            socket_.async_wait(Socket::wait_write,
+                               [self = shared_from_this()](const boost::system::error_code& ec) {
+                                   if (!ec && !self->closed_) self->pumpUpload();
+                               });
+            return;
+        case IoStatus::Eof: // the client gave up mid-body: the upstream request is cancelled
+        case IoStatus::Error:
+            abort();
+            return;
+        }
+    }
+}
+
+void Connection::waitUpload() {
+    if (ssl_ && transportPending(ssl_)) {
+        asio::post(worker_.io(), [self = shared_from_this()] { self->pumpUpload(); });
+        return;
+    }
+    socket_.async_wait(Socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec && !self->closed_) self->pumpUpload();
+    });
+}
+
+void Connection::endUpload(std::span<const http::Header> trailers) {
+    Rare& r = *rare_;
+    r.uploading = false;
+    r.uploadDeadline = Clock::time_point::max();
+    if (cap_) cap_->bodyDoneNs = capture::nowNs();
+    r.proxy->requestEnd(trailers);
+    resetBodyState();
+}
+
+// The exchange ended (answered, or failed) while the client was still sending the body: the rest
+// is never read, so the connection closes after the response.
+void Connection::stopUpload() {
+    if (!uploading()) return;
+    rare_->uploading = false;
+    rare_->uploadDeadline = Clock::time_point::max();
+    rare_->proxyKeep = false;
+    resetBodyState();
+}
+
+// The body broke off here (bad chunked framing → 400, past max_body_bytes → 413, body_timeout →
+// 408): the upstream request is cancelled; the client gets `status` and a close, or, when the
+// upstream's response has started already, an aborted connection.
+void Connection::failUpload(int status, std::string_view why) {
+    Rare& r = *rare_;
+    stopUpload();
+    if (auto x = std::move(r.proxy)) x->cancel();
+    r.proxyPaused = false;
+    if (r.proxyHeadSent) {
+        finishProxied(why);
+        abort();
+        return;
+    }
+    answerProxied(status, {});
+}
+
+void Connection::onRequestBodyConsumed(std::size_t n) {
+    if (!rare_) return;
+    Rare& r = *rare_;
+    r.uploadHeld -= std::min(n, r.uploadHeld);
+    if (r.uploading && r.uploadPaused && r.uploadHeld <= kUploadHighWater / 2) {
+        r.uploadPaused = false;
+        r.uploadDeadline = Clock::now() + worker_.snapshot().config->limits.bodyTimeout;
+        // Posted: an HTTP/2 upstream reports this from inside its session's send.
+        asio::post(worker_.io(), [self = shared_from_this()] { self->pumpUpload(); });
+    }
 }
 
 void Connection::onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) {
@@ -667,6 +879,7 @@ bool Connection::onUpstreamBody(std::string_view data) {
 
 void Connection::onUpstreamEnd() {
     Rare& r = *rare_;
+    stopUpload();
     if (r.proxyChunked && !r.proxyHead) {
         if (!out_.allocated()) out_ = worker_.buffers().acquire();
         out_.append("0\r\n");
@@ -729,6 +942,7 @@ void Connection::onUpstreamTrailers(std::string_view fields) {
 
 void Connection::onUpstreamError(int status, const std::string& message) {
     Rare& r = *rare_;
+    stopUpload();
     auto done = std::move(r.proxy);
     r.proxyPaused = false;
     if (status == 0 || r.proxyHeadSent) {
@@ -736,11 +950,20 @@ void Connection::onUpstreamError(int status, const std::string& message) {
         abort(); // mid-body: the promised framing cannot be kept
         return;
     }
+    answerProxied(status, message);
+}
+
+// A proxied exchange's answer made here (502/504 from the upstream's side, 400/408/413 from the
+// request body's): `status` with `message` (or the default error body), then what the exchange's
+// end does (the record, the write; a close when the request body was left unread).
+void Connection::answerProxied(int status, const std::string& message) {
+    Rare& r = *rare_;
     http::Response& res = worker_.response();
     res.reset();
     handlers::errorResponse(status, res);
-    res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +
-                "\n");
+    if (!message.empty())
+        res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +
+                    "\n");
     http::Request req;
     req.keepAlive = r.proxyKeep;
     req.versionMinor = r.proxyMinor;
@@ -959,6 +1182,12 @@ void Connection::checkDeadline(Clock::time_point now) {
         boost::system::error_code ec;
         socket_.cancel(ec);
     }
+    if (rare_ && rare_->uploading && now >= rare_->uploadDeadline) {
+        // No request body bytes for body_timeout while the exchange waits for them.
+        worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
+        failUpload(408, "request body timed out (body_timeout)");
+        return;
+    }
     if (now < deadline_) return;
     switch (phase_) {
     case Phase::Handshake:
@@ -995,6 +1224,7 @@ void Connection::onDrain() {
 void Connection::abort() {
     if (closed_) return;
     closed_ = true;
+    if (rare_) rare_->uploading = false;
     if (cap_) capture::h1Closed(*cap_);
     deadline_ = Clock::time_point::max();
     boost::system::error_code ec;

@@ -60,13 +60,25 @@ public:
     void onUpstreamConnected() override;
     void onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream,
                            std::string_view leftover) override;
+    void onRequestBodyConsumed(std::size_t n) override;
 
 private:
     enum class Phase : std::uint8_t { Handshake, Idle, Head, Body, Write, Delay, Proxy, Closing };
     enum class Flush : std::uint8_t { Done, Blocked, Failed };
 
     void handshake();
-    void startProxy(const http::Request& req, const http::Response& res);
+    void startProxy(const http::Request& req, const http::Response& res, bool bodyFollows);
+    // Request bodies of proxied routes stream upstream as they arrive (uploads).
+    bool proxiesBody();
+    bool startUpload(std::size_t headBytes);
+    void giveUpload(std::string_view data);
+    void feedUpload();
+    void pumpUpload();
+    void waitUpload();
+    void endUpload(std::span<const http::Header> trailers);
+    void failUpload(int status, std::string_view why);
+    void stopUpload();
+    void answerProxied(int status, const std::string& message);
     bool pumpProxy();
     bool startH2(std::string_view received);
     void startWebSocket();
@@ -76,7 +88,7 @@ private:
     void onRead(const boost::system::error_code& ec, std::size_t n);
     void drive();
     void parseAndHandle();
-    void handle(std::string_view body, std::span<const http::Header> trailers);
+    void handle(std::string_view body, std::span<const http::Header> trailers, bool bodyFollows = false);
     bool answerBeforeBody();
     void serialize(const http::Request& req, http::Response& res);
     void logExchange(const http::Request& req, const http::Response& res);
@@ -130,6 +142,15 @@ private:
         bool proxyHeadSent = false;
         bool proxyPaused = false;
         bool proxyServerHeader = true;
+        // A request body streaming to the proxied exchange: Content-Length bytes still to come
+        // (uploadLeft) or chunked (the decoder above, chunkActive), bytes handed to the exchange
+        // and not yet written upstream (uploadHeld; reading pauses at kUploadHighWater), the
+        // deadline of the next client read (limits.body_timeout).
+        bool uploading = false;
+        bool uploadPaused = false;
+        std::uint64_t uploadLeft = 0;
+        std::size_t uploadHeld = 0;
+        Clock::time_point uploadDeadline = Clock::time_point::max();
         std::chrono::nanoseconds delay{0};
         std::unique_ptr<ws::Accepted> upgrade; // a WebSocket handshake answered with 101
     };
@@ -137,6 +158,7 @@ private:
     bool sendingFile() const { return rare_ && rare_->fileLeft > 0; }
     bool delayed() const { return rare_ && rare_->delay.count() > 0; }
     bool proxying() const { return rare_ && rare_->proxy; }
+    bool uploading() const { return rare_ && rare_->uploading; }
 
     Worker& worker_;
     Socket socket_;

@@ -208,8 +208,8 @@ struct H2Connection::Stream {
     std::int64_t capHeadNs = -1, capBodyNs = -1, capRouteNs = -1, capFirstByteNs = -1;
     std::int64_t capUpstreamNs = -1, capUpstreamByteNs = -1;
     capture::RouteLabels capLabels;
-    std::string capBody; // request body prefix
-    std::uint64_t capBodySize = 0;
+    std::string capBody;           // request body prefix
+    std::uint64_t capBodySize = 0; // request body bytes (a streamed body counts them for max_body_bytes too)
 };
 
 H2Connection::H2Connection(Worker& worker, Connection::Socket socket, SSL* ssl, std::uint16_t localPort,
@@ -508,8 +508,8 @@ int H2Connection::onHeadersEnd(std::int32_t id, bool endStream) {
         return 0;
     }
     if (endStream) return onRequestComplete(id);
-    // A request whose route forwards to an HTTP/2 upstream starts now and streams its body
-    // (gRPC client-streaming and bidirectional calls need that).
+    // A request whose route forwards to an upstream starts now and streams its body: uploads in
+    // bounded memory, gRPC client-streaming and bidirectional calls.
     if (!s->dispatched && streamsBody(*s)) {
         s->streaming = true;
         dispatch(*s);
@@ -540,10 +540,25 @@ bool H2Connection::streamsBody(const Stream& s) {
 int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t len) {
     Stream* s = stream(id);
     if (s && s->streaming && s->proxy && s->proxy->exchange) {
+        s->capBodySize += len;
+        if (s->capBodySize > worker_.snapshot().config->limits.maxBodyBytes && !s->proxy->grpc) {
+            // Over limits.max_body_bytes mid-way (gRPC streams are exempt: a bidirectional call may
+            // run for hours). The upstream request is cancelled (the sink's end resets or closes
+            // it); the client gets 413 if nothing was answered yet, else its stream is reset.
+            nghttp2_session_consume(session_, id, len);
+            const bool answered = s->proxy->headSent;
+            s->streaming = false;
+            s->proxy.reset();
+            if (!answered) {
+                fail(*s, 413);
+            } else {
+                nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+            }
+            return 0;
+        }
         // Acknowledged when the upstream takes it (ProxySink::onRequestBodyConsumed).
         s->proxy->exchange->requestBody({reinterpret_cast<const char*>(data), len});
         if (cap_) {
-            s->capBodySize += len;
             if (s->capBody.size() < cap_->cfg->bodyBytes)
                 s->capBody.append(reinterpret_cast<const char*>(data),
                                   std::min<std::size_t>(len, cap_->cfg->bodyBytes - s->capBody.size()));

@@ -1058,8 +1058,7 @@ std::shared_ptr<Forward> startH2(asio::io_context& io, std::shared_ptr<void> own
 }
 
 bool streamsRequestBody(const config::ProxyAction& action) {
-    return !action.upstreams.empty() &&
-           action.upstreams.front().protocol != config::Upstream::Protocol::Http1;
+    return action.fastcgi.address.empty() && !action.upstreams.empty();
 }
 
 std::shared_ptr<Forward> forward(asio::io_context& io, std::shared_ptr<void> owner,
@@ -1067,9 +1066,9 @@ std::shared_ptr<Forward> forward(asio::io_context& io, std::shared_ptr<void> own
                                  const http::Request& req, bool tls, Sink* sink, bool bodyFollows) {
     if (!action.fastcgi.address.empty())
         return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
-    if (streamsRequestBody(action))
+    if (!action.upstreams.empty() && action.upstreams.front().protocol != config::Upstream::Protocol::Http1)
         return startH2(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
-    return Exchange::start(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
+    return Exchange::start(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
 }
 
 } // namespace portico::proxy

@@ -94,11 +94,12 @@ Exchange::~Exchange() = default;
 std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<void> owner,
                                           std::shared_ptr<const void> snapshot,
                                           const config::ProxyAction& action, const http::Request& req,
-                                          bool tls, Sink* sink) {
+                                          bool tls, Sink* sink, bool bodyFollows) {
     auto x = std::make_shared<Exchange>(io, action);
     x->owner_ = std::move(owner);
     x->snapshot_ = std::move(snapshot);
     x->sink_ = sink;
+    x->streaming_ = bodyFollows;
     x->headRequest_ = req.method == http::Method::Head;
     const http::Method m = req.method;
     x->idempotent_ = m == http::Method::Get || m == http::Method::Head || m == http::Method::Options ||
@@ -201,8 +202,27 @@ void Exchange::buildRequest(const http::Request& req, bool tls) {
         }
         r.append("\r\n");
     }
-    if (!req.body.empty() || (req.method != http::Method::Get && req.method != http::Method::Head &&
-                              req.method != http::Method::Options && req.method != http::Method::Delete)) {
+    if (streaming_) {
+        // RFC 9112 §6.1-6.3: the length the client declared, else chunked. A request with both
+        // fields never gets here (the HTTP/1.1 parser refuses it, HTTP/2 has no Transfer-Encoding).
+        std::string_view length;
+        bool te = false;
+        for (const auto& h : req.headers) {
+            if (iequal(h.name, "content-length")) length = h.value;
+            if (iequal(h.name, "transfer-encoding")) te = true;
+        }
+        std::uint64_t n = 0;
+        auto [end, err] = std::from_chars(length.data(), length.data() + length.size(), n);
+        chunkedUp_ = te || length.empty() || err != std::errc{} || end != length.data() + length.size();
+        r.append(chunkedUp_ ? std::string_view("Transfer-Encoding: chunked\r\n")
+                            : std::string_view("Content-Length: "));
+        if (!chunkedUp_) {
+            r.append(length);
+            r.append("\r\n");
+        }
+    } else if (!req.body.empty() ||
+               (req.method != http::Method::Get && req.method != http::Method::Head &&
+                req.method != http::Method::Options && req.method != http::Method::Delete)) {
         char n[24];
         auto e = std::to_chars(n, n + sizeof n, req.body.size());
         r.append("Content-Length: ");
@@ -304,6 +324,16 @@ void Exchange::send() {
     stage_ = Stage::Sending;
     if (sink_) sink_->onUpstreamConnected();
     arm(action_.responseTimeout);
+    if (streaming_) {
+        // The head and whatever body is here now; the rest as it comes (writeBody). The response is
+        // read meanwhile: an upstream may answer before it has the whole body.
+        headWritten_ = false;
+        writeBody();
+        if (cancelled_ || stage_ == Stage::Done) return;
+        stage_ = Stage::Head;
+        read();
+        return;
+    }
     asio::async_write(socket_, asio::buffer(request_),
                       [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
                           if (self->cancelled_ || self->stage_ == Stage::Done) return;
@@ -318,32 +348,126 @@ void Exchange::send() {
                       });
 }
 
+// One write at a time: the head (first), the body bytes held, and once requestEnd() came the end
+// (chunked: the last chunk with the trailers). Each completed write reports its body bytes to the
+// sink, which hands over more only as these drain.
+void Exchange::writeBody() {
+    if (writing_ || requestSent_ || cancelled_ || stage_ == Stage::Done || stage_ == Stage::Connecting)
+        return;
+    wire_.clear();
+    if (!headWritten_) {
+        wire_.append(request_);
+        headWritten_ = true;
+    }
+    wireBody_ = body_.size();
+    if (!body_.empty()) {
+        if (chunkedUp_) {
+            char size[20];
+            auto e = std::to_chars(size, size + sizeof size, body_.size(), 16);
+            wire_.append(size, static_cast<std::size_t>(e.ptr - size));
+            wire_.append("\r\n");
+        }
+        if (wire_.empty())
+            wire_.swap(body_); // the common case of a long upload: no copy
+        else
+            wire_.append(body_);
+        body_.clear();
+        if (chunkedUp_) wire_.append("\r\n");
+        bodyStarted_ = true;
+    }
+    if (bodyEnded_) {
+        if (chunkedUp_) {
+            wire_.append("0\r\n");
+            wire_.append(trailerBlock_);
+            wire_.append("\r\n");
+        }
+        requestSent_ = true;
+    }
+    if (wire_.empty()) {
+        // Waiting for the client, which is not the upstream's fault (the downstream's body_timeout
+        // covers it); the response timer runs again once there is something to write.
+        if (stage_ == Stage::Head) timer_.cancel();
+        return;
+    }
+    writing_ = true;
+    if (stage_ != Stage::Body) arm(action_.responseTimeout);
+    asio::async_write(socket_, asio::buffer(wire_),
+                      [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
+                          if (e == asio::error::operation_aborted)
+                              return; // closed (writing_ is reset by whoever closed)
+                          self->writing_ = false;
+                          if (self->cancelled_ || self->stage_ == Stage::Done) return;
+                          if (e) {
+                              if (self->stage_ == Stage::Body) {
+                                  // The response is under way: the upstream stopped reading a body it no
+                                  // longer needs. Let the response finish; the connection is not reused.
+                                  self->requestSent_ = true;
+                                  self->keepAlive_ = false;
+                                  self->body_.clear();
+                                  return;
+                              }
+                              self->fail(502, "connection lost while sending the request: " + e.message(),
+                                         self->reused_ && self->idempotent_ && !self->bodyStarted_ &&
+                                             !self->gotBytes_);
+                              return;
+                          }
+                          const std::size_t n = self->wireBody_;
+                          self->wireBody_ = 0;
+                          if (self->requestSent_ && self->stage_ == Stage::Head)
+                              self->arm(self->action_.responseTimeout);
+                          if (n && self->sink_) self->sink_->onRequestBodyConsumed(n);
+                          if (self->cancelled_ || self->stage_ == Stage::Done) return;
+                          self->writeBody();
+                      });
+}
+
+void Exchange::requestBody(std::string_view data) {
+    if (!streaming_ || cancelled_ || stage_ == Stage::Done || bodyEnded_ || data.empty()) return;
+    body_.append(data);
+    writeBody();
+}
+
+void Exchange::requestEnd(std::span<const http::Header> trailers) {
+    if (!streaming_ || cancelled_ || stage_ == Stage::Done || bodyEnded_) return;
+    bodyEnded_ = true;
+    if (chunkedUp_) {
+        // RFC 9110 §6.5.1: fields that frame, route or authenticate never go in trailers.
+        for (const auto& t : trailers) {
+            if (hopByHop(t.name) || iequal(t.name, "content-length") || iequal(t.name, "host")) continue;
+            trailerBlock_.append(t.name);
+            trailerBlock_.append(": ");
+            trailerBlock_.append(t.value);
+            trailerBlock_.append("\r\n");
+        }
+    }
+    writeBody();
+}
+
 void Exchange::read() {
     if (cancelled_ || paused_) return;
     buffer_.resize(kReadChunk);
-    socket_.async_read_some(asio::buffer(buffer_.data(), kReadChunk),
-                            [self = shared_from_this()](const boost::system::error_code& e, std::size_t n) {
-                                if (self->cancelled_ || self->stage_ == Stage::Done) return;
-                                if (e == asio::error::operation_aborted) return;
-                                if (e == asio::error::eof && self->stage_ == Stage::Body &&
-                                    self->framing_ == Framing::UntilClose) {
-                                    self->finish(false);
-                                    return;
-                                }
-                                if (e) {
-                                    const bool retry = self->reused_ && self->idempotent_ && !self->gotBytes_;
-                                    if (self->stage_ == Stage::Body)
-                                        self->fail(0, "upstream closed mid-body: " + e.message(), false);
-                                    else
-                                        self->fail(502,
-                                                   e == asio::error::eof
-                                                       ? "closed the connection without a response"
-                                                       : "connection lost: " + e.message(),
-                                                   retry);
-                                    return;
-                                }
-                                self->onRead(n);
-                            });
+    socket_.async_read_some(asio::buffer(buffer_.data(), kReadChunk), [self = shared_from_this()](
+                                                                          const boost::system::error_code& e,
+                                                                          std::size_t n) {
+        if (self->cancelled_ || self->stage_ == Stage::Done) return;
+        if (e == asio::error::operation_aborted) return;
+        if (e == asio::error::eof && self->stage_ == Stage::Body && self->framing_ == Framing::UntilClose) {
+            self->finish(false);
+            return;
+        }
+        if (e) {
+            const bool retry = self->reused_ && self->idempotent_ && !self->gotBytes_ && !self->bodyStarted_;
+            if (self->stage_ == Stage::Body)
+                self->fail(0, "upstream closed mid-body: " + e.message(), false);
+            else
+                self->fail(502,
+                           e == asio::error::eof ? "closed the connection without a response"
+                                                 : "connection lost: " + e.message(),
+                           retry);
+            return;
+        }
+        self->onRead(n);
+    });
 }
 
 void Exchange::onRead(std::size_t n) {
@@ -552,6 +676,9 @@ void Exchange::resume() {
 }
 
 void Exchange::finish(bool reusable) {
+    // A response that ended before the whole request went up: the upstream may still expect body
+    // bytes, so the connection cannot carry another request.
+    if (streaming_ && (!requestSent_ || writing_)) reusable = false;
     stage_ = Stage::Done;
     timer_.cancel();
     if (reusable && socket_.is_open()) park(key(*upstream_), socket_, action_.idleTimeout);
@@ -573,8 +700,12 @@ void Exchange::fail(int status, const std::string& why, bool retryable) {
     // Nothing reached the upstream (connect failed), or a stale keep-alive connection failed an
     // idempotent request: try again, on the next upstream.
     const bool nothingSent = stage_ == Stage::Connecting;
-    if ((nothingSent || retryable) && status != 0 && !gotBytes_ && tries_ <= action_.upstreams.size()) {
+    if ((nothingSent || retryable) && status != 0 && !gotBytes_ && !bodyStarted_ &&
+        tries_ <= action_.upstreams.size()) {
         socket_ = Socket(io_.get_executor());
+        writing_ = false; // the aborted write's handler returns without a look
+        headWritten_ = false;
+        requestSent_ = false;
         pick();
         return;
     }

@@ -89,22 +89,27 @@ public:
     /// The downstream went away (or reset its stream): no more callbacks; an HTTP/2 upstream
     /// stream is reset with CANCEL (RFC 9113 §8.7), an HTTP/1.1 connection closed.
     virtual void cancel() = 0;
-    /// Only for requests started with `bodyFollows`: more request body, then `end` with the
-    /// request's trailer fields (may be empty). Bytes are held until the upstream's flow-control
-    /// window takes them; Sink::onRequestBodyConsumed() reports each bite.
+    /// Only for requests started with `bodyFollows`: more request body (de-chunked bytes), then
+    /// `end` with the request's trailer fields (may be empty). The bytes are copied and held until
+    /// the upstream takes them (an HTTP/2 upstream's flow-control window, an HTTP/1.1 upstream's
+    /// socket); Sink::onRequestBodyConsumed() reports each bite, which is how the downstream bounds
+    /// what waits here. Never calls the sink back from inside these calls.
     virtual void requestBody(std::string_view data) { (void)data; }
     virtual void requestEnd(std::span<const http::Header> trailers) { (void)trailers; }
 };
 
-/// Starts forwarding `req` on `action`'s upstreams: HTTP/1.1 (Exchange) or HTTP/2 (h2c/h2). With
-/// `bodyFollows` (HTTP/2 upstreams only; see streamsRequestBody) req.body is ignored and the body
-/// comes through Forward::requestBody/requestEnd. Never calls `sink` before returning.
+/// Starts forwarding `req` on `action`'s upstreams: HTTP/1.1 (Exchange), HTTP/2 (h2c/h2) or
+/// FastCGI. With `bodyFollows` (only where streamsRequestBody(action)) req.body is ignored and the
+/// body comes through Forward::requestBody/requestEnd; its length is req's Content-Length field when
+/// it has one (and no Transfer-Encoding), else unknown. Never calls `sink` before returning.
 std::shared_ptr<Forward> forward(boost::asio::io_context& io, std::shared_ptr<void> owner,
                                  std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
                                  const http::Request& req, bool tls, Sink* sink, bool bodyFollows = false);
 
-/// True when `action` forwards request bodies as they arrive (HTTP/2 upstreams), so an HTTP/2
-/// downstream can start the exchange at the end of the request head (gRPC streaming calls).
+/// True when `action` forwards request bodies as they arrive (`proxy:` and `grpc:` routes, HTTP/1.1
+/// and HTTP/2 upstreams alike; not `fastcgi:`, whose CONTENT_LENGTH must be known up front), so a
+/// downstream starts the exchange at the end of the request head and streams the body: uploads in
+/// bounded memory, gRPC client-streaming and bidirectional calls.
 bool streamsRequestBody(const config::ProxyAction& action);
 
 namespace detail {
@@ -173,7 +178,13 @@ template <class Fn> void mergeResponseFields(std::string_view upstream, std::str
 /// upstream). Upstreams are tried round-robin; one that refused a connection is skipped for
 /// `fail_timeout`, and the next one is tried at once (nothing was sent). A request that fails on
 /// a reused keep-alive connection before any response byte is retried once on a new connection if
-/// its method is idempotent (RFC 9110 §9.2.2).
+/// its method is idempotent (RFC 9110 §9.2.2) and no byte of a streamed body was written yet.
+///
+/// A streamed body (`bodyFollows`) goes up with Content-Length when the request had one, else
+/// chunked (RFC 9112 §7.1, trailers in the last chunk); at most one write is in flight, and the
+/// bytes waiting for it are whatever the downstream handed over and was not yet told were consumed.
+/// The response is read while the body is still going up; a response that ends before the whole
+/// request was written leaves the upstream connection closed, not pooled.
 class Exchange final : public Forward, public std::enable_shared_from_this<Exchange> {
 public:
     using Socket = UpstreamSocket;
@@ -184,12 +195,14 @@ public:
     static std::shared_ptr<Exchange> start(boost::asio::io_context& io, std::shared_ptr<void> owner,
                                            std::shared_ptr<const void> snapshot,
                                            const config::ProxyAction& action, const http::Request& req,
-                                           bool tls, Sink* sink);
+                                           bool tls, Sink* sink, bool bodyFollows = false);
 
     /// The downstream drained: deliver more body.
     void resume() override;
     /// The downstream went away: no more callbacks; the upstream connection is closed.
     void cancel() override;
+    void requestBody(std::string_view data) override;
+    void requestEnd(std::span<const http::Header> trailers) override;
 
     Exchange(boost::asio::io_context& io, const config::ProxyAction& action);
     ~Exchange();
@@ -200,6 +213,7 @@ private:
     void pick();
     void connect();
     void send();
+    void writeBody();
     void read();
     void onRead(std::size_t n);
     bool parseHead();
@@ -237,6 +251,18 @@ private:
     bool cancelled_ = false;
     bool gotBytes_ = false; // any response byte arrived
     bool upgrade_ = false;  // a WebSocket Upgrade forwarded as such (`ws: true`)
+    // A streamed request body (`bodyFollows`).
+    bool streaming_ = false;
+    bool chunkedUp_ = false;   // length unknown: chunked to the upstream
+    bool headWritten_ = false; // request_ (the head) went into a write
+    bool bodyEnded_ = false;   // requestEnd() came
+    bool requestSent_ = false; // the whole request is written (or abandoned after the response head)
+    bool writing_ = false;     // an async_write is in flight
+    bool bodyStarted_ = false; // body bytes went into a write: never retried from then on
+    std::string body_;         // body bytes waiting for the next write
+    std::string wire_;         // the write in flight
+    std::size_t wireBody_ = 0; // body bytes in wire_ (reported consumed once written)
+    std::string trailerBlock_; // chunked: the trailer section of the last chunk
 };
 
 } // namespace portico::proxy
