@@ -217,10 +217,12 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
         if (tab.startsWith("load")) {
             load->showView("history");
             RunHistoryView* history = load->history();
+            // Once the second save is listed (it selects itself), select both.
+            for (int i = 0; i < 50 && history->runs().size() < 2; ++i)
+                waitMs(100);
             QEventLoop loop;
             QObject::connect(history, &RunHistoryView::selectionShown, &loop, &QEventLoop::quit);
             QTimer::singleShot(5000, &loop, &QEventLoop::quit);
-            waitMs(300); // the listing of the second save
             if (history->selectRuns(saved)) loop.exec();
         }
     }

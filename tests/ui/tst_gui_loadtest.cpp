@@ -286,7 +286,9 @@ private slots:
         const load::RunRecord* recs[] = {&older, &newer};
         for (int i = 0; i < 2; ++i) {
             QCPGraph* g = history->plot()->graph(i);
-            QVERIFY2(g->name().contains(QString::fromStdString(recs[i]->id)), qPrintable(g->name()));
+            const QString rps = QLocale().toString(recs[i]->requestsPerSecond, 'f', 0) + " req/s";
+            QVERIFY2(g->name().startsWith(i == 0 ? "A: " : "B: ") && g->name().contains(rps),
+                     qPrintable(g->name()));
             std::vector<stats::Histogram::Bucket> buckets;
             std::string error;
             QVERIFY2(load::loadLatencyBuckets(recs[i]->file, buckets, error), error.c_str());

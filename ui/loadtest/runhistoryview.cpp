@@ -181,7 +181,7 @@ RunHistoryView::RunHistoryView(const std::filesystem::path& dir, QWidget* parent
     auto split = new QSplitter(Qt::Vertical);
     split->addWidget(top);
     split->addWidget(detail);
-    split->setStretchFactor(0, 2);
+    split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 3);
     auto layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -482,7 +482,6 @@ void RunHistoryView::drawCurves(const std::vector<load::RunRecord>& chosen,
         ticker->addTick(tick, label);
         tick *= 10;
     }
-    ticker->addTick(2, "50%");
     m_plot->xAxis->setTicker(ticker);
     m_plot->xAxis->setLabel(tr("percentile (log scale)"));
     m_plot->xAxis->setTickLabelRotation(0);
@@ -496,8 +495,11 @@ void RunHistoryView::drawCurves(const std::vector<load::RunRecord>& chosen,
         g->setLineStyle(QCPGraph::lsStepLeft);
         g->setPen(QPen(kColors[i], 2));
         const QString tag = chosen.size() == 2 ? (i == 0 ? "A: " : "B: ") : QString();
-        g->setName(tag + QString::fromStdString(chosen[i].id) +
-                   tr(" (%1 req/s)").arg(QLocale().toString(chosen[i].requestsPerSecond, 'f', 0)));
+        // Short enough for the legend; the ID is in the table and the hint above.
+        g->setName(tag + tr("%1 · %2 conn · %3 req/s")
+                             .arg(savedLocal(chosen[i].savedAt).mid(11))
+                             .arg(chosen[i].connections)
+                             .arg(QLocale().toString(chosen[i].requestsPerSecond, 'f', 0)));
         g->setData(c.keys, c.values, true);
         if (!c.keys.isEmpty()) {
             maxKey = std::max(maxKey, c.keys.last());
