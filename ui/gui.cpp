@@ -5,6 +5,7 @@
 #include "inspector/timelinewidget.h"
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
+#include "loadtest/runhistoryview.h"
 #include "mainwindow.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
@@ -161,15 +162,29 @@ void selectDemoRow(TrafficPage* traffic) {
     traffic->selectRow(-1);
 }
 
-int screenshot(MainWindow& window, ServerController& server, const GuiOptions& options) {
+int screenshot(MainWindow& window, ServerController& server, const GuiOptions& options,
+               const QString& historyDir) {
     window.resize(1280, 800);
     window.show();
     waitMs(200);
-    const QString tab = QString::fromStdString(options.tab).toLower();
+    QString tab = QString::fromStdString(options.tab).toLower();
     const bool trafficTab = tab == "traffic" || tab == "inspector";
+    const bool suiteTab = tab == "suite";
     double seconds = options.demoTraffic;
     if (seconds <= 0 && (tab.startsWith("load") || tab == "latency" || trafficTab)) seconds = 2;
-    if (seconds > 0 && trafficTab) {
+    // Runs made for the picture go to a scratch history, not the user's.
+    window.loadTestPage()->setHistoryDir(historyDir.toStdString());
+    if (suiteTab) {
+        LoadTestPage* load = window.loadTestPage();
+        window.showTab("load");
+        load->findChild<QLineEdit*>("loadSuiteDuration")
+            ->setText(QString("%1ms").arg(qint64((seconds > 0 ? seconds : 0.3) * 1000)));
+        QEventLoop loop;
+        QObject::connect(load, &LoadTestPage::suiteFinished, &loop, &QEventLoop::quit);
+        if (load->startSuite()) loop.exec();
+        load->showView("suite");
+        tab = "load";
+    } else if (seconds > 0 && trafficTab) {
         if (!captureInMemory(server)) return 1;
         window.showTab(tab);
         demoTraffic(server, seconds);
@@ -186,21 +201,33 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
         load->findChild<QLineEdit*>("loadUrl")->setText(server.firstHttpUrl() + "api/hello/portico");
         load->findChild<QLineEdit*>("loadDuration")->setText(QString("%1ms").arg(qint64(seconds * 1000)));
         window.showTab("load");
-        // The latency tab gets a second run with four times the connections, overlaid on the first.
-        const int runs = tab == "latency" ? 2 : 1;
-        for (int i = 0; i < runs; ++i) {
+        // A second run with four times the connections, overlaid on the first (Latency tab, and the
+        // Load test tab's history).
+        QStringList saved;
+        for (int i = 0; i < 2; ++i) {
             QEventLoop loop;
             QObject::connect(load, &LoadTestPage::runFinished, &loop, &QEventLoop::quit);
             if (i > 0) load->findChild<QSpinBox*>("loadConnections")->setValue(64);
+            if (i > 0) waitMs(1000); // a later second: the second run's ID sorts after the first's
             if (load->start()) loop.exec();
+            saved << load->lastSavedId();
         }
-        if (runs > 1) {
-            if (auto overlay = window.latencyPage()->findChild<QComboBox*>("latencyCompare"))
-                overlay->setCurrentIndex(1);
+        if (auto overlay = window.latencyPage()->findChild<QComboBox*>("latencyCompare"))
+            overlay->setCurrentIndex(1);
+        if (tab.startsWith("load")) {
+            load->showView("history");
+            RunHistoryView* history = load->history();
+            // Once the second save is listed (it selects itself), select both.
+            for (int i = 0; i < 50 && history->runs().size() < 2; ++i)
+                waitMs(100);
+            QEventLoop loop;
+            QObject::connect(history, &RunHistoryView::selectionShown, &loop, &QEventLoop::quit);
+            QTimer::singleShot(5000, &loop, &QEventLoop::quit);
+            if (history->selectRuns(saved)) loop.exec();
         }
     }
     if (!tab.isEmpty() && !window.showTab(tab)) {
-        std::fprintf(stderr, "portico: no tab '%s' (sites, traffic, inspector, load, latency)\n",
+        std::fprintf(stderr, "portico: no tab '%s' (sites, traffic, inspector, load, suite, latency)\n",
                      options.tab.c_str());
         return 2;
     }
@@ -348,7 +375,7 @@ int runGui(int argc, char** argv, const GuiOptions& options) {
     MainWindow window(&server);
     if (options.measureResponsiveness > 0)
         return measureResponsiveness(window, server, options.measureResponsiveness);
-    if (shot) return screenshot(window, server, options);
+    if (shot) return screenshot(window, server, options, scratch.path() + "/bench-history");
     if (!options.tab.empty()) window.showTab(QString::fromStdString(options.tab));
     window.show();
     return app.exec();

@@ -10,11 +10,12 @@ struct GuiOptions {
     std::string project;
     /// Render the window to this PNG and exit (offscreen when there is no display).
     std::string screenshot;
-    /// The tab to show: "sites", "traffic", "inspector", "load" or "latency".
+    /// The tab to show: "sites", "traffic", "inspector", "load", "suite" (the Load test tab after a
+    /// suite run, its Suite view) or "latency".
     std::string tab;
     /// Before the screenshot, serve this many seconds of generated traffic (0: none; the load and
-    /// latency tabs get a 2 s load test and the traffic and inspector tabs 2 s of mixed demo
-    /// requests if none is asked for).
+    /// latency tabs get two 2 s load tests, overlaid, the suite tab 0.3 s per route and the traffic
+    /// and inspector tabs 2 s of mixed demo requests if none is asked for).
     double demoTraffic = 0;
     /// > 0: measure the event loop's responsiveness (lateness of a 10 ms timer) while the load
     /// generator drives the in-process server at full speed for this many seconds, print

@@ -164,6 +164,34 @@ private slots:
         QCOMPARE(runs[0].id, a.id);
         QCOMPARE(runs[1].id, b.id);
         QVERIFY2(error.find("zzz.json") != std::string::npos, error.c_str());
+        // Valid JSON of the wrong shape makes yaml-cpp throw on a subscript: reported, not thrown.
+        QFile shape(dir.filePath("runs/yyy.json"));
+        QVERIFY(shape.open(QIODevice::WriteOnly));
+        shape.write(R"({"schema": 1, "savedAt": "x", "target": 5, "options": [1], "latency": "no"})");
+        shape.close();
+        auto listing = load::scanHistory(hist);
+        QCOMPARE(listing.runs.size(), std::size_t{2});
+        QCOMPARE(listing.unreadable.size(), std::size_t{2});
+        QCOMPARE(listing.unreadable[0].file.filename().string(), std::string("yyy.json"));
+        QCOMPARE(listing.unreadable[1].file.filename().string(), std::string("zzz.json"));
+        QVERIFY2(listing.unreadable[1].reason.find("not a saved run") == 0,
+                 listing.unreadable[1].reason.c_str());
+        QVERIFY(listing.error.empty());
+        std::vector<stats::Histogram::Bucket> buckets;
+        QVERIFY(!load::loadLatencyBuckets(listing.unreadable[0].file, buckets, error));
+        QVERIFY(!load::loadLatencyBuckets(listing.unreadable[1].file, buckets, error));
+        QVERIFY2(load::loadLatencyBuckets(a.file, buckets, error), error.c_str());
+        std::uint64_t total = 0;
+        std::vector<stats::Histogram::Bucket> expected;
+        r1.latency->forEachBucket([&](const stats::Histogram::Bucket& x) { expected.push_back(x); });
+        QCOMPARE(buckets.size(), expected.size());
+        for (std::size_t i = 0; i < buckets.size(); ++i) {
+            QCOMPARE(buckets[i].lowestNs, expected[i].lowestNs);
+            QCOMPARE(buckets[i].count, expected[i].count);
+            total += buckets[i].count;
+        }
+        QCOMPARE(total, std::uint64_t{300});
+        QVERIFY(shape.remove());
         load::Result failed;
         failed.error = "cannot connect";
         QVERIFY(!load::saveRun(failed, hist, "x", nullptr, error));

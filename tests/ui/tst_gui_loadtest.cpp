@@ -1,9 +1,17 @@
 // The Load test and Latency tabs against the in-process server: a run started from the panel
 // completes with the server's own count, the UI thread keeps running timers meanwhile, and the
-// latency plot holds the run's histogram and percentile markers.
+// latency plot holds the run's histogram and percentile markers; the run history lists the panel's
+// runs, `portico bench`'s runs and unreadable files, overlays and compares two runs; the eleven-route
+// suite runs from the panel. Every test has its own history folder ($PORTICO_DATA_DIR).
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
+#include "loadtest/runhistoryview.h"
 #include "servercontroller.h"
+#include "test_support.h"
+
+#include <portico/load/history.h>
+
+#include <qcustomplot.h>
 
 #include <QDir>
 #include <QFile>
@@ -18,6 +26,7 @@
 using namespace portico;
 using portico::ui::LatencyPage;
 using portico::ui::LoadTestPage;
+using portico::ui::RunHistoryView;
 using portico::ui::ServerController;
 
 class TestGuiLoadTest : public QObject {
@@ -26,9 +35,39 @@ class TestGuiLoadTest : public QObject {
 private:
     QTemporaryDir m_dir;
     std::unique_ptr<ServerController> m_server;
+    int m_dataDirs = 0;
+
+    // A new, empty data directory for this test: the panel and the CLI save runs under it.
+    QString freshDataDir() {
+        const QString dir = m_dir.path() + QString("/data-%1").arg(++m_dataDirs);
+        QDir().mkpath(dir);
+        qputenv("PORTICO_DATA_DIR", dir.toUtf8());
+        return dir;
+    }
+
+    // Runs the panel with `count` requests on `connections` connections; the saved run's ID.
+    QString panelRun(LoadTestPage& page, int count, int connections) {
+        page.findChild<QLineEdit*>("loadUrl")->setText(m_server->firstHttpUrl() + "hello");
+        page.findChild<QLineEdit*>("loadDuration")->setText("");
+        page.findChild<QSpinBox*>("loadCount")->setValue(count);
+        page.findChild<QSpinBox*>("loadConnections")->setValue(connections);
+        page.findChild<QSpinBox*>("loadThreads")->setValue(1);
+        QSignalSpy finished(&page, &LoadTestPage::runFinished);
+        if (!page.start()) return {};
+        if (!QTest::qWaitFor([&] { return finished.count() == 1; }, 60000)) return {};
+        return page.lastSavedId();
+    }
+
+    static int rowOf(QTableWidget* table, const QString& id) {
+        for (int r = 0; r < table->rowCount(); ++r)
+            if (table->item(r, 0) && table->item(r, 0)->data(Qt::UserRole).toString() == id) return r;
+        return -1;
+    }
 
 private slots:
     void initTestCase() {
+        QVERIFY(m_dir.isValid());
+        freshDataDir();
         QFile f(m_dir.path() + "/portico.yaml");
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("listen: [127.0.0.1:0]\nworkers: 2\nvhosts:\n  - routes:\n"
@@ -141,6 +180,217 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 20000);
         QVERIFY(clock.elapsed() < 15000);
         QVERIFY(page.runs().first().result->requests.completed > 0);
+    }
+
+    // Runs from the panel and from `portico bench` (the real CLI, same data dir) are listed newest
+    // first with their figures; a corrupt file is a red row with its reason; deleting removes files.
+    void historyListsPanelAndCliRunsAndCorruptFiles() {
+        const QString data = freshDataDir();
+        LoadTestPage page(m_server.get());
+        page.show();
+        QCOMPARE(page.historyDir(), load::defaultHistoryDir());
+        QCOMPARE(QString::fromStdString(page.historyDir().string()), data + "/bench-history");
+        auto history = page.history();
+        auto table = page.findChild<QTableWidget*>("loadHistory");
+        QVERIFY(table);
+
+        const QString panelId = panelRun(page, 500, 2);
+        QVERIFY2(!panelId.isEmpty(), qPrintable(page.lastSaveError()));
+        QTRY_VERIFY(rowOf(table, panelId) >= 0);
+
+        // The CLI's run appears without a refresh: the view watches the folder.
+        const auto cli = test::runProcess(
+            test::porticoBinary(),
+            {"bench", "-n", "300", "-c", "1", "--label", "from-cli", m_server->firstHttpUrl() + "hello"}, {},
+            60000);
+        QVERIFY2(cli.exitCode == 0, cli.err.constData());
+        QVERIFY2(cli.err.contains("Saved as "), cli.err.constData());
+        const QString cliId =
+            QString::fromUtf8(cli.err.mid(cli.err.indexOf("Saved as ") + 9).split(' ').first());
+        QTRY_VERIFY_WITH_TIMEOUT(rowOf(table, cliId) >= 0, 10000);
+
+        QFile corrupt(data + "/bench-history/broken.json");
+        QVERIFY(corrupt.open(QIODevice::WriteOnly));
+        corrupt.write(R"({"schema": 1, "savedAt": "2026-01-01T00:00:00Z", "requests": [)");
+        corrupt.close();
+        QTRY_COMPARE_WITH_TIMEOUT(table->rowCount(), 3, 10000);
+
+        QCOMPARE(history->runs().size(), std::size_t{2});
+        QCOMPARE(history->unreadable().size(), std::size_t{1});
+        QVERIFY(history->runs()[0].id > history->runs()[1].id); // newest first
+        int bad = -1;
+        for (int r = 0; r < table->rowCount(); ++r)
+            if (table->item(r, 1)->text() == "unreadable") bad = r;
+        QVERIFY(bad >= 0);
+        QCOMPARE(table->item(bad, 0)->text(), QString("broken.json"));
+        QVERIFY2(table->item(bad, 2)->text().startsWith("not a saved run"),
+                 qPrintable(table->item(bad, 2)->text()));
+        QVERIFY(table->columnSpan(bad, 2) > 1);
+
+        // The panel's row holds the run's own figures, read back from its file.
+        const load::Result& r = *page.runs().first().result;
+        const int row = rowOf(table, panelId);
+        QCOMPARE(table->item(row, 1)->text(), QString("run"));
+        QCOMPARE(table->item(row, 3)->text(), m_server->firstHttpUrl() + "hello");
+        QCOMPARE(table->item(row, 4)->text(), QString("closed"));
+        QCOMPARE(table->item(row, 5)->text(), QString("2"));
+        QCOMPARE(table->item(row, 7)->text(), QLocale().toString(r.requestsPerSecond(), 'f', 0));
+        QCOMPARE(table->item(row, 8)->text(),
+                 QString::number(r.latency->valueAtPercentile(50) / 1e6, 'f', 3));
+        QCOMPARE(table->item(row, 9)->text(),
+                 QString::number(r.latency->valueAtPercentile(99) / 1e6, 'f', 3));
+        QCOMPARE(table->item(row, 10)->text(), QString("0"));
+        const int cliRow = rowOf(table, cliId);
+        QCOMPARE(table->item(cliRow, 2)->text(), QString("from-cli"));
+        QCOMPARE(table->item(cliRow, 5)->text(), QString("1"));
+
+        // Selecting the corrupt row says why; nothing is plotted.
+        QSignalSpy shown(history, &RunHistoryView::selectionShown);
+        table->selectRow(bad);
+        QTRY_VERIFY(shown.count() >= 1);
+        QCOMPARE(history->plot()->plottableCount(), 0);
+        QVERIFY(page.findChild<QLabel*>("historyHint")->text().contains("not a saved run"));
+
+        QVERIFY(history->deleteSelected());
+        QVERIFY(!QFile::exists(corrupt.fileName()));
+        QTRY_COMPARE(table->rowCount(), 2);
+        QCOMPARE(history->unreadable().size(), std::size_t{0});
+    }
+
+    // Two runs selected: two curves holding each run's histogram, and the comparison table.
+    void overlayAndComparisonOfTwoRuns() {
+        freshDataDir();
+        LoadTestPage page(m_server.get());
+        page.show();
+        page.showView("history");
+        const QString a = panelRun(page, 400, 1);
+        QTest::qWait(1100); // a later second: B's ID sorts after A's
+        const QString b = panelRun(page, 800, 8);
+        QVERIFY(!a.isEmpty() && !b.isEmpty() && a < b);
+        auto history = page.history();
+        QTRY_COMPARE(history->runs().size(), std::size_t{2});
+
+        QSignalSpy shown(history, &RunHistoryView::selectionShown);
+        QVERIFY(history->selectRuns({b, a}));
+        QTRY_VERIFY(shown.count() >= 1);
+        QTRY_COMPARE(history->plot()->graphCount(), 2);
+        QCOMPARE(history->selectedIds(), (QStringList{a, b}));
+
+        const load::RunRecord& newer = history->runs()[0];
+        const load::RunRecord& older = history->runs()[1];
+        QCOMPARE(QString::fromStdString(older.id), a);
+        QCOMPARE(QString::fromStdString(newer.id), b);
+        QCPLegend* legend = history->plot()->legend;
+        QVERIFY(legend->visible());
+        QCOMPARE(legend->itemCount(), 2);
+        const load::RunRecord* recs[] = {&older, &newer};
+        for (int i = 0; i < 2; ++i) {
+            QCPGraph* g = history->plot()->graph(i);
+            const QString rps = QLocale().toString(recs[i]->requestsPerSecond, 'f', 0) + " req/s";
+            QVERIFY2(g->name().startsWith(i == 0 ? "A: " : "B: ") && g->name().contains(rps),
+                     qPrintable(g->name()));
+            std::vector<stats::Histogram::Bucket> buckets;
+            std::string error;
+            QVERIFY2(load::loadLatencyBuckets(recs[i]->file, buckets, error), error.c_str());
+            const auto curve = ui::percentileCurve(buckets, recs[i]->percentiles.back().second);
+            QVERIFY(curve.keys.size() > 2);
+            QCOMPARE(g->dataCount(), int(curve.keys.size()));
+            // The step holding the 50th percentile is the run's p50; the last is its max.
+            double p50 = -1, top = 0;
+            for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
+                if (it->key < 2.0) p50 = it->value;
+                top = std::max(top, it->value);
+            }
+            QCOMPARE(p50, double(recs[i]->percentiles[0].second) / 1e6);
+            QCOMPARE(recs[i]->percentiles.back().first, std::string("100"));
+            QCOMPARE(top, double(recs[i]->percentiles.back().second) / 1e6);
+            QCOMPARE((g->data()->constEnd() - 1)->key, 2.0 * double(recs[i]->completed));
+            for (int k = 0; k < curve.keys.size(); ++k) {
+                QCOMPARE(g->data()->at(k)->key, curve.keys[k]);
+                QCOMPARE(g->data()->at(k)->value, curve.values[k]);
+            }
+        }
+        QVERIFY(history->plot()->graph(0)->pen().color() != history->plot()->graph(1)->pen().color());
+
+        auto cmp = page.findChild<QTableWidget*>("loadComparison");
+        const auto expected = load::compareRuns(older, newer);
+        QCOMPARE(cmp->rowCount(), int(expected.rows.size()));
+        QStringList metrics;
+        for (int r = 0; r < cmp->rowCount(); ++r)
+            metrics << cmp->item(r, 0)->text();
+        QCOMPARE(metrics,
+                 (QStringList{"req/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "failed"}));
+        QCOMPARE(cmp->item(0, 1)->text(), QLocale().toString(older.requestsPerSecond, 'f', 1));
+        QCOMPARE(cmp->item(0, 2)->text(), QLocale().toString(newer.requestsPerSecond, 'f', 1));
+        QCOMPARE(cmp->item(0, 3)->text(),
+                 QString::number(newer.requestsPerSecond / older.requestsPerSecond, 'f', 3) + "×");
+        QCOMPARE(cmp->item(1, 1)->text(), QString::number(older.percentiles[0].second / 1e6, 'f', 3));
+        QCOMPARE(cmp->item(1, 2)->text(), QString::number(newer.percentiles[0].second / 1e6, 'f', 3));
+        QCOMPARE(cmp->item(3, 2)->text(), QString::number(newer.percentiles[3].second / 1e6, 'f', 3));
+        QCOMPARE(cmp->item(6, 1)->text(), QString("0"));
+        QVERIFY(!cmp->isColumnHidden(2));
+
+        // One run: one curve, no B column.
+        const int before = shown.count();
+        QVERIFY(history->selectRuns({a}));
+        QTRY_VERIFY(shown.count() > before);
+        QCOMPARE(history->plot()->graphCount(), 1);
+        QVERIFY(cmp->isColumnHidden(2));
+    }
+
+    // The suite from the panel against the built-in suite server: eleven rows, all answered 2xx.
+    void suiteRunsElevenRoutes() {
+        freshDataDir();
+        LoadTestPage page(m_server.get());
+        page.show();
+        page.findChild<QLineEdit*>("loadSuiteDuration")->setText("150ms");
+        page.findChild<QSpinBox*>("loadConnections")->setValue(2);
+        page.findChild<QSpinBox*>("loadThreads")->setValue(1);
+        QSignalSpy finished(&page, &LoadTestPage::suiteFinished);
+        QElapsedTimer clock;
+        clock.start();
+        QVERIFY(page.startSuite());
+        QVERIFY(page.isRunning());
+        QVERIFY(!page.start()); // one thing at a time
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 120000);
+        QVERIFY2(page.suiteError().isEmpty(), qPrintable(page.suiteError()));
+        qInfo("suite of 11 × 150 ms took %lld ms", clock.elapsed());
+        auto table = page.findChild<QTableWidget*>("loadSuiteTable");
+        QCOMPARE(table->rowCount(), 11);
+        QCOMPARE(page.suiteRows().size(), 11);
+        for (int r = 0; r < 11; ++r) {
+            const auto& row = page.suiteRows()[r];
+            QCOMPARE(row.name.toStdString(), load::suiteRoutes()[std::size_t(r)].name);
+            QVERIFY2(row.requestsPerSecond > 0, qPrintable(row.name));
+            QCOMPARE(row.bad, std::uint64_t{0});
+            QCOMPARE(table->item(r, 0)->text(), row.name);
+            QVERIFY(QLocale().toDouble(table->item(r, 2)->text()) > 0);
+        }
+        QVERIFY(page.findChild<QLabel*>("loadSuiteSummary")->text().contains("geometric mean"));
+
+        // Kept in history: listed as a suite; selected, it shows each route's req/s.
+        QVERIFY2(!page.lastSavedId().isEmpty(), qPrintable(page.lastSaveError()));
+        auto history = page.history();
+        QTRY_VERIFY(rowOf(history->table(), page.lastSavedId()) >= 0);
+        const int row = rowOf(history->table(), page.lastSavedId());
+        QCOMPARE(history->table()->item(row, 1)->text(), QString("suite"));
+        QTRY_COMPARE(history->selectedIds(), QStringList{page.lastSavedId()});
+        QTRY_COMPARE(history->plot()->plottableCount(), 1);
+        auto bars = qobject_cast<QCPBars*>(history->plot()->plottable(0));
+        QVERIFY(bars);
+        QCOMPARE(bars->dataCount(), 11);
+        QCOMPARE(bars->data()->at(0)->value, page.suiteRows()[0].requestsPerSecond);
+    }
+
+    void badSuiteFormShowsError() {
+        LoadTestPage page(m_server.get());
+        page.findChild<QLineEdit*>("loadSuiteDuration")->setText("0s");
+        QVERIFY(!page.startSuite());
+        QVERIFY(page.findChild<QLabel*>("loadFormError")->text().contains("Suite"));
+        page.findChild<QLineEdit*>("loadSuiteDuration")->setText("1s");
+        page.findChild<QLineEdit*>("loadSuiteUrl")->setText("http://127.0.0.1:1/plaintext");
+        QVERIFY(!page.startSuite());
+        QVERIFY(!page.isRunning());
     }
 
     void badFormShowsError() {

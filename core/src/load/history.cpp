@@ -146,14 +146,9 @@ bool saveSuite(const SuiteResult& suite, const fs::path& dir, const std::string&
     return saveJson(suiteToJson(suite), dir, label.empty() ? "suite" : label, saved, error);
 }
 
-bool loadRun(const fs::path& file, RunRecord& out, std::string& error) {
-    YAML::Node doc;
-    try {
-        doc = YAML::LoadFile(file.string());
-    } catch (const YAML::Exception& e) {
-        error = file.string() + ": not a saved run (" + e.msg + ")";
-        return false;
-    }
+namespace {
+
+bool readRecord(const YAML::Node& doc, const fs::path& file, RunRecord& out, std::string& error) {
     if (!doc.IsMap() || !doc["schema"] || !doc["savedAt"]) {
         error = file.string() + ": not a saved run";
         return false;
@@ -168,6 +163,7 @@ bool loadRun(const fs::path& file, RunRecord& out, std::string& error) {
         const auto opts = run["options"];
         into.protocol = str(opts["protocol"], "http/1.1");
         into.model = str(opts["model"]);
+        into.rate = dbl(opts["rate"]);
         into.connections = static_cast<unsigned>(u64(opts["connections"]));
         into.threads = static_cast<unsigned>(u64(opts["threads"]));
     };
@@ -211,32 +207,115 @@ bool loadRun(const fs::path& file, RunRecord& out, std::string& error) {
     return true;
 }
 
-std::vector<RunRecord> listRuns(const fs::path& dir, std::string& error) {
-    error.clear();
+} // namespace
+
+bool loadRun(const fs::path& file, RunRecord& out, std::string& error) {
+    YAML::Node doc;
+    try {
+        doc = YAML::LoadFile(file.string());
+    } catch (const YAML::Exception& e) {
+        error = file.string() + ": not a saved run (" + e.msg + ")";
+        return false;
+    }
+    // A well-formed file of the wrong shape ("options": 5, "routes": [1]) makes yaml-cpp throw on
+    // subscripts; such a file is bad input, reported like any other.
+    try {
+        return readRecord(doc, file, out, error);
+    } catch (const std::exception& e) {
+        error = file.string() + ": not a saved run (" + e.what() + ")";
+        return false;
+    }
+}
+
+HistoryListing scanHistory(const fs::path& dir) {
+    HistoryListing listing;
     std::vector<fs::path> files;
     std::error_code ec;
-    if (!fs::exists(dir, ec)) return {};
+    if (!fs::exists(dir, ec)) return listing;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         const auto& p = it->path();
         if (p.extension() == ".json" && p.filename().string().front() != '.') files.push_back(p);
     }
     if (ec) {
-        error = dir.string() + ": " + ec.message();
-        return {};
+        listing.error = dir.string() + ": " + ec.message();
+        return listing;
     }
     // By ID: "...-json" before "...-json-2" (the file names would sort the other way round).
     std::sort(files.begin(), files.end(),
               [](const fs::path& x, const fs::path& y) { return x.stem() < y.stem(); });
-    std::vector<RunRecord> runs;
     for (const auto& f : files) {
         RunRecord r;
         std::string e;
-        if (loadRun(f, r, e))
-            runs.push_back(std::move(r));
-        else
-            error += (error.empty() ? "" : "; ") + e;
+        if (loadRun(f, r, e)) {
+            listing.runs.push_back(std::move(r));
+        } else {
+            const std::string prefix = f.string() + ": ";
+            if (e.compare(0, prefix.size(), prefix) == 0) e.erase(0, prefix.size());
+            listing.unreadable.push_back({f, std::move(e)});
+        }
     }
-    return runs;
+    return listing;
+}
+
+std::vector<RunRecord> listRuns(const fs::path& dir, std::string& error) {
+    HistoryListing listing = scanHistory(dir);
+    error = listing.error;
+    for (const auto& u : listing.unreadable)
+        error += (error.empty() ? "" : "; ") + u.file.string() + ": " + u.reason;
+    return std::move(listing.runs);
+}
+
+bool loadLatencyBuckets(const fs::path& file, std::vector<stats::Histogram::Bucket>& out,
+                        std::string& error) {
+    out.clear();
+    YAML::Node doc;
+    try {
+        doc = YAML::LoadFile(file.string());
+    } catch (const YAML::Exception& e) {
+        error = file.string() + ": not a saved run (" + e.msg + ")";
+        return false;
+    }
+    try {
+        if (!doc.IsMap() || !doc["schema"]) {
+            error = file.string() + ": not a saved run";
+            return false;
+        }
+        if (str(doc["kind"]) == "suite") {
+            error = file.string() + ": a suite has no single latency distribution";
+            return false;
+        }
+        if (doc["error"]) {
+            error = file.string() + ": a run that did not take place";
+            return false;
+        }
+        const auto buckets = doc["latency"]["buckets"];
+        if (!buckets) return true;
+        if (!buckets.IsSequence()) {
+            error = file.string() + ": latency.buckets is not a list";
+            return false;
+        }
+        for (const auto& b : buckets) {
+            if (!b.IsSequence() || b.size() != 3) {
+                error = file.string() + ": latency.buckets: expected [lowestNs, highestNs, count]";
+                out.clear();
+                return false;
+            }
+            const stats::Histogram::Bucket bucket{b[0].as<std::uint64_t>(), b[1].as<std::uint64_t>(),
+                                                  b[2].as<std::uint64_t>()};
+            if (bucket.highestNs < bucket.lowestNs ||
+                (!out.empty() && bucket.lowestNs <= out.back().highestNs)) {
+                error = file.string() + ": latency.buckets: not ascending";
+                out.clear();
+                return false;
+            }
+            out.push_back(bucket);
+        }
+    } catch (const std::exception& e) {
+        error = file.string() + ": not a saved run (" + e.what() + ")";
+        out.clear();
+        return false;
+    }
+    return true;
 }
 
 bool findRun(const fs::path& dir, const std::string& ref, RunRecord& out, std::string& error) {

@@ -23,6 +23,7 @@ struct RunRecord {
     std::string target;         ///< first URL of a run, base URL of a suite
     std::string protocol;       ///< "http/1.1" or "h2"
     std::string model;          ///< "closed" or "open"
+    double rate = 0;            ///< open model: arrival rate, requests/s (0 in the closed model)
     unsigned connections = 0;
     unsigned threads = 0;
     double durationSeconds = 0;   ///< measured time (suite: sum over routes)
@@ -62,6 +63,31 @@ bool saveSuite(const SuiteResult& suite, const std::filesystem::path& dir, const
 /// folder is an empty history. Files that cannot be read or are not runs are skipped and named in
 /// `error` ("PATH: reason; ..."), which is empty when all were read.
 std::vector<RunRecord> listRuns(const std::filesystem::path& dir, std::string& error);
+
+/// A `*.json` file of the history folder that could not be read as a run.
+struct UnreadableRun {
+    std::filesystem::path file;
+    std::string
+        reason; ///< without the path: "not a saved run (yaml-cpp's message)", "a run that did not take place"
+};
+
+/// A whole history folder: the runs, oldest first, and every file that is not a readable run.
+struct HistoryListing {
+    std::vector<RunRecord> runs;
+    std::vector<UnreadableRun> unreadable; ///< in file-name order
+    std::string error;                     ///< the folder itself cannot be read ("PATH: reason"); else empty
+};
+
+/// Reads every `*.json` in `dir` (hidden files, e.g. a save's temporary file, are skipped); a missing
+/// folder is an empty listing. Never throws: each file's problem is reported in `unreadable`.
+HistoryListing scanHistory(const std::filesystem::path& dir);
+
+/// The latency histogram of a saved run file (or a `toJson` result file): its `latency.buckets`,
+/// ascending, nanoseconds (a run that completed nothing has none: true with `out` empty). False with
+/// `error` ("PATH: reason") when the file cannot be read or parsed, is a suite ("a suite has no
+/// single latency distribution"), a run that did not take place, or a bucket is malformed.
+bool loadLatencyBuckets(const std::filesystem::path& file, std::vector<stats::Histogram::Bucket>& out,
+                        std::string& error);
 
 /// Finds one run: `ref` is a path to a JSON file, an ID, a unique ID prefix, a 1-based index (up to 6 digits)
 /// into `listRuns` (as `portico bench --history` numbers them), or "last". False with `error` when nothing or
