@@ -23,8 +23,11 @@ namespace portico::capture {
 
 namespace {
 
-// protoc's printer and CodedInputStream's default recursion limit.
+// CodedInputStream's default recursion limit (groups of the message itself), and the text printer's
+// limit for unknown fields (kUnknownFieldRecursionLimit): deeper length-delimited fields print as
+// strings, as protoc --decode_raw prints them.
 constexpr int kRecursionBudget = 100;
+constexpr int kPrintBudget = 10;
 
 struct RawField {
     std::uint32_t number = 0;
@@ -204,7 +207,7 @@ bool protobufRawText(std::string_view bytes, std::string& out) {
     p.in = bytes;
     std::vector<RawField> fields;
     const bool ok = p.fields(fields, 0, kRecursionBudget);
-    printRaw(fields, 0, kRecursionBudget, out);
+    printRaw(fields, 0, kPrintBudget, out);
     if (!ok) out += "error: " + p.error + "\n";
     return ok;
 }

@@ -77,8 +77,9 @@ private:
 /// in `protoc --decode_raw`'s layout: one `NUMBER: VALUE` line per field (varints in decimal,
 /// fixed64/fixed32 as 0x%016x/0x%08x, length-delimited fields as a nested `NUMBER { ... }` block when
 /// they parse as a message, else as a C-escaped quoted string; groups as blocks), two spaces per
-/// level, nested at most 100 deep (protoc's recursion limit). Returns false (and `out` holds what was decoded
-/// before the error, then a line `error: ...` with the byte offset) for bytes that are not a message.
+/// level; length-delimited fields more than 10 levels down print as strings, as protoc's do. Returns false
+/// (and `out` holds what was decoded before the error, then a line `error: ...` with the byte offset) for
+/// bytes that are not a message.
 bool protobufRawText(std::string_view bytes, std::string& out);
 
 /// A FileDescriptorSet (`protoc --include_imports --descriptor_set_out=FILE`) loaded with
