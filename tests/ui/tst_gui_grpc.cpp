@@ -113,7 +113,10 @@ private slots:
         table->selectRow(1);
         const QString detail = inspector.messageDetail()->toPlainText();
         QVERIFY2(detail.startsWith("JSON · 19 of 19 bytes kept"), qPrintable(detail));
-        QVERIFY2(detail.contains("test.EchoMessage\n{\n    \"text\": \"hello\""), qPrintable(detail));
+        QVERIFY2(detail.endsWith(
+                     "test.EchoMessage\n{\n  \"text\": \"hello\",\n  \"n\": 42,\n  \"inner\": {\n    "
+                     "\"label\": \"x\",\n    \"values\": [\n      1,\n      2,\n      3\n    ]\n  }\n}"),
+                 qPrintable(detail));
         // The gRPC status in the General section.
         const auto found =
             inspector.headersTree()->findItems("gRPC status", Qt::MatchRecursive | Qt::MatchExactly);

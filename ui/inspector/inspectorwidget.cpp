@@ -14,7 +14,6 @@
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QJsonDocument>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -48,6 +47,53 @@ QString opcodeName(std::uint8_t op) {
     default:
         return QString::number(op);
     }
+}
+
+// Compact JSON (as libprotobuf writes it) indented by 2, keys in their order (QJsonDocument sorts them).
+QString indentJson(const QString& in) {
+    QString out;
+    int depth = 0;
+    bool inString = false, escaped = false;
+    auto newline = [&] { out += '\n' + QString(depth * 2, ' '); };
+    for (int i = 0; i < in.size(); ++i) {
+        const QChar c = in[i];
+        if (inString) {
+            out += c;
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                inString = false;
+            continue;
+        }
+        if (c == '"') {
+            inString = true;
+            out += c;
+        } else if (c == '{' || c == '[') {
+            out += c;
+            const QChar close = c == '{' ? '}' : ']';
+            if (i + 1 < in.size() && in[i + 1] == close) {
+                out += close;
+                ++i;
+            } else {
+                ++depth;
+                newline();
+            }
+        } else if (c == '}' || c == ']') {
+            --depth;
+            newline();
+            out += c;
+        } else if (c == ',') {
+            out += c;
+            newline();
+        } else if (c == ':') {
+            out += QStringLiteral(": ");
+        } else if (!c.isSpace()) {
+            out += c;
+        }
+    }
+    return out;
 }
 
 QTreeWidgetItem* section(QTreeWidget* tree, const QString& title) {
@@ -330,8 +376,7 @@ void InspectorWidget::fillMessages(const capture::Exchange& e) {
             const capture::GrpcMessageText t = capture::describeGrpcMessage(e, m, schema.get());
             full = qs(t.text);
             if (t.kind == capture::GrpcMessageText::Kind::Json) {
-                const QJsonDocument doc = QJsonDocument::fromJson(full.toUtf8());
-                if (!doc.isNull()) full = QString::fromUtf8(doc.toJson(QJsonDocument::Indented)).trimmed();
+                full = indentJson(full);
                 data = qs(t.text);
                 full = qs(t.type) + "\n" + full;
             } else {
