@@ -8,6 +8,7 @@
 #include <portico/capture/har.h>
 #include <portico/capture/store.h>
 #include <portico/config/loader.h>
+#include <portico/config/writer.h>
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -283,6 +284,10 @@ private slots:
         QVERIFY2(ok.ok(), ok.ok() ? "" : ok.errors.front().toString().c_str());
         const auto& px = std::get<config::ProxyAction>(ok.config->vhosts[0].routes[0].action);
         QCOMPARE(QString::fromStdString(px.descriptorSet), QFileInfo(descriptorSet_).absoluteFilePath());
+        // Written back relative to the file's directory, and loaded again.
+        const std::string yaml = config::configToYaml(*ok.config, dir_.path().toStdString());
+        QVERIFY2(yaml.find("descriptor_set: ./grpc_test.pb") != std::string::npos, yaml.c_str());
+        QVERIFY(config::loadConfigText(yaml, "g.yaml", dir_.path().toStdString()).ok());
         auto missing = load("grpc: {upstream: h2c://127.0.0.1:1, descriptor_set: nope.pb}");
         QVERIFY(!missing.ok());
         QVERIFY2(missing.errors.front().toString().starts_with("g.yaml:6:"),
