@@ -22,6 +22,7 @@ struct HarOptions {
     std::string db;
     std::string har;
     std::string filter;
+    std::string descriptorSet; // --descriptor-set: gRPC messages as JSON with this FileDescriptorSet
     bool compact = false;
 };
 
@@ -56,6 +57,15 @@ int exportHar(const HarOptions& o) {
     capture::HarOptions ho;
     ho.creatorVersion = engine::version();
     ho.pretty = !o.compact;
+    std::shared_ptr<const capture::GrpcSchema> schema;
+    if (!o.descriptorSet.empty()) {
+        schema = capture::GrpcSchema::load(o.descriptorSet, error);
+        if (!schema) {
+            std::cerr << "portico: --descriptor-set: " << error << "\n";
+            return kExitFailure;
+        }
+        ho.grpcSchema = [&schema](const capture::Exchange&) { return schema.get(); };
+    }
     const std::string text = capture::toHar(chosen, ho);
     std::ostream* out = &std::cout;
     std::ofstream file;
@@ -119,6 +129,8 @@ Command addHarCommand(CLI::App& app) {
     ex->add_option("out", opts->har, "HAR file to write (- = stdout)")->required();
     ex->add_option("--filter", opts->filter, "Only matching exchanges (e.g. 'status:>=400 path:/api')");
     ex->add_flag("--compact", opts->compact, "One line of JSON instead of indented");
+    ex->add_option("--descriptor-set", opts->descriptorSet,
+                   "gRPC messages as JSON with this FileDescriptorSet (protoc --descriptor_set_out)");
     auto* im = har->add_subcommand("import",
                                    "Read a HAR file (Chrome, Firefox, HTTP Toolkit, mitmproxy) into FILE.db");
     im->add_option("har", opts->har, "HAR file to read")->required()->check(CLI::ExistingFile);

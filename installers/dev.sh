@@ -16,10 +16,10 @@ packages=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates
   qt6-base-dev qt6-base-dev-tools libgl-dev libqcustomplot-dev
   libboost-dev libssl-dev libnghttp2-dev libyaml-cpp-dev libbrotli-dev zlib1g-dev libcli11-dev libpcre2-dev
-  libsqlite3-dev nlohmann-json3-dev python3 dpkg-dev file
+  libsqlite3-dev nlohmann-json3-dev libprotobuf-dev python3 dpkg-dev file
 )
 # Real clients the integration tests drive over loopback (chromium: the headless live-reload test).
-test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets python3-grpcio php8.2-fpm groff-base appstream chromium lintian)
+test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets python3-grpcio protobuf-compiler php8.2-fpm groff-base appstream chromium lintian)
 
 missing=()
 for p in "${packages[@]}" "${test_packages[@]}"; do

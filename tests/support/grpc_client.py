@@ -88,8 +88,63 @@ def raw_trailers_only():
     check(headers.get("grpc-status") == "9" and headers.get(":status") == "200", "headers: %r" % headers)
 
 
+def raw_call(frames, path="/Unary"):
+    # One gRPC call over a raw h2 connection whose request body goes as the given DATA frames (the
+    # last one ends the stream); returns the response's (headers, data, trailers) or a reset.
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    host, port = target.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+    conn.initiate_connection()
+    conn.send_headers(1, [(":method", "POST"), (":scheme", "http"), (":authority", authority),
+                          (":path", prefix + path), ("content-type", "application/grpc"), ("te", "trailers")])
+    for i, f in enumerate(frames):
+        conn.send_data(1, f, end_stream=i == len(frames) - 1)
+        sock.sendall(conn.data_to_send())
+        time.sleep(0.02)  # separate DATA frames, and separate reads at the proxy
+    headers, data, trailers, reset = {}, b"", {}, None
+    ended = False
+    while not ended:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        for ev in conn.receive_data(chunk):
+            if isinstance(ev, h2.events.ResponseReceived):
+                headers = dict(ev.headers)
+            elif isinstance(ev, h2.events.DataReceived):
+                data += ev.data
+                conn.acknowledge_received_data(ev.flow_controlled_length, 1)
+            elif isinstance(ev, h2.events.TrailersReceived):
+                trailers = dict(ev.headers)
+            elif isinstance(ev, h2.events.StreamReset):
+                reset, ended = ev.error_code, True
+            if isinstance(ev, h2.events.StreamEnded):
+                ended = True
+        sock.sendall(conn.data_to_send())
+    sock.close()
+    return headers, data, trailers, reset
+
+
+# EchoMessage (tests/support/grpc_test.proto) {text: "hello", n: 42, inner: {label: "x", values: [1, 2, 3]}}
+PROTO_MESSAGE = bytes.fromhex("0a0568656c6c6f102a1a080a01781203010203")
+
+
 def main():
-    if scenario == "unary":
+    if scenario == "proto":
+        check(uu("Unary")(PROTO_MESSAGE, timeout=10) == PROTO_MESSAGE, "proto echo")
+    elif scenario == "split":
+        # One message whose 5-byte prefix and payload are split across four DATA frames.
+        msg = b"\x00\x00\x00\x00\x05hello"
+        headers, data, trailers, reset = raw_call([msg[:2], msg[2:7], msg[7:8], msg[8:]])
+        check(reset is None and data == msg and trailers.get("grpc-status") == "0",
+              "split: %r %r %r %r" % (headers, data, trailers, reset))
+    elif scenario == "corrupt":
+        # A message that says 100 bytes and ends the stream after 10: the upstream's error, whatever it is.
+        raw_call([b"\x00\x00\x00\x00\x64" + b"0123456789"])
+    elif scenario == "unary":
         check(uu("Unary")(b"hello", timeout=10) == b"hello", "unary echo")
         big = bytes((i * 31 + 7) & 255 for i in range(8 << 20))
         check(uu("Unary")(big, timeout=30) == big, "8 MiB echo")

@@ -11,10 +11,13 @@
 
 #include <QApplication>
 #include <QClipboard>
+#include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QThread>
@@ -44,6 +47,53 @@ QString opcodeName(std::uint8_t op) {
     default:
         return QString::number(op);
     }
+}
+
+// Compact JSON (as libprotobuf writes it) indented by 2, keys in their order (QJsonDocument sorts them).
+QString indentJson(const QString& in) {
+    QString out;
+    int depth = 0;
+    bool inString = false, escaped = false;
+    auto newline = [&] { out += '\n' + QString(depth * 2, ' '); };
+    for (int i = 0; i < in.size(); ++i) {
+        const QChar c = in[i];
+        if (inString) {
+            out += c;
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                inString = false;
+            continue;
+        }
+        if (c == '"') {
+            inString = true;
+            out += c;
+        } else if (c == '{' || c == '[') {
+            out += c;
+            const QChar close = c == '{' ? '}' : ']';
+            if (i + 1 < in.size() && in[i + 1] == close) {
+                out += close;
+                ++i;
+            } else {
+                ++depth;
+                newline();
+            }
+        } else if (c == '}' || c == ']') {
+            --depth;
+            newline();
+            out += c;
+        } else if (c == ',') {
+            out += c;
+            newline();
+        } else if (c == ':') {
+            out += QStringLiteral(": ");
+        } else if (!c.isSpace()) {
+            out += c;
+        }
+    }
+    return out;
 }
 
 QTreeWidgetItem* section(QTreeWidget* tree, const QString& title) {
@@ -125,6 +175,19 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     m_messages->horizontalHeader()->setStretchLastSection(true);
     m_messages->verticalHeader()->hide();
     m_messages->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_messages->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_messages->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_messageDetail = new QPlainTextEdit;
+    m_messageDetail->setObjectName("inspectorMessageDetail");
+    m_messageDetail->setReadOnly(true);
+    m_messageDetail->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    auto messagesSplit = new QSplitter(Qt::Vertical);
+    messagesSplit->addWidget(m_messages);
+    messagesSplit->addWidget(m_messageDetail);
+    messagesSplit->setStretchFactor(0, 3);
+    messagesSplit->setStretchFactor(1, 2);
+    m_messagesPage = messagesSplit;
+    connect(m_messages, &QTableWidget::itemSelectionChanged, this, &InspectorWidget::showMessageDetail);
     m_compareSummary = new QLabel;
     m_compareSummary->setObjectName("inspectorCompareSummary");
     m_compare = new QTableWidget(0, 3);
@@ -145,9 +208,9 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     m_tabs->addTab(m_requestBody, tr("Request body"));
     m_tabs->addTab(m_responseBody, tr("Response body"));
     m_tabs->addTab(m_timelinePage, tr("Timeline"));
-    m_tabs->addTab(m_messages, tr("Messages"));
+    m_tabs->addTab(m_messagesPage, tr("Messages"));
     m_tabs->addTab(m_comparePage, tr("Compare"));
-    m_tabs->setTabVisible(m_tabs->indexOf(m_messages), false);
+    m_tabs->setTabVisible(m_tabs->indexOf(m_messagesPage), false);
     m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), false);
 
     auto layout = new QVBoxLayout(this);
@@ -179,7 +242,9 @@ void InspectorWidget::clear(const QString& message) {
     m_phases->setRowCount(0);
     m_harTimings->clear();
     m_messages->setRowCount(0);
-    m_tabs->setTabVisible(m_tabs->indexOf(m_messages), false);
+    m_messageTexts.clear();
+    m_messageDetail->clear();
+    m_tabs->setTabVisible(m_tabs->indexOf(m_messagesPage), false);
     m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), false);
     updateActions();
 }
@@ -225,8 +290,17 @@ void InspectorWidget::fillHeaders(const capture::Exchange& e) {
             tr("worker %1 · connection %2 · %3 %4")
                 .arg(e.connectionId >> 48)
                 .arg(e.connectionId & ((std::uint64_t(1) << 48) - 1))
-                .arg(e.protocol == capture::Protocol::Http2 ? tr("stream") : tr("request"))
+                .arg(e.protocol == capture::Protocol::Http2 || e.protocol == capture::Protocol::Grpc
+                         ? tr("stream")
+                         : tr("request"))
                 .arg(e.streamId));
+    if (e.protocol == capture::Protocol::Grpc) {
+        const int code = e.grpcStatus();
+        const std::string message = e.grpcMessage();
+        addPair(general, tr("gRPC status"),
+                (code < 0 ? tr("none (the call did not end with a status)") : QString::number(code)) +
+                    (message.empty() ? QString() : QStringLiteral(" · %1").arg(qs(message))));
+    }
     if (e.flags & capture::kHeadersTruncated)
         addPair(general, tr("Note"), tr("headers were cut to fit the record"));
 
@@ -245,6 +319,11 @@ void InspectorWidget::fillHeaders(const capture::Exchange& e) {
                                                        .arg(formatBytes(e.responseHeadersSize)));
     for (const auto& h : e.responseHeaders)
         addPair(response, qs(h.name), qs(h.value));
+    if (!e.responseTrailers.empty()) {
+        QTreeWidgetItem* trailers = section(m_headers, tr("Response trailers"));
+        for (const auto& h : e.responseTrailers)
+            addPair(trailers, qs(h.name), qs(h.value));
+    }
 }
 
 void InspectorWidget::fillPhases(const capture::Exchange& e) {
@@ -273,21 +352,93 @@ void InspectorWidget::fillPhases(const capture::Exchange& e) {
 }
 
 void InspectorWidget::fillMessages(const capture::Exchange& e) {
+    const bool grpc = e.protocol == capture::Protocol::Grpc;
+    m_messages->setHorizontalHeaderLabels({tr("Time"), tr("Direction"),
+                                           grpc ? tr("Compressed") : tr("Opcode"), tr("Size"),
+                                           grpc ? tr("Message") : tr("Data")});
+    // gRPC messages are decoded here, when shown (never on the server's path): JSON with the
+    // route's descriptor set, else raw protobuf fields.
+    std::shared_ptr<const capture::GrpcSchema> schema;
+    QString schemaError;
+    if (grpc && m_server && m_server->config()) {
+        std::string error;
+        schema = m_grpcSchemas.forCall(*m_server->config(), e, &error);
+        schemaError = qs(error);
+    }
     m_messages->setRowCount(int(e.messages.size()));
+    m_messageTexts.clear();
     const std::int64_t origin = e.at(capture::Phase::RequestHeaders);
     for (int i = 0; i < int(e.messages.size()); ++i) {
         const auto& m = e.messages[std::size_t(i)];
         const QString when = origin >= 0 ? formatDuration(m.timeNs - origin) : QString::number(m.timeNs);
-        QString data =
-            m.opcode == 2 ? BodyView::hexDump(m.data.substr(0, 64)).section('\n', 0, 3) : qs(m.data);
+        QString data, full, kind;
+        if (grpc) {
+            const capture::GrpcMessageText t = capture::describeGrpcMessage(e, m, schema.get());
+            full = qs(t.text);
+            if (t.kind == capture::GrpcMessageText::Kind::Json) {
+                full = indentJson(full);
+                data = qs(t.text);
+                full = qs(t.type) + "\n" + full;
+            } else {
+                data = QString(full).replace('\n', QStringLiteral(" · ")).trimmed();
+                if (data.endsWith(QStringLiteral(" ·"))) data.chop(2);
+            }
+            const QString why = !t.note.empty()                       ? qs(t.note)
+                                : (!schema && !schemaError.isEmpty()) ? schemaError
+                                                                      : QString();
+            switch (t.kind) {
+            case capture::GrpcMessageText::Kind::Json:
+                kind = tr("JSON");
+                break;
+            case capture::GrpcMessageText::Kind::Raw:
+                kind = tr("raw protobuf");
+                break;
+            case capture::GrpcMessageText::Kind::Compressed:
+                kind = tr("compressed");
+                data = tr("(compressed, %1)").arg(why);
+                full = BodyView::hexDump(m.data.substr(0, 1024));
+                break;
+            case capture::GrpcMessageText::Kind::Malformed:
+                kind = tr("malformed");
+                data = tr("(malformed: %1) %2").arg(why, data);
+                break;
+            }
+            full = tr("%1 · %2 of %3 bytes kept").arg(kind).arg(m.data.size()).arg(m.size) +
+                   (why.isEmpty() ? QString() : QStringLiteral(" · ") + why) + "\n\n" + full;
+        } else {
+            data = m.opcode == 2 ? BodyView::hexDump(m.data.substr(0, 64)).section('\n', 0, 3) : qs(m.data);
+            full = m.opcode == 2 ? BodyView::hexDump(m.data) : qs(m.data);
+        }
         if (m.size > m.data.size()) data += QStringLiteral(" …");
-        const QString cells[] = {when, m.fromClient ? tr("→ sent by client") : tr("← sent by server"),
-                                 opcodeName(m.opcode), formatBytes(m.size), data};
-        for (int c = 0; c < 5; ++c)
-            m_messages->setItem(i, c, new QTableWidgetItem(cells[c]));
+        m_messageTexts << full;
+        const QString cells[] = {when,
+                                 m.fromClient ? tr("→ sent by client")
+                                 : grpc       ? tr("← sent by upstream")
+                                              : tr("← sent by server"),
+                                 grpc ? (m.opcode == 0   ? tr("no")
+                                         : m.opcode == 1 ? tr("yes")
+                                                         : tr("flag %1").arg(m.opcode))
+                                      : opcodeName(m.opcode),
+                                 formatBytes(m.size), data};
+        for (int c = 0; c < 5; ++c) {
+            auto item = new QTableWidgetItem(cells[c]);
+            if (c == 4) item->setToolTip(full.left(4000));
+            m_messages->setItem(i, c, item);
+        }
     }
-    m_tabs->setTabVisible(m_tabs->indexOf(m_messages), !e.messages.empty());
-    m_tabs->setTabText(m_tabs->indexOf(m_messages), tr("Messages (%1)").arg(e.messages.size()));
+    m_messageDetail->clear();
+    const int tab = m_tabs->indexOf(m_messagesPage);
+    m_tabs->setTabVisible(tab, !e.messages.empty());
+    QString title = tr("Messages (%1)").arg(e.messages.size());
+    if (e.messageCount > e.messages.size())
+        title = tr("Messages (%1 of %2)").arg(e.messages.size()).arg(e.messageCount);
+    m_tabs->setTabText(tab, title);
+    if (!e.messages.empty()) m_messages->selectRow(0);
+}
+
+void InspectorWidget::showMessageDetail() {
+    const int row = m_messages->currentRow();
+    m_messageDetail->setPlainText(row >= 0 && row < m_messageTexts.size() ? m_messageTexts[row] : QString());
 }
 
 void InspectorWidget::updateActions() {

@@ -1,8 +1,9 @@
-// InspectorWidget: one exchange in detail — headers, bodies, WebSocket messages, the timeline
+// InspectorWidget: one exchange in detail — headers, bodies, WebSocket and gRPC messages, the timeline
 // waterfall — and the actions on it: copy as curl, resend, edit and resend, compare.
 #pragma once
 
 #include <portico/capture/exchange.h>
+#include <portico/capture/grpc.h>
 #include <portico/capture/replay.h>
 
 #include <QWidget>
@@ -11,6 +12,7 @@
 #include <optional>
 
 class QLabel;
+class QPlainTextEdit;
 class QPushButton;
 class QTabWidget;
 class QTableWidget;
@@ -43,6 +45,10 @@ public:
     QWidget* timelinePage() const { return m_timelinePage; } ///< the waterfall and the phase table
     BodyView* responseBody() const { return m_responseBody; }
     QTabWidget* tabs() const { return m_tabs; }
+    /// The Messages tab: one row per WebSocket or gRPC message, the selected one in full below.
+    QTableWidget* messagesTable() const { return m_messages; }
+    QPlainTextEdit* messageDetail() const { return m_messageDetail; }
+    QWidget* messagesPage() const { return m_messagesPage; } ///< the tab holding both
     /// Where resends go: the server's first cleartext listener ("http://127.0.0.1:8080"); replay
     /// speaks HTTP/1.1 over plain sockets only.
     QString resendTarget() const;
@@ -62,6 +68,7 @@ private:
     void onResendDone();
     void fillHeaders(const capture::Exchange& e);
     void fillMessages(const capture::Exchange& e);
+    void showMessageDetail();
     void fillPhases(const capture::Exchange& e);
     void showCompare();
     void updateActions();
@@ -82,6 +89,10 @@ private:
     QTableWidget* m_phases = nullptr;
     QLabel* m_harTimings = nullptr;
     QTableWidget* m_messages = nullptr;
+    QPlainTextEdit* m_messageDetail = nullptr;
+    QWidget* m_messagesPage = nullptr;
+    QStringList m_messageTexts; ///< the full text of each row (decoded gRPC, or the WebSocket data)
+    capture::GrpcSchemaCache m_grpcSchemas; ///< descriptor sets of grpc: routes, loaded when first shown
     QWidget* m_comparePage = nullptr;
     QLabel* m_compareSummary = nullptr;
     QTableWidget* m_compare = nullptr;

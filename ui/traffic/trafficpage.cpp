@@ -349,7 +349,18 @@ int TrafficPage::exportHar(const QString& path, bool allShown, QString* error) {
             if (wanted.count(e.id)) exchanges.push_back(std::move(e));
     }
     QSaveFile file(path);
-    const std::string har = capture::toHar(exchanges);
+    // gRPC messages as JSON with their routes' descriptor sets (as the inspector shows them).
+    capture::GrpcSchemaCache schemas;
+    std::vector<std::shared_ptr<const capture::GrpcSchema>> keep;
+    capture::HarOptions options;
+    const auto config = m_server->config();
+    options.grpcSchema = [&](const capture::Exchange& e) -> const capture::GrpcSchema* {
+        if (!config) return nullptr;
+        auto schema = schemas.forCall(*config, e);
+        if (schema && (keep.empty() || keep.back() != schema)) keep.push_back(schema); // alive until written
+        return schema.get();
+    };
+    const std::string har = capture::toHar(exchanges, options);
     if (!file.open(QIODevice::WriteOnly) ||
         file.write(har.data(), qint64(har.size())) != qint64(har.size()) || !file.commit()) {
         if (error) *error = file.errorString();

@@ -47,11 +47,57 @@ std::string_view find(const std::vector<Header>& h, std::string_view name) {
 std::string_view Exchange::requestHeader(std::string_view name) const { return find(requestHeaders, name); }
 std::string_view Exchange::responseHeader(std::string_view name) const { return find(responseHeaders, name); }
 
+namespace {
+// A trailer of a gRPC call: the trailers, else the headers of a Trailers-Only answer.
+const Header* grpcField(const Exchange& e, std::string_view name) {
+    for (const auto* list : {&e.responseTrailers, &e.responseHeaders})
+        for (const auto& h : *list)
+            if (iequals(h.name, name)) return &h;
+    return nullptr;
+}
+int hexDigit(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+} // namespace
+
+int Exchange::grpcStatus() const {
+    const Header* h = grpcField(*this, "grpc-status");
+    if (!h || h->value.empty() || h->value.size() > 9) return -1;
+    int n = 0;
+    for (char c : h->value) {
+        if (c < '0' || c > '9') return -1;
+        n = n * 10 + (c - '0');
+    }
+    return n;
+}
+
+std::string Exchange::grpcMessage() const {
+    const Header* h = grpcField(*this, "grpc-message");
+    if (!h) return {};
+    // PROTOCOL-HTTP2.md: grpc-message is percent-encoded UTF-8; a bad escape is kept as it is.
+    std::string out;
+    const std::string& v = h->value;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        int hi, lo;
+        if (v[i] == '%' && i + 2 < v.size() && (hi = hexDigit(v[i + 1])) >= 0 &&
+            (lo = hexDigit(v[i + 2])) >= 0) {
+            out.push_back(static_cast<char>(hi * 16 + lo));
+            i += 2;
+        } else {
+            out.push_back(v[i]);
+        }
+    }
+    return out;
+}
+
 std::size_t Exchange::approximateBytes() const {
     std::size_t n = sizeof(Exchange) + tlsVersion.size() + alpn.size() + client.size() + vhost.size() +
                     route.size() + method.size() + scheme.size() + authority.size() + target.size() +
                     error.size() + requestBody.size() + responseBody.size();
-    for (const auto* list : {&requestHeaders, &requestTrailers, &responseHeaders})
+    for (const auto* list : {&requestHeaders, &requestTrailers, &responseHeaders, &responseTrailers})
         for (const auto& h : *list)
             n += sizeof(Header) + h.name.size() + h.value.size();
     for (const auto& m : messages)

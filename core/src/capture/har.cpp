@@ -427,6 +427,38 @@ std::string toHar(const std::vector<Exchange>& exchanges, const HarOptions& opti
             }
             entry["_webSocketMessages"] = std::move(msgs);
         }
+        if (e.protocol == Protocol::Grpc) {
+            entry["_portico"]["messageCount"] = e.messageCount;
+            if (!e.responseTrailers.empty())
+                entry["_portico"]["responseTrailers"] = headerList(e.responseTrailers);
+            // One object per Length-Prefixed-Message, in the WebSocket entries' shape: type, time
+            // (Unix seconds), data (always base64: protobuf is binary), and ours: the exact steady
+            // time, Compressed-Flag, Message-Length, and how the message reads.
+            json msgs = json::array();
+            for (const auto& m : e.messages) {
+                json j;
+                j["type"] = m.fromClient ? "send" : "receive";
+                j["time"] = static_cast<double>(messageUnixNs(e, m)) / 1e9;
+                j["data"] = base64Encode(m.data);
+                j["_timeNs"] = m.timeNs;
+                j["_compressedFlag"] = m.opcode;
+                j["_size"] = m.size;
+                if (m.cut) j["_cut"] = true;
+                if (options.decodeGrpc) {
+                    const GrpcSchema* schema = options.grpcSchema ? options.grpcSchema(e) : nullptr;
+                    const GrpcMessageText t = describeGrpcMessage(e, m, schema);
+                    static constexpr const char* kKinds[] = {"json", "raw", "compressed", "malformed"};
+                    json d;
+                    d["kind"] = kKinds[static_cast<int>(t.kind)];
+                    if (!t.type.empty()) d["type"] = t.type;
+                    if (!t.text.empty()) d["text"] = t.text;
+                    if (!t.note.empty()) d["note"] = t.note;
+                    j["_decoded"] = std::move(d);
+                }
+                msgs.push_back(std::move(j));
+            }
+            entry["_grpcMessages"] = std::move(msgs);
+        }
         entries.push_back(std::move(entry));
     }
     json har;
@@ -537,6 +569,45 @@ void readWebSocketMessages(const json& entry, const std::string& where, Exchange
             m.timeNs = t->get<std::int64_t>();
         } else {
             // Whole seconds and the fraction apart: a double near 1.7e18 ns has 256 ns steps.
+            const double secs = num(j, "time", 0);
+            const bool ok = std::isfinite(secs) && std::fabs(secs) < 9e9;
+            const double whole = ok ? std::floor(secs) : 0;
+            const std::int64_t unixNs = static_cast<std::int64_t>(whole) * 1'000'000'000 +
+                                        (ok ? std::llround((secs - whole) * 1e9) : 0);
+            m.timeNs = base >= 0 ? base + (unixNs - e.startedUnixNs) : unixNs;
+        }
+        e.messages.push_back(std::move(m));
+    }
+    e.messageCount = std::max<std::uint64_t>(e.messageCount, e.messages.size());
+}
+
+// `_grpcMessages` (Portico) → messages; the entry becomes a gRPC call. `_decoded` is only a view.
+void readGrpcMessages(const json& entry, const std::string& where, Exchange& e,
+                      std::vector<std::string>& warnings) {
+    const json* msgs = member(entry, "_grpcMessages");
+    if (!msgs) return;
+    if (!msgs->is_array()) throw ShapeError{where + "._grpcMessages", "expected an array"};
+    e.protocol = Protocol::Grpc;
+    const std::int64_t base = e.at(Phase::RequestHeaders);
+    std::size_t i = 0;
+    for (const auto& j : *msgs) {
+        const std::string at = where + "._grpcMessages[" + std::to_string(i++) + "]";
+        if (!j.is_object()) throw ShapeError{at, "expected an object"};
+        Message m;
+        m.fromClient = str(j, "type", "receive") == "send";
+        const double flag = num(j, "_compressedFlag", 0);
+        m.opcode = flag >= 0 && flag <= 255 ? static_cast<std::uint8_t>(flag) : 0;
+        const std::string data = str(j, "data");
+        if (!base64Decode(data, m.data)) {
+            warnings.push_back(at + ".data: not base64, kept as text");
+            m.data = data;
+        }
+        const double size = num(j, "_size", -1);
+        m.size = size >= 0 ? static_cast<std::uint64_t>(size) : m.data.size();
+        if (const json* c = member(j, "_cut"); c && c->is_boolean()) m.cut = c->get<bool>();
+        if (const json* t = member(j, "_timeNs"); t && t->is_number_integer()) {
+            m.timeNs = t->get<std::int64_t>();
+        } else {
             const double secs = num(j, "time", 0);
             const bool ok = std::isfinite(secs) && std::fabs(secs) < 9e9;
             const double whole = ok ? std::floor(secs) : 0;
@@ -713,6 +784,8 @@ HarImport fromHar(std::string_view text) {
                 u64("messageCount", e.messageCount);
                 if (const json* tr = member(*p, "requestTrailers"); tr && tr->is_array())
                     e.requestTrailers = headers(*p, "requestTrailers", where + "._portico");
+                if (const json* tr = member(*p, "responseTrailers"); tr && tr->is_array())
+                    e.responseTrailers = headers(*p, "responseTrailers", where + "._portico");
                 if (const json* ph = member(*p, "phasesNs"); ph && ph->is_object()) {
                     e.phases.fill(-1);
                     for (std::size_t i = 0; i < kPhaseCount; ++i)
@@ -723,6 +796,7 @@ HarImport fromHar(std::string_view text) {
                 }
             }
             readWebSocketMessages(entry, where, e, out.warnings);
+            readGrpcMessages(entry, where, e, out.warnings);
             out.exchanges.push_back(std::move(e));
         }
     } catch (const ShapeError& e) {

@@ -259,6 +259,54 @@ void wsClosed(WsCapture& wc, std::string_view error) {
     wc.rec->publishFull(wc.key, true, std::move(rec));
 }
 
+// ---- gRPC calls ----
+
+namespace {
+void grpcKeep(GrpcCapture& gc, bool fromClient, std::uint8_t flag, std::uint64_t size,
+              std::string_view prefix, bool cut) {
+    ++gc.count;
+    if (gc.messages.size() >= gc.maxMessages) return;
+    Message& m = gc.messages.emplace_back();
+    m.timeNs = nowNs();
+    m.fromClient = fromClient;
+    m.opcode = flag;
+    m.size = size;
+    m.data.assign(prefix);
+    m.cut = cut;
+}
+} // namespace
+
+void grpcData(GrpcCapture& gc, bool fromClient, std::string_view bytes) {
+    (fromClient ? gc.request : gc.response)
+        .feed(bytes, [&](std::uint8_t flag, std::uint32_t length, std::string_view prefix) {
+            grpcKeep(gc, fromClient, flag, length, prefix, false);
+        });
+}
+
+bool writeGrpcRecord(ConnCapture& cc, const ExchangeInput& in, GrpcCapture& gc, std::string_view trailers) {
+    // The HTTP/2 exchange through the slot encoding (one copy of the field rules), into scratch.
+    const std::size_t cap = std::max<std::size_t>(cc.cfg->recordBytes, 1024);
+    auto buf = std::make_unique<char[]>(cap);
+    SlotHead head{};
+    for (auto& ph : head.phases)
+        ph = -1;
+    fillSlot(cc, &head, buf.get(), cap, in);
+    auto rec = std::make_unique<Exchange>(decodeSlot(head, buf.get()));
+    rec->protocol = Protocol::Grpc;
+    for (bool fromClient : {true, false}) {
+        const GrpcMessageSplitter& sp = fromClient ? gc.request : gc.response;
+        if (sp.midMessage())
+            grpcKeep(gc, fromClient, sp.pendingFlag(), sp.pendingLength(), sp.pendingPrefix(), true);
+    }
+    if (gc.count > gc.messages.size()) rec->flags |= kMessagesTruncated;
+    rec->messageCount = gc.count;
+    rec->messages = std::move(gc.messages);
+    forEachField(trailers, [&](std::string_view n, std::string_view v) {
+        rec->responseTrailers.push_back({std::string(n), std::string(v)});
+    });
+    return cc.rec->publishFull(cc.rec->newFullKey(), true, std::move(rec));
+}
+
 void h1Serialized(ConnCapture& cc, const ExchangeInput& in) {
     if (writeRecord(cc, cc.pending, in)) ++cc.pending;
 }

@@ -4,6 +4,8 @@
 
 #include "capture/recorder.h"
 
+#include <portico/capture/grpc.h>
+
 #include <portico/config/config.h>
 #include <portico/http/message.h>
 #include <portico/routing/router.h>
@@ -115,6 +117,27 @@ void wsMessage(WsCapture& wc, bool fromClient, std::uint8_t opcode, std::string_
                std::uint64_t size);
 /// The session is gone: ResponseDone, `error` ("" for a clean close), final version published.
 void wsClosed(WsCapture& wc, std::string_view error);
+
+// ---- gRPC calls ----
+
+/// The messages of one gRPC call (an HTTP/2 stream with content-type application/grpc*), built on
+/// its worker while the bytes pass through. Bounded: capture.ws_messages messages of at most
+/// capture.body_bytes each, plus one message in progress per direction.
+struct GrpcCapture {
+    GrpcCapture(std::size_t bodyBytes, std::size_t maxMessages)
+        : request(bodyBytes), response(bodyBytes), maxMessages(maxMessages) {}
+    GrpcMessageSplitter request;  ///< client → upstream
+    GrpcMessageSplitter response; ///< upstream → client
+    std::size_t maxMessages;
+    std::vector<Message> messages;
+    std::uint64_t count = 0;
+};
+/// Bytes of the call's body in one direction (any piece of it).
+void grpcData(GrpcCapture& gc, bool fromClient, std::string_view bytes);
+/// The call's stream ended: writes its whole record (the exchange as `writeRecord` would, protocol
+/// Grpc, its messages, a message cut by the end marked `cut`, and `trailers`, the upstream's
+/// "name: value\r\n" trailer lines) to the worker's full-record ring. False when dropped.
+bool writeGrpcRecord(ConnCapture& cc, const ExchangeInput& in, GrpcCapture& gc, std::string_view trailers);
 
 // ---- HTTP/1.1 batching (see connection.cpp) ----
 /// A response was serialized: record it as pending.

@@ -28,19 +28,21 @@ CREATE TABLE IF NOT EXISTS exchanges (
   accepted_ns INTEGER, tls_done_ns INTEGER, request_headers_ns INTEGER, request_body_done_ns INTEGER,
   route_matched_ns INTEGER, upstream_connected_ns INTEGER, upstream_first_byte_ns INTEGER,
   response_first_byte_ns INTEGER, response_done_ns INTEGER,
-  message_count INTEGER, messages BLOB
+  message_count INTEGER, messages BLOB, response_trailers BLOB
 );
 )sql";
 // Columns added after portico-capture-1's first files: added to older files on open (NULL there).
-constexpr const char* kAddedColumns[][2] = {{"message_count", "INTEGER"}, {"messages", "BLOB"}};
+constexpr const char* kAddedColumns[][2] = {
+    {"message_count", "INTEGER"}, {"messages", "BLOB"}, {"response_trailers", "BLOB"}};
 constexpr const char* kColumns =
     "id, started_unix_ns, connection_id, stream_id, protocol, http_version, tls_version, alpn, client, "
     "local_port, vhost, route, method, scheme, authority, target, status, error, flags, request_headers, "
     "request_trailers, request_body, request_body_size, request_headers_size, response_headers, "
     "response_body, response_body_size, response_headers_size, accepted_ns, tls_done_ns, "
     "request_headers_ns, request_body_done_ns, route_matched_ns, upstream_connected_ns, "
-    "upstream_first_byte_ns, response_first_byte_ns, response_done_ns, message_count, messages";
-constexpr int kColumnCount = 39;
+    "upstream_first_byte_ns, response_first_byte_ns, response_done_ns, message_count, messages, "
+    "response_trailers";
+constexpr int kColumnCount = 40;
 
 std::string text(sqlite3_stmt* st, int i) {
     const auto* p = static_cast<const char*>(sqlite3_column_blob(st, i));
@@ -97,7 +99,9 @@ std::string encodeMessages(const std::vector<Message>& messages) {
     put(static_cast<std::uint32_t>(messages.size()));
     for (const auto& m : messages) {
         put(static_cast<std::int64_t>(m.timeNs));
-        put(static_cast<std::uint8_t>(m.fromClient ? 1 : 0));
+        // Bit 0: from the client; bit 1: a gRPC message the stream ended inside (files written
+        // before bit 1 existed have only 0 and 1 here).
+        put(static_cast<std::uint8_t>((m.fromClient ? 1 : 0) | (m.cut ? 2 : 0)));
         put(m.opcode);
         put(static_cast<std::uint64_t>(m.size));
         put(static_cast<std::uint32_t>(m.data.size()));
@@ -125,7 +129,8 @@ std::vector<Message> decodeMessages(std::string_view b) {
         std::uint32_t len = 0;
         if (!get(t) || !get(from) || !get(m.opcode) || !get(size) || !get(len) || b.size() - at < len) break;
         m.timeNs = t;
-        m.fromClient = from != 0;
+        m.fromClient = (from & 1) != 0;
+        m.cut = (from & 2) != 0;
         m.size = size;
         m.data.assign(b.data() + at, len);
         at += len;
@@ -271,6 +276,10 @@ bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
         sqlite3_bind_null(st, i++);
     else
         blob(encodeMessages(e.messages));
+    if (e.responseTrailers.empty())
+        sqlite3_bind_null(st, i++);
+    else
+        blob(encodeHeaders(e.responseTrailers));
     return true;
 }
 
@@ -348,6 +357,7 @@ std::vector<Exchange> Store::load(std::uint64_t sinceId, std::size_t max) {
         }
         e.messageCount = static_cast<std::uint64_t>(i64());
         e.messages = decodeMessages(str());
+        e.responseTrailers = decodeHeaders(str());
         out.push_back(std::move(e));
     }
     sqlite3_finalize(st);

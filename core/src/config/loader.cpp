@@ -1,4 +1,5 @@
 // Loads a YAML config file into the Config model, validating it and collecting every located error.
+#include <portico/capture/grpc.h>
 #include <portico/config/loader.h>
 #include <portico/http/message.h>
 #include <portico/http1/parser.h>
@@ -72,8 +73,8 @@ constexpr Keys kRouteNotYet{}; // every route action of the design is supported
 constexpr std::string_view kFastCgiKeys[] = {
     "address", "root", "index", "extension", "connect_timeout", "response_timeout"};
 constexpr std::string_view kProxyKeys[] = {
-    "upstream",         "strip_prefix", "change_origin", "forwarded",        "connect_timeout",
-    "response_timeout", "fail_timeout", "idle_timeout",  "grpc_timeout_max", "ws"};
+    "upstream",     "strip_prefix", "change_origin",    "forwarded", "connect_timeout", "response_timeout",
+    "fail_timeout", "idle_timeout", "grpc_timeout_max", "ws",        "descriptor_set"};
 constexpr std::string_view kGroupKeys[] = {"prefix", "routes"};
 constexpr std::string_view kStaticKeys[] = {"root", "index", "listing", "spa_fallback", "follow_symlinks"};
 constexpr std::string_view kRespondKeys[] = {
@@ -1633,6 +1634,21 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
                     if (auto d = duration(val, true)) px.grpcTimeoutMax = *d;
                 } else if (k.key == "ws") {
                     if (auto b = boolean(val)) px.ws = *b;
+                } else if (k.key == "descriptor_set") {
+                    if (!px.grpc) {
+                        error(val, "descriptor_set belongs to grpc: routes");
+                    } else if (auto s = string(val)) {
+                        fs::path p(*s);
+                        if (p.is_relative()) p = baseDir_ / p;
+                        std::string why;
+                        if (s->empty())
+                            error(val, "descriptor_set needs a file (protoc --include_imports "
+                                       "--descriptor_set_out=FILE)");
+                        else if (!capture::GrpcSchema::load(p.lexically_normal().string(), why))
+                            error(val, why);
+                        else
+                            px.descriptorSet = p.lexically_normal().string();
+                    }
                 } else {
                     return false;
                 }

@@ -211,6 +211,8 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
         if (px->grpcTimeoutMax != defaults.grpcTimeoutMax)
             out << YAML::Key << "grpc_timeout_max" << YAML::Value << formatDuration(px->grpcTimeoutMax);
         if (px->ws) out << YAML::Key << "ws" << YAML::Value << true;
+        if (!px->descriptorSet.empty())
+            out << YAML::Key << "descriptor_set" << YAML::Value << relativePath(px->descriptorSet, base);
         out << YAML::EndMap;
     }
     out << YAML::EndMap;

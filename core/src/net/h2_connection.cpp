@@ -120,9 +120,10 @@ struct H2Connection::ProxySink final : proxy::Sink {
     std::optional<std::uint64_t> length;
     std::string pending;
     std::size_t offset = 0;
-    std::string trailers;        // the upstream's trailer section ("name: value\r\n" lines)
-    std::uint64_t sentBytes = 0; // body bytes handed to nghttp2
-    std::string capBody;         // capture only: a prefix of the response body
+    std::string trailers;                    // the upstream's trailer section ("name: value\r\n" lines)
+    std::uint64_t sentBytes = 0;             // body bytes handed to nghttp2
+    std::string capBody;                     // capture only: a prefix of the response body
+    capture::GrpcCapture* capGrpc = nullptr; // capture only: the call's messages (owned by the Stream)
     bool done = false;
     bool paused = false;
     bool deferred = false;
@@ -182,6 +183,7 @@ struct H2Connection::Stream {
         capLabels = {};
         capBody.clear();
         capBodySize = 0;
+        capGrpc.reset();
     }
     struct Field {
         std::uint32_t name, nameLen, value, valueLen;
@@ -210,6 +212,7 @@ struct H2Connection::Stream {
     capture::RouteLabels capLabels;
     std::string capBody;           // request body prefix
     std::uint64_t capBodySize = 0; // request body bytes (a streamed body counts them for max_body_bytes too)
+    std::unique_ptr<capture::GrpcCapture> capGrpc; // a gRPC call's messages
 };
 
 H2Connection::H2Connection(Worker& worker, Connection::Socket socket, SSL* ssl, std::uint16_t localPort,
@@ -559,6 +562,7 @@ int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t 
         // Acknowledged when the upstream takes it (ProxySink::onRequestBodyConsumed).
         s->proxy->exchange->requestBody({reinterpret_cast<const char*>(data), len});
         if (cap_) {
+            if (s->capGrpc) capture::grpcData(*s->capGrpc, true, {reinterpret_cast<const char*>(data), len});
             if (s->capBody.size() < cap_->cfg->bodyBytes)
                 s->capBody.append(reinterpret_cast<const char*>(data),
                                   std::min<std::size_t>(len, cap_->cfg->bodyBytes - s->capBody.size()));
@@ -720,6 +724,12 @@ void H2Connection::startProxy(Stream& s, const http::Request& req) {
     sink->serverHeader = s.res.serverHeader;
     for (const auto& h : req.headers)
         if (h.name == "content-type" && h.value.starts_with("application/grpc")) sink->grpc = true;
+    if (cap_ && sink->grpc) {
+        // A gRPC call: its record carries the messages both ways (capture only).
+        s.capGrpc = std::make_unique<capture::GrpcCapture>(cap_->cfg->bodyBytes, cap_->cfg->wsMessages);
+        sink->capGrpc = s.capGrpc.get();
+        if (!s.streaming) capture::grpcData(*s.capGrpc, true, s.body);
+    }
     ProxySink* raw = sink.get();
     s.proxy = std::move(sink);
     const auto& action = *static_cast<const config::ProxyAction*>(s.res.forward);
@@ -777,8 +787,11 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
 
 bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
     pending.append(data);
-    if (conn->cap_ && capBody.size() < conn->cap_->cfg->bodyBytes)
-        capBody.append(data.substr(0, conn->cap_->cfg->bodyBytes - capBody.size()));
+    if (conn->cap_) {
+        if (capBody.size() < conn->cap_->cfg->bodyBytes)
+            capBody.append(data.substr(0, conn->cap_->cfg->bodyBytes - capBody.size()));
+        if (capGrpc) capture::grpcData(*capGrpc, false, data);
+    }
     const bool full = pending.size() - offset >= kProxyHighWater;
     if (full) paused = true;
     wake(); // may end the stream and destroy this sink: nothing is touched after it
@@ -1112,7 +1125,12 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
         if (error.empty())
             in.phases[static_cast<std::size_t>(capture::Phase::ResponseDone)] = capture::nowNs();
     }
-    if (capture::writeRecord(*cap_, 0, in)) cap_->rec->publish(1);
+    if (s.capGrpc) {
+        in.protocol = capture::Protocol::Grpc;
+        capture::writeGrpcRecord(*cap_, in, *s.capGrpc, proxied ? std::string_view(proxied->trailers) : "");
+    } else if (capture::writeRecord(*cap_, 0, in)) {
+        cap_->rec->publish(1);
+    }
     s.capHeadNs = -1;
 }
 

@@ -1,5 +1,5 @@
-// One captured exchange (an HTTP/1.1 request/response, an HTTP/2 stream, a WebSocket session; room
-// for gRPC calls) as plain data: what the engine hands to the GUI and the CLI, what the
+// One captured exchange (an HTTP/1.1 request/response, an HTTP/2 stream, a WebSocket session, a
+// gRPC call) as plain data: what the engine hands to the GUI and the CLI, what the
 // session file stores and what HAR export/import converts. No Qt, no sockets.
 #pragma once
 
@@ -15,7 +15,7 @@ enum class Protocol : std::uint8_t {
     Http1 = 0,     ///< HTTP/1.0 or HTTP/1.1 (see Exchange::httpVersion)
     Http2 = 1,     ///< one HTTP/2 stream (h2 over TLS or h2c)
     WebSocket = 2, ///< a WebSocket session (RFC 6455): the upgrade request, the 101, `messages`
-    Grpc = 3,      ///< reserved: a gRPC call over HTTP/2, `messages` filled
+    Grpc = 3,      ///< a gRPC call over HTTP/2 (one stream of a `grpc:`/`proxy:` route), `messages` filled
 };
 
 /// The server-side timeline, in this order (DESIGN.md "Capture"). Upstream phases are reserved for
@@ -42,19 +42,27 @@ struct Header {
     bool operator==(const Header&) const = default;
 };
 
-/// One WebSocket message of a session record (gRPC messages: reserved).
+/// One WebSocket message of a session record, or one gRPC message of a call record.
 ///
 /// WebSocket (RFC 6455 §5.2 opcodes): every whole data message (1 text, 2 binary; a fragmented
 /// message is one Message, `size` after permessage-deflate inflation) and every control frame
 /// (8 close: `data` is the close body, 2-byte code then reason; 9 ping; 10 pong), in the order the
 /// session handled them. Opcode 0 is not a frame: it marks a room event, `data` = "join ROOM" or
 /// "leave ROOM" (`fromClient` false, `size` = data's size).
+///
+/// gRPC (gRPC over HTTP/2, PROTOCOL-HTTP2.md "Length-Prefixed-Message"): every message of the call
+/// in the order its last byte passed through (requests from the client, responses from the
+/// upstream), `opcode` = its Compressed-Flag byte (0 plain, 1 compressed with `grpc-encoding`; any
+/// other value is malformed), `size` = its Message-Length, `data` its first bytes. A message the
+/// stream ended in the middle of is kept with the bytes that came (`data.size()` < `size` even when
+/// `size` ≤ capture.body_bytes) and `cut` set.
 struct Message {
     std::int64_t timeNs = 0; ///< steady_clock nanoseconds, same clock as the timeline
     bool fromClient = false; ///< true: received from the client; false: sent by the server
-    std::uint8_t opcode = 0; ///< WebSocket opcode (1, 2, 8, 9, 10) or 0 (room event)
+    std::uint8_t opcode = 0; ///< WebSocket opcode (1, 2, 8, 9, 10) or 0 (room event); gRPC: Compressed-Flag
     std::string data;        ///< payload prefix, at most capture.body_bytes bytes, binary-safe
     std::uint64_t size = 0;  ///< whole payload in bytes (data.size() ≤ size)
+    bool cut = false;        ///< gRPC: the stream ended before the whole message (`size` bytes) came
     bool operator==(const Message&) const = default;
 };
 
@@ -79,6 +87,10 @@ enum ExchangeFlags : std::uint32_t {
 /// published twice under the same id: when the session opens (kIncomplete, no messages yet, so a
 /// long-lived session shows up at once) and when it closes (complete); a reader that saw it
 /// kIncomplete fetches it again by id to see the final version.
+///
+/// A gRPC call is one record (protocol Grpc, httpVersion 20) published when its stream closes: the
+/// HTTP/2 request and response, `responseTrailers` (grpc-status, grpc-message; a Trailers-Only
+/// answer has them in `responseHeaders`), `messages` both ways.
 struct Exchange {
     std::uint64_t id = 0; ///< engine-wide, increasing from 1 in completion order; 0 = not assigned
     std::uint64_t connectionId =
@@ -105,18 +117,20 @@ struct Exchange {
         0;          ///< bytes of the request head as received (HTTP/1.1), HPACK-decoded size (HTTP/2)
     int status = 0; ///< 0: no response (connection reset, stream reset)
     std::vector<Header> responseHeaders; ///< as sent, Date/Server/Content-Length included
-    std::string responseBody;            ///< prefix of at most capture.body_bytes
-    std::uint64_t responseBodySize = 0;  ///< bytes of the whole response body
+    /// The trailer section after the response body (RFC 9113 §8.1); recorded for gRPC calls only.
+    std::vector<Header> responseTrailers;
+    std::string responseBody;           ///< prefix of at most capture.body_bytes
+    std::uint64_t responseBodySize = 0; ///< bytes of the whole response body
     std::uint64_t responseHeadersSize = 0;
     std::string error;              ///< "" or why the exchange did not complete normally
     std::uint32_t flags = 0;        ///< ExchangeFlags
     std::int64_t startedUnixNs = 0; ///< wall clock (system_clock, Unix epoch) at RequestHeaders, ns
     /// steady_clock nanoseconds per Phase; -1 = absent / not applicable.
     std::array<std::int64_t, kPhaseCount> phases{-1, -1, -1, -1, -1, -1, -1, -1, -1};
-    /// WebSocket: the session's messages in order, at most capture.ws_messages (then
-    /// kMessagesTruncated). gRPC: reserved.
+    /// WebSocket: the session's messages in order; gRPC: the call's messages both ways in order. At
+    /// most capture.ws_messages (then kMessagesTruncated).
     std::vector<Message> messages;
-    /// WebSocket: every message the session had, kept or not (messages.size() ≤ messageCount).
+    /// Every message the session or call had, kept or not (messages.size() ≤ messageCount).
     std::uint64_t messageCount = 0;
 
     std::int64_t at(Phase p) const { return phases[static_cast<std::size_t>(p)]; }
@@ -130,6 +144,11 @@ struct Exchange {
     /// First value of header `name` (case-insensitive), "" if absent.
     std::string_view requestHeader(std::string_view name) const;
     std::string_view responseHeader(std::string_view name) const;
+    /// gRPC: the `grpc-status` of the response trailers, else of the response headers (Trailers-Only);
+    /// -1 when absent or not a number.
+    int grpcStatus() const;
+    /// gRPC: `grpc-message` (trailers, else headers), percent-decoded; "" when absent.
+    std::string grpcMessage() const;
     /// Rough memory use (strings, headers, bodies), bytes; used for the window's max_bytes.
     std::size_t approximateBytes() const;
     bool isError() const { return status == 0 || status >= 500; }

@@ -15,7 +15,9 @@
 #pragma once
 
 #include <portico/capture/exchange.h>
+#include <portico/capture/grpc.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +28,11 @@ struct HarOptions {
     std::string creatorName = "Portico";
     std::string creatorVersion; ///< default: the library version
     bool pretty = true;         ///< indented output
+    /// gRPC calls: add `_decoded` (how each message reads: JSON with a schema, else raw fields) to
+    /// every entry of `_grpcMessages`.
+    bool decodeGrpc = true;
+    /// The descriptor set to decode a call's messages with (null or unset: raw protobuf fields).
+    std::function<const GrpcSchema*(const Exchange&)> grpcSchema;
 };
 
 /// The HAR document for `exchanges` (UTF-8 JSON text).

@@ -182,8 +182,12 @@ struct ProxyAction {
     /// gRPC: a request's `grpc-timeout` larger than this (or none) is replaced by it; 0 = no cap.
     Duration grpcTimeoutMax{0};
     bool grpc = false; ///< written as `grpc:` (upstreams must be h2c:// or https://)
-    bool ws = false;   ///< forward WebSocket upgrades (RFC 6455) to an HTTP/1.1 upstream and pipe the bytes
-    FastCgi fastcgi;   ///< written as `fastcgi:` (address set; `upstreams` is then empty)
+    /// gRPC: a FileDescriptorSet (`protoc --include_imports --descriptor_set_out=FILE`; absolute after
+    /// loading, "" = none) the capture decodes the call's messages with (to JSON; without it: raw
+    /// protobuf fields). Loading refuses a file that is missing or not a descriptor set.
+    std::string descriptorSet;
+    bool ws = false; ///< forward WebSocket upgrades (RFC 6455) to an HTTP/1.1 upstream and pipe the bytes
+    FastCgi fastcgi; ///< written as `fastcgi:` (address set; `upstreams` is then empty)
 };
 
 /// A WebSocket endpoint (`websocket:` action; RFC 6455 over an HTTP/1.1 Upgrade, ws:// and wss://).
