@@ -220,6 +220,7 @@ void Connection::waitRead() {
 
 void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
     if (closed_) return;
+    worker_.refreshSnapshot(); // an event entering the worker (see Worker::refreshSnapshot)
     if (ec == asio::error::operation_aborted && parking_) {
         parking_ = false;
         if (in_.empty()) releaseBuffers();
@@ -259,6 +260,7 @@ void Connection::waitWrite() {
 
 void Connection::onReadable(const boost::system::error_code& ec) {
     if (ec || closed_) return;
+    worker_.refreshSnapshot(); // an event entering the worker (see Worker::refreshSnapshot)
     if (phase_ == Phase::Closing) {
         // Lingering close: discard what the client still sends until it closes or time runs out.
         char sink[4096];

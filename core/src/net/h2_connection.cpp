@@ -305,6 +305,7 @@ void H2Connection::waitRead() {
 
 void H2Connection::onReadable() {
     if (closed_) return;
+    worker_.refreshSnapshot(); // an event entering the worker (see Worker::refreshSnapshot)
     if (!in_.allocated()) in_ = worker_.buffers().acquire();
     worker_.handlerState().newTurn(); // the streams of this read share file lookups
     for (int i = 0; i < kReadsPerTurn; ++i) {

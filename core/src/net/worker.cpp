@@ -24,7 +24,7 @@ constexpr auto kTick = std::chrono::milliseconds(250);
 
 Worker::Worker(unsigned index, SnapshotSlot& slot, std::shared_ptr<AccessLogger> log)
     : index_(index), slot_(slot), log_(std::move(log)), work_(asio::make_work_guard(io_)), ticker_(io_) {
-    snapshot();
+    refreshSnapshot();
     updateClock();
 }
 
@@ -99,6 +99,7 @@ void Worker::accept(Listener& l) {
         if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
         if (!ec) {
             counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+            refreshSnapshot();
             const auto& limits = snapshot().config->limits;
             if (counters_.open.load(std::memory_order_relaxed) >= limits.maxConnectionsPerWorker) {
                 // Over the limit: a clear refusal, then close (best effort, non-blocking).
@@ -131,6 +132,7 @@ void Worker::updateClock() {
 
 void Worker::tick() {
     updateClock();
+    refreshSnapshot();
     for (Session* c = first_; c;) {
         Session* next = c->next; // checkDeadline may unlink c
         c->checkDeadline(now_);

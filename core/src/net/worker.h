@@ -64,15 +64,18 @@ public:
     // ---- used by connections (worker thread only) ----
     boost::asio::io_context& io() { return io_; }
     BufferPool& buffers() { return pool_; }
-    /// Current snapshot; refreshed when the engine published a new one.
-    const Snapshot& snapshot() {
+    /// Takes the snapshot the engine published last, if it changed. Called only where an event
+    /// enters the worker (a connection's read completion, an accept, the ticker), never in the
+    /// middle of handling one: a route, an action or a limit read from snapshot() stays valid (and
+    /// the same snapshot) until the handler returns, and snapshotPtr() is the snapshot they came
+    /// from. (Switching mid-handler freed the old snapshot under a proxy exchange's action.)
+    void refreshSnapshot() {
         if (slot_.generation.load(std::memory_order_acquire) != generation_) snap_ = slot_.load(generation_);
-        return *snap_;
     }
-    std::shared_ptr<const Snapshot> snapshotPtr() {
-        snapshot();
-        return snap_;
-    }
+    /// The worker's current snapshot (see refreshSnapshot).
+    const Snapshot& snapshot() const { return *snap_; }
+    /// The same, for what must keep it alive past the handler (a proxy exchange, a WebSocket).
+    std::shared_ptr<const Snapshot> snapshotPtr() const { return snap_; }
     handlers::WorkerState& handlerState() { return handlerState_; }
     http1::RequestHead& head() { return head_; }
     http::Request& request() { return request_; }
