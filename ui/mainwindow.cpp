@@ -36,7 +36,7 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_sites = new SitesPage(server);
     m_load = new LoadTestPage(server);
     m_traffic = new TrafficPage(server);
-    m_latency = new LatencyPage;
+    m_latency = new LatencyPage(server);
     m_tabs->addTab(m_sites, tr("Sites"));
     m_tabs->addTab(m_traffic, tr("Traffic"));
     m_tabs->addTab(m_load, tr("Load test"));

@@ -46,6 +46,19 @@ void ServerController::sample() {
     m_liveOpen.store(c.connectionsOpen, std::memory_order_relaxed);
     m_liveCaptured.store(m_engine.capturedRecords(), std::memory_order_relaxed);
     m_liveDropped.store(m_engine.droppedRecords(), std::memory_order_relaxed);
+    // The report copies one HDR histogram per group: once a second is enough for the Latency tab.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - m_reportAt >= std::chrono::milliseconds(kReportMs)) {
+        m_reportAt = now;
+        auto report = std::make_shared<const stats::Report>(m_engine.stats());
+        std::lock_guard lock(m_reportMutex);
+        m_report = std::move(report);
+    }
+}
+
+std::shared_ptr<const stats::Report> ServerController::latencyReport() const {
+    std::lock_guard lock(m_reportMutex);
+    return m_report;
 }
 
 LiveStats ServerController::live() const {

@@ -9,6 +9,7 @@
 #include <QStringList>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,10 @@ public:
     /// thread never waits on the engine's mutex (held by readers that a busy machine may preempt).
     LiveStats live() const;
     static constexpr int kSampleMs = 33;
+    /// The engine's latency statistics (overall, per vhost, per route, 1 s series), copied by the
+    /// sampler thread about every kReportMs; never blocks on the engine. Null before the first copy.
+    std::shared_ptr<const stats::Report> latencyReport() const;
+    static constexpr int kReportMs = 1000;
     engine::Engine& engine() { return m_engine; }
 
 signals:
@@ -79,6 +84,9 @@ private:
     std::condition_variable m_samplerWake;
     bool m_samplerStop = false;
     std::thread m_sampler;
+    mutable std::mutex m_reportMutex; ///< guards only the pointer swap below
+    std::shared_ptr<const stats::Report> m_report;
+    std::chrono::steady_clock::time_point m_reportAt{};
     std::shared_ptr<const config::Config> m_config;
     QString m_configPath;
     QString m_folder;

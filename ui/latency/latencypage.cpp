@@ -1,5 +1,10 @@
-// LatencyPage: QCustomPlot histogram (log-spaced bins over the HDR buckets) and percentiles per run.
+// LatencyPage: QCustomPlot histogram (log-spaced bins over the HDR buckets) and percentiles per run
+// or, for a server scope, over time.
 #include "latencypage.h"
+
+#include "servercontroller.h"
+
+#include <portico/stats/report.h>
 
 #include <qcustomplot.h>
 
@@ -10,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <limits>
 
 namespace portico::ui {
 
@@ -29,14 +35,24 @@ QCPTextElement* title(QCustomPlot* plot, const QString& text) {
 
 } // namespace
 
-LatencyPage::LatencyPage(QWidget* parent) : QWidget(parent) {
+LatencyPage::LatencyPage(ServerController* server, QWidget* parent) : QWidget(parent), m_server(server) {
+    m_source = new QComboBox;
+    m_source->setObjectName("latencySource");
+    m_source->addItem(tr("Load-test runs"), QStringList{"runs"});
+    connect(m_source, &QComboBox::currentIndexChanged, this, &LatencyPage::rebuild);
     m_run = new QComboBox;
     m_run->setObjectName("latencyRun");
     m_compare = new QComboBox;
     m_compare->setObjectName("latencyCompare");
     connect(m_run, &QComboBox::currentIndexChanged, this, &LatencyPage::rebuild);
     connect(m_compare, &QComboBox::currentIndexChanged, this, &LatencyPage::rebuild);
-    auto bar = new QHBoxLayout;
+    auto sourceBar = new QHBoxLayout;
+    sourceBar->addWidget(new QLabel(tr("Source")));
+    sourceBar->addWidget(m_source, 1);
+    m_runBar = new QWidget;
+    auto bar = new QHBoxLayout(m_runBar);
+    bar->setContentsMargins(0, 0, 0, 0);
+    sourceBar->addWidget(m_runBar, 2);
     bar->addWidget(new QLabel(tr("Run")));
     bar->addWidget(m_run, 1);
     bar->addWidget(new QLabel(tr("Overlay")));
@@ -79,21 +95,108 @@ LatencyPage::LatencyPage(QWidget* parent) : QWidget(parent) {
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
     }
 
+    m_timeline = new QCustomPlot;
+    m_timeline->setObjectName("latencyTimeline");
+    title(m_timeline, tr("p50 / p90 / p99 over time (all vhosts, 1 s slots)"));
+    QSharedPointer<QCPAxisTickerDateTime> clock(new QCPAxisTickerDateTime);
+    clock->setDateTimeFormat("HH:mm:ss");
+    m_timeline->xAxis->setTicker(clock);
+    m_timeline->yAxis->setLabel(tr("ms"));
+    m_timeline->legend->setVisible(true);
+    m_timeline->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    for (int i = 0; i < 3; ++i) {
+        QCPGraph* g = m_timeline->addGraph();
+        g->setName(QString("p%1").arg(kPercentiles[i]));
+        g->setPen(QPen(kMarkerColors[i], 2));
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
+    }
+
     m_empty = new QLabel(
         tr("No latency data yet: run a load test (Load test tab) and its histogram appears here."));
     m_empty->setAlignment(Qt::AlignCenter);
 
     auto layout = new QVBoxLayout(this);
-    layout->addLayout(bar);
+    layout->addLayout(sourceBar);
     layout->addWidget(m_empty);
     layout->addWidget(m_histogram, 3);
     layout->addWidget(m_percentiles, 2);
+    layout->addWidget(m_timeline, 2);
 
     m_replot = new QTimer(this);
     m_replot->setInterval(33);
     connect(m_replot, &QTimer::timeout, this, &LatencyPage::replotIfDirty);
     m_replot->start();
+    if (m_server) {
+        m_refresh = new QTimer(this);
+        m_refresh->setInterval(1000);
+        connect(m_refresh, &QTimer::timeout, this, [this] {
+            if (isVisible()) refreshServer();
+        });
+        m_refresh->start();
+        refreshServer();
+    }
     rebuild();
+}
+
+void LatencyPage::refreshServer() {
+    if (!m_server) return;
+    auto report = m_server->latencyReport();
+    if (!report || report == m_report) return;
+    m_report = std::move(report);
+    // Scopes first, then the runs entry; keep the selection by its data.
+    QList<QPair<QString, QStringList>> items;
+    items.append({tr("Server: all"), QStringList{"all"}});
+    for (const auto& v : m_report->vhosts)
+        items.append({tr("Server: vhost %1").arg(QString::fromStdString(v.vhost)),
+                      QStringList{"vhost", QString::fromStdString(v.vhost)}});
+    for (const auto& r : m_report->routes) {
+        const QString route = QString::fromStdString(r.route);
+        const QString label = m_report->vhosts.size() > 1
+                                  ? QString("%1 %2").arg(QString::fromStdString(r.vhost), route)
+                                  : route;
+        items.append({tr("Server: route %1").arg(label),
+                      QStringList{"route", QString::fromStdString(r.vhost), route}});
+    }
+    items.append({tr("Load-test runs"), QStringList{"runs"}});
+    bool same = items.size() == m_source->count();
+    for (int i = 0; same && i < items.size(); ++i)
+        same = m_source->itemText(i) == items[i].first;
+    if (!same) {
+        QStringList current = m_source->currentData().toStringList();
+        if (current == QStringList{"runs"} && m_runs.isEmpty()) current = QStringList{"all"};
+        m_source->blockSignals(true);
+        m_source->clear();
+        int select = 0;
+        for (int i = 0; i < items.size(); ++i) {
+            m_source->addItem(items[i].first, items[i].second);
+            if (items[i].second == current) select = i;
+        }
+        m_source->setCurrentIndex(select);
+        m_source->blockSignals(false);
+    }
+    if (!same || m_source->currentData().toStringList() != QStringList{"runs"}) rebuild();
+}
+
+bool LatencyPage::selectSource(const QString& label) {
+    const int i = m_source->findText(label);
+    if (i < 0) return false;
+    m_source->setCurrentIndex(i);
+    rebuild();
+    return true;
+}
+
+const stats::Histogram* LatencyPage::selectedScope() const {
+    const QStringList scope = m_source->currentData().toStringList();
+    if (!m_report || scope.isEmpty()) return nullptr;
+    if (scope[0] == "all") return &m_report->overall.histogram;
+    if (scope[0] == "vhost" && scope.size() == 2)
+        for (const auto& v : m_report->vhosts)
+            if (QString::fromStdString(v.vhost) == scope[1]) return &v.histogram;
+    if (scope[0] == "route" && scope.size() == 3)
+        for (const auto& r : m_report->routes)
+            if (QString::fromStdString(r.vhost) == scope[1] && QString::fromStdString(r.route) == scope[2])
+                return &r.histogram;
+    return nullptr;
 }
 
 void LatencyPage::addRun(const LoadRun& run) {
@@ -110,13 +213,16 @@ void LatencyPage::addRun(const LoadRun& run) {
     m_run->setCurrentIndex(m_run->count() - 1);
     m_run->blockSignals(false);
     m_compare->blockSignals(false);
+    m_source->blockSignals(true);
+    m_source->setCurrentIndex(m_source->findData(QStringList{"runs"}));
+    m_source->blockSignals(false);
     rebuild();
 }
 
-void LatencyPage::drawHistogram(int graph, const LoadRun& run) {
+void LatencyPage::drawHistogram(int graph, const stats::Histogram& histogram, const QString& name) {
     // HDR buckets are far finer than a screen; sum them into log-spaced bins for display.
     QMap<int, double> bins;
-    run.result->latency->forEachBucket([&](const stats::Histogram::Bucket& b) {
+    histogram.forEachBucket([&](const stats::Histogram::Bucket& b) {
         const double mid = (b.lowestNs + b.highestNs) / 2.0 / 1e6;
         bins[int(std::floor(std::log10(mid) * kBinsPerDecade))] += double(b.count);
     });
@@ -127,15 +233,64 @@ void LatencyPage::drawHistogram(int graph, const LoadRun& run) {
     }
     QCPGraph* g = m_histogram->graph(graph);
     g->setData(keys, values, true);
-    g->setName(tr("run #%1").arg(run.number));
+    g->setName(name);
     g->setVisible(true);
     g->addToLegend();
 }
 
+void LatencyPage::drawMarkers(const stats::Histogram& histogram) {
+    m_histogram->rescaleAxes(true);
+    m_histogram->yAxis->setRangeLower(0);
+    m_histogram->yAxis->setRangeUpper(m_histogram->yAxis->range().upper * 1.15);
+    QCPRange x = m_histogram->xAxis->range();
+    m_histogram->xAxis->setRange(x.lower / 1.5, x.upper * 1.5);
+    for (int i = 0; i < 3; ++i) {
+        const double v = histogram.valueAtPercentile(kPercentiles[i]) / 1e6;
+        m_markers[kPercentiles[i]] = v;
+        auto line = new QCPItemStraightLine(m_histogram);
+        line->point1->setCoords(v, 0);
+        line->point2->setCoords(v, 1);
+        line->setPen(QPen(kMarkerColors[i], 1.5, Qt::DashLine));
+        auto label = new QCPItemText(m_histogram);
+        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        label->position->setCoords(v, 0.04 + 0.07 * i);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        label->setPadding(QMargins(4, 0, 0, 0));
+        label->setColor(kMarkerColors[i]);
+        label->setText(QString("p%1 %2 ms").arg(kPercentiles[i]).arg(v, 0, 'g', 3));
+    }
+}
+
+void LatencyPage::rebuildServer() {
+    m_empty->setText(tr("No requests served yet: send some to the server and their latency appears here."));
+    const stats::Histogram* h = selectedScope();
+    const bool has = h && h->count() > 0;
+    m_empty->setVisible(!has);
+    m_histogram->setVisible(has);
+    m_timeline->setVisible(has);
+    if (has) {
+        drawHistogram(0, *h, m_source->currentText().section(": ", 1));
+        drawMarkers(*h);
+    }
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (int i = 0; i < 3; ++i) {
+        QVector<double> x, y;
+        if (m_report)
+            for (const stats::SeriesPoint& p : m_report->series) {
+                const std::uint64_t v = i == 0 ? p.p50 : i == 1 ? p.p90 : p.p99;
+                x << double(p.unixSecond);
+                y << (p.count ? v / 1e6 : nan); // a gap where nothing was served
+            }
+        m_timeline->graph(i)->setData(x, y, true);
+    }
+    m_timeline->rescaleAxes();
+    m_timeline->yAxis->setRangeLower(0);
+    m_timeline->yAxis->setRangeUpper(m_timeline->yAxis->range().upper * 1.15);
+    m_dirty = true;
+    replotIfDirty();
+}
+
 void LatencyPage::rebuild() {
-    m_empty->setVisible(m_runs.isEmpty());
-    m_histogram->setVisible(!m_runs.isEmpty());
-    m_percentiles->setVisible(!m_runs.isEmpty());
     m_histogram->clearItems();
     m_markers.clear();
     for (int i = 0; i < m_histogram->graphCount(); ++i) {
@@ -143,32 +298,26 @@ void LatencyPage::rebuild() {
         m_histogram->graph(i)->setVisible(false);
         m_histogram->graph(i)->removeFromLegend();
     }
+    const bool runs = m_source->currentData().toStringList() == QStringList{"runs"};
+    m_runBar->setVisible(runs);
+    m_percentiles->setVisible(runs && !m_runs.isEmpty());
+    if (!runs) {
+        rebuildServer();
+        return;
+    }
+    m_timeline->setVisible(false);
+    m_empty->setText(
+        tr("No latency data yet: run a load test (Load test tab) and its histogram appears here."));
+    m_empty->setVisible(m_runs.isEmpty());
+    m_histogram->setVisible(!m_runs.isEmpty());
     const int selected = m_run->currentIndex();
     if (selected >= 0 && selected < m_runs.size()) {
         const LoadRun& run = m_runs[selected];
-        drawHistogram(0, run);
+        drawHistogram(0, *run.result->latency, tr("run #%1").arg(run.number));
         const int other = m_compare->currentIndex() - 1;
-        if (other >= 0 && other < m_runs.size() && other != selected) drawHistogram(1, m_runs[other]);
-        m_histogram->rescaleAxes(true);
-        m_histogram->yAxis->setRangeLower(0);
-        m_histogram->yAxis->setRangeUpper(m_histogram->yAxis->range().upper * 1.15);
-        QCPRange x = m_histogram->xAxis->range();
-        m_histogram->xAxis->setRange(x.lower / 1.5, x.upper * 1.5);
-        for (int i = 0; i < 3; ++i) {
-            const double v = run.result->latency->valueAtPercentile(kPercentiles[i]) / 1e6;
-            m_markers[kPercentiles[i]] = v;
-            auto line = new QCPItemStraightLine(m_histogram);
-            line->point1->setCoords(v, 0);
-            line->point2->setCoords(v, 1);
-            line->setPen(QPen(kMarkerColors[i], 1.5, Qt::DashLine));
-            auto label = new QCPItemText(m_histogram);
-            label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-            label->position->setCoords(v, 0.04 + 0.07 * i);
-            label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-            label->setPadding(QMargins(4, 0, 0, 0));
-            label->setColor(kMarkerColors[i]);
-            label->setText(QString("p%1 %2 ms").arg(kPercentiles[i]).arg(v, 0, 'g', 3));
-        }
+        if (other >= 0 && other < m_runs.size() && other != selected)
+            drawHistogram(1, *m_runs[other].result->latency, tr("run #%1").arg(m_runs[other].number));
+        drawMarkers(*run.result->latency);
     }
     for (int i = 0; i < 3; ++i) {
         QVector<double> x, y;
@@ -191,10 +340,31 @@ void LatencyPage::replotIfDirty() {
     m_dirty = false;
     m_histogram->replot();
     m_percentiles->replot();
+    m_timeline->replot();
 }
 
 int LatencyPage::histogramPoints() const { return m_histogram->graph(0)->dataCount(); }
 
 double LatencyPage::markerMs(int percentile) const { return m_markers.value(percentile, -1); }
+
+double LatencyPage::histogramTotal() const {
+    double total = 0;
+    for (auto it = m_histogram->graph(0)->data()->constBegin();
+         it != m_histogram->graph(0)->data()->constEnd(); ++it)
+        total += it->value;
+    return total;
+}
+
+int LatencyPage::timelinePoints(int percentile) const {
+    for (int i = 0; i < 3; ++i)
+        if (kPercentiles[i] == percentile) {
+            int n = 0;
+            for (auto it = m_timeline->graph(i)->data()->constBegin();
+                 it != m_timeline->graph(i)->data()->constEnd(); ++it)
+                n += std::isnan(it->value) ? 0 : 1;
+            return n;
+        }
+    return -1;
+}
 
 } // namespace portico::ui
