@@ -533,6 +533,19 @@ std::pair<int, int> lineColumn(std::string_view text, std::size_t byte) {
 std::int64_t nsOf(double msValue) { return static_cast<std::int64_t>(std::llround(msValue * 1e6)); }
 
 // `_webSocketMessages` (Chrome, Portico) → messages; ws:// URLs and `_resourceType: "websocket"`
+// A message's time in ns on the entry's clock: Portico's exact `_timeNs`, else HAR's `time` (Unix
+// seconds) made relative to the entry's start (`base`: its request-headers time, < 0 if none).
+std::int64_t messageTimeNs(const json& j, std::int64_t base, std::int64_t startedUnixNs) {
+    if (const json* t = member(j, "_timeNs"); t && t->is_number_integer()) return t->get<std::int64_t>();
+    // Whole seconds and the fraction apart: a double near 1.7e18 ns has 256 ns steps.
+    const double secs = num(j, "time", 0);
+    const bool ok = std::isfinite(secs) && std::fabs(secs) < 9e9;
+    const double whole = ok ? std::floor(secs) : 0;
+    const std::int64_t unixNs =
+        static_cast<std::int64_t>(whole) * 1'000'000'000 + (ok ? std::llround((secs - whole) * 1e9) : 0);
+    return base >= 0 ? base + (unixNs - startedUnixNs) : unixNs;
+}
+
 // make the entry a WebSocket session.
 void readWebSocketMessages(const json& entry, const std::string& where, Exchange& e,
                            std::vector<std::string>& warnings) {
@@ -565,17 +578,7 @@ void readWebSocketMessages(const json& entry, const std::string& where, Exchange
         }
         const double size = num(j, "_size", -1);
         m.size = size >= 0 ? static_cast<std::uint64_t>(size) : m.data.size();
-        if (const json* t = member(j, "_timeNs"); t && t->is_number_integer()) {
-            m.timeNs = t->get<std::int64_t>();
-        } else {
-            // Whole seconds and the fraction apart: a double near 1.7e18 ns has 256 ns steps.
-            const double secs = num(j, "time", 0);
-            const bool ok = std::isfinite(secs) && std::fabs(secs) < 9e9;
-            const double whole = ok ? std::floor(secs) : 0;
-            const std::int64_t unixNs = static_cast<std::int64_t>(whole) * 1'000'000'000 +
-                                        (ok ? std::llround((secs - whole) * 1e9) : 0);
-            m.timeNs = base >= 0 ? base + (unixNs - e.startedUnixNs) : unixNs;
-        }
+        m.timeNs = messageTimeNs(j, base, e.startedUnixNs);
         e.messages.push_back(std::move(m));
     }
     e.messageCount = std::max<std::uint64_t>(e.messageCount, e.messages.size());
@@ -605,16 +608,7 @@ void readGrpcMessages(const json& entry, const std::string& where, Exchange& e,
         const double size = num(j, "_size", -1);
         m.size = size >= 0 ? static_cast<std::uint64_t>(size) : m.data.size();
         if (const json* c = member(j, "_cut"); c && c->is_boolean()) m.cut = c->get<bool>();
-        if (const json* t = member(j, "_timeNs"); t && t->is_number_integer()) {
-            m.timeNs = t->get<std::int64_t>();
-        } else {
-            const double secs = num(j, "time", 0);
-            const bool ok = std::isfinite(secs) && std::fabs(secs) < 9e9;
-            const double whole = ok ? std::floor(secs) : 0;
-            const std::int64_t unixNs = static_cast<std::int64_t>(whole) * 1'000'000'000 +
-                                        (ok ? std::llround((secs - whole) * 1e9) : 0);
-            m.timeNs = base >= 0 ? base + (unixNs - e.startedUnixNs) : unixNs;
-        }
+        m.timeNs = messageTimeNs(j, base, e.startedUnixNs);
         e.messages.push_back(std::move(m));
     }
     e.messageCount = std::max<std::uint64_t>(e.messageCount, e.messages.size());
