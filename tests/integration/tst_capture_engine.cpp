@@ -222,14 +222,31 @@ private slots:
         QCOMPARE(st.vhosts.size(), std::size_t(1));
         QCOMPARE(st.vhosts[0].count, st.overall.count);
         // The 1 s series catches up within two ticks.
-        QTRY_VERIFY_WITH_TIMEOUT(!engine_.stats().series.empty(), 3000);
-        std::uint64_t inSeries = 0;
+        QTRY_VERIFY_WITH_TIMEOUT(!engine_.stats().overall.series.empty(), 3000);
         QTest::qWait(1100);
-        for (const auto& p : engine_.stats().series) {
-            inSeries += p.count;
-            if (p.count) QVERIFY(p.p50 <= p.p90 && p.p90 <= p.p99 && p.p99 <= p.max);
-        }
-        QCOMPARE(inSeries, engine_.stats().overall.count);
+        // Each scope's series adds up to its count, and all of them end on the same second.
+        const auto after = engine_.stats();
+        auto check = [&](const stats::GroupStats& g) {
+            std::uint64_t inSeries = 0, errors = 0;
+            for (const auto& p : g.series) {
+                inSeries += p.count;
+                errors += p.errors;
+                if (p.count) QVERIFY(p.p50 <= p.p90 && p.p90 <= p.p99 && p.p99 <= p.max);
+            }
+            QCOMPARE(inSeries, g.count);
+            QCOMPARE(errors, g.errors);
+            QVERIFY(!g.series.empty());
+            QCOMPARE(g.series.back().unixSecond, after.overall.series.back().unixSecond);
+        };
+        check(after.overall);
+        for (const auto& v : after.vhosts)
+            check(v);
+        for (const auto& g : after.routes)
+            check(g);
+        for (const auto& g : after.routes)
+            if (g.route == "/boom") // every exchange of this route is a 503
+                for (const auto& p : g.series)
+                    QCOMPARE(p.errors, p.count);
     }
 
     void cleanupTestCase() { engine_.stop(); }

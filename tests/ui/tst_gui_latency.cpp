@@ -1,6 +1,7 @@
 // The Latency tab's server scopes against a real in-process server: real requests to two routes,
 // the page's histogram and percentile markers for one route match the engine's statistics for that
-// route, "all" holds every exchange, and p50/p90/p99 over time fill from the 1 s series.
+// route, "all" holds every exchange, and p50/p90/p99 over time come from the selected scope's 1 s
+// series.
 #include "latency/latencypage.h"
 #include "servercontroller.h"
 
@@ -101,6 +102,39 @@ private slots:
         // p50/p90/p99 over time: at least one 1 s slot with traffic, once the collector ticked.
         QTRY_VERIFY_WITH_TIMEOUT((page.refreshServer(), page.timelinePoints(50) >= 1), 8000);
         QVERIFY(page.timelinePoints(99) >= 1);
+
+        // Over time per scope: once every route's series holds all its exchanges, the slow route's
+        // p50 is at or above its 20 ms in every second and the fast route's p99 below it in every
+        // second (the overall series mixes both: 12 of 72 are slow).
+        auto inSeries = [](const stats::GroupStats* g) {
+            std::uint64_t n = 0;
+            for (const auto& p : g->series)
+                n += p.count;
+            return n;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(([&] {
+                                     page.refreshServer();
+                                     const auto copy = m_server->latencyReport();
+                                     const stats::GroupStats *s = copy ? route(*copy, "slow") : nullptr,
+                                                             *f = copy ? route(*copy, "fast") : nullptr;
+                                     return s && f && inSeries(s) == 12 && inSeries(f) == 60;
+                                 }()),
+                                 8000);
+        QVERIFY(page.selectSource("Server: route slow"));
+        const QVector<double> slowP50 = page.timelineValuesMs(50);
+        QVERIFY(!slowP50.isEmpty());
+        for (double v : slowP50)
+            QVERIFY2(v >= 20.0, qPrintable(QString("slow route p50 %1 ms in a second").arg(v)));
+        QVERIFY(page.selectSource("Server: route fast"));
+        const QVector<double> fastP99 = page.timelineValuesMs(99);
+        QVERIFY(!fastP99.isEmpty());
+        for (double v : fastP99)
+            QVERIFY2(v < 20.0, qPrintable(QString("fast route p99 %1 ms in a second").arg(v)));
+        QVERIFY(page.selectSource("Server: all"));
+        double allMax = 0;
+        for (double v : page.timelineValuesMs(99))
+            allMax = std::max(allMax, v);
+        QVERIFY(allMax >= 20.0);
 
         // Switching to the runs view and back keeps working (no runs: the histogram is empty).
         QVERIFY(page.selectSource("Load-test runs"));

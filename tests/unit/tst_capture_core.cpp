@@ -65,10 +65,14 @@ private slots:
         QCOMPARE(merged.count(), std::uint64_t(samples.size()));
         QCOMPARE(errors, std::uint64_t(std::count_if(samples.begin(), samples.end(),
                                                      [](auto v) { return v > 5'000'000; })));
+        stats::SparseCounts sparse;
+        for (std::size_t i = 0; i < counts.size(); ++i)
+            if (counts[i]) sparse.emplace_back(static_cast<std::uint32_t>(i), counts[i]);
         for (double p : {0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0}) {
             const std::uint64_t exact = exactPercentile(samples, p);
             const std::uint64_t fromHist = merged.valueAtPercentile(p);
             const std::uint64_t fromCounts = stats::percentileOf(counts, p);
+            QCOMPARE(stats::percentileOf(sparse, p), fromCounts);
             const double bound =
                 static_cast<double>(exact) * (1.0 + stats::Histogram::kRelativePrecision) + 1.0;
             QVERIFY2(fromHist >= exact && static_cast<double>(fromHist) <= bound,

@@ -185,17 +185,17 @@ bool LatencyPage::selectSource(const QString& label) {
     return true;
 }
 
-const stats::Histogram* LatencyPage::selectedScope() const {
+const stats::GroupStats* LatencyPage::selectedScope() const {
     const QStringList scope = m_source->currentData().toStringList();
     if (!m_report || scope.isEmpty()) return nullptr;
-    if (scope[0] == "all") return &m_report->overall.histogram;
+    if (scope[0] == "all") return &m_report->overall;
     if (scope[0] == "vhost" && scope.size() == 2)
         for (const auto& v : m_report->vhosts)
-            if (QString::fromStdString(v.vhost) == scope[1]) return &v.histogram;
+            if (QString::fromStdString(v.vhost) == scope[1]) return &v;
     if (scope[0] == "route" && scope.size() == 3)
         for (const auto& r : m_report->routes)
             if (QString::fromStdString(r.vhost) == scope[1] && QString::fromStdString(r.route) == scope[2])
-                return &r.histogram;
+                return &r;
     return nullptr;
 }
 
@@ -263,20 +263,20 @@ void LatencyPage::drawMarkers(const stats::Histogram& histogram) {
 
 void LatencyPage::rebuildServer() {
     m_empty->setText(tr("No requests served yet: send some to the server and their latency appears here."));
-    const stats::Histogram* h = selectedScope();
-    const bool has = h && h->count() > 0;
+    const stats::GroupStats* scope = selectedScope();
+    const bool has = scope && scope->histogram.count() > 0;
     m_empty->setVisible(!has);
     m_histogram->setVisible(has);
     m_timeline->setVisible(has);
     if (has) {
-        drawHistogram(0, *h, m_source->currentText().section(": ", 1));
-        drawMarkers(*h);
+        drawHistogram(0, scope->histogram, m_source->currentText().section(": ", 1));
+        drawMarkers(scope->histogram);
     }
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (int i = 0; i < 3; ++i) {
         QVector<double> x, y;
-        if (m_report)
-            for (const stats::SeriesPoint& p : m_report->series) {
+        if (scope)
+            for (const stats::SeriesPoint& p : scope->series) {
                 const std::uint64_t v = i == 0 ? p.p50 : i == 1 ? p.p90 : p.p99;
                 x << double(p.unixSecond);
                 y << (p.count ? v / 1e6 : nan); // a gap where nothing was served
@@ -356,15 +356,19 @@ double LatencyPage::histogramTotal() const {
 }
 
 int LatencyPage::timelinePoints(int percentile) const {
+    for (int p : kPercentiles)
+        if (p == percentile) return int(timelineValuesMs(percentile).size());
+    return -1;
+}
+
+QVector<double> LatencyPage::timelineValuesMs(int percentile) const {
+    QVector<double> values;
     for (int i = 0; i < 3; ++i)
-        if (kPercentiles[i] == percentile) {
-            int n = 0;
+        if (kPercentiles[i] == percentile)
             for (auto it = m_timeline->graph(i)->data()->constBegin();
                  it != m_timeline->graph(i)->data()->constEnd(); ++it)
-                n += std::isnan(it->value) ? 0 : 1;
-            return n;
-        }
-    return -1;
+                if (!std::isnan(it->value)) values << it->value;
+    return values;
 }
 
 } // namespace portico::ui

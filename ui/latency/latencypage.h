@@ -14,6 +14,7 @@ class QTimer;
 
 namespace portico::stats {
 class Histogram;
+struct GroupStats;
 struct Report;
 } // namespace portico::stats
 
@@ -40,6 +41,8 @@ public:
     double histogramTotal() const;
     /// Points of the p`percentile` over-time graph (server scopes), for tests.
     int timelinePoints(int percentile) const;
+    /// Their values (ms), seconds without traffic left out, for tests.
+    QVector<double> timelineValuesMs(int percentile) const;
     /// Points of the histogram currently drawn (bins with a count), for tests.
     int histogramPoints() const;
     /// The value (ms) of the p-th percentile marker drawn for the selected run, -1 if none.
@@ -51,7 +54,7 @@ private:
     void drawHistogram(int graph, const stats::Histogram& histogram, const QString& name);
     void drawMarkers(const stats::Histogram& histogram);
     void rebuildServer();
-    const stats::Histogram* selectedScope() const;
+    const stats::GroupStats* selectedScope() const;
 
     ServerController* m_server = nullptr;
     std::shared_ptr<const stats::Report> m_report;

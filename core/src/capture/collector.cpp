@@ -13,6 +13,26 @@ constexpr auto kCommitEvery = std::chrono::milliseconds(250);
 // than the traffic (then the rings drop, and say so, instead of the file falling behind).
 constexpr std::size_t kDrainBatch = 512;
 constexpr std::size_t kSeriesSlots = 300;
+
+stats::SeriesPoint pointOf(std::int64_t unixSecond, const stats::SparseCounts& diff, std::uint64_t errors) {
+    stats::SeriesPoint p;
+    p.unixSecond = unixSecond;
+    p.errors = errors;
+    for (const auto& [index, c] : diff)
+        p.count += c;
+    if (p.count) {
+        p.p50 = stats::percentileOf(diff, 50);
+        p.p90 = stats::percentileOf(diff, 90);
+        p.p99 = stats::percentileOf(diff, 99);
+        p.max = stats::bucketHighest(diff.back().first);
+    }
+    return p;
+}
+
+void appendPoint(std::vector<stats::SeriesPoint>& series, const stats::SeriesPoint& p) {
+    series.push_back(p);
+    if (series.size() > kSeriesSlots) series.erase(series.begin());
+}
 } // namespace
 
 std::int64_t Exchange::durationNs() const {
@@ -222,6 +242,11 @@ bool Collector::drain() {
             f->drain([&](FullRecord&& x) { fulls.emplace_back(w, std::move(x)); });
     }
     if (batch.empty() && completions.empty() && fulls.empty()) return false;
+    // Ids in the order the exchanges started, not worker by worker: one drain holds records of
+    // every worker from the last 50 ms.
+    std::stable_sort(batch.begin(), batch.end(), [](const Stored& a, const Stored& b) {
+        return a.head.startedUnixNs < b.head.startedUnixNs;
+    });
     std::lock_guard lock(mutex_);
     for (auto& st : batch) {
         const unsigned w = static_cast<unsigned>(st.id >> 48);
@@ -342,9 +367,76 @@ void Collector::tickSeries() {
     lastCounts_ = std::move(counts);
     lastTotal_ = total;
     lastErrors_ = errors;
+    {
+        std::lock_guard lock(mutex_);
+        appendPoint(series_, p);
+    }
+    tickScopes();
+}
+
+void Collector::tickScopes() {
+    // A (vhost, route) may have a group in every worker.
+    std::map<ScopeKey, std::vector<const WorkerStats::Group*>> groups;
+    for (auto* rec : recorders_)
+        for (std::size_t i = 0, n = rec->stats.groupCount(); i < n; ++i) {
+            const auto& g = rec->stats.groupAt(i);
+            groups[{g.vhost, g.route}].push_back(&g);
+        }
+    if (scratch_.size() != stats::kBucketCount) scratch_.assign(stats::kBucketCount, 0);
+    std::vector<std::pair<const ScopeKey*, stats::SeriesPoint>> routePoints;
+    std::map<std::string, std::pair<stats::SparseCounts, std::uint64_t>> vhostDiffs; // diff, errors
+    for (const auto& [key, list] : groups) {
+        std::uint64_t total = 0, errors = 0;
+        for (const auto* g : list) {
+            total += g->hist.count();
+            errors += g->hist.errors();
+        }
+        ScopeState& st = scopeState_[key];
+        stats::SparseCounts diff;
+        if (total != st.lastTotal) { // only a scope with new exchanges costs a pass over the buckets
+            for (const auto* g : list)
+                g->hist.addCounts(scratch_);
+            stats::SparseCounts now;
+            for (std::size_t i = 0; i < scratch_.size(); ++i)
+                if (scratch_[i]) {
+                    now.emplace_back(static_cast<std::uint32_t>(i), scratch_[i]);
+                    scratch_[i] = 0;
+                }
+            auto before = st.last.begin();
+            for (const auto& [index, c] : now) { // bucket counts never decrease
+                while (before != st.last.end() && before->first < index)
+                    ++before;
+                const std::uint64_t was =
+                    before != st.last.end() && before->first == index ? before->second : 0;
+                if (c > was) diff.emplace_back(index, c - was);
+            }
+            st.last = std::move(now);
+        }
+        const std::uint64_t newErrors = errors >= st.lastErrors ? errors - st.lastErrors : 0;
+        st.lastTotal = total;
+        st.lastErrors = errors;
+        routePoints.emplace_back(&key, pointOf(lastTickUnix_, diff, newErrors));
+        auto& v = vhostDiffs[key.first];
+        v.first.insert(v.first.end(), diff.begin(), diff.end());
+        v.second += newErrors;
+    }
+    std::vector<std::pair<std::string, stats::SeriesPoint>> vhostPoints;
+    for (auto& [vhost, d] : vhostDiffs) {
+        auto& [parts, errors] = d;
+        std::sort(parts.begin(), parts.end());
+        stats::SparseCounts merged;
+        for (const auto& [index, c] : parts)
+            if (!merged.empty() && merged.back().first == index)
+                merged.back().second += c;
+            else
+                merged.emplace_back(index, c);
+        vhostPoints.emplace_back(vhost, pointOf(lastTickUnix_, merged, errors));
+    }
     std::lock_guard lock(mutex_);
-    series_.push_back(p);
-    if (series_.size() > kSeriesSlots) series_.erase(series_.begin());
+    for (const auto& [key, p] : routePoints)
+        appendPoint(routeSeries_[*key], p);
+    for (const auto& [vhost, p] : vhostPoints)
+        appendPoint(vhostSeries_[vhost], p);
 }
 
 stats::Report Collector::compute() const {
@@ -406,13 +498,14 @@ stats::Report Collector::report() const {
         std::lock_guard lock(mutex_);
         stopped = final_.has_value();
         if (stopped) r = *final_;
-        r.series = series_;
     }
-    if (!stopped) {
-        auto series = std::move(r.series);
-        r = compute();
-        r.series = std::move(series);
-    }
+    if (!stopped) r = compute();
+    std::lock_guard lock(mutex_);
+    r.overall.series = series_;
+    for (auto& v : r.vhosts)
+        if (auto it = vhostSeries_.find(v.vhost); it != vhostSeries_.end()) v.series = it->second;
+    for (auto& g : r.routes)
+        if (auto it = routeSeries_.find({g.vhost, g.route}); it != routeSeries_.end()) g.series = it->second;
     return r;
 }
 

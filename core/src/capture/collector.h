@@ -42,6 +42,7 @@ private:
     void run();
     bool drain();      // collector thread or under drainMutex_; true if a ring had more than one batch
     void tickSeries(); // once a second
+    void tickScopes(); // the per-vhost and per-route series, from tickSeries
 
     config::Capture cfg_;
     std::unique_ptr<Store> store_;
@@ -72,6 +73,17 @@ private:
     std::map<std::pair<unsigned, std::uint64_t>, std::uint64_t> awaiting_;     // (worker, seq) → id
     std::map<std::pair<unsigned, std::uint64_t>, std::uint64_t> awaitingFull_; // (worker, key) → id
     std::vector<stats::SeriesPoint> series_;
+    // Per (vhost, route): the counts at the previous tick (collector thread only) and the points
+    // (read under mutex_); per vhost: the points, from the sum of its routes' differences.
+    struct ScopeState {
+        std::uint64_t lastTotal = 0, lastErrors = 0;
+        stats::SparseCounts last;
+    };
+    using ScopeKey = std::pair<std::string, std::string>; // (vhost label, route label)
+    std::map<ScopeKey, ScopeState> scopeState_;
+    std::map<ScopeKey, std::vector<stats::SeriesPoint>> routeSeries_;
+    std::map<std::string, std::vector<stats::SeriesPoint>> vhostSeries_;
+    stats::BucketCounts scratch_; // kBucketCount, zero between uses
     stats::BucketCounts lastCounts_;
     std::uint64_t lastTotal_ = 0, lastErrors_ = 0;
     std::int64_t lastTickUnix_ = 0;

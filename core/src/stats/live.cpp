@@ -15,20 +15,41 @@ std::uint64_t bucketHighest(std::size_t index) {
     return Histogram::highestEquivalent(detail::histogramValue(index));
 }
 
+namespace {
+// Nearest rank of percentile p among total > 0 values, rounded to 1e-9 first as Histogram does
+// (99.9 % of 1000 is rank 999).
+std::uint64_t nearestRank(double p, std::uint64_t total) {
+    p = std::clamp(p, 0.0, 100.0);
+    const long double exact = static_cast<long double>(p) / 100.0L * static_cast<long double>(total);
+    return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(std::ceil(std::round(exact * 1e9L) / 1e9L)),
+                                     1, total);
+}
+} // namespace
+
 std::uint64_t percentileOf(const BucketCounts& counts, double p) {
     std::uint64_t total = 0;
     for (auto c : counts)
         total += c;
     if (!total) return 0;
-    p = std::clamp(p, 0.0, 100.0);
-    // Nearest rank, rounded to 1e-9 first as Histogram does (99.9 % of 1000 is rank 999).
-    const long double exact = static_cast<long double>(p) / 100.0L * static_cast<long double>(total);
-    const std::uint64_t rank = std::clamp<std::uint64_t>(
-        static_cast<std::uint64_t>(std::ceil(std::round(exact * 1e9L) / 1e9L)), 1, total);
+    const std::uint64_t rank = nearestRank(p, total);
     std::uint64_t seen = 0;
     for (std::size_t i = 0; i < counts.size(); ++i) {
         seen += counts[i];
         if (seen >= rank) return bucketHighest(i);
+    }
+    return 0;
+}
+
+std::uint64_t percentileOf(const SparseCounts& counts, double p) {
+    std::uint64_t total = 0;
+    for (const auto& [index, c] : counts)
+        total += c;
+    if (!total) return 0;
+    const std::uint64_t rank = nearestRank(p, total);
+    std::uint64_t seen = 0;
+    for (const auto& [index, c] : counts) {
+        seen += c;
+        if (seen >= rank) return bucketHighest(index);
     }
     return 0;
 }

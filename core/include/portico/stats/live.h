@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace portico::stats {
@@ -21,9 +22,13 @@ using BucketCounts = std::vector<std::uint64_t>;
 std::uint64_t bucketHighest(std::size_t index);
 /// Bucket index of `valueNs` (clamped to [Histogram::kLowest, Histogram::kHighest]).
 std::size_t bucketOf(std::uint64_t valueNs);
+/// The non-zero buckets of a histogram as (bucket index, count), by ascending index.
+using SparseCounts = std::vector<std::pair<std::uint32_t, std::uint64_t>>;
 /// Nearest-rank percentile (0..100) of `counts` as the highest equivalent value of its bucket, ns; 0 if
 /// empty.
 std::uint64_t percentileOf(const BucketCounts& counts, double p);
+/// The same for sparse counts (equal results for equal histograms).
+std::uint64_t percentileOf(const SparseCounts& counts, double p);
 
 /// One writer thread, any number of reader threads. `record` never allocates or locks.
 class LiveHistogram {
