@@ -350,10 +350,13 @@ private slots:
         QCOMPARE(e.messages.size(), std::size_t(5));
         QCOMPARE(e.messageCount, std::uint64_t(42)); // 20 × 2 data messages + the two close frames
         QVERIFY(e.flags & capture::kMessagesTruncated);
+        // body_bytes cuts payloads: "m2-payload" → "m2", with its whole size.
         QCOMPARE(e.messages[0].data, std::string("m0"));
+        QCOMPARE(e.messages[0].size, std::uint64_t(10));
+        QVERIFY(e.messages[0].fromClient);
+        QVERIFY(!e.messages[1].fromClient);
         QCOMPARE(e.messages[4].data, std::string("m2"));
-        QCOMPARE(e.messages[4].size, std::uint64_t(2));
-        // body_bytes cuts payloads: "m10" → "m1" with its whole size.
+        QCOMPARE(e.messages[4].size, std::uint64_t(10));
         QVERIFY(e.approximateBytes() < 4096);
         small.stop();
     }

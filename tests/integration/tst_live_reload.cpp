@@ -1,6 +1,7 @@
 // Live reload over the wire: script injection into static HTML (case LRL-01: commented and scripted
-// `</body>`, no `<body>`), consistent Content-Length / ETag / gzip / HEAD, the off switch, the
-// reserved endpoint's Host/Origin checks (cases HST-01, HST-02), change notifications from the
+// `</body>`, no `<body>`), consistent Content-Length / ETag / gzip / HEAD (precompressed siblings
+// unused), the off switch (CLI and per vhost), the reserved endpoint's Host/Origin checks (cases
+// HST-01, HST-02) and protocol errors (cases WS-01, WS-02), debounced change notifications from the
 // watcher, and a headless Chromium that reloads on an HTML edit and swaps CSS without reloading.
 #include "test_support.h"
 
@@ -10,6 +11,7 @@
 #include <QProcess>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest>
 
 #include <zlib.h>
@@ -27,10 +29,9 @@ struct Reply {
 
 // One request on its own connection; the body is everything after the head (Connection: close).
 Reply get(quint16 port, const QByteArray& target, const QByteArray& extra = {},
-          const QByteArray& method = "GET") {
-    auto r =
-        rawExchange(port, method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + QByteArray::number(port) +
-                              "\r\nConnection: close\r\n" + extra + "\r\n");
+          const QByteArray& method = "GET", const QByteArray& host = "127.0.0.1") {
+    auto r = rawExchange(port, method + " " + target + " HTTP/1.1\r\nHost: " + host + ":" +
+                                   QByteArray::number(port) + "\r\nConnection: close\r\n" + extra + "\r\n");
     int end = r.bytes.indexOf("\r\n\r\n");
     return {r.bytes.left(end + 2), end < 0 ? QByteArray() : r.bytes.mid(end + 4)};
 }
@@ -71,7 +72,8 @@ class TestLiveReload : public QObject {
     QString root_;
     QString log_;
 
-    QByteArray probe(const QStringList& env) {
+    // ../shared/cases/tools/wsprobe.py MODE against the reserved endpoint (`env` may set PORT).
+    QByteArray probe(const QStringList& env, const QString& mode = "handshake") {
         QProcess p;
         auto e = QProcessEnvironment::systemEnvironment();
         e.insert("PORT", QString::number(server_->port()));
@@ -79,7 +81,7 @@ class TestLiveReload : public QObject {
         for (const QString& kv : env)
             e.insert(kv.section('=', 0, 0), kv.section('=', 1));
         p.setProcessEnvironment(e);
-        p.start(debianPython(), {sourceDir() + "/tests/support/cases/wsprobe.py", "handshake"});
+        p.start(debianPython(), {sourceDir() + "/tests/support/cases/wsprobe.py", mode});
         if (!p.waitForFinished(20000)) p.kill();
         return p.readAllStandardOutput().trimmed();
     }
@@ -117,6 +119,9 @@ private slots:
             big += "<p>paragraph " + QByteArray::number(i) + "</p>\n";
         big += "</body>\n";
         writeFile(root_ + "/big.html", big);
+        // A precompressed sibling holds the file without the script.
+        writeFile(root_ + "/pre.html", big);
+        QCOMPARE(runProcess("gzip", {"-k", "-n", root_ + "/pre.html"}).exitCode, 0);
         writeFile(root_ + "/sub/keep.txt", "x\n");
         log_ = tmp_.filePath("access.log");
         server_ = std::make_unique<ServerProcess>(QStringList{root_, "--access-log", log_});
@@ -181,6 +186,21 @@ private slots:
         QCOMPARE(get(port, "/sub/").body.count(kMarker), 1);
     }
 
+    // The injected page is compressed from its own bytes, never taken from a .gz sibling made from
+    // the file (which would carry no script).
+    void precompressedSiblingIsNotUsed() {
+        const quint16 port = server_->port();
+        QVERIFY(QFile::exists(root_ + "/pre.html.gz"));
+        Reply g = get(port, "/pre.html");
+        QCOMPARE(g.body.count(kMarker), 1);
+        Reply z = get(port, "/pre.html", "Accept-Encoding: gzip\r\n");
+        QVERIFY2(z.head.startsWith("HTTP/1.1 200 "), z.head.constData());
+        QCOMPARE(field(z.head, "Content-Encoding"), QByteArray("gzip"));
+        QCOMPARE(field(z.head, "Content-Length").toInt(), z.body.size());
+        QCOMPARE(gunzip(z.body), g.body);
+        QCOMPARE(field(z.head, "ETag"), field(g.head, "ETag").chopped(1) + "-gz\"");
+    }
+
     void switchedOff() {
         ServerProcess off({root_, "--no-live-reload"});
         QVERIFY2(off.waitReady(), off.output().constData());
@@ -190,6 +210,73 @@ private slots:
         QVERIFY(!field(r.head, "ETag").endsWith("-lr\""));
         Reply ws = get(off.port(), "/__portico/livereload");
         QVERIFY2(ws.head.startsWith("HTTP/1.1 404 "), ws.head.constData()); // no reserved endpoint either
+    }
+
+    // `live_reload` is a per-vhost switch in the config: one vhost gets the script (its root and its
+    // static routes) and the reserved endpoint, the other serves the same files untouched.
+    void perVhostSwitch() {
+        const QString assets = tmp_.filePath("assets");
+        writeFile(assets + "/page.html", "<!doctype html><body><p>asset</p></body>\n");
+        const QString yaml = tmp_.filePath("vhosts.yaml");
+        writeFile(yaml, QStringLiteral("listen: [127.0.0.1:0]\n"
+                                       "vhosts:\n"
+                                       "  - names: [on.localhost]\n"
+                                       "    root: %1\n"
+                                       "    live_reload: true\n"
+                                       "    routes:\n"
+                                       "      - {path: /assets/*, static: {root: %2}}\n"
+                                       "  - names: [off.localhost]\n"
+                                       "    default: true\n"
+                                       "    root: %1\n"
+                                       "    live_reload: false\n"
+                                       "    routes:\n"
+                                       "      - {path: /assets/*, static: {root: %2}}\n")
+                            .arg(root_, assets)
+                            .toUtf8());
+        ServerProcess server({"--config", yaml});
+        QVERIFY2(server.waitReady(), server.output().constData());
+        const quint16 port = server.port();
+        for (const QByteArray& target : {QByteArray("/tricky.html"), QByteArray("/assets/page.html")}) {
+            Reply on = get(port, target, {}, "GET", "on.localhost");
+            QVERIFY2(on.head.startsWith("HTTP/1.1 200 "), on.head.constData());
+            QCOMPARE(on.body.count(kMarker), 1);
+            QVERIFY(field(on.head, "ETag").endsWith("-lr\""));
+            Reply off = get(port, target, {}, "GET", "off.localhost");
+            QVERIFY2(off.head.startsWith("HTTP/1.1 200 "), off.head.constData());
+            QCOMPARE(off.body.count(kMarker), 0);
+            QVERIFY(!field(off.head, "ETag").endsWith("-lr\""));
+        }
+        const QString p = QString::number(port);
+        QCOMPARE(probe({"PORT=" + p, "HOSTHDR=on.localhost:" + p}),
+                 QByteArray("handshake: HTTP/1.1 101 Switching Protocols"));
+        QVERIFY(
+            get(port, "/__portico/livereload", {}, "GET", "off.localhost").head.startsWith("HTTP/1.1 404 "));
+        QCOMPARE(server.terminate(), 0);
+    }
+
+    // Cases WS-01 and WS-02 (../shared/cases/README.md) as written: against the live-reload socket.
+    void protocolErrorsOnReservedEndpoint_data() {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<QByteArray>("expected");
+        QTest::newRow("unmasked") << "unmasked" << QByteArray("recv CLOSE code=1002");
+        QTest::newRow("bad-utf8") << "bad-utf8" << QByteArray("recv CLOSE code=1007");
+        QTest::newRow("bad-utf8-frag") << "bad-utf8-frag" << QByteArray("recv CLOSE code=1007");
+        QTest::newRow("close-bad-utf8") << "close-bad-utf8" << QByteArray("recv CLOSE code=1007");
+        QTest::newRow("close-1005") << "close-1005" << QByteArray("recv CLOSE code=1002");
+        QTest::newRow("close-1byte") << "close-1byte" << QByteArray("recv CLOSE code=1002");
+        QTest::newRow("rsv1") << "rsv1" << QByteArray("recv CLOSE code=1002");
+        QTest::newRow("big-ping") << "big-ping" << QByteArray("recv CLOSE code=1002");
+        QTest::newRow("frag-ping") << "frag-ping" << QByteArray("recv CLOSE code=1002");
+    }
+    void protocolErrorsOnReservedEndpoint() {
+        QFETCH(QString, mode);
+        QFETCH(QByteArray, expected);
+        QByteArray out = probe({}, mode);
+        QVERIFY2(out.startsWith("handshake: HTTP/1.1 101 "), out.constData());
+        QVERIFY2(out.contains(expected), out.constData());
+        // The Close frame first, then the server closes TCP.
+        QVERIFY2(out.indexOf(expected) < out.indexOf("end: server closed the connection"), out.constData());
+        QCOMPARE(out.count("recv "), 1);
     }
 
     // HST-01 / HST-02 on the reserved endpoint.
@@ -221,20 +308,27 @@ private slots:
         QVERIFY2(out.startsWith("handshake: HTTP/1.1 " + status + " "), out.constData());
     }
 
-    void changesAreAnnounced() {
-        QProcess p;
+    // Starts a client on the reserved endpoint that prints the next two messages; waits until it
+    // is connected (its output so far in `out`).
+    void startListener(QProcess& p, QByteArray& out) {
         auto env = QProcessEnvironment::systemEnvironment();
         env.insert("PORT", QString::number(server_->port()));
         p.setProcessEnvironment(env);
         p.start(debianPython(),
                 {sourceDir() + "/tests/integration/ws_client.py", "listen", "/__portico/livereload"});
         QVERIFY(p.waitForStarted());
-        QByteArray out;
         for (int i = 0; i < 100 && !out.contains("ready"); ++i) {
             p.waitForReadyRead(100);
             out += p.readAllStandardOutput();
         }
         QVERIFY2(out.contains("ready"), out + p.readAllStandardError());
+    }
+
+    void changesAreAnnounced() {
+        QProcess p;
+        QByteArray out;
+        startListener(p, out);
+        if (QTest::currentTestFailed()) return;
         writeFile(root_ + "/theme.css", "p { color: red }\n");
         for (int i = 0; i < 100 && !out.contains("\n{"); ++i) {
             p.waitForReadyRead(100);
@@ -245,6 +339,32 @@ private slots:
         QVERIFY(p.waitForFinished(15000));
         out += p.readAllStandardOutput();
         QVERIFY2(out.contains("{\"type\":\"reload\",\"paths\":[\"/sub/new.js\"]}"), out.constData());
+    }
+
+    // Changes are debounced (100 ms of quiet): files written together arrive as one message that
+    // names them all; one file that is no stylesheet among them makes it a reload.
+    void burstIsOneMessage() {
+        QProcess p;
+        QByteArray out;
+        startListener(p, out);
+        if (QTest::currentTestFailed()) return;
+        for (const char* name : {"/b1.css", "/b2.css", "/b3.css"}) {
+            writeFile(root_ + name, "p { color: blue }\n");
+            QThread::msleep(20); // well inside the quiet period; a watcher without one reports each
+        }
+        for (int i = 0; i < 100 && out.count('\n') < 2; ++i) {
+            p.waitForReadyRead(100);
+            out += p.readAllStandardOutput();
+        }
+        QVERIFY2(out.endsWith("\n{\"type\":\"css\",\"paths\":[\"/b1.css\",\"/b2.css\",\"/b3.css\"]}\n"),
+                 out.constData());
+        writeFile(root_ + "/b4.css", "p { color: green }\n");
+        QThread::msleep(20);
+        writeFile(root_ + "/sub/page.html", "<p>new</p>\n");
+        QVERIFY(p.waitForFinished(15000));
+        out += p.readAllStandardOutput();
+        QVERIFY2(out.endsWith("\n{\"type\":\"reload\",\"paths\":[\"/b4.css\",\"/sub/page.html\"]}\n"),
+                 out.constData());
     }
 
     // A real browser: an HTML edit reloads the page; a CSS edit is applied without a reload.

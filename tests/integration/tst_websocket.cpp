@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <mutex>
 
 using namespace portico::test;
@@ -244,6 +245,8 @@ private slots:
             frames.contains(QByteArray("\x88", 1) + char(2 + 12) + QByteArray("\x03\xe9idle timeout", 14)),
             frames.toHex().constData());
         QVERIFY(r.closedByServer);
+        // A client that sends nothing but answers the pings is not idle: still open after 2.5 s.
+        QCOMPARE(client(false, "quiet", "/idle"), QByteArray("alive True"));
     }
 
     // The capture hook and room statistics on an in-process engine.
@@ -303,6 +306,14 @@ private slots:
         QCOMPARE(stats.rooms[0].members, 2u);
         QCOMPARE(stats.rooms[0].messages, 1u);
         QCOMPARE(stats.rooms[0].delivered, 1u);
+        // Messages per second: the one message over the room's first completed window (≥ 1 s), seen
+        // by this read if that window had already passed, else by the next one.
+        double rate = stats.rooms[0].messagesPerSecond;
+        QTest::qWait(1100);
+        stats = engine.webSocketStats();
+        QCOMPARE(int(stats.rooms.size()), 1);
+        rate = std::max(rate, stats.rooms[0].messagesPerSecond);
+        QVERIFY2(rate > 0 && rate <= 1.0, QByteArray::number(rate).constData());
         p.write("\n");
         QVERIFY(p.waitForFinished(10000));
         QVERIFY(p.readAllStandardOutput().contains("done"));

@@ -40,7 +40,8 @@ async def main(mode, path):
         n = int(mode[4:])
         async with conn(path) as ws:
             for i in range(n):
-                await ws.send("m%d" % i); assert await ws.recv() == "m%d" % i
+                m = "m%d-payload" % i
+                await ws.send(m); assert await ws.recv() == m
         print("ok", flush=True)
     elif mode == "hold":
         # one message, then wait for a line on stdin before closing (a long-lived session).

@@ -56,6 +56,11 @@ async def main(mode, path):
     elif mode == "proto":
         async with conn(path, subprotocols=["a", "b", "c"]) as ws:
             print("proto", ws.subprotocol)
+    elif mode == "quiet":
+        # sends nothing (no pings of its own either) for 2.5 s, answering only the server's pings
+        async with conn(path, ping_interval=None) as ws:
+            await asyncio.sleep(2.5)
+            await ws.send("still here"); print("alive", await asyncio.wait_for(ws.recv(), 5) == "still here")
     elif mode == "hold":
         a = await conn(path); b = await conn(path)
         await a.send("hello room")
