@@ -1,9 +1,10 @@
-// The capture of proxied WebSocket sessions (`proxy: {ws: true}`): python3-websockets clients talk
-// through an in-process engine to a python3-websockets echo upstream (tests/support/ws_upstream.py),
-// with and without permessage-deflate; the tunnel's record must hold every message both ways
-// (direction, opcode, size, bounded prefix, compressed flag) like a local session's, and keep them
-// in HAR and the session file. Bytes that are no WebSocket frames (ws_raw_upstream.py) still pass
-// unchanged and only stop the recording.
+// The capture of proxied WebSocket sessions (`proxy: {ws: true}`): python3-websockets clients
+// (ws://, and wss:// with permessage-deflate) talk through an in-process engine to a
+// python3-websockets echo upstream (tests/support/ws_upstream.py), with and without
+// permessage-deflate; the tunnel's record must hold every message both ways (direction, opcode,
+// size, bounded prefix, compressed flag) like a local session's, and keep them in HAR and the
+// session file. Bytes that are no WebSocket frames (ws_raw_upstream.py) still pass unchanged and
+// only stop the recording.
 #include "test_support.h"
 
 #include <portico/capture/har.h>
@@ -76,7 +77,7 @@ class TestProxyWebSocketCapture : public QObject {
     QProcess echo_, raw_;
     int echoPort_ = 0, rawPort_ = 0;
     engine::Engine engine_;
-    std::uint16_t port_ = 0;
+    std::uint16_t port_ = 0, tlsPort_ = 0;
     QString storePath_;
 
     static int startUpstream(QProcess& p, const QString& script, const QString& portFile) {
@@ -91,11 +92,14 @@ class TestProxyWebSocketCapture : public QObject {
         return 0;
     }
 
-    QByteArray client(const QString& mode, const QString& path) {
+    QByteArray client(const QString& mode, const QString& path, bool tls = false) {
+        const QString url = QStringLiteral("%1://127.0.0.1:%2%3")
+                                .arg(tls ? "wss" : "ws")
+                                .arg(tls ? tlsPort_ : port_)
+                                .arg(path);
         auto r = test::runProcess(test::debianPython(),
-                                  {test::sourceDir() + "/tests/support/ws_tunnel_client.py", mode,
-                                   QStringLiteral("ws://127.0.0.1:%1%2").arg(port_).arg(path)},
-                                  {}, 60000);
+                                  {test::sourceDir() + "/tests/support/ws_tunnel_client.py", mode, url}, {},
+                                  60000);
         if (!r.err.isEmpty()) qWarning().noquote() << r.err;
         return r.out.trimmed();
     }
@@ -154,8 +158,15 @@ private slots:
         rawPort_ = startUpstream(raw_, "ws_raw_upstream.py", dir_.filePath("raw.port"));
         QVERIFY2(rawPort_, raw_.readAllStandardError().constData());
         storePath_ = dir_.filePath("session.db");
+        auto cert = test::runProcess("openssl",
+                                     {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                                      "-nodes", "-keyout", dir_.filePath("local.key"), "-out",
+                                      dir_.filePath("local.crt"), "-days", "2", "-subj", "/CN=127.0.0.1"});
+        QCOMPARE(cert.exitCode, 0);
         const std::string yaml = QStringLiteral(R"(workers: 2
-listen: [127.0.0.1:0]
+listen:
+  - 127.0.0.1:0
+  - {address: 127.0.0.1:0, tls: {cert: %5, key: %6}}
 capture: {enabled: true, body_bytes: %1, store: %2}
 vhosts:
   - names: [127.0.0.1]
@@ -170,12 +181,15 @@ vhosts:
                                      .arg(storePath_)
                                      .arg(echoPort_)
                                      .arg(rawPort_)
+                                     .arg(dir_.filePath("local.crt"), dir_.filePath("local.key"))
                                      .toStdString();
         auto r = config::loadConfigText(yaml, "tunnel-capture.yaml", ".");
         QVERIFY2(r.ok(), r.ok() ? "" : r.errors.front().toString().c_str());
         std::string error;
         QVERIFY2(engine_.start(r.config, error), error.c_str());
-        port_ = engine_.endpoints().front().port;
+        for (const auto& ep : engine_.endpoints())
+            (ep.tls ? tlsPort_ : port_) = ep.port;
+        QVERIFY(port_ && tlsPort_);
     }
     void cleanupTestCase() {
         engine_.stop();
@@ -192,10 +206,19 @@ vhosts:
         checkConversation(*e, false);
     }
 
+    void messagesWithPermessageDeflate_data() {
+        QTest::addColumn<bool>("tls");
+        QTest::newRow("ws") << false;
+        QTest::newRow("wss") << true; // the client's side of the tunnel reads through OpenSSL
+    }
     void messagesWithPermessageDeflate() {
-        QCOMPARE(client("deflate", "/ws/deflate?t=1"), QByteArray("ok"));
-        auto e = session("/ws/deflate?t=1");
+        QFETCH(bool, tls);
+        const QString target = tls ? "/ws/deflate?tls=1" : "/ws/deflate?t=1";
+        QCOMPARE(client("deflate", target, tls), QByteArray("ok"));
+        auto e = session(target.toStdString());
         QVERIFY(e);
+        QCOMPARE(e->scheme, std::string(tls ? "https" : "http"));
+        QCOMPARE(e->tlsVersion.empty(), !tls);
         checkConversation(*e, true);
     }
 

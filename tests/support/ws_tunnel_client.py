@@ -2,6 +2,7 @@
 """Clients through Portico's `ws: true` proxy for the tunnel capture tests (python3-websockets 10.4).
 
 Usage: ws_tunnel_client.py MODE URL   — prints "ok" and exits 0, or what went wrong and exits 1.
+A wss:// URL is not verified (the tests' self-signed certificate).
   talk     to ws_upstream.py (echo), without compression: text, binary, a fragmented text message,
            a ping, a 1 MiB binary message, then a close with code 4001 "bye"
   deflate  the same conversation with permessage-deflate negotiated
@@ -11,6 +12,7 @@ Usage: ws_tunnel_client.py MODE URL   — prints "ok" and exits 0, or what went 
 import asyncio
 import os
 import socket
+import ssl
 import sys
 import threading
 import urllib.parse
@@ -29,7 +31,12 @@ def big():
 
 
 async def talk(url, compression):
-    async with websockets.connect(url, max_size=None, compression=compression) as ws:
+    ctx = None
+    if url.startswith("wss:"):
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    async with websockets.connect(url, ssl=ctx, max_size=None, compression=compression) as ws:
         check((ws.extensions != []) == (compression is not None), "extensions: %r" % ws.extensions)
         await ws.send("hello")
         check(await ws.recv() == "hello", "text echo")
