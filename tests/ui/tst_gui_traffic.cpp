@@ -391,6 +391,14 @@ private slots:
         QCOMPARE(table->item(1, 2)->text(), QString("binary"));
         QCOMPARE(table->item(1, 3)->text(), QString("300 B"));
         QVERIFY(table->item(1, 4)->text().contains("01 02") && table->item(1, 4)->text().endsWith("…"));
+        QVERIFY(table->item(1, 1)->text().contains("server"));
+        // A `ws: true` tunnel's session: the peer is the upstream; permessage-deflate is shown.
+        e.set(capture::Phase::UpstreamConnected, 1'500'000);
+        e.messages[1].compressed = true;
+        inspector.showExchange(e);
+        QVERIFY(table->item(1, 1)->text().contains("upstream"));
+        QCOMPARE(table->item(1, 2)->text(), QString("binary (deflate)"));
+        QCOMPARE(table->item(0, 2)->text(), QString("text"));
         e.messages.clear();
         inspector.showExchange(e);
         QVERIFY(!tabs->isTabVisible(tabs->indexOf(page)));

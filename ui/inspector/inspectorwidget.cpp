@@ -353,6 +353,8 @@ void InspectorWidget::fillPhases(const capture::Exchange& e) {
 
 void InspectorWidget::fillMessages(const capture::Exchange& e) {
     const bool grpc = e.protocol == capture::Protocol::Grpc;
+    // A WebSocket session of a `ws: true` proxy route: its peer is the upstream, not Portico.
+    const bool upstream = grpc || e.at(capture::Phase::UpstreamConnected) >= 0;
     m_messages->setHorizontalHeaderLabels({tr("Time"), tr("Direction"),
                                            grpc ? tr("Compressed") : tr("Opcode"), tr("Size"),
                                            grpc ? tr("Message") : tr("Data")});
@@ -413,12 +415,13 @@ void InspectorWidget::fillMessages(const capture::Exchange& e) {
         m_messageTexts << full;
         const QString cells[] = {when,
                                  m.fromClient ? tr("→ sent by client")
-                                 : grpc       ? tr("← sent by upstream")
+                                 : upstream   ? tr("← sent by upstream")
                                               : tr("← sent by server"),
-                                 grpc ? (m.opcode == 0   ? tr("no")
-                                         : m.opcode == 1 ? tr("yes")
-                                                         : tr("flag %1").arg(m.opcode))
-                                      : opcodeName(m.opcode),
+                                 grpc           ? (m.opcode == 0   ? tr("no")
+                                                   : m.opcode == 1 ? tr("yes")
+                                                                   : tr("flag %1").arg(m.opcode))
+                                 : m.compressed ? tr("%1 (deflate)").arg(opcodeName(m.opcode))
+                                                : opcodeName(m.opcode),
                                  formatBytes(m.size), data};
         for (int c = 0; c < 5; ++c) {
             auto item = new QTableWidgetItem(cells[c]);

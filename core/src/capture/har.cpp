@@ -423,6 +423,7 @@ std::string toHar(const std::vector<Exchange>& exchanges, const HarOptions& opti
                 if (m.opcode == 1 && !text) j["_encoding"] = "base64"; // a prefix cut inside a character
                 j["_timeNs"] = m.timeNs;
                 j["_size"] = m.size;
+                if (m.compressed) j["_compressed"] = true; // permessage-deflate; data and size inflated
                 msgs.push_back(std::move(j));
             }
             entry["_webSocketMessages"] = std::move(msgs);
@@ -578,6 +579,7 @@ void readWebSocketMessages(const json& entry, const std::string& where, Exchange
         }
         const double size = num(j, "_size", -1);
         m.size = size >= 0 ? static_cast<std::uint64_t>(size) : m.data.size();
+        if (const json* c = member(j, "_compressed"); c && c->is_boolean()) m.compressed = c->get<bool>();
         m.timeNs = messageTimeNs(j, base, e.startedUnixNs);
         e.messages.push_back(std::move(m));
     }

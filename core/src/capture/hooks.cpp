@@ -237,7 +237,7 @@ void wsOpened(WsCapture& wc) {
 }
 
 void wsMessage(WsCapture& wc, bool fromClient, std::uint8_t opcode, std::string_view payload,
-               std::uint64_t size) {
+               std::uint64_t size, bool compressed) {
     ++wc.record.messageCount;
     if (wc.record.messages.size() >= wc.maxMessages) {
         wc.record.flags |= kMessagesTruncated;
@@ -248,6 +248,7 @@ void wsMessage(WsCapture& wc, bool fromClient, std::uint8_t opcode, std::string_
     m.fromClient = fromClient;
     m.opcode = opcode;
     m.size = size;
+    m.compressed = compressed;
     m.data.assign(payload.substr(0, std::min<std::size_t>(wc.bodyBytes, payload.size())));
 }
 

@@ -111,10 +111,11 @@ using WsCapturePtr = std::unique_ptr<WsCapture, WsCaptureDeleter>;
 WsCapturePtr wsBegin(ConnCapture& cc, const ExchangeInput& in);
 /// The 101 is being written: ResponseFirstByte, and the record is published (kIncomplete).
 void wsOpened(WsCapture& wc);
-/// One message or control frame (`payload` whole or a prefix of it; `size` the whole size), or a
-/// room event (opcode kRoomEventOpcode). Counted always; kept while under maxMessages.
+/// One message or control frame (`payload` whole or a prefix of it; `size` the whole size, both
+/// inflated; `compressed`: it was sent with permessage-deflate), or a room event (opcode
+/// kRoomEventOpcode). Counted always; kept while under maxMessages.
 void wsMessage(WsCapture& wc, bool fromClient, std::uint8_t opcode, std::string_view payload,
-               std::uint64_t size);
+               std::uint64_t size, bool compressed = false);
 /// The session is gone: ResponseDone, `error` ("" for a clean close), final version published.
 void wsClosed(WsCapture& wc, std::string_view error);
 

@@ -99,9 +99,9 @@ std::string encodeMessages(const std::vector<Message>& messages) {
     put(static_cast<std::uint32_t>(messages.size()));
     for (const auto& m : messages) {
         put(static_cast<std::int64_t>(m.timeNs));
-        // Bit 0: from the client; bit 1: a gRPC message the stream ended inside (files written
-        // before bit 1 existed have only 0 and 1 here).
-        put(static_cast<std::uint8_t>((m.fromClient ? 1 : 0) | (m.cut ? 2 : 0)));
+        // Bit 0: from the client; bit 1: a gRPC message the stream ended inside; bit 2: a
+        // WebSocket message sent with permessage-deflate (older files have only bits 0 and 1).
+        put(static_cast<std::uint8_t>((m.fromClient ? 1 : 0) | (m.cut ? 2 : 0) | (m.compressed ? 4 : 0)));
         put(m.opcode);
         put(static_cast<std::uint64_t>(m.size));
         put(static_cast<std::uint32_t>(m.data.size()));
@@ -131,6 +131,7 @@ std::vector<Message> decodeMessages(std::string_view b) {
         m.timeNs = t;
         m.fromClient = (from & 1) != 0;
         m.cut = (from & 2) != 0;
+        m.compressed = (from & 4) != 0;
         m.size = size;
         m.data.assign(b.data() + at, len);
         at += len;

@@ -917,10 +917,20 @@ void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocke
         std::string_view head = std::string_view(toClient).substr(toClient.find("HTTP/1.1 101"));
         r.proxyRecord.responseHead.assign(head.substr(0, head.find("\r\n\r\n") + 2));
     }
-    finishProxied({});
-    toClient.append(leftover);
-    proxy::startTunnel(worker_, std::move(socket_), ssl_, std::move(upstream), toClient,
-                       in_.allocated() ? in_.unread() : std::string_view());
+    capture::WsCapturePtr wsCapture;
+    finishProxied({}, cap_ ? &wsCapture : nullptr);
+    // RFC 7692 §5: RSV1 marks compressed messages once the upstream accepted permessage-deflate.
+    bool deflate = false;
+    if (wsCapture)
+        proxy::detail::forEachField(fields, [&](std::string_view name, std::string_view value) {
+            if (!http::iequals(name, "sec-websocket-extensions")) return;
+            std::string v(value);
+            for (char& c : v)
+                c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+            deflate = deflate || v.find("permessage-deflate") != std::string::npos;
+        });
+    proxy::startTunnel(worker_, std::move(socket_), ssl_, std::move(upstream), toClient, leftover,
+                       in_.allocated() ? in_.unread() : std::string_view(), std::move(wsCapture), deflate);
     ssl_ = nullptr;
     closed_ = true;
     deadline_ = Clock::time_point::max();

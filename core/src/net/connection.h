@@ -27,7 +27,9 @@ struct Accepted;
 }
 namespace portico::capture {
 struct ConnCapture;
-}
+struct WsCapture;
+struct WsCaptureDeleter;
+} // namespace portico::capture
 
 namespace portico::net {
 
@@ -97,7 +99,10 @@ private:
     void captureExchange(const http::Request& req, const http::Response& res, std::size_t headStart,
                          std::string_view error);
     void addServerTiming(http::Response& res);
-    void finishProxied(std::string_view error); // access log + capture of a proxied exchange
+    // Access log + capture of a proxied exchange; `ws` (a 101 to be tunnelled, capture on): the
+    // record becomes the WebSocket session's (capture::wsBegin) instead of being published.
+    void finishProxied(std::string_view error,
+                       std::unique_ptr<capture::WsCapture, capture::WsCaptureDeleter>* ws = nullptr);
     void queueError(int status);
     Flush flushNow();
     void lingeringClose();

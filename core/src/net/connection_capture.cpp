@@ -70,7 +70,7 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
 // A proxied exchange ended (response handed over, an error answered, or aborted mid-body): its
 // access log line and, with capture on, its record with the upstream phases. The request's views
 // are gone by now, so both come from the copy startProxy made.
-void Connection::finishProxied(std::string_view error) {
+void Connection::finishProxied(std::string_view error, capture::WsCapturePtr* ws) {
     const Rare::ProxyRecord& pr = rare_->proxyRecord;
     const bool noBody = rare_->proxyHead || pr.status < 200 || pr.status == 204 || pr.status == 304;
     if (AccessLogger* log = worker_.accessLog()) {
@@ -134,6 +134,12 @@ void Connection::finishProxied(std::string_view error) {
     phase(capture::Phase::UpstreamConnected) = pr.upstreamNs;
     phase(capture::Phase::UpstreamFirstByte) = pr.upstreamByteNs;
     phase(capture::Phase::ResponseFirstByte) = pr.upstreamByteNs;
+    if (ws) {
+        // The tunnel publishes it (open, then closed with its messages), as a local session does.
+        *ws = capture::wsBegin(cc, in);
+        cc.resetRequest();
+        return;
+    }
     if (error.empty()) phase(capture::Phase::ResponseDone) = now;
     // Records of earlier pipelined responses may still wait for their flush: this one goes after.
     if (cc.pending)

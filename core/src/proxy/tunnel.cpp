@@ -3,6 +3,7 @@
 
 #include "net/transport.h"
 #include "net/worker.h"
+#include "ws/observer.h"
 
 #include <openssl/ssl.h>
 
@@ -12,24 +13,76 @@ namespace portico::proxy {
 namespace {
 constexpr std::size_t kChunk = 64 * 1024;
 
+// A tunnel's capture (only when capture is on): the session's record and one passive frame reader
+// per direction, which reads each buffer in place before it is written on (no copy of the bytes).
+class TunnelCapture {
+public:
+    TunnelCapture(capture::WsCapturePtr wc, bool deflate) : wc_(std::move(wc)) {
+        for (bool client : {true, false}) {
+            ws::FrameObserver::Options o;
+            o.fromClient = client;
+            o.deflate = deflate;
+            o.prefixBytes = wc_->bodyBytes;
+            (client ? fromClient_ : fromUpstream_) =
+                std::make_unique<ws::FrameObserver>(o, [this, client](const ws::ObservedMessage& m) {
+                    if (m.opcode == ws::Opcode::Close) closeSeen_ = true;
+                    capture::wsMessage(*wc_, client, static_cast<std::uint8_t>(m.opcode), m.prefix, m.size,
+                                       m.compressed);
+                });
+        }
+    }
+    void opened() { capture::wsOpened(*wc_); }
+    void observe(bool client, std::string_view bytes) {
+        if (!stopped_.empty() || bytes.empty()) return;
+        ws::FrameObserver& ob = client ? *fromClient_ : *fromUpstream_;
+        if (ob.feed(bytes)) return;
+        // Not (or no longer) WebSocket frames: the bytes go on as they are, the record stops here.
+        stopped_ = std::string("capture stopped: the ") + (client ? "client's" : "upstream's") +
+                   " bytes are not WebSocket frames after " + std::to_string(ob.offset()) + " bytes (" +
+                   ob.error() + ")";
+        fromClient_.reset();
+        fromUpstream_.reset();
+    }
+    void closed() {
+        capture::wsClosed(*wc_, !stopped_.empty() ? std::string_view(stopped_)
+                                : closeSeen_      ? std::string_view()
+                                                  : std::string_view("closed without a closing handshake"));
+    }
+
+private:
+    capture::WsCapturePtr wc_;
+    std::unique_ptr<ws::FrameObserver> fromClient_, fromUpstream_;
+    std::string stopped_;    // why the record stopped ("" while it goes on)
+    bool closeSeen_ = false; // the closing handshake began (a Close frame either way)
+};
+
 class Tunnel final : public net::Session, public std::enable_shared_from_this<Tunnel> {
 public:
     using Socket = net::Connection::Socket;
-    Tunnel(net::Worker& worker, Socket client, SSL* ssl, Socket upstream)
+    Tunnel(net::Worker& worker, Socket client, SSL* ssl, Socket upstream, capture::WsCapturePtr capture,
+           bool deflate)
         : worker_(worker), client_(std::move(client)), upstream_(std::move(upstream)), ssl_(ssl) {
+        if (capture) cap_ = std::make_unique<TunnelCapture>(std::move(capture), deflate);
         worker_.link(this);
         boost::system::error_code ec;
         client_.non_blocking(true, ec);
         upstream_.non_blocking(true, ec);
     }
     ~Tunnel() override {
+        captureClosed(); // only if abort() did not run
         worker_.unlink(this);
         if (ssl_) SSL_free(ssl_);
     }
 
-    void start(std::string_view toClient, std::string_view toUpstream) {
+    void start(std::string_view toClient, std::string_view leftover, std::string_view toUpstream) {
         up_.buf.assign(toClient); // upstream → client
+        up_.buf.append(leftover);
         down_.buf.assign(toUpstream);
+        if (cap_) {
+            cap_->opened(); // the 101 is about to be written
+            cap_->observe(false, leftover);
+            cap_->observe(true, toUpstream);
+        }
         pump(up_);
         pump(down_);
     }
@@ -43,6 +96,7 @@ public:
         client_.close(ec);
         upstream_.cancel(ec);
         upstream_.close(ec);
+        captureClosed();
     }
 
 private:
@@ -102,6 +156,7 @@ private:
             net::IoResult r = net::transportRead(src.native_handle(), srcSsl, d.buf.data(), kChunk);
             if (r.status == net::IoStatus::Ok) {
                 d.buf.resize(r.n);
+                if (cap_) cap_->observe(d.fromClient, d.buf);
                 continue;
             }
             d.buf.clear();
@@ -124,7 +179,14 @@ private:
         });
     }
 
+    void captureClosed() {
+        if (!cap_) return;
+        cap_->closed();
+        cap_.reset();
+    }
+
     net::Worker& worker_;
+    std::unique_ptr<TunnelCapture> cap_; // null when capture is off
     Socket client_;
     Socket upstream_;
     SSL* ssl_;
@@ -135,9 +197,11 @@ private:
 } // namespace
 
 void startTunnel(net::Worker& worker, net::Connection::Socket client, SSL* ssl, Exchange::Socket upstream,
-                 std::string_view toClient, std::string_view toUpstream) {
-    auto t = std::make_shared<Tunnel>(worker, std::move(client), ssl, std::move(upstream));
-    t->start(toClient, toUpstream);
+                 std::string_view toClient, std::string_view leftover, std::string_view toUpstream,
+                 capture::WsCapturePtr capture, bool deflate) {
+    auto t = std::make_shared<Tunnel>(worker, std::move(client), ssl, std::move(upstream), std::move(capture),
+                                      deflate);
+    t->start(toClient, leftover, toUpstream);
 }
 
 } // namespace portico::proxy

@@ -1,7 +1,9 @@
 // A WebSocket upgrade passed through to an HTTP/1.1 upstream (`ws: true` proxy routes): after the
-// upstream's 101 (RFC 9110 §7.8, RFC 6455 §4), bytes are piped both ways unchanged.
+// upstream's 101 (RFC 9110 §7.8, RFC 6455 §4), bytes are piped both ways unchanged; with capture on,
+// the frames passing each way are read (ws/observer.h) into the session's record.
 #pragma once
 
+#include "capture/hooks.h"
 #include "net/connection.h"
 #include "net/session.h"
 
@@ -18,12 +20,19 @@ class Worker;
 namespace portico::proxy {
 
 /// Starts piping between the client's socket (`ssl` when TLS; the tunnel frees it) and the
-/// upstream's. `toClient` is queued first (the 101 head and any bytes the upstream sent after
-/// it), `toUpstream` likewise (bytes the client sent after its request). Each direction holds at
-/// most one 64 KiB read at a time and reads again only when it was written, so a slow side pauses
-/// the other (bounded memory). One side's EOF is passed on as a half-close; an error, the
-/// worker's drain or the drain timeout closes both. A Session in the worker's list.
+/// upstream's. `toClient` then `leftover` are queued first (the 101 head, then any bytes the
+/// upstream sent after it), `toUpstream` likewise (bytes the client sent after its request). Each
+/// direction holds at most one 64 KiB read at a time and reads again only when it was written, so
+/// a slow side pauses the other (bounded memory). One side's EOF is passed on as a half-close; an
+/// error, the worker's drain or the drain timeout closes both. A Session in the worker's list.
+///
+/// `capture` (null when capture is off) is the session's record (capture::wsBegin): the tunnel
+/// publishes it open, adds every message both ways as its bytes are read (`deflate`:
+/// permessage-deflate was negotiated in the 101) and publishes it closed. The observation never
+/// changes what is forwarded; bytes that are not WebSocket frames stop it for this tunnel (the
+/// record's `error` says where and why) and keep flowing.
 void startTunnel(net::Worker& worker, net::Connection::Socket client, SSL* ssl, Exchange::Socket upstream,
-                 std::string_view toClient, std::string_view toUpstream);
+                 std::string_view toClient, std::string_view leftover, std::string_view toUpstream,
+                 capture::WsCapturePtr capture = nullptr, bool deflate = false);
 
 } // namespace portico::proxy

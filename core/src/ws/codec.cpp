@@ -210,4 +210,46 @@ Inflater::Result Inflater::inflate(std::string_view in, bool final, std::string&
     return r;
 }
 
+Inflater::Result Inflater::runSkim(const unsigned char* p, std::size_t n, std::string& prefix,
+                                   std::size_t keep, std::uint64_t& total, std::uint64_t limit) {
+    unsigned char buf[16 * 1024];
+    z_->next_in = const_cast<Bytef*>(p);
+    z_->avail_in = static_cast<uInt>(n);
+    // Each turn either consumes input or fills `buf`, and `total` is bounded by `limit`: bounded.
+    for (;;) {
+        z_->next_out = buf;
+        z_->avail_out = sizeof buf;
+        const int rc = ::inflate(z_, Z_SYNC_FLUSH);
+        const std::size_t produced = sizeof buf - z_->avail_out;
+        if (prefix.size() < keep)
+            prefix.append(reinterpret_cast<const char*>(buf), std::min(produced, keep - prefix.size()));
+        total += produced;
+        if (total > limit) return Result::TooBig;
+        if (rc == Z_STREAM_END) {
+            inflateReset(z_); // a final deflate block: anything after it in this message is garbage
+            return z_->avail_in > 0 ? Result::Error : Result::Ok;
+        }
+        if (rc == Z_BUF_ERROR) return z_->avail_in == 0 ? Result::Ok : Result::Error; // no progress
+        if (rc != Z_OK) return Result::Error;
+        if (z_->avail_in == 0 && z_->avail_out != 0) return Result::Ok; // all in, all out
+    }
+}
+
+Inflater::Result Inflater::skim(std::string_view in, bool final, std::string& prefix, std::size_t keep,
+                                std::uint64_t& total, std::uint64_t limit) {
+    if (!z_) return Result::Error;
+    Result r = Result::Ok;
+    // zlib takes at most 4 GiB per call (uInt): a frame's piece is far smaller, but stay exact.
+    for (std::size_t at = 0; r == Result::Ok && at < in.size();) {
+        const std::size_t n = std::min<std::size_t>(in.size() - at, 1u << 30);
+        r = runSkim(reinterpret_cast<const unsigned char*>(in.data()) + at, n, prefix, keep, total, limit);
+        at += n;
+    }
+    if (r == Result::Ok && final) {
+        r = runSkim(kTail, sizeof kTail, prefix, keep, total, limit);
+        if (noContext_) inflateReset(z_);
+    }
+    return r;
+}
+
 } // namespace portico::ws

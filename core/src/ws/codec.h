@@ -81,9 +81,18 @@ public:
     /// Appends the decompressed `in` (a frame's payload) to `out`; `final` adds the 00 00 FF FF tail
     /// (§7.2.2) and ends the message. TooBig once `out` would exceed `limit` bytes.
     Result inflate(std::string_view in, bool final, std::string& out, std::uint64_t limit);
+    /// For an observer that only looks (proxy tunnels): inflates `in` (a piece of a frame's
+    /// payload) into a small scratch buffer, appends what falls within the message's first `keep`
+    /// bytes to `prefix` and counts every byte in `total` (the message's size so far). `final` adds
+    /// the 00 00 FF FF tail and ends the message. Memory stays bounded whatever the ratio; TooBig
+    /// once `total` passes `limit` (the stream is then out of step: drop the Inflater).
+    Result skim(std::string_view in, bool final, std::string& prefix, std::size_t keep, std::uint64_t& total,
+                std::uint64_t limit);
 
 private:
     Result run(const unsigned char* p, std::size_t n, std::string& out, std::uint64_t limit);
+    Result runSkim(const unsigned char* p, std::size_t n, std::string& prefix, std::size_t keep,
+                   std::uint64_t& total, std::uint64_t limit);
     z_stream* z_;
     bool noContext_;
 };

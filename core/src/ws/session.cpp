@@ -315,7 +315,7 @@ bool WsSession::data(std::uint8_t op, bool fin, bool rsv1, std::string_view payl
 
 void WsSession::onMessage(Opcode op, std::string_view payload, bool compressed) {
     ++countIn_;
-    captureMessage(true, op, payload, payload.size());
+    captureMessage(true, op, payload, payload.size(), compressed);
     emitMessage(WsMessageEvent::Direction::In, op, payload, payload.size(), compressed);
     if (accepted_->liveReload) return; // the page has nothing to tell us
     if (action_.mode == config::WebSocketAction::Mode::Echo) {
@@ -340,7 +340,7 @@ void WsSession::send(Opcode op, std::string_view payload, bool mayCompress) {
     out_.append(head, hl);
     out_.append(body);
     if (op == Opcode::Text || op == Opcode::Binary) ++countOut_;
-    captureMessage(false, op, payload, payload.size());
+    captureMessage(false, op, payload, payload.size(), z);
     emitMessage(WsMessageEvent::Direction::Out, op, payload, payload.size(), z);
 }
 
@@ -379,7 +379,7 @@ bool WsSession::deliver(const SharedFrame& f) {
     ++countOut_;
     // The payload is the tail of the shared frame (its header is 2..10 bytes).
     if (cap_ && f.plain.size() >= f.size)
-        captureMessage(false, f.opcode, std::string_view(f.plain).substr(f.plain.size() - f.size), f.size);
+        captureMessage(false, f.opcode, std::string_view(f.plain).substr(f.plain.size() - f.size), f.size, z);
     if (hub_->hooked()) emitMessage(WsMessageEvent::Direction::Out, f.opcode, f.prefix, f.size, z);
     if (out_.size() - outPos_ > kOutSlowLimit) {
         asio::post(worker_.io(), [self = shared_from_this()] {

@@ -60,8 +60,10 @@ private:
     void leaveRoom();
     void flushCounters();
     /// Adds a message to the capture record (when capture is on).
-    void captureMessage(bool fromClient, Opcode op, std::string_view payload, std::uint64_t size) {
-        if (cap_) capture::wsMessage(*cap_, fromClient, static_cast<std::uint8_t>(op), payload, size);
+    void captureMessage(bool fromClient, Opcode op, std::string_view payload, std::uint64_t size,
+                        bool compressed = false) {
+        if (cap_)
+            capture::wsMessage(*cap_, fromClient, static_cast<std::uint8_t>(op), payload, size, compressed);
     }
     void captureRoomEvent(std::string_view what);
     void captureClosed(bool clean);

@@ -63,6 +63,9 @@ struct Message {
     std::string data;        ///< payload prefix, at most capture.body_bytes bytes, binary-safe
     std::uint64_t size = 0;  ///< whole payload in bytes (data.size() ≤ size)
     bool cut = false;        ///< gRPC: the stream ended before the whole message (`size` bytes) came
+    /// WebSocket: the message came or went with permessage-deflate (RFC 7692); `size` and `data`
+    /// are of the inflated payload either way.
+    bool compressed = false;
     bool operator==(const Message&) const = default;
 };
 
