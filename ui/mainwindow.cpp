@@ -58,8 +58,12 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_capture->setObjectName("statusCapture");
     m_capture->setToolTip(tr("Exchanges recorded by the server (`capture:` in the config), listed in the "
                              "Traffic tab"));
+    m_websocket = new QLabel;
+    m_websocket->setObjectName("statusWebSocket");
+    m_websocket->setVisible(false);
     statusBar()->addPermanentWidget(m_listeners);
     statusBar()->addPermanentWidget(m_rate);
+    statusBar()->addPermanentWidget(m_websocket);
     statusBar()->addPermanentWidget(m_capture);
     connect(server, &ServerController::listenersChanged, this, &MainWindow::updateListeners);
     m_rateTimer = new QTimer(this);
@@ -212,6 +216,28 @@ void MainWindow::updateRate() {
     m_rate->setText(tr("%1 req/s · %2 requests · %3 open")
                         .arg(QLocale().toString(rate, 'f', 0), QLocale().toString(qulonglong(c.requests)))
                         .arg(c.connectionsOpen));
+    if (const auto ws = m_server->webSocketStats(); ws && ws->accepted > 0) {
+        // Rooms of `websocket: room` routes: members and messages/s of each, in the tooltip.
+        QStringList rooms;
+        for (const auto& r : ws->rooms)
+            rooms << tr("%1 (%2): %3, %4 msg/s")
+                         .arg(QString::fromStdString(r.name), QString::fromStdString(r.route),
+                              r.members == 1 ? tr("1 member") : tr("%1 members").arg(r.members),
+                              QLocale().toString(r.messagesPerSecond, 'f', 1));
+        m_websocket->setText(
+            ws->rooms.empty()
+                ? tr("WebSocket: %1 open").arg(ws->open)
+                : tr("WebSocket: %1 open · %2")
+                      .arg(QString::number(ws->open),
+                           ws->rooms.size() == 1 ? tr("1 room") : tr("%1 rooms").arg(ws->rooms.size())));
+        m_websocket->setToolTip(
+            tr("WebSocket sessions open now (live reload included): %1; messages in %2, out %3")
+                .arg(ws->open)
+                .arg(QLocale().toString(qulonglong(ws->messagesIn)),
+                     QLocale().toString(qulonglong(ws->messagesOut))) +
+            (rooms.isEmpty() ? QString() : "\n" + rooms.join('\n')));
+        m_websocket->setVisible(true);
+    }
     const auto cfg = m_server->config();
     if (!cfg || !cfg->capture.enabled) {
         m_capture->setText(tr("capture: off"));

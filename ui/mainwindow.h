@@ -53,6 +53,7 @@ private:
     QLabel* m_listeners = nullptr;
     QLabel* m_rate = nullptr;
     QLabel* m_capture = nullptr;
+    QLabel* m_websocket = nullptr; ///< WebSocket sessions and rooms; hidden until the first one
     QTimer* m_rateTimer = nullptr;
     QMenu* m_recent = nullptr;
     QAction* m_revert = nullptr;

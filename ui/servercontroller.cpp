@@ -51,14 +51,21 @@ void ServerController::sample() {
     if (now - m_reportAt >= std::chrono::milliseconds(kReportMs)) {
         m_reportAt = now;
         auto report = std::make_shared<const stats::Report>(m_engine.stats());
+        auto ws = std::make_shared<const ws::Stats>(m_engine.webSocketStats());
         std::lock_guard lock(m_reportMutex);
         m_report = std::move(report);
+        m_wsStats = std::move(ws);
     }
 }
 
 std::shared_ptr<const stats::Report> ServerController::latencyReport() const {
     std::lock_guard lock(m_reportMutex);
     return m_report;
+}
+
+std::shared_ptr<const ws::Stats> ServerController::webSocketStats() const {
+    std::lock_guard lock(m_reportMutex);
+    return m_wsStats;
 }
 
 LiveStats ServerController::live() const {

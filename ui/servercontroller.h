@@ -64,6 +64,9 @@ public:
     /// sampler thread about every kReportMs; never blocks on the engine. Null before the first copy.
     std::shared_ptr<const stats::Report> latencyReport() const;
     static constexpr int kReportMs = 1000;
+    /// The engine's WebSocket totals and rooms (members, messages/s), copied with the report.
+    /// Null before the first copy.
+    std::shared_ptr<const ws::Stats> webSocketStats() const;
     engine::Engine& engine() { return m_engine; }
 
 signals:
@@ -86,6 +89,7 @@ private:
     std::thread m_sampler;
     mutable std::mutex m_reportMutex; ///< guards only the pointer swap below
     std::shared_ptr<const stats::Report> m_report;
+    std::shared_ptr<const ws::Stats> m_wsStats;
     std::chrono::steady_clock::time_point m_reportAt{};
     std::shared_ptr<const config::Config> m_config;
     QString m_configPath;

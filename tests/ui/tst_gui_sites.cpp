@@ -280,6 +280,41 @@ private slots:
         QCOMPARE(exchange(socket, "/hello").body, QByteArray("edited outside\n"));
     }
 
+    // Rooms are visible in the status bar: sessions open, rooms, and per room (tooltip) its
+    // members and messages/s. Hidden while no WebSocket was ever accepted.
+    void statusBarShowsWebSocketRooms() {
+        reopen("listen: [127.0.0.1:0]\nvhosts:\n  - routes:\n"
+               "      - path: /rooms/:room\n        websocket: room\n");
+        MainWindow window(m_server.get());
+        window.show();
+        auto* label = window.findChild<QLabel*>("statusWebSocket");
+        QVERIFY(label);
+        QVERIFY(label->isHidden());
+        QTcpSocket members[2];
+        for (auto& socket : members) {
+            socket.connectToHost("127.0.0.1", port());
+            QVERIFY(socket.waitForConnected(3000));
+            socket.write("GET /rooms/lobby HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                         "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                         "Sec-WebSocket-Version: 13\r\n\r\n");
+            socket.flush();
+            QByteArray head;
+            QElapsedTimer clock;
+            clock.start();
+            while (!head.contains("\r\n\r\n") && clock.elapsed() < 5000) {
+                socket.waitForReadyRead(100);
+                head += socket.readAll();
+            }
+            QVERIFY2(head.startsWith("HTTP/1.1 101"), head.constData());
+        }
+        // One masked text message "hi" (mask key 0) from the first member.
+        members[0].write(QByteArray("\x81\x82\0\0\0\0hi", 8));
+        members[0].flush();
+        QTRY_VERIFY_WITH_TIMEOUT(label->isVisible() && label->text() == "WebSocket: 2 open · 1 room", 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(label->toolTip().contains("messages in 1,"), 5000);
+        QVERIFY2(label->toolTip().contains("lobby (/rooms/:room): 2 members"), qPrintable(label->toolTip()));
+    }
+
     void websocketEchoFormAppliesAndUpgrades() {
         m_page->select(0, 1);
         chooseAction("WebSocket");
