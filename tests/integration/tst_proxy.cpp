@@ -11,6 +11,7 @@
 #include <QtTest>
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -362,6 +363,39 @@ vhosts:
         QVERIFY(p0 > 0 && p0 < p1 && p1 < p2);
         QVERIFY(r.bytes.endsWith("bye"));
         QVERIFY(r.closedByServer);
+    }
+
+    // Clients that reset their connection while a proxied body streams to them (wrk stopping with
+    // requests in flight): the failed write aborts the connection from inside the exchange's
+    // callback, where the exchange held the connection's last reference. It used to free the
+    // connection under its own feet (heap corruption, the server aborted on a later request).
+    void clientResetMidProxiedBodyKeepsServing() {
+        for (int i = 0; i < 40; ++i) {
+            int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_port = htons(server_->port());
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            QVERIFY(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+            const QByteArray req = "GET /api/big?n=8388608 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+            QCOMPARE(::send(fd, req.constData(), req.size(), MSG_NOSIGNAL), ssize_t(req.size()));
+            char buf[4096];
+            QVERIFY2(
+                ::recv(fd, buf, sizeof buf, 0) > 0, /* the response has started */
+                qPrintable(
+                    QString("client %1: %2").arg(i).arg(QString::fromUtf8(server_->output().right(300)))));
+            linger reset{1, 0}; // close → RST, the server's next write fails
+            ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+            ::close(fd);
+        }
+        for (const QString& mode : both()) {
+            for (int i = 0; i < 5; ++i) {
+                auto r = get("/api/echo", mode);
+                QCOMPARE(r.status, 200);
+            }
+        }
+        QVERIFY2(::kill(static_cast<pid_t>(server_->pid()), 0) == 0,
+                 server_->output().right(2000).constData());
     }
 };
 

@@ -395,7 +395,8 @@ void FastCgiCall::cancel() {
     timer_.cancel();
     boost::system::error_code ec;
     socket_.close(ec);
-    owner_.reset();
+    // Released after the caller's handler (it may hold the last reference to the caller).
+    if (owner_) asio::post(timer_.get_executor(), [owner = std::move(owner_)] {});
 }
 } // namespace
 

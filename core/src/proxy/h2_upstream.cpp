@@ -1015,7 +1015,8 @@ void H2Call::cancel() {
         conn_->postFlush();
     }
     done_ = true;
-    owner_.reset();
+    // Released after the caller's handler (it may hold the last reference to the caller).
+    if (owner_) asio::post(timer_.get_executor(), [owner = std::move(owner_)] {});
 }
 
 } // namespace

@@ -724,7 +724,9 @@ void Exchange::cancel() {
     timer_.cancel();
     boost::system::error_code ec;
     socket_.close(ec);
-    owner_.reset();
+    // The owner (the client's connection) calls this from inside its own handlers, and this may
+    // hold the last reference to it: release it after the current handler, never under its feet.
+    if (owner_) asio::post(timer_.get_executor(), [owner = std::move(owner_)] {});
 }
 
 namespace detail {
