@@ -365,6 +365,44 @@ vhosts:
         QVERIFY(r.closedByServer);
     }
 
+    // `keepalive: N` bounds the idle connections a worker keeps per upstream: six requests at once
+    // need six upstream connections; afterwards two stay open with `keepalive: 2`, all six with the
+    // default (256). (One worker, so one pool.)
+    void keepaliveBoundsIdleUpstreamConnections() {
+        QTRY_COMPARE_WITH_TIMEOUT(openAtThird(), 1, 5000);
+        QFile cfg(tmp_.filePath("keepalive.yaml"));
+        QVERIFY(cfg.open(QIODevice::WriteOnly));
+        cfg.write(QStringLiteral(
+                      "workers: 1\nlisten: [127.0.0.1:0]\nvhosts:\n  - routes:\n"
+                      "      - path: /two/*\n"
+                      "        proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /two, keepalive: 2}\n"
+                      "      - path: /many/*\n"
+                      "        proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /many}\n")
+                      .arg(thirdPort_)
+                      .toUtf8());
+        cfg.close();
+        ServerProcess server({"--config", cfg.fileName()});
+        QVERIFY2(server.waitReady(), server.output().constData());
+        auto burst = [&](const QString& prefix) {
+            std::vector<std::unique_ptr<QProcess>> clients;
+            for (int i = 0; i < 6; ++i) {
+                clients.push_back(std::make_unique<QProcess>());
+                clients.back()->start("curl",
+                                      {"-s", "--max-time", "20", server.baseUrl() + prefix + "/slow?ms=400"});
+            }
+            for (auto& c : clients) {
+                QVERIFY(c->waitForFinished(30000));
+                QCOMPARE(c->readAllStandardOutput(), QByteArray("slow"));
+            }
+        };
+        burst("/two");
+        QTRY_COMPARE_WITH_TIMEOUT(openAtThird(), 1 + 2, 5000);
+        burst("/many");
+        QTRY_COMPARE_WITH_TIMEOUT(openAtThird(), 1 + 6, 5000);
+        QCOMPARE(server.terminate(), 0);
+        QTRY_COMPARE_WITH_TIMEOUT(openAtThird(), 1, 5000);
+    }
+
     // Clients that reset their connection while a proxied body streams to them (wrk stopping with
     // requests in flight): the failed write aborts the connection from inside the exchange's
     // callback, where the exchange held the connection's last reference. It used to free the

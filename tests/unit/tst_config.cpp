@@ -1383,6 +1383,34 @@ private slots:
         QVERIFY(checked >= 10);
     }
 
+    // proxy.keepalive (idle upstream connections per worker): default, 0, the range, the writer.
+    void proxyKeepalive() {
+        auto action = [](const LoadResult& r) -> const ProxyAction* {
+            if (!r.ok()) return nullptr;
+            return std::get_if<ProxyAction>(&r.config->vhosts.at(0).routes.at(0).action);
+        };
+        const QByteArray head = "vhosts:\n  - routes:\n      - path: /api/*\n        proxy: ";
+        LoadResult def = load(head + "http://127.0.0.1:1\n");
+        QVERIFY(action(def));
+        QCOMPARE(action(def)->keepalive, 256u);
+        QVERIFY(configToYaml(*def.config, dir().toStdString()).find("keepalive") == std::string::npos);
+        for (const char* n : {"0", "7", "100000"}) {
+            LoadResult r = load(head + "{upstream: http://127.0.0.1:1, keepalive: " + n + "}\n");
+            QVERIFY2(action(r), n);
+            QCOMPARE(action(r)->keepalive, QByteArray(n).toUInt());
+            const std::string written = configToYaml(*r.config, dir().toStdString());
+            LoadResult again = load(QByteArray::fromStdString(written));
+            QVERIFY2(action(again), written.c_str());
+            QCOMPARE(action(again)->keepalive, QByteArray(n).toUInt());
+        }
+        LoadResult bad = load(head + "{upstream: http://127.0.0.1:1, keepalive: 100001}\n");
+        QVERIFY(!bad.ok());
+        QVERIFY2(errorLines(bad).join('\n').contains("test.yaml:4:58: vhosts[0].routes[0].proxy.keepalive:"),
+                 qPrintable(errorLines(bad).join('\n')));
+        QVERIFY(!load(head + "{upstream: http://127.0.0.1:1, keepalive: -1}\n").ok());
+        QVERIFY(!load(head + "{upstream: http://127.0.0.1:1, keepalive: many}\n").ok());
+    }
+
     void writerSavesAtomically() {
         LoadResult r = load("vhosts: [{root: site, routes: [{path: /a, respond: {body: a}}]}]\n");
         QVERIFY(r.ok());

@@ -74,7 +74,7 @@ constexpr std::string_view kFastCgiKeys[] = {
     "address", "root", "index", "extension", "connect_timeout", "response_timeout"};
 constexpr std::string_view kProxyKeys[] = {
     "upstream",     "strip_prefix", "change_origin",    "forwarded", "connect_timeout", "response_timeout",
-    "fail_timeout", "idle_timeout", "grpc_timeout_max", "ws",        "descriptor_set"};
+    "fail_timeout", "idle_timeout", "grpc_timeout_max", "ws",        "descriptor_set",  "keepalive"};
 constexpr std::string_view kGroupKeys[] = {"prefix", "routes"};
 constexpr std::string_view kStaticKeys[] = {"root", "index", "listing", "spa_fallback", "follow_symlinks"};
 constexpr std::string_view kRespondKeys[] = {
@@ -1630,6 +1630,8 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
                     if (auto d = duration(val, true)) px.failTimeout = *d;
                 } else if (k.key == "idle_timeout") {
                     if (auto d = duration(val, false)) px.idleTimeout = *d;
+                } else if (k.key == "keepalive") {
+                    if (auto n = integer(val, 0, 100000)) px.keepalive = static_cast<std::uint32_t>(*n);
                 } else if (k.key == "grpc_timeout_max") {
                     if (auto d = duration(val, true)) px.grpcTimeoutMax = *d;
                 } else if (k.key == "ws") {

@@ -208,6 +208,8 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
             out << YAML::Key << "fail_timeout" << YAML::Value << formatDuration(px->failTimeout);
         if (px->idleTimeout != defaults.idleTimeout)
             out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(px->idleTimeout);
+        if (px->keepalive != defaults.keepalive)
+            out << YAML::Key << "keepalive" << YAML::Value << px->keepalive;
         if (px->grpcTimeoutMax != defaults.grpcTimeoutMax)
             out << YAML::Key << "grpc_timeout_max" << YAML::Value << formatDuration(px->grpcTimeoutMax);
         if (px->ws) out << YAML::Key << "ws" << YAML::Value << true;

@@ -583,10 +583,12 @@ void Connection::startProxy(const http::Request& req, const http::Response& res,
     r.proxyHeadSent = false;
     r.proxyPaused = false;
     http::Request forwarded = req;
-    boost::system::error_code ec;
-    auto remote = socket_.remote_endpoint(ec);
-    std::string client = ec ? std::string() : remote.address().to_string();
-    forwarded.clientAddress = client;
+    if (r.clientAddress.empty()) {
+        boost::system::error_code ec;
+        auto remote = socket_.remote_endpoint(ec);
+        if (!ec) r.clientAddress = remote.address().to_string();
+    }
+    forwarded.clientAddress = r.clientAddress;
     r.proxyTrailers.clear();
     auto& pr = r.proxyRecord;
     pr.method.assign(req.methodToken);
@@ -819,6 +821,14 @@ void Connection::onRequestBodyConsumed(std::size_t n) {
 }
 
 void Connection::onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) {
+    onUpstreamHeadBodyFollows(status, fields, length);
+    pumpProxy();
+}
+
+// Queues the response head; the body bytes that follow (onUpstreamBody) or the end (onUpstreamEnd)
+// write it together with them.
+void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
+                                           std::optional<std::uint64_t> length) {
     Rare& r = *rare_;
     if (!out_.allocated()) out_ = worker_.buffers().acquire();
     const bool noBody = status < 200 || status == 204 || status == 304;
@@ -857,7 +867,6 @@ void Connection::onUpstreamHead(int status, std::string_view fields, std::option
     out_.append("\r\n");
     if (cap_) r.proxyRecord.responseHead.assign(out_.unread().substr(headStart));
     r.proxyHeadSent = true;
-    pumpProxy();
 }
 
 bool Connection::onUpstreamBody(std::string_view data) {

@@ -55,6 +55,8 @@ public:
 
     // proxy::Sink: the upstream's response of a `proxy:` route, streamed to the client.
     void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) override;
+    void onUpstreamHeadBodyFollows(int status, std::string_view fields,
+                                   std::optional<std::uint64_t> length) override;
     bool onUpstreamBody(std::string_view data) override;
     void onUpstreamEnd() override;
     void onUpstreamError(int status, const std::string& message) override;
@@ -147,6 +149,7 @@ private:
         bool proxyHeadSent = false;
         bool proxyPaused = false;
         bool proxyServerHeader = true;
+        std::string clientAddress; // the peer's address for X-Forwarded-For, read once per connection
         // A request body streaming to the proxied exchange: Content-Length bytes still to come
         // (uploadLeft) or chunked (the decoder above, chunkActive), bytes handed to the exchange
         // and not yet written upstream (uploadHeld; reading pauses at kUploadHighWater), the

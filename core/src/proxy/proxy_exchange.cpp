@@ -22,8 +22,6 @@ using tcp = asio::ip::tcp;
 namespace {
 constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::size_t kMaxHead = 64 * 1024;
-constexpr std::size_t kMaxIdlePerUpstream = 32;
-
 // A pooled keep-alive connection. While it waits in the pool a read wait watches it: the upstream
 // closing it (EOF, RST) or sending anything unasked makes it unusable, so it is closed and leaves
 // the pool at once instead of sitting in CLOSE_WAIT until the next request picks it. A timer closes
@@ -58,11 +56,12 @@ void retire(const std::string& k, const std::shared_ptr<Idle>& entry) {
     if (it->second.empty()) tPools.idle.erase(it);
 }
 
-// Puts a connection that finished a response back in the pool of `k` (unless it is full) and
-// starts watching it.
-void park(const std::string& k, Exchange::Socket& socket, std::chrono::nanoseconds idleTimeout) {
+// Puts a connection that finished a response back in the pool of `k` (unless `maxIdle` wait there
+// already) and starts watching it.
+void park(const std::string& k, Exchange::Socket& socket, std::chrono::nanoseconds idleTimeout,
+          std::size_t maxIdle) {
     auto& idle = tPools.idle[k];
-    if (idle.size() >= kMaxIdlePerUpstream) return;
+    if (idle.size() >= maxIdle) return;
     auto entry = std::make_shared<Idle>(std::move(socket));
     idle.push_back(entry);
     entry->socket.async_wait(tcp::socket::wait_read, [k, entry](const boost::system::error_code& ec) {
@@ -253,16 +252,15 @@ void Exchange::pick() {
         boost::system::error_code ignored;
         entry->socket.cancel(ignored); // the read wait ends with operation_aborted
         socket_ = std::move(entry->socket);
-        // A pooled connection the upstream closed meanwhile is readable (EOF) now: drop it.
+        // A pooled connection the upstream closed (EOF) or wrote to since the watcher last ran
+        // is readable now: drop it. Nothing to read (EAGAIN) is the only state to reuse.
         boost::system::error_code ec;
-        if (socket_.available(ec) == 0 && !ec) {
-            char probe;
-            ssize_t n = ::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                reused_ = true;
-                send();
-                return;
-            }
+        char probe;
+        ssize_t n = ::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            reused_ = true;
+            send();
+            return;
         }
         socket_.close(ec);
     }
@@ -611,7 +609,13 @@ bool Exchange::parseHead() {
         }
         buffered_ = end + 4;
         timer_.cancel();
-        sink_->onUpstreamHead(status, fields_, noBody ? length : (chunked ? std::nullopt : length));
+        const auto told = noBody ? length : (chunked ? std::nullopt : length);
+        // No body, or a Content-Length body whose first bytes came with the head: onRead goes on
+        // to finish() or deliver() at once, so the head can leave with them in one write.
+        if (framing_ == Framing::None || (framing_ == Framing::Length && head_.size() > buffered_))
+            sink_->onUpstreamHeadBodyFollows(status, fields_, told);
+        else
+            sink_->onUpstreamHead(status, fields_, told);
         return !cancelled_;
     }
 }
@@ -681,7 +685,7 @@ void Exchange::finish(bool reusable) {
     if (streaming_ && (!requestSent_ || writing_)) reusable = false;
     stage_ = Stage::Done;
     timer_.cancel();
-    if (reusable && socket_.is_open()) park(key(*upstream_), socket_, action_.idleTimeout);
+    if (reusable && socket_.is_open()) park(key(*upstream_), socket_, action_.idleTimeout, action_.keepalive);
     boost::system::error_code ec;
     if (socket_.is_open()) socket_.close(ec);
     Sink* sink = sink_;

@@ -34,6 +34,13 @@ public:
     /// without Content-Length; `length` is the body length when the upstream gave one (also for a
     /// HEAD response), nullopt when the body runs until its end (chunked or close-delimited).
     virtual void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) = 0;
+    /// As onUpstreamHead, when body bytes (or the end) are already at hand and follow in this
+    /// same call chain: the sink may hold the head back so head and first body bytes leave in one
+    /// write. Default: onUpstreamHead.
+    virtual void onUpstreamHeadBodyFollows(int status, std::string_view fields,
+                                           std::optional<std::uint64_t> length) {
+        onUpstreamHead(status, fields, length);
+    }
     /// Body bytes (de-chunked). Return false when the downstream buffer is full: no more calls
     /// until Exchange::resume().
     virtual bool onUpstreamBody(std::string_view data) = 0;

@@ -179,6 +179,11 @@ struct ProxyAction {
     /// An upstream connection with no request in flight this long is closed: a pooled HTTP/1.1
     /// keep-alive connection silently, an HTTP/2 one with GOAWAY.
     Duration idleTimeout = std::chrono::seconds(60);
+    /// HTTP/1.1 upstreams: idle keep-alive connections kept per worker and upstream address (nginx's
+    /// `keepalive`); a connection finishing a response while this many wait is closed. 0..100000;
+    /// 0 = a new connection per request. Set it at least to the concurrency the route sees, or
+    /// connections churn (connect + TIME_WAIT per request).
+    std::uint32_t keepalive = 256;
     /// gRPC: a request's `grpc-timeout` larger than this (or none) is replaced by it; 0 = no cap.
     Duration grpcTimeoutMax{0};
     bool grpc = false; ///< written as `grpc:` (upstreams must be h2c:// or https://)
