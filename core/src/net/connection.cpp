@@ -1,5 +1,6 @@
 // HTTP/1.1 connection state machine: non-blocking reads, pipelined dispatch, batched writes, sendfile.
 #include "net/connection.h"
+#include "net/drained.h"
 
 #include "capture/hooks.h"
 #include "net/h2_connection.h"
@@ -208,6 +209,7 @@ void Connection::waitRead() {
             in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
             p = in_.writable(room);
         }
+        readAsked_ = room;
         socket_.async_read_some(asio::buffer(p, room),
                                 [self = shared_from_this()](const boost::system::error_code& ec,
                                                             std::size_t n) { self->onRead(ec, n); });
@@ -233,7 +235,8 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
         return;
     }
     in_.commit(n);
-    worker_.handlerState().newTurn(); // requests read in this batch share file lookups
+    if (n < readAsked_) markDrained(socket_); // the next read waits for the client (drained.h)
+    worker_.handlerState().newTurn();         // requests read in this batch share file lookups
     const auto& limits = worker_.snapshot().config->limits;
     if (in_.size() > maxBufferedBytes(limits)) {
         queueError(413);

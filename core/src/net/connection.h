@@ -176,6 +176,7 @@ private:
     std::unique_ptr<Rare> rare_;
     std::unique_ptr<capture::ConnCapture> cap_; // null unless capture was on at accept
     Clock::time_point deadline_ = Clock::time_point::max();
+    std::size_t readAsked_ = 0; // the room of the read in flight (a shorter read drained the socket)
     Clock::time_point requestStart_;
     std::uint16_t localPort_;
     Phase phase_ = Phase::Idle;

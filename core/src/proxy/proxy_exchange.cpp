@@ -1,6 +1,8 @@
 // Reverse proxy exchange to an HTTP/1.1 upstream (see proxy_exchange.h).
 #include "proxy/proxy_exchange.h"
 
+#include "net/drained.h"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
@@ -30,6 +32,7 @@ struct Idle {
     explicit Idle(Exchange::Socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
     Exchange::Socket socket;
     asio::steady_timer timer;
+    char byte = 0;      // the watcher's read lands here (any byte retires the connection)
     bool taken = false; // picked for a request (or closed): the watchers' callbacks do nothing
 };
 
@@ -40,6 +43,11 @@ struct Pools {
     std::map<const void*, std::size_t> next; // round-robin position per proxy action
 };
 thread_local Pools tPools;
+
+// Read buffers (kReadChunk bytes, not zeroed) kept per worker thread: an exchange takes one when it
+// first reads and gives it back when it ends, instead of a 16 KiB allocation and memset per request.
+thread_local std::vector<std::unique_ptr<char[]>> tReadBuffers;
+constexpr std::size_t kKeptReadBuffers = 1024;
 
 std::string key(const config::Upstream& u) { return u.host + ":" + std::to_string(u.port); }
 
@@ -64,9 +72,13 @@ void park(const std::string& k, Exchange::Socket& socket, std::chrono::nanosecon
     if (idle.size() >= maxIdle) return;
     auto entry = std::make_shared<Idle>(std::move(socket));
     idle.push_back(entry);
-    entry->socket.async_wait(tcp::socket::wait_read, [k, entry](const boost::system::error_code& ec) {
-        if (ec != asio::error::operation_aborted) retire(k, entry);
-    });
+    // The watcher is a one-byte read, not async_wait: the response's last read drained the socket
+    // (net/drained.h), so Asio queues it without a syscall, where a wait re-arms epoll with an
+    // epoll_ctl per request. EOF, a reset or any byte retires the connection.
+    entry->socket.async_read_some(asio::buffer(&entry->byte, 1),
+                                  [k, entry](const boost::system::error_code& ec, std::size_t) {
+                                      if (ec != asio::error::operation_aborted) retire(k, entry);
+                                  });
     entry->timer.expires_after(idleTimeout);
     entry->timer.async_wait([k, entry](const boost::system::error_code& ec) {
         if (!ec) retire(k, entry);
@@ -88,7 +100,9 @@ bool containsToken(std::string_view value, std::string_view token) {
 Exchange::Exchange(asio::io_context& io, const config::ProxyAction& action)
     : io_(io), action_(action), socket_(io.get_executor()), timer_(io) {}
 
-Exchange::~Exchange() = default;
+Exchange::~Exchange() {
+    if (buffer_ && tReadBuffers.size() < kKeptReadBuffers) tReadBuffers.push_back(std::move(buffer_));
+}
 
 std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<void> owner,
                                           std::shared_ptr<const void> snapshot,
@@ -443,10 +457,17 @@ void Exchange::requestEnd(std::span<const http::Header> trailers) {
 
 void Exchange::read() {
     if (cancelled_ || paused_) return;
-    buffer_.resize(kReadChunk);
-    socket_.async_read_some(asio::buffer(buffer_.data(), kReadChunk), [self = shared_from_this()](
-                                                                          const boost::system::error_code& e,
-                                                                          std::size_t n) {
+    if (!buffer_) {
+        if (tReadBuffers.empty()) {
+            buffer_.reset(new char[kReadChunk]);
+        } else {
+            buffer_ = std::move(tReadBuffers.back());
+            tReadBuffers.pop_back();
+        }
+    }
+    socket_.async_read_some(asio::buffer(buffer_.get(), kReadChunk), [self = shared_from_this()](
+                                                                         const boost::system::error_code& e,
+                                                                         std::size_t n) {
         if (self->cancelled_ || self->stage_ == Stage::Done) return;
         if (e == asio::error::operation_aborted) return;
         if (e == asio::error::eof && self->stage_ == Stage::Body && self->framing_ == Framing::UntilClose) {
@@ -464,13 +485,14 @@ void Exchange::read() {
                            retry);
             return;
         }
+        if (n < kReadChunk) net::markDrained(self->socket_); // the next read waits (net/drained.h)
         self->onRead(n);
     });
 }
 
 void Exchange::onRead(std::size_t n) {
     gotBytes_ = true;
-    std::string_view data(buffer_.data(), n);
+    std::string_view data(buffer_.get(), n);
     if (stage_ == Stage::Head) {
         head_.append(data);
         if (!parseHead()) return; // failed, or needs more

@@ -238,8 +238,8 @@ private:
     boost::asio::steady_timer timer_;
     const config::Upstream* upstream_ = nullptr;
     std::size_t tries_ = 0;
-    std::string request_; // serialised head + body
-    std::string buffer_;  // read buffer
+    std::string request_;            // serialised head + body
+    std::unique_ptr<char[]> buffer_; // read buffer, kReadChunk bytes (from a per-worker pool)
     std::size_t buffered_ = 0;
     std::string head_;   // response head so far
     std::string fields_; // filtered fields for the sink
