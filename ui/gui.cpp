@@ -26,6 +26,7 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QSettings>
+#include <QSocketNotifier>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -35,10 +36,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace portico::ui {
@@ -336,6 +339,32 @@ int measureResponsiveness(MainWindow& window, ServerController& server, double s
     return 0;
 }
 
+// SIGINT (Ctrl+C in the terminal that started it) and SIGTERM (logout, `kill`) close the app like
+// its window does: the event loop ends, the server drains, settings are written, exit 0. The
+// handler only writes a byte (async-signal-safe); the event loop reads it.
+int g_quitPipe[2] = {-1, -1};
+
+void onQuitSignal(int) {
+    const char byte = 1;
+    [[maybe_unused]] const auto n = ::write(g_quitPipe[0], &byte, 1);
+}
+
+void quitOnSignals(QApplication& app) {
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g_quitPipe) != 0) return;
+    auto* notifier = new QSocketNotifier(g_quitPipe[1], QSocketNotifier::Read, &app);
+    QObject::connect(notifier, &QSocketNotifier::activated, &app, [] {
+        char byte;
+        [[maybe_unused]] const auto n = ::read(g_quitPipe[1], &byte, 1);
+        QCoreApplication::quit();
+    });
+    struct sigaction sa {};
+    sa.sa_handler = onQuitSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+}
+
 } // namespace
 
 int runGui(int argc, char** argv, const GuiOptions& options) {
@@ -378,6 +407,7 @@ int runGui(int argc, char** argv, const GuiOptions& options) {
     if (shot) return screenshot(window, server, options, scratch.path() + "/bench-history");
     if (!options.tab.empty()) window.showTab(QString::fromStdString(options.tab));
     window.show();
+    quitOnSignals(app);
     return app.exec();
 }
 

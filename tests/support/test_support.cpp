@@ -5,6 +5,7 @@
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QTemporaryFile>
 #include <QThread>
 
 #include <arpa/inet.h>
@@ -22,11 +23,24 @@ QString porticoBinary() { return QStringLiteral(PORTICO_BINARY); }
 QString sharedDir() { return QStringLiteral(PORTICO_SHARED_DIR); }
 QString debianPython() { return QStringLiteral("/usr/bin/python3"); }
 
-ProcessResult runProcess(const QString& program, const QStringList& args, const QByteArray& input,
-                         int timeoutMs) {
+std::uint16_t freePort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    std::uint16_t port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+}
+
+namespace {
+ProcessResult finish(QProcess& p, const QString& program, const QByteArray& input, int timeoutMs) {
     ProcessResult r;
-    QProcess p;
-    p.start(program, args);
     if (!p.waitForStarted(10000)) {
         r.err = "failed to start " + program.toUtf8();
         return r;
@@ -42,6 +56,43 @@ ProcessResult runProcess(const QString& program, const QStringList& args, const 
     r.err = p.readAllStandardError();
     if (!r.timedOut && p.exitStatus() == QProcess::NormalExit) r.exitCode = p.exitCode();
     return r;
+}
+} // namespace
+
+ProcessResult runProcess(const QString& program, const QStringList& args, const QByteArray& input,
+                         int timeoutMs) {
+    QProcess p;
+    p.start(program, args);
+    return finish(p, program, input, timeoutMs);
+}
+
+ProcessResult runProcessIn(const QString& program, const QStringList& args, const QProcessEnvironment& env,
+                           const QString& workingDir, int timeoutMs) {
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.setWorkingDirectory(workingDir);
+    p.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
+    p.start(program, args);
+    return finish(p, program, {}, timeoutMs);
+}
+
+CurlReply curlFetch(const QStringList& args) {
+    CurlReply reply;
+    QTemporaryFile body;
+    if (!body.open()) return reply;
+    // The write-out goes to stderr after curl's own messages, so the body file stays byte-exact.
+    auto r = runProcess("curl", QStringList{"-sS", "--max-time", "10", "-o", body.fileName(), "-w",
+                                            "%{stderr}\n%{http_code} %{http_version}"} +
+                                    args);
+    const QList<QByteArray> lines = r.err.split('\n');
+    const QList<QByteArray> last = lines.isEmpty() ? QList<QByteArray>{} : lines.back().split(' ');
+    if (last.size() == 2) {
+        reply.status = last[0].toInt();
+        reply.httpVersion = QString::fromLatin1(last[1]);
+    }
+    reply.err = r.err.left(r.err.lastIndexOf('\n')).trimmed();
+    reply.body = body.readAll();
+    return reply;
 }
 
 struct ServerProcess::Impl {
@@ -67,6 +118,19 @@ ServerProcess::ServerProcess(const QStringList& args, const QStringList& env) : 
     // If the test process dies (a crash, a QFATAL), its servers must not outlive it.
     d_->proc.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
     d_->proc.start(porticoBinary(), full);
+}
+
+ServerProcess::ServerProcess() : d_(std::make_unique<Impl>()) {}
+
+std::unique_ptr<ServerProcess> ServerProcess::exactly(const QStringList& args, const QProcessEnvironment& env,
+                                                      const QString& workingDir) {
+    std::unique_ptr<ServerProcess> s(new ServerProcess);
+    s->d_->proc.setProcessChannelMode(QProcess::MergedChannels);
+    s->d_->proc.setProcessEnvironment(env);
+    s->d_->proc.setWorkingDirectory(workingDir);
+    s->d_->proc.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
+    s->d_->proc.start(porticoBinary(), args);
+    return s;
 }
 
 ServerProcess::~ServerProcess() {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QByteArray>
+#include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
 
@@ -17,6 +18,10 @@ QString sharedDir();
 /// Debian's python with python3-h2 / websockets ("/usr/bin/python3").
 QString debianPython();
 
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released); 0 on failure.
+/// For command lines and config files that need a number: prefer port 0 where the server takes it.
+std::uint16_t freePort();
+
 struct ProcessResult {
     int exitCode = -1; ///< -1 if it crashed or timed out
     bool timedOut = false;
@@ -27,6 +32,21 @@ struct ProcessResult {
 /// Runs `program args` to completion (at most `timeoutMs`), feeding `input` on stdin.
 ProcessResult runProcess(const QString& program, const QStringList& args, const QByteArray& input = {},
                          int timeoutMs = 30000);
+/// The same with `env` as the child's whole environment, in `workingDir`; the child is killed if
+/// the test process dies.
+ProcessResult runProcessIn(const QString& program, const QStringList& args, const QProcessEnvironment& env,
+                           const QString& workingDir, int timeoutMs = 30000);
+
+/// What `curl` got: the status (0 if no response), the negotiated version ("1.1", "2"), the body.
+struct CurlReply {
+    int status = 0;
+    QString httpVersion;
+    QByteArray body;
+    QByteArray err; ///< curl's stderr (its error message when status is 0)
+};
+
+/// Runs `curl -sS --max-time 10 <args...>` (args hold the URL and any options) and returns what it got.
+CurlReply curlFetch(const QStringList& args);
 
 /// A `portico serve` child bound to 127.0.0.1 port 0. The port is read from the
 /// "Listening on http://HOST:PORT/" line it prints. Killed (SIGTERM, then SIGKILL) on destruction.
@@ -36,6 +56,10 @@ public:
     /// --config, in which case the listener comes from the file and the file should use port 0).
     /// `env` adds "NAME=value" entries to the child's environment.
     explicit ServerProcess(const QStringList& args, const QStringList& env = {});
+    /// Starts `portico <args...>` exactly as given (nothing added: the subcommand, ports and listen
+    /// addresses are the caller's), in `workingDir`, with `env` as its whole environment.
+    static std::unique_ptr<ServerProcess> exactly(const QStringList& args, const QProcessEnvironment& env,
+                                                  const QString& workingDir);
     ~ServerProcess();
     /// Waits for the listening line; false (with diagnostics in `output()`) on failure.
     bool waitReady(int timeoutMs = 10000);
@@ -49,6 +73,7 @@ public:
     qint64 pid() const;
 
 private:
+    ServerProcess();
     struct Impl;
     std::unique_ptr<Impl> d_;
     std::uint16_t port_ = 0;

@@ -1292,10 +1292,16 @@ private slots:
         for (const QString& rel : files) {
             QFile doc(QStringLiteral(PORTICO_SOURCE_DIR) + "/" + rel);
             QVERIFY2(doc.open(QIODevice::ReadOnly), qPrintable(rel + " is missing"));
-            const QList<Block> blocks = fencedBlocks(QString::fromUtf8(doc.readAll()));
+            const QString markdown = QString::fromUtf8(doc.readAll());
+            // fencedBlocks sees fences at the start of a line only: an indented one (in a list
+            // item) would hide its snippet from this check.
+            static const QRegularExpression indentedFence(QStringLiteral("\\n[ \\t]+```"));
+            QVERIFY2(!indentedFence.match(markdown).hasMatch(),
+                     qPrintable(rel + ": an indented ``` fence; start it at the line's beginning"));
+            const QList<Block> blocks = fencedBlocks(markdown);
             for (int i = 0; i < blocks.size(); ++i) {
                 const Block& b = blocks[i];
-                if (b.lang != "yaml") continue;
+                if (b.lang.toLower() != "yaml" && b.lang.toLower() != "yml") continue;
                 if (rel == "docs/configuration.md") ++inConfigurationMd;
                 const QByteArray text = b.text.toUtf8();
                 LoadResult r = loadConfigText(std::string_view(text.constData(), text.size()), "portico.yaml",
