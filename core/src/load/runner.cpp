@@ -6,6 +6,7 @@
 
 #include "response_parser.h"
 
+#include "net/drained.h"
 #include "net/transport.h"
 #include "tls/client_tls.h"
 
@@ -112,8 +113,9 @@ struct Conn {
 
     Worker& worker;
     tcp::socket socket;
-    asio::steady_timer timer; // open-model pacing or reconnect back-off
-    unsigned index;           // 0..connections-1 over the whole run
+    std::size_t readAsked = 0; // the room of the read in flight
+    asio::steady_timer timer;  // open-model pacing or reconnect back-off
+    unsigned index;            // 0..connections-1 over the whole run
     std::vector<InFlight> ring;
     std::size_t ringHead = 0, inFlight = 0;
     std::unique_ptr<char[]> readBuf;
@@ -522,7 +524,8 @@ void Conn::read() {
                           });
         return;
     }
-    socket.async_read_some(asio::buffer(readBuf.get() + readEnd, kReadBuffer - readEnd),
+    readAsked = kReadBuffer - readEnd;
+    socket.async_read_some(asio::buffer(readBuf.get() + readEnd, readAsked),
                            [this, gen = generation](const boost::system::error_code& ec, std::size_t n) {
                                if (gen != generation) return;
                                onRead(ec, n);
@@ -534,6 +537,9 @@ void Conn::onRead(const boost::system::error_code& ec, std::size_t n) {
         onReadError(ec == asio::error::eof);
         return;
     }
+    // A short read drained the socket: the next read waits for the server without a recv that
+    // would fail with EAGAIN (net/drained.h), a syscall per response saved on the client side.
+    if (n < readAsked) net::markDrained(socket);
     if (!onData(n)) return; // the connection was closed
     read();
     fill();
