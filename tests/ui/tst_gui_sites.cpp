@@ -127,6 +127,26 @@ private:
         m_page->show();
     }
 
+    // Sends a WebSocket upgrade request for `path` to the server on `socket` and returns the
+    // response head (empty when nothing came within 5 s).
+    QByteArray upgrade(QTcpSocket& socket, const QByteArray& path) {
+        socket.connectToHost("127.0.0.1", port());
+        if (!socket.waitForConnected(3000)) return {};
+        socket.write("GET " + path +
+                     " HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                     "Sec-WebSocket-Version: 13\r\n\r\n");
+        socket.flush();
+        QByteArray head;
+        QElapsedTimer clock;
+        clock.start();
+        while (!head.contains("\r\n\r\n") && clock.elapsed() < 5000) {
+            socket.waitForReadyRead(100);
+            head += socket.readAll();
+        }
+        return head;
+    }
+
 private slots:
     void init() {
         QVERIFY(m_dir.isValid());
@@ -292,19 +312,7 @@ private slots:
         QVERIFY(label->isHidden());
         QTcpSocket members[2];
         for (auto& socket : members) {
-            socket.connectToHost("127.0.0.1", port());
-            QVERIFY(socket.waitForConnected(3000));
-            socket.write("GET /rooms/lobby HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-                         "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                         "Sec-WebSocket-Version: 13\r\n\r\n");
-            socket.flush();
-            QByteArray head;
-            QElapsedTimer clock;
-            clock.start();
-            while (!head.contains("\r\n\r\n") && clock.elapsed() < 5000) {
-                socket.waitForReadyRead(100);
-                head += socket.readAll();
-            }
+            const QByteArray head = upgrade(socket, "/rooms/lobby");
             QVERIFY2(head.startsWith("HTTP/1.1 101"), head.constData());
         }
         // One masked text message "hi" (mask key 0) from the first member.
@@ -332,19 +340,7 @@ private slots:
         QVERIFY(!applyButton()->isEnabled());
 
         QTcpSocket socket;
-        socket.connectToHost("127.0.0.1", port());
-        QVERIFY(socket.waitForConnected(3000));
-        socket.write("GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                     "Sec-WebSocket-Version: 13\r\n\r\n");
-        socket.flush();
-        QByteArray head;
-        QElapsedTimer clock;
-        clock.start();
-        while (!head.contains("\r\n\r\n") && clock.elapsed() < 5000) {
-            socket.waitForReadyRead(100);
-            head += socket.readAll();
-        }
+        const QByteArray head = upgrade(socket, "/other");
         QVERIFY2(head.startsWith("HTTP/1.1 101"), head.constData());
         QVERIFY(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
 
