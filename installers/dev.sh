@@ -3,6 +3,8 @@
 #   installers/dev.sh run    opens Portico on the bundled demo site (the desktop app with a display,
 #                            else `portico serve` on http://127.0.0.1:8080/ and https://localhost:8443/)
 #   installers/dev.sh test   runs the whole test suite (ctest)
+#   installers/dev.sh sanitize  builds the suite with ASan+UBSan (preset asan, build/asan) and runs it
+#                            all, then the threading tests with TSan (preset tsan, build/tsan)
 #   installers/dev.sh build  only builds
 # Idempotent: packages already installed are not touched; the build directory is reused.
 set -euo pipefail
@@ -35,7 +37,22 @@ if ((${#missing[@]})); then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# ccache, when the machine has it, makes rebuilds of a fresh clone cheap; it is not required.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+if [ "$mode" = sanitize ]; then
+  cd "$here"
+  status=0
+  for preset in asan tsan; do
+    cmake --preset "$preset" "${launcher[@]}" >/dev/null
+    cmake --build --preset "$preset" -j "$jobs"
+    ctest --preset "$preset" -j "$jobs" --timeout 900 || status=1
+  done
+  exit $status
+fi
+
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build "$build" -j "$jobs"
 
 case "$mode" in
@@ -52,5 +69,5 @@ case "$mode" in
     exec ctest --output-on-failure -j "$jobs" --timeout 600
     ;;
   build) ;;
-  *) echo "usage: installers/dev.sh [run|test|build]" >&2; exit 2 ;;
+  *) echo "usage: installers/dev.sh [run|test|sanitize|build]" >&2; exit 2 ;;
 esac

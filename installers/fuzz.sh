@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (clang, ASan+UBSan, build-fuzz/) and runs each for SECONDS
 # (default 60) from its seed corpus, keeping the grown corpus in build-fuzz/corpus/NAME.
 #   installers/fuzz.sh [SECONDS] [TARGET...]     targets: http1_parser h2_session ws_frames
-#                                                config_loader har_import route_pattern
+#                                                ws_observer config_loader har_import route_pattern
 # A crash, leak, sanitizer report, failed invariant, 10 s timeout or 2 GiB RSS stops a target; its
 # input is written to build-fuzz/artifacts/. Put a fixed reproducer in tests/fuzz/crashes/NAME so
 # every build replays it. Results of long runs: docs/security.md.
@@ -10,7 +10,7 @@ set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-http1_parser h2_session ws_frames config_loader har_import route_pattern}
+targets=${*:-http1_parser h2_session ws_frames ws_observer config_loader har_import route_pattern}
 build=$here/build-fuzz
 command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang)" >&2; exit 2; }
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DPORTICO_FUZZ=ON -DPORTICO_BUILD_UI=OFF \

@@ -11,6 +11,14 @@
 
 namespace portico::test {
 
+/// Built with a sanitizer (the asan and tsan presets): resident-memory bounds do not hold there
+/// (shadow memory, ASan's quarantine, TSan's history), so suites skip those checks and say so.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 /// Source tree root, the built `portico` binary and ../shared (see tests/CMakeLists.txt).
 QString sourceDir();
 QString porticoBinary();
