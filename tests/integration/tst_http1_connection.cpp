@@ -239,6 +239,16 @@ vhosts:
         QVERIFY(t.elapsed() >= 900);
     }
 
+    // The under side of header_timeout (1 s here, for the whole head): a head that comes in three
+    // pieces over ~300 ms is served. (The over side: headerTimeoutAnswers408, tst_slow_clients.)
+    void headerTimeoutNotReachedServes() {
+        RawReply r = rawExchangePaced(
+            port_, {"GET /a.txt HTTP/1.1\r\n", "Host: t\r\n", "X-Slow: yes\r\nConnection: close\r\n\r\n"},
+            150);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{200});
+        QVERIFY(r.bytes.endsWith("hello\n"));
+    }
+
     void idleTimeoutClosesSilently() {
         RawReply r = rawExchange(port_, "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 4000);
         QCOMPARE(statusCodes(r.bytes), QList<int>{200});
@@ -283,6 +293,56 @@ vhosts:
         QFile::remove(dir_.filePath("site/big.bin"));
     }
 
+    // The under side of write_timeout (1 s here): a reader that stalls 300 ms at a time, five times,
+    // with the server's writes blocked each time, still gets the whole file.
+    void writeTimeoutSparesSlowReader() {
+        constexpr int kSize = 32 << 20;
+        QFile big(dir_.filePath("site/slow.bin"));
+        QVERIFY(big.open(QIODevice::WriteOnly));
+        big.resize(kSize);
+        big.close();
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        int small = 4096;
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port_);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        QCOMPARE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        const char req[] = "GET /slow.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+        QCOMPARE(::send(fd, req, sizeof req - 1, 0), ssize_t(sizeof req - 1));
+        QByteArray got;
+        char buf[65536];
+        bool closed = false;
+        int stalls = 0;
+        while (!closed) {
+            // 2 MiB between stalls, then everything: enough for the server's waiting write to go on
+            // each time (the kernel says writable only once a third of its send buffer is free),
+            // and its buffers fill up again during the next stall.
+            const qsizetype until = stalls < 5 ? got.size() + (2 << 20) : qsizetype(kSize) * 2;
+            while (got.size() < until) {
+                pollfd p{fd, POLLIN, 0};
+                if (::poll(&p, 1, 3000) <= 0) break;
+                ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+                if (n <= 0) {
+                    closed = true;
+                    break;
+                }
+                got.append(buf, n);
+            }
+            if (stalls == 5) break;
+            QTest::qWait(300);
+            ++stalls;
+        }
+        ::close(fd);
+        QFile::remove(dir_.filePath("site/slow.bin"));
+        QCOMPARE(stalls, 5);
+        QVERIFY(closed); // Connection: close, after the whole body
+        const qsizetype head = got.indexOf("\r\n\r\n") + 4;
+        QVERIFY(got.startsWith("HTTP/1.1 200 "));
+        QCOMPARE(got.size() - head, qsizetype(kSize));
+    }
+
     // After a tick of idleness the connection gives its buffers back (parks) and must still serve.
     void parkedConnectionKeepsServing() {
         portico::test::RawClient c(port_);
@@ -290,6 +350,21 @@ vhosts:
         QTest::qWait(700); // > 200 ms park delay + a 250 ms tick, < 2 s idle timeout
         QCOMPARE(c.exchange("GET /hello/second HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
         QCOMPARE(c.body(), std::string_view("hi second"));
+    }
+
+    // The under side of body_timeout (1 s here, between body reads, not for the whole body): eight
+    // pieces 300 ms apart take 2.1 s in all and are served whole.
+    void bodyTimeoutIsPerGapNotPerBody() {
+        QElapsedTimer t;
+        t.start();
+        RawReply r = rawExchangePaced(port_,
+                                      {"POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+                                       "Content-Length: 16\r\n\r\nab",
+                                       "cd", "ef", "gh", "ij", "kl", "mn", "op"},
+                                      300);
+        QCOMPARE(statusCodes(r.bytes), QList<int>{200});
+        QVERIFY2(r.bytes.endsWith("\r\n\r\nabcdefghijklmnop"), r.bytes.constData());
+        QVERIFY(t.elapsed() >= 2000); // twice body_timeout in all
     }
 
     void bodyTimeoutAnswers408() {

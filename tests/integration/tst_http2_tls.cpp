@@ -74,7 +74,7 @@ class TestHttp2Tls : public QObject {
     QString resolve() const { return QStringLiteral("localhost:%1:127.0.0.1").arg(server_->tlsPort()); }
 
     // Runs a Python h2 script with PORT/TLS in the environment; returns its stdout.
-    QByteArray python(const QByteArray& script, bool tls) {
+    QByteArray python(const QByteArray& script, bool tls, std::uint16_t port = 0) {
         QTemporaryFile f(tmp_.filePath("XXXXXX.py"));
         f.setAutoRemove(false);
         f.open();
@@ -82,7 +82,8 @@ class TestHttp2Tls : public QObject {
         f.close();
         QProcess p;
         auto env = QProcessEnvironment::systemEnvironment();
-        env.insert("PORT", QString::number(tls ? server_->tlsPort() : server_->plainPort()));
+        if (port == 0) port = tls ? server_->tlsPort() : server_->plainPort();
+        env.insert("PORT", QString::number(port));
         env.insert("TLS", tls ? "1" : "0");
         p.setProcessEnvironment(env);
         p.start(debianPython(), {f.fileName()});
@@ -350,6 +351,57 @@ print(status.decode(), body.decode())
 )PY";
         QCOMPARE(python(script, false).trimmed(), QByteArray("200 part1-part2"));
         QCOMPARE(python(script, true).trimmed(), QByteArray("200 part1-part2"));
+    }
+
+    // limits.idle_timeout holds for HTTP/2 connections too (1 s here): with no stream open for
+    // ~300 ms the connection still serves a second request; after 2.5 s the server has closed it.
+    void idleTimeoutBothSidesOverH2() {
+        QFile f(tmp_.filePath("idle.yaml"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("listen: [127.0.0.1:0]\nlimits: {idle_timeout: 1s}\n"
+                "vhosts:\n  - routes:\n      - path: /hello\n        respond: {body: \"hi\"}\n");
+        f.close();
+        ServerProcess s({"--config", f.fileName()});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        const QByteArray script = R"PY(
+import os, socket, time, h2.connection, h2.events, h2.config
+s = socket.create_connection(("127.0.0.1", int(os.environ["PORT"])), timeout=5)
+c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+c.initiate_connection(); s.sendall(c.data_to_send())
+def get():
+    sid = c.get_next_available_stream_id()
+    c.send_headers(sid, [(":method", "GET"), (":path", "/hello"), (":scheme", "http"), (":authority", "t")], end_stream=True)
+    s.sendall(c.data_to_send())
+    status, body = None, b""
+    while True:
+        data = s.recv(65536)
+        if not data: return "closed"
+        for e in c.receive_data(data):
+            if isinstance(e, h2.events.ResponseReceived): status = dict(e.headers)[b":status"].decode()
+            if isinstance(e, h2.events.DataReceived): body += e.data
+            if isinstance(e, h2.events.StreamEnded) and e.stream_id == sid:
+                s.sendall(c.data_to_send()); return status + " " + body.decode()
+        s.sendall(c.data_to_send())
+print("first", get())
+time.sleep(0.3)
+print("under", get())
+time.sleep(2.5)
+s.settimeout(1)
+try:
+    frames = []
+    while True:
+        data = s.recv(65536)
+        if not data: break
+        frames += [type(e).__name__ for e in c.receive_data(data)]
+    print("over closed", "goaway" if "ConnectionTerminated" in frames else "no-goaway")
+except socket.timeout:
+    print("over open")
+)PY";
+        const QByteArray out = python(script, false, s.port());
+        QVERIFY2(out.contains("first 200 hi\n"), out.constData());
+        QVERIFY2(out.contains("under 200 hi\n"), out.constData());
+        QVERIFY2(out.contains("over closed"), out.constData());
+        QCOMPARE(s.terminate(), 0);
     }
 
     void oversizedHeaderListGets431() {

@@ -1,6 +1,7 @@
 // The `proxy:` action over the wire: curl (HTTP/1.1 and h2c downstream) → portico → an HTTP/1.1
 // upstream (tests/support/upstream.py). RFC 9110 §7.6 semantics, streaming, 502/504, keep-alive
 // reuse, round-robin and passive failure marking.
+#include "raw_client.h"
 #include "test_support.h"
 
 #include <QJsonArray>
@@ -11,6 +12,7 @@
 #include <QtTest>
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -77,6 +79,7 @@ class TestProxy : public QObject {
     int upstreamPort_ = 0, secondPort_ = 0, thirdPort_ = 0, deadPort_ = 0;
     std::unique_ptr<ServerProcess> server_;
     QString base_;
+    StuckListener stuck_; // connect_timeout's upstream
 
     int startUpstream(QProcess& p, const QString& portFile) {
         p.start(debianPython(), {sourceDir() + "/tests/support/upstream.py", portFile});
@@ -115,6 +118,16 @@ class TestProxy : public QObject {
             }
         }
         return n;
+    }
+    // The upstream connection a request on `c` went over (upstream.py's /echo connection_id).
+    static int connectionId(portico::test::RawClient& c, const char* path) {
+        const std::string req = std::string("GET ") + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+        if (c.exchange(req) != 200) return -1;
+        const auto body = c.body();
+        return QJsonDocument::fromJson(QByteArray(body.data(), qsizetype(body.size())))
+            .object()
+            .value("connection_id")
+            .toInt(-1);
     }
     Reply get(const QString& path, const QString& mode, QStringList extra = {}) {
         if (!mode.isEmpty()) extra.prepend(mode);
@@ -163,11 +176,18 @@ vhosts:
         proxy: {upstream: http://127.0.0.1:%4, strip_prefix: /pooled}
       - path: /brief-idle/*
         proxy: {upstream: http://127.0.0.1:%4, strip_prefix: /brief-idle, idle_timeout: 1s}
+      - path: /patient/*
+        proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /patient, response_timeout: 1s}
+      - path: /quick-connect/*
+        proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /quick-connect, connect_timeout: 300ms}
+      - path: /stuck-connect/*
+        proxy: {upstream: http://127.0.0.1:%5, strip_prefix: /stuck-connect, connect_timeout: 300ms}
 )")
                       .arg(upstreamPort_)
                       .arg(secondPort_)
                       .arg(deadPort_)
                       .arg(thirdPort_)
+                      .arg(stuck_.port())
                       .toUtf8());
         cfg.close();
         server_ = std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("portico.yaml")});
@@ -285,6 +305,96 @@ vhosts:
         }
     }
 
+    // Both sides of response_timeout (1 s on /patient): for the head, an upstream that answers after
+    // 300 ms is relayed, one that takes 2.5 s gets 504.
+    void responseTimeoutBothSidesForTheHead() {
+        for (const QString& mode : both()) {
+            auto ok = get("/patient/slow?ms=300", mode);
+            QCOMPARE(ok.status, 200);
+            QCOMPARE(ok.body, QByteArray("slow"));
+            auto late = get("/patient/slow?ms=2500", mode);
+            QCOMPARE(late.status, 504);
+            QVERIFY2(late.body.contains("timed out"), late.body.constData());
+        }
+    }
+
+    // ... and between body reads: a body a byte every 300 ms (1.5 s in all, longer than the
+    // timeout) arrives whole; a body that pauses 2.5 s after its first byte aborts the client's
+    // connection (HTTP/1.1) or stream (HTTP/2), never a short "complete" body.
+    void responseTimeoutBothSidesBetweenBodyReads() {
+        for (const QString& mode : both()) {
+            auto ok = get("/patient/trickle?n=5&ms=300", mode);
+            QCOMPARE(ok.exitCode, 0);
+            QCOMPARE(ok.status, 200);
+            QCOMPARE(ok.body, QByteArray("ttttt"));
+            auto stalled = get("/patient/trickle?n=2&ms=2500", mode);
+            QVERIFY2(stalled.exitCode != 0, qPrintable(QString::number(stalled.exitCode)));
+            QVERIFY(stalled.body.size() < 2);
+        }
+    }
+
+    // Both sides of connect_timeout (300 ms): it bounds the connect only, so an upstream that then
+    // takes 1 s to answer is relayed; a connect that never completes gets 504 within about 2 × the
+    // timeout (the one upstream is tried twice).
+    void connectTimeoutBothSides() {
+        for (const QString& mode : both()) {
+            auto ok = get("/quick-connect/slow?ms=1000", mode);
+            QCOMPARE(ok.status, 200);
+            QElapsedTimer t;
+            t.start();
+            auto stuck = get("/stuck-connect/x", mode);
+            QCOMPARE(stuck.status, 504);
+            QVERIFY2(stuck.body.contains("connect_timeout"), stuck.body.constData());
+            QVERIFY2(t.elapsed() >= 300 && t.elapsed() < 5000, qPrintable(QString::number(t.elapsed())));
+        }
+    }
+
+    // Both sides of fail_timeout (1.5 s): an upstream that refused a connection is skipped (even
+    // once it listens again) until the time is up, then tried again. One worker: one pool.
+    void failTimeoutBothSides() {
+        // The first upstream: a bound socket that is not listening yet (connections are refused).
+        const int a = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        QCOMPARE(::bind(a, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+        ::getsockname(a, reinterpret_cast<sockaddr*>(&addr), &len);
+        QFile cfg(tmp_.filePath("fail.yaml"));
+        QVERIFY(cfg.open(QIODevice::WriteOnly));
+        cfg.write(QStringLiteral("workers: 1\nlisten: [127.0.0.1:0]\nvhosts:\n  - routes:\n"
+                                 "      - path: /ft/*\n"
+                                 "        proxy: {upstream: [http://127.0.0.1:%1, http://127.0.0.1:%2], "
+                                 "strip_prefix: /ft, fail_timeout: 1500ms, response_timeout: 500ms}\n")
+                      .arg(ntohs(addr.sin_port))
+                      .arg(upstreamPort_)
+                      .toUtf8());
+        cfg.close();
+        ServerProcess server({"--config", cfg.fileName()});
+        QVERIFY2(server.waitReady(), server.output().constData());
+        const QByteArray req = "GET /ft/echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+        // Round-robin starts at the first upstream: refused, marked, the second one answers.
+        QCOMPARE(statusCodes(rawExchange(server.port(), req).bytes), QList<int>{200});
+        QElapsedTimer marked;
+        marked.start();
+        QCOMPARE(::listen(a, 16), 0); // it would answer now (accept, then never a response)
+        auto pending = [a] {
+            pollfd p{a, POLLIN, 0};
+            return ::poll(&p, 1, 0) > 0;
+        };
+        // Under: within ~30% of fail_timeout every request goes to the second upstream.
+        for (int i = 0; i < 4; ++i)
+            QCOMPARE(statusCodes(rawExchange(server.port(), req).bytes), QList<int>{200});
+        QVERIFY2(marked.elapsed() < 1000, qPrintable(QString::number(marked.elapsed())));
+        QVERIFY(!pending());
+        // Over: after 2 × fail_timeout the first upstream is tried again (its turn comes first).
+        QTest::qWait(int(3000 - marked.elapsed()));
+        QCOMPARE(statusCodes(rawExchange(server.port(), req, 3000).bytes), QList<int>{504});
+        QVERIFY(pending());
+        ::close(a);
+        QCOMPARE(server.terminate(), 0);
+    }
+
     void brokenUpstreamBodyAbortsDownstream() {
         // The head promised 100 bytes; the upstream died after 10. The client must see a broken
         // transfer, never a "complete" short body.
@@ -318,6 +428,22 @@ vhosts:
         QCOMPARE(get("/brief-idle/echo", "").status, 200);
         QCOMPARE(openAtThird(), 2); // + the one pooled for 1 s
         QTRY_COMPARE_WITH_TIMEOUT(openAtThird(), 1, 5000);
+    }
+
+    // Both sides of the upstream idle_timeout (1 s on /brief-idle), seen from one client connection
+    // (one worker, one pool): a request 300 ms after the last one reuses the pooled upstream
+    // connection; one after 2.5 s finds it closed and gets a new one.
+    void pooledConnectionReusedWithinIdleTimeout() {
+        portico::test::RawClient c(server_->port());
+        QVERIFY(c.ok());
+        const int first = connectionId(c, "/brief-idle/echo");
+        QVERIFY(first > 0);
+        QTest::qWait(300);
+        QCOMPARE(connectionId(c, "/brief-idle/echo"), first);
+        QTest::qWait(2500);
+        const int later = connectionId(c, "/brief-idle/echo");
+        QVERIFY(later > 0);
+        QVERIFY(later != first);
     }
 
     void pooledConnectionClosedByUpstreamIsClosed() {

@@ -1,6 +1,6 @@
 // `fastcgi:` routes end to end: curl (HTTP/1.1 and h2c) → portico → Debian's php-fpm over TCP.
 // CGI parameters, request bodies, Status and Location, large streamed output, 502 when php-fpm
-// is not there.
+// is not there, both sides of connect_timeout and response_timeout.
 #include "test_support.h"
 
 #include <QJsonDocument>
@@ -20,6 +20,7 @@ struct Reply {
     int status = 0;
     QByteArray headers;
     QByteArray body;
+    int exitCode = -1;
 };
 
 Reply curl(const QString& url, QStringList extra = {}) {
@@ -33,6 +34,7 @@ Reply curl(const QString& url, QStringList extra = {}) {
     out.body = r.out.left(nl);
     out.status = r.out.mid(nl + 1).toInt();
     out.headers = head.readAll();
+    out.exitCode = r.exitCode;
     return out;
 }
 } // namespace
@@ -44,6 +46,7 @@ class TestProxyFastCgi : public QObject {
     int fpmPort_ = 0;
     std::unique_ptr<ServerProcess> server_;
     QString base_;
+    StuckListener stuck_; // connect_timeout's application server
 
     void write(const QString& name, const QByteArray& text) {
         QFile f(tmp_.filePath(name));
@@ -71,6 +74,14 @@ private slots:
         write("php/redirect.php", "<?php header('Location: /elsewhere');\n");
         write("php/big.php",
               "<?php for ($i = 0; $i < 64; $i++) echo str_repeat(chr(65 + $i % 26), 65536);\n");
+        // For the timeouts (vhost timeouts.test): scripts that take their time.
+        QDir().mkpath(tmp_.filePath("php/patient"));
+        QDir().mkpath(tmp_.filePath("php/quick-connect"));
+        write("php/patient/sleep.php", "<?php usleep((int)$_GET['ms'] * 1000); echo 'slept';\n");
+        write("php/quick-connect/sleep.php", "<?php usleep((int)$_GET['ms'] * 1000); echo 'slept';\n");
+        write("php/patient/trickle.php", "<?php echo 'h'; flush();\n"
+                                         "for ($i = 0; $i < (int)$_GET['n']; $i++) {\n"
+                                         "    usleep((int)$_GET['ms'] * 1000); echo 't'; flush();\n}\n");
         fpmPort_ = freePort();
         write("fpm.conf", QStringLiteral("[global]\nerror_log = %1/fpm.log\ndaemonize = no\n[www]\n"
                                          "listen = 127.0.0.1:%2\npm = static\npm.max_children = 4\n"
@@ -103,9 +114,21 @@ private slots:
                                              "      - path: /sub/\n"
                                              "        fastcgi: {address: 127.0.0.1:%1, root: php}\n"
                                              "      - path: /down/*\n"
-                                             "        fastcgi: {address: 127.0.0.1:%2, root: php}\n")
+                                             "        fastcgi: {address: 127.0.0.1:%2, root: php}\n"
+                                             "  - names: [timeouts.test]\n"
+                                             "    routes:\n"
+                                             "      - path: /patient/*\n"
+                                             "        fastcgi: {address: 127.0.0.1:%1, root: php, "
+                                             "response_timeout: 1s}\n"
+                                             "      - path: /quick-connect/*\n"
+                                             "        fastcgi: {address: 127.0.0.1:%1, root: php, "
+                                             "connect_timeout: 300ms}\n"
+                                             "      - path: /stuck/*\n"
+                                             "        fastcgi: {address: 127.0.0.1:%3, root: php, "
+                                             "connect_timeout: 300ms}\n")
                                   .arg(fpmPort_)
                                   .arg(freePort())
+                                  .arg(stuck_.port())
                                   .toUtf8());
         server_ = std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("portico.yaml")});
         QVERIFY2(server_->waitReady(), server_->output().constData());
@@ -160,6 +183,50 @@ private slots:
             QCOMPARE(r.body.size(), 64 * 65536);
             QCOMPARE(r.body.mid(65536 * 3, 3), QByteArray("DDD"));
         }
+    }
+
+    // Both sides of response_timeout (1 s) for the head: a script that answers after 300 ms is
+    // relayed, one that takes 2.5 s gets 504.
+    void responseTimeoutBothSidesForTheHead() {
+        for (const QString& mode : {QString(), QString("--http2-prior-knowledge")}) {
+            QStringList extra{"-H", "Host: timeouts.test"};
+            if (!mode.isEmpty()) extra << mode;
+            auto ok = curl(base_ + "/patient/sleep.php?ms=300", extra);
+            QCOMPARE(ok.status, 200);
+            QCOMPARE(ok.body, QByteArray("slept"));
+            auto late = curl(base_ + "/patient/sleep.php?ms=2500", extra);
+            QCOMPARE(late.status, 504);
+        }
+    }
+
+    // ... and between body reads: output a byte every 300 ms (1.5 s in all) arrives whole; output
+    // that stops for 2.5 s after the head aborts the client's connection or stream.
+    void responseTimeoutBothSidesBetweenBodyReads() {
+        for (const QString& mode : {QString(), QString("--http2-prior-knowledge")}) {
+            QStringList extra{"-H", "Host: timeouts.test"};
+            if (!mode.isEmpty()) extra << mode;
+            auto ok = curl(base_ + "/patient/trickle.php?n=5&ms=300", extra);
+            QCOMPARE(ok.exitCode, 0);
+            QCOMPARE(ok.status, 200);
+            QCOMPARE(ok.body, QByteArray("httttt"));
+            auto stalled = curl(base_ + "/patient/trickle.php?n=1&ms=2500", extra);
+            QVERIFY2(stalled.exitCode != 0, qPrintable(QString::number(stalled.exitCode)));
+            QVERIFY(!stalled.body.endsWith("ht"));
+        }
+    }
+
+    // Both sides of connect_timeout (300 ms): it bounds the connect only (a script that then takes
+    // 1 s is relayed); an application server whose connect never completes gets 504.
+    void connectTimeoutBothSides() {
+        const QStringList host{"-H", "Host: timeouts.test"};
+        auto ok = curl(base_ + "/quick-connect/sleep.php?ms=1000", host);
+        QCOMPARE(ok.status, 200);
+        QElapsedTimer t;
+        t.start();
+        auto stuck = curl(base_ + "/stuck/x.php", host);
+        QCOMPARE(stuck.status, 504);
+        QVERIFY2(stuck.body.contains("connect_timeout"), stuck.body.constData());
+        QVERIFY2(t.elapsed() >= 300 && t.elapsed() < 5000, qPrintable(QString::number(t.elapsed())));
     }
 
     void fpmDownGives502() {

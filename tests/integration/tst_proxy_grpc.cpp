@@ -93,6 +93,9 @@ vhosts:
     void trailersOnlyIsOneHeadersFrame() { QCOMPARE(call("trailers_only"), QByteArray("ok")); }
     void clientDeadline() { QCOMPARE(call("deadline"), QByteArray("ok")); }
     void routeCapsGrpcTimeout() { QCOMPARE(call("deadline_capped", "capped.test"), QByteArray("ok")); }
+    void callUnderGrpcTimeoutCapCompletes() {
+        QCOMPARE(call("deadline_capped_under", "capped.test"), QByteArray("ok"));
+    }
     void cancellationReachesUpstream() { QCOMPARE(call("cancel"), QByteArray("ok")); }
     void unreachableUpstreamIsUnavailable() { QCOMPARE(call("unavailable", "dead.test"), QByteArray("ok")); }
 };

@@ -127,6 +127,37 @@ private slots:
         QVERIFY(after.exitCode != 0);
     }
 
+    // Both sides of limits.drain_timeout (1 s here): on SIGTERM an exchange that needs ~300 ms more
+    // finishes; one that needs 6 s more is cut when the drain time is up, and the server exits then
+    // instead of waiting for it.
+    void drainTimeoutBothSides() {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("portico.yaml"),
+                  "listen: [\"127.0.0.1:0\"]\nlimits: {drain_timeout: 1s}\n"
+                  "vhosts:\n  - routes:\n"
+                  "      - path: /quick\n        respond: {body: quick, latency: 600ms}\n"
+                  "      - path: /long\n        respond: {body: long, latency: 6s}\n");
+        ServerProcess s({"--config", dir.filePath("portico.yaml")});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QProcess quick, slow;
+        quick.start("curl",
+                    {"-s", "--max-time", "20", "-o", "-", "-w", "%{http_code}", s.baseUrl() + "/quick"});
+        slow.start("curl",
+                   {"-s", "--max-time", "20", "-o", "-", "-w", "%{http_code}", s.baseUrl() + "/long"});
+        QVERIFY(quick.waitForStarted() && slow.waitForStarted());
+        QTest::qWait(300); // both requests are in flight now
+        QElapsedTimer t;
+        t.start();
+        QCOMPARE(s.terminate(), 0);
+        const qint64 stopped = t.elapsed();
+        QVERIFY(quick.waitForFinished(5000) && slow.waitForFinished(5000));
+        QCOMPARE(quick.readAllStandardOutput(), QByteArray("quick200"));
+        QCOMPARE(slow.readAllStandardOutput(), QByteArray("000")); // cut: no response at all
+        QVERIFY(slow.exitCode() != 0);
+        // The server waited for the drain time, not for the 6 s exchange.
+        QVERIFY2(stopped >= 900 && stopped < 4000, qPrintable(QString::number(stopped)));
+    }
+
     void listensOnIpv6Loopback() {
         QTemporaryDir dir;
         writeFile(dir.filePath("a.txt"), "six\n");

@@ -199,6 +199,15 @@ def main():
         t0 = time.monotonic()
         expect_error(lambda: uu("Slow")(b"x"), grpc.StatusCode.DEADLINE_EXCEEDED)
         check(time.monotonic() - t0 < 2.5, "capped deadline took %.2fs" % (time.monotonic() - t0))
+        # A client deadline above the cap is replaced by it too.
+        t0 = time.monotonic()
+        expect_error(lambda: uu("Slow")(b"x", timeout=10), grpc.StatusCode.DEADLINE_EXCEEDED)
+        check(time.monotonic() - t0 < 2.5, "capped 10 s deadline took %.2fs" % (time.monotonic() - t0))
+    elif scenario == "deadline_capped_under":
+        # Just under the route's grpc_timeout_max: a call that takes ~30% of it completes, with no
+        # deadline from the client and with one above the cap.
+        check(uu("Sleep")(b"90") == b"90", "sleep 90 ms without a deadline")
+        check(uu("Sleep")(b"90", timeout=10) == b"90", "sleep 90 ms with a 10 s deadline")
     elif scenario == "cancel":
         before = int(uu("Cancelled")(b"", timeout=5))
         call = us("Forever")(b"", timeout=30)

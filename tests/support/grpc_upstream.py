@@ -11,6 +11,7 @@ Methods of /test.Echo/ (messages are bytes):
   ClientStream   all requests joined with b"|"
   Bidi           each request back as it comes (ping-pong clients see it before sending more)
   Slow           sleeps 3 s, then the request back (deadlines)
+  Sleep          request "N" → sleeps N ms, then the request back (just under a deadline)
   Forever        b"tick-i" every 50 ms until cancelled; cancellations are counted
   Cancelled      the number of Forever calls that saw their cancellation, as ASCII
 """
@@ -58,6 +59,11 @@ def slow(request, context):
     return request
 
 
+def sleep(request, context):
+    time.sleep(int(request) / 1000.0)
+    return request
+
+
 def forever(request, context):
     done = threading.Event()
 
@@ -89,6 +95,7 @@ def main():
         "ClientStream": grpc.stream_unary_rpc_method_handler(client_stream, ident, ident),
         "Bidi": grpc.stream_stream_rpc_method_handler(bidi, ident, ident),
         "Slow": grpc.unary_unary_rpc_method_handler(slow, ident, ident),
+        "Sleep": grpc.unary_unary_rpc_method_handler(sleep, ident, ident),
         "Forever": grpc.unary_stream_rpc_method_handler(forever, ident, ident),
         "Cancelled": grpc.unary_unary_rpc_method_handler(cancelled, ident, ident),
     }

@@ -16,6 +16,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 namespace portico::test {
 
 QString sourceDir() { return QStringLiteral(PORTICO_SOURCE_DIR); }
@@ -182,6 +185,10 @@ int ServerProcess::terminate(int timeoutMs) {
 }
 
 RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs) {
+    return rawExchangePaced(port, {request}, 0, idleMs);
+}
+
+RawReply rawExchangePaced(std::uint16_t port, const QList<QByteArray>& pieces, int pauseMs, int idleMs) {
     RawReply reply;
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
@@ -193,11 +200,15 @@ RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs) 
         reply.closedByServer = true;
         return reply;
     }
-    qsizetype sent = 0;
-    while (sent < request.size()) {
-        ssize_t n = ::send(fd, request.constData() + sent, request.size() - sent, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        sent += n;
+    for (qsizetype i = 0; i < pieces.size(); ++i) {
+        if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pauseMs));
+        const QByteArray& piece = pieces[i];
+        qsizetype sent = 0;
+        while (sent < piece.size()) {
+            ssize_t n = ::send(fd, piece.constData() + sent, piece.size() - sent, MSG_NOSIGNAL);
+            if (n <= 0) break;
+            sent += n;
+        }
     }
     char buf[65536];
     for (;;) {
@@ -213,6 +224,27 @@ RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs) 
     }
     ::close(fd);
     return reply;
+}
+
+StuckListener::StuckListener() {
+    fds_[0] = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fds_[0], reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fds_[0], 0) != 0) return;
+    ::getsockname(fds_[0], reinterpret_cast<sockaddr*>(&a), &len);
+    for (int i = 1; i < 3; ++i) { // fill the queue: the first completes, the second is left hanging
+        fds_[i] = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        ::connect(fds_[i], reinterpret_cast<sockaddr*>(&a), sizeof a);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    port_ = ntohs(a.sin_port);
+}
+
+StuckListener::~StuckListener() {
+    for (int fd : fds_)
+        if (fd >= 0) ::close(fd);
 }
 
 QList<int> statusCodes(const QByteArray& bytes) {

@@ -98,6 +98,24 @@ struct RawReply {
 /// Connects to 127.0.0.1:port, sends `request`, then reads until the server closes or no byte
 /// arrived for `idleMs`. Keeps our write side open (so we can see whether the server closes).
 RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs = 1500);
+/// The same for a slow client: the request goes in `pieces`, `pauseMs` apart (for timeouts).
+RawReply rawExchangePaced(std::uint16_t port, const QList<QByteArray>& pieces, int pauseMs,
+                          int idleMs = 1500);
+
+/// A listener on 127.0.0.1 whose accept queue is full (backlog 0, filled, never accepted): a connect
+/// to it neither succeeds nor fails, its SYN is dropped (for connect timeouts). Closed on destruction.
+class StuckListener {
+public:
+    StuckListener();
+    ~StuckListener();
+    StuckListener(const StuckListener&) = delete;
+    StuckListener& operator=(const StuckListener&) = delete;
+    std::uint16_t port() const { return port_; } ///< 0 on failure
+
+private:
+    int fds_[3] = {-1, -1, -1};
+    std::uint16_t port_ = 0;
+};
 
 /// Status codes of the HTTP/1.x status lines ("HTTP/1.1 NNN ") in `bytes`, in order. Bodies follow
 /// heads without a line break, so lines are found anywhere; test bodies must not contain them.

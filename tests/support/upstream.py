@@ -8,6 +8,7 @@ Paths:
   /big?n=N         N bytes (pattern i*31+7 & 255), Content-Length
   /stream?n=N      N bytes chunked, in 64 KiB chunks
   /slow?ms=M       waits M ms, then answers "slow"
+  /trickle?n=N&ms=M  a head with Content-Length N, then the body a byte at a time, M ms apart
   /status/N        status N with a small body (none for 204/304)
   /close           "bye" and Connection: close
   /broken          promises 100 bytes, sends 10 and closes
@@ -180,6 +181,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif u.path == "/slow":
             time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
             self.send(200, b"slow")
+        elif u.path == "/trickle":
+            n, ms = int(q.get("n", ["1"])[0]), int(q.get("ms", ["100"])[0])
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(n):
+                time.sleep(ms / 1000.0)
+                self.wfile.write(b"t")
+                self.wfile.flush()
         elif u.path.startswith("/status/"):
             self.send(int(u.path.split("/")[2]), b"status body")
         elif u.path == "/close":
