@@ -400,7 +400,70 @@ except socket.timeout:
         const QByteArray out = python(script, false, s.port());
         QVERIFY2(out.contains("first 200 hi\n"), out.constData());
         QVERIFY2(out.contains("under 200 hi\n"), out.constData());
-        QVERIFY2(out.contains("over closed"), out.constData());
+        // Closed with a GOAWAY(NO_ERROR) first (RFC 9113 §6.8), as an idle pooled upstream is.
+        QVERIFY2(out.contains("over closed goaway\n"), out.constData());
+        QCOMPARE(s.terminate(), 0);
+    }
+
+    // limits.body_timeout over HTTP/2 is per stream: a POST whose body stops arriving gets 408 on
+    // its stream while the connection and another stream go on; one whose pieces come closer
+    // together than the bound (but take longer in all) is served; a GET waiting for a mock
+    // latency longer than body_timeout is not cut.
+    void bodyTimeoutPerStreamOverH2() {
+        QFile f(tmp_.filePath("bodytimeout.yaml"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("listen: [127.0.0.1:0]\nlimits: {body_timeout: 1s, idle_timeout: 30s}\n"
+                "vhosts:\n  - routes:\n      - path: /echo\n        respond: {body: \"got it\"}\n"
+                "      - path: /slow\n        respond: {body: \"slow\", latency: 1500ms}\n");
+        f.close();
+        ServerProcess s({"--config", f.fileName()});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        const QByteArray script = R"PY(
+import os, socket, time, h2.connection, h2.events, h2.config
+s = socket.create_connection(("127.0.0.1", int(os.environ["PORT"])), timeout=10)
+c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+c.initiate_connection(); s.sendall(c.data_to_send())
+status, ended = {}, set()
+def pump(until):
+    while not until():
+        data = s.recv(65536)
+        if not data: print("closed"); return False
+        for e in c.receive_data(data):
+            if isinstance(e, h2.events.ResponseReceived): status[e.stream_id] = dict(e.headers)[b":status"].decode()
+            if isinstance(e, h2.events.StreamEnded): ended.add(e.stream_id)
+            if isinstance(e, h2.events.StreamReset): ended.add(e.stream_id)
+        s.sendall(c.data_to_send())
+    return True
+def req(method, path, end):
+    sid = c.get_next_available_stream_id()
+    c.send_headers(sid, [(":method", method), (":path", path), (":scheme", "http"), (":authority", "t")], end_stream=end)
+    s.sendall(c.data_to_send()); return sid
+stalled = req("POST", "/echo", False)
+c.send_data(stalled, b"part"); s.sendall(c.data_to_send())
+t0 = time.time()
+pump(lambda: stalled in status)
+print("stalled", status.get(stalled), "after %.1f" % (time.time() - t0))
+other = req("GET", "/echo", True)
+pump(lambda: other in ended)
+print("other", status.get(other))
+paced = req("POST", "/echo", False)
+for i in range(6):
+    time.sleep(0.3); c.send_data(paced, b"x"); s.sendall(c.data_to_send())
+c.end_stream(paced); s.sendall(c.data_to_send())
+pump(lambda: paced in ended)
+print("paced", status.get(paced))
+slow = req("GET", "/slow", True)
+pump(lambda: slow in ended)
+print("slow", status.get(slow))
+)PY";
+        const QByteArray out = python(script, false, s.port());
+        QVERIFY2(out.contains("stalled 408 after"), out.constData());
+        const double after = out.mid(out.indexOf("after ") + 6).split('\n').first().toDouble();
+        QVERIFY2(after >= 0.9 && after < 4.0, out.constData()); // 1 s bound, 250 ms tick
+        QVERIFY2(out.contains("other 200\n"), out.constData());
+        QVERIFY2(out.contains("paced 200\n"), out.constData());
+        QVERIFY2(out.contains("slow 200\n"), out.constData());
+        QVERIFY2(!out.contains("closed"), out.constData());
         QCOMPARE(s.terminate(), 0);
     }
 

@@ -284,8 +284,8 @@ private slots:
             if (!faults) QCOMPARE(load.upstream502.load(), 0L);
             qInfo("%s %d s: %ld ok, %ld 502 while the upstream was down, %ld WebSocket sessions, %d over h2, "
                   "%d swaps so far",
-                  name, secs, load.ok.load(), load.upstream502.load(),
-                  load.wsOk.load(), statuses["200"].toInt(), swaps);
+                  name, secs, load.ok.load(), load.upstream502.load(), load.wsOk.load(),
+                  statuses["200"].toInt(), swaps);
         };
 
         // Warm-up with the same mix and the same fault (caches, pools, capture rings, the record

@@ -89,6 +89,9 @@ ssize_t readBodyCb(nghttp2_session*, std::int32_t id, std::uint8_t* buf, std::si
 // the same budget as Rapid Reset.
 int onFrameSendCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     if (frame->hd.type == NGHTTP2_RST_STREAM) self(user)->onResetSent();
+    if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        self(user)->onResponseEnd(frame->hd.stream_id);
     return 0;
 }
 
@@ -184,6 +187,8 @@ struct H2Connection::Stream {
         capBody.clear();
         capBodySize = 0;
         capGrpc.reset();
+        lastInput = start;
+        delayed = false;
     }
     struct Field {
         std::uint32_t name, nameLen, value, valueLen;
@@ -202,9 +207,11 @@ struct H2Connection::Stream {
     http::Response res;
     std::uint64_t sent = 0; // body bytes handed to nghttp2
     std::optional<asio::steady_timer> timer;
+    bool delayed = false;             // the response waits for its `latency` (timer)
     std::unique_ptr<ProxySink> proxy; // a `proxy:` route's exchange in progress
     Clock::time_point start = Clock::now();
-    std::string target; // for the access log
+    Clock::time_point lastInput = start; // opened, or its last body bytes (body_timeout)
+    std::string target;                  // for the access log
     std::string host;
     // Capture (only when the connection captures).
     std::int64_t capHeadNs = -1, capBodyNs = -1, capRouteNs = -1, capFirstByteNs = -1;
@@ -370,16 +377,21 @@ void H2Connection::flush() {
     closeIfDone();
     if (closed_) return;
     const auto& limits = worker_.snapshot().config->limits;
-    // Proxied streams have their upstream's timeouts; a gRPC stream may be quiet for minutes.
+    // Proxied streams have their upstream's timeouts; a gRPC stream may be quiet for minutes. A
+    // local stream still receiving its request has body_timeout from its last input (then 408 on
+    // that stream alone, checkDeadline); one waiting for its `latency` has no deadline; one being
+    // answered must see progress on the connection within body_timeout (a zero-window stall).
     Clock::time_point next = Clock::time_point::max();
     if (streams_.empty()) {
         next = Clock::now() + limits.idleTimeout;
     } else {
-        for (const auto& st : streams_)
-            if (!st->proxy) {
-                next = Clock::now() + limits.bodyTimeout;
-                break;
-            }
+        const Clock::time_point now = Clock::now();
+        for (const auto& st : streams_) {
+            if (st->proxy || st->delayed || nghttp2_session_get_stream_local_close(session_, st->id) == 1)
+                continue;
+            next = std::min(next,
+                            st->dispatched ? now + limits.bodyTimeout : st->lastInput + limits.bodyTimeout);
+        }
     }
     deadline_ = next;
 }
@@ -429,6 +441,16 @@ bool H2Connection::takeToken(double& tokens, Clock::time_point& refill, double b
     if (tokens < 1.0) return false;
     tokens -= 1.0;
     return true;
+}
+
+void H2Connection::onResponseEnd(std::int32_t id) {
+    // A local response sent in full while the request is still coming (answered early: 408, 413):
+    // RFC 9113 §8.1, RST_STREAM(NO_ERROR) asks the client to stop sending the body, and the stream
+    // closes instead of waiting on a client that may never finish it.
+    Stream* s = stream(id);
+    if (s && s->dispatched && !s->proxy && !s->streaming &&
+        nghttp2_session_get_stream_remote_close(session_, id) == 0)
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
 }
 
 void H2Connection::onResetSent() {
@@ -572,6 +594,7 @@ int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t 
     }
     nghttp2_session_consume(session_, id, len);
     if (!s || s->dispatched) return 0; // answered early: the rest of the body is discarded
+    s->lastInput = Clock::now();
     if (s->body.size() + len > worker_.snapshot().config->limits.maxBodyBytes) {
         std::string().swap(s->body);
         fail(*s, 413);
@@ -702,12 +725,14 @@ void H2Connection::dispatch(Stream& s) {
     }
     logExchange(s);
     if (res.delay.count() > 0) {
+        s.delayed = true;
         s.timer.emplace(worker_.io());
         s.timer->expires_after(res.delay);
         std::int32_t id = s.id;
         s.timer->async_wait([self = shared_from_this(), id](const boost::system::error_code& ec) {
             if (ec || self->closed_) return;
             if (Stream* st = self->stream(id)) {
+                st->delayed = false;
                 self->submit(*st);
                 self->flush();
             }
@@ -1034,6 +1059,29 @@ void H2Connection::logExchange(const Stream& s) {
 void H2Connection::checkDeadline(Clock::time_point now) {
     if (closed_ || now < deadline_) return;
     worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
+    if (!writing_) {
+        // Requests whose body stopped arriving: 408 on each of those streams (RFC 9110 §15.5.9);
+        // the connection and its other streams go on. flush() sets the next deadline.
+        const auto bodyTimeout = worker_.snapshot().config->limits.bodyTimeout;
+        bool answered = false;
+        for (auto& st : streams_)
+            if (!st->proxy && !st->dispatched && now >= st->lastInput + bodyTimeout) {
+                fail(*st, 408);
+                answered = true;
+            }
+        if (answered) {
+            flush();
+            return;
+        }
+    }
+    if (streams_.empty() && !writing_) {
+        // Idle (idle_timeout, or header_timeout before the first request): RFC 9113 §6.8, a
+        // GOAWAY(NO_ERROR) naming the last stream processed, so the client knows no request was
+        // lost and opens a new connection for the next one. Written if the socket takes it now.
+        nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
+                              NGHTTP2_NO_ERROR, nullptr, 0);
+        flush();
+    }
     abort();
 }
 

@@ -55,6 +55,7 @@ public:
     int onData(std::int32_t id, const std::uint8_t* data, std::size_t len);
     void onStreamClose(std::int32_t id);
     void onResetSent(); ///< a RST_STREAM left: counts against the reset budget (MadeYouReset)
+    void onResponseEnd(std::int32_t id); ///< a frame with END_STREAM left on stream `id`
     long readBody(std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags);
 
 private:

@@ -54,6 +54,7 @@ public:
     }
     void clear() { begin_ = end_ = 0; }
     void append(std::string_view s) {
+        if (s.empty()) return; // memcpy from a null view is undefined even for 0 bytes (UBSan)
         ensureRoom(s.size());
         std::memcpy(data_ + end_, s.data(), s.size());
         end_ += s.size();
