@@ -168,6 +168,9 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
 TrafficPage::~TrafficPage() {
     delete m_feed; // stops its thread before the widgets go
     m_feed = nullptr;
+    // ~QWidget hides the children after this body has run, and the view's scroll bar then reports
+    // a range change to a lambda reading m_follow of a TrafficPage that is gone (UBSan).
+    m_view->verticalScrollBar()->disconnect(this);
 }
 
 void TrafficPage::setBatchLimit(std::size_t n) { m_feed->setBatchLimit(n); }

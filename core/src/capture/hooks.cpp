@@ -54,7 +54,7 @@ std::unique_ptr<ConnCapture> beginConnection(Recorder& rec, const config::Config
     rec.ensureRings(cfg.capture.ringRecords, cfg.capture.recordBytes);
     auto cc = std::make_unique<ConnCapture>();
     cc->rec = &rec;
-    cc->cfg = &cfg.capture;
+    cc->cfg = {cfg.capture.bodyBytes, cfg.capture.recordBytes, cfg.capture.wsMessages};
     cc->serverTiming = cfg.capture.serverTiming;
     cc->connectionId = rec.newConnectionId();
     cc->client = std::move(client);
@@ -165,7 +165,7 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
             w.pair(list, "content-length", std::string_view(len, static_cast<std::size_t>(r.ptr - len)));
         }
     }
-    const std::size_t bodyCap = cc.cfg->bodyBytes;
+    const std::size_t bodyCap = cc.cfg.bodyBytes;
     // Request body prefix, then response body prefix; each leaves room for the other's length.
     const std::string_view reqBody = req ? req->body : std::string_view();
     w.str(reqBody, std::min<std::size_t>(bodyCap, w.room() > 8 ? w.room() - 8 : 0));
@@ -213,7 +213,7 @@ void WsCaptureDeleter::operator()(WsCapture* c) const { delete c; }
 WsCapturePtr wsBegin(ConnCapture& cc, const ExchangeInput& in) {
     // The upgrade exchange goes through the same slot encoding as any HTTP/1.1 exchange (one copy
     // of the field rules), into a scratch slot instead of the ring, then becomes the whole record.
-    const std::size_t cap = std::max<std::size_t>(cc.cfg->recordBytes, 1024);
+    const std::size_t cap = std::max<std::size_t>(cc.cfg.recordBytes, 1024);
     auto buf = std::make_unique<char[]>(cap);
     SlotHead head{};
     for (auto& ph : head.phases)
@@ -222,8 +222,8 @@ WsCapturePtr wsBegin(ConnCapture& cc, const ExchangeInput& in) {
     WsCapturePtr wc(new WsCapture);
     wc->rec = cc.rec;
     wc->key = cc.rec->newFullKey();
-    wc->bodyBytes = cc.cfg->bodyBytes;
-    wc->maxMessages = cc.cfg->wsMessages;
+    wc->bodyBytes = cc.cfg.bodyBytes;
+    wc->maxMessages = cc.cfg.wsMessages;
     wc->record = decodeSlot(head, buf.get());
     wc->record.protocol = Protocol::WebSocket;
     wc->record.flags |= kIncomplete;
@@ -286,7 +286,7 @@ void grpcData(GrpcCapture& gc, bool fromClient, std::string_view bytes) {
 
 bool writeGrpcRecord(ConnCapture& cc, const ExchangeInput& in, GrpcCapture& gc, std::string_view trailers) {
     // The HTTP/2 exchange through the slot encoding (one copy of the field rules), into scratch.
-    const std::size_t cap = std::max<std::size_t>(cc.cfg->recordBytes, 1024);
+    const std::size_t cap = std::max<std::size_t>(cc.cfg.recordBytes, 1024);
     auto buf = std::make_unique<char[]>(cap);
     SlotHead head{};
     for (auto& ph : head.phases)

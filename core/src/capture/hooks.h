@@ -49,7 +49,15 @@ struct ExchangeInput {
 /// Per-connection capture state (heap, only when capture was on when the connection started).
 struct ConnCapture {
     Recorder* rec = nullptr;
-    const config::Capture* cfg = nullptr; ///< of the snapshot the connection started with
+    /// The capture settings of the snapshot the connection started with, copied: a connection
+    /// outlives that snapshot when the config is swapped (a pointer into it was a use-after-free
+    /// under ASan in the soak: an in-flight proxied response after another worker dropped the
+    /// last reference).
+    struct Settings {
+        std::uint64_t bodyBytes = 0;   ///< config::Capture::bodyBytes
+        std::uint64_t recordBytes = 0; ///< config::Capture::recordBytes
+        std::uint64_t wsMessages = 0;  ///< config::Capture::wsMessages
+    } cfg;
     std::uint64_t connectionId = 0;
     std::string client; ///< "127.0.0.1:53012"
     bool serverTiming = false;

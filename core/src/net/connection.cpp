@@ -610,7 +610,7 @@ void Connection::startProxy(const http::Request& req, const http::Response& res,
     if (cap_) {
         for (const auto& h : req.headers)
             pr.headers.emplace_back(h.name, h.value);
-        pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap_->cfg->bodyBytes)));
+        pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap_->cfg.bodyBytes)));
     }
     r.proxy = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
                              *static_cast<const config::ProxyAction*>(res.forward), forwarded,
@@ -686,8 +686,8 @@ void Connection::giveUpload(std::string_view data) {
     r.uploadHeld += data.size();
     auto& pr = r.proxyRecord;
     pr.bodySize += data.size();
-    if (cap_ && pr.body.size() < cap_->cfg->bodyBytes)
-        pr.body.append(data.substr(0, cap_->cfg->bodyBytes - pr.body.size()));
+    if (cap_ && pr.body.size() < cap_->cfg.bodyBytes)
+        pr.body.append(data.substr(0, cap_->cfg.bodyBytes - pr.body.size()));
     r.proxy->requestBody(data); // copies; never calls back from inside
 }
 
@@ -876,9 +876,9 @@ bool Connection::onUpstreamBody(std::string_view data) {
     Rare& r = *rare_;
     if (r.proxyHead) return true;
     r.proxyRecord.responseBytes += data.size();
-    if (cap_ && r.proxyRecord.responseBody.size() < cap_->cfg->bodyBytes)
+    if (cap_ && r.proxyRecord.responseBody.size() < cap_->cfg.bodyBytes)
         r.proxyRecord.responseBody.append(
-            data.substr(0, cap_->cfg->bodyBytes - r.proxyRecord.responseBody.size()));
+            data.substr(0, cap_->cfg.bodyBytes - r.proxyRecord.responseBody.size()));
     if (!out_.allocated()) out_ = worker_.buffers().acquire();
     if (r.proxyChunked) {
         char size[20];

@@ -189,6 +189,7 @@ struct H2Connection::Stream {
         capGrpc.reset();
         lastInput = start;
         delayed = false;
+        bodyTimedOut = false;
     }
     struct Field {
         std::uint32_t name, nameLen, value, valueLen;
@@ -208,6 +209,7 @@ struct H2Connection::Stream {
     std::uint64_t sent = 0; // body bytes handed to nghttp2
     std::optional<asio::steady_timer> timer;
     bool delayed = false;             // the response waits for its `latency` (timer)
+    bool bodyTimedOut = false;        // answered 408 by body_timeout: RST_STREAM(NO_ERROR) after it
     std::unique_ptr<ProxySink> proxy; // a `proxy:` route's exchange in progress
     Clock::time_point start = Clock::now();
     Clock::time_point lastInput = start; // opened, or its last body bytes (body_timeout)
@@ -444,12 +446,12 @@ bool H2Connection::takeToken(double& tokens, Clock::time_point& refill, double b
 }
 
 void H2Connection::onResponseEnd(std::int32_t id) {
-    // A local response sent in full while the request is still coming (answered early: 408, 413):
-    // RFC 9113 §8.1, RST_STREAM(NO_ERROR) asks the client to stop sending the body, and the stream
-    // closes instead of waiting on a client that may never finish it.
+    // The 408 of a request whose body stopped arriving is out: RFC 9113 §8.1, RST_STREAM(NO_ERROR)
+    // closes the stream instead of leaving it open for a client that may never finish the body.
+    // Not after other early answers such as 413: the client is still sending (the rest is read
+    // and dropped), and curl 7.88 then reports the upload as failed instead of showing the 413.
     Stream* s = stream(id);
-    if (s && s->dispatched && !s->proxy && !s->streaming &&
-        nghttp2_session_get_stream_remote_close(session_, id) == 0)
+    if (s && s->bodyTimedOut && nghttp2_session_get_stream_remote_close(session_, id) == 0)
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
 }
 
@@ -586,9 +588,9 @@ int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t 
         s->proxy->exchange->requestBody({reinterpret_cast<const char*>(data), len});
         if (cap_) {
             if (s->capGrpc) capture::grpcData(*s->capGrpc, true, {reinterpret_cast<const char*>(data), len});
-            if (s->capBody.size() < cap_->cfg->bodyBytes)
+            if (s->capBody.size() < cap_->cfg.bodyBytes)
                 s->capBody.append(reinterpret_cast<const char*>(data),
-                                  std::min<std::size_t>(len, cap_->cfg->bodyBytes - s->capBody.size()));
+                                  std::min<std::size_t>(len, cap_->cfg.bodyBytes - s->capBody.size()));
         }
         return 0;
     }
@@ -703,7 +705,7 @@ void H2Connection::dispatch(Stream& s) {
     }
     if (cap_ && !s.streaming) {
         s.capBodySize = s.body.size();
-        s.capBody.assign(s.body, 0, std::min<std::size_t>(s.body.size(), cap_->cfg->bodyBytes));
+        s.capBody.assign(s.body, 0, std::min<std::size_t>(s.body.size(), cap_->cfg.bodyBytes));
         if (cap_->serverTiming) {
             std::string& value = worker_.timingScratch();
             capture::serverTimingValue(s.capHeadNs, s.capBodyNs, s.capRouteNs, capture::nowNs(), value);
@@ -752,7 +754,7 @@ void H2Connection::startProxy(Stream& s, const http::Request& req) {
         if (h.name == "content-type" && h.value.starts_with("application/grpc")) sink->grpc = true;
     if (cap_ && sink->grpc) {
         // A gRPC call: its record carries the messages both ways (capture only).
-        s.capGrpc = std::make_unique<capture::GrpcCapture>(cap_->cfg->bodyBytes, cap_->cfg->wsMessages);
+        s.capGrpc = std::make_unique<capture::GrpcCapture>(cap_->cfg.bodyBytes, cap_->cfg.wsMessages);
         sink->capGrpc = s.capGrpc.get();
         if (!s.streaming) capture::grpcData(*s.capGrpc, true, s.body);
     }
@@ -814,8 +816,8 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
 bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
     pending.append(data);
     if (conn->cap_) {
-        if (capBody.size() < conn->cap_->cfg->bodyBytes)
-            capBody.append(data.substr(0, conn->cap_->cfg->bodyBytes - capBody.size()));
+        if (capBody.size() < conn->cap_->cfg.bodyBytes)
+            capBody.append(data.substr(0, conn->cap_->cfg.bodyBytes - capBody.size()));
         if (capGrpc) capture::grpcData(*capGrpc, false, data);
     }
     const bool full = pending.size() - offset >= kProxyHighWater;
@@ -1066,6 +1068,7 @@ void H2Connection::checkDeadline(Clock::time_point now) {
         bool answered = false;
         for (auto& st : streams_)
             if (!st->proxy && !st->dispatched && now >= st->lastInput + bodyTimeout) {
+                st->bodyTimedOut = true;
                 fail(*st, 408);
                 answered = true;
             }
