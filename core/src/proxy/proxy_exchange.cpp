@@ -256,7 +256,6 @@ void Exchange::pick() {
             return f != tPools.failedUntil.end() && f->second > now;
         });
     upstream_ = chosen;
-    ++tries_;
     auto& idle = tPools.idle[key(*chosen)];
     while (!idle.empty()) {
         const std::shared_ptr<Idle> entry = std::move(idle.back());
@@ -279,6 +278,7 @@ void Exchange::pick() {
         socket_.close(ec);
     }
     reused_ = false;
+    ++tries_; // new connections only: a stale pooled one that failed is not a try of its upstream
     connect();
 }
 
@@ -723,11 +723,13 @@ void Exchange::fail(int status, const std::string& why, bool retryable) {
     if (cancelled_) return;
     if (status == 502 && stage_ == Stage::Connecting)
         tPools.failedUntil[key(*upstream_)] = std::chrono::steady_clock::now() + action_.failTimeout;
-    // Nothing reached the upstream (connect failed), or a stale keep-alive connection failed an
-    // idempotent request: try again, on the next upstream.
+    // Nothing reached the upstream (connect failed or timed out), or a stale keep-alive connection
+    // failed an idempotent request: try again, on the next upstream, while one is left untried (as
+    // nginx's proxy_next_upstream; a route with one upstream answers after one connect_timeout).
+    // A stale pooled connection does not count as a try, so its request goes on a new one.
     const bool nothingSent = stage_ == Stage::Connecting;
     if ((nothingSent || retryable) && status != 0 && !gotBytes_ && !bodyStarted_ &&
-        tries_ <= action_.upstreams.size()) {
+        tries_ < action_.upstreams.size()) {
         socket_ = Socket(io_.get_executor());
         writing_ = false; // the aborted write's handler returns without a look
         headWritten_ = false;
