@@ -256,6 +256,25 @@ vhosts:
         QCOMPARE(r.bytes.count("HTTP/1.1"), 1);
     }
 
+private:
+    // A client socket connected to the server with a 4 KiB receive buffer, so the server's writes
+    // block as soon as the client stops reading; -1 on failure.
+    int connectSmallReceiveBuffer() const {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        int small = 4096;
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port_);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            ::close(fd);
+            return -1;
+        }
+        return fd;
+    }
+
+private slots:
     // A client that stops reading: once the socket buffers are full, nothing moves for
     // write_timeout (1 s) and the server closes instead of holding the connection forever.
     void writeTimeoutClosesStalledReader() {
@@ -263,14 +282,8 @@ vhosts:
         QVERIFY(big.open(QIODevice::WriteOnly));
         big.resize(64 << 20);
         big.close();
-        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        int small = 4096;
-        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port_);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        QCOMPARE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        const int fd = connectSmallReceiveBuffer();
+        QVERIFY(fd >= 0);
         const char req[] = "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n";
         QCOMPARE(::send(fd, req, sizeof req - 1, 0), ssize_t(sizeof req - 1));
         QTest::qWait(3000); // stall well past write_timeout (+ a 250 ms tick)
@@ -301,14 +314,8 @@ vhosts:
         QVERIFY(big.open(QIODevice::WriteOnly));
         big.resize(kSize);
         big.close();
-        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        int small = 4096;
-        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port_);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        QCOMPARE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        const int fd = connectSmallReceiveBuffer();
+        QVERIFY(fd >= 0);
         const char req[] = "GET /slow.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
         QCOMPARE(::send(fd, req, sizeof req - 1, 0), ssize_t(sizeof req - 1));
         QByteArray got;

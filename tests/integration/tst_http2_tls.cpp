@@ -356,12 +356,9 @@ print(status.decode(), body.decode())
     // limits.idle_timeout holds for HTTP/2 connections too (1 s here): with no stream open for
     // ~300 ms the connection still serves a second request; after 2.5 s the server has closed it.
     void idleTimeoutBothSidesOverH2() {
-        QFile f(tmp_.filePath("idle.yaml"));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("listen: [127.0.0.1:0]\nlimits: {idle_timeout: 1s}\n"
-                "vhosts:\n  - routes:\n      - path: /hello\n        respond: {body: \"hi\"}\n");
-        f.close();
-        ServerProcess s({"--config", f.fileName()});
+        write("idle.yaml", "listen: [127.0.0.1:0]\nlimits: {idle_timeout: 1s}\n"
+                           "vhosts:\n  - routes:\n      - path: /hello\n        respond: {body: \"hi\"}\n");
+        ServerProcess s({"--config", tmp_.filePath("idle.yaml")});
         QVERIFY2(s.waitReady(), s.output().constData());
         const QByteArray script = R"PY(
 import os, socket, time, h2.connection, h2.events, h2.config
@@ -410,13 +407,11 @@ except socket.timeout:
     // together than the bound (but take longer in all) is served; a GET waiting for a mock
     // latency longer than body_timeout is not cut.
     void bodyTimeoutPerStreamOverH2() {
-        QFile f(tmp_.filePath("bodytimeout.yaml"));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("listen: [127.0.0.1:0]\nlimits: {body_timeout: 1s, idle_timeout: 30s}\n"
-                "vhosts:\n  - routes:\n      - path: /echo\n        respond: {body: \"got it\"}\n"
-                "      - path: /slow\n        respond: {body: \"slow\", latency: 1500ms}\n");
-        f.close();
-        ServerProcess s({"--config", f.fileName()});
+        write("bodytimeout.yaml",
+              "listen: [127.0.0.1:0]\nlimits: {body_timeout: 1s, idle_timeout: 30s}\n"
+              "vhosts:\n  - routes:\n      - path: /echo\n        respond: {body: \"got it\"}\n"
+              "      - path: /slow\n        respond: {body: \"slow\", latency: 1500ms}\n");
+        ServerProcess s({"--config", tmp_.filePath("bodytimeout.yaml")});
         QVERIFY2(s.waitReady(), s.output().constData());
         const QByteArray script = R"PY(
 import os, socket, time, h2.connection, h2.events, h2.config
