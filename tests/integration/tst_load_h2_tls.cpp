@@ -179,8 +179,10 @@ private slots:
         QVERIFY2(r.ok(), r.error.c_str());
         QVERIFY(r.requests.completed > 50);
         const double p50 = static_cast<double>(r.latency->valueAtPercentile(50));
-        // Concurrent streams on one connection must not serialise: p50 stays near the delay.
-        QVERIFY2(p50 >= 20e6 && p50 <= 21e6 * 1.05, std::to_string(p50).c_str());
+        // Concurrent streams on one connection must not serialise: p50 stays near the delay (two
+        // streams in a row would be 40 ms; a sanitizer build on a loaded machine measured 22.9 ms).
+        const double bound = test::kSanitized ? 30e6 : 21e6 * 1.05;
+        QVERIFY2(p50 >= 20e6 && p50 <= bound, std::to_string(p50).c_str());
     }
 
     void notHttp2Refused() {
