@@ -387,13 +387,15 @@ void H2Connection::flush() {
     if (streams_.empty()) {
         next = Clock::now() + limits.idleTimeout;
     } else {
-        const Clock::time_point now = Clock::now();
+        bool answering = false; // a response is still going out (one lookup is enough)
         for (const auto& st : streams_) {
-            if (st->proxy || st->delayed || nghttp2_session_get_stream_local_close(session_, st->id) == 1)
-                continue;
-            next = std::min(next,
-                            st->dispatched ? now + limits.bodyTimeout : st->lastInput + limits.bodyTimeout);
+            if (st->proxy || st->delayed) continue;
+            if (!st->dispatched)
+                next = std::min(next, st->lastInput + limits.bodyTimeout);
+            else if (!answering)
+                answering = nghttp2_session_get_stream_local_close(session_, st->id) != 1;
         }
+        if (answering) next = std::min(next, Clock::now() + limits.bodyTimeout);
     }
     deadline_ = next;
 }
