@@ -247,6 +247,46 @@ private slots:
         QVERIFY(ok.feed(wire));
         QCOMPARE(seen, 1);
     }
+
+    // A message whose deflate stream ends with a final block (BFINAL, Z_FINISH) is fine at the
+    // end of its last frame; compressed bytes after that block, in the same frame or in a later
+    // fragment, are invalid — whatever the split. (libFuzzer, ws_observer: when the block ended
+    // exactly at the end of a fed piece, the next bytes started a new stream and were accepted.)
+    void bytesAfterTheFinalDeflateBlockFailWhateverTheSplit() {
+        auto finished = [](std::string_view in) {
+            z_stream z{};
+            deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
+            std::string out(in.size() + 1024, '\0');
+            z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+            z.avail_in = static_cast<uInt>(in.size());
+            z.next_out = reinterpret_cast<Bytef*>(out.data());
+            z.avail_out = static_cast<uInt>(out.size());
+            deflate(&z, Z_FINISH);
+            out.resize(out.size() - z.avail_out);
+            deflateEnd(&z);
+            return out;
+        };
+        const std::string text = pattern(300, 7);
+        const std::string ended = finished(text);
+        Compressor more;
+        const std::string ok = frame(false, 2, true, ended, true);
+        const std::string trailing = frame(false, 2, true, ended + more("after"), true);
+        const std::string fragment =
+            frame(false, 2, false, ended, true) + frame(false, 0, true, Compressor()("after"));
+        for (std::size_t piece : {std::size_t(1), std::size_t(3), ok.size() - 1, std::size_t(1 << 20)}) {
+            const auto got = observe(false, true, ok, piece);
+            QCOMPARE(got.size(), std::size_t(1));
+            QCOMPARE(got[0].size, std::uint64_t(text.size()));
+            for (const std::string* bad : {&trailing, &fragment}) {
+                FrameObserver ob({false, true, kPrefix, 1 << 20}, [](const ObservedMessage&) {});
+                bool fed = true;
+                for (std::size_t at = 0; fed && at < bad->size(); at += piece)
+                    fed = ob.feed(std::string_view(*bad).substr(at, piece));
+                QVERIFY2(!fed && ob.error() == "invalid compressed data",
+                         qPrintable(QString("piece %1: %2").arg(piece).arg(ob.error().c_str())));
+            }
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestWsObserver)

@@ -152,6 +152,7 @@ Inflater::~Inflater() {
 }
 
 Inflater::Result Inflater::run(const unsigned char* p, std::size_t n, std::string& out, std::uint64_t limit) {
+    if (ended_ && n > 0) return Result::Error; // bytes after the message's final deflate block
     z_->next_in = const_cast<Bytef*>(p);
     z_->avail_in = static_cast<uInt>(n);
     while (z_->avail_in > 0) {
@@ -165,8 +166,10 @@ Inflater::Result Inflater::run(const unsigned char* p, std::size_t n, std::strin
         int rc = ::inflate(z_, Z_SYNC_FLUSH);
         out.resize(start + chunk - z_->avail_out);
         if (rc == Z_STREAM_END) {
-            // A final deflate block: anything after it is garbage for this message's stream.
+            // A final deflate block: anything after it is garbage for this message's stream, in
+            // this piece or a later one (ended_ until the message ends).
             inflateReset(z_);
+            ended_ = true;
             if (z_->avail_in > 0) return Result::Error;
             break;
         }
@@ -204,7 +207,8 @@ Inflater::Result Inflater::inflate(std::string_view in, bool final, std::string&
     if (!z_) return Result::Error;
     Result r = run(reinterpret_cast<const unsigned char*>(in.data()), in.size(), out, limit);
     if (r == Result::Ok && final) {
-        r = run(kTail, sizeof kTail, out, limit);
+        if (!ended_) r = run(kTail, sizeof kTail, out, limit); // a stream that ended needs no tail
+        ended_ = false;
         if (noContext_) inflateReset(z_);
     }
     return r;
@@ -212,6 +216,7 @@ Inflater::Result Inflater::inflate(std::string_view in, bool final, std::string&
 
 Inflater::Result Inflater::runSkim(const unsigned char* p, std::size_t n, std::string& prefix,
                                    std::size_t keep, std::uint64_t& total, std::uint64_t limit) {
+    if (ended_ && n > 0) return Result::Error; // bytes after the message's final deflate block
     unsigned char buf[16 * 1024];
     z_->next_in = const_cast<Bytef*>(p);
     z_->avail_in = static_cast<uInt>(n);
@@ -227,6 +232,7 @@ Inflater::Result Inflater::runSkim(const unsigned char* p, std::size_t n, std::s
         if (total > limit) return Result::TooBig;
         if (rc == Z_STREAM_END) {
             inflateReset(z_); // a final deflate block: anything after it in this message is garbage
+            ended_ = true;
             return z_->avail_in > 0 ? Result::Error : Result::Ok;
         }
         if (rc == Z_BUF_ERROR) return z_->avail_in == 0 ? Result::Ok : Result::Error; // no progress
@@ -246,7 +252,8 @@ Inflater::Result Inflater::skim(std::string_view in, bool final, std::string& pr
         at += n;
     }
     if (r == Result::Ok && final) {
-        r = runSkim(kTail, sizeof kTail, prefix, keep, total, limit);
+        if (!ended_) r = runSkim(kTail, sizeof kTail, prefix, keep, total, limit);
+        ended_ = false;
         if (noContext_) inflateReset(z_);
     }
     return r;

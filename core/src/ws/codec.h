@@ -95,6 +95,7 @@ private:
                    std::uint64_t& total, std::uint64_t limit);
     z_stream* z_;
     bool noContext_;
+    bool ended_ = false; // this message's deflate stream had its final block (BFINAL)
 };
 
 } // namespace portico::ws
