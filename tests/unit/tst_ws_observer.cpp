@@ -248,6 +248,18 @@ private slots:
         QCOMPARE(seen, 1);
     }
 
+    // A control frame's prefix is capped like a data message's (a close reason went through whole).
+    void controlFramePrefixIsCapped() {
+        const std::string close = std::string("\x03\xe8", 2) + std::string(100, 'r');
+        std::vector<std::pair<std::size_t, std::uint64_t>> got; // prefix size, size
+        FrameObserver ob({true, false, 16, 1 << 20},
+                         [&](const ObservedMessage& m) { got.emplace_back(m.prefix.size(), m.size); });
+        QVERIFY(ob.feed(frame(true, 9, true, std::string(50, 'p')) + frame(true, 8, true, close)));
+        QCOMPARE(got.size(), std::size_t(2));
+        QCOMPARE(got[0], (std::pair<std::size_t, std::uint64_t>(16, 50)));
+        QCOMPARE(got[1], (std::pair<std::size_t, std::uint64_t>(16, 102)));
+    }
+
     // A message whose deflate stream ends with a final block (BFINAL, Z_FINISH) is fine at the
     // end of its last frame; compressed bytes after that block, in the same frame or in a later
     // fragment, are invalid — whatever the split. (libFuzzer, ws_observer: when the block ended

@@ -161,7 +161,10 @@ bool FrameObserver::endFrame() {
     have_ = 0;
     need_ = 2;
     if (op_ & 0x08) {
-        onMessage_(ObservedMessage{static_cast<Opcode>(op_), control_, control_.size(), false});
+        // Like data, at most prefixBytes of it (a 125-byte close reason was passed whole: fuzzing).
+        onMessage_(ObservedMessage{static_cast<Opcode>(op_),
+                                   std::string_view(control_).substr(0, options_.prefixBytes),
+                                   control_.size(), false});
         return true;
     }
     if (!fin_) return true;
