@@ -260,7 +260,7 @@ private:
     // A client socket connected to the server with a 4 KiB receive buffer, so the server's writes
     // block as soon as the client stops reading; -1 on failure.
     int connectSmallReceiveBuffer() const {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         int small = 4096;
         ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
         sockaddr_in a{};

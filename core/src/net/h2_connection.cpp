@@ -452,6 +452,7 @@ void H2Connection::onResponseEnd(std::int32_t id) {
     // closes the stream instead of leaving it open for a client that may never finish the body.
     // Not after other early answers such as 413: the client is still sending (the rest is read
     // and dropped), and curl 7.88 then reports the upload as failed instead of showing the 413.
+    if (!bodyTimedOut_) return; // every response ends here: no stream lookup unless a 408 went out
     Stream* s = stream(id);
     if (s && s->bodyTimedOut && nghttp2_session_get_stream_remote_close(session_, id) == 0)
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
@@ -1070,7 +1071,7 @@ void H2Connection::checkDeadline(Clock::time_point now) {
         bool answered = false;
         for (auto& st : streams_)
             if (!st->proxy && !st->dispatched && now >= st->lastInput + bodyTimeout) {
-                st->bodyTimedOut = true;
+                st->bodyTimedOut = bodyTimedOut_ = true;
                 fail(*st, 408);
                 answered = true;
             }

@@ -95,10 +95,11 @@ private:
     std::uint32_t continuations_ = 0; // CONTINUATION frames since the last HEADERS
     std::uint16_t localPort_;
     bool closed_ = false;
-    bool reading_ = false;  // a read wait is pending
-    bool writing_ = false;  // waiting for the socket to become writable
-    bool draining_ = false; // GOAWAY sent
-    bool calmed_ = false;   // GOAWAY(ENHANCE_YOUR_CALM) queued for server-sent resets
+    bool reading_ = false;      // a read wait is pending
+    bool writing_ = false;      // waiting for the socket to become writable
+    bool draining_ = false;     // GOAWAY sent
+    bool calmed_ = false;       // GOAWAY(ENHANCE_YOUR_CALM) queued for server-sent resets
+    bool bodyTimedOut_ = false; // a stream was answered 408 by body_timeout (onResponseEnd looks)
 };
 
 } // namespace portico::net
