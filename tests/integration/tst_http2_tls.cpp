@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include <csignal>
+#include <unistd.h>
 
 using namespace portico::test;
 
@@ -74,7 +75,8 @@ class TestHttp2Tls : public QObject {
     QString resolve() const { return QStringLiteral("localhost:%1:127.0.0.1").arg(server_->tlsPort()); }
 
     // Runs a Python h2 script with PORT/TLS in the environment; returns its stdout.
-    QByteArray python(const QByteArray& script, bool tls, std::uint16_t port = 0) {
+    QByteArray python(const QByteArray& script, bool tls, std::uint16_t port = 0,
+                      const QStringList& extraEnv = {}) {
         QTemporaryFile f(tmp_.filePath("XXXXXX.py"));
         f.setAutoRemove(false);
         f.open();
@@ -85,6 +87,8 @@ class TestHttp2Tls : public QObject {
         if (port == 0) port = tls ? server_->tlsPort() : server_->plainPort();
         env.insert("PORT", QString::number(port));
         env.insert("TLS", tls ? "1" : "0");
+        for (const QString& kv : extraEnv)
+            env.insert(kv.section('=', 0, 0), kv.section('=', 1));
         p.setProcessEnvironment(env);
         p.start(debianPython(), {f.fileName()});
         p.waitForFinished(30000);
@@ -351,6 +355,80 @@ print(status.decode(), body.decode())
 )PY";
         QCOMPARE(python(script, false).trimmed(), QByteArray("200 part1-part2"));
         QCOMPARE(python(script, true).trimmed(), QByteArray("200 part1-part2"));
+    }
+
+    // A client that sends half a TLS record and pauses leaves OpenSSL holding a partial record. The
+    // connection must wait for the socket, not count those bytes as readable input and spin: the
+    // server's CPU time over a 1.5 s pause stays near zero (a spin burns the whole pause), then the
+    // rest of the record arrives and the request is answered. HTTP/1.1 and HTTP/2 over TLS.
+    void partialTlsRecordDoesNotSpin_data() {
+        QTest::addColumn<QString>("alpn");
+        QTest::newRow("http/1.1") << "http/1.1";
+        QTest::newRow("h2") << "h2";
+    }
+    void partialTlsRecordDoesNotSpin() {
+        QFETCH(QString, alpn);
+        const QByteArray script = R"PY(
+import os, socket, ssl, time
+alpn, pid = os.environ["ALPN"], os.environ["SERVER_PID"]
+def cpu():  # the server's user + system time, in clock ticks
+    f = open("/proc/%s/stat" % pid).read().rsplit(chr(41), 1)[1].split()
+    return int(f[11]) + int(f[12])
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+ctx.set_alpn_protocols([alpn])
+raw = socket.create_connection(("127.0.0.1", int(os.environ["PORT"])), timeout=5)
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ctx.wrap_bio(inc, out, server_hostname="localhost")
+def feed():
+    d = raw.recv(65536)
+    if not d: raise SystemExit("server closed")
+    inc.write(d)
+while True:
+    try:
+        tls.do_handshake(); break
+    except ssl.SSLWantReadError:
+        raw.sendall(out.read()); feed()
+raw.sendall(out.read())
+assert tls.selected_alpn_protocol() == alpn, tls.selected_alpn_protocol()
+if alpn == "h2":
+    import h2.connection, h2.config, h2.events
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    c.initiate_connection()
+    c.send_headers(1, [(":method", "GET"), (":path", "/hello"), (":scheme", "https"), (":authority", "localhost")], end_stream=True)
+    tls.write(c.data_to_send())
+else:
+    tls.write(b"GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
+record = out.read()
+raw.sendall(record[: len(record) // 2])
+time.sleep(0.3)  # the half record has been read by now
+before = cpu(); time.sleep(1.5); spent = cpu() - before
+raw.sendall(record[len(record) // 2 :])
+got = b""
+while True:
+    feed()
+    try:
+        while True: got += tls.read(65536)
+    except ssl.SSLWantReadError:
+        pass
+    if alpn == "h2":
+        for e in c.receive_data(got):
+            if isinstance(e, h2.events.ResponseReceived): print("status", dict(e.headers)[b":status"].decode(), "cpu", spent); raise SystemExit(0)
+        got = b""
+        tls.write(c.data_to_send()); raw.sendall(out.read())
+    elif b"\r\n\r\n" in got:
+        print("status", got.split(b" ")[1].decode(), "cpu", spent); raise SystemExit(0)
+)PY";
+        const QList<QByteArray> words =
+            python(script, true, 0, {"ALPN=" + alpn, "SERVER_PID=" + QString::number(server_->pid())})
+                .trimmed()
+                .split(' ');
+        QCOMPARE(words.size(), 4);
+        QCOMPARE(words[1], QByteArray("200"));
+        const long ticks = words[3].toLong();
+        const long perSecond = sysconf(_SC_CLK_TCK);
+        // 1.5 s of spinning is ~150 ticks; a waiting server uses ~0 (allow 0.3 s for noise).
+        QVERIFY2(ticks * 10 < 3 * perSecond,
+                 qPrintable(QStringLiteral("server CPU during the pause: %1 ticks").arg(ticks)));
     }
 
     // limits.idle_timeout holds for HTTP/2 connections too (1 s here): with no stream open for

@@ -236,7 +236,7 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
     }
     in_.commit(n);
     if (n < readAsked_) markDrained(socket_); // the next read waits for the client (drained.h)
-    worker_.handlerState().newTurn();         // requests read in this batch share file lookups
+    worker_.beginTurn(); // the requests read in this turn of the event loop share file lookups
     const auto& limits = worker_.snapshot().config->limits;
     if (in_.size() > maxBufferedBytes(limits)) {
         queueError(413);

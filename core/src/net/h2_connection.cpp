@@ -3,9 +3,11 @@
 #include "net/h2_connection.h"
 
 #include "capture/hooks.h"
+#include "net/drained.h"
 #include "net/transport.h"
 #include "net/worker.h"
 #include "proxy/h2_upstream.h"
+#include "tls/socket_bio.h"
 
 #include <portico/handlers/dispatch.h>
 #include <portico/http/path.h>
@@ -28,6 +30,7 @@ namespace asio = boost::asio;
 namespace {
 constexpr std::size_t kOutHighWater = 64 * 1024; // stop pulling frames from nghttp2 above this
 constexpr int kReadsPerTurn = 4;                 // then let other connections of the worker run
+constexpr std::size_t kCipherInBytes = 2048;     // TLS input read by Asio (see waitRead)
 
 // Connection-specific fields (RFC 9113 §8.2.2) that a handler's field block may carry but an
 // HTTP/2 response must not.
@@ -228,6 +231,8 @@ H2Connection::H2Connection(Worker& worker, Connection::Socket socket, SSL* ssl, 
                            std::string_view received)
     : worker_(worker), socket_(std::move(socket)), ssl_(ssl), localPort_(localPort) {
     worker_.link(this);
+    bio_ = tls::socketBioState(ssl_);
+    if (bio_) bio_->trackDrained = true; // reads stop at a short one; waitRead takes it from there
     in_ = worker_.buffers().acquire();
     in_.append(received);
     boost::system::error_code ec;
@@ -304,6 +309,30 @@ void H2Connection::waitRead() {
         });
         return;
     }
+    if (bio_) {
+        // TLS: the next bytes are read by Asio into cipherIn_ and OpenSSL takes them from the BIO.
+        // When the socket is known to be empty, Asio's epoll reactor queues that read without a
+        // syscall (drained.h) and performs it when bytes arrive: one recv per turn, where OpenSSL
+        // reading the socket itself and async_wait cost a recv→EAGAIN and an epoll_ctl on top.
+        if (!cipherIn_) cipherIn_ = std::make_unique<char[]>(kCipherInBytes);
+        if (bio_->drained) markDrained(socket_);
+        bio_->readPending = true;
+        socket_.async_read_some(asio::buffer(cipherIn_.get(), kCipherInBytes),
+                                [s = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                    s->reading_ = false;
+                                    s->bio_->readPending = false;
+                                    if (s->closed_) return;
+                                    if (ec) { // the client closed or reset: as a failed TLS read would
+                                        if (ec != asio::error::operation_aborted) s->abort();
+                                        return;
+                                    }
+                                    s->bio_->pending = s->cipherIn_.get();
+                                    s->bio_->pendingBytes = n;
+                                    s->bio_->drained = n < kCipherInBytes;
+                                    s->onReadable();
+                                });
+        return;
+    }
     socket_.async_wait(Connection::Socket::wait_read,
                        [s = shared_from_this()](const boost::system::error_code& ec) {
                            s->reading_ = false;
@@ -316,7 +345,7 @@ void H2Connection::onReadable() {
     if (closed_) return;
     worker_.refreshSnapshot(); // an event entering the worker (see Worker::refreshSnapshot)
     if (!in_.allocated()) in_ = worker_.buffers().acquire();
-    worker_.handlerState().newTurn(); // the streams of this read share file lookups
+    worker_.beginTurn(); // the requests read in this turn of the event loop share file lookups
     for (int i = 0; i < kReadsPerTurn; ++i) {
         std::size_t room = 0;
         char* p = in_.writable(room);

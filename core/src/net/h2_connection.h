@@ -23,6 +23,10 @@ struct ConnCapture;
 }
 typedef struct ssl_st SSL;
 
+namespace portico::tls {
+struct SocketBioState;
+}
+
 namespace portico::net {
 
 class Worker;
@@ -80,6 +84,8 @@ private:
     Worker& worker_;
     Connection::Socket socket_;
     SSL* ssl_;
+    tls::SocketBioState* bio_ = nullptr; // ssl_'s socket BIO (owned by ssl_); null for h2c
+    std::unique_ptr<char[]> cipherIn_;   // TLS bytes the last Asio read took (kCipherInBytes)
     nghttp2_session* session_ = nullptr;
     IoBuffer in_;
     IoBuffer out_;

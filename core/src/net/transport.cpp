@@ -1,6 +1,8 @@
 // Non-blocking transport calls (see transport.h).
 #include "net/transport.h"
 
+#include "tls/socket_bio.h"
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -60,6 +62,16 @@ IoResult transportWrite(int fd, SSL* ssl, const char* p, std::size_t len, bool m
     }
 }
 
-bool transportPending(SSL* ssl) { return ssl && SSL_has_pending(ssl) == 1; }
+bool transportPending(SSL* ssl) {
+    if (!ssl) return false;
+    // After a read that found the socket empty, what OpenSSL still buffers is part of a record: it
+    // needs more bytes from the socket, and counting it as readable would spin the worker (a client
+    // that sends half a record and pauses). SSL_has_pending alone cannot tell the two apart.
+    if (const tls::SocketBioState* st = tls::socketBioState(ssl)) {
+        if (st->pendingBytes > 0) return true; // taken off the socket by the owner's read
+        if (st->retried) return SSL_pending(ssl) > 0;
+    }
+    return SSL_has_pending(ssl) == 1;
+}
 
 } // namespace portico::net

@@ -1,6 +1,6 @@
 // Non-blocking reads and writes on a connection's socket, in cleartext or through OpenSSL.
-// TLS runs on the socket itself (SSL_set_fd): OpenSSL reads and writes the non-blocking
-// descriptor and reports WANT_READ / WANT_WRITE, which the connection turns into Asio waits.
+// TLS runs on the socket itself (a socket BIO, tls/socket_bio.h): OpenSSL reads and writes the
+// non-blocking descriptor and reports WANT_READ / WANT_WRITE, which the connection turns into Asio waits.
 // That keeps one code path (and one buffer) for both, instead of Asio's ssl::stream with its
 // own buffering and per-operation allocations.
 #pragma once
@@ -31,7 +31,8 @@ IoResult transportRead(int fd, SSL* ssl, char* p, std::size_t len);
 /// Writes up to `len` bytes (`len` > 0). With TLS a WantRead/WantWrite must be retried later with
 /// the same bytes (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER lets the buffer move, not shrink).
 IoResult transportWrite(int fd, SSL* ssl, const char* p, std::size_t len, bool more = false);
-/// TLS bytes already decrypted and waiting inside OpenSSL (the socket may not be readable).
+/// TLS input inside OpenSSL that a read can take without the socket (decrypted bytes, or whole
+/// records read ahead). False after a read that needed the socket: what is left is part of a record.
 bool transportPending(SSL* ssl);
 
 } // namespace portico::net

@@ -13,6 +13,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
@@ -77,6 +78,17 @@ public:
     /// The same, for what must keep it alive past the handler (a proxy exchange, a WebSocket).
     std::shared_ptr<const Snapshot> snapshotPtr() const { return snap_; }
     handlers::WorkerState& handlerState() { return handlerState_; }
+    /// Called by a connection before it handles what it read. The first call in a turn of the
+    /// event loop starts a new turn of handlerState() (a fresh stat memo); the rest of that turn's
+    /// reads share it: one stat per file per turn, as h2o does, instead of one per connection read.
+    /// The turn ends with a handler posted behind the completions epoll delivered in this turn:
+    /// Asio queues it after them and before those of the next epoll_wait.
+    void beginTurn() {
+        if (turnOpen_) return;
+        turnOpen_ = true;
+        handlerState_.newTurn();
+        boost::asio::post(io_, TurnEnd{this});
+    }
     http1::RequestHead& head() { return head_; }
     http::Request& request() { return request_; }
     http::Response& response() { return response_; }
@@ -134,6 +146,33 @@ private:
     Clock::time_point now_;
     Clock::time_point drainDeadline_;
     bool draining_ = false;
+    bool turnOpen_ = false; // beginTurn() ran in this turn of the event loop
+    // The handler that ends a turn, allocated in turnEndStorage_ (one is pending at most): a post
+    // per turn with Asio's default allocator would cost a malloc per turn.
+    struct TurnEnd {
+        template <class T> struct Allocator {
+            using value_type = T;
+            Worker* w;
+            explicit Allocator(Worker* worker) : w(worker) {}
+            template <class U> Allocator(const Allocator<U>& o) : w(o.w) {}
+            T* allocate(std::size_t n) {
+                static_assert(alignof(T) <= alignof(std::max_align_t));
+                if (n * sizeof(T) <= sizeof w->turnEndStorage_)
+                    return reinterpret_cast<T*>(w->turnEndStorage_);
+                return std::allocator<T>().allocate(n);
+            }
+            void deallocate(T* p, std::size_t n) {
+                if (reinterpret_cast<unsigned char*>(p) != w->turnEndStorage_)
+                    std::allocator<T>().deallocate(p, n);
+            }
+            template <class U> bool operator==(const Allocator<U>& o) const { return w == o.w; }
+        };
+        using allocator_type = Allocator<void>;
+        Worker* w;
+        allocator_type get_allocator() const { return allocator_type(w); }
+        void operator()() const { w->turnOpen_ = false; }
+    };
+    alignas(std::max_align_t) unsigned char turnEndStorage_[128];
     Session* first_ = nullptr; // intrusive list of live connections (for timeouts and drain)
     WorkerCounters counters_;
     capture::Recorder recorder_{index_};

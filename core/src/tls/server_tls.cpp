@@ -1,6 +1,8 @@
 // OpenSSL server contexts for a listener (see server_tls.h).
 #include "tls/server_tls.h"
 
+#include "tls/socket_bio.h"
+
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -203,7 +205,10 @@ ServerTls::~ServerTls() {
 SSL* ServerTls::newSsl(int fd) const {
     SSL* ssl = SSL_new(default_);
     if (!ssl) return nullptr;
-    SSL_set_fd(ssl, fd);
+    if (!attachSocketBio(ssl, fd)) {
+        SSL_free(ssl);
+        return nullptr;
+    }
     SSL_set_accept_state(ssl);
     return ssl;
 }

@@ -27,12 +27,13 @@ public:
     double random();
 
     /// stat(2) of the NUL-terminated `path` (`len` bytes), remembered for the current turn: the
-    /// requests a connection read in one batch (a pipelined burst, the streams of one HTTP/2
-    /// read) share one stat per file, and every request read after an edit sees it. Outside
-    /// any turn (no newTurn() yet, e.g. handlers called directly) it always calls stat(2).
+    /// requests the worker reads in one turn of its event loop (every connection's pipelined
+    /// bursts and HTTP/2 streams) share one stat per file, and every request read in a later turn
+    /// sees an edit made before it. Outside any turn (no newTurn() yet, e.g. handlers called
+    /// directly) it always calls stat(2).
     /// Returns 0, or -1 with errno as stat(2) does.
     int statFile(const char* path, std::size_t len, struct ::stat& st);
-    /// Starts a turn; connections call it for each batch of bytes they read.
+    /// Starts a turn (the network worker does, once per turn of its event loop: Worker::beginTurn).
     void newTurn() { ++turn_; }
 
 private:
