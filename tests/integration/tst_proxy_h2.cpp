@@ -1,8 +1,12 @@
 // `proxy:` to HTTP/2 upstreams over the wire: curl (HTTP/1.1 and h2c downstream) → portico →
 // another portico serving h2c (prior knowledge) and h2 (TLS, ALPN) as the upstream. Bodies both
 // ways, many concurrent requests on one upstream connection, 502 and 504, config round trip.
+// The pool's idle_timeout and an upstream closing a pooled connection against h2c_upstream.py,
+// which says which connection each request came on.
+#include "raw_client.h"
 #include "test_support.h"
 
+#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -59,6 +63,36 @@ QByteArray pattern(int n) {
     return b;
 }
 
+// TCP sockets on this machine whose local (or remote) port is `port` and whose state is `state`
+// (the hex `st` column of /proc/net/tcp).
+enum class Side { Local, Remote };
+constexpr int kTimeWait = 0x06, kCloseWait = 0x08;
+int sockets(Side side, int port, int state) {
+    int n = 0;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        QFile f(table);
+        if (!f.open(QIODevice::ReadOnly)) continue;
+        f.readLine(); // header
+        for (QByteArray line = f.readLine(); !line.isEmpty(); line = f.readLine()) {
+            const auto cols = line.simplified().split(' ');
+            if (cols.size() < 4) continue;
+            const QByteArray& address = cols[side == Side::Local ? 1 : 2];
+            const int p = address.mid(address.lastIndexOf(':') + 1).toInt(nullptr, 16);
+            if (p == port && cols[3].toInt(nullptr, 16) == state) ++n;
+        }
+    }
+    return n;
+}
+
+// What h2c_upstream.py reported for a GET of `path` on `c` (connection_id, client_port, open,
+// goaways); empty unless the proxy answered 200.
+QJsonObject upstreamSaw(RawClient& c, const char* path) {
+    const std::string req = std::string("GET ") + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    if (c.exchange(req) != 200) return {};
+    const auto body = c.body();
+    return QJsonDocument::fromJson(QByteArray(body.data(), qsizetype(body.size()))).object();
+}
+
 int deadPort() {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -76,6 +110,8 @@ class TestProxyH2 : public QObject {
     Q_OBJECT
     QTemporaryDir tmp_;
     std::unique_ptr<ServerProcess> upstream_, server_;
+    QProcess h2py_; // h2c_upstream.py: only the pool tests use it
+    int h2pyPort_ = 0;
     QString base_;
     QByteArray big_;
 
@@ -118,6 +154,15 @@ vhosts:
             QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
         QVERIFY2(upstream_->waitReady(), upstream_->output().constData());
         QVERIFY(upstream_->plainPort() && upstream_->tlsPort());
+        const QString portFile = tmp_.filePath("h2py.port");
+        h2py_.start(debianPython(), {sourceDir() + "/tests/support/h2c_upstream.py", portFile});
+        QVERIFY(h2py_.waitForStarted());
+        for (int i = 0; i < 100 && !h2pyPort_; ++i) {
+            QFile f(portFile);
+            if (f.open(QIODevice::ReadOnly)) h2pyPort_ = f.readAll().trimmed().toInt();
+            if (!h2pyPort_) QTest::qWait(50);
+        }
+        QVERIFY2(h2pyPort_, h2py_.readAllStandardError().constData());
         QDir().mkpath(tmp_.filePath("site"));
         QFile cfg(tmp_.filePath("portico.yaml"));
         QVERIFY(cfg.open(QIODevice::WriteOnly));
@@ -137,10 +182,13 @@ vhosts:
         proxy: h2c://127.0.0.1:%3
       - path: /impatient/*
         proxy: {upstream: h2c://127.0.0.1:%1, strip_prefix: /impatient, response_timeout: 300ms}
+      - path: /idle/*
+        proxy: {upstream: h2c://127.0.0.1:%4, strip_prefix: /idle, idle_timeout: 1s}
 )")
                       .arg(upstream_->plainPort())
                       .arg(upstream_->tlsPort())
                       .arg(deadPort())
+                      .arg(h2pyPort_)
                       .toUtf8());
         cfg.close();
         server_ = std::make_unique<ServerProcess>(
@@ -257,6 +305,49 @@ vhosts:
         QCOMPARE(get("/h2c/teapot", "").status, 418);
     }
 
+    // Both sides of the HTTP/2 upstream pool's idle_timeout (1 s on /idle), seen from one client
+    // connection (one worker, one pool): a request 300 ms after the last one goes out on the pooled
+    // upstream connection; one after 1.6 s idle finds it closed by the idle timer (GOAWAY, then
+    // FIN) and gets a new one. The first test to use h2c_upstream.py: no other connection there.
+    void h2PooledConnectionClosedAfterIdleTimeout() {
+        RawClient c(server_->port());
+        QVERIFY(c.ok());
+        const QJsonObject first = upstreamSaw(c, "/idle/conn");
+        const int id = first["connection_id"].toInt();
+        QVERIFY2(id > 0, QJsonDocument(first).toJson().constData());
+        QCOMPARE(first["open"].toInt(), 1);
+        QElapsedTimer idle;
+        idle.start();
+        QTest::qWait(300);
+        const QJsonObject second = upstreamSaw(c, "/idle/conn");
+        QVERIFY2(idle.elapsed() < 800, qPrintable(QString::number(idle.elapsed()))); // well under 1 s
+        QCOMPARE(second["connection_id"].toInt(), id);
+        QCOMPARE(second["client_port"].toInt(), first["client_port"].toInt());
+        QCOMPARE(second["open"].toInt(), 1);
+        QTest::qWait(1600);
+        const QJsonObject third = upstreamSaw(c, "/idle/conn");
+        QVERIFY2(third["connection_id"].toInt() > id, QJsonDocument(third).toJson().constData());
+        QCOMPARE(third["open"].toInt(), 1); // the idle one was closed, not merely set aside
+        QCOMPARE(third["goaways"].toInt(), first["goaways"].toInt() + 1); // and said goodbye
+    }
+
+    void h2PooledConnectionClosedByUpstreamIsClosed() {
+        // The upstream closes the connection (FIN, no GOAWAY) 200 ms after /brief. The pooled end
+        // must be closed then too, not left in CLOSE_WAIT until some later request picks it.
+        RawClient c(server_->port());
+        QVERIFY(c.ok());
+        const int id = upstreamSaw(c, "/idle/brief")["connection_id"].toInt();
+        QVERIFY(id > 0);
+        // The upstream's end goes to TIME_WAIT only once ours has closed as well (FIN_WAIT_2 while
+        // ours sits in CLOSE_WAIT); only this test makes h2c_upstream.py close first. Within 700 ms,
+        // before the 1 s idle timer would close ours anyway.
+        QTRY_VERIFY_WITH_TIMEOUT(sockets(Side::Local, h2pyPort_, kTimeWait) >= 1, 700);
+        QCOMPARE(sockets(Side::Remote, h2pyPort_, kCloseWait), 0);
+        // The next request goes out on a new connection.
+        const QJsonObject next = upstreamSaw(c, "/idle/conn");
+        QVERIFY2(next["connection_id"].toInt() > id, QJsonDocument(next).toJson().constData());
+    }
+
     // Last: stops the server to read its session file.
     void proxiedExchangesAreLoggedAndCaptured() {
         QCOMPARE(get("/h2c/teapot?capture=1", "").status, 418);
@@ -301,6 +392,11 @@ vhosts:
                      QString("with trailers"));
         }
         QVERIFY2(trailers, r.out.left(4000).constData());
+    }
+
+    void cleanupTestCase() {
+        h2py_.kill();
+        h2py_.waitForFinished();
     }
 };
 
