@@ -357,6 +357,32 @@ print(status.decode(), body.decode())
         QCOMPARE(python(script, true).trimmed(), QByteArray("200 part1-part2"));
     }
 
+    // The server's SETTINGS (RFC 9113 §6.5.2) carry the documented defaults: a stream window above
+    // 64 KiB, a bound on concurrent streams and on the header list, and SETTINGS_NO_RFC7540_PRIORITIES
+    // = 1 (RFC 9218 §2.1: priorities come from the `priority` field, not the deprecated tree).
+    void serverSettings() {
+        const QByteArray script = R"PY(
+import os, socket, ssl, h2.connection, h2.events, h2.config
+s = socket.create_connection(("127.0.0.1", int(os.environ["PORT"])), timeout=5)
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+ctx.set_alpn_protocols(["h2"]); s = ctx.wrap_socket(s, server_hostname="localhost")
+c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+c.initiate_connection(); s.sendall(c.data_to_send())
+while True:
+    for e in c.receive_data(s.recv(65536)):
+        if isinstance(e, h2.events.RemoteSettingsChanged):
+            print(" ".join("%d=%d" % (k, v.new_value) for k, v in sorted(e.changed_settings.items()))); raise SystemExit(0)
+)PY";
+        QMap<int, qint64> got;
+        for (const QByteArray& kv : python(script, true).trimmed().split(' '))
+            got.insert(kv.split('=').value(0).toInt(), kv.split('=').value(1).toLongLong());
+        QVERIFY2(got.size() >= 4, qPrintable(QStringLiteral("settings: %1").arg(got.size())));
+        QCOMPARE(got.value(0x9, -1), 1);                // SETTINGS_NO_RFC7540_PRIORITIES
+        QVERIFY(got.value(0x4, 0) > 65535);             // SETTINGS_INITIAL_WINDOW_SIZE
+        QVERIFY(got.value(0x3, 0) > 0);                 // SETTINGS_MAX_CONCURRENT_STREAMS
+        QCOMPARE(got.value(0x6, -1), qint64(8 * 1024)); // SETTINGS_MAX_HEADER_LIST_SIZE = max_header_bytes
+    }
+
     // A client that sends half a TLS record and pauses leaves OpenSSL holding a partial record. The
     // connection must wait for the socket, not count those bytes as readable input and spin: the
     // server's CPU time over a 1.5 s pause stays near zero (a spin burns the whole pause), then the

@@ -279,6 +279,9 @@ void H2Connection::start() {
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, h2.initialWindowBytes},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
          static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg.limits.maxHeaderBytes, 0xffffffffu))},
+        // RFC 9218 priorities (the `priority` field) instead of RFC 7540's dependency tree, which
+        // RFC 9113 §5.3 deprecates: nghttp2 then keeps no tree and no closed streams for it.
+        {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
     };
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
     nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
