@@ -197,6 +197,34 @@ private slots:
         QVERIFY(e.at(Phase::ResponseDone) > 0);
     }
 
+    // An HTTP/2 stream answered after a 60 ms mock latency: its first byte is stamped when the
+    // response goes out, after the wait (not when the route ran); a GET whose HEADERS frame ends
+    // the stream has its body done at the same instant as its head; the wall-clock start is now.
+    void http2MockLatencyTimeline() {
+        engine_.flushCapture();
+        auto before = engine_.recentExchanges(0, 100000);
+        const std::uint64_t since = before.empty() ? 0 : before.back().id;
+        auto wallNow = [] {
+            return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        };
+        const std::int64_t wallBefore = wallNow();
+        auto r = test::runProcess(
+            "curl", {"-s", "--http2-prior-knowledge", QString("http://127.0.0.1:%1/slow").arg(port_)});
+        QVERIFY(r.out.contains("late"));
+        auto got = waitFor(since, 1);
+        QCOMPARE(got.size(), std::size_t(1));
+        const auto& e = got[0];
+        QCOMPARE(e.protocol, capture::Protocol::Http2);
+        QVERIFY(ordered(e));
+        QCOMPARE(e.at(Phase::RequestBodyDone), e.at(Phase::RequestHeaders));
+        const std::int64_t wait = e.between(Phase::RouteMatched, Phase::ResponseFirstByte);
+        QVERIFY2(wait >= 60'000'000, qPrintable(QString::number(wait)));
+        QVERIFY2(e.startedUnixNs >= wallBefore - 1'000'000 && e.startedUnixNs <= wallNow(),
+                 qPrintable(QString("%1 not in [%2, now]").arg(e.startedUnixNs).arg(wallBefore)));
+    }
+
     void statsCountEverything() {
         test::RawClient c(port_);
         for (int i = 0; i < 20; ++i)

@@ -114,7 +114,7 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
     h->httpVersion = in.httpVersion;
     h->localPort = in.localPort;
     h->status = in.res ? in.res->status : 0;
-    h->startedUnixNs = unixNowNs() - (in.requestStartNs >= 0 ? nowNs() - in.requestStartNs : 0);
+    h->startedUnixNs = in.requestStartNs >= 0 ? unixNsAt(in.requestStartNs) : unixNowNs();
     for (std::size_t i = 0; i < kPhaseCount; ++i)
         h->phases[i] = in.phases[i];
     if (h->phases[0] < 0) h->phases[0] = cc.acceptedNs;

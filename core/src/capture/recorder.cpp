@@ -18,6 +18,17 @@ std::int64_t unixNowNs() {
         .count();
 }
 
+std::int64_t unixNsAt(std::int64_t monoNs) {
+    thread_local bool known = false;
+    thread_local std::int64_t offset = 0, readAt = 0;
+    if (!known || monoNs - readAt > 1'000'000'000) { // an older monoNs keeps the offset
+        readAt = nowNs();
+        offset = unixNowNs() - readAt;
+        known = true;
+    }
+    return monoNs + offset;
+}
+
 // ---- SlotWriter ----
 
 void SlotWriter::str(std::string_view s, std::size_t limit) {

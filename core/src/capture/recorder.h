@@ -240,5 +240,9 @@ private:
 std::int64_t nowNs();
 /// Wall clock in ns since the Unix epoch.
 std::int64_t unixNowNs();
+/// The wall-clock time (ns since the Unix epoch) of the monotonic instant `monoNs` (a nowNs()
+/// value): `monoNs` plus the offset between the two clocks, read at most once a second per thread
+/// (a step of the wall clock shows within a second). Two clock reads less per record.
+std::int64_t unixNsAt(std::int64_t monoNs);
 
 } // namespace portico::capture

@@ -528,7 +528,10 @@ int H2Connection::onBeginHeaders(std::int32_t id) {
         s = std::make_unique<Stream>();
     }
     s->reuse(id);
-    if (cap_) s->capHeadNs = capture::nowNs();
+    // The stream's opening time (one clock read; steady_clock is capture's clock too).
+    if (cap_)
+        s->capHeadNs =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(s->start.time_since_epoch()).count();
     streams_.push_back(std::move(s));
     return 0;
 }
@@ -570,7 +573,11 @@ int H2Connection::onHeadersEnd(std::int32_t id, bool endStream) {
         fail(*s, s->earlyStatus);
         return 0;
     }
-    if (endStream) return onRequestComplete(id);
+    if (endStream) {
+        // END_STREAM on the HEADERS frame: the request body (none) ended with its head.
+        if (cap_ && s->capBodyNs < 0) s->capBodyNs = s->capHeadNs;
+        return onRequestComplete(id);
+    }
     // A request whose route forwards to an upstream starts now and streams its body: uploads in
     // bounded memory, gRPC client-streaming and bidirectional calls.
     if (!s->dispatched && streamsBody(*s)) {
@@ -657,7 +664,7 @@ int H2Connection::onRequestComplete(std::int32_t id) {
         return 0;
     }
     if (!s || s->dispatched) return 0;
-    if (cap_) s->capBodyNs = capture::nowNs();
+    if (cap_ && s->capBodyNs < 0) s->capBodyNs = capture::nowNs();
     dispatch(*s);
     return 0;
 }
@@ -670,7 +677,7 @@ void H2Connection::fail(Stream& s, int status) {
     s.target = s.path;
     s.host = s.authority;
     logExchange(s);
-    if (cap_) captureStats(s);
+    if (cap_) s.capFirstByteNs = captureStats(s); // submitted at once: the same reading
     submit(s);
 }
 
@@ -747,7 +754,8 @@ void H2Connection::dispatch(Stream& s) {
             res.addHeader("Server-Timing", value);
         }
     }
-    if (cap_ && !res.forward) captureStats(s);
+    std::int64_t statsNs = -1;
+    if (cap_ && !res.forward) statsNs = captureStats(s);
     if (res.forward) {
         startProxy(s, req); // not captured yet: the record would need the upstream's side
         s.body.clear();
@@ -776,6 +784,8 @@ void H2Connection::dispatch(Stream& s) {
         });
         return;
     }
+    // Submitted at once: the statistics' reading is the response's first byte (a clock read less).
+    if (statsNs >= 0) s.capFirstByteNs = statsNs;
     submit(s);
 }
 
@@ -907,7 +917,7 @@ void H2Connection::ProxySink::onUpstreamError(int status, const std::string& mes
                    "\n");
     auto self = std::move(s->proxy); // back to a plain response; destroyed at the end of this call
     c->logExchange(*s);
-    if (c->cap_) c->captureStats(*s);
+    if (c->cap_) s->capFirstByteNs = c->captureStats(*s);
     c->submit(*s);
     c->flush();
 }
@@ -916,7 +926,7 @@ void H2Connection::submit(Stream& s) {
     const http::Response& res = s.res;
     const int status = res.status;
     const bool noBody = status < 200 || status == 204 || status == 304;
-    if (cap_) s.capFirstByteNs = capture::nowNs();
+    if (cap_ && s.capFirstByteNs < 0) s.capFirstByteNs = capture::nowNs(); // else set by captureStats
     // Names lower-cased into one scratch buffer first; nghttp2 copies the pairs on submit.
     std::string& arena = worker_.h2Arena();
     arena.clear();
@@ -1152,13 +1162,14 @@ void H2Connection::abort() {
 
 // ---- capture (only with capture on) ----
 
-void H2Connection::captureStats(Stream& s) {
+std::int64_t H2Connection::captureStats(Stream& s) {
     const std::int64_t now = capture::nowNs();
     const std::int64_t start = s.capHeadNs >= 0 ? s.capHeadNs : now;
     capture::recordStats(*cap_->rec, s.capLabels,
                          static_cast<std::uint64_t>(now - start) +
                              static_cast<std::uint64_t>(s.res.delay.count()),
                          s.res.fate == http::Response::Fate::Drop ? 0 : s.res.status);
+    return now;
 }
 
 void H2Connection::captureStream(Stream& s, std::string_view error) {

@@ -71,7 +71,7 @@ private:
     void submit(Stream& s);
     void fail(Stream& s, int status);
     void logExchange(const Stream& s);
-    void captureStats(Stream& s);                          // capture only
+    std::int64_t captureStats(Stream& s);                  // capture only; returns its clock reading (ns)
     void captureStream(Stream& s, std::string_view error); // capture only
     void closeIfDone();
     void startProxy(Stream& s, const http::Request& req);

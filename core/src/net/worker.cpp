@@ -95,29 +95,31 @@ void Worker::runSync(const std::function<void()>& fn) {
 }
 
 void Worker::accept(Listener& l) {
-    l.acceptor.async_accept(io_, [this, &l](const boost::system::error_code& ec, Connection::Socket socket) {
-        if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
-        if (!ec) {
-            counters_.accepted.fetch_add(1, std::memory_order_relaxed);
-            refreshSnapshot();
-            const auto& limits = snapshot().config->limits;
-            if (counters_.open.load(std::memory_order_relaxed) >= limits.maxConnectionsPerWorker) {
-                // Over the limit: a clear refusal, then close (best effort, non-blocking).
-                counters_.refused.fetch_add(1, std::memory_order_relaxed);
-                static constexpr char kRefusal[] =
-                    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: "
-                    "30\r\nConnection: close\r\nRetry-After: 1\r\n\r\nToo many connections; retry.\r\n";
-                ::send(socket.native_handle(), kRefusal, sizeof kRefusal - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                boost::system::error_code ignored;
-                socket.close(ignored);
-            } else {
-                std::uint16_t port = l.port;
-                auto c = std::make_shared<Connection>(*this, std::move(socket), port);
-                c->start();
+    l.acceptor.async_accept(
+        io_, inSlot(l.acceptOp, [this, &l](const boost::system::error_code& ec, Connection::Socket socket) {
+            if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
+            if (!ec) {
+                counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+                refreshSnapshot();
+                const auto& limits = snapshot().config->limits;
+                if (counters_.open.load(std::memory_order_relaxed) >= limits.maxConnectionsPerWorker) {
+                    // Over the limit: a clear refusal, then close (best effort, non-blocking).
+                    counters_.refused.fetch_add(1, std::memory_order_relaxed);
+                    static constexpr char kRefusal[] =
+                        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: "
+                        "30\r\nConnection: close\r\nRetry-After: 1\r\n\r\nToo many connections; retry.\r\n";
+                    ::send(socket.native_handle(), kRefusal, sizeof kRefusal - 1,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+                    boost::system::error_code ignored;
+                    socket.close(ignored);
+                } else {
+                    std::uint16_t port = l.port;
+                    auto c = std::make_shared<Connection>(*this, std::move(socket), port);
+                    c->start();
+                }
             }
-        }
-        if (!draining_) accept(l);
-    });
+            if (!draining_) accept(l);
+        }));
 }
 
 void Worker::updateClock() {

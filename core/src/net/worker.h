@@ -5,6 +5,7 @@
 #include "net/access_log.h"
 #include "net/io_buffer.h"
 #include "net/session.h"
+#include "net/slot_allocator.h"
 #include "net/snapshot.h"
 
 #include <portico/handlers/dispatch.h>
@@ -87,7 +88,7 @@ public:
         if (turnOpen_) return;
         turnOpen_ = true;
         handlerState_.newTurn();
-        boost::asio::post(io_, TurnEnd{this});
+        boost::asio::post(io_, inSlot(turnEnd_, [this] { turnOpen_ = false; }));
     }
     http1::RequestHead& head() { return head_; }
     http::Request& request() { return request_; }
@@ -116,6 +117,7 @@ private:
         std::string host;
         std::uint16_t port;
         boost::asio::ip::tcp::acceptor acceptor;
+        HandlerSlot acceptOp; // its pending accept operation (slot_allocator.h)
     };
     void accept(Listener& l);
     void tick();
@@ -147,32 +149,9 @@ private:
     Clock::time_point drainDeadline_;
     bool draining_ = false;
     bool turnOpen_ = false; // beginTurn() ran in this turn of the event loop
-    // The handler that ends a turn, allocated in turnEndStorage_ (one is pending at most): a post
-    // per turn with Asio's default allocator would cost a malloc per turn.
-    struct TurnEnd {
-        template <class T> struct Allocator {
-            using value_type = T;
-            Worker* w;
-            explicit Allocator(Worker* worker) : w(worker) {}
-            template <class U> Allocator(const Allocator<U>& o) : w(o.w) {}
-            T* allocate(std::size_t n) {
-                static_assert(alignof(T) <= alignof(std::max_align_t));
-                if (n * sizeof(T) <= sizeof w->turnEndStorage_)
-                    return reinterpret_cast<T*>(w->turnEndStorage_);
-                return std::allocator<T>().allocate(n);
-            }
-            void deallocate(T* p, std::size_t n) {
-                if (reinterpret_cast<unsigned char*>(p) != w->turnEndStorage_)
-                    std::allocator<T>().deallocate(p, n);
-            }
-            template <class U> bool operator==(const Allocator<U>& o) const { return w == o.w; }
-        };
-        using allocator_type = Allocator<void>;
-        Worker* w;
-        allocator_type get_allocator() const { return allocator_type(w); }
-        void operator()() const { w->turnOpen_ = false; }
-    };
-    alignas(std::max_align_t) unsigned char turnEndStorage_[128];
+    // The handler that ends a turn lives in turnEnd_ (one is pending at most): a post per turn
+    // through Asio's recycling cache would take the block another operation needs (slot_allocator.h).
+    HandlerSlot turnEnd_;
     Session* first_ = nullptr; // intrusive list of live connections (for timeouts and drain)
     WorkerCounters counters_;
     capture::Recorder recorder_{index_};
