@@ -460,6 +460,23 @@ vhosts:
         QCOMPARE(get("/brief-idle/echo", "").status, 200);
     }
 
+    // Connections of an upstream that keeps them alive are reused without a probe when pooled
+    // moments ago; should one be closed by then after all (here /abrupt closes it right after its
+    // response, without saying so), a GET goes out again on a new connection and the client never
+    // sees the stale one. (A POST is not retried: it would get 502, as with nginx.)
+    void staleReusedConnectionRetriesGet() {
+        portico::test::RawClient c(server_->port());
+        QVERIFY(c.ok());
+        for (int i = 0; i < 30; ++i) {
+            // Two GETs first: the second runs on a connection the first one pooled (served once),
+            // which it then pools again as reused (served twice).
+            QVERIFY(connectionId(c, "/api/echo") > 0);
+            QVERIFY(connectionId(c, "/api/echo") > 0);
+            QCOMPARE(c.exchange("GET /api/abrupt HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"), 200);
+            QVERIFY(connectionId(c, "/api/echo") > 0);
+        }
+    }
+
     void roundRobinAndFailover() {
         QSet<int> seen;
         for (int i = 0; i < 8; ++i) {

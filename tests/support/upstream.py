@@ -14,6 +14,7 @@ Paths:
   /broken          promises 100 bytes, sends 10 and closes
   /hop             a response with hop-by-hop fields that must not reach the client
   /brief           "brief", keep-alive; then this connection is closed after 200 ms without a request
+  /abrupt          "abrupt" without Connection: close; then this connection is closed at once
   /open            JSON {"open": N}: connections open now (this one included)
   /upload?rate=B   reads the request body as it comes (Content-Length or chunked; at most B bytes/s
                    if given) and answers JSON: bytes, crc32 (zlib), chunked, trailers, seconds taken
@@ -203,6 +204,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"0123456789")
             self.wfile.flush()
             self.close_connection = True
+        elif u.path == "/abrupt":
+            self.send(200, b"abrupt")
+            self.close_connection = True  # closed at once, without announcing it (no Connection: close)
         elif u.path == "/brief":
             self.send(200, b"brief")
             self.connection.settimeout(0.2)  # the next request must come within 200 ms

@@ -28,12 +28,17 @@ constexpr std::size_t kMaxHead = 64 * 1024;
 // closing it (EOF, RST) or sending anything unasked makes it unusable, so it is closed and leaves
 // the pool at once instead of sitting in CLOSE_WAIT until the next request picks it. A timer closes
 // it after the route's `idle_timeout` (nginx's upstream keepalive_timeout).
+// A pooled connection idle for less than this is reused without probing it (Exchange::pick).
+constexpr std::chrono::milliseconds kFreshIdle{100};
+
 struct Idle {
     explicit Idle(Exchange::Socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
     Exchange::Socket socket;
     asio::steady_timer timer;
-    char byte = 0;      // the watcher's read lands here (any byte retires the connection)
-    bool taken = false; // picked for a request (or closed): the watchers' callbacks do nothing
+    std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now(); // pooled at
+    std::uint32_t served = 0; // responses this connection carried (1: not yet reused)
+    char byte = 0;            // the watcher's read lands here (any byte retires the connection)
+    bool taken = false;       // picked for a request (or closed): the watchers' callbacks do nothing
 };
 
 // Per worker thread: idle keep-alive connections and upstreams marked failed, by "host:port".
@@ -67,10 +72,11 @@ void retire(const std::string& k, const std::shared_ptr<Idle>& entry) {
 // Puts a connection that finished a response back in the pool of `k` (unless `maxIdle` wait there
 // already) and starts watching it.
 void park(const std::string& k, Exchange::Socket& socket, std::chrono::nanoseconds idleTimeout,
-          std::size_t maxIdle) {
+          std::size_t maxIdle, std::uint32_t served) {
     auto& idle = tPools.idle[k];
     if (idle.size() >= maxIdle) return;
     auto entry = std::make_shared<Idle>(std::move(socket));
+    entry->served = served;
     idle.push_back(entry);
     // The watcher is a one-byte read, not async_wait: the response's last read drained the socket
     // (net/drained.h), so Asio queues it without a syscall, where a wait re-arms epoll with an
@@ -266,18 +272,27 @@ void Exchange::pick() {
         entry->socket.cancel(ignored); // the read wait ends with operation_aborted
         socket_ = std::move(entry->socket);
         // A pooled connection the upstream closed (EOF) or wrote to since the watcher last ran
-        // is readable now: drop it. Nothing to read (EAGAIN) is the only state to reuse.
+        // is readable now: drop it. Nothing to read (EAGAIN) is the only state to reuse. The
+        // probe is a syscall (a fifth of a proxied exchange's), so a connection that was already
+        // reused once (its upstream keeps connections alive) and was pooled less than kFreshIdle
+        // ago goes without: such an upstream closes idle connections after its keep-alive
+        // timeout (seconds). If it closed this one in between after all, an idempotent request
+        // is retried on a new connection (as nginx does); others get 502. An upstream that
+        // closes right after each response without saying so is always probed.
         boost::system::error_code ec;
         char probe;
-        ssize_t n = ::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if ((entry->served >= 2 && now - entry->since < kFreshIdle) ||
+            (::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+             (errno == EAGAIN || errno == EWOULDBLOCK))) {
             reused_ = true;
+            served_ = entry->served;
             send();
             return;
         }
         socket_.close(ec);
     }
     reused_ = false;
+    served_ = 0;
     ++tries_; // new connections only: a stale pooled one that failed is not a try of its upstream
     connect();
 }
@@ -707,7 +722,8 @@ void Exchange::finish(bool reusable) {
     if (streaming_ && (!requestSent_ || writing_)) reusable = false;
     stage_ = Stage::Done;
     timer_.cancel();
-    if (reusable && socket_.is_open()) park(key(*upstream_), socket_, action_.idleTimeout, action_.keepalive);
+    if (reusable && socket_.is_open())
+        park(key(*upstream_), socket_, action_.idleTimeout, action_.keepalive, served_ + 1);
     boost::system::error_code ec;
     if (socket_.is_open()) socket_.close(ec);
     Sink* sink = sink_;

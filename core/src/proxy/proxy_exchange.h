@@ -250,7 +250,9 @@ private:
     std::uint64_t remaining_ = 0;
     int status_ = 0;
     Stage stage_ = Stage::Connecting;
-    bool reused_ = false; // the upstream connection came from the pool
+    std::uint32_t served_ = 0; // responses the upstream connection carried before this one
+    bool reused_ = false;      // the upstream connection came from the pool
+
     bool idempotent_ = false;
     bool headRequest_ = false;
     bool keepAlive_ = true; // the upstream allows reuse
