@@ -37,7 +37,7 @@ void startSession(net::Worker& worker, net::Connection::Socket socket, SSL* ssl,
 
 WsSession::WsSession(net::Worker& worker, Socket socket, SSL* ssl, std::unique_ptr<Accepted> accepted)
     : worker_(worker), socket_(std::move(socket)), ssl_(ssl), accepted_(std::move(accepted)),
-      action_(*accepted_->action), hub_(accepted_->snapshot->hub), cap_(std::move(accepted_->capture)) {
+      cap_(std::move(accepted_->capture)), action_(*accepted_->action), hub_(accepted_->snapshot->hub) {
     worker_.link(this);
     id_ = hub_->nextSessionId();
     hub_->open.fetch_add(1, std::memory_order_relaxed);
