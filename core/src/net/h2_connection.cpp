@@ -306,6 +306,10 @@ void H2Connection::waitRead() {
     if (closed_ || reading_) return;
     reading_ = true;
     if (transportPending(ssl_)) {
+        // Input is still buffered: take it on the next turn. What the socket held at the last
+        // read is not known any more then (bytes may arrive, and their epoll edge pass, before it),
+        // so the next read of the socket must not be skipped as drained.
+        if (bio_) bio_->drained = false;
         asio::post(worker_.io(), [s = shared_from_this()] {
             s->reading_ = false;
             s->onReadable();
