@@ -99,26 +99,6 @@ class TestProxy : public QObject {
         auto r = curl(QStringLiteral("http://127.0.0.1:%1/open").arg(thirdPort_));
         return QJsonDocument::fromJson(r.body).object().value("open").toInt(-1);
     }
-    // TCP sockets on this machine whose local (or remote) port is `port` and whose state is
-    // `state` (the hex `st` column of /proc/net/tcp).
-    enum class Side { Local, Remote };
-    static constexpr int kTimeWait = 0x06, kCloseWait = 0x08;
-    static int sockets(Side side, int port, int state) {
-        int n = 0;
-        for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-            QFile f(table);
-            if (!f.open(QIODevice::ReadOnly)) continue;
-            f.readLine(); // header
-            for (QByteArray line = f.readLine(); !line.isEmpty(); line = f.readLine()) {
-                const auto cols = line.simplified().split(' ');
-                if (cols.size() < 4) continue;
-                const QByteArray& address = cols[side == Side::Local ? 1 : 2];
-                const int p = address.mid(address.lastIndexOf(':') + 1).toInt(nullptr, 16);
-                if (p == port && cols[3].toInt(nullptr, 16) == state) ++n;
-            }
-        }
-        return n;
-    }
     // The upstream connection a request on `c` went over (upstream.py's /echo connection_id).
     static int connectionId(portico::test::RawClient& c, const char* path) {
         const std::string req = std::string("GET ") + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
@@ -454,8 +434,11 @@ vhosts:
         QCOMPARE(r.body, QByteArray("brief"));
         // The upstream's end goes to TIME_WAIT only once ours has closed as well (FIN_WAIT_2
         // while ours sits in CLOSE_WAIT). Only this test makes the third upstream close first.
-        QTRY_VERIFY_WITH_TIMEOUT(sockets(Side::Local, thirdPort_, kTimeWait) >= 1, 5000);
-        QCOMPARE(sockets(Side::Remote, thirdPort_, kCloseWait), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            portico::test::tcpSockets(portico::test::Side::Local, thirdPort_, portico::test::kTimeWait) >= 1,
+            5000);
+        QCOMPARE(
+            portico::test::tcpSockets(portico::test::Side::Remote, thirdPort_, portico::test::kCloseWait), 0);
         // And the route still works (a new connection).
         QCOMPARE(get("/brief-idle/echo", "").status, 200);
     }

@@ -63,27 +63,6 @@ QByteArray pattern(int n) {
     return b;
 }
 
-// TCP sockets on this machine whose local (or remote) port is `port` and whose state is `state`
-// (the hex `st` column of /proc/net/tcp).
-enum class Side { Local, Remote };
-constexpr int kTimeWait = 0x06, kCloseWait = 0x08;
-int sockets(Side side, int port, int state) {
-    int n = 0;
-    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-        QFile f(table);
-        if (!f.open(QIODevice::ReadOnly)) continue;
-        f.readLine(); // header
-        for (QByteArray line = f.readLine(); !line.isEmpty(); line = f.readLine()) {
-            const auto cols = line.simplified().split(' ');
-            if (cols.size() < 4) continue;
-            const QByteArray& address = cols[side == Side::Local ? 1 : 2];
-            const int p = address.mid(address.lastIndexOf(':') + 1).toInt(nullptr, 16);
-            if (p == port && cols[3].toInt(nullptr, 16) == state) ++n;
-        }
-    }
-    return n;
-}
-
 // What h2c_upstream.py reported for a GET of `path` on `c` (connection_id, client_port, open,
 // goaways); empty unless the proxy answered 200.
 QJsonObject upstreamSaw(RawClient& c, const char* path) {
@@ -341,8 +320,8 @@ vhosts:
         // The upstream's end goes to TIME_WAIT only once ours has closed as well (FIN_WAIT_2 while
         // ours sits in CLOSE_WAIT); only this test makes h2c_upstream.py close first. Within 700 ms,
         // before the 1 s idle timer would close ours anyway.
-        QTRY_VERIFY_WITH_TIMEOUT(sockets(Side::Local, h2pyPort_, kTimeWait) >= 1, 700);
-        QCOMPARE(sockets(Side::Remote, h2pyPort_, kCloseWait), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(tcpSockets(Side::Local, h2pyPort_, kTimeWait) >= 1, 700);
+        QCOMPARE(tcpSockets(Side::Remote, h2pyPort_, kCloseWait), 0);
         // The next request goes out on a new connection.
         const QJsonObject next = upstreamSaw(c, "/idle/conn");
         QVERIFY2(next["connection_id"].toInt() > id, QJsonDocument(next).toJson().constData());

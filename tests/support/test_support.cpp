@@ -1,6 +1,8 @@
 // Implementation of the test helpers (QProcess for children, POSIX sockets for raw exchanges).
 #include "test_support.h"
 
+#include <QFile>
+
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QProcess>
@@ -245,6 +247,23 @@ StuckListener::StuckListener() {
 StuckListener::~StuckListener() {
     for (int fd : fds_)
         if (fd >= 0) ::close(fd);
+}
+
+int tcpSockets(Side side, int port, int state) {
+    int n = 0;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        QFile f(table);
+        if (!f.open(QIODevice::ReadOnly)) continue;
+        f.readLine(); // header
+        for (QByteArray line = f.readLine(); !line.isEmpty(); line = f.readLine()) {
+            const auto cols = line.simplified().split(' ');
+            if (cols.size() < 4) continue;
+            const QByteArray& address = cols[side == Side::Local ? 1 : 2];
+            const int p = address.mid(address.lastIndexOf(':') + 1).toInt(nullptr, 16);
+            if (p == port && cols[3].toInt(nullptr, 16) == state) ++n;
+        }
+    }
+    return n;
 }
 
 QList<int> statusCodes(const QByteArray& bytes) {

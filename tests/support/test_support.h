@@ -117,6 +117,12 @@ private:
     std::uint16_t port_ = 0;
 };
 
+/// TCP sockets on this machine (/proc/net/tcp and tcp6) whose local (Side::Local) or remote port
+/// is `port` and whose state is `state` (the hex `st` column: kTimeWait, kCloseWait, ...).
+enum class Side { Local, Remote };
+inline constexpr int kTimeWait = 0x06, kCloseWait = 0x08;
+int tcpSockets(Side side, int port, int state);
+
 /// Status codes of the HTTP/1.x status lines ("HTTP/1.1 NNN ") in `bytes`, in order. Bodies follow
 /// heads without a line break, so lines are found anywhere; test bodies must not contain them.
 QList<int> statusCodes(const QByteArray& bytes);
