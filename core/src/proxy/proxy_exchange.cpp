@@ -24,13 +24,12 @@ using tcp = asio::ip::tcp;
 namespace {
 constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::size_t kMaxHead = 64 * 1024;
+// A pooled connection idle for less than this is reused without probing it (Exchange::pick).
+constexpr std::chrono::milliseconds kFreshIdle{100};
 // A pooled keep-alive connection. While it waits in the pool a read wait watches it: the upstream
 // closing it (EOF, RST) or sending anything unasked makes it unusable, so it is closed and leaves
 // the pool at once instead of sitting in CLOSE_WAIT until the next request picks it. A timer closes
 // it after the route's `idle_timeout` (nginx's upstream keepalive_timeout).
-// A pooled connection idle for less than this is reused without probing it (Exchange::pick).
-constexpr std::chrono::milliseconds kFreshIdle{100};
-
 struct Idle {
     explicit Idle(Exchange::Socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
     Exchange::Socket socket;
