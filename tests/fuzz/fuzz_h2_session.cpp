@@ -4,8 +4,8 @@
 // answering (checked by the next input's connect, and by a final request).
 #include "fuzz_engine.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    portico::fuzz::enginePort();
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+    portico::fuzz::initEngineTarget(argc, argv);
     return 0;
 }
 

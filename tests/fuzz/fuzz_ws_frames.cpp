@@ -4,8 +4,8 @@
 // room, with or without permessage-deflate; the rest is sent as the client's frames.
 #include "fuzz_engine.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    portico::fuzz::enginePort();
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+    portico::fuzz::initEngineTarget(argc, argv);
     return 0;
 }
 

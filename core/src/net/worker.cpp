@@ -57,7 +57,7 @@ std::uint16_t Worker::openListener(const std::string& host, std::uint16_t port, 
     }
     acceptor.non_blocking(true, ec);
     std::uint16_t bound = acceptor.local_endpoint(ec).port();
-    listeners_.push_back(Listener{host, bound, std::move(acceptor)});
+    listeners_.push_back(Listener{host, bound, std::move(acceptor), {}});
     if (thread_.joinable()) accept(listeners_.back());
     return bound;
 }
