@@ -10,6 +10,8 @@
 #include <QJsonObject>
 #include <QtTest>
 
+#include <limits>
+
 using namespace portico;
 using capture::Exchange;
 using capture::Phase;
@@ -296,6 +298,43 @@ print("ok")
         auto minimal = capture::fromHar(fixture("har01-minimal.har"));
         QCOMPARE(minimal.exchanges[0].status, 200);
         QCOMPARE(minimal.exchanges[0].at(Phase::ResponseDone), minimal.exchanges[0].startedUnixNs); // time 0
+    }
+
+    // Numbers no HAR writer produces (found by the har_import fuzz target under UBSan: converting
+    // 1e107 to an integer, or summing huge timings, is undefined behaviour). Sizes out of range read
+    // as "unknown" like -1, a status as 0, Portico's fields as absent; times saturate.
+    void outOfRangeNumbersReadAsUnknown() {
+        // (Plain string literals: moc misreads a raw string that ends in a parenthesis.)
+        const std::string text =
+            "{\"log\": {\"version\": \"1.2\", \"entries\": [{\n"
+            "            \"startedDateTime\": \"2262-04-01T00:00:00Z\", \"time\": 1e300,\n"
+            "            \"request\": {\"method\": \"POST\", \"url\": \"http://localhost/x\", \"headers\": [],\n"
+            "                        \"postData\": {\"text\": \"abc\"}, \"bodySize\": 1e107, \"headersSize\": 1e30},\n"
+            "            \"response\": {\"status\": 1e20, \"headers\": [], \"headersSize\": 1e19,\n"
+            "                         \"content\": {\"text\": \"hello\", \"size\": -1e300}},\n"
+            "            \"timings\": {\"blocked\": 1e300, \"dns\": 1e300, \"connect\": 1e300, \"ssl\": 1,\n"
+            "                        \"send\": 1e300, \"wait\": 1e300, \"receive\": 1e300},\n"
+            "            \"_portico\": {\"flags\": 1e12, \"connectionId\": 1e40, \"streamId\": 5e9, \"localPort\": 70000},\n"
+            "            \"_webSocketMessages\": [{\"type\": \"send\", \"time\": 1e300, \"opcode\": 1, \"data\": \"x\", \"_size\": 1e200}]\n"
+            "        }]}}";
+        auto r = capture::fromHar(text);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.exchanges.size(), std::size_t(1));
+        const Exchange& e = r.exchanges[0];
+        QCOMPARE(e.requestBodySize, std::uint64_t(3));
+        QCOMPARE(e.requestHeadersSize, std::uint64_t(0));
+        QCOMPARE(e.status, 0);
+        QCOMPARE(e.responseBodySize, std::uint64_t(5));
+        QCOMPARE(e.flags, std::uint32_t(0));
+        QCOMPARE(e.connectionId, std::uint64_t(0));
+        QCOMPARE(e.streamId, std::uint32_t(0));
+        QCOMPARE(e.localPort, std::uint16_t(0));
+        QCOMPARE(e.messages.size(), std::size_t(1));
+        QCOMPARE(e.messages[0].size, std::uint64_t(1));
+        constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+        QCOMPARE(e.at(Phase::ResponseDone), kMax);
+        // And it exports again.
+        QVERIFY(capture::fromHar(capture::toHar(r.exchanges)).ok());
     }
 
     void corruptFilesGetPositionedErrors_data() {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <limits>
 
 namespace portico::capture {
 
@@ -205,10 +206,25 @@ std::string wsUrl(const Exchange& e) {
     return url;
 }
 
+// a + b and a - b nanoseconds, saturated at the int64 range: an imported file's times can be
+// anything, and a signed overflow is undefined behaviour (found by fuzzing har_import with UBSan).
+std::int64_t addNs(std::int64_t a, std::int64_t b) {
+    std::int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<std::int64_t>::max()
+                                                       : std::numeric_limits<std::int64_t>::min();
+    return r;
+}
+std::int64_t subNs(std::int64_t a, std::int64_t b) {
+    std::int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? std::numeric_limits<std::int64_t>::max()
+                                                       : std::numeric_limits<std::int64_t>::min();
+    return r;
+}
+
 // A message's wall-clock time: the record's wall clock at RequestHeaders plus the steady offset.
 std::int64_t messageUnixNs(const Exchange& e, const Message& m) {
     const std::int64_t base = e.at(Phase::RequestHeaders);
-    return base >= 0 ? e.startedUnixNs + (m.timeNs - base) : m.timeNs;
+    return base >= 0 ? addNs(e.startedUnixNs, subNs(m.timeNs, base)) : m.timeNs;
 }
 
 std::string versionText(const Exchange& e) {
@@ -531,7 +547,23 @@ std::pair<int, int> lineColumn(std::string_view text, std::size_t byte) {
     return {line, col};
 }
 
-std::int64_t nsOf(double msValue) { return static_cast<std::int64_t>(std::llround(msValue * 1e6)); }
+// A file's numbers can be anything: a double converted to an integer type it does not fit is
+// undefined behaviour, and so is a signed sum that overflows. Found by fuzzing (har_import, UBSan).
+
+// `key` as a whole number of type T: `def` when absent, negative, not finite or out of T's range.
+template <class T> T count(const json& o, const char* key, T def) {
+    const double v = num(o, key, -1);
+    if (!(v >= 0) || v >= std::ldexp(1.0, std::numeric_limits<T>::digits)) return def;
+    return static_cast<T>(v);
+}
+// Milliseconds (HAR's unit) to nanoseconds, saturated; NaN is 0.
+std::int64_t nsOf(double msValue) {
+    const double ns = msValue * 1e6;
+    if (std::isnan(ns)) return 0;
+    if (ns >= 9.2e18) return std::numeric_limits<std::int64_t>::max();
+    if (ns <= -9.2e18) return std::numeric_limits<std::int64_t>::min();
+    return static_cast<std::int64_t>(std::llround(ns));
+}
 
 // `_webSocketMessages` (Chrome, Portico) → messages; ws:// URLs and `_resourceType: "websocket"`
 // A message's time in ns on the entry's clock: Portico's exact `_timeNs`, else HAR's `time` (Unix
@@ -544,7 +576,7 @@ std::int64_t messageTimeNs(const json& j, std::int64_t base, std::int64_t starte
     const double whole = ok ? std::floor(secs) : 0;
     const std::int64_t unixNs =
         static_cast<std::int64_t>(whole) * 1'000'000'000 + (ok ? std::llround((secs - whole) * 1e9) : 0);
-    return base >= 0 ? base + (unixNs - startedUnixNs) : unixNs;
+    return base >= 0 ? addNs(base, subNs(unixNs, startedUnixNs)) : unixNs;
 }
 
 // make the entry a WebSocket session.
@@ -577,8 +609,7 @@ void readWebSocketMessages(const json& entry, const std::string& where, Exchange
         } else {
             m.data = data;
         }
-        const double size = num(j, "_size", -1);
-        m.size = size >= 0 ? static_cast<std::uint64_t>(size) : m.data.size();
+        m.size = count<std::uint64_t>(j, "_size", m.data.size());
         if (const json* c = member(j, "_compressed"); c && c->is_boolean()) m.compressed = c->get<bool>();
         m.timeNs = messageTimeNs(j, base, e.startedUnixNs);
         e.messages.push_back(std::move(m));
@@ -607,8 +638,7 @@ void readGrpcMessages(const json& entry, const std::string& where, Exchange& e,
             warnings.push_back(at + ".data: not base64, kept as text");
             m.data = data;
         }
-        const double size = num(j, "_size", -1);
-        m.size = size >= 0 ? static_cast<std::uint64_t>(size) : m.data.size();
+        m.size = count<std::uint64_t>(j, "_size", m.data.size());
         if (const json* c = member(j, "_cut"); c && c->is_boolean()) m.cut = c->get<bool>();
         m.timeNs = messageTimeNs(j, base, e.startedUnixNs);
         e.messages.push_back(std::move(m));
@@ -686,13 +716,10 @@ HarImport fromHar(std::string_view text) {
                 }
                 if (enc != "base64" || !t.empty()) e.requestBody = t;
             }
-            const double reqBodySize = num(*req, "bodySize", -1);
-            e.requestBodySize =
-                reqBodySize >= 0 ? static_cast<std::uint64_t>(reqBodySize) : e.requestBody.size();
-            const double reqHeadSize = num(*req, "headersSize", -1);
-            e.requestHeadersSize = reqHeadSize > 0 ? static_cast<std::uint64_t>(reqHeadSize) : 0;
+            e.requestBodySize = count<std::uint64_t>(*req, "bodySize", e.requestBody.size());
+            e.requestHeadersSize = count<std::uint64_t>(*req, "headersSize", 0);
             if (res && res->is_object()) {
-                e.status = static_cast<int>(num(*res, "status", 0));
+                e.status = count<int>(*res, "status", 0);
                 e.responseHeaders = headers(*res, "headers", where + ".response");
                 if (const json* c = member(*res, "content"); c && c->is_object()) {
                     std::string t = str(*c, "text");
@@ -704,11 +731,10 @@ HarImport fromHar(std::string_view text) {
                     } else {
                         e.responseBody = t;
                     }
-                    const double size = num(*c, "size", -1);
-                    e.responseBodySize = size >= 0 ? static_cast<std::uint64_t>(size) : e.responseBody.size();
+                    e.responseBodySize = count<std::uint64_t>(*c, "size", e.responseBody.size());
                 }
-                const double headSize = num(*res, "headersSize", -1);
-                e.responseHeadersSize = headSize > 2 ? static_cast<std::uint64_t>(headSize - 2) : 0;
+                const auto headSize = count<std::uint64_t>(*res, "headersSize", 0);
+                e.responseHeadersSize = headSize > 2 ? headSize - 2 : 0;
                 if (const std::string err = str(*res, "_error"); !err.empty()) e.error = err;
             } else {
                 out.warnings.push_back(where + ": no response");
@@ -723,22 +749,22 @@ HarImport fromHar(std::string_view text) {
             auto timing = [&](const char* k) { return t ? num(*t, k, -1) : -1.0; };
             std::int64_t at = started;
             for (const char* k : {"blocked", "dns", "connect"})
-                if (timing(k) > 0) at += nsOf(timing(k));
+                if (timing(k) > 0) at = addNs(at, nsOf(timing(k)));
             if (timing("connect") >= 0 && timing("ssl") >= 0) {
                 e.set(Phase::Accepted,
-                      started + nsOf(std::max(0.0, timing("blocked"))) + nsOf(std::max(0.0, timing("dns"))));
+                      addNs(addNs(started, nsOf(std::max(0.0, timing("blocked")))), nsOf(std::max(0.0, timing("dns")))));
                 e.set(Phase::TlsDone, at);
             }
             e.set(Phase::RequestHeaders, at);
             const double send = timing("send"), wait = timing("wait"), receive = timing("receive");
             if (send >= 0 && wait >= 0 && receive >= 0) {
-                e.set(Phase::RequestBodyDone, at += nsOf(send));
-                e.set(Phase::ResponseFirstByte, at += nsOf(wait));
-                e.set(Phase::ResponseDone, at + nsOf(receive));
+                e.set(Phase::RequestBodyDone, at = addNs(at, nsOf(send)));
+                e.set(Phase::ResponseFirstByte, at = addNs(at, nsOf(wait)));
+                e.set(Phase::ResponseDone, addNs(at, nsOf(receive)));
             } else {
                 out.warnings.push_back(where + ".timings: send/wait/receive missing; shown as n/a");
                 const double time = num(entry, "time", -1);
-                if (time >= 0) e.set(Phase::ResponseDone, at + nsOf(time));
+                if (time >= 0) e.set(Phase::ResponseDone, addNs(at, nsOf(time)));
             }
             if (const std::string c = str(entry, "connection"); !c.empty()) {
                 try {
@@ -749,9 +775,9 @@ HarImport fromHar(std::string_view text) {
             }
             // Portico's own extension restores what HAR cannot carry, exactly.
             if (const json* p = member(entry, "_portico"); p && p->is_object()) {
-                e.flags = static_cast<std::uint32_t>(num(*p, "flags", 0));
-                e.connectionId = static_cast<std::uint64_t>(num(*p, "connectionId", 0));
-                e.streamId = static_cast<std::uint32_t>(num(*p, "streamId", 0));
+                e.flags = count<std::uint32_t>(*p, "flags", 0);
+                e.connectionId = count<std::uint64_t>(*p, "connectionId", 0);
+                e.streamId = count<std::uint32_t>(*p, "streamId", 0);
                 const std::string proto = str(*p, "protocol", "h1");
                 e.protocol = proto == "h2"     ? Protocol::Http2
                              : proto == "ws"   ? Protocol::WebSocket
@@ -760,7 +786,7 @@ HarImport fromHar(std::string_view text) {
                 e.tlsVersion = str(*p, "tlsVersion");
                 e.alpn = str(*p, "alpn");
                 e.client = str(*p, "client");
-                e.localPort = static_cast<std::uint16_t>(num(*p, "localPort", 0));
+                e.localPort = count<std::uint16_t>(*p, "localPort", 0);
                 e.vhost = str(*p, "vhost");
                 e.route = str(*p, "route");
                 e.error = str(*p, "error");
