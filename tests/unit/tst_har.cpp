@@ -308,14 +308,18 @@ print("ok")
         const std::string text =
             "{\"log\": {\"version\": \"1.2\", \"entries\": [{\n"
             "            \"startedDateTime\": \"2262-04-01T00:00:00Z\", \"time\": 1e300,\n"
-            "            \"request\": {\"method\": \"POST\", \"url\": \"http://localhost/x\", \"headers\": [],\n"
-            "                        \"postData\": {\"text\": \"abc\"}, \"bodySize\": 1e107, \"headersSize\": 1e30},\n"
+            "            \"request\": {\"method\": \"POST\", \"url\": \"http://localhost/x\", \"headers\": "
+            "[],\n"
+            "                        \"postData\": {\"text\": \"abc\"}, \"bodySize\": 1e107, "
+            "\"headersSize\": 1e30},\n"
             "            \"response\": {\"status\": 1e20, \"headers\": [], \"headersSize\": 1e19,\n"
             "                         \"content\": {\"text\": \"hello\", \"size\": -1e300}},\n"
             "            \"timings\": {\"blocked\": 1e300, \"dns\": 1e300, \"connect\": 1e300, \"ssl\": 1,\n"
             "                        \"send\": 1e300, \"wait\": 1e300, \"receive\": 1e300},\n"
-            "            \"_portico\": {\"flags\": 1e12, \"connectionId\": 1e40, \"streamId\": 5e9, \"localPort\": 70000},\n"
-            "            \"_webSocketMessages\": [{\"type\": \"send\", \"time\": 1e300, \"opcode\": 1, \"data\": \"x\", \"_size\": 1e200}]\n"
+            "            \"_portico\": {\"flags\": 1e12, \"connectionId\": 1e40, \"streamId\": 5e9, "
+            "\"localPort\": 70000},\n"
+            "            \"_webSocketMessages\": [{\"type\": \"send\", \"time\": 1e300, \"opcode\": 1, "
+            "\"data\": \"x\", \"_size\": 1e200}]\n"
             "        }]}}";
         auto r = capture::fromHar(text);
         QVERIFY2(r.ok(), r.error.c_str());

@@ -210,14 +210,14 @@ std::string wsUrl(const Exchange& e) {
 // anything, and a signed overflow is undefined behaviour (found by fuzzing har_import with UBSan).
 std::int64_t addNs(std::int64_t a, std::int64_t b) {
     std::int64_t r;
-    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<std::int64_t>::max()
-                                                       : std::numeric_limits<std::int64_t>::min();
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
     return r;
 }
 std::int64_t subNs(std::int64_t a, std::int64_t b) {
     std::int64_t r;
-    if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? std::numeric_limits<std::int64_t>::max()
-                                                       : std::numeric_limits<std::int64_t>::min();
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
     return r;
 }
 
@@ -751,8 +751,8 @@ HarImport fromHar(std::string_view text) {
             for (const char* k : {"blocked", "dns", "connect"})
                 if (timing(k) > 0) at = addNs(at, nsOf(timing(k)));
             if (timing("connect") >= 0 && timing("ssl") >= 0) {
-                e.set(Phase::Accepted,
-                      addNs(addNs(started, nsOf(std::max(0.0, timing("blocked")))), nsOf(std::max(0.0, timing("dns")))));
+                e.set(Phase::Accepted, addNs(addNs(started, nsOf(std::max(0.0, timing("blocked")))),
+                                             nsOf(std::max(0.0, timing("dns")))));
                 e.set(Phase::TlsDone, at);
             }
             e.set(Phase::RequestHeaders, at);
