@@ -229,10 +229,11 @@ int runBench(const BenchOptions& b) {
         for (const auto& why : recorded.skippedReasons)
             std::cerr << "  skipped " << why << "\n";
         for (auto& spec : recorded.requests) {
-            for (const auto& [name, value] : headers) { // -H replaces a recorded field of that name
-                std::erase_if(spec.headers,
-                              [&](const auto& h) { return strcasecmp(h.first.c_str(), name.c_str()) == 0; });
-                spec.headers.emplace_back(name, value);
+            for (const auto& field : headers) { // -H replaces a recorded field of that name
+                std::erase_if(spec.headers, [&](const auto& h) {
+                    return strcasecmp(h.first.c_str(), field.first.c_str()) == 0;
+                });
+                spec.headers.push_back(field);
             }
             o.requests.push_back(std::move(spec));
         }

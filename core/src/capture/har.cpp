@@ -683,7 +683,8 @@ HarImport fromHar(std::string_view text) {
             const json* req = member(entry, "request");
             const json* res = member(entry, "response");
             if (!req || !req->is_object()) throw ShapeError{where + ".request", "missing or not an object"};
-            e.method = str(*req, "method", "GET");
+            e.method = str(*req, "method");
+            if (e.method.empty()) e.method = "GET"; // as when missing, and as the export writes it
             const std::string url = str(*req, "url");
             if (url.empty()) throw ShapeError{where + ".request.url", "missing"};
             if (auto p = url.find("://"); p != std::string::npos) {
