@@ -3,8 +3,11 @@
 #   installers/dev.sh run    opens Portico on the bundled demo site (the desktop app with a display,
 #                            else `portico serve` on http://127.0.0.1:8080/ and https://localhost:8443/)
 #   installers/dev.sh test   runs the whole test suite (ctest)
-#   installers/dev.sh sanitize  builds the suite with ASan+UBSan (preset asan, build/asan) and runs it
-#                            all, then the threading tests with TSan (preset tsan, build/tsan)
+#   installers/dev.sh sanitize  builds the suite with clang, ASan+UBSan and the libFuzzer targets
+#                            (preset asan, build/asan), runs it all and each fuzz target for 20 s
+#                            (FUZZ_SECONDS), then the threading tests with TSan (preset tsan,
+#                            build/tsan); .ci/run runs it after `test` (docs/security.md, "CI")
+#   installers/dev.sh fuzz [SECONDS [TARGET...]]  installers/fuzz.sh with clang installed first
 #   installers/dev.sh build  only builds
 # Idempotent: packages already installed are not touched; the build directory is reused.
 set -euo pipefail
@@ -22,9 +25,13 @@ packages=(
 )
 # Real clients the integration tests drive over loopback (chromium: the headless live-reload test).
 test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets python3-grpcio protobuf-compiler php8.2-fpm groff-base appstream chromium lintian)
+# Only for `sanitize` and `fuzz`: clang with its sanitizer and libFuzzer runtimes (only recommended
+# by clang on Debian 12, so not installed with --no-install-recommends) and llvm-symbolizer.
+sanitize_packages=()
+case "$mode" in sanitize | fuzz) sanitize_packages=(clang libclang-rt-14-dev llvm) ;; esac
 
 missing=()
-for p in "${packages[@]}" "${test_packages[@]}"; do
+for p in "${packages[@]}" "${test_packages[@]}" "${sanitize_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
@@ -39,7 +46,17 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 # ccache, when the machine has it, makes rebuilds of a fresh clone cheap; it is not required.
 launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the clone, and the build folder's path not hashed, so that another clone of
+  # the same sources (CI's fresh clone) finds what this one compiled.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$here} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+fi
+
+if [ "$mode" = fuzz ]; then
+  shift
+  exec "$here/installers/fuzz.sh" "$@"
+fi
 
 if [ "$mode" = sanitize ]; then
   cd "$here"
@@ -48,6 +65,9 @@ if [ "$mode" = sanitize ]; then
     cmake --preset "$preset" "${launcher[@]}" >/dev/null
     cmake --build --preset "$preset" -j "$jobs"
     ctest --preset "$preset" -j "$jobs" --timeout 900 || status=1
+    if [ "$preset" = asan ]; then
+      FUZZ_BUILD="$here/build/asan" FUZZ_JOBS=$jobs "$here/installers/fuzz.sh" "${FUZZ_SECONDS:-20}" || status=1
+    fi
   done
   exit $status
 fi
@@ -69,5 +89,5 @@ case "$mode" in
     exec ctest --output-on-failure -j "$jobs" --timeout 600
     ;;
   build) ;;
-  *) echo "usage: installers/dev.sh [run|test|sanitize|build]" >&2; exit 2 ;;
+  *) echo "usage: installers/dev.sh [run|test|sanitize|fuzz|build]" >&2; exit 2 ;;
 esac

@@ -8,6 +8,7 @@
 #   FUZZ_RUNS=N stops each target after N executions (libFuzzer -runs) if SECONDS does not come first.
 #   FUZZ_SANITIZERS=undefined builds in build-fuzz-undefined/ without ASan: 2-4x more inputs per
 #     second for long runs; replay their corpus under ASan afterwards (docs/security.md).
+#   FUZZ_FLAGS="..." more libFuzzer flags, e.g. -max_len=8192.
 #   FUZZ_BUILD=DIR uses an already configured PORTICO_FUZZ build (installers/dev.sh sanitize: the
 #     asan preset's build/asan) instead of configuring one.
 # A crash, leak, sanitizer report, failed invariant, 10 s timeout or 2 GiB RSS stops a target; its
@@ -44,7 +45,7 @@ run() {
   crashes=""
   [ -d "$here/tests/fuzz/crashes/$t" ] && crashes=$here/tests/fuzz/crashes/$t
   rc=0
-  "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 ${FUZZ_FLAGS:-} \
     -artifact_prefix="$build/artifacts/$t-" "$build/corpus/$t" "$here/tests/fuzz/corpus/$t" $crashes \
     2>"$build/fuzz-$t.log" || rc=$?
   echo "$rc" >"$build/fuzz-$t.status"

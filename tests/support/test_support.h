@@ -13,7 +13,12 @@ namespace portico::test {
 
 /// Built with a sanitizer (the asan and tsan presets): resident-memory bounds do not hold there
 /// (shadow memory, ASan's quarantine, TSan's history), so suites skip those checks and say so.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__has_feature) // clang
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PORTICO_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(PORTICO_TEST_SANITIZED)
 inline constexpr bool kSanitized = true;
 #else
 inline constexpr bool kSanitized = false;
