@@ -57,7 +57,8 @@ std::uint16_t Worker::openListener(const std::string& host, std::uint16_t port, 
     }
     acceptor.non_blocking(true, ec);
     std::uint16_t bound = acceptor.local_endpoint(ec).port();
-    listeners_.push_back(Listener{host, bound, std::move(acceptor), {}});
+    listeners_.push_back(
+        Listener{host, bound, std::move(acceptor), acceptSlots_.emplace(acceptSlots_.end())});
     if (thread_.joinable()) accept(listeners_.back());
     return bound;
 }
@@ -68,7 +69,10 @@ void Worker::closeListener(const std::string& host, std::uint16_t port) {
             boost::system::error_code ec;
             it->acceptor.close(ec);
             // The pending accept completes with operation_aborted; erase after it has run.
-            asio::post(io_, [this, it] { listeners_.erase(it); });
+            asio::post(io_, [this, it] {
+                acceptSlots_.erase(it->acceptOp);
+                listeners_.erase(it);
+            });
             return;
         }
     }
@@ -96,7 +100,7 @@ void Worker::runSync(const std::function<void()>& fn) {
 
 void Worker::accept(Listener& l) {
     l.acceptor.async_accept(
-        io_, inSlot(l.acceptOp, [this, &l](const boost::system::error_code& ec, Connection::Socket socket) {
+        io_, inSlot(*l.acceptOp, [this, &l](const boost::system::error_code& ec, Connection::Socket socket) {
             if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
             if (!ec) {
                 counters_.accepted.fetch_add(1, std::memory_order_relaxed);

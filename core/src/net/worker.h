@@ -117,7 +117,7 @@ private:
         std::string host;
         std::uint16_t port;
         boost::asio::ip::tcp::acceptor acceptor;
-        HandlerSlot acceptOp; // its pending accept operation (slot_allocator.h)
+        std::list<HandlerSlot>::iterator acceptOp; // its pending accept operation (slot_allocator.h)
     };
     void accept(Listener& l);
     void tick();
@@ -128,6 +128,14 @@ private:
     std::shared_ptr<const Snapshot> snap_;
     std::uint64_t generation_ = ~0ull;
     std::shared_ptr<AccessLogger> log_;
+    // Storage of operations that can still sit in io_'s queue when the worker is destroyed (an
+    // accept aborted by closing its acceptor after the loop stopped): declared before io_, so it is
+    // freed after io_ has destroyed those operations. In the Listener itself, it was freed first and
+    // the queue kept a dangling operation (heap-use-after-free, ASan, `portico serve` on SIGTERM).
+    std::list<HandlerSlot> acceptSlots_;
+    // The handler that ends a turn lives in turnEnd_ (one is pending at most): a post per turn
+    // through Asio's recycling cache would take the block another operation needs (slot_allocator.h).
+    HandlerSlot turnEnd_;
     boost::asio::io_context io_{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
     boost::asio::steady_timer ticker_;
@@ -148,10 +156,7 @@ private:
     Clock::time_point now_;
     Clock::time_point drainDeadline_;
     bool draining_ = false;
-    bool turnOpen_ = false; // beginTurn() ran in this turn of the event loop
-    // The handler that ends a turn lives in turnEnd_ (one is pending at most): a post per turn
-    // through Asio's recycling cache would take the block another operation needs (slot_allocator.h).
-    HandlerSlot turnEnd_;
+    bool turnOpen_ = false;    // beginTurn() ran in this turn of the event loop
     Session* first_ = nullptr; // intrusive list of live connections (for timeouts and drain)
     WorkerCounters counters_;
     capture::Recorder recorder_{index_};
