@@ -18,7 +18,7 @@ private slots:
     void initTestCase() {
         auto r = runProcess("cpack",
                             {"-G", "DEB", "-B", out_.path(), "--config",
-                             QStringLiteral(PORTICO_BUILD_DIR) + "/CPackConfig.cmake"},
+                             buildDir() + "/CPackConfig.cmake"},
                             {}, 240000);
         QVERIFY2(r.exitCode == 0, (r.out + r.err).constData());
         const QStringList debs = QDir(out_.path()).entryList({"portico_*.deb"});

@@ -26,6 +26,7 @@ namespace portico::test {
 QString sourceDir() { return QStringLiteral(PORTICO_SOURCE_DIR); }
 QString porticoBinary() { return QStringLiteral(PORTICO_BINARY); }
 QString sharedDir() { return QStringLiteral(PORTICO_SHARED_DIR); }
+QString buildDir() { return QStringLiteral(PORTICO_BUILD_DIR); }
 QString debianPython() { return QStringLiteral("/usr/bin/python3"); }
 
 std::uint16_t freePort() {

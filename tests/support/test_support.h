@@ -28,6 +28,8 @@ inline constexpr bool kSanitized = false;
 QString sourceDir();
 QString porticoBinary();
 QString sharedDir();
+/// The build folder (CMake's binary dir: build/, build/asan/, ...).
+QString buildDir();
 /// Debian's python with python3-h2 / websockets ("/usr/bin/python3").
 QString debianPython();
 

@@ -9,6 +9,8 @@
 // that folder. A block whose preceding non-blank line is `<!-- invalid -->` must be refused, and
 // the next fenced block (```text) must list exactly its errors, one per line, with "$DIR"
 // standing for the folder's absolute path.
+#include "test_support.h"
+
 #include <portico/config/loader.h>
 #include <portico/config/writer.h>
 #include <portico/http/message.h>
@@ -1286,11 +1288,11 @@ private slots:
         // configuration.md holds most of them; the guide and the other pages show some too.
         QStringList files{"README.md"};
         for (const QString& f :
-             QDir(QStringLiteral(PORTICO_SOURCE_DIR) + "/docs").entryList({"*.md"}, QDir::Files, QDir::Name))
+             QDir(portico::test::sourceDir() + "/docs").entryList({"*.md"}, QDir::Files, QDir::Name))
             files << "docs/" + f;
         int valid = 0, invalid = 0, inConfigurationMd = 0;
         for (const QString& rel : files) {
-            QFile doc(QStringLiteral(PORTICO_SOURCE_DIR) + "/" + rel);
+            QFile doc(portico::test::sourceDir() + "/" + rel);
             QVERIFY2(doc.open(QIODevice::ReadOnly), qPrintable(rel + " is missing"));
             const QString markdown = QString::fromUtf8(doc.readAll());
             // fencedBlocks sees fences at the start of a line only: an indented one (in a list
@@ -1337,7 +1339,7 @@ private slots:
     // (route specs aside: a flattened group's routes are written with their full paths), and
     // writing that again gives the same text.
     void writerRoundTrip() {
-        QFile doc(QStringLiteral(PORTICO_SOURCE_DIR) + "/docs/configuration.md");
+        QFile doc(portico::test::sourceDir() + "/docs/configuration.md");
         QVERIFY(doc.open(QIODevice::ReadOnly));
         const QList<Block> blocks = fencedBlocks(QString::fromUtf8(doc.readAll()));
         QList<QByteArray> inputs;
