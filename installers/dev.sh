@@ -62,8 +62,9 @@ if [ "$mode" = sanitize ]; then
   cd "$here"
   status=0
   for preset in asan tsan; do
-    cmake --preset "$preset" "${launcher[@]}" >/dev/null
-    cmake --build --preset "$preset" -j "$jobs"
+    # A failed build fails the stage but does not skip the other preset.
+    { cmake --preset "$preset" "${launcher[@]}" >/dev/null && cmake --build --preset "$preset" -j "$jobs"; } ||
+      { status=1; continue; }
     ctest --preset "$preset" -j "$jobs" --timeout 900 || status=1
     if [ "$preset" = asan ]; then
       FUZZ_BUILD="$here/build/asan" FUZZ_JOBS=$jobs "$here/installers/fuzz.sh" "${FUZZ_SECONDS:-20}" || status=1

@@ -21,11 +21,13 @@ secs=${1:-60}
 [ $# -gt 0 ] && shift
 targets=${*:-http1_parser h2_session ws_frames ws_observer config_loader har_import route_pattern}
 jobs=${FUZZ_JOBS:-1}
+case $jobs in '' | *[!0-9]* | 0) echo "fuzz.sh: FUZZ_JOBS must be a whole number >= 1" >&2; exit 2 ;; esac
 runs=${FUZZ_RUNS:--1}
 sanitizers=${FUZZ_SANITIZERS:-address,undefined}
 if [ -n "${FUZZ_BUILD:-}" ]; then
   build=$FUZZ_BUILD
-  [ -f "$build/CMakeCache.txt" ] || { echo "fuzz.sh: $build is not a configured build" >&2; exit 2; }
+  grep -q '^PORTICO_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null ||
+    { echo "fuzz.sh: $build is not a configured PORTICO_FUZZ build" >&2; exit 2; }
 else
   build=$here/build-fuzz
   [ "$sanitizers" = address,undefined ] || build=$here/build-fuzz-$(echo "$sanitizers" | tr , -)
@@ -41,12 +43,13 @@ mkdir -p "$build/artifacts"
 # One target: its log in BUILD/fuzz-NAME.log, its exit status in BUILD/fuzz-NAME.status.
 run() {
   t=$1
+  rm -f "$build/fuzz-$t.status" "$build/fuzz-$t.log"
   mkdir -p "$build/corpus/$t"
-  crashes=""
-  [ -d "$here/tests/fuzz/crashes/$t" ] && crashes=$here/tests/fuzz/crashes/$t
+  crashes=$here/tests/fuzz/crashes/$t
+  [ -d "$crashes" ] || crashes=$here/tests/fuzz/corpus/$t
   rc=0
   "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 ${FUZZ_FLAGS:-} \
-    -artifact_prefix="$build/artifacts/$t-" "$build/corpus/$t" "$here/tests/fuzz/corpus/$t" $crashes \
+    -artifact_prefix="$build/artifacts/$t-" "$build/corpus/$t" "$here/tests/fuzz/corpus/$t" "$crashes" \
     2>"$build/fuzz-$t.log" || rc=$?
   echo "$rc" >"$build/fuzz-$t.status"
 }
@@ -57,8 +60,9 @@ report() {
   echo "== $t: ${secs}s"
   grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb' "$build/fuzz-$t.log" | sed 's/^/   /'
   grep -E '^#[0-9]+ +DONE' "$build/fuzz-$t.log" | tail -1 | sed 's/^/   /'
-  [ "$(cat "$build/fuzz-$t.status")" = 0 ] && return 0
-  echo "   FAILED (exit $(cat "$build/fuzz-$t.status")): $build/fuzz-$t.log, $build/artifacts/" >&2
+  st=$(cat "$build/fuzz-$t.status" 2>/dev/null || echo "none")
+  [ "$st" = 0 ] && return 0
+  echo "   FAILED (exit $st): $build/fuzz-$t.log, $build/artifacts/" >&2
   tail -n 60 "$build/fuzz-$t.log" | sed 's/^/   | /' >&2
   return 1
 }

@@ -307,7 +307,7 @@ print("ok")
         // (Plain string literals: moc misreads a raw string that ends in a parenthesis.)
         const std::string text =
             "{\"log\": {\"version\": \"1.2\", \"entries\": [{\n"
-            "            \"startedDateTime\": \"2262-04-01T00:00:00Z\", \"time\": 1e300,\n"
+            "            \"startedDateTime\": \"2255-01-01T00:00:00Z\", \"time\": 1e300,\n"
             "            \"request\": {\"method\": \"POST\", \"url\": \"http://localhost/x\", \"headers\": "
             "[],\n"
             "                        \"postData\": {\"text\": \"abc\"}, \"bodySize\": 1e107, "
@@ -339,6 +339,13 @@ print("ok")
         QCOMPARE(e.at(Phase::ResponseDone), kMax);
         // And it exports again.
         QVERIFY(capture::fromHar(capture::toHar(r.exchanges)).ok());
+        // Portico's exact phases are integers; a double there is ignored, not converted.
+        auto p =
+            capture::fromHar("{\"log\": {\"entries\": [{\"request\": {\"url\": \"http://x/\"}, \"_portico\": "
+                             "{\"phasesNs\": {\"request_headers\": 1e107, \"response_done\": 5}}}]}}");
+        QVERIFY2(p.ok(), p.error.c_str());
+        QCOMPARE(p.exchanges[0].at(Phase::RequestHeaders), std::int64_t(-1));
+        QCOMPARE(p.exchanges[0].at(Phase::ResponseDone), std::int64_t(5));
     }
 
     // An empty method reads as GET, like a missing one, which is also what the export writes for an

@@ -550,10 +550,11 @@ std::pair<int, int> lineColumn(std::string_view text, std::size_t byte) {
 // A file's numbers can be anything: a double converted to an integer type it does not fit is
 // undefined behaviour, and so is a signed sum that overflows. Found by fuzzing (har_import, UBSan).
 
-// `key` as a whole number of type T: `def` when absent, negative, not finite or out of T's range.
+// `key` as a whole number of type T: `def` when absent, negative, not finite or out of T's range
+// (at most 2^63, so that the export's signed sizes stay positive).
 template <class T> T count(const json& o, const char* key, T def) {
     const double v = num(o, key, -1);
-    if (!(v >= 0) || v >= std::ldexp(1.0, std::numeric_limits<T>::digits)) return def;
+    if (!(v >= 0) || v >= std::ldexp(1.0, std::min(std::numeric_limits<T>::digits, 63))) return def;
     return static_cast<T>(v);
 }
 // Milliseconds (HAR's unit) to nanoseconds, saturated; NaN is 0.
@@ -814,7 +815,7 @@ HarImport fromHar(std::string_view text) {
                     for (std::size_t i = 0; i < kPhaseCount; ++i)
                         if (const json* v =
                                 member(*ph, std::string(phaseName(static_cast<Phase>(i))).c_str());
-                            v && v->is_number())
+                            v && v->is_number_integer()) // Portico writes integers; a double could overflow
                             e.phases[i] = v->get<std::int64_t>();
                 }
             }
