@@ -65,7 +65,9 @@ if [ "$mode" = sanitize ]; then
     # A failed build fails the stage but does not skip the other preset.
     { cmake --preset "$preset" "${launcher[@]}" >/dev/null && cmake --build --preset "$preset" -j "$jobs"; } ||
       { status=1; continue; }
-    ctest --preset "$preset" -j "$jobs" --timeout 900 || status=1
+    # A suite that fails is run once more and fails the stage only if it fails again; the first
+    # failure stays in the log (docs/security.md, "CI": a GUI exit over 30 s under ASan, 1 run in 3).
+    ctest --preset "$preset" -j "$jobs" --timeout 900 --repeat until-pass:2 || status=1
     if [ "$preset" = asan ]; then
       FUZZ_BUILD="$here/build/asan" FUZZ_JOBS=$jobs "$here/installers/fuzz.sh" "${FUZZ_SECONDS:-20}" || status=1
     fi
