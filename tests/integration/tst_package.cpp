@@ -17,8 +17,7 @@ class TestPackage : public QObject {
 private slots:
     void initTestCase() {
         auto r = runProcess("cpack",
-                            {"-G", "DEB", "-B", out_.path(), "--config",
-                             buildDir() + "/CPackConfig.cmake"},
+                            {"-G", "DEB", "-B", out_.path(), "--config", buildDir() + "/CPackConfig.cmake"},
                             {}, 240000);
         QVERIFY2(r.exitCode == 0, (r.out + r.err).constData());
         const QStringList debs = QDir(out_.path()).entryList({"portico_*.deb"});
