@@ -341,10 +341,14 @@ int measureResponsiveness(MainWindow& window, ServerController& server, double s
 
 // SIGINT (Ctrl+C in the terminal that started it) and SIGTERM (logout, `kill`) close the app like
 // its window does: the event loop ends, the server drains, settings are written, exit 0. The
-// handler only writes a byte (async-signal-safe); the event loop reads it.
+// handler only sets a flag and writes a byte (async-signal-safe); the event loop reads the byte.
+// Installed as soon as the QApplication exists: the server answers before the window is built
+// (seconds under ASan), and a signal in between must not kill the process with the default action.
 int g_quitPipe[2] = {-1, -1};
+volatile std::sig_atomic_t g_quitRequested = 0;
 
 void onQuitSignal(int) {
+    g_quitRequested = 1;
     const char byte = 1;
     [[maybe_unused]] const auto n = ::write(g_quitPipe[0], &byte, 1);
 }
@@ -355,7 +359,7 @@ void quitOnSignals(QApplication& app) {
     QObject::connect(notifier, &QSocketNotifier::activated, &app, [] {
         char byte;
         [[maybe_unused]] const auto n = ::read(g_quitPipe[1], &byte, 1);
-        QCoreApplication::quit();
+        QCoreApplication::quit(); // does nothing before exec(); runGui checks g_quitRequested then
     });
     struct sigaction sa {};
     sa.sa_handler = onQuitSignal;
@@ -376,6 +380,7 @@ int runGui(int argc, char** argv, const GuiOptions& options) {
     QApplication::setApplicationName("Portico");
     QApplication::setOrganizationName("Portico");
     QApplication::setApplicationVersion(engine::version());
+    if (!shot) quitOnSignals(app);
 
     QTemporaryDir scratch;
     QString project = QString::fromStdString(options.project);
@@ -407,7 +412,7 @@ int runGui(int argc, char** argv, const GuiOptions& options) {
     if (shot) return screenshot(window, server, options, scratch.path() + "/bench-history");
     if (!options.tab.empty()) window.showTab(QString::fromStdString(options.tab));
     window.show();
-    quitOnSignals(app);
+    if (g_quitRequested) return 0; // SIGINT/SIGTERM while starting: close like the window would
     return app.exec();
 }
 

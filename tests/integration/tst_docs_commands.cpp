@@ -251,9 +251,9 @@ vhosts:
 constexpr int kExitMs = kSanitized ? 30000 : 5000;
 
 QString sigtermProblem(int code) {
-    return code == -1 ? QString("SIGTERM: killed by the signal or still running after %1 s (expected exit 0)")
-                            .arg(kExitMs / 1000)
-                      : QString("SIGTERM: exit %1 (expected 0)").arg(code);
+    if (code == -1) return "SIGTERM: the process was killed by a signal (expected exit 0)";
+    if (code == -2) return QString("SIGTERM: still running after %1 s (expected exit 0)").arg(kExitMs / 1000);
+    return QString("SIGTERM: exit %1 (expected 0)").arg(code);
 }
 
 // Runs the documented commands one by one in a scratch folder; collects failures.

@@ -180,11 +180,27 @@ bool ServerProcess::waitReady(int timeoutMs) {
 QString ServerProcess::baseUrl() const { return QStringLiteral("http://127.0.0.1:%1").arg(port_); }
 
 int ServerProcess::terminate(int timeoutMs) {
-    if (d_->proc.state() == QProcess::NotRunning) return d_->proc.exitCode();
-    ::kill(static_cast<pid_t>(d_->proc.processId()), SIGTERM);
-    if (!d_->proc.waitForFinished(timeoutMs)) return -1;
+    if (d_->proc.state() != QProcess::NotRunning) {
+        ::kill(static_cast<pid_t>(d_->proc.processId()), SIGTERM);
+        if (!d_->proc.waitForFinished(timeoutMs)) {
+            // Still running: where it is stuck goes into output() (gdb, when installed), so a hang
+            // seen once in CI can be explained from its log.
+            output();
+            QProcess gdb;
+            gdb.setProcessChannelMode(QProcess::MergedChannels);
+            gdb.start("gdb", {"-batch", "-nx", "-p", QString::number(d_->proc.processId()), "-ex",
+                              "thread apply all bt 30"});
+            if (gdb.waitForStarted(2000) && gdb.waitForFinished(60000))
+                d_->out += "\n--- still running after SIGTERM; threads (gdb):\n" + gdb.readAll();
+            else
+                d_->out += "\n--- still running after SIGTERM (no gdb for a stack dump)\n";
+            return -2;
+        }
+    }
     output();
-    return d_->proc.exitStatus() == QProcess::NormalExit ? d_->proc.exitCode() : -1;
+    if (d_->proc.exitStatus() == QProcess::NormalExit) return d_->proc.exitCode();
+    d_->out += QByteArray("\n--- killed by signal ") + QByteArray::number(d_->proc.exitCode()) + "\n";
+    return -1;
 }
 
 RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs) {

@@ -82,7 +82,9 @@ public:
     std::uint16_t tlsPort() const { return tlsPort_; }     ///< the first https:// listener (0 if none)
     std::uint16_t plainPort() const { return plainPort_; } ///< the first http:// listener (0 if none)
     QString baseUrl() const;                               ///< "http://127.0.0.1:PORT"
-    /// Sends SIGTERM and waits for exit; returns the exit code (-1 on timeout/crash).
+    /// Sends SIGTERM and waits up to `timeoutMs` for exit; returns the exit code, -1 when a signal
+    /// ended the process (its number goes into output()), -2 when it is still running (its
+    /// threads' stacks go into output() when gdb is installed; the destructor kills it).
     int terminate(int timeoutMs = 10000);
     QByteArray output(); ///< everything printed so far (stdout + stderr)
     qint64 pid() const;
