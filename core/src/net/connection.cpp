@@ -87,7 +87,7 @@ Connection::Connection(Worker& worker, Socket socket, std::uint16_t localPort)
 
 Connection::~Connection() {
     worker_.unlink(this);
-    if (ssl_) SSL_free(ssl_);
+    if (ssl()) SSL_free(ssl());
     worker_.buffers().release(in_);
     worker_.buffers().release(out_);
 }
@@ -99,8 +99,8 @@ void Connection::start() {
     const Snapshot& snap = worker_.snapshot();
     if (snap.config->capture.enabled) captureStart();
     if (auto it = snap.tls.find(localPort_); it != snap.tls.end() && it->second) {
-        ssl_ = it->second->newSsl(socket_.native_handle());
-        if (!ssl_) {
+        extra().ssl = it->second->newSsl(socket_.native_handle());
+        if (!ssl()) {
             abort();
             return;
         }
@@ -116,11 +116,11 @@ void Connection::start() {
 
 void Connection::handshake() {
     ERR_clear_error();
-    int rc = SSL_do_handshake(ssl_);
+    int rc = SSL_do_handshake(ssl());
     if (rc == 1) {
-        rare_->tls.reset();
-        if (cap_) cap_->tlsDoneNs = capture::nowNs();
-        if (tls::alpnOf(ssl_) == "h2") {
+        rareIf()->tls.reset();
+        if (cap()) cap()->tlsDoneNs = capture::nowNs();
+        if (tls::alpnOf(ssl()) == "h2") {
             startH2({});
             return;
         }
@@ -128,7 +128,7 @@ void Connection::handshake() {
         waitRead();
         return;
     }
-    int err = SSL_get_error(ssl_, rc);
+    int err = SSL_get_error(ssl(), rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
         socket_.async_wait(err == SSL_ERROR_WANT_READ ? Socket::wait_read : Socket::wait_write,
                            [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -138,7 +138,7 @@ void Connection::handshake() {
         return;
     }
     worker_.counters().tlsHandshakeFailures.fetch_add(1, std::memory_order_relaxed);
-    rare_->tls->handshakeFailures.fetch_add(1, std::memory_order_relaxed);
+    rareIf()->tls->handshakeFailures.fetch_add(1, std::memory_order_relaxed);
     boost::system::error_code ec;
     auto remote = socket_.remote_endpoint(ec);
     logHandshakeFailure(ec ? std::string("?") : remote.address().to_string());
@@ -148,13 +148,13 @@ void Connection::handshake() {
 
 bool Connection::startH2(std::string_view received) {
     // The socket (and TLS state) move to an HTTP/2 session; this object is finished.
-    auto h2 = std::make_shared<H2Connection>(worker_, std::move(socket_), ssl_, localPort_, received);
-    ssl_ = nullptr;
+    auto h2 = std::make_shared<H2Connection>(worker_, std::move(socket_), ssl(), localPort_, received);
+    if (extra_) extra_->ssl = nullptr;
     closed_ = true;
     deadline_ = Clock::time_point::max();
-    if (rare_) rare_->tls.reset();
+    if (rareIf()) rareIf()->tls.reset();
     releaseBuffers();
-    if (cap_) h2->adoptCapture(std::move(cap_));
+    if (cap()) h2->adoptCapture(std::move(extra_->cap));
     h2->start();
     return true;
 }
@@ -163,13 +163,13 @@ void Connection::startWebSocket() {
     // The socket (and TLS state) move to a WebSocket session with the queued 101 and whatever the
     // client sent after its upgrade request; this object is finished. Records of responses queued
     // before the 101 (pipelined) are published now: their bytes go out first, with the 101.
-    if (cap_) {
-        capture::h1BeforeFlush(*cap_);
-        capture::h1Flushed(*cap_);
+    if (cap()) {
+        capture::h1BeforeFlush(*cap());
+        capture::h1Flushed(*cap());
     }
-    ws::startSession(worker_, std::move(socket_), ssl_, std::move(rare_->upgrade), out_.unread(),
+    ws::startSession(worker_, std::move(socket_), ssl(), std::move(rareIf()->upgrade), out_.unread(),
                      in_.unread());
-    ssl_ = nullptr;
+    if (extra_) extra_->ssl = nullptr;
     closed_ = true;
     deadline_ = Clock::time_point::max();
     releaseBuffers();
@@ -189,10 +189,10 @@ void Connection::setPhase(Phase p, std::chrono::nanoseconds timeout) {
 // its buffers go back to the pool and it waits with async_wait, which costs an epoll_ctl per wait
 // but keeps an idle connection down to the socket and this object.
 void Connection::waitRead() {
-    if (ssl_ && phase_ != Phase::Closing) {
+    if (ssl() && phase_ != Phase::Closing) {
         // TLS: OpenSSL reads the socket itself. Decrypted bytes it still holds would never make
         // the socket readable, so they are taken at once.
-        if (transportPending(ssl_)) {
+        if (transportPending(ssl())) {
             asio::post(worker_.io(), [self = shared_from_this()] { self->onReadable({}); });
             return;
         }
@@ -209,7 +209,8 @@ void Connection::waitRead() {
             in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
             p = in_.writable(room);
         }
-        readAsked_ = room;
+        room = std::min<std::size_t>(room, std::numeric_limits<std::uint32_t>::max());
+        readAsked_ = static_cast<std::uint32_t>(room);
         socket_.async_read_some(asio::buffer(p, room),
                                 [self = shared_from_this()](const boost::system::error_code& ec,
                                                             std::size_t n) { self->onRead(ec, n); });
@@ -220,12 +221,40 @@ void Connection::waitRead() {
     });
 }
 
+// Idle for a tick with its buffers back in the pool: wait in the worker's park set, holding no
+// Asio operation (Worker::park). Cleartext only: TLS keeps its async_wait (OpenSSL may hold bytes
+// the socket's readiness would not show).
+bool Connection::park() {
+    if (ssl() || phase_ != Phase::Idle || in_.allocated() || !worker_.park(socket_.native_handle(), this))
+        return false;
+    parked_ = true;
+    parkedSelf_ = shared_from_this();
+    return true;
+}
+
+void Connection::unparked() {
+    worker_.unpark(socket_.native_handle());
+    parked_ = false;
+    const auto self = std::move(parkedSelf_); // alive until the read below has started its wait
+    onReadable({});
+}
+
+void Connection::releaseParked() {
+    if (!parked_) return;
+    worker_.unpark(socket_.native_handle());
+    parked_ = false;
+    const auto self = std::move(parkedSelf_); // may be the last reference
+}
+
 void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
     if (closed_) return;
     worker_.refreshSnapshot(); // an event entering the worker (see Worker::refreshSnapshot)
     if (ec == asio::error::operation_aborted && parking_) {
         parking_ = false;
-        if (in_.empty()) releaseBuffers();
+        if (in_.empty()) {
+            releaseBuffers();
+            if (park()) return;
+        }
         waitRead();
         return;
     }
@@ -288,7 +317,9 @@ void Connection::onReadable(const boost::system::error_code& ec) {
         in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
         p = in_.writable(room);
     }
-    IoResult r = transportRead(socket_.native_handle(), ssl_, p, room);
+    room = std::min<std::size_t>(room, std::numeric_limits<std::uint32_t>::max());
+    readAsked_ = static_cast<std::uint32_t>(room);
+    IoResult r = transportRead(socket_.native_handle(), ssl(), p, room);
     switch (r.status) {
     case IoStatus::Ok:
         onRead({}, r.n);
@@ -314,38 +345,39 @@ void Connection::drive() {
         if (!closeAfterWrite_ && !delayed() && !sendingFile() && !proxying()) parseAndHandle();
         if (closed_) return; // handed over to HTTP/2
         if (delayed()) {
-            if (!rare_->delayTimer) rare_->delayTimer.emplace(worker_.io());
+            if (!rareIf()->delayTimer) rareIf()->delayTimer.emplace(worker_.io());
             phase_ = Phase::Delay;
             deadline_ = Clock::time_point::max();
-            rare_->delayTimer->expires_after(rare_->delay);
-            rare_->delayTimer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-                if (ec || self->closed_) return;
-                self->rare_->delay = std::chrono::nanoseconds{0};
-                self->drive();
-            });
-            if (cap_) capture::h1Yield(*cap_);
+            rareIf()->delayTimer->expires_after(rareIf()->delay);
+            rareIf()->delayTimer->async_wait(
+                [self = shared_from_this()](const boost::system::error_code& ec) {
+                    if (ec || self->closed_) return;
+                    self->rareIf()->delay = std::chrono::nanoseconds{0};
+                    self->drive();
+                });
+            if (cap()) capture::h1Yield(*cap());
             return;
         }
-        if (cap_) capture::h1BeforeFlush(*cap_);
+        if (cap()) capture::h1BeforeFlush(*cap());
         switch (flushNow()) {
         case Flush::Blocked:
-            if (cap_) capture::h1Yield(*cap_);
+            if (cap()) capture::h1Yield(*cap());
             waitWrite();
             return;
         case Flush::Failed:
             abort();
             return;
         case Flush::Done:
-            if (cap_) capture::h1Flushed(*cap_);
+            if (cap()) capture::h1Flushed(*cap());
             break;
         }
         if (proxying()) {
             // The upstream's response is on its way; the exchange calls back. Drained: read on.
             phase_ = Phase::Proxy;
             deadline_ = Clock::time_point::max();
-            if (rare_->proxyPaused) {
-                rare_->proxyPaused = false;
-                rare_->proxy->resume();
+            if (rareIf()->proxyPaused) {
+                rareIf()->proxyPaused = false;
+                rareIf()->proxy->resume();
             }
             return;
         }
@@ -376,7 +408,7 @@ void Connection::parseAndHandle() {
     for (;;) {
         if (in_.empty()) return;
         std::string_view data = in_.unread();
-        if (!servedAny_ && !ssl_ && data.front() == 'P' && worker_.snapshot().config->http2.enabled) {
+        if (!servedAny_ && !ssl() && data.front() == 'P' && worker_.snapshot().config->http2.enabled) {
             // h2c with prior knowledge (RFC 9113 §3.3): the client preface instead of a request.
             if (data.size() < kH2Preface.size() && kH2Preface.starts_with(data)) return;
             if (data.starts_with(kH2Preface)) {
@@ -389,9 +421,9 @@ void Connection::parseAndHandle() {
         http1::ParseError err;
         auto st = http1::parseHead(data, plimits, head, consumed, err);
         if (st == http1::ParseStatus::Incomplete) return;
-        if (cap_ && cap_->headNs < 0 && st == http1::ParseStatus::Complete) {
-            cap_->headNs = capture::nowNs();
-            cap_->headBytes = consumed;
+        if (cap() && cap()->headNs < 0 && st == http1::ParseStatus::Complete) {
+            cap()->headNs = capture::nowNs();
+            cap()->headBytes = consumed;
         }
         if (st == http1::ParseStatus::Error) {
             worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
@@ -452,13 +484,13 @@ void Connection::parseAndHandle() {
             trailers = r.chunked.trailers();
             total += r.chunkPos;
         }
-        if (cap_) cap_->bodyDoneNs = capture::nowNs();
+        if (cap()) cap()->bodyDoneNs = capture::nowNs();
         handle(body, trailers);
         // A pipelined request behind this one starts now (the first one started at its first byte).
-        if (worker_.accessLog() || cap_) requestStart_ = Clock::now();
+        if (worker_.accessLog() || cap()) requestStart_ = Clock::now();
         in_.consume(total);
         resetBodyState();
-        if (rare_ && rare_->upgrade) {
+        if (rareIf() && rareIf()->upgrade) {
             startWebSocket();
             return;
         }
@@ -500,17 +532,23 @@ bool Connection::answerBeforeBody() {
 }
 
 Connection::Rare& Connection::rare() {
-    if (!rare_) rare_ = std::make_unique<Rare>();
-    return *rare_;
+    Extra& e = extra();
+    if (!e.rare) e.rare = std::make_unique<Rare>();
+    return *e.rare;
+}
+
+Connection::Extra& Connection::extra() {
+    if (!extra_) extra_ = std::make_unique<Extra>();
+    return *extra_;
 }
 
 void Connection::resetBodyState() {
     sentContinue_ = false;
-    if (rare_ && rare_->chunkActive) {
-        rare_->chunkActive = false;
-        rare_->chunkPos = 0;
+    if (rareIf() && rareIf()->chunkActive) {
+        rareIf()->chunkActive = false;
+        rareIf()->chunkPos = 0;
         // A large body's buffer is not kept for the rest of the connection's life.
-        if (rare_->chunkBody.capacity() > 64 * 1024) std::string().swap(rare_->chunkBody);
+        if (rareIf()->chunkBody.capacity() > 64 * 1024) std::string().swap(rareIf()->chunkBody);
     }
 }
 
@@ -552,12 +590,12 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         req.path = path;
         std::size_t vh = snap.router.selectVhost(req.host, localPort_);
         routing::RouteResult rr = snap.router.match(vh, req.method, req.path);
-        if (cap_) {
-            cap_->routeNs = capture::nowNs();
-            cap_->labels = capture::labelsFor(cfg.vhosts[vh], rr);
+        if (cap()) {
+            cap()->routeNs = capture::nowNs();
+            cap()->labels = capture::labelsFor(cfg.vhosts[vh], rr);
         }
         if (ws::isWebSocketEndpoint(cfg.vhosts[vh], rr, req)) {
-            if (auto up = ws::acceptUpgrade(worker_, vh, rr, req, ssl_ != nullptr, res))
+            if (auto up = ws::acceptUpgrade(worker_, vh, rr, req, ssl() != nullptr, res))
                 rare().upgrade = std::move(up);
         } else {
             handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
@@ -568,11 +606,11 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
         startProxy(req, res, bodyFollows); // not captured yet: the record would need the upstream's side
         return;
     }
-    if (cap_ && cap_->serverTiming) addServerTiming(res);
+    if (cap() && cap()->serverTiming) addServerTiming(res);
     logExchange(req, res);
-    const std::size_t headStart = cap_ ? out_.size() : 0;
+    const std::size_t headStart = cap() ? out_.size() : 0;
     serialize(req, res);
-    if (cap_) captureExchange(req, res, headStart, {});
+    if (cap()) captureExchange(req, res, headStart, {});
 }
 
 void Connection::startProxy(const http::Request& req, const http::Response& res, bool bodyFollows) {
@@ -607,14 +645,14 @@ void Connection::startProxy(const http::Request& req, const http::Response& res,
     pr.responseBody.clear();
     pr.responseBytes = 0;
     pr.upstreamNs = pr.upstreamByteNs = -1;
-    if (cap_) {
+    if (cap()) {
         for (const auto& h : req.headers)
             pr.headers.emplace_back(h.name, h.value);
-        pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap_->cfg.bodyBytes)));
+        pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap()->cfg.bodyBytes)));
     }
     r.proxy = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
                              *static_cast<const config::ProxyAction*>(res.forward), forwarded,
-                             ssl_ != nullptr, this, bodyFollows);
+                             ssl() != nullptr, this, bodyFollows);
     phase_ = Phase::Proxy;
     deadline_ = Clock::time_point::max();
 }
@@ -655,7 +693,7 @@ bool Connection::startUpload(std::size_t headBytes) {
         resetBodyState();
         return true;
     }
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     r.uploading = true;
     r.uploadPaused = false;
     r.uploadHeld = 0;
@@ -682,19 +720,19 @@ bool Connection::startUpload(std::size_t headBytes) {
 // Body bytes to the exchange, and to the record (size, a bounded prefix for the capture).
 void Connection::giveUpload(std::string_view data) {
     if (data.empty()) return;
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     r.uploadHeld += data.size();
     auto& pr = r.proxyRecord;
     pr.bodySize += data.size();
-    if (cap_ && pr.body.size() < cap_->cfg.bodyBytes)
-        pr.body.append(data.substr(0, cap_->cfg.bodyBytes - pr.body.size()));
+    if (cap() && pr.body.size() < cap()->cfg.bodyBytes)
+        pr.body.append(data.substr(0, cap()->cfg.bodyBytes - pr.body.size()));
     r.proxy->requestBody(data); // copies; never calls back from inside
 }
 
 // Hands the body bytes in in_ to the exchange (de-chunked); ends the upload at the body's end.
 // Bytes after the body (a pipelined request) stay in in_.
 void Connection::feedUpload() {
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     if (!r.uploading || in_.empty()) return;
     if (!r.chunkActive) {
         const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(in_.size(), r.uploadLeft));
@@ -725,7 +763,7 @@ void Connection::feedUpload() {
 void Connection::pumpUpload() {
     for (int round = 0;; ++round) {
         if (closed_ || !uploading()) return;
-        Rare& r = *rare_;
+        Rare& r = *rareIf();
         if (r.uploadHeld >= kUploadHighWater) {
             r.uploadPaused = true; // the upstream is slower: the client waits (TCP backpressure)
             r.uploadDeadline = Clock::time_point::max();
@@ -742,7 +780,7 @@ void Connection::pumpUpload() {
             in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
             p = in_.writable(room);
         }
-        const IoResult res = transportRead(socket_.native_handle(), ssl_, p, room);
+        const IoResult res = transportRead(socket_.native_handle(), ssl(), p, room);
         switch (res.status) {
         case IoStatus::Ok:
             in_.commit(res.n);
@@ -767,7 +805,7 @@ void Connection::pumpUpload() {
 }
 
 void Connection::waitUpload() {
-    if (ssl_ && transportPending(ssl_)) {
+    if (ssl() && transportPending(ssl())) {
         asio::post(worker_.io(), [self = shared_from_this()] { self->pumpUpload(); });
         return;
     }
@@ -777,10 +815,10 @@ void Connection::waitUpload() {
 }
 
 void Connection::endUpload(std::span<const http::Header> trailers) {
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     r.uploading = false;
     r.uploadDeadline = Clock::time_point::max();
-    if (cap_) cap_->bodyDoneNs = capture::nowNs();
+    if (cap()) cap()->bodyDoneNs = capture::nowNs();
     r.proxy->requestEnd(trailers);
     resetBodyState();
 }
@@ -789,9 +827,9 @@ void Connection::endUpload(std::span<const http::Header> trailers) {
 // is never read, so the connection closes after the response.
 void Connection::stopUpload() {
     if (!uploading()) return;
-    rare_->uploading = false;
-    rare_->uploadDeadline = Clock::time_point::max();
-    rare_->proxyKeep = false;
+    rareIf()->uploading = false;
+    rareIf()->uploadDeadline = Clock::time_point::max();
+    rareIf()->proxyKeep = false;
     resetBodyState();
 }
 
@@ -799,7 +837,7 @@ void Connection::stopUpload() {
 // 408): the upstream request is cancelled; the client gets `status` and a close, or, when the
 // upstream's response has started already, an aborted connection.
 void Connection::failUpload(int status, std::string_view why) {
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     stopUpload();
     if (auto x = std::move(r.proxy)) x->cancel();
     r.proxyPaused = false;
@@ -812,8 +850,8 @@ void Connection::failUpload(int status, std::string_view why) {
 }
 
 void Connection::onRequestBodyConsumed(std::size_t n) {
-    if (!rare_) return;
-    Rare& r = *rare_;
+    if (!rareIf()) return;
+    Rare& r = *rareIf();
     r.uploadHeld -= std::min(n, r.uploadHeld);
     if (r.uploading && r.uploadPaused && r.uploadHeld <= kUploadHighWater / 2) {
         r.uploadPaused = false;
@@ -832,12 +870,12 @@ void Connection::onUpstreamHead(int status, std::string_view fields, std::option
 // write it together with them.
 void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
                                            std::optional<std::uint64_t> length) {
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     if (!out_.allocated()) out_ = worker_.buffers().acquire();
     const bool noBody = status < 200 || status == 204 || status == 304;
     const std::size_t headStart = out_.size();
     r.proxyRecord.status = status;
-    if (cap_) r.proxyRecord.upstreamByteNs = capture::nowNs();
+    if (cap()) r.proxyRecord.upstreamByteNs = capture::nowNs();
     out_.append("HTTP/1.1 ");
     appendNumber(out_, static_cast<std::uint64_t>(status));
     out_.append(" ");
@@ -868,17 +906,17 @@ void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
     else if (r.proxyMinor == 0)
         out_.append("Connection: keep-alive\r\n");
     out_.append("\r\n");
-    if (cap_) r.proxyRecord.responseHead.assign(out_.unread().substr(headStart));
+    if (cap()) r.proxyRecord.responseHead.assign(out_.unread().substr(headStart));
     r.proxyHeadSent = true;
 }
 
 bool Connection::onUpstreamBody(std::string_view data) {
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     if (r.proxyHead) return true;
     r.proxyRecord.responseBytes += data.size();
-    if (cap_ && r.proxyRecord.responseBody.size() < cap_->cfg.bodyBytes)
+    if (cap() && r.proxyRecord.responseBody.size() < cap()->cfg.bodyBytes)
         r.proxyRecord.responseBody.append(
-            data.substr(0, cap_->cfg.bodyBytes - r.proxyRecord.responseBody.size()));
+            data.substr(0, cap()->cfg.bodyBytes - r.proxyRecord.responseBody.size()));
     if (!out_.allocated()) out_ = worker_.buffers().acquire();
     if (r.proxyChunked) {
         char size[20];
@@ -892,7 +930,7 @@ bool Connection::onUpstreamBody(std::string_view data) {
 }
 
 void Connection::onUpstreamEnd() {
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     stopUpload();
     if (r.proxyChunked && !r.proxyHead) {
         if (!out_.allocated()) out_ = worker_.buffers().acquire();
@@ -912,7 +950,7 @@ void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocke
                                    std::string_view leftover) {
     // The upstream accepted the WebSocket upgrade: the 101 goes to the client and both sockets
     // become a tunnel (proxy/tunnel.h); this object is finished, as after startWebSocket.
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     auto done = std::move(r.proxy);
     std::string toClient(out_.allocated() ? out_.unread() : std::string_view());
     toClient.append("HTTP/1.1 101 Switching Protocols\r\n");
@@ -924,13 +962,13 @@ void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocke
     });
     toClient.append("Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
     r.proxyRecord.status = 101;
-    if (cap_) {
+    if (cap()) {
         r.proxyRecord.upstreamByteNs = capture::nowNs();
         std::string_view head = std::string_view(toClient).substr(toClient.find("HTTP/1.1 101"));
         r.proxyRecord.responseHead.assign(head.substr(0, head.find("\r\n\r\n") + 2));
     }
     capture::WsCapturePtr wsCapture;
-    finishProxied({}, cap_ ? &wsCapture : nullptr);
+    finishProxied({}, cap() ? &wsCapture : nullptr);
     // RFC 7692 §5: RSV1 marks compressed messages once the upstream accepted permessage-deflate.
     bool deflate = false;
     if (wsCapture)
@@ -941,31 +979,31 @@ void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocke
                 c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
             deflate = deflate || v.find("permessage-deflate") != std::string::npos;
         });
-    proxy::startTunnel(worker_, std::move(socket_), ssl_, std::move(upstream), toClient, leftover,
+    proxy::startTunnel(worker_, std::move(socket_), ssl(), std::move(upstream), toClient, leftover,
                        in_.allocated() ? in_.unread() : std::string_view(), std::move(wsCapture), deflate);
-    ssl_ = nullptr;
+    if (extra_) extra_->ssl = nullptr;
     closed_ = true;
     deadline_ = Clock::time_point::max();
     releaseBuffers();
 }
 
 void Connection::onUpstreamConnected() {
-    if (cap_) rare_->proxyRecord.upstreamNs = capture::nowNs();
+    if (cap()) rareIf()->proxyRecord.upstreamNs = capture::nowNs();
 }
 
 void Connection::onUpstreamTrailers(std::string_view fields) {
     // Only a chunked body has room for them; fields that would change the framing never pass.
     proxy::detail::forEachField(fields, [&](std::string_view name, std::string_view value) {
         if (http::iequals(name, "content-length") || http::iequals(name, "transfer-encoding")) return;
-        rare_->proxyTrailers.append(name);
-        rare_->proxyTrailers.append(": ");
-        rare_->proxyTrailers.append(value);
-        rare_->proxyTrailers.append("\r\n");
+        rareIf()->proxyTrailers.append(name);
+        rareIf()->proxyTrailers.append(": ");
+        rareIf()->proxyTrailers.append(value);
+        rareIf()->proxyTrailers.append("\r\n");
     });
 }
 
 void Connection::onUpstreamError(int status, const std::string& message) {
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     stopUpload();
     auto done = std::move(r.proxy);
     r.proxyPaused = false;
@@ -981,7 +1019,7 @@ void Connection::onUpstreamError(int status, const std::string& message) {
 // request body's): `status` with `message` (or the default error body), then what the exchange's
 // end does (the record, the write; a close when the request body was left unread).
 void Connection::answerProxied(int status, const std::string& message) {
-    Rare& r = *rare_;
+    Rare& r = *rareIf();
     http::Response& res = worker_.response();
     res.reset();
     handlers::errorResponse(status, res);
@@ -996,7 +1034,7 @@ void Connection::answerProxied(int status, const std::string& message) {
     serialize(req, res);
     r.proxyRecord.status = status;
     r.proxyRecord.responseBytes = res.bodyLength();
-    if (cap_) {
+    if (cap()) {
         std::string_view sent = out_.unread().substr(headStart);
         r.proxyRecord.responseHead.assign(sent.substr(0, sent.find("\r\n\r\n") + 2));
         r.proxyRecord.responseBody.assign(res.bodyView());
@@ -1017,7 +1055,7 @@ bool Connection::pumpProxy() {
     case Flush::Blocked:
         waitWrite();
         if (out_.size() >= kHighWater) {
-            rare_->proxyPaused = true;
+            rareIf()->proxyPaused = true;
             return false;
         }
         return true;
@@ -1125,9 +1163,9 @@ void Connection::queueError(int status) {
     req = http::Request{};
     req.keepAlive = false;
     logExchange(req, res); // the request line may be unparsable: logged as "- -"
-    const std::size_t headStart = cap_ ? out_.size() : 0;
+    const std::size_t headStart = cap() ? out_.size() : 0;
     serialize(req, res);
-    if (cap_) captureExchange(req, res, headStart, "refused before routing");
+    if (cap()) captureExchange(req, res, headStart, "refused before routing");
     closeAfterWrite_ = true;
 }
 
@@ -1137,7 +1175,7 @@ Connection::Flush Connection::flushNow() {
         while (!out_.empty()) {
             std::string_view d = out_.unread();
             // MSG_MORE when a file follows: the head and the first file bytes leave in one segment.
-            IoResult r = transportWrite(fd, ssl_, d.data(), d.size(), sendingFile());
+            IoResult r = transportWrite(fd, ssl(), d.data(), d.size(), sendingFile());
             if (r.status == IoStatus::Ok) {
                 out_.consume(r.n);
                 continue;
@@ -1145,9 +1183,9 @@ Connection::Flush Connection::flushNow() {
             if (r.status == IoStatus::WantWrite || r.status == IoStatus::WantRead) return Flush::Blocked;
             return Flush::Failed;
         }
-        if (!ssl_ || !sendingFile()) break;
+        if (!ssl() || !sendingFile()) break;
         // TLS: sendfile would bypass the encryption; the file goes through the output buffer.
-        Rare& r = *rare_;
+        Rare& r = *rareIf();
         if (!out_.allocated()) out_ = worker_.buffers().acquire();
         const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(r.fileLeft, kTlsFileChunk));
         out_.ensureRoom(n);
@@ -1160,7 +1198,7 @@ Connection::Flush Connection::flushNow() {
         r.fileLeft -= static_cast<std::uint64_t>(got);
     }
     while (sendingFile()) {
-        Rare& r = *rare_;
+        Rare& r = *rareIf();
         off_t off = static_cast<off_t>(r.fileOffset);
         ssize_t n = ::sendfile(fd, r.file->fd, &off,
                                static_cast<std::size_t>(std::min<std::uint64_t>(r.fileLeft, 1 << 20)));
@@ -1173,7 +1211,7 @@ Connection::Flush Connection::flushNow() {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Flush::Blocked;
         return Flush::Failed; // 0: the file shrank; the promised length can't be kept
     }
-    if (rare_) rare_->file.reset();
+    if (rareIf()) rareIf()->file.reset();
     return Flush::Done;
 }
 
@@ -1181,8 +1219,8 @@ void Connection::lingeringClose() {
     // Half-close and keep reading for a moment, so the client sees our response instead of a reset
     // caused by request bytes we never read (RFC 9112 §9.6).
     releaseBuffers();
-    if (ssl_) {
-        SSL_shutdown(ssl_); // close_notify (RFC 8446 §6.1); the client's reply is not awaited
+    if (ssl()) {
+        SSL_shutdown(ssl()); // close_notify (RFC 8446 §6.1); the client's reply is not awaited
         ERR_clear_error();
     }
     ::shutdown(socket_.native_handle(), SHUT_WR);
@@ -1206,7 +1244,7 @@ void Connection::checkDeadline(Clock::time_point now) {
         boost::system::error_code ec;
         socket_.cancel(ec);
     }
-    if (rare_ && rare_->uploading && now >= rare_->uploadDeadline) {
+    if (rareIf() && rareIf()->uploading && now >= rareIf()->uploadDeadline) {
         // No request body bytes for body_timeout while the exchange waits for them.
         worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
         failUpload(408, "request body timed out (body_timeout)");
@@ -1248,16 +1286,23 @@ void Connection::onDrain() {
 void Connection::abort() {
     if (closed_) return;
     closed_ = true;
-    if (rare_) rare_->uploading = false;
-    if (cap_) capture::h1Closed(*cap_);
+    // Parked, nothing else holds this object: it is freed when this function returns.
+    std::shared_ptr<Connection> parkedSelf;
+    if (parked_) {
+        worker_.unpark(socket_.native_handle());
+        parked_ = false;
+        parkedSelf = std::move(parkedSelf_);
+    }
+    if (rareIf()) rareIf()->uploading = false;
+    if (cap()) capture::h1Closed(*cap());
     deadline_ = Clock::time_point::max();
     boost::system::error_code ec;
     socket_.cancel(ec);
     socket_.close(ec);
-    if (rare_ && rare_->delayTimer) rare_->delayTimer->cancel();
-    if (rare_ && rare_->proxy) {
-        rare_->proxy->cancel();
-        rare_->proxy.reset();
+    if (rareIf() && rareIf()->delayTimer) rareIf()->delayTimer->cancel();
+    if (rareIf() && rareIf()->proxy) {
+        rareIf()->proxy->cancel();
+        rareIf()->proxy.reset();
     }
 }
 

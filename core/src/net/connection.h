@@ -50,8 +50,11 @@ public:
     void checkDeadline(Clock::time_point now) override;
     /// Called when the worker starts draining: idle connections close now, busy ones after the exchange.
     void onDrain() override;
-    /// Closes at once (drain timeout passed).
+    /// Closes at once (drain timeout passed). A parked connection may be destroyed when this returns.
     void abort() override;
+    /// Worker::park's callback: the parked socket has input (or the client closed it).
+    void unparked() override;
+    void releaseParked() override;
 
     // proxy::Sink: the upstream's response of a `proxy:` route, streamed to the client.
     void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) override;
@@ -87,6 +90,7 @@ private:
     bool startH2(std::string_view received);
     void startWebSocket();
     void waitRead();
+    bool park();
     void waitWrite();
     void onReadable(const boost::system::error_code& ec);
     void onRead(const boost::system::error_code& ec, std::size_t n);
@@ -162,31 +166,44 @@ private:
         std::chrono::nanoseconds delay{0};
         std::unique_ptr<ws::Accepted> upgrade; // a WebSocket handshake answered with 101
     };
+    /// What only TLS, capture or the rare features need, behind one pointer: a plaintext
+    /// connection without capture holds none of it (memory per idle connection).
+    struct Extra {
+        SSL* ssl = nullptr;                        // TLS (transport.h); null on cleartext
+        std::unique_ptr<capture::ConnCapture> cap; // null unless capture was on at accept
+        std::unique_ptr<Rare> rare;
+    };
+    Extra& extra();
     Rare& rare();
-    bool sendingFile() const { return rare_ && rare_->fileLeft > 0; }
-    bool delayed() const { return rare_ && rare_->delay.count() > 0; }
-    bool proxying() const { return rare_ && rare_->proxy; }
-    bool uploading() const { return rare_ && rare_->uploading; }
+    Rare* rareIf() const { return extra_ ? extra_->rare.get() : nullptr; }
+    SSL* ssl() const { return extra_ ? extra_->ssl : nullptr; }
+    capture::ConnCapture* cap() const { return extra_ ? extra_->cap.get() : nullptr; }
+    bool sendingFile() const { return rareIf() && rareIf()->fileLeft > 0; }
+    bool delayed() const { return rareIf() && rareIf()->delay.count() > 0; }
+    bool proxying() const { return rareIf() && rareIf()->proxy; }
+    bool uploading() const { return rareIf() && rareIf()->uploading; }
 
     Worker& worker_;
     Socket socket_;
-    SSL* ssl_ = nullptr; // TLS (transport.h); null on cleartext
     IoBuffer in_;
     IoBuffer out_;
-    std::unique_ptr<Rare> rare_;
-    std::unique_ptr<capture::ConnCapture> cap_; // null unless capture was on at accept
+    std::unique_ptr<Extra> extra_;
     Clock::time_point deadline_ = Clock::time_point::max();
-    std::size_t readAsked_ = 0; // the room of the read in flight (a shorter read drained the socket)
     Clock::time_point requestStart_;
+    // While parked (Worker::park) no operation holds this object: this reference does.
+    std::shared_ptr<Connection> parkedSelf_;
+    std::uint32_t readAsked_ = 0; // the room of the read in flight (a shorter read drained the socket)
     std::uint16_t localPort_;
     Phase phase_ = Phase::Idle;
-    bool closeAfterWrite_ = false;
-    bool sentContinue_ = false;
-    bool moreBuffered_ = false; // a complete request may still be waiting in in_
-    bool closed_ = false;
-    bool parking_ = false;      // the buffered read was cancelled to give the buffer back
-    bool servedAny_ = false;    // a request was answered (the h2c preface only counts before that)
-    bool writeWaiting_ = false; // an async_wait for writability is pending
+    // One byte of flags (memory per idle connection is a benchmark target).
+    bool closeAfterWrite_ : 1 = false;
+    bool sentContinue_ : 1 = false;
+    bool moreBuffered_ : 1 = false; // a complete request may still be waiting in in_
+    bool closed_ : 1 = false;
+    bool parking_ : 1 = false;      // the buffered read was cancelled to give the buffer back
+    bool parked_ : 1 = false;       // in the worker's park set, no read pending (park())
+    bool servedAny_ : 1 = false;    // a request was answered (the h2c preface only counts before that)
+    bool writeWaiting_ : 1 = false; // an async_wait for writability is pending
 };
 
 } // namespace portico::net

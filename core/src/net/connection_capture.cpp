@@ -9,21 +9,21 @@ namespace portico::net {
 
 void Connection::captureStart() {
     const Snapshot& snap = worker_.snapshot();
-    cap_ = capture::beginConnection(worker_.recorder(), *snap.config,
-                                    capture::peerName(socket_.native_handle()));
+    extra().cap = capture::beginConnection(worker_.recorder(), *snap.config,
+                                           capture::peerName(socket_.native_handle()));
 }
 
 void Connection::addServerTiming(http::Response& res) {
     std::string& value = worker_.timingScratch();
     const auto start =
         std::chrono::duration_cast<std::chrono::nanoseconds>(requestStart_.time_since_epoch()).count();
-    capture::serverTimingValue(start, cap_->headNs, cap_->routeNs, capture::nowNs(), value);
+    capture::serverTimingValue(start, cap()->headNs, cap()->routeNs, capture::nowNs(), value);
     res.addHeader("Server-Timing", value);
 }
 
 void Connection::captureExchange(const http::Request& req, const http::Response& res, std::size_t headStart,
                                  std::string_view error) {
-    capture::ConnCapture& cc = *cap_;
+    capture::ConnCapture& cc = *cap();
     const std::int64_t start =
         std::chrono::duration_cast<std::chrono::nanoseconds>(requestStart_.time_since_epoch()).count();
     const std::int64_t now = capture::nowNs();
@@ -35,7 +35,7 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
     in.protocol = capture::Protocol::Http1;
     in.httpVersion = static_cast<std::uint8_t>(10 + req.versionMinor);
     in.streamId = ++cc.requests;
-    in.ssl = ssl_;
+    in.ssl = ssl();
     in.localPort = localPort_;
     in.req = &req;
     in.res = &res;
@@ -57,9 +57,9 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
     in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = cc.headNs >= 0 ? cc.headNs : start;
     in.phases[static_cast<std::size_t>(capture::Phase::RequestBodyDone)] = cc.bodyDoneNs;
     in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = cc.routeNs;
-    if (rare_ && rare_->upgrade && res.status == 101) {
+    if (rareIf() && rareIf()->upgrade && res.status == 101) {
         // A WebSocket session: its record starts here and is published by the session.
-        rare_->upgrade->capture = capture::wsBegin(cc, in);
+        rareIf()->upgrade->capture = capture::wsBegin(cc, in);
     } else {
         capture::h1Serialized(cc, in);
     }
@@ -71,8 +71,8 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
 // access log line and, with capture on, its record with the upstream phases. The request's views
 // are gone by now, so both come from the copy startProxy made.
 void Connection::finishProxied(std::string_view error, capture::WsCapturePtr* ws) {
-    const Rare::ProxyRecord& pr = rare_->proxyRecord;
-    const bool noBody = rare_->proxyHead || pr.status < 200 || pr.status == 204 || pr.status == 304;
+    const Rare::ProxyRecord& pr = rareIf()->proxyRecord;
+    const bool noBody = rareIf()->proxyHead || pr.status < 200 || pr.status == 204 || pr.status == 304;
     if (AccessLogger* log = worker_.accessLog()) {
         AccessRecord a;
         a.time = std::chrono::system_clock::now();
@@ -84,15 +84,15 @@ void Connection::finishProxied(std::string_view error, capture::WsCapturePtr* ws
         a.host = pr.host;
         a.referer = pr.referer;
         a.userAgent = pr.userAgent;
-        a.versionMinor = rare_->proxyMinor;
+        a.versionMinor = rareIf()->proxyMinor;
         a.status = pr.status;
         a.bytes = noBody ? 0 : pr.responseBytes;
         a.durationNs =
             std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - requestStart_).count();
         log->push(std::move(a));
     }
-    if (!cap_) return;
-    capture::ConnCapture& cc = *cap_;
+    if (!cap()) return;
+    capture::ConnCapture& cc = *cap();
     const std::int64_t start =
         std::chrono::duration_cast<std::chrono::nanoseconds>(requestStart_.time_since_epoch()).count();
     const std::int64_t now = capture::nowNs();
@@ -113,9 +113,9 @@ void Connection::finishProxied(std::string_view error, capture::WsCapturePtr* ws
     res.setBody(pr.responseBody);
     capture::ExchangeInput in;
     in.protocol = capture::Protocol::Http1;
-    in.httpVersion = static_cast<std::uint8_t>(10 + rare_->proxyMinor);
+    in.httpVersion = static_cast<std::uint8_t>(10 + rareIf()->proxyMinor);
     in.streamId = ++cc.requests;
-    in.ssl = ssl_;
+    in.ssl = ssl();
     in.localPort = localPort_;
     in.req = &req;
     in.res = pr.status ? &res : nullptr;

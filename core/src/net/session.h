@@ -18,6 +18,12 @@ public:
     virtual void onDrain() = 0;
     /// Closes at once (drain timeout passed, or a fatal error).
     virtual void abort() = 0;
+    /// A socket this session parked (Worker::park) has input or was closed by the peer; the
+    /// worker has taken no action on it: the session unparks it and reads.
+    virtual void unparked() {}
+    /// The worker is being destroyed with its loop stopped: a parked session drops the reference
+    /// that kept it alive while parked (and may be destroyed in this call).
+    virtual void releaseParked() {}
 
     Session* prev = nullptr; // worker's intrusive list
     Session* next = nullptr;

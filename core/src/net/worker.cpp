@@ -10,7 +10,9 @@
 #include <ctime>
 #include <future>
 
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 namespace portico::net {
 namespace asio = boost::asio;
@@ -23,9 +25,16 @@ constexpr auto kTick = std::chrono::milliseconds(250);
 } // namespace
 
 Worker::Worker(unsigned index, SnapshotSlot& slot, std::shared_ptr<AccessLogger> log)
-    : index_(index), slot_(slot), log_(std::move(log)), work_(asio::make_work_guard(io_)), ticker_(io_) {
+    : index_(index), slot_(slot), log_(std::move(log)), work_(asio::make_work_guard(io_)), ticker_(io_),
+      parked_(io_) {
     refreshSnapshot();
     updateClock();
+    // Without a park set (epoll_create1 failed) idle connections wait with Asio as before.
+    if (const int fd = ::epoll_create1(EPOLL_CLOEXEC); fd >= 0) {
+        boost::system::error_code ec;
+        parked_.assign(fd, ec);
+        if (ec) ::close(fd);
+    }
 }
 
 Worker::~Worker() {
@@ -33,6 +42,44 @@ Worker::~Worker() {
         io_.stop();
         thread_.join();
     }
+    // Parked sessions are kept alive by themselves, not by a pending operation that io_'s
+    // destructor would free: release them while the worker's members are all still alive.
+    for (Session* c = first_; c;) {
+        Session* next = c->next; // releaseParked may destroy and unlink c
+        c->releaseParked();
+        c = next;
+    }
+}
+
+bool Worker::park(int fd, Session* s) {
+    if (!parked_.is_open()) return false;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.ptr = s;
+    if (::epoll_ctl(parked_.native_handle(), EPOLL_CTL_ADD, fd, &ev) != 0) return false;
+    if (!parkWatched_) watchParked();
+    return true;
+}
+
+void Worker::unpark(int fd) {
+    if (parked_.is_open()) ::epoll_ctl(parked_.native_handle(), EPOLL_CTL_DEL, fd, nullptr);
+}
+
+void Worker::watchParked() {
+    parkWatched_ = true;
+    parked_.async_wait(
+        asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
+            parkWatched_ = false;
+            if (ec) return;
+            refreshSnapshot(); // an event entering the worker
+            // One event at a time: handling one session never sees another's stale pointer (a
+            // session leaves the set before it is destroyed). Bounded per wake; Asio's wait re-arms
+            // the descriptor, so what is left wakes it again at once.
+            epoll_event ev;
+            for (int i = 0; i < 1024 && ::epoll_wait(parked_.native_handle(), &ev, 1, 0) == 1; ++i)
+                static_cast<Session*>(ev.data.ptr)->unparked();
+            watchParked();
+        });
 }
 
 std::uint16_t Worker::openListener(const std::string& host, std::uint16_t port, std::string& error) {
