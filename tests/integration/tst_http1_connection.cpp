@@ -8,6 +8,9 @@
 
 #include <poll.h>
 
+#include <memory>
+#include <vector>
+
 using namespace portico::test;
 
 class TestHttp1Connection : public QObject {
@@ -357,6 +360,29 @@ private slots:
         QTest::qWait(700); // > 200 ms park delay + a 250 ms tick, < 2 s idle timeout
         QCOMPARE(c.exchange("GET /hello/second HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
         QCOMPARE(c.body(), std::string_view("hi second"));
+    }
+
+    // Parked connections (their sockets in the worker's park set, no read pending) that the
+    // client closes are noticed and freed: the server's descriptors come back to where they were.
+    void parkedConnectionsClosedByClientAreFreed() {
+        auto openFds = [pid = server_->pid()] {
+            return QDir(QString("/proc/%1/fd").arg(pid))
+                .entryList(QDir::NoDotAndDotDot | QDir::System)
+                .size();
+        };
+        const qsizetype before = openFds();
+        {
+            std::vector<std::unique_ptr<portico::test::RawClient>> clients;
+            for (int i = 0; i < 40; ++i) {
+                clients.push_back(std::make_unique<portico::test::RawClient>(port_));
+                QCOMPARE(clients.back()->exchange("GET /hello/p HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+            }
+            QCOMPARE(openFds(), before + 40);
+            QTest::qWait(700); // parked: > 200 ms idle + a 250 ms tick, < 2 s idle timeout
+            QCOMPARE(clients.front()->exchange("GET /hello/awake HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+            QCOMPARE(clients.front()->body(), std::string_view("hi awake"));
+        }                                                   // all 40 close
+        QTRY_COMPARE_WITH_TIMEOUT(openFds(), before, 1500); // well before the 2 s idle timeout
     }
 
     // The under side of body_timeout (1 s here, between body reads, not for the whole body): eight
