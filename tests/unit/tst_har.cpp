@@ -300,6 +300,32 @@ print("ok")
         QCOMPARE(minimal.exchanges[0].at(Phase::ResponseDone), minimal.exchanges[0].startedUnixNs); // time 0
     }
 
+    // Both sides of the startedDateTime range (±9×10⁹ s around 1970, inside what int64 nanoseconds
+    // hold): a date just inside is read to the second, one just outside is a warning and 1970.
+    void startedDateTimeRangeBothSides() {
+        auto started = [](const char* date, std::size_t& warnings) {
+            const std::string text =
+                std::string("{\"log\": {\"version\": \"1.2\", \"entries\": [{\"startedDateTime\": \"") +
+                date +
+                "\", \"time\": 0, \"request\": {\"method\": \"GET\", \"url\": "
+                "\"http://localhost/\", \"headers\": []}, \"response\": {\"status\": 200, "
+                "\"headers\": [], \"content\": {\"size\": 0}}}]}}";
+            auto r = capture::fromHar(text);
+            warnings = r.warnings.size();
+            return r.ok() && r.exchanges.size() == 1 ? r.exchanges[0].startedUnixNs : std::int64_t(-1);
+        };
+        std::size_t usual = 0, w = 0; // the entry's other warnings (no timings)
+        QCOMPARE(started("2026-12-02T00:00:00Z", usual), std::int64_t(1'796'169'600) * 1'000'000'000);
+        QCOMPARE(started("2255-03-14T15:59:59Z", w), std::int64_t(8'999'999'999) * 1'000'000'000);
+        QCOMPARE(w, usual);
+        QCOMPARE(started("2255-03-14T16:00:01Z", w), std::int64_t(0));
+        QCOMPARE(w, usual + 1);
+        QCOMPARE(started("1684-10-19T08:00:01Z", w), std::int64_t(-8'999'999'999) * 1'000'000'000);
+        QCOMPARE(w, usual);
+        QCOMPARE(started("1684-10-19T07:59:59Z", w), std::int64_t(0));
+        QCOMPARE(w, usual + 1);
+    }
+
     // Numbers no HAR writer produces (found by the har_import fuzz target under UBSan: converting
     // 1e107 to an integer, or summing huge timings, is undefined behaviour). Sizes out of range read
     // as "unknown" like -1, a status as 0, Portico's fields as absent; times saturate.

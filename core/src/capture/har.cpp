@@ -146,7 +146,8 @@ bool parseIso(std::string_view s, std::int64_t& unixNs) {
     tm.tm_hour = h;
     tm.tm_min = mi;
     tm.tm_sec = sec;
-    // Nanoseconds since 1970 in 64 bits reach the years 1678..2262; anything outside is malformed.
+    // Nanoseconds since 1970 in 64 bits reach the years 1678..2262; with room for the fraction and
+    // the offset, dates between 1684-10-19 and 2255-03-14 (±9×10⁹ s) are read, the rest is malformed.
     const std::int64_t seconds = static_cast<std::int64_t>(timegm(&tm));
     if (seconds < -9'000'000'000 || seconds > 9'000'000'000) return false;
     std::int64_t ns = seconds * 1'000'000'000;
