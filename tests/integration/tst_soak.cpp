@@ -4,7 +4,8 @@
 // under 5% and no file descriptor leak between two idle points, and a graceful stop during load
 // where every exchange completes or ends cleanly, with the capture store intact.
 // PORTICO_SOAK_SECONDS sets the soak phase (default 20 s, after a warm-up with the same mix and
-// fault of a third of it, at least 12 s; docs/security.md quotes a longer run).
+// fault of a third of it, at least 12 s; docs/security.md quotes a longer run). Qt Test stops a
+// test function after 300 s: a longer soak also needs QTEST_FUNCTION_TIMEOUT (milliseconds).
 #include "raw_client.h"
 #include "test_support.h"
 
