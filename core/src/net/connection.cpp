@@ -232,19 +232,21 @@ bool Connection::park() {
     return true;
 }
 
-void Connection::unparked() {
+// Out of the park set; returns the reference that kept this object alive while parked (null if
+// it was not parked): whoever holds it decides when this object may be freed.
+std::shared_ptr<Connection> Connection::leavePark() {
+    if (!parked_) return nullptr;
     worker_.unpark(socket_.native_handle());
     parked_ = false;
-    const auto self = std::move(parkedSelf_); // alive until the read below has started its wait
+    return std::move(parkedSelf_);
+}
+
+void Connection::unparked() {
+    const auto self = leavePark(); // alive until the read below has started its wait
     onReadable({});
 }
 
-void Connection::releaseParked() {
-    if (!parked_) return;
-    worker_.unpark(socket_.native_handle());
-    parked_ = false;
-    const auto self = std::move(parkedSelf_); // may be the last reference
-}
+void Connection::releaseParked() { leavePark(); } // may free this object
 
 void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
     if (closed_) return;
@@ -345,16 +347,16 @@ void Connection::drive() {
         if (!closeAfterWrite_ && !delayed() && !sendingFile() && !proxying()) parseAndHandle();
         if (closed_) return; // handed over to HTTP/2
         if (delayed()) {
-            if (!rareIf()->delayTimer) rareIf()->delayTimer.emplace(worker_.io());
+            Rare& r = *rareIf();
+            if (!r.delayTimer) r.delayTimer.emplace(worker_.io());
             phase_ = Phase::Delay;
             deadline_ = Clock::time_point::max();
-            rareIf()->delayTimer->expires_after(rareIf()->delay);
-            rareIf()->delayTimer->async_wait(
-                [self = shared_from_this()](const boost::system::error_code& ec) {
-                    if (ec || self->closed_) return;
-                    self->rareIf()->delay = std::chrono::nanoseconds{0};
-                    self->drive();
-                });
+            r.delayTimer->expires_after(r.delay);
+            r.delayTimer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+                if (ec || self->closed_) return;
+                self->rareIf()->delay = std::chrono::nanoseconds{0};
+                self->drive();
+            });
             if (cap()) capture::h1Yield(*cap());
             return;
         }
@@ -375,9 +377,9 @@ void Connection::drive() {
             // The upstream's response is on its way; the exchange calls back. Drained: read on.
             phase_ = Phase::Proxy;
             deadline_ = Clock::time_point::max();
-            if (rareIf()->proxyPaused) {
-                rareIf()->proxyPaused = false;
-                rareIf()->proxy->resume();
+            if (Rare& r = *rareIf(); r.proxyPaused) {
+                r.proxyPaused = false;
+                r.proxy->resume();
             }
             return;
         }
@@ -544,11 +546,11 @@ Connection::Extra& Connection::extra() {
 
 void Connection::resetBodyState() {
     sentContinue_ = false;
-    if (rareIf() && rareIf()->chunkActive) {
-        rareIf()->chunkActive = false;
-        rareIf()->chunkPos = 0;
+    if (Rare* r = rareIf(); r && r->chunkActive) {
+        r->chunkActive = false;
+        r->chunkPos = 0;
         // A large body's buffer is not kept for the rest of the connection's life.
-        if (rareIf()->chunkBody.capacity() > 64 * 1024) std::string().swap(rareIf()->chunkBody);
+        if (r->chunkBody.capacity() > 64 * 1024) std::string().swap(r->chunkBody);
     }
 }
 
@@ -827,9 +829,10 @@ void Connection::endUpload(std::span<const http::Header> trailers) {
 // is never read, so the connection closes after the response.
 void Connection::stopUpload() {
     if (!uploading()) return;
-    rareIf()->uploading = false;
-    rareIf()->uploadDeadline = Clock::time_point::max();
-    rareIf()->proxyKeep = false;
+    Rare& r = *rareIf();
+    r.uploading = false;
+    r.uploadDeadline = Clock::time_point::max();
+    r.proxyKeep = false;
     resetBodyState();
 }
 
@@ -995,10 +998,11 @@ void Connection::onUpstreamTrailers(std::string_view fields) {
     // Only a chunked body has room for them; fields that would change the framing never pass.
     proxy::detail::forEachField(fields, [&](std::string_view name, std::string_view value) {
         if (http::iequals(name, "content-length") || http::iequals(name, "transfer-encoding")) return;
-        rareIf()->proxyTrailers.append(name);
-        rareIf()->proxyTrailers.append(": ");
-        rareIf()->proxyTrailers.append(value);
-        rareIf()->proxyTrailers.append("\r\n");
+        std::string& t = rareIf()->proxyTrailers;
+        t.append(name);
+        t.append(": ");
+        t.append(value);
+        t.append("\r\n");
     });
 }
 
@@ -1287,22 +1291,18 @@ void Connection::abort() {
     if (closed_) return;
     closed_ = true;
     // Parked, nothing else holds this object: it is freed when this function returns.
-    std::shared_ptr<Connection> parkedSelf;
-    if (parked_) {
-        worker_.unpark(socket_.native_handle());
-        parked_ = false;
-        parkedSelf = std::move(parkedSelf_);
-    }
-    if (rareIf()) rareIf()->uploading = false;
+    const auto parkedSelf = leavePark();
+    Rare* r = rareIf();
+    if (r) r->uploading = false;
     if (cap()) capture::h1Closed(*cap());
     deadline_ = Clock::time_point::max();
     boost::system::error_code ec;
     socket_.cancel(ec);
     socket_.close(ec);
-    if (rareIf() && rareIf()->delayTimer) rareIf()->delayTimer->cancel();
-    if (rareIf() && rareIf()->proxy) {
-        rareIf()->proxy->cancel();
-        rareIf()->proxy.reset();
+    if (r && r->delayTimer) r->delayTimer->cancel();
+    if (r && r->proxy) {
+        r->proxy->cancel();
+        r->proxy.reset();
     }
 }
 

@@ -91,6 +91,7 @@ private:
     void startWebSocket();
     void waitRead();
     bool park();
+    std::shared_ptr<Connection> leavePark();
     void waitWrite();
     void onReadable(const boost::system::error_code& ec);
     void onRead(const boost::system::error_code& ec, std::size_t n);
