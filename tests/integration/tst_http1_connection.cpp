@@ -370,7 +370,14 @@ private slots:
                 .entryList(QDir::NoDotAndDotDot | QDir::System)
                 .size();
         };
-        const qsizetype before = openFds();
+        // Connections of the tests before this one may still be closing: wait until the count holds.
+        qsizetype before = openFds();
+        for (int i = 0; i < 20; ++i) {
+            QTest::qWait(200);
+            const qsizetype now = openFds();
+            if (now == before) break;
+            before = now;
+        }
         {
             std::vector<std::unique_ptr<portico::test::RawClient>> clients;
             for (int i = 0; i < 40; ++i) {
