@@ -1153,19 +1153,24 @@ void Loader::readVhost(const Value& v, Vhost& vh) {
                                           ? bare.substr(1, bare.size() - 2)
                                           : bare);
                     bool bracketed = inet_pton(AF_INET6, inner.c_str(), &a6) == 1; // an IPv6 literal
-                    bool ok =
-                        !bare.empty() && (bracketed || std::all_of(bare.begin(), bare.end(), [](char c) {
-                                              return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                                                     c == '-' || c == '.' || c == '_';
-                                          }));
+                    // Labels are non-empty (RFC 1034 §3.1): no leading dot, no '..', and at most the
+                    // one trailing dot already removed ('..' would otherwise load as '.', which the
+                    // writer saves and the loader then refuses).
+                    bool labels = !bare.starts_with('.') && !bare.ends_with('.') &&
+                                  bare.find("..") == std::string_view::npos;
+                    bool ok = !bare.empty() &&
+                              (bracketed || (labels && std::all_of(bare.begin(), bare.end(), [](char c) {
+                                                 return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                                                        c == '-' || c == '.' || c == '_';
+                                             })));
                     if (n == "*")
                         vh.names.push_back(n); // the least specific wildcard (see routing/router.h)
                     else if (!bracketed && n.find(':') != std::string::npos)
                         error(at, "names do not carry a port; use `port:` for '" + n + "'");
                     else if (!ok)
                         error(at, "'" + (*names)[i] +
-                                      "' is not a host name (letters, digits, '-', '.', "
-                                      "optionally starting with '*.')");
+                                      "' is not a host name (labels of letters, digits, '-' and '_' "
+                                      "joined by single dots, optionally starting with '*.')");
                     else
                         vh.names.push_back(n);
                 }
