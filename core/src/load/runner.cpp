@@ -7,6 +7,7 @@
 #include "response_parser.h"
 
 #include "net/drained.h"
+#include "net/h2_mem.h"
 #include "net/transport.h"
 #include "tls/client_tls.h"
 
@@ -476,7 +477,7 @@ void Conn::onConnected() {
     state = State::Open;
     ++worker.openConns;
     if (worker.plan.h2) {
-        nghttp2_session_client_new(&h2, worker.plan.h2Callbacks, this);
+        nghttp2_session_client_new3(&h2, worker.plan.h2Callbacks, this, nullptr, net::h2mem::allocator());
         // h2load's defaults: stream and connection windows of 2^30-1, no server push.
         const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (1u << 30) - 1}};

@@ -4,6 +4,7 @@
 
 #include "capture/hooks.h"
 #include "net/drained.h"
+#include "net/h2_mem.h"
 #include "net/transport.h"
 #include "net/worker.h"
 #include "proxy/h2_upstream.h"
@@ -268,7 +269,7 @@ void H2Connection::start() {
     resetRefill_ = Clock::now();
     controlTokens_ = static_cast<double>(h2.maxControlFrames);
     controlRefill_ = resetRefill_;
-    int rc = nghttp2_session_server_new2(&session_, callbacks.cbs, this, opt);
+    int rc = nghttp2_session_server_new3(&session_, callbacks.cbs, this, opt, h2mem::allocator());
     nghttp2_option_del(opt);
     if (rc != 0) {
         abort();

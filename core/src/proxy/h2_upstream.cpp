@@ -1,6 +1,7 @@
 // HTTP/2 upstream sessions and streams on nghttp2's client API (see h2_upstream.h).
 #include "proxy/h2_upstream.h"
 
+#include "net/h2_mem.h"
 #include "net/transport.h"
 #include "proxy/fastcgi.h"
 
@@ -332,7 +333,7 @@ void H2Conn::ready() {
     nghttp2_option_new(&opt);
     // WINDOW_UPDATE only for bytes the downstream took: the backpressure of a slow reader.
     nghttp2_option_set_no_auto_window_update(opt, 1);
-    int rc = nghttp2_session_client_new2(&session_, callbacks, this, opt);
+    int rc = nghttp2_session_client_new3(&session_, callbacks, this, opt, net::h2mem::allocator());
     nghttp2_option_del(opt);
     if (rc != 0) {
         die(502, "cannot create an HTTP/2 session");
