@@ -52,10 +52,12 @@ void drain(Lists& l) {
     }
 }
 
-// Frees the thread's lists when the thread exits.
+// Frees the thread's lists when the thread exits (armed by the thread's first cached block: the
+// write constructs it on that thread, which registers this destructor).
 struct Drainer {
+    bool armed = false;
     ~Drainer() {
-        drain(t_lists);
+        if (armed) drain(t_lists);
         t_lists.closed = true;
     }
 };
@@ -119,7 +121,7 @@ void release(void* p) {
     }
     if (!l.registered) {
         l.registered = true;
-        (void)&t_drainer; // odr-use: constructs it on this thread, so its destructor runs at exit
+        t_drainer.armed = true;
     }
     h->next = l.head[cls];
     l.head[cls] = h;
