@@ -90,11 +90,23 @@ private slots:
 #endif
 #ifdef PORTICO_TEST_ASAN
         auto* p = static_cast<char*>(h2mem::allocate(100));
-        QVERIFY(!__asan_address_is_poisoned(p + 99));
+        QVERIFY(!__asan_address_is_poisoned(p) && !__asan_address_is_poisoned(p + 99));
+        // Overflows either side of the 100 bytes asked for are reported, as with malloc's blocks:
+        // the rest of the 112-byte class and the block's header are poisoned.
+        QVERIFY(__asan_address_is_poisoned(p + 100));
+        QVERIFY(__asan_address_is_poisoned(p + 111));
+        QVERIFY(__asan_address_is_poisoned(p - 1));
+        QVERIFY(__asan_address_is_poisoned(p - 16));
+        // A realloc that fits in place moves the bound with it.
+        QCOMPARE(h2mem::reallocate(p, 110), static_cast<void*>(p));
+        QVERIFY(!__asan_address_is_poisoned(p + 109));
+        QVERIFY(__asan_address_is_poisoned(p + 110));
+        QCOMPARE(h2mem::reallocate(p, 50), static_cast<void*>(p));
+        QVERIFY(__asan_address_is_poisoned(p + 50));
         h2mem::release(p);
         QVERIFY(__asan_address_is_poisoned(p));
         QVERIFY(__asan_address_is_poisoned(p + 111)); // the whole 112-byte class
-        QCOMPARE(h2mem::allocate(100), static_cast<void*>(p));
+        QCOMPARE(h2mem::allocate(112), static_cast<void*>(p));
         QVERIFY(!__asan_address_is_poisoned(p) && !__asan_address_is_poisoned(p + 111));
         h2mem::release(p);
 #else
@@ -114,6 +126,11 @@ private slots:
             QCOMPARE(int(z[i]), 0);
         h2mem::release(z);
         QVERIFY(!h2mem::allocateZeroed(SIZE_MAX / 2, 3));
+        // Sizes that fit size_t but not with the block's header: null, as malloc's, not a wrapped
+        // small block (calloc would then clear 2^64 bytes of it).
+        QVERIFY(!h2mem::allocate(SIZE_MAX - 8));
+        QVERIFY(!h2mem::allocateZeroed(SIZE_MAX / 16, 16));
+        QVERIFY(!h2mem::reallocate(nullptr, SIZE_MAX - 8));
     }
 
     void reallocKeepsContent() {
@@ -127,10 +144,14 @@ private slots:
         QVERIFY(grown);
         QCOMPARE(QByteArray(grown, 20), QByteArray("0123456789abcdefghij"));
         std::memset(grown + 20, 'x', 4980);
-        auto* shrunk = static_cast<char*>(h2mem::reallocate(grown, 100));
-        QVERIFY(shrunk);
+        auto* shrunk = static_cast<char*>(h2mem::reallocate(grown, 100)); // a large block, in place
+        QCOMPARE(static_cast<void*>(shrunk), static_cast<void*>(grown));
         QCOMPARE(QByteArray(shrunk, 20), QByteArray("0123456789abcdefghij"));
-        h2mem::release(shrunk);
+        auto* regrown = static_cast<char*>(h2mem::reallocate(shrunk, 8000)); // moves: copies the 100
+        QVERIFY(regrown);
+        QCOMPARE(QByteArray(regrown, 20), QByteArray("0123456789abcdefghij"));
+        QCOMPARE(QByteArray(regrown + 20, 80), QByteArray(80, 'x'));
+        h2mem::release(regrown);
     }
 
     // A block allocated on one thread and freed on another joins the freeing thread's lists; a

@@ -6,6 +6,7 @@
 #include <sanitizer/asan_interface.h> // ASAN_(UN)POISON_MEMORY_REGION: no-ops without ASan
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -18,10 +19,12 @@ constexpr std::size_t kClasses = kMaxCachedBytes / kGranule; // class c (1..kCla
 
 // In front of every block. `cls` 0: a large block of `bytes` bytes, straight from malloc. A
 // cached block's link sits here too, not in its payload, so that under ASan the whole payload of a
-// free block is poisoned: nghttp2 touching a block it freed is reported as with malloc's.
+// free block is poisoned: nghttp2 touching a block it freed is reported as with malloc's. Under
+// ASan the header and the bytes past `requested` are poisoned too while the block is handed out,
+// so an overflow either side of what nghttp2 asked for is reported as well (open()/seal()).
 struct alignas(16) Header {
     std::uint32_t cls;
-    std::uint32_t pad;
+    std::uint32_t requested; // bytes asked for (≤ capacity), while handed out (see seal())
     union {
         std::size_t bytes; // payload capacity, while allocated
         Header* next;      // the next free block of its class, while cached
@@ -41,16 +44,7 @@ thread_local Lists t_lists{};
 
 std::atomic<std::uint64_t> g_system{0};
 
-void drain(Lists& l) {
-    for (std::size_t c = 1; c <= kClasses; ++c) {
-        while (Header* h = l.head[c]) {
-            l.head[c] = h->next;
-            ASAN_UNPOISON_MEMORY_REGION(reinterpret_cast<char*>(h) + kHeader, c * kGranule);
-            std::free(h);
-        }
-        l.bytes[c] = 0;
-    }
-}
+void drain(Lists& l);
 
 // Frees the thread's lists when the thread exits (armed by the thread's first cached block: the
 // write constructs it on that thread, which registers this destructor).
@@ -63,17 +57,53 @@ struct Drainer {
 };
 thread_local Drainer t_drainer;
 
-void* fromSystem(std::uint32_t cls, std::size_t bytes) {
-    g_system.fetch_add(1, std::memory_order_relaxed);
-    auto* h = static_cast<Header*>(std::malloc(kHeader + bytes));
-    if (!h) return nullptr;
-    h->cls = cls;
-    h->pad = 0;
-    h->bytes = bytes;
-    return reinterpret_cast<char*>(h) + kHeader;
+char* payloadOf(Header* h) { return reinterpret_cast<char*>(h) + kHeader; }
+
+// The header of a block nghttp2 holds, made readable (ASan) for our own code.
+Header* open(void* p) {
+    auto* h = reinterpret_cast<Header*>(static_cast<char*>(p) - kHeader);
+    ASAN_UNPOISON_MEMORY_REGION(h, kHeader);
+    return h;
 }
 
-Header* headerOf(void* p) { return reinterpret_cast<Header*>(static_cast<char*>(p) - kHeader); }
+// Hands a block out for `requested` bytes: under ASan only those bytes stay addressable.
+void* seal(Header* h, std::size_t requested) {
+    // A large block past 4 GiB keeps 0: reallocate() then counts all of it as used.
+    h->requested = requested <= UINT32_MAX ? static_cast<std::uint32_t>(requested) : 0;
+    char* p = payloadOf(h);
+    ASAN_UNPOISON_MEMORY_REGION(p, requested);
+    ASAN_POISON_MEMORY_REGION(p + requested, h->bytes - requested);
+    ASAN_POISON_MEMORY_REGION(h, kHeader);
+    return p;
+}
+
+// A new block of `capacity` bytes handed out for `requested`; null when malloc fails or the size
+// cannot be represented with the header (as malloc's null for an impossible size).
+void* fromSystem(std::uint32_t cls, std::size_t capacity, std::size_t requested) {
+    if (capacity > static_cast<std::size_t>(PTRDIFF_MAX) - kHeader) return nullptr;
+    g_system.fetch_add(1, std::memory_order_relaxed);
+    auto* h = static_cast<Header*>(std::malloc(kHeader + capacity));
+    if (!h) return nullptr;
+    h->cls = cls;
+    h->bytes = capacity;
+    return seal(h, requested);
+}
+
+// Gives a block back to malloc (all of it addressable again first).
+void toSystem(Header* h) {
+    ASAN_UNPOISON_MEMORY_REGION(payloadOf(h), h->cls ? h->cls * kGranule : h->bytes);
+    std::free(h);
+}
+
+void drain(Lists& l) {
+    for (std::size_t c = 1; c <= kClasses; ++c) {
+        while (Header* h = l.head[c]) {
+            l.head[c] = h->next;
+            toSystem(h);
+        }
+        l.bytes[c] = 0;
+    }
+}
 
 void* mallocCb(std::size_t size, void*) { return allocate(size); }
 void freeCb(void* p, void*) { release(p); }
@@ -96,27 +126,25 @@ std::size_t cachedBytes() {
 }
 
 void* allocate(std::size_t bytes) {
-    if (bytes > kMaxCachedBytes) return fromSystem(0, bytes);
+    if (bytes > kMaxCachedBytes) return fromSystem(0, bytes, bytes);
     const auto cls = static_cast<std::uint32_t>(bytes == 0 ? 1 : (bytes + kGranule - 1) / kGranule);
     Lists& l = t_lists;
     if (Header* h = l.head[cls]) {
         l.head[cls] = h->next;
         l.bytes[cls] -= cls * kGranule;
         h->bytes = cls * kGranule;
-        char* p = reinterpret_cast<char*>(h) + kHeader;
-        ASAN_UNPOISON_MEMORY_REGION(p, cls * kGranule);
-        return p;
+        return seal(h, bytes);
     }
-    return fromSystem(cls, cls * kGranule);
+    return fromSystem(cls, cls * kGranule, bytes);
 }
 
 void release(void* p) {
     if (!p) return;
-    Header* h = headerOf(p);
+    Header* h = open(p);
     Lists& l = t_lists;
     const std::uint32_t cls = h->cls;
     if (cls == 0 || l.closed || l.bytes[cls] + cls * kGranule > kCacheBytesPerClass) {
-        std::free(h);
+        toSystem(h);
         return;
     }
     if (!l.registered) {
@@ -143,11 +171,15 @@ void* reallocate(void* p, std::size_t bytes) {
         release(p);
         return nullptr;
     }
-    const std::size_t have = headerOf(p)->bytes;
-    if (bytes <= have) return p; // fits as is
+    Header* h = open(p);
+    if (bytes <= h->bytes) return seal(h, bytes); // fits as is
+    // What the old block holds: its requested bytes (a large block: all of it).
+    std::size_t used = h->requested;
+    if (h->cls == 0 && used == 0) used = h->bytes;
+    ASAN_POISON_MEMORY_REGION(h, kHeader);
     void* q = allocate(bytes);
     if (!q) return nullptr; // p stays valid, as realloc's
-    std::memcpy(q, p, have < bytes ? have : bytes);
+    std::memcpy(q, p, used < bytes ? used : bytes);
     release(p);
     return q;
 }
