@@ -12,8 +12,8 @@
 // the address nghttp2 sees, so alignment stays 16 as malloc's. Classes are multiples of 16 bytes
 // up to kMaxCachedBytes; larger blocks, and blocks freed while their class's list already holds
 // kCacheBytesPerClass bytes, go straight to malloc/free. A thread's lists hold at most
-// kMaxCachedBytes / 16 × kCacheBytesPerClass bytes (2 MiB; in practice the few classes nghttp2
-// uses, ~200 KiB) and are freed when the thread exits. A block may be freed on another thread
+// kMaxCachedBytes / 16 × kCacheBytesPerClass bytes (2 MiB; in practice 64 KiB for each class nghttp2
+// uses, about five of them) and are freed when the thread exits. A block may be freed on another thread
 // than the one that allocated it (a session destroyed by ~Worker on the engine's thread): it
 // joins that thread's lists. Sessions stay single-threaded (nghttp2's rule); the allocator is
 // thread-safe by sharing nothing but a relaxed counter. Under ASan a cached block's payload is
