@@ -120,7 +120,11 @@ const Route* routeOfPattern(const PatternRoute& p) { return p.route; }
 /// Match-time state of one pattern search; lives on the caller's stack.
 struct PatternWalk {
     MethodWant want;
-    std::array<std::string_view, kMaxParams> values{};
+    struct Capture {
+        const char* data;
+        std::size_t size;
+    };
+    Capture values[kMaxParams]; // [0, count) are set; trivial, so not zeroed per match
     std::size_t count = 0;
     std::uint32_t allow = 0;
     const PatternRoute* found = nullptr;
@@ -146,13 +150,13 @@ bool walkPattern(const PatternNode& node, std::string_view rest, PatternWalk& wa
         if (const auto* child = node.findLiteral(segment); child && walkPattern(*child, after, walk))
             return true;
         if (node.param && !segment.empty() && walk.count < kMaxParams) {
-            walk.values[walk.count++] = segment;
+            walk.values[walk.count++] = {segment.data(), segment.size()};
             if (walkPattern(*node.param, after, walk)) return true;
             --walk.count;
         }
     }
     if (!node.wildcard.empty() && walk.count < kMaxParams) {
-        walk.values[walk.count++] = rest;
+        walk.values[walk.count++] = {rest.data(), rest.size()};
         if (walk.tryRoutes(node.wildcard)) return true;
         --walk.count;
     }
@@ -236,7 +240,10 @@ public:
                                       [](const ExactGroup& g, std::string_view p) { return g.path < p; });
         if (group != exact_.end() && group->path == path) {
             auto i = pickByMethod(group->routes, self, want, allow);
-            if (i != kNone) return matched(result, group->routes[i]);
+            if (i != kNone) {
+                matched(result, group->routes[i]);
+                return result;
+            }
         }
 
         // 2. Router patterns.
@@ -248,8 +255,9 @@ public:
             assert(names.size() == walk.count);
             result.paramCount = std::min(names.size(), walk.count);
             for (std::size_t i = 0; i < result.paramCount; ++i)
-                result.params[i] = {names[i], walk.values[i]};
-            return matched(result, walk.found->route);
+                result.params[i] = {names[i], std::string_view(walk.values[i].data, walk.values[i].size)};
+            matched(result, walk.found->route);
+            return result;
         }
         allow |= walk.allow;
 
@@ -263,14 +271,23 @@ public:
             }
             allow |= r->methods;
         }
-        if (longest && longest->kind == MatchKind::PrefixNoRegex) return matched(result, longest);
+        if (longest && longest->kind == MatchKind::PrefixNoRegex) {
+            matched(result, longest);
+            return result;
+        }
         for (const auto& [regex, r] : regexes_) {
             // A search over the match or depth limit counts as no match: the next route decides.
             if (regex.search(path) != Regex::Result::Match) continue;
-            if (want.accepts(r->methods)) return matched(result, r);
+            if (want.accepts(r->methods)) {
+                matched(result, r);
+                return result;
+            }
             allow |= r->methods;
         }
-        if (longest) return matched(result, longest);
+        if (longest) {
+            matched(result, longest);
+            return result;
+        }
 
         // 4. Nothing serves this method. A route that serves the path for other methods means the
         // resource exists, so 405 (or the OPTIONS answer) beats the static fallback.
@@ -287,10 +304,11 @@ public:
     }
 
 private:
-    static RouteResult& matched(RouteResult& result, const Route* route) {
+    // Every return of match() names `result`, so it is built in the caller's object (NRVO)
+    // instead of being copied out (540 bytes).
+    static void matched(RouteResult& result, const Route* route) {
         result.kind = RouteResult::Kind::Matched;
         result.route = route;
-        return result;
     }
 
     void add(const Route& route) {
