@@ -2,9 +2,10 @@
 //
 // Why: nghttp2 allocates and frees about five small blocks per HTTP/2 request (the stream, the
 // outbound HEADERS and DATA items, the copy of the response's header list, a header buffer: 55,
-// 152, 152, 224 and 310 bytes with nghttp2 1.52). With many streams in flight (h2load -c50 -m16:
-// 800) glibc's per-thread cache (7 blocks per size) overflows and most of those calls take
-// malloc's slower paths (`_int_malloc`, `_int_free`: about 3 % of the server's CPU in a profile of
+// 152, 152, 224 and 310 bytes with nghttp2 1.52 for a short `respond` answer; the header list of a
+// static file's answer, with ETag, Last-Modified and Accept-Ranges, is 612 bytes). With many streams in
+// flight (h2load -c50 -m16: 800) glibc's per-thread cache (7 blocks per size) overflows and most of those
+// calls take malloc's slower paths (`_int_malloc`, `_int_free`: about 3 % of the server's CPU in a profile of
 // the h2tls benchmark). Here a freed block goes to a free list of its size class on the freeing
 // thread and the next allocation of that class pops it: no lock, no search.
 //
@@ -12,7 +13,7 @@
 // the address nghttp2 sees, so alignment stays 16 as malloc's. Classes are multiples of 16 bytes
 // up to kMaxCachedBytes; larger blocks, and blocks freed while their class's list already holds
 // kCacheBytesPerClass bytes, go straight to malloc/free. A thread's lists hold at most
-// kMaxCachedBytes / 16 × kCacheBytesPerClass bytes (2 MiB; in practice 64 KiB for each class nghttp2
+// kMaxCachedBytes / 16 × kCacheBytesPerClass bytes (4 MiB; in practice 64 KiB for each class nghttp2
 // uses, about five of them) and are freed when the thread exits. A block may be freed on another thread
 // than the one that allocated it (a session destroyed by ~Worker on the engine's thread): it
 // joins that thread's lists. Sessions stay single-threaded (nghttp2's rule); the allocator is
@@ -28,7 +29,7 @@
 namespace portico::net::h2mem {
 
 /// Largest block (bytes requested) served from the free lists; larger ones are plain malloc.
-inline constexpr std::size_t kMaxCachedBytes = 512;
+inline constexpr std::size_t kMaxCachedBytes = 1024;
 /// Bytes of free blocks one size class keeps per thread before frees go back to malloc.
 inline constexpr std::size_t kCacheBytesPerClass = 64 * 1024;
 
