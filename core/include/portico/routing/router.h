@@ -4,7 +4,6 @@
 #include <portico/config/config.h>
 #include <portico/http/message.h>
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <string_view>
