@@ -34,7 +34,7 @@ namespace {
 constexpr std::size_t kMaxBatchBytes = 256 * 1024;    // flush pipelined output once this much is queued
 constexpr std::uint64_t kInlineFileBytes = 16 * 1024; // smaller file bodies are copied, not sendfile'd
 constexpr auto kLingerTime = std::chrono::seconds(2);
-constexpr auto kParkAfter = std::chrono::milliseconds(200); // idle this long → buffers back to the pool
+constexpr auto kParkAfter = kReleaseIdleAfter; // idle this long → buffers back to the pool
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"; // RFC 9113 §3.4
 constexpr std::size_t kTlsFileChunk = 64 * 1024; // file bytes read per TLS write (sendfile needs cleartext)
 // A streamed request body: reading from the client pauses while this many bytes wait for the
@@ -1248,6 +1248,9 @@ void Connection::checkDeadline(Clock::time_point now) {
         boost::system::error_code ec;
         socket_.cancel(ec);
     }
+    if (ssl() && phase_ == Phase::Idle &&
+        deadline_ - worker_.snapshot().config->limits.idleTimeout + kParkAfter < now)
+        transportReleaseIdleBuffers(ssl()); // TLS does not park: it keeps only its record buffers back
     if (rareIf() && rareIf()->uploading && now >= rareIf()->uploadDeadline) {
         // No request body bytes for body_timeout while the exchange waits for them.
         worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);

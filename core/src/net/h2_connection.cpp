@@ -1113,7 +1113,13 @@ void H2Connection::logExchange(const Stream& s) {
 }
 
 void H2Connection::checkDeadline(Clock::time_point now) {
-    if (closed_ || now < deadline_) return;
+    if (closed_) return;
+    // No stream for a tick: OpenSSL's record buffers go back (flush() set deadline_ to
+    // idle_timeout from then; before the first request it is header_timeout, shorter).
+    if (ssl_ && streams_.empty() && !writing_ &&
+        deadline_ - worker_.snapshot().config->limits.idleTimeout + kReleaseIdleAfter < now)
+        transportReleaseIdleBuffers(ssl_);
+    if (now < deadline_) return;
     worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
     if (!writing_) {
         // Requests whose body stopped arriving: 408 on each of those streams (RFC 9110 §15.5.9);

@@ -74,4 +74,8 @@ bool transportPending(SSL* ssl) {
     return SSL_has_pending(ssl) == 1;
 }
 
+void transportReleaseIdleBuffers(SSL* ssl) {
+    if (ssl) SSL_free_buffers(ssl); // 0 (and nothing freed) while a buffer holds bytes
+}
+
 } // namespace portico::net

@@ -5,6 +5,7 @@
 // own buffering and per-operation allocations.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <sys/types.h>
 
@@ -34,5 +35,16 @@ IoResult transportWrite(int fd, SSL* ssl, const char* p, std::size_t len, bool m
 /// TLS input inside OpenSSL that a read can take without the socket (decrypted bytes, or whole
 /// records read ahead). False after a read that needed the socket: what is left is part of a record.
 bool transportPending(SSL* ssl);
+
+/// How long a connection waits with nothing to do before it gives its buffers back (the pool's
+/// read and write buffers, OpenSSL's record buffers).
+inline constexpr std::chrono::milliseconds kReleaseIdleAfter{200};
+
+/// Gives OpenSSL's record buffers back (SSL_free_buffers: about 17 KiB to read and 17 KiB to write
+/// per connection) when they hold nothing: no bytes of a record read ahead, no write pending. Does
+/// nothing otherwise, or with `ssl` null. For a connection idle for kReleaseIdleAfter: the next
+/// read or write allocates them again. (SSL_MODE_RELEASE_BUFFERS would do this after every read
+/// and write, two ~17 KiB malloc/free pairs per loop turn under load.)
+void transportReleaseIdleBuffers(SSL* ssl);
 
 } // namespace portico::net

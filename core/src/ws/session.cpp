@@ -505,6 +505,7 @@ void WsSession::checkDeadline(Clock::time_point now) {
         return;
     }
     const auto idle = now - lastInput_;
+    if (ssl_ && !writing_ && idle > net::kReleaseIdleAfter) net::transportReleaseIdleBuffers(ssl_);
     if (idle > action_.idleTimeout) {
         fail(kCloseGoingAway, "idle timeout");
         flush();
