@@ -396,6 +396,9 @@ Router::Router(const config::Config& config) : config_(config) {
 Router::~Router() = default;
 
 std::size_t Router::selectVhost(std::string_view host, std::uint16_t localPort) const {
+    // One vhost (`portico serve DIR`, most dev configs): every step below would choose it, or none
+    // and then the final fallback, which is it too.
+    if (vhosts_.size() == 1) return 0;
     host = hostOnly(host);
     // Each step keeps the first candidate, except that a vhost bound to this port beats an unbound
     // one of the same rank: binding a vhost to a port is the more specific statement.
