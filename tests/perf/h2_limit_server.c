@@ -3,7 +3,7 @@
  * 127.0.0.1:PORT. It parses frame headers only and never decodes HPACK: every frame that carries
  * END_STREAM (a HEADERS or DATA frame, RFC 9113 §6.1, §6.2) gets a canned response on its stream,
  * HEADERS (":status: 200", "content-length: 13") + DATA "Hello, World!" with END_STREAM, all the
- * answers to one read go out in one write. SETTINGS are acknowledged (§6.5.3), PINGs answered (§6.7),
+ * answers to one read go out in one write (waited out if the socket buffer fills). SETTINGS are acknowledged (§6.5.3), PINGs answered (§6.7),
  * DATA is credited back with WINDOW_UPDATE (§6.9), GOAWAY or a malformed preface closes the
  * connection. Like ../shared/bench/limit_server.c for HTTP/1.1, nothing real can beat it on one
  * core, so whichever client drives it faster is the faster client.
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,6 +43,22 @@ static size_t put_frame(size_t at, uint32_t len, uint8_t type, uint8_t flags, ui
   p[5] = (stream >> 24) & 0x7f; p[6] = stream >> 16; p[7] = stream >> 8; p[8] = stream;
   if (len) memcpy(p + 9, payload, len);
   return at + 9 + len;
+}
+
+/* Writes all `len` bytes; a full socket buffer is waited out (at most 1 s per wait), which stalls
+   the other connections but never loses an answer. Returns -1 on error or timeout. */
+static int write_all(int fd, const unsigned char *p, size_t len) {
+  while (len) {
+    ssize_t w = write(fd, p, len);
+    if (w > 0) { p += w; len -= (size_t)w; continue; }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) {
+      struct pollfd pf = {.fd = fd, .events = POLLOUT};
+      if (poll(&pf, 1, 1000) == 1) continue;
+    }
+    return -1;
+  }
+  return 0;
 }
 
 static void drop(int ep, int fd) {
@@ -81,7 +98,7 @@ int main(int argc, char **argv) {
           static const unsigned char window[] = {0x3f, 0xff, 0x00, 0x00};
           size_t len = put_frame(0, sizeof settings, 0x4, 0, 0, settings);
           len = put_frame(len, sizeof window, 0x8, 0, 0, window);
-          if (!conns[c].buf || write(c, out, len) != (ssize_t)len) { close(c); free(conns[c].buf); conns[c].buf = 0; continue; }
+          if (!conns[c].buf || write_all(c, out, len) < 0) { close(c); free(conns[c].buf); conns[c].buf = 0; continue; }
           struct epoll_event ce = {.events = EPOLLIN, .data.fd = c};
           epoll_ctl(ep, EPOLL_CTL_ADD, c, &ce);
         }
@@ -124,7 +141,7 @@ int main(int argc, char **argv) {
       }
       k->held = have - at;
       if (k->held) memmove(k->buf, k->buf + at, k->held);
-      if (len && write(fd, out, len) < 0) bad = 1;
+      if (len && write_all(fd, out, len) < 0) bad = 1;
       if (bad) drop(ep, fd);
     }
   }
