@@ -49,6 +49,11 @@ Worker::~Worker() {
         c->releaseParked();
         c = next;
     }
+    // So are the connections held only by a handler that never ran (an engine stopped without a
+    // drain, a worker that never started): members declared after io_ (the buffer pool, the
+    // session list, the counters, the capture recorder) are destroyed before io_, so io_'s own
+    // destructor would free those handlers too late.
+    io_.destroyHandlers();
 }
 
 bool Worker::park(int fd, Session* s) {

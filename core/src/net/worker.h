@@ -43,6 +43,17 @@ struct WorkerCounters {
     std::atomic<std::uint64_t> h2Abuse{0}; // connections cut off with GOAWAY(ENHANCE_YOUR_CALM)
 };
 
+/// A worker's io_context. destroyHandlers() lets ~Worker destroy the handlers still queued or
+/// pending (and the connections they keep alive) while the worker's other members are alive;
+/// io_context's own destructor would do it after them.
+class WorkerIo : public boost::asio::io_context {
+public:
+    using boost::asio::io_context::io_context;
+    /// Shuts the services down (execution_context::shutdown): every handler not run yet is
+    /// destroyed, not called. io objects on this context may still be destroyed afterwards.
+    void destroyHandlers() { shutdown(); }
+};
+
 class Worker {
 public:
     using Clock = std::chrono::steady_clock;
@@ -147,7 +158,7 @@ private:
     // The handler that ends a turn lives in turnEnd_ (one is pending at most): a post per turn
     // through Asio's recycling cache would take the block another operation needs (slot_allocator.h).
     HandlerSlot turnEnd_;
-    boost::asio::io_context io_{1};
+    WorkerIo io_{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
     boost::asio::steady_timer ticker_;
     boost::asio::posix::stream_descriptor parked_; // the park set's epoll descriptor (park())
