@@ -1,7 +1,10 @@
-// ~Worker destroys the handlers still queued on its io_context while its other members (buffer
-// pool, session list, counters, capture recorder) are alive: a connection kept alive only by such
-// a handler touches them in its destructor. Before, io_context's destructor freed those handlers
-// after the members declared after it were gone (a use after free, seen by the ASan run).
+// A worker's life cycle at its edges (each case was a use after free, seen by the ASan run):
+// - ~Worker destroys the handlers still queued on its io_context while its other members (buffer
+//   pool, session list, counters, capture recorder) are alive: a connection kept alive only by
+//   such a handler touches them in its destructor. io_context's own destructor freed those
+//   handlers after the members declared after it were gone.
+// - A listener closed twice before its posted erase runs is erased once; one closed before
+//   start() gets no accept (its erase ran first and the accept's completion used the freed entry).
 #include "net/snapshot.h"
 #include "net/worker.h"
 
@@ -10,6 +13,11 @@
 #include <boost/asio/post.hpp>
 
 #include <memory>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 using namespace portico;
 
@@ -44,6 +52,29 @@ private slots:
         QCOMPARE(destroyed, 0); // the queued handler holds it
         worker.reset();
         QCOMPARE(destroyed, 1);
+    }
+
+    void listenerClosedTwiceBeforeStart() {
+        net::SnapshotSlot slot;
+        net::Worker worker(0, slot, nullptr);
+        std::string error;
+        const std::uint16_t port = worker.openListener("127.0.0.1", 0, error);
+        QVERIFY2(port != 0, error.c_str());
+        worker.closeListener("127.0.0.1", port);
+        worker.closeListener("127.0.0.1", port);
+        worker.start();
+        worker.runSync([] {}); // the posted erase and any accept completion have run
+        // Nothing listens there any more.
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        ::close(fd);
+        QCOMPARE(rc, -1);
+        worker.beginDrain(std::chrono::milliseconds(100));
+        worker.join();
     }
 };
 

@@ -117,7 +117,9 @@ std::uint16_t Worker::openListener(const std::string& host, std::uint16_t port, 
 
 void Worker::closeListener(const std::string& host, std::uint16_t port) {
     for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
-        if (it->host == host && it->port == port) {
+        // A listener closed by an earlier call waits for its posted erase: closing it again would
+        // erase it twice.
+        if (it->host == host && it->port == port && it->acceptor.is_open()) {
             boost::system::error_code ec;
             it->acceptor.close(ec);
             // The pending accept completes with operation_aborted; erase after it has run.
@@ -132,7 +134,7 @@ void Worker::closeListener(const std::string& host, std::uint16_t port) {
 
 void Worker::start() {
     for (auto& l : listeners_)
-        accept(l);
+        if (l.acceptor.is_open()) accept(l); // one closed before start() only waits for its erase
     tick();
     thread_ = std::thread([this] { io_.run(); });
 }
