@@ -209,6 +209,29 @@ vhosts:
         }
     }
 
+    // The server's preference (SSL_OP_CIPHER_SERVER_PREFERENCE) puts AES-128-GCM first in both
+    // versions, against a client that offers AES-256-GCM first (openssl's default order); a client
+    // that offers only AES-256-GCM still gets it.
+    void aes128GcmPreferred_data() {
+        QTest::addColumn<QStringList>("offer");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("TLS 1.3, default offer") << QStringList{"-tls1_3"} << "TLS_AES_128_GCM_SHA256";
+        QTest::newRow("TLS 1.3, AES-256 only")
+            << QStringList{"-tls1_3", "-ciphersuites", "TLS_AES_256_GCM_SHA384"} << "TLS_AES_256_GCM_SHA384";
+        QTest::newRow("TLS 1.2, default offer") << QStringList{"-tls1_2"} << "ECDHE-ECDSA-AES128-GCM-SHA256";
+    }
+    void aes128GcmPreferred() {
+        QFETCH(QStringList, offer);
+        QFETCH(QString, expected);
+        auto r = runProcess(
+            "openssl",
+            QStringList{"s_client", "-connect", QStringLiteral("127.0.0.1:%1").arg(server_->tlsPort())} +
+                offer,
+            "Q\n", 10000);
+        const QByteArray all = r.out + r.err;
+        QVERIFY2(all.contains(("Cipher is " + expected).toUtf8()), all.constData());
+    }
+
     void sessionResumption_data() {
         QTest::addColumn<QString>("flag");
         QTest::newRow("TLS 1.3 ticket") << "-tls1_3";
