@@ -16,12 +16,12 @@ namespace portico::tls {
 
 namespace {
 
-// Mozilla's "intermediate" list for TLS 1.2 (TLS 1.3 suites are OpenSSL's defaults, all AEAD).
 // TLS 1.3 suites in Mozilla's "intermediate" order, which the server's preference applies: AES-128-GCM
 // first (RFC 8446 §9.1's mandatory suite, what browsers and Go's crypto/tls pick on AES-NI machines).
 // OpenSSL's default puts AES-256-GCM first, 14 AES rounds against 10 for every record, on both
 // ends of the connection.
 constexpr char kCiphers13[] = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+// Mozilla's "intermediate" list for TLS 1.2.
 constexpr char kCiphers12[] = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
                               "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
                               "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
