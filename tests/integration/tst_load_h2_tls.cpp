@@ -12,6 +12,7 @@
 
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -232,6 +233,61 @@ private slots:
         QCOMPARE(server.terminate(), 0);
         const qint64 counted = serverCount(server.output());
         QCOMPARE(counted, static_cast<qint64>(r.requests.started + r.warmup.started));
+    }
+
+    // The client offers TLS 1.3's AES-128-GCM first (tls/suites.h), as h2load does: a server that
+    // follows the client's order (Python's here, with OP_CIPHER_SERVER_PREFERENCE cleared, as
+    // nginx by default) then uses it. OpenSSL's default order led with AES-256-GCM.
+    void clientOffersAes128GcmFirst() {
+        const QString dir = configDir_.path();
+        auto cert =
+            test::runProcess("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                         "ec_paramgen_curve:P-256", "-nodes", "-keyout", dir + "/py.key",
+                                         "-out", dir + "/py.crt", "-days", "2", "-subj", "/CN=localhost"});
+        QCOMPARE(cert.exitCode, 0);
+        static const char kServer[] = R"PY(
+import socket, ssl, sys, threading
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.options &= ~ssl.OP_CIPHER_SERVER_PREFERENCE
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+ls = socket.socket(); ls.bind(("127.0.0.1", 0)); ls.listen(8)
+print(ls.getsockname()[1], flush=True)
+def serve(c):
+    try:
+        s = ctx.wrap_socket(c, server_side=True)
+        print("cipher", s.cipher()[0], flush=True)
+        buf = b""
+        while True:
+            d = s.recv(65536)
+            if not d: return
+            buf += d
+            while b"\r\n\r\n" in buf:
+                buf = buf.split(b"\r\n\r\n", 1)[1]
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    except (OSError, ssl.SSLError):
+        return
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+)PY";
+        QProcess server;
+        server.start(test::debianPython(), {"-c", kServer, dir + "/py.crt", dir + "/py.key"});
+        QVERIFY(server.waitForStarted());
+        QVERIFY2(server.waitForReadyRead(10000), server.readAllStandardError().constData());
+        const int port = server.readLine().trimmed().toInt();
+        QVERIFY(port > 0);
+        auto o = options(QStringLiteral("https://127.0.0.1:%1/").arg(port), 3);
+        o.connections = 1;
+        o.insecure = true;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.requests.completed, std::uint64_t{3});
+        QTRY_VERIFY_WITH_TIMEOUT(server.bytesAvailable() > 0 || server.canReadLine(), 5000);
+        server.kill();
+        server.waitForFinished(5000);
+        const QByteArray said = server.readAll();
+        QVERIFY2(said.contains("cipher TLS_AES_128_GCM_SHA256"), said.constData());
+        QVERIFY2(!said.contains("cipher TLS_AES_256_GCM_SHA384"), said.constData());
     }
 
     void benchCliH2Json() {

@@ -4,6 +4,7 @@
 #include "net/h2_mem.h"
 #include "net/transport.h"
 #include "proxy/fastcgi.h"
+#include "tls/suites.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -64,6 +65,7 @@ SSL_CTX* clientContext() {
     thread_local std::unique_ptr<SSL_CTX, Free> ctx{[] {
         SSL_CTX* c = SSL_CTX_new(TLS_client_method());
         SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
+        SSL_CTX_set_ciphersuites(c, tls::kTls13Suites);
         // A dev server's upstreams use local or self-signed certificates: not verified.
         SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nullptr);
         SSL_CTX_set_mode(c, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);

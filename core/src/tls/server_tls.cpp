@@ -2,6 +2,7 @@
 #include "tls/server_tls.h"
 
 #include "tls/socket_bio.h"
+#include "tls/suites.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -16,11 +17,6 @@ namespace portico::tls {
 
 namespace {
 
-// TLS 1.3 suites in Mozilla's "intermediate" order, which the server's preference applies: AES-128-GCM
-// first (RFC 8446 §9.1's mandatory suite, what browsers and Go's crypto/tls pick on AES-NI machines).
-// OpenSSL's default puts AES-256-GCM first, 14 AES rounds against 10 for every record, on both
-// ends of the connection.
-constexpr char kCiphers13[] = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
 // Mozilla's "intermediate" list for TLS 1.2.
 constexpr char kCiphers12[] = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
                               "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
@@ -82,7 +78,7 @@ SSL_CTX* newContext(bool h2, std::string& error) {
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_cipher_list(ctx, kCiphers12);
-    SSL_CTX_set_ciphersuites(ctx, kCiphers13);
+    SSL_CTX_set_ciphersuites(ctx, kTls13Suites); // tls/suites.h: AES-128-GCM first
     SSL_CTX_set_options(ctx,
                         SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
     // Partial writes: a non-blocking SSL_write returns after each record it could send. Record
