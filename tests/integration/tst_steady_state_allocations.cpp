@@ -177,7 +177,7 @@ private slots:
 
     // TLS in steady state: OpenSSL's record buffers (about 17 KiB each way) stay with a busy
     // connection. With SSL_MODE_RELEASE_BUFFERS they went back to malloc after every read and every
-    // write and came again on the next: about 3 KiB per h2 request and 35 KiB per HTTP/1.1 request
+    // write and came again on the next: about 3 KiB per h2 request and 33 KiB per HTTP/1.1 request
     // were taken from malloc and given back. OpenSSL 3.0 itself still allocates small blocks per
     // record it writes (a 40-byte WPACKET_SUB in each SSL_write), so what is bounded is bytes per
     // request. h2load on one connection, HTTP/2 (16 streams) and HTTP/1.1.
