@@ -1241,16 +1241,16 @@ void Connection::releaseBuffers() {
 void Connection::checkDeadline(Clock::time_point now) {
     if (closed_) return;
     // Idle since deadline_ - idle_timeout (no extra member: memory per idle connection counts).
-    if (phase_ == Phase::Idle && in_.allocated() && in_.empty() && !parking_ &&
-        deadline_ - worker_.snapshot().config->limits.idleTimeout + kParkAfter < now) {
+    const bool idleATick =
+        phase_ == Phase::Idle && deadline_ - worker_.snapshot().config->limits.idleTimeout + kParkAfter < now;
+    if (idleATick && in_.allocated() && in_.empty() && !parking_) {
         // Idle for a tick: cancel the buffered read; onRead gives the buffer back and waits without one.
         parking_ = true;
         boost::system::error_code ec;
         socket_.cancel(ec);
     }
-    if (ssl() && phase_ == Phase::Idle &&
-        deadline_ - worker_.snapshot().config->limits.idleTimeout + kParkAfter < now)
-        transportReleaseIdleBuffers(ssl()); // TLS does not park: it keeps only its record buffers back
+    // TLS does not park: its record buffers go back to OpenSSL's allocator instead.
+    if (idleATick) transportReleaseIdleBuffers(ssl()); // nothing for cleartext (ssl() null)
     if (rareIf() && rareIf()->uploading && now >= rareIf()->uploadDeadline) {
         // No request body bytes for body_timeout while the exchange waits for them.
         worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
