@@ -158,6 +158,8 @@ vhosts:
         proxy: {upstream: http://127.0.0.1:%4, strip_prefix: /brief-idle, idle_timeout: 1s}
       - path: /patient/*
         proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /patient, response_timeout: 1s}
+      - path: /lazy/*
+        proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /lazy, response_timeout: 3s}
       - path: /quick-connect/*
         proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /quick-connect, connect_timeout: 300ms}
       - path: /stuck-connect/*
@@ -296,6 +298,28 @@ vhosts:
             QCOMPARE(late.status, 504);
             QVERIFY2(late.body.contains("timed out"), late.body.constData());
         }
+    }
+
+    // Exchanges with different timeouts share one timer per worker (each timeout value a queue):
+    // a 300 ms deadline armed while a 3 s one is pending must not wait for the 3 s one. The
+    // request on /lazy (3 s) starts first; the one on /impatient (300 ms) must get its 504 long
+    // before the 3 s are up, and /lazy's still comes at its own time.
+    void shorterTimeoutArmedLaterFiresFirst() {
+        QProcess lazy;
+        QElapsedTimer t;
+        t.start();
+        lazy.start("curl", {"-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20",
+                            base_ + "/lazy/slow?ms=6000"});
+        QVERIFY(lazy.waitForStarted());
+        QTest::qWait(200); // /lazy's exchange is armed by now
+        QElapsedTimer i;
+        i.start();
+        auto impatient = get("/impatient/slow?ms=6000", "");
+        QCOMPARE(impatient.status, 504);
+        QVERIFY2(i.elapsed() < 2000, qPrintable(QString::number(i.elapsed())));
+        QVERIFY(lazy.waitForFinished(20000));
+        QCOMPARE(lazy.readAllStandardOutput(), QByteArray("504"));
+        QVERIFY2(t.elapsed() >= 3000, qPrintable(QString::number(t.elapsed())));
     }
 
     // ... and between body reads: a body a byte every 300 ms (1.5 s in all, longer than the

@@ -12,6 +12,8 @@
 #     /bench.Echo/Echo returns the request) on G.
 #   Per round and proxy:
 #     http:   wrk -t1 -c50 -d SECS --latency GET /plaintext          -> req/s, p50/p99, proxy CPU µs/req
+#     httpb:  portico bench -c50 -d SECS (closed model, the same load) -> req/s, proxy CPU µs/req
+#             (a lighter client: with wrk, CPU 1 saturates before a fast proxy does)
 #     grpc:   h2load -t1 -c10 -m10 -D SECS -d grpc_req.bin (unary Echo, 10-byte frame)
 #                                                                    -> calls/s, proxy CPU µs/call
 #     http latency: portico bench -R 5000 -c10 -d SECS --warmup 1s  (open model) -> p50, p99
@@ -134,6 +136,19 @@ run_wrk() { # server
   put "$1" http_cpu_us "$(echo "($c1-$c0)*1000000/$tick/$n" | bc -l)"
   read -r b0 b1 < <(busy "$k0" "$k1"); put "$1" http_cpu0 "$b0"; put "$1" http_cpu1 "$b1"
 }
+run_bench() { # server: the same closed-model load with `portico bench` (50 connections) as client
+  local c0 k0 k1 c1 j=$tmp/closed.json n bad
+  c0=$( [ "$1" = direct ] && echo 0 || tree_cpu "$proxy_pid"); k0=$(cores)
+  taskset -c 1 "$bin" bench "http://127.0.0.1:$(http_port "$1")/plaintext" -c 50 -d "${secs}s" \
+    --no-save --json "$j" >/dev/null 2>&1
+  k1=$(cores); c1=$( [ "$1" = direct ] && echo 0 || tree_cpu "$proxy_pid")
+  n=$(jq .requests.completed "$j")
+  bad=$(jq '.requests.failed + ([.statuses | to_entries[] | select(.key != "200") | .value] | add // 0)' "$j")
+  [ "$bad" = 0 ] || echo "$1 portico bench: $bad requests failed or not 200" >&2
+  put "$1" httpb_rps "$(jq .requestsPerSecond "$j")"
+  put "$1" httpb_cpu_us "$(echo "($c1-$c0)*1000000/$tick/$n" | bc -l)"
+  read -r b0 b1 < <(busy "$k0" "$k1"); put "$1" httpb_cpu0 "$b0"; put "$1" httpb_cpu1 "$b1"
+}
 run_h2load() { # server
   local c0 k0 k1 c1 out n ok rate
   c0=$( [ "$1" = direct ] && echo 0 || tree_cpu "$proxy_pid"); k0=$(cores)
@@ -181,11 +196,11 @@ for s in portico nginx; do start_proxy $s; check_paths $s; stop_proxy; done
 echo "ports: limit $U, grpc echo $G, portico $P, nginx http $NH, nginx grpc $NG; $rounds round(s) of ${secs}s runs"
 : >"$res"
 for round in $(seq "$rounds"); do
-  run_wrk direct; run_h2load direct; run_lat direct http; run_lat direct grpc
+  run_wrk direct; run_bench direct; run_h2load direct; run_lat direct http; run_lat direct grpc
   order="portico nginx"; [ $((round % 2)) = 0 ] && order="nginx portico"
   for s in $order; do
     start_proxy $s
-    run_wrk $s; run_h2load $s; run_lat $s http; run_lat $s grpc
+    run_wrk $s; run_bench $s; run_h2load $s; run_lat $s http; run_lat $s grpc
     stop_proxy
   done
 done
@@ -201,7 +216,7 @@ for round in $(seq "$rounds"); do
     done
   done
 done
-metrics="http_rps http_p50_ms http_p99_ms http_cpu_us http_cpu0 http_cpu1 grpc_rps grpc_cpu_us grpc_cpu0 grpc_cpu1
+metrics="http_rps http_p50_ms http_p99_ms http_cpu_us http_cpu0 http_cpu1 httpb_rps httpb_cpu_us httpb_cpu0 httpb_cpu1 grpc_rps grpc_cpu_us grpc_cpu0 grpc_cpu1
   http_lat_p50_us http_lat_p99_us http_add_p50_us http_add_p99_us grpc_lat_p50_us grpc_lat_p99_us grpc_add_p50_us grpc_add_p99_us"
 echo
 printf '%-16s %-8s' metric server; for r in $(seq "$rounds"); do printf ' %10s' "round$r"; done; printf ' %10s\n' median
@@ -216,4 +231,8 @@ done
 med() { awk -v s="$1" -v m="$2" '$2==s&&$3==m{print $4}' "$res" | median; }
 echo
 printf 'HTTP proxying req/s, Portico / nginx: %.2f (target >= 1.2)\n' "$(echo "$(med portico http_rps) / $(med nginx http_rps)" | bc -l)"
+printf '  the same with portico bench as the client: %.2f; proxy CPU per request, nginx / Portico: %.2f (wrk), %.2f (portico bench)\n' \
+  "$(echo "$(med portico httpb_rps) / $(med nginx httpb_rps)" | bc -l)" \
+  "$(echo "$(med nginx http_cpu_us) / $(med portico http_cpu_us)" | bc -l)" \
+  "$(echo "$(med nginx httpb_cpu_us) / $(med portico httpb_cpu_us)" | bc -l)"
 printf 'gRPC unary calls/s, Portico / nginx: %.2f (target >= 1.5)\n' "$(echo "$(med portico grpc_rps) / $(med nginx grpc_rps)" | bc -l)"

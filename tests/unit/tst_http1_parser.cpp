@@ -160,6 +160,32 @@ class TestHttp1Parser : public QObject {
     Q_OBJECT
 
 private slots:
+    // http::iequals against a table-free oracle: every pair of bytes, both as a one-byte name
+    // and inside a longer one. Only A-Z and a-z fold (RFC 9110 §5.1 names are ASCII tokens;
+    // bytes >= 0x80 and punctuation such as '@'/'`' or '['/'{' differ only in bit 0x20 and must
+    // not match).
+    void iequalsFoldsAsciiLettersOnly() {
+        auto oracle = [](unsigned char x, unsigned char y) {
+            auto low = [](unsigned char c) {
+                return c >= 'A' && c <= 'Z' ? static_cast<unsigned char>(c + 32) : c;
+            };
+            return low(x) == low(y);
+        };
+        int matches = 0;
+        for (int x = 0; x < 256; ++x)
+            for (int y = 0; y < 256; ++y) {
+                const char a[] = {'c', 'o', static_cast<char>(x), 'X'};
+                const char b[] = {'C', 'o', static_cast<char>(y), 'x'};
+                const bool want = oracle(static_cast<unsigned char>(x), static_cast<unsigned char>(y));
+                if (http::iequals(std::string_view(a + 2, 1), std::string_view(b + 2, 1)) != want ||
+                    http::iequals(std::string_view(a, 4), std::string_view(b, 4)) != want)
+                    QFAIL(qPrintable(QString("bytes %1 and %2").arg(x).arg(y)));
+                matches += want;
+            }
+        QCOMPARE(matches, 256 + 2 * 26); // each byte with itself, and each letter with its other case
+        QVERIFY(!http::iequals("Content-Length", "Content-Lengt"));
+        QVERIFY(http::iequals("", ""));
+    }
     void validHeads_data();
     void validHeads();
     void invalidHeads_data();

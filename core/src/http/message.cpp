@@ -8,8 +8,6 @@ namespace portico::http {
 namespace {
 constexpr std::string_view kMethodTokens[] = {"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
                                               "CONNECT", "OPTIONS", "TRACE", "PATCH"};
-
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 } // namespace
 
 Method methodFromToken(std::string_view token) {
@@ -136,13 +134,6 @@ std::string_view reasonPhrase(int status) {
     default:
         return "Unknown";
     }
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower(b[i])) return false;
-    return true;
 }
 
 std::string_view Request::header(std::string_view name) const {

@@ -634,11 +634,13 @@ void Connection::startProxy(const http::Request& req, const http::Response& res,
     forwarded.clientAddress = r.clientAddress;
     r.proxyTrailers.clear();
     auto& pr = r.proxyRecord;
-    pr.method.assign(req.methodToken);
-    pr.target.assign(req.target);
-    pr.host.assign(req.host);
-    pr.referer.assign(req.header("Referer"));
-    pr.userAgent.assign(req.header("User-Agent"));
+    if (worker_.accessLog() || cap()) { // read by finishProxied only
+        pr.method.assign(req.methodToken);
+        pr.target.assign(req.target);
+        pr.host.assign(req.host);
+        pr.referer.assign(req.header("Referer"));
+        pr.userAgent.assign(req.header("User-Agent"));
+    }
     pr.headers.clear();
     pr.body.clear();
     pr.bodySize = req.body.size();

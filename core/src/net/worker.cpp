@@ -2,6 +2,7 @@
 #include "net/worker.h"
 
 #include "net/connection.h"
+#include "proxy/proxy_exchange.h"
 
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
@@ -198,6 +199,7 @@ void Worker::tick() {
         c->checkDeadline(now_);
         c = next;
     }
+    proxy::sweepIdleConnections(now_);
     if (draining_) {
         if (!first_) {
             work_.reset();

@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <map>
@@ -21,29 +22,157 @@ namespace portico::proxy {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
+// A pooled keep-alive connection. Nothing is pending on it while it waits (no read, no timer): its
+// socket moves in and out of the pool with no Asio operation to start or cancel. The worker's tick
+// (sweepIdleConnections) closes it once its idle_timeout passed (nginx's upstream
+// keepalive_timeout), or once the upstream closed it or sent anything unasked, so it never sits
+// in CLOSE_WAIT for longer than a tick.
+struct IdleConnection {
+    IdleConnection(Exchange::Socket&& s, std::chrono::steady_clock::time_point at,
+                   std::chrono::steady_clock::time_point until, std::uint32_t n)
+        : socket(std::move(s)), since(at), expires(until), served(n) {}
+    Exchange::Socket socket;
+    std::chrono::steady_clock::time_point since;   // pooled at
+    std::chrono::steady_clock::time_point expires; // since + the route's idle_timeout
+    std::uint32_t served = 0;                      // responses it carried (1: not yet reused)
+};
+
+// Per worker thread and upstream address ("host", port): the idle keep-alive connections (most
+// recently pooled last) and until when the address is skipped after a failed connect.
+struct UpstreamPool {
+    std::string host;
+    std::uint16_t port = 0;
+    std::vector<IdleConnection> idle;
+    std::chrono::steady_clock::time_point failedUntil{};
+};
+
+// The connect and response deadlines of the exchanges on one io_context, kept on one timer: an
+// exchange arms and disarms its deadline with list operations, where an Asio timer of its own cost
+// a wait operation and its cancellation (a completion to run) per request. Exchanges with the same
+// timeout expire in the order they were armed, so each timeout value keeps a FIFO lane and the
+// timer waits for the earliest lane head. An Asio service: created with the first exchange on an
+// io_context, destroyed with it. Used on the io_context's thread only.
+class Deadlines final : public asio::execution_context::service {
+public:
+    using Clock = std::chrono::steady_clock;
+    static asio::execution_context::id id;
+
+    explicit Deadlines(asio::execution_context& context)
+        : service(context), timer_(static_cast<asio::io_context&>(context)) {}
+
+    // The Deadlines of `io`, looked up once per thread and io_context (use_service takes the
+    // io_context's registry lock). A service shutting down voids every thread's cached pointer: a
+    // later io_context may sit at the same address.
+    static Deadlines& of(asio::io_context& io) {
+        thread_local asio::io_context* cachedIo = nullptr;
+        thread_local Deadlines* cached = nullptr;
+        thread_local std::uint64_t cachedGeneration = 0;
+        const std::uint64_t generation = shutdowns_.load(std::memory_order_acquire);
+        if (cachedIo != &io || cachedGeneration != generation) {
+            cached = &asio::use_service<Deadlines>(io);
+            cachedIo = &io;
+            cachedGeneration = generation;
+        }
+        return *cached;
+    }
+
+    // (Re)starts `x`'s deadline: `timeout` from now.
+    void arm(Exchange& x, std::chrono::nanoseconds timeout) {
+        disarm(x);
+        x.deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+        std::size_t lane = 0;
+        while (lane < lanes_.size() && lanes_[lane].timeout != timeout)
+            ++lane;
+        if (lane == lanes_.size()) lanes_.push_back({timeout, nullptr, nullptr});
+        Lane& l = lanes_[lane];
+        x.deadlineLane_ = static_cast<int>(lane);
+        x.deadlinePrev_ = l.tail;
+        x.deadlineNext_ = nullptr;
+        (l.tail ? l.tail->deadlineNext_ : l.head) = &x;
+        l.tail = &x;
+        if (x.deadline_ < waitingFor_) wait(x.deadline_);
+    }
+
+    void disarm(Exchange& x) {
+        if (x.deadlineLane_ < 0) return;
+        Lane& l = lanes_[static_cast<std::size_t>(x.deadlineLane_)];
+        (x.deadlinePrev_ ? x.deadlinePrev_->deadlineNext_ : l.head) = x.deadlineNext_;
+        (x.deadlineNext_ ? x.deadlineNext_->deadlinePrev_ : l.tail) = x.deadlinePrev_;
+        x.deadlinePrev_ = x.deadlineNext_ = nullptr;
+        x.deadlineLane_ = -1;
+    }
+
+private:
+    struct Lane {
+        std::chrono::nanoseconds timeout;
+        Exchange* head;
+        Exchange* tail;
+    };
+
+    void wait(Clock::time_point when) {
+        waitingFor_ = when;
+        timer_.expires_at(when); // a pending wait ends with operation_aborted
+        timer_.async_wait([this](const boost::system::error_code& ec) {
+            if (ec) return;
+            waitingFor_ = Clock::time_point::max();
+            expire();
+        });
+    }
+
+    // Times out every exchange whose deadline passed (each may arm or disarm others as it fails
+    // over), then waits for the earliest deadline left.
+    void expire() {
+        const auto now = Clock::now();
+        for (;;) {
+            Exchange* due = nullptr;
+            for (const Lane& l : lanes_)
+                if (l.head && l.head->deadline_ <= now) {
+                    due = l.head;
+                    break;
+                }
+            if (!due) break;
+            disarm(*due);
+            const auto keep = due->shared_from_this();
+            due->onTimeout();
+        }
+        auto earliest = Clock::time_point::max();
+        for (const Lane& l : lanes_)
+            if (l.head && l.head->deadline_ < earliest) earliest = l.head->deadline_;
+        if (earliest != Clock::time_point::max() && earliest < waitingFor_) wait(earliest);
+    }
+
+    // The io_context is going away: exchanges still linked forget their lanes (nothing runs now,
+    // and an exchange that outlives the service must not touch it).
+    void shutdown() override {
+        for (Lane& l : lanes_) {
+            for (Exchange* x = l.head; x;) {
+                Exchange* next = x->deadlineNext_;
+                x->deadlinePrev_ = x->deadlineNext_ = nullptr;
+                x->deadlineLane_ = -1;
+                x = next;
+            }
+            l.head = l.tail = nullptr;
+        }
+        shutdowns_.fetch_add(1, std::memory_order_release);
+    }
+
+    static inline std::atomic<std::uint64_t> shutdowns_{0};
+
+    std::vector<Lane> lanes_; // a few: one per distinct connect/response timeout in use
+    asio::steady_timer timer_;
+    Clock::time_point waitingFor_ = Clock::time_point::max(); // the pending wait's expiry
+};
+asio::execution_context::id Deadlines::id;
+
 namespace {
 constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::size_t kMaxHead = 64 * 1024;
 // A pooled connection idle for less than this is reused without probing it (Exchange::pick).
 constexpr std::chrono::milliseconds kFreshIdle{100};
-// A pooled keep-alive connection. While it waits in the pool a read wait watches it: the upstream
-// closing it (EOF, RST) or sending anything unasked makes it unusable, so it is closed and leaves
-// the pool at once instead of sitting in CLOSE_WAIT until the next request picks it. A timer closes
-// it after the route's `idle_timeout` (nginx's upstream keepalive_timeout).
-struct Idle {
-    explicit Idle(Exchange::Socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
-    Exchange::Socket socket;
-    asio::steady_timer timer;
-    std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now(); // pooled at
-    std::uint32_t served = 0; // responses this connection carried (1: not yet reused)
-    char byte = 0;            // the watcher's read lands here (any byte retires the connection)
-    bool taken = false;       // picked for a request (or closed): the watchers' callbacks do nothing
-};
-
-// Per worker thread: idle keep-alive connections and upstreams marked failed, by "host:port".
 struct Pools {
-    std::map<std::string, std::vector<std::shared_ptr<Idle>>, std::less<>> idle;
-    std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> failedUntil;
+    // A few per worker (the addresses its routes proxied to): found by a linear search, never
+    // removed, so an exchange keeps a pointer to its pool.
+    std::vector<std::unique_ptr<UpstreamPool>> pools;
     std::map<const void*, std::size_t> next; // round-robin position per proxy action
 };
 thread_local Pools tPools;
@@ -53,41 +182,88 @@ thread_local Pools tPools;
 thread_local std::vector<std::unique_ptr<char[]>> tReadBuffers;
 constexpr std::size_t kKeptReadBuffers = 1024;
 
-std::string key(const config::Upstream& u) { return u.host + ":" + std::to_string(u.port); }
-
-// Closes a pooled connection and takes it out of its pool (the watchers' end).
-void retire(const std::string& k, const std::shared_ptr<Idle>& entry) {
-    if (entry->taken) return;
-    entry->taken = true;
-    boost::system::error_code ec;
-    entry->timer.cancel();
-    entry->socket.close(ec);
-    auto it = tPools.idle.find(k);
-    if (it == tPools.idle.end()) return;
-    std::erase(it->second, entry);
-    if (it->second.empty()) tPools.idle.erase(it);
+// The strings an exchange builds its request and parses the response head into, kept per worker
+// thread with their capacity, as the read buffers are: three allocations fewer per request.
+thread_local std::vector<std::string> tStrings;
+constexpr std::size_t kKeptStrings = 3072;
+constexpr std::size_t kKeptStringCapacity = 16 * 1024; // longer ones are freed
+std::string takeString() {
+    if (tStrings.empty()) return {};
+    std::string s = std::move(tStrings.back());
+    tStrings.pop_back();
+    return s;
+}
+void keepString(std::string& s) {
+    if (s.capacity() <= std::string().capacity() || s.capacity() > kKeptStringCapacity ||
+        tStrings.size() >= kKeptStrings)
+        return;
+    s.clear();
+    tStrings.push_back(std::move(s));
 }
 
-// Puts a connection that finished a response back in the pool of `k` (unless `maxIdle` wait there
-// already) and starts watching it.
-void park(const std::string& k, Exchange::Socket& socket, std::chrono::nanoseconds idleTimeout,
+// Memory for exchanges (allocate_shared's one block: control block and Exchange, about 1.7 KiB),
+// kept per worker thread. glibc's per-thread cache stops at 1,032 bytes, so each new exchange
+// otherwise takes malloc's slow path.
+template <class T> struct Recycled {
+    using value_type = T;
+    Recycled() = default;
+    template <class U> Recycled(const Recycled<U>&) noexcept {}
+    struct Blocks {
+        std::vector<T*> free;
+        ~Blocks() {
+            for (T* p : free)
+                std::allocator<T>().deallocate(p, 1);
+        }
+    };
+    static std::vector<T*>& blocks() {
+        thread_local Blocks b;
+        return b.free;
+    }
+    T* allocate(std::size_t n) {
+        auto& free = blocks();
+        if (n != 1 || free.empty()) return std::allocator<T>().allocate(n);
+        T* p = free.back();
+        free.pop_back();
+        return p;
+    }
+    void deallocate(T* p, std::size_t n) {
+        auto& free = blocks();
+        if (n != 1 || free.size() >= 1024) {
+            std::allocator<T>().deallocate(p, n);
+            return;
+        }
+        free.push_back(p);
+    }
+    template <class U> bool operator==(const Recycled<U>&) const noexcept { return true; }
+    template <class U> bool operator!=(const Recycled<U>&) const noexcept { return false; }
+};
+
+UpstreamPool& poolOf(const config::Upstream& u) {
+    for (const auto& p : tPools.pools)
+        if (p->port == u.port && p->host == u.host) return *p;
+    auto& p = tPools.pools.emplace_back(std::make_unique<UpstreamPool>());
+    p->host = u.host;
+    p->port = u.port;
+    return *p;
+}
+
+// True when nothing can be read from a pooled connection (EAGAIN): the upstream neither closed it
+// nor sent anything unasked. One recv(MSG_PEEK) syscall.
+bool quiet(Exchange::Socket& socket) {
+    char probe;
+    return ::recv(socket.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+           (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+// Puts a connection that finished a response back in `pool` (unless `maxIdle` wait there already;
+// the caller then closes it).
+void park(UpstreamPool& pool, Exchange::Socket& socket, std::chrono::nanoseconds idleTimeout,
           std::size_t maxIdle, std::uint32_t served) {
-    auto& idle = tPools.idle[k];
-    if (idle.size() >= maxIdle) return;
-    auto entry = std::make_shared<Idle>(std::move(socket));
-    entry->served = served;
-    idle.push_back(entry);
-    // The watcher is a one-byte read, not async_wait: the response's last read drained the socket
-    // (net/drained.h), so Asio queues it without a syscall, where a wait re-arms epoll with an
-    // epoll_ctl per request. EOF, a reset or any byte retires the connection.
-    entry->socket.async_read_some(asio::buffer(&entry->byte, 1),
-                                  [k, entry](const boost::system::error_code& ec, std::size_t) {
-                                      if (ec != asio::error::operation_aborted) retire(k, entry);
-                                  });
-    entry->timer.expires_after(idleTimeout);
-    entry->timer.async_wait([k, entry](const boost::system::error_code& ec) {
-        if (!ec) retire(k, entry);
-    });
+    if (pool.idle.size() >= maxIdle) return;
+    const auto now = std::chrono::steady_clock::now();
+    pool.idle.emplace_back(std::move(socket), now,
+                           now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(idleTimeout),
+                           served);
 }
 
 bool iequal(std::string_view a, std::string_view b) { return http::iequals(a, b); }
@@ -103,17 +279,22 @@ bool containsToken(std::string_view value, std::string_view token) {
 } // namespace
 
 Exchange::Exchange(asio::io_context& io, const config::ProxyAction& action)
-    : io_(io), action_(action), socket_(io.get_executor()), timer_(io) {}
+    : io_(io), action_(action), socket_(io.get_executor()), deadlines_(Deadlines::of(io)),
+      request_(takeString()), head_(takeString()), fields_(takeString()) {}
 
 Exchange::~Exchange() {
+    disarm();
     if (buffer_ && tReadBuffers.size() < kKeptReadBuffers) tReadBuffers.push_back(std::move(buffer_));
+    keepString(request_);
+    keepString(head_);
+    keepString(fields_);
 }
 
 std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<void> owner,
                                           std::shared_ptr<const void> snapshot,
                                           const config::ProxyAction& action, const http::Request& req,
                                           bool tls, Sink* sink, bool bodyFollows) {
-    auto x = std::make_shared<Exchange>(io, action);
+    auto x = std::allocate_shared<Exchange>(Recycled<Exchange>(), io, action);
     x->owner_ = std::move(owner);
     x->snapshot_ = std::move(snapshot);
     x->sink_ = sink;
@@ -132,8 +313,14 @@ std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<
         x->upgrade_ = upgrade && connection && req.method == http::Method::Get;
     }
     x->buildRequest(req, tls);
-    // Never call the sink back before start() has returned.
-    asio::post(io, [x] { x->pick(); });
+    // A quiet pooled connection takes the request at once. A new connection is opened from a
+    // handler: a failure there calls the sink back, which must never happen before start() has
+    // returned (onUpstreamConnected, which only notes the time, is the one callback allowed).
+    x->choose();
+    if (!x->reusePooled())
+        asio::post(io, [x] {
+            if (!x->cancelled_) x->openNew();
+        });
     return x;
 }
 
@@ -253,62 +440,67 @@ void Exchange::buildRequest(const http::Request& req, bool tls) {
 
 void Exchange::pick() {
     if (cancelled_) return;
+    choose();
+    if (!reusePooled()) openNew();
+}
+
+void Exchange::choose() {
     const auto now = std::chrono::steady_clock::now();
-    const auto& ups = action_.upstreams;
     const config::Upstream* chosen =
-        &detail::pickUpstream(ups, tPools.next[&action_], [&](const config::Upstream& u) {
-            auto f = tPools.failedUntil.find(key(u));
-            return f != tPools.failedUntil.end() && f->second > now;
-        });
+        &detail::pickUpstream(action_.upstreams, tPools.next[&action_],
+                              [&](const config::Upstream& u) { return poolOf(u).failedUntil > now; });
     upstream_ = chosen;
-    auto& idle = tPools.idle[key(*chosen)];
+    pool_ = &poolOf(*chosen);
+}
+
+bool Exchange::reusePooled() {
+    auto& idle = pool_->idle;
+    const auto now = std::chrono::steady_clock::now();
     while (!idle.empty()) {
-        const std::shared_ptr<Idle> entry = std::move(idle.back());
+        IdleConnection& entry = idle.back();
+        socket_ = std::move(entry.socket);
+        const std::uint32_t served = entry.served;
+        const auto since = entry.since;
         idle.pop_back();
-        entry->taken = true;
-        entry->timer.cancel();
-        boost::system::error_code ignored;
-        entry->socket.cancel(ignored); // the read wait ends with operation_aborted
-        socket_ = std::move(entry->socket);
-        // A pooled connection the upstream closed (EOF) or wrote to since the watcher last ran
-        // is readable now: drop it. Nothing to read (EAGAIN) is the only state to reuse. The
+        // A pooled connection the upstream closed (EOF) or wrote to since the last tick swept the
+        // pool is readable now: drop it. Nothing to read (EAGAIN) is the only state to reuse. The
         // probe is a syscall (a fifth of a proxied exchange's), so a connection that was already
         // reused once (its upstream keeps connections alive) and was pooled less than kFreshIdle
         // ago goes without: such an upstream closes idle connections after its keep-alive
         // timeout (seconds). If it closed this one in between after all, an idempotent request
         // is retried on a new connection (as nginx does); others get 502. An upstream that
         // closes right after each response without saying so is always probed.
-        boost::system::error_code ec;
-        char probe;
-        if ((entry->served >= 2 && now - entry->since < kFreshIdle) ||
-            (::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
-             (errno == EAGAIN || errno == EWOULDBLOCK))) {
+        if ((served >= 2 && now - since < kFreshIdle) || quiet(socket_)) {
             reused_ = true;
-            served_ = entry->served;
+            served_ = served;
             send();
-            return;
+            return true;
         }
+        boost::system::error_code ec;
         socket_.close(ec);
     }
+    return false;
+}
+
+void Exchange::openNew() {
     reused_ = false;
     served_ = 0;
     ++tries_; // new connections only: a stale pooled one that failed is not a try of its upstream
     connect();
 }
 
-void Exchange::arm(std::chrono::nanoseconds timeout) {
-    timer_.expires_after(timeout);
-    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-        if (ec || self->cancelled_ || self->stage_ == Stage::Done) return;
-        boost::system::error_code ignored;
-        self->socket_.cancel(ignored);
-        self->socket_.close(ignored);
-        const bool connecting = self->stage_ == Stage::Connecting;
-        self->fail(self->stage_ == Stage::Body ? 0 : 504,
-                   connecting ? "timed out connecting (connect_timeout)"
-                              : "timed out waiting for the response",
-                   false);
-    });
+void Exchange::arm(std::chrono::nanoseconds timeout) { deadlines_.arm(*this, timeout); }
+
+void Exchange::disarm() { deadlines_.disarm(*this); }
+
+void Exchange::onTimeout() {
+    if (cancelled_ || stage_ == Stage::Done) return;
+    boost::system::error_code ignored;
+    socket_.cancel(ignored);
+    socket_.close(ignored);
+    const bool connecting = stage_ == Stage::Connecting;
+    fail(stage_ == Stage::Body ? 0 : 504,
+         connecting ? "timed out connecting (connect_timeout)" : "timed out waiting for the response", false);
 }
 
 void Exchange::connect() {
@@ -360,7 +552,19 @@ void Exchange::send() {
         read();
         return;
     }
-    asio::async_write(socket_, asio::buffer(request_),
+    // A request without a streamed body is small: one non-blocking send nearly always takes it
+    // whole, and the response is read at once, with no write operation to allocate and complete.
+    // Whatever the socket did not take, or an error, goes through async_write (which reports
+    // errors from a handler, never under start()'s feet).
+    const ssize_t sent =
+        ::send(socket_.native_handle(), request_.data(), request_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent == static_cast<ssize_t>(request_.size())) {
+        stage_ = Stage::Head;
+        read();
+        return;
+    }
+    const std::size_t done = sent > 0 ? static_cast<std::size_t>(sent) : 0;
+    asio::async_write(socket_, asio::buffer(request_.data() + done, request_.size() - done),
                       [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
                           if (self->cancelled_ || self->stage_ == Stage::Done) return;
                           if (e) {
@@ -412,7 +616,7 @@ void Exchange::writeBody() {
     if (wire_.empty()) {
         // Waiting for the client, which is not the upstream's fault (the downstream's body_timeout
         // covers it); the response timer runs again once there is something to write.
-        if (stage_ == Stage::Head) timer_.cancel();
+        if (stage_ == Stage::Head) disarm();
         return;
     }
     writing_ = true;
@@ -574,7 +778,7 @@ bool Exchange::parseHead() {
                     fields_.append("\r\n");
                 });
                 stage_ = Stage::Done;
-                timer_.cancel();
+                disarm();
                 std::string leftover = head_.substr(end + 4);
                 Sink* sink = sink_;
                 sink_ = nullptr;
@@ -644,7 +848,7 @@ bool Exchange::parseHead() {
             keepAlive_ = false;
         }
         buffered_ = end + 4;
-        timer_.cancel();
+        disarm();
         const auto told = noBody ? length : (chunked ? std::nullopt : length);
         // No body, or a Content-Length body whose first bytes came with the head: onRead goes on
         // to finish() or deliver() at once, so the head can leave with them in one write.
@@ -702,7 +906,7 @@ bool Exchange::deliver(std::string_view data) {
     }
     if (!more) {
         paused_ = true;
-        timer_.cancel(); // a slow client is not the upstream's fault
+        disarm(); // a slow client is not the upstream's fault
         return false;
     }
     return true;
@@ -720,9 +924,9 @@ void Exchange::finish(bool reusable) {
     // bytes, so the connection cannot carry another request.
     if (streaming_ && (!requestSent_ || writing_)) reusable = false;
     stage_ = Stage::Done;
-    timer_.cancel();
+    disarm();
     if (reusable && socket_.is_open())
-        park(key(*upstream_), socket_, action_.idleTimeout, action_.keepalive, served_ + 1);
+        park(*pool_, socket_, action_.idleTimeout, action_.keepalive, served_ + 1);
     boost::system::error_code ec;
     if (socket_.is_open()) socket_.close(ec);
     Sink* sink = sink_;
@@ -732,12 +936,12 @@ void Exchange::finish(bool reusable) {
 }
 
 void Exchange::fail(int status, const std::string& why, bool retryable) {
-    timer_.cancel();
+    disarm();
     boost::system::error_code ec;
     socket_.close(ec);
     if (cancelled_) return;
-    if (status == 502 && stage_ == Stage::Connecting)
-        tPools.failedUntil[key(*upstream_)] = std::chrono::steady_clock::now() + action_.failTimeout;
+    if (status == 502 && stage_ == Stage::Connecting && pool_)
+        pool_->failedUntil = std::chrono::steady_clock::now() + action_.failTimeout;
     // Nothing reached the upstream (connect failed or timed out), or a stale keep-alive connection
     // failed an idempotent request: try again, on the next upstream, while one is left untried (as
     // nginx's proxy_next_upstream; a route with one upstream answers after one connect_timeout).
@@ -764,12 +968,25 @@ void Exchange::fail(int status, const std::string& why, bool retryable) {
 void Exchange::cancel() {
     cancelled_ = true;
     sink_ = nullptr;
-    timer_.cancel();
+    disarm();
     boost::system::error_code ec;
     socket_.close(ec);
     // The owner (the client's connection) calls this from inside its own handlers, and this may
     // hold the last reference to it: release it after the current handler, never under its feet.
-    if (owner_) asio::post(timer_.get_executor(), [owner = std::move(owner_)] {});
+    if (owner_) asio::post(io_, [owner = std::move(owner_)] {});
+}
+
+void sweepIdleConnections(std::chrono::steady_clock::time_point now) {
+    for (const auto& pool : tPools.pools) {
+        std::erase_if(pool->idle, [&](IdleConnection& c) {
+            // Connections pooled moments ago are left alone: under load they are picked again
+            // within milliseconds, and pick() probes the ones it has doubts about.
+            if (c.expires > now && (now - c.since < kFreshIdle || quiet(c.socket))) return false;
+            boost::system::error_code ec;
+            c.socket.close(ec);
+            return true;
+        });
+    }
 }
 
 namespace detail {
@@ -790,10 +1007,25 @@ bool listHasToken(std::string_view list, std::string_view token) {
 }
 
 bool hopByHop(std::string_view name) {
-    for (std::string_view f : {"connection", "keep-alive", "proxy-connection", "te", "transfer-encoding",
-                               "upgrade", "proxy-authorization", "proxy-authenticate"})
-        if (http::iequals(name, f)) return true;
-    return false;
+    // By length first: every field of a request or response passes here, and most are none of these.
+    switch (name.size()) {
+    case 2:
+        return http::iequals(name, "te");
+    case 7:
+        return http::iequals(name, "upgrade");
+    case 10:
+        return http::iequals(name, "connection") || http::iequals(name, "keep-alive");
+    case 16:
+        return http::iequals(name, "proxy-connection");
+    case 17:
+        return http::iequals(name, "transfer-encoding");
+    case 18:
+        return http::iequals(name, "proxy-authenticate");
+    case 19:
+        return http::iequals(name, "proxy-authorization");
+    default:
+        return false;
+    }
 }
 
 } // namespace detail

@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -180,12 +181,23 @@ template <class Fn> void mergeResponseFields(std::string_view upstream, std::str
     detail::forEachField(overrides, fn);
 }
 
+struct UpstreamPool; // proxy_exchange.cpp
+class Deadlines;     // proxy_exchange.cpp
+
+/// Closes the calling thread's pooled HTTP/1.1 upstream connections whose route's `idle_timeout`
+/// has passed at `now`, and those the upstream closed or wrote to while they waited (a
+/// recv(MSG_PEEK) each, skipping connections pooled less than 100 ms ago). The worker calls it
+/// from its tick (every 250 ms), so a pooled connection outlives its idle_timeout by at most a
+/// tick and never sits in CLOSE_WAIT for longer.
+void sweepIdleConnections(std::chrono::steady_clock::time_point now);
+
 /// A request forwarded upstream. Start with start(); the sink then gets head, body and end (or an
-/// error). Upstream connections are kept alive per worker thread and reused (at most 32 idle per
-/// upstream). Upstreams are tried round-robin; one that refused a connection is skipped for
-/// `fail_timeout`, and the next one is tried at once (nothing was sent). A request that fails on
-/// a reused keep-alive connection before any response byte is retried once on a new connection if
-/// its method is idempotent (RFC 9110 §9.2.2) and no byte of a streamed body was written yet.
+/// error). Upstream connections are kept alive per worker thread and reused (at most the
+/// route's `keepalive` idle per upstream address; sweepIdleConnections closes them). Upstreams are
+/// tried round-robin; one that refused a connection is skipped for `fail_timeout`, and the next
+/// one is tried at once (nothing was sent). A request that fails on a reused keep-alive connection
+/// before any response byte is retried once on a new connection if its method is idempotent
+/// (RFC 9110 §9.2.2) and no byte of a streamed body was written yet.
 ///
 /// A streamed body (`bodyFollows`) goes up with Content-Length when the request had one, else
 /// chunked (RFC 9112 §7.1, trailers in the last chunk); at most one write is in flight, and the
@@ -217,7 +229,10 @@ public:
 private:
     enum class Stage : std::uint8_t { Connecting, Sending, Head, Body, Done };
     void buildRequest(const http::Request& req, bool tls);
-    void pick();
+    void pick();        // choose(), then reusePooled() or else openNew()
+    void choose();      // the upstream (round-robin, skipping failed ones) and its pool
+    bool reusePooled(); // sends on a pooled connection that is still good; false if none
+    void openNew();     // connects a new one
     void connect();
     void send();
     void writeBody();
@@ -227,7 +242,10 @@ private:
     bool deliver(std::string_view data);
     void finish(bool reusable);
     void fail(int status, const std::string& why, bool retryable);
-    void arm(std::chrono::nanoseconds timeout);
+    void arm(std::chrono::nanoseconds timeout); // the connect or response deadline, from now
+    void disarm();
+    void onTimeout();
+    friend class Deadlines;
 
     boost::asio::io_context& io_;
     const config::ProxyAction& action_;
@@ -235,8 +253,13 @@ private:
     std::shared_ptr<const void> snapshot_;
     Sink* sink_ = nullptr;
     Socket socket_;
-    boost::asio::steady_timer timer_;
+    Deadlines& deadlines_; // this io_context's (one timer for all exchanges)
+    std::chrono::steady_clock::time_point deadline_{};
+    Exchange* deadlinePrev_ = nullptr; // in deadlines_'s lane for the armed timeout
+    Exchange* deadlineNext_ = nullptr;
+    int deadlineLane_ = -1; // -1: not armed
     const config::Upstream* upstream_ = nullptr;
+    UpstreamPool* pool_ = nullptr; // upstream_'s pool on this thread (set by pick)
     std::size_t tries_ = 0;
     std::string request_;            // serialised head + body
     std::unique_ptr<char[]> buffer_; // read buffer, kReadChunk bytes (from a per-worker pool)
