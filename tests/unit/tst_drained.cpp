@@ -6,6 +6,7 @@
 #include <QtTest>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
 #include <atomic>
@@ -71,6 +72,52 @@ class TestDrained : public QObject {
     }
 
 private slots:
+    // stillDrained: set by markDrained, cleared by the next read event the reactor picks up with
+    // no read pending (a pooled upstream connection's case): a byte, then end of file.
+    void stillDrainedSeesEventsWithNothingPending() {
+#ifdef PORTICO_MARK_DRAINED
+        for (const bool eof : {false, true}) {
+            asio::io_context io(1);
+            tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+            tcp::socket client(io);
+            client.connect(acceptor.local_endpoint());
+            Socket server(io.get_executor());
+            acceptor.accept(server);
+            server.non_blocking(true);
+            char buf[16];
+            std::size_t got = 0;
+            asio::write(client, asio::buffer("abc", 3));
+            server.async_read_some(asio::buffer(buf), [&](const boost::system::error_code&, std::size_t n) {
+                got = n;
+            });
+            while (got == 0 && io.run_one_for(std::chrono::seconds(5)) > 0) {
+            }
+            QCOMPARE(got, std::size_t(3));
+            QVERIFY(!portico::net::stillDrained(server)); // not marked yet
+            portico::net::markDrained(server);
+            QVERIFY(portico::net::stillDrained(server));
+            // Something to keep the reactor turning while nothing is pending on `server`.
+            asio::steady_timer tick(io);
+            auto spin = [&] {
+                io.restart();
+                tick.expires_after(std::chrono::milliseconds(50));
+                tick.async_wait([](const boost::system::error_code&) {});
+                io.run();
+            };
+            spin();
+            QVERIFY(portico::net::stillDrained(server)); // quiet: no event
+            if (eof)
+                client.shutdown(tcp::socket::shutdown_send);
+            else
+                asio::write(client, asio::buffer("d", 1));
+            QTRY_VERIFY_WITH_TIMEOUT((spin(), !portico::net::stillDrained(server)), 5000);
+        }
+#else
+        QSKIP("markDrained compiles to nothing with this Boost/reactor");
+#endif
+    }
+
+
     void speculativeReadWithoutMark() {
         // Boost 1.74's reactor tries a recv first (EAGAIN here). If a Boost update stops doing
         // that, markDrained is unneeded: this fails to say so.

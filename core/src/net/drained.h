@@ -51,8 +51,20 @@ inline void markDrained(boost::asio::basic_stream_socket<boost::asio::ip::tcp, E
     if (state)
         (state->*member(detail::TrySpeculativeTag{}))[boost::asio::detail::epoll_reactor::read_op] = false;
 }
+/// True while no read event (data, end of file, an error) has reached the socket since
+/// markDrained: the reactor sets the flag again on every such edge, even with no read pending. A
+/// pooled upstream connection waits with nothing pending, so this is its watcher at no cost. An
+/// event the reactor has not picked up yet (within its current turn) is not seen.
+template <class Executor>
+inline bool stillDrained(boost::asio::basic_stream_socket<boost::asio::ip::tcp, Executor>& socket) {
+    using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, Executor>;
+    auto* state = detail::SocketImpl<Socket>::of(socket).get_implementation().reactor_data_;
+    return state &&
+           !(state->*member(detail::TrySpeculativeTag{}))[boost::asio::detail::epoll_reactor::read_op];
+}
 #else
 template <class Socket> inline void markDrained(Socket&) {}
+template <class Socket> inline bool stillDrained(Socket&) { return false; } // unknown: probe
 #endif
 
 } // namespace portico::net

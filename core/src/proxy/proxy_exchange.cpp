@@ -462,15 +462,16 @@ bool Exchange::reusePooled() {
         const std::uint32_t served = entry.served;
         const auto since = entry.since;
         idle.pop_back();
-        // A pooled connection the upstream closed (EOF) or wrote to since the last tick swept the
-        // pool is readable now: drop it. Nothing to read (EAGAIN) is the only state to reuse. The
-        // probe is a syscall (a fifth of a proxied exchange's), so a connection that was already
-        // reused once (its upstream keeps connections alive) and was pooled less than kFreshIdle
-        // ago goes without: such an upstream closes idle connections after its keep-alive
-        // timeout (seconds). If it closed this one in between after all, an idempotent request
-        // is retried on a new connection (as nginx does); others get 502. An upstream that
-        // closes right after each response without saying so is always probed.
-        if ((served >= 2 && now - since < kFreshIdle) || quiet(socket_)) {
+        // A pooled connection the upstream closed (EOF) or wrote to while it waited is readable
+        // now: drop it. Nothing to read (EAGAIN) is the only state to reuse. The probe is a
+        // syscall (a fifth of a proxied exchange's), so a connection goes without when it was
+        // already reused once (its upstream keeps connections alive), was pooled less than
+        // kFreshIdle ago, and no read event reached it since its last response
+        // (net::stillDrained: the reactor saw no byte and no end of file). If the upstream closed
+        // it in between after all, an idempotent request is retried on a new connection (as nginx
+        // does); others get 502. An upstream that closes right after each response without
+        // saying so is always probed: its end of file may not have reached the reactor yet.
+        if ((served >= 2 && now - since < kFreshIdle && net::stillDrained(socket_)) || quiet(socket_)) {
             reused_ = true;
             served_ = served;
             send();
@@ -979,9 +980,9 @@ void Exchange::cancel() {
 void sweepIdleConnections(std::chrono::steady_clock::time_point now) {
     for (const auto& pool : tPools.pools) {
         std::erase_if(pool->idle, [&](IdleConnection& c) {
-            // Connections pooled moments ago are left alone: under load they are picked again
-            // within milliseconds, and pick() probes the ones it has doubts about.
-            if (c.expires > now && (now - c.since < kFreshIdle || quiet(c.socket))) return false;
+            // One that no read event reached since its last response is quiet; the others are
+            // probed (an event the reactor has not picked up yet is seen by the next tick).
+            if (c.expires > now && (net::stillDrained(c.socket) || quiet(c.socket))) return false;
             boost::system::error_code ec;
             c.socket.close(ec);
             return true;

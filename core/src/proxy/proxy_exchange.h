@@ -186,9 +186,9 @@ class Deadlines;     // proxy_exchange.cpp
 
 /// Closes the calling thread's pooled HTTP/1.1 upstream connections whose route's `idle_timeout`
 /// has passed at `now`, and those the upstream closed or wrote to while they waited (a
-/// recv(MSG_PEEK) each, skipping connections pooled less than 100 ms ago). The worker calls it
-/// from its tick (every 250 ms), so a pooled connection outlives its idle_timeout by at most a
-/// tick and never sits in CLOSE_WAIT for longer.
+/// recv(MSG_PEEK) for each one a read event reached, net::stillDrained). The worker calls it from
+/// its tick (every 250 ms), so a pooled connection outlives its idle_timeout by at most a tick and
+/// never sits in CLOSE_WAIT for longer.
 void sweepIdleConnections(std::chrono::steady_clock::time_point now);
 
 /// A request forwarded upstream. Start with start(); the sink then gets head, body and end (or an
