@@ -87,9 +87,8 @@ private slots:
             char buf[16];
             std::size_t got = 0;
             asio::write(client, asio::buffer("abc", 3));
-            server.async_read_some(asio::buffer(buf), [&](const boost::system::error_code&, std::size_t n) {
-                got = n;
-            });
+            server.async_read_some(asio::buffer(buf),
+                                   [&](const boost::system::error_code&, std::size_t n) { got = n; });
             while (got == 0 && io.run_one_for(std::chrono::seconds(5)) > 0) {
             }
             QCOMPARE(got, std::size_t(3));
@@ -101,7 +100,7 @@ private slots:
             auto spin = [&] {
                 io.restart();
                 tick.expires_after(std::chrono::milliseconds(50));
-                tick.async_wait([](const boost::system::error_code&) {});
+                tick.async_wait([](const boost::system::error_code&){});
                 io.run();
             };
             spin();
@@ -116,7 +115,6 @@ private slots:
         QSKIP("markDrained compiles to nothing with this Boost/reactor");
 #endif
     }
-
 
     void speculativeReadWithoutMark() {
         // Boost 1.74's reactor tries a recv first (EAGAIN here). If a Boost update stops doing
