@@ -26,46 +26,55 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
 
-class TestDrained : public QObject {
-    Q_OBJECT
+// A connected pair whose server side has read "abc" (a short read of a 16-byte buffer).
+struct Pair {
+    asio::io_context io{1};
+    tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::address_v4::loopback(), 0)};
+    tcp::socket client{io};
+    Socket server{io.get_executor()};
+    char buf[16];
+    bool ready = false;
 
-    // Reads "abc" (a short read of a 16-byte buffer), optionally marks the socket drained, then
-    // starts another read with nothing sent yet: returns how many recv calls that start made, and
-    // checks the read still completes with the bytes sent after it.
-    int recvCallsWhileWaiting(bool drained) {
-        asio::io_context io(1);
-        tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-        tcp::socket client(io);
+    Pair() {
         client.connect(acceptor.local_endpoint());
-        Socket server(io.get_executor());
         acceptor.accept(server);
         server.non_blocking(true);
-
-        char buf[16];
-        std::size_t got = 0;
         asio::write(client, asio::buffer("abc", 3));
+        std::size_t got = 0;
         server.async_read_some(asio::buffer(buf), [&](const boost::system::error_code& ec, std::size_t n) {
-            QVERIFY(!ec);
-            got = n;
+            if (!ec) got = n;
         });
         while (got == 0 && io.run_one_for(std::chrono::seconds(5)) > 0) {
         }
-        if (got != 3) return -1;
-        if (drained) portico::net::markDrained(server);
+        ready = got == 3;
+    }
+};
 
-        io.restart();
-        got = 0;
+class TestDrained : public QObject {
+    Q_OBJECT
+
+    // After the short read, optionally marks the socket drained, then starts another read with
+    // nothing sent yet: returns how many recv calls that start made, and checks the read still
+    // completes with the bytes sent after it.
+    int recvCallsWhileWaiting(bool drained) {
+        Pair p;
+        if (!p.ready) return -1;
+        if (drained) portico::net::markDrained(p.server);
+
+        p.io.restart();
+        std::size_t got = 0;
         const int before = gRecvCalls.load();
-        server.async_read_some(asio::buffer(buf), [&](const boost::system::error_code& ec, std::size_t n) {
-            QVERIFY(!ec);
-            got = n;
-        });
-        io.poll();
+        p.server.async_read_some(asio::buffer(p.buf),
+                                 [&](const boost::system::error_code& ec, std::size_t n) {
+                                     QVERIFY(!ec);
+                                     got = n;
+                                 });
+        p.io.poll();
         const int whileWaiting = gRecvCalls.load() - before;
         if (got != 0) return -2; // nothing was sent: the read must still be waiting
 
-        asio::write(client, asio::buffer("de", 2));
-        while (got == 0 && io.run_one_for(std::chrono::seconds(5)) > 0) {
+        asio::write(p.client, asio::buffer("de", 2));
+        while (got == 0 && p.io.run_one_for(std::chrono::seconds(5)) > 0) {
         }
         if (got != 2) return -3;
         return whileWaiting;
@@ -77,39 +86,26 @@ private slots:
     void stillDrainedSeesEventsWithNothingPending() {
 #ifdef PORTICO_MARK_DRAINED
         for (const bool eof : {false, true}) {
-            asio::io_context io(1);
-            tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-            tcp::socket client(io);
-            client.connect(acceptor.local_endpoint());
-            Socket server(io.get_executor());
-            acceptor.accept(server);
-            server.non_blocking(true);
-            char buf[16];
-            std::size_t got = 0;
-            asio::write(client, asio::buffer("abc", 3));
-            server.async_read_some(asio::buffer(buf),
-                                   [&](const boost::system::error_code&, std::size_t n) { got = n; });
-            while (got == 0 && io.run_one_for(std::chrono::seconds(5)) > 0) {
-            }
-            QCOMPARE(got, std::size_t(3));
-            QVERIFY(!portico::net::stillDrained(server)); // not marked yet
-            portico::net::markDrained(server);
-            QVERIFY(portico::net::stillDrained(server));
-            // Something to keep the reactor turning while nothing is pending on `server`.
-            asio::steady_timer tick(io);
+            Pair p;
+            QVERIFY(p.ready);
+            QVERIFY(!portico::net::stillDrained(p.server)); // not marked yet
+            portico::net::markDrained(p.server);
+            QVERIFY(portico::net::stillDrained(p.server));
+            // Something to keep the reactor turning while nothing is pending on the server side.
+            asio::steady_timer tick(p.io);
             auto spin = [&] {
-                io.restart();
+                p.io.restart();
                 tick.expires_after(std::chrono::milliseconds(50));
                 tick.async_wait([](const boost::system::error_code&){});
-                io.run();
+                p.io.run();
             };
             spin();
-            QVERIFY(portico::net::stillDrained(server)); // quiet: no event
+            QVERIFY(portico::net::stillDrained(p.server)); // quiet: no event
             if (eof)
-                client.shutdown(tcp::socket::shutdown_send);
+                p.client.shutdown(tcp::socket::shutdown_send);
             else
-                asio::write(client, asio::buffer("d", 1));
-            QTRY_VERIFY_WITH_TIMEOUT((spin(), !portico::net::stillDrained(server)), 5000);
+                asio::write(p.client, asio::buffer("d", 1));
+            QTRY_VERIFY_WITH_TIMEOUT((spin(), !portico::net::stillDrained(p.server)), 5000);
         }
 #else
         QSKIP("markDrained compiles to nothing with this Boost/reactor");
