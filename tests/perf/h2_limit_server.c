@@ -4,9 +4,10 @@
  * END_STREAM (a HEADERS or DATA frame, RFC 9113 §6.1, §6.2) gets a canned response on its stream,
  * HEADERS (":status: 200", "content-length: 13") + DATA "Hello, World!" with END_STREAM, all the
  * answers to one read go out in one write (waited out if the socket buffer fills). SETTINGS are
- * acknowledged (§6.5.3), PINGs answered (§6.7), DATA is credited back with WINDOW_UPDATE (§6.9), GOAWAY or a malformed preface closes the
- * connection. Like ../shared/bench/limit_server.c for HTTP/1.1, nothing real can beat it on one
- * core, so whichever client drives it faster is the faster client.
+ * acknowledged (§6.5.3), PINGs answered (§6.7), DATA is credited back with WINDOW_UPDATE (§6.9),
+ * GOAWAY or a malformed preface closes the connection. Like ../shared/bench/limit_server.c for
+ * HTTP/1.1, nothing real can beat it on one core, so whichever client drives it faster is the
+ * faster client.
  * Build: gcc -O2 -o h2_limit_server h2_limit_server.c; run: h2_limit_server PORT. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>

@@ -136,15 +136,19 @@ run_wrk() { # server
   put "$1" http_cpu_us "$(echo "($c1-$c0)*1000000/$tick/$n" | bc -l)"
   read -r b0 b1 < <(busy "$k0" "$k1"); put "$1" http_cpu0 "$b0"; put "$1" http_cpu1 "$b1"
 }
+check_bench() { # JSON label: says so when a `portico bench` run had requests failed or not 200
+  local bad
+  bad=$(jq '.requests.failed + .requests.cancelled + ([.statuses | to_entries[] | select(.key != "200") | .value] | add // 0)' "$1")
+  [ "$bad" = 0 ] || echo "$2: $bad requests failed or not 200" >&2
+}
 run_bench() { # server: the same closed-model load with `portico bench` (50 connections) as client
-  local c0 k0 k1 c1 j=$tmp/closed.json n bad
+  local c0 k0 k1 c1 j=$tmp/closed.json n
   c0=$( [ "$1" = direct ] && echo 0 || tree_cpu "$proxy_pid"); k0=$(cores)
   taskset -c 1 "$bin" bench "http://127.0.0.1:$(http_port "$1")/plaintext" -c 50 -d "${secs}s" \
     --no-save --json "$j" >/dev/null 2>&1
   k1=$(cores); c1=$( [ "$1" = direct ] && echo 0 || tree_cpu "$proxy_pid")
   n=$(jq .requests.completed "$j")
-  bad=$(jq '.requests.failed + ([.statuses | to_entries[] | select(.key != "200") | .value] | add // 0)' "$j")
-  [ "$bad" = 0 ] || echo "$1 portico bench: $bad requests failed or not 200" >&2
+  check_bench "$j" "$1 portico bench"
   put "$1" httpb_rps "$(jq .requestsPerSecond "$j")"
   put "$1" httpb_cpu_us "$(echo "($c1-$c0)*1000000/$tick/$n" | bc -l)"
   read -r b0 b1 < <(busy "$k0" "$k1"); put "$1" httpb_cpu0 "$b0"; put "$1" httpb_cpu1 "$b1"
@@ -163,7 +167,7 @@ run_h2load() { # server
   read -r b0 b1 < <(busy "$k0" "$k1"); put "$1" grpc_cpu0 "$b0"; put "$1" grpc_cpu1 "$b1"
 }
 run_lat() { # server http|grpc
-  local j=$tmp/lat.json bad
+  local j=$tmp/lat.json
   if [ "$2" = http ]; then
     taskset -c 1 "$bin" bench "http://127.0.0.1:$(http_port "$1")/plaintext" \
       -R 5000 -c 10 -d "${secs}s" --warmup 1s --no-save --json "$j" >/dev/null 2>&1
@@ -172,8 +176,7 @@ run_lat() { # server http|grpc
     taskset -c 1 "$bin" bench "http://127.0.0.1:$(grpc_port "$1")/bench.Echo/Echo" --h2 -R 2000 -c 10 -d "${secs}s" \
       --warmup 1s --no-save --json "$j" -m POST --body "$req" -H 'content-type: application/grpc' -H 'te: trailers' >/dev/null 2>&1
   fi
-  bad=$(jq '.requests.failed + .requests.cancelled + ([.statuses | to_entries[] | select(.key != "200") | .value] | add // 0)' "$j")
-  [ "$bad" = 0 ] || echo "$1 $2 latency run: $bad requests failed or not 200" >&2
+  check_bench "$j" "$1 $2 latency run"
   put "$1" "${2}_lat_rps" "$(jq .requestsPerSecond "$j")"
   put "$1" "${2}_lat_p50_us" "$(jq '.latency.percentiles["50"] / 1000' "$j")"
   put "$1" "${2}_lat_p99_us" "$(jq '.latency.percentiles["99"] / 1000' "$j")"

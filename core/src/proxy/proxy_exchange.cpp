@@ -316,8 +316,9 @@ std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<
     // A quiet pooled connection takes the request at once. A new connection is opened from a
     // handler: a failure there calls the sink back, which must never happen before start() has
     // returned (onUpstreamConnected, which only notes the time, is the one callback allowed).
-    x->choose();
-    if (!x->reusePooled())
+    const auto now = std::chrono::steady_clock::now();
+    x->choose(now);
+    if (!x->reusePooled(now))
         asio::post(io, [x] {
             if (!x->cancelled_) x->openNew();
         });
@@ -440,12 +441,12 @@ void Exchange::buildRequest(const http::Request& req, bool tls) {
 
 void Exchange::pick() {
     if (cancelled_) return;
-    choose();
-    if (!reusePooled()) openNew();
+    const auto now = std::chrono::steady_clock::now();
+    choose(now);
+    if (!reusePooled(now)) openNew();
 }
 
-void Exchange::choose() {
-    const auto now = std::chrono::steady_clock::now();
+void Exchange::choose(std::chrono::steady_clock::time_point now) {
     const config::Upstream* chosen =
         &detail::pickUpstream(action_.upstreams, tPools.next[&action_],
                               [&](const config::Upstream& u) { return poolOf(u).failedUntil > now; });
@@ -453,9 +454,8 @@ void Exchange::choose() {
     pool_ = &poolOf(*chosen);
 }
 
-bool Exchange::reusePooled() {
+bool Exchange::reusePooled(std::chrono::steady_clock::time_point now) {
     auto& idle = pool_->idle;
-    const auto now = std::chrono::steady_clock::now();
     while (!idle.empty()) {
         IdleConnection& entry = idle.back();
         socket_ = std::move(entry.socket);

@@ -229,10 +229,13 @@ public:
 private:
     enum class Stage : std::uint8_t { Connecting, Sending, Head, Body, Done };
     void buildRequest(const http::Request& req, bool tls);
-    void pick();        // choose(), then reusePooled() or else openNew()
-    void choose();      // the upstream (round-robin, skipping failed ones) and its pool
-    bool reusePooled(); // sends on a pooled connection that is still good; false if none
-    void openNew();     // connects a new one
+    // pick(): choose() the upstream (round-robin, skipping failed ones) and its pool, then
+    // reusePooled() (sends on a pooled connection that is still good; false if none) or else
+    // openNew() (connects a new one). The caller reads the clock once for both.
+    void pick();
+    void choose(std::chrono::steady_clock::time_point now);
+    bool reusePooled(std::chrono::steady_clock::time_point now);
+    void openNew();
     void connect();
     void send();
     void writeBody();
