@@ -83,14 +83,14 @@ int serve(const ServeOptions& o) {
             return kExitOk;
         }
         cfg = portico::config::configForDirectory(std::filesystem::canonical(dir).string(),
-                                                  o.host.empty() ? "127.0.0.1" : o.host,
+                                                  o.host.empty() ? "localhost" : o.host,
                                                   o.port >= 0 ? static_cast<std::uint16_t>(o.port) : 8080);
     }
     // Command-line overrides of the file's settings.
     auto mutableCfg = std::make_shared<Config>(*cfg);
     if (!fromDir && (o.port >= 0 || !o.host.empty())) {
         portico::config::Listen l;
-        l.host = o.host.empty() ? "127.0.0.1" : o.host;
+        l.host = o.host.empty() ? "localhost" : o.host;
         l.port = o.port >= 0 ? static_cast<std::uint16_t>(o.port) : 8080;
         mutableCfg->listen = {l};
     }
@@ -98,7 +98,7 @@ int serve(const ServeOptions& o) {
         // An HTTPS listener beside the cleartext one: the local CA's certificates unless the
         // user brings their own.
         portico::config::Listen l;
-        l.host = o.host.empty() ? "127.0.0.1" : o.host;
+        l.host = o.host.empty() ? "localhost" : o.host;
         l.port = static_cast<std::uint16_t>(o.httpsPort);
         l.tls = portico::config::ListenTls{};
         if (o.cert.empty()) {
@@ -158,7 +158,9 @@ int serve(const ServeOptions& o) {
                   << (fromDir ? cfg->vhosts.front().root->root : o.config) << " (" << engine.workerCount()
                   << (engine.workerCount() == 1 ? " worker" : " workers") << ")\n";
         for (const auto& ep : engine.endpoints()) {
-            std::cout << "Listening on " << ep.url() << "\n";
+            std::cout << "Listening on " << ep.url()
+                      << (ep.host == "localhost" && ep.note.empty() ? " (127.0.0.1 and [::1])" : "") << "\n";
+            if (!ep.note.empty()) std::cerr << "Note: " << ep.note << "\n";
             if (!ep.loopback())
                 std::cerr << "Warning: " << ep.url()
                           << " is not a loopback address: other machines on the network can reach this "
@@ -207,7 +209,7 @@ int main(int argc, char** argv) {
     serveCmd->add_option("-p,--port", so.port, "Port to listen on (0 = any free port; default 8080)")
         ->check(CLI::Range(0, 65535));
     serveCmd->add_option("-H,--host", so.host,
-                         "Address to bind (default 127.0.0.1; 0.0.0.0 or :: exposes it)");
+                         "Address to bind (default localhost: 127.0.0.1 and ::1; 0.0.0.0 or :: exposes it)");
     serveCmd->add_option("-w,--workers", so.workers, "Worker threads (default: one per core)")
         ->check(CLI::Range(1, 256));
     serveCmd->add_option("--access-log", so.accessLog,

@@ -82,7 +82,7 @@ bool ServerController::open(const QString& path, QString* error, bool movePortIf
     std::shared_ptr<const config::Config> cfg;
     QFileInfo info(path);
     if (info.isDir()) {
-        cfg = config::configForDirectory(info.canonicalFilePath().toStdString(), "127.0.0.1", 8080);
+        cfg = config::configForDirectory(info.canonicalFilePath().toStdString(), "localhost", 8080);
         m_configPath.clear();
         m_folder = info.canonicalFilePath();
     } else {

@@ -308,7 +308,7 @@ private slots:
         const Config& c = *r.config;
         QCOMPARE(c.workers, 0u);
         QCOMPARE(c.listen.size(), std::size_t(1));
-        QCOMPARE(str(c.listen[0].host), QString("127.0.0.1"));
+        QCOMPARE(str(c.listen[0].host), QString("localhost")); // 127.0.0.1 and ::1
         QCOMPARE(c.listen[0].port, std::uint16_t(8080));
         Limits defaults;
         QCOMPARE(c.limits.maxBodyBytes, defaults.maxBodyBytes);
@@ -340,7 +340,7 @@ private slots:
                           "  - \"[::1]:8443\"\n"
                           "  - {address: 127.0.0.1:0}\n"
                           "vhosts: [{root: site}]\n")
-            << QStringList{"workers 4", "listen 127.0.0.1 9000", "listen 0.0.0.0 80", "listen ::1 8443",
+            << QStringList{"workers 4", "listen localhost 9000", "listen 0.0.0.0 80", "listen ::1 8443",
                            "listen 127.0.0.1 0"};
         QTest::newRow("listen scalar") << QByteArray("listen: 127.0.0.2:81\nvhosts: [{root: site}]\n")
                                        << QStringList{"listen 127.0.0.2 81"};
@@ -568,10 +568,10 @@ private slots:
             << QByteArray("workers: [1]\n") + v
             << QStringList{"test.yaml:1:10: workers: expected a string, got a list"};
         QTest::newRow("listen name")
-            << QByteArray("listen: [localhost:8080]\n") + v
+            << QByteArray("listen: [example.test:8080]\n") + v
             << QStringList{
                    "test.yaml:1:10: listen[0]: listen host must be an IP address (127.0.0.1, 0.0.0.0, "
-                   "\"[::1]\"), got 'localhost' (use 127.0.0.1 or [::1])"};
+                   "\"[::1]\") or localhost, got 'example.test'"};
         QTest::newRow("listen port range")
             << QByteArray("listen: [\"127.0.0.1:70000\"]\n") + v
             << QStringList{
@@ -612,6 +612,9 @@ private slots:
             << QByteArray("listen: [8080, 127.0.0.1:8080]\n") + v
             << QStringList{
                    "test.yaml:1:16: listen[1]: duplicate listener 127.0.0.1:8080 (already on line 1)"};
+        QTest::newRow("listen localhost overlaps ::1")
+            << QByteArray("listen: [localhost:8080, \"[::1]:8080\"]\n") + v
+            << QStringList{"test.yaml:1:26: listen[1]: duplicate listener [::1]:8080 (already on line 1)"};
         QTest::newRow("listen without address")
             << QByteArray("listen: [{}]\n") + v
             << QStringList{"test.yaml:1:10: listen[0]: listener needs an `address:` (HOST:PORT)"};
@@ -1066,7 +1069,7 @@ private slots:
                  (QStringList{
                      "test.yaml:1:10: workers: must be between 1 and 256, got 1000",
                      "test.yaml:2:10: listen[0]: listen host must be an IP address (127.0.0.1, 0.0.0.0, "
-                     "\"[::1]\"), "
+                     "\"[::1]\") or localhost, "
                      "got '1.2.3'",
                      "test.yaml:4:19: limits.max_body_bytes: invalid size 'lots' (write e.g. 512, 16KiB, "
                      "10MiB, 1GiB "

@@ -25,6 +25,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTreeWidget>
+#include <QUrl>
 #include <QVBoxLayout>
 
 namespace portico::ui {
@@ -1179,8 +1180,9 @@ bool SitesPage::addFolder(const QString& dir) {
     validate();
     rebuildTree();
     if (!apply()) return false;
-    QString url = m_server->firstHttpUrl();
-    url.replace("127.0.0.1", label + ".localhost");
+    QUrl served(m_server->firstHttpUrl());
+    served.setHost(label + ".localhost");
+    const QString url = served.toString();
     emit notice(tr("Serving %1 at %2").arg(info.canonicalFilePath(), url));
     return true;
 }

@@ -3,6 +3,7 @@
 #include <portico/capture/replay.h>
 
 #include "capture/recorder.h"
+#include "client/connect.h"
 #include "net/transport.h"
 #include "tls/client_tls.h"
 
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include <arpa/inet.h>
@@ -26,6 +28,7 @@
 namespace portico::capture {
 
 namespace {
+using tcp = boost::asio::ip::tcp;
 std::string lower(std::string_view s) {
     std::string o(s);
     for (char& c : o)
@@ -67,18 +70,13 @@ bool parseBase(std::string_view u, Url& out, std::string& error) {
         error = "no host in " + std::string(u);
         return false;
     }
-    return true;
-}
-
-bool loopback(const sockaddr* a) {
-    if (a->sa_family == AF_INET)
-        return (ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr) >> 24) == 127;
-    if (a->sa_family == AF_INET6) {
-        const auto* a6 = reinterpret_cast<const sockaddr_in6*>(a);
-        if (IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr)) return true;
-        if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) return a6->sin6_addr.s6_addr[12] == 127;
+    unsigned port = 0;
+    auto [end, ec] = std::from_chars(out.port.data(), out.port.data() + out.port.size(), port);
+    if (ec != std::errc{} || end != out.port.data() + out.port.size() || port == 0 || port > 65535) {
+        error = "the port in " + std::string(u) + " must be a number from 1 to 65535, got '" + out.port + "'";
+        return false;
     }
-    return false;
+    return true;
 }
 
 class Deadline {
@@ -304,17 +302,15 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
                   " bytes (capture.body_bytes); not replayed";
         return r;
     }
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (int rc = ::getaddrinfo(url.host.c_str(), url.port.c_str(), &hints, &res); rc != 0) {
-        r.error = url.host + ": " + gai_strerror(rc);
+    std::string resolveError;
+    const auto endpoints =
+        client::resolve(url.host, static_cast<std::uint16_t>(std::stoul(url.port)), resolveError);
+    if (endpoints.empty()) {
+        r.error = resolveError;
         return r;
     }
-    std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
-    bool allLoopback = true;
-    for (addrinfo* a = res; a; a = a->ai_next)
-        allLoopback = allLoopback && loopback(a->ai_addr);
+    const bool allLoopback = std::all_of(endpoints.begin(), endpoints.end(),
+                                         [](const auto& ep) { return client::isLoopback(ep.address()); });
     if (!options.allowRemote && !allLoopback) {
         r.error = url.host + ": not a loopback address; pass allowRemote (--allow-remote) to replay to it";
         return r;
@@ -341,30 +337,13 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
         if (!clientTls) return r;
     }
     Deadline dl(options.timeout);
-    int fd = -1;
-    std::string lastError = "no address";
     e.set(Phase::Accepted, nowNs());
-    for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
-        fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) continue;
-        int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
-        if (rc != 0 && errno == EINPROGRESS) {
-            int err = 0;
-            socklen_t len = sizeof err;
-            if (!waitFd(fd, POLLOUT, dl) || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err) {
-                lastError = err ? std::strerror(err) : "timed out";
-                ::close(fd);
-                fd = -1;
-                continue;
-            }
-        } else if (rc != 0) {
-            lastError = std::strerror(errno);
-            ::close(fd);
-            fd = -1;
-        }
-    }
+    std::string failures;
+    tcp::endpoint reached;
+    const int fd =
+        client::connectFd(endpoints, std::chrono::milliseconds(dl.msLeft()), false, reached, failures);
     if (fd < 0) {
-        r.error = "connect " + url.host + ":" + url.port + ": " + lastError;
+        r.error = client::cannotConnect(url.host, failures);
         return r;
     }
     struct Closer {

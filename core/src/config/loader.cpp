@@ -62,9 +62,21 @@ constexpr std::string_view kLimitKeys[] = {
     "write_timeout",          "drain_timeout"};
 constexpr std::string_view kAccessLogKeys[] = {"format", "path"};
 constexpr std::string_view kCompressionKeys[] = {"enabled", "min_bytes", "gzip_level", "brotli_quality"};
-constexpr std::string_view kVhostKeys[] = {
-    "names",           "port",    "default",     "root",          "index",  "listing", "spa_fallback",
-    "follow_symlinks", "headers", "error_pages", "server_header", "routes", "tls",     "live_reload"};
+constexpr std::string_view kVhostKeys[] = {"names",
+                                           "port",
+                                           "default",
+                                           "root",
+                                           "index",
+                                           "listing",
+                                           "spa_fallback",
+                                           "follow_symlinks",
+                                           "headers",
+                                           "error_pages",
+                                           "server_header",
+                                           "routes",
+                                           "tls",
+                                           "live_reload",
+                                           "cross_site_subresources"};
 constexpr Keys kVhostNotYet{}; // every vhost key of the design is supported
 constexpr std::string_view kRouteKeys[] = {"path",    "location",      "group",  "methods", "name",
                                            "headers", "server_header", "static", "respond", "redirect",
@@ -794,8 +806,15 @@ void Loader::readListen(const Value& v, std::vector<Listen>& out) {
         if (!l) continue;
         l->where = locate(item.mark);
         for (const Listen& other : out) {
-            if (other.host == l->host && other.port == l->port && l->port != 0) {
-                error(item, "duplicate listener " + item.node.as<std::string>("") + " (already on line " +
+            // "localhost" is 127.0.0.1 and ::1: it overlaps either.
+            auto covers = [](const std::string& a, const std::string& b) {
+                return a == b || (a == "localhost" && (b == "127.0.0.1" || b == "::1"));
+            };
+            if ((covers(other.host, l->host) || covers(l->host, other.host)) && other.port == l->port &&
+                l->port != 0) {
+                const bool v6 = l->host.find(':') != std::string::npos;
+                error(item, "duplicate listener " + (v6 ? "[" + l->host + "]" : l->host) + ":" +
+                                std::to_string(l->port) + " (already on line " +
                                 std::to_string(other.where.line) + ")");
                 l.reset();
                 break;
@@ -812,7 +831,7 @@ std::optional<Listen> Loader::parseAddress(const Value& v) {
     Listen l;
     std::string host, port;
     if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        host = "127.0.0.1";
+        host = "localhost";
         port = text;
     } else if (text.starts_with("[")) {
         std::size_t close = text.find("]:");
@@ -840,9 +859,11 @@ std::optional<Listen> Loader::parseAddress(const Value& v) {
             return std::nullopt;
         }
         in_addr a4{};
-        if (inet_pton(AF_INET, host.c_str(), &a4) != 1) {
-            error(v, "listen host must be an IP address (127.0.0.1, 0.0.0.0, \"[::1]\"), got '" + host + "'" +
-                         (lower(host) == "localhost" ? " (use 127.0.0.1 or [::1])" : ""));
+        if (lower(host) == "localhost") {
+            host = "localhost"; // 127.0.0.1 and [::1] on one port
+        } else if (inet_pton(AF_INET, host.c_str(), &a4) != 1) {
+            error(v, "listen host must be an IP address (127.0.0.1, 0.0.0.0, \"[::1]\") or localhost, got '" +
+                         host + "'");
             return std::nullopt;
         }
     }
@@ -1200,6 +1221,8 @@ void Loader::readVhost(const Value& v, Vhost& vh) {
                 routesValue = val;
             } else if (e.key == "live_reload") {
                 if (auto b = boolean(val)) vh.liveReload = *b;
+            } else if (e.key == "cross_site_subresources") {
+                if (auto b = boolean(val)) vh.crossSiteSubresources = *b;
             } else if (e.key == "tls") {
                 if (!val.node.IsMap())
                     error(val, "expected {cert: FILE, key: FILE}, got " + describe(val.node));

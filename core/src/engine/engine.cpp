@@ -34,6 +34,7 @@ std::string Endpoint::url() const {
 }
 
 bool Endpoint::loopback() const {
+    if (host == "localhost") return true;
     boost::system::error_code ec;
     const auto a = boost::asio::ip::make_address(host, ec);
     if (ec) return false;
@@ -82,14 +83,33 @@ bool portIsFree(const std::string& host, std::uint16_t port, std::string& error)
         (address.is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(port) + ": " + std::strerror(err);
     return false;
 }
+// Whether this machine has IPv6 loopback (a container may have IPv6 off): `why` says what failed.
+bool ipv6LoopbackUsable(std::string& why) {
+    int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        why = std::strerror(errno);
+        return false;
+    }
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    const int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    const int err = errno;
+    ::close(fd);
+    if (rc == 0) return true;
+    why = std::strerror(err);
+    return false;
+}
 } // namespace
 
 struct Engine::Impl {
     struct BoundListener {
-        std::string host;
+        std::string host; // as configured: an IP literal, or "localhost"
         std::uint16_t configuredPort;
         std::uint16_t port;
         bool tls = false;
+        std::vector<std::string> addresses; // bound: {host}, or 127.0.0.1 and ::1 for "localhost"
+        std::string note;                   // said once by the CLI and GUI (IPv6 loopback missing)
     };
 
     net::SnapshotSlot slot;
@@ -154,6 +174,44 @@ struct Engine::Impl {
         return snap;
     }
 
+    void closeOnAll(const BoundListener& b) {
+        for (const auto& address : b.addresses)
+            for (auto& w : workers)
+                w->runSync([&] { w->closeListener(address, b.port); });
+    }
+
+    /// Opens `l` on every worker. "localhost" is 127.0.0.1 and ::1 on one port (IPv4 picks it when
+    /// the config says 0; a port ::1 has taken elsewhere is tried again); without IPv6 loopback it
+    /// is IPv4 only, with a note.
+    bool open(const config::Listen& l, BoundListener& out, std::string& error) {
+        out = BoundListener{l.host, l.port, 0, l.tls.has_value(), {}, {}};
+        if (l.host != "localhost") {
+            if (!openOnAll(l.host, l.port, out.port, error)) return false;
+            out.addresses = {l.host};
+            return true;
+        }
+        std::string why;
+        const bool v6 = ipv6LoopbackUsable(why);
+        for (int attempt = 0; attempt < 16; ++attempt) {
+            out.addresses.clear();
+            if (!openOnAll("127.0.0.1", l.port, out.port, error)) return false;
+            out.addresses = {"127.0.0.1"};
+            if (!v6) {
+                out.note = "localhost:" + std::to_string(out.port) +
+                           " listens on 127.0.0.1 only: IPv6 loopback [::1] is unavailable (" + why + ")";
+                return true;
+            }
+            std::uint16_t bound6 = 0;
+            if (openOnAll("::1", out.port, bound6, error)) {
+                out.addresses.push_back("::1");
+                return true;
+            }
+            closeOnAll(out);
+            if (l.port != 0) return false;
+        }
+        return false;
+    }
+
     bool openOnAll(const std::string& host, std::uint16_t port, std::uint16_t& bound, std::string& error) {
         if (port != 0 && !portIsFree(host, port, error)) return false;
         bound = port;
@@ -207,9 +265,9 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
         return false;
     };
     for (const auto& l : config->listen) {
-        std::uint16_t bound = 0;
-        if (!d_->openOnAll(l.host, l.port, bound, error)) return fail();
-        d_->listeners.push_back({l.host, l.port, bound, l.tls.has_value()});
+        Impl::BoundListener bound;
+        if (!d_->open(l, bound, error)) return fail();
+        d_->listeners.push_back(std::move(bound));
     }
     auto snap = d_->snapshot(config, d_->listeners, error);
     if (!snap) return fail();
@@ -255,21 +313,19 @@ bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& 
             next.back().tls = l.tls.has_value();
             continue;
         }
-        std::uint16_t bound = 0;
-        if (!d_->openOnAll(l.host, l.port, bound, error)) {
+        Impl::BoundListener bound;
+        if (!d_->open(l, bound, error)) {
             for (const auto& a : added)
-                for (auto& w : d_->workers)
-                    w->runSync([&] { w->closeListener(a.host, a.port); });
+                d_->closeOnAll(a);
             return false;
         }
-        added.push_back({l.host, l.port, bound, l.tls.has_value()});
+        added.push_back(std::move(bound));
         next.push_back(added.back());
     }
     auto snap = d_->snapshot(config, next, error);
     if (!snap) {
         for (const auto& a : added)
-            for (auto& w : d_->workers)
-                w->runSync([&] { w->closeListener(a.host, a.port); });
+            d_->closeOnAll(a);
         return false;
     }
     d_->slot.publish(std::move(snap));
@@ -278,9 +334,7 @@ bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& 
         bool kept = std::any_of(next.begin(), next.end(), [&](const Impl::BoundListener& b) {
             return b.host == old.host && b.port == old.port;
         });
-        if (!kept)
-            for (auto& w : d_->workers)
-                w->runSync([&] { w->closeListener(old.host, old.port); });
+        if (!kept) d_->closeOnAll(old);
     }
     d_->listeners = std::move(next);
     return true;
@@ -326,7 +380,7 @@ std::vector<Endpoint> Engine::endpoints() const {
     std::lock_guard lock(d_->mutex);
     std::vector<Endpoint> out;
     for (const auto& l : d_->listeners)
-        out.push_back({l.host, l.port, l.tls});
+        out.push_back({l.host, l.port, l.tls, l.note});
     return out;
 }
 

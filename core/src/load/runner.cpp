@@ -6,6 +6,7 @@
 
 #include "response_parser.h"
 
+#include "client/connect.h"
 #include "net/drained.h"
 #include "net/h2_mem.h"
 #include "net/transport.h"
@@ -198,6 +199,9 @@ struct Worker {
     ErrorCounts errors;
     std::array<std::uint64_t, 600> statuses{};
     std::uint64_t bytesRead = 0, bytesWritten = 0;
+    // The counters when this thread sent its first measured request: what the warm-up moved.
+    std::uint64_t warmupBytesRead = 0, warmupBytesWritten = 0;
+    bool measuring = false;
     std::unique_ptr<stats::Histogram> latency, service;
     std::vector<std::uint64_t> slots;
     Ns lastEvent = 0;
@@ -769,6 +773,11 @@ void Conn::fill() {
                 --worker.quota;
             }
         }
+        if (!warm && !worker.measuring) {
+            worker.measuring = true;
+            worker.warmupBytesRead = worker.bytesRead;
+            worker.warmupBytesWritten = worker.bytesWritten;
+        }
         const std::uint32_t spec = worker.pickSpec();
         const auto& prepared = plan.specs[spec];
         if (h2) {
@@ -986,18 +995,6 @@ std::string probeH2c(tcp::socket& sock, const std::string& address) {
     return {};
 }
 
-bool isLoopback(const asio::ip::address& a) {
-    if (a.is_loopback()) return true;
-    if (a.is_v6() && a.to_v6().is_v4_mapped())
-        return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).is_loopback();
-    return false;
-}
-
-std::string endpointText(const tcp::endpoint& ep) {
-    const auto a = ep.address();
-    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
-}
-
 } // namespace
 
 Result run(const Options& options, const std::atomic<bool>* abort) {
@@ -1036,25 +1033,16 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
         plan.cumulativeWeights.push_back(cumulative);
     }
 
-    // Resolve, and keep to loopback unless allowed otherwise.
+    // Resolve, and keep to loopback unless allowed otherwise. Every address is a candidate; the
+    // pre-flight below picks the first that accepts ("localhost" is [::1] then 127.0.0.1).
+    std::string resolveError;
+    const auto candidates = client::resolve(first.host, first.port, resolveError);
+    if (candidates.empty()) return refuse(resolveError);
+    for (const auto& e : candidates)
+        if (!client::isLoopback(e.address()) && !options.allowRemote)
+            return refuse("refusing to load '" + first.host + "' (" + e.address().to_string() +
+                          "): not a loopback address; pass --allow-remote to load another machine");
     asio::io_context setup;
-    tcp::resolver resolver(setup);
-    boost::system::error_code ec;
-    auto endpoints = resolver.resolve(first.host, std::to_string(first.port), ec);
-    if (ec || endpoints.empty())
-        return refuse("cannot resolve '" + first.host + "': " + (ec ? ec.message() : "no address"));
-    bool found = false;
-    for (const auto& e : endpoints) {
-        if (!isLoopback(e.endpoint().address())) {
-            if (!options.allowRemote)
-                return refuse("refusing to load '" + first.host + "' (" + e.endpoint().address().to_string() +
-                              "): not a loopback address; pass --allow-remote to load another machine");
-            continue;
-        }
-        if (!found) plan.endpoint = e.endpoint(), found = true;
-    }
-    if (!found) plan.endpoint = endpoints.begin()->endpoint();
-    result.address = endpointText(plan.endpoint);
 
     // TLS: one client context for every connection.
     std::unique_ptr<tls::ClientTls> clientTls;
@@ -1087,9 +1075,17 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
     // Pre-flight: one connection, so "nothing listens there", a certificate that does not verify or a
     // server without HTTP/2 is one error, not a run of failures.
     {
+        std::string failures;
+        const int fd = client::connectFd(candidates, std::chrono::seconds(5), true, plan.endpoint, failures);
+        if (fd < 0) return refuse(client::cannotConnect(first.host, failures));
+        result.address = client::endpointText(plan.endpoint);
         tcp::socket probe(setup);
-        probe.connect(plan.endpoint, ec);
-        if (ec) return refuse("cannot connect to " + result.address + ": " + ec.message());
+        boost::system::error_code ec;
+        probe.assign(plan.endpoint.protocol(), fd, ec);
+        if (ec) {
+            ::close(fd);
+            return refuse("cannot use the connection to " + result.address + ": " + ec.message());
+        }
         const timeval tv{5, 0}; // a silent server must not hang the probe
         ::setsockopt(probe.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         ::setsockopt(probe.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -1179,6 +1175,8 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
             statuses[s] += w->statuses[s];
         result.bytesRead += w->bytesRead;
         result.bytesWritten += w->bytesWritten;
+        result.measuredBytesRead += w->measuring ? w->bytesRead - w->warmupBytesRead : 0;
+        result.measuredBytesWritten += w->measuring ? w->bytesWritten - w->warmupBytesWritten : 0;
         result.latency->merge(*w->latency);
         result.serviceTime->merge(*w->service);
         if (result.perSlot.size() < w->slots.size()) result.perSlot.resize(w->slots.size());

@@ -1,6 +1,8 @@
 // FastCGI responder client (FastCGI 1.0 specification) for `fastcgi:` routes (see fastcgi.h).
 #include "proxy/fastcgi.h"
 
+#include "client/connect.h"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -78,6 +80,7 @@ private:
     void fail(int status, const std::string& why);
     void finish();
     void arm();
+    void connected(const boost::system::error_code& e, const std::string& why);
 
     asio::io_context& io_;
     const config::ProxyAction& action_;
@@ -174,22 +177,13 @@ void FastCgiCall::arm() {
 void FastCgiCall::connect() {
     if (cancelled_) return;
     const config::FastCgi& f = action_.fastcgi;
-    asio::generic::stream_protocol::endpoint endpoint;
-    if (!f.socketPath.empty()) {
-        endpoint = asio::local::stream_protocol::endpoint(f.socketPath);
-    } else {
-        boost::system::error_code ec;
-        auto address = asio::ip::make_address(f.host, ec);
-        if (ec) {
-            tcp::resolver resolver(io_);
-            auto results = resolver.resolve(f.host, std::to_string(f.port), ec);
-            if (ec || results.empty()) {
-                fail(502, "cannot resolve " + f.host + ": " + ec.message());
-                return;
-            }
-            endpoint = results.begin()->endpoint();
-        } else {
-            endpoint = tcp::endpoint(address, f.port);
+    std::vector<tcp::endpoint> endpoints;
+    if (f.socketPath.empty()) {
+        std::string error;
+        endpoints = client::resolve(f.host, f.port, error);
+        if (endpoints.empty()) {
+            fail(502, error);
+            return;
         }
     }
     timer_.expires_after(action_.connectTimeout);
@@ -197,26 +191,40 @@ void FastCgiCall::connect() {
         if (e || self->done_ || self->cancelled_) return;
         self->fail(504, "timed out connecting (connect_timeout)");
     });
-    socket_.async_connect(endpoint, [self = shared_from_this()](const boost::system::error_code& e) {
-        if (self->done_ || self->cancelled_) return;
-        if (e) {
-            self->fail(502, "cannot connect: " + e.message());
-            return;
-        }
-        if (self->sink_) self->sink_->onUpstreamConnected();
-        self->arm();
-        asio::async_write(self->socket_, asio::buffer(self->request_),
-                          [self](const boost::system::error_code& we, std::size_t) {
-                              if (self->done_ || self->cancelled_) return;
-                              if (we) {
-                                  self->fail(502,
-                                             "connection lost while sending the request: " + we.message());
-                                  return;
-                              }
-                              std::string().swap(self->request_);
-                          });
-        self->read();
-    });
+    if (!f.socketPath.empty()) {
+        socket_.async_connect(asio::local::stream_protocol::endpoint(f.socketPath),
+                              [self = shared_from_this()](const boost::system::error_code& e) {
+                                  self->connected(e, "cannot connect: " + e.message());
+                              });
+        return;
+    }
+    const bool several = endpoints.size() > 1;
+    client::asyncConnect(socket_, std::move(endpoints),
+                         [self = shared_from_this(), several](const boost::system::error_code& e,
+                                                              const tcp::endpoint&,
+                                                              const std::string& failures) {
+                             self->connected(e, "cannot connect: " + (several ? failures : e.message()));
+                         });
+}
+
+void FastCgiCall::connected(const boost::system::error_code& e, const std::string& why) {
+    if (done_ || cancelled_) return;
+    if (e) {
+        fail(502, why);
+        return;
+    }
+    if (sink_) sink_->onUpstreamConnected();
+    arm();
+    asio::async_write(socket_, asio::buffer(request_),
+                      [self = shared_from_this()](const boost::system::error_code& we, std::size_t) {
+                          if (self->done_ || self->cancelled_) return;
+                          if (we) {
+                              self->fail(502, "connection lost while sending the request: " + we.message());
+                              return;
+                          }
+                          std::string().swap(self->request_);
+                      });
+    read();
 }
 
 void FastCgiCall::read() {

@@ -1,6 +1,7 @@
 // HTTP/2 upstream sessions and streams on nghttp2's client API (see h2_upstream.h).
 #include "proxy/h2_upstream.h"
 
+#include "client/connect.h"
 #include "net/h2_mem.h"
 #include "net/transport.h"
 #include "proxy/fastcgi.h"
@@ -238,45 +239,36 @@ private:
 };
 
 void H2Conn::start() {
-    boost::system::error_code ec;
-    auto address = asio::ip::make_address(host_, ec);
-    std::vector<tcp::endpoint> endpoints;
-    if (!ec) {
-        endpoints.emplace_back(address, port_);
-    } else {
-        // Local names (/etc/hosts) answer at once; see Exchange::connect.
-        tcp::resolver resolver(io_);
-        auto results = resolver.resolve(host_, std::to_string(port_), ec);
-        if (ec) {
-            asio::post(io_, [self = shared_from_this(),
-                             why = "cannot resolve " + host_ + ": " + ec.message()] { self->die(502, why); });
-            return;
-        }
-        for (const auto& r : results)
-            endpoints.push_back(r.endpoint());
+    std::string error;
+    auto endpoints = client::resolve(host_, port_, error);
+    if (endpoints.empty()) {
+        asio::post(io_, [self = shared_from_this(), why = std::move(error)] { self->die(502, why); });
+        return;
     }
     timer_.expires_after(connectTimeout_);
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
         if (e || self->ready_ || self->dead_) return;
         self->die(504, "timed out connecting (connect_timeout)");
     });
-    asio::async_connect(
-        socket_, endpoints,
-        [self = shared_from_this()](const boost::system::error_code& e, const tcp::endpoint&) {
-            if (self->dead_) return;
-            if (e) {
-                tH2.failedUntil[self->key_] = Clock::now() + self->failTimeout_;
-                self->die(502, "cannot connect: " + e.message());
-                return;
-            }
-            boost::system::error_code ignored;
-            self->socket_.set_option(tcp::no_delay(true), ignored);
-            self->socket_.non_blocking(true, ignored);
-            if (self->tls_)
-                self->handshake();
-            else
-                self->ready();
-        });
+    const bool several = endpoints.size() > 1;
+    client::asyncConnect(socket_, std::move(endpoints),
+                         [self = shared_from_this(), several](const boost::system::error_code& e,
+                                                              const tcp::endpoint&,
+                                                              const std::string& failures) {
+                             if (self->dead_) return;
+                             if (e) {
+                                 tH2.failedUntil[self->key_] = Clock::now() + self->failTimeout_;
+                                 self->die(502, "cannot connect: " + (several ? failures : e.message()));
+                                 return;
+                             }
+                             boost::system::error_code ignored;
+                             self->socket_.set_option(tcp::no_delay(true), ignored);
+                             self->socket_.non_blocking(true, ignored);
+                             if (self->tls_)
+                                 self->handshake();
+                             else
+                                 self->ready();
+                         });
 }
 
 void H2Conn::handshake() {

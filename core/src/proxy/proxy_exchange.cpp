@@ -1,6 +1,7 @@
 // Reverse proxy exchange to an HTTP/1.1 upstream (see proxy_exchange.h).
 #include "proxy/proxy_exchange.h"
 
+#include "client/connect.h"
 #include "net/drained.h"
 
 #include <boost/asio/connect.hpp>
@@ -506,31 +507,22 @@ void Exchange::onTimeout() {
 
 void Exchange::connect() {
     stage_ = Stage::Connecting;
-    boost::system::error_code ec;
-    auto address = asio::ip::make_address(upstream_->host, ec);
-    std::vector<tcp::endpoint> endpoints;
-    if (!ec) {
-        endpoints.emplace_back(address, upstream_->port);
-    } else {
-        // A name: resolved here, synchronously (upstreams of a dev server are local names like
-        // "localhost" that /etc/hosts answers at once).
-        tcp::resolver resolver(io_);
-        auto results = resolver.resolve(upstream_->host, std::to_string(upstream_->port), ec);
-        if (ec) {
-            fail(502, "cannot resolve " + upstream_->host + ": " + ec.message(), true);
-            return;
-        }
-        for (const auto& r : results)
-            endpoints.push_back(r.endpoint());
+    std::string error;
+    auto endpoints = client::resolve(upstream_->host, upstream_->port, error);
+    if (endpoints.empty()) {
+        fail(502, error, true);
+        return;
     }
     arm(action_.connectTimeout);
-    asio::async_connect(
-        socket_, endpoints,
-        [self = shared_from_this()](const boost::system::error_code& e, const tcp::endpoint&) {
+    const bool several = endpoints.size() > 1;
+    client::asyncConnect(
+        socket_, std::move(endpoints),
+        [self = shared_from_this(), several](const boost::system::error_code& e, const tcp::endpoint&,
+                                             const std::string& failures) {
             if (self->cancelled_ || self->stage_ == Stage::Done) return;
             if (e) {
                 if (e == asio::error::operation_aborted) return; // the timer answered
-                self->fail(502, "cannot connect: " + e.message(), true);
+                self->fail(502, "cannot connect: " + (several ? failures : e.message()), true);
                 return;
             }
             boost::system::error_code ignored;

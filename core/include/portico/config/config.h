@@ -37,9 +37,10 @@ struct ListenTls {
     TlsFiles files;      ///< when !autoCa
 };
 
-/// One listening socket. `host` is an IPv4 or IPv6 literal ("127.0.0.1", "::1", "0.0.0.0").
+/// One listening address. `host` is an IPv4 or IPv6 literal ("127.0.0.1", "::1", "0.0.0.0") or
+/// "localhost": 127.0.0.1 and ::1 on one port (IPv4 only, with a note, where ::1 is unavailable).
 struct Listen {
-    std::string host = "127.0.0.1";
+    std::string host = "localhost";
     std::uint16_t port = 8080;    ///< 0 = any free port (tests)
     std::optional<ListenTls> tls; ///< none: cleartext (HTTP/1.1 and h2c with prior knowledge)
     Location where;
@@ -257,6 +258,11 @@ struct Vhost {
     /// swaps stylesheets) when a file under a served root changes; it talks to the reserved
     /// WebSocket endpoint /__portico/livereload. On by default for `portico serve DIR`.
     bool liveReload = false;
+    /// `cross_site_subresources:` false (the default) answers 403 to a request a browser marks as a
+    /// cross-site no-cors load (`Sec-Fetch-Site: cross-site` with `Sec-Fetch-Mode: no-cors`: a
+    /// `<script src>` or `<img>` on another site), so pages the developer visits cannot read the
+    /// app's source through them (the webpack-dev-server and Vite advisories). True serves them.
+    bool crossSiteSubresources = false;
     std::vector<Route> routes; ///< groups are flattened in at load time
     Location where;
 };

@@ -19,10 +19,13 @@ namespace portico::engine {
 
 /// A bound listening address (the real port when the config asked for port 0).
 struct Endpoint {
-    std::string host; ///< as configured ("127.0.0.1", "::1")
+    std::string host; ///< as configured ("127.0.0.1", "::1", or "localhost": both of those, one port)
     std::uint16_t port = 0;
-    bool tls = false;        ///< HTTPS (h2 and http/1.1 by ALPN); else cleartext HTTP/1.1 and h2c
-    std::string url() const; ///< "http://127.0.0.1:8080/" ("https://[::1]:8443/" for IPv6 with TLS)
+    bool tls = false; ///< HTTPS (h2 and http/1.1 by ALPN); else cleartext HTTP/1.1 and h2c
+    /// Said once to the user when set: "localhost:8080 listens on 127.0.0.1 only: IPv6 loopback
+    /// [::1] is unavailable (...)".
+    std::string note;
+    std::string url() const; ///< "http://localhost:8080/" ("https://[::1]:8443/" for IPv6 with TLS)
     /// True for 127.0.0.0/8 and ::1 (also ::ffff:127.x.y.z); false for 0.0.0.0, ::, and any other
     /// address, i.e. when machines other than this one may connect (the CLI and GUI then warn).
     bool loopback() const;
