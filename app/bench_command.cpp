@@ -10,8 +10,10 @@
 #include <portico/load/suite.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -138,6 +140,11 @@ int runBench(const BenchOptions& b) {
         !parseDurationOption("--warmup", b.warmup, o.warmup) ||
         !parseDurationOption("--timeout", b.timeout, o.timeout))
         return kExitUsage;
+    if (!b.duration.empty() && o.duration.count() == 0) {
+        std::cerr << "portico bench: --duration '" << b.duration
+                  << "': must be more than 0 (or leave it out: -n alone stops by count, neither runs 10s)\n";
+        return kExitUsage;
+    }
     if (o.duration.count() == 0 && o.count == 0)
         o.duration = std::chrono::seconds(b.suite ? 3 : 10); // wrk's default; per route for the suite
     if (!b.weights.empty() && b.weights.size() != b.urls.size()) {
@@ -248,6 +255,30 @@ int runBench(const BenchOptions& b) {
         o.requests.push_back(std::move(spec));
     }
 
+    // The JSON file is opened before the run: an unwritable path is said at once, not after it.
+    const bool jsonToStdout = b.jsonFile == "-";
+    std::ofstream jsonOut;
+    if (!b.jsonFile.empty() && !jsonToStdout) {
+        jsonOut.open(b.jsonFile, std::ios::binary | std::ios::trunc);
+        if (!jsonOut) {
+            std::cerr << "portico bench: --json " << b.jsonFile << ": cannot write (" << std::strerror(errno)
+                      << ")\n";
+            return kExitFailure;
+        }
+    }
+    auto writeJson = [&](const load::Result& result) {
+        if (b.jsonFile.empty()) return true;
+        const std::string json = load::toJson(result);
+        if (jsonToStdout) {
+            std::cout << json << std::flush;
+            return true;
+        }
+        jsonOut << json << std::flush;
+        if (jsonOut) return true;
+        std::cerr << "portico bench: --json " << b.jsonFile << ": cannot write\n";
+        return false;
+    };
+
     g_abort.store(false);
     auto oldInt = std::signal(SIGINT, onSignal);
     auto oldTerm = std::signal(SIGTERM, onSignal);
@@ -257,23 +288,11 @@ int runBench(const BenchOptions& b) {
 
     if (!r.ok()) {
         std::cerr << "portico bench: " << r.error << "\n";
+        writeJson(r); // {"error": ...}, as docs/load-results.md says
         return kExitFailure;
     }
-    const bool jsonToStdout = b.jsonFile == "-";
     (jsonToStdout ? std::cerr : std::cout) << load::summaryText(r) << std::flush;
-    if (!b.jsonFile.empty()) {
-        const std::string json = load::toJson(r);
-        if (jsonToStdout) {
-            std::cout << json << std::flush;
-        } else {
-            std::ofstream out(b.jsonFile, std::ios::binary | std::ios::trunc);
-            out << json;
-            if (!out) {
-                std::cerr << "portico bench: --json " << b.jsonFile << ": cannot write\n";
-                return kExitFailure;
-            }
-        }
-    }
+    if (!writeJson(r)) return kExitFailure;
     saveToHistory(b, [&](const auto& dir, const auto& label, auto* saved, auto& error) {
         return load::saveRun(r, dir, label, saved, error);
     });

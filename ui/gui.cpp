@@ -376,6 +376,15 @@ int runGui(int argc, char** argv, const GuiOptions& options) {
     if (shot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
         qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    // Without a display Qt's xcb plugin aborts (SIGABRT) with a page of plugin advice; say what to
+    // do instead in one line.
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+        qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+        std::fprintf(stderr,
+                     "portico: no display (DISPLAY and WAYLAND_DISPLAY are unset) for the desktop app; "
+                     "serve headless with `portico serve [DIR]` or `portico serve --config FILE`\n");
+        return 1;
+    }
     QApplication app(argc, argv);
     QApplication::setApplicationName("Portico");
     QApplication::setOrganizationName("Portico");

@@ -5,6 +5,7 @@
 // watcher, and a headless Chromium that reloads on an HTML edit and swaps CSS without reloading.
 #include "test_support.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -290,6 +291,15 @@ private slots:
             << QStringList{"ORIGIN=http://localhost" + p} << QByteArray("101");
         QTest::newRow("https Origin") << QStringList{"ORIGIN=https://127.0.0.1" + p} << QByteArray("403");
         QTest::newRow("other port Origin") << QStringList{"ORIGIN=http://127.0.0.1:1"} << QByteArray("403");
+        // A foreign address with this server's port is another machine's page, not ours.
+        QTest::newRow("foreign IPv4 Origin, same port")
+            << QStringList{"ORIGIN=http://203.0.113.7" + p} << QByteArray("403");
+        QTest::newRow("foreign IPv6 Origin, same port")
+            << QStringList{"ORIGIN=http://[2001:db8::1]" + p} << QByteArray("403");
+        QTest::newRow("loopback IPv4 Origin, same port")
+            << QStringList{"ORIGIN=http://127.0.0.1" + p} << QByteArray("101");
+        QTest::newRow("loopback IPv6 Origin, same port")
+            << QStringList{"ORIGIN=http://[::1]" + p} << QByteArray("101");
         QTest::newRow("Host evil.example") << QStringList{"HOSTHDR=evil.example" + p} << QByteArray("403");
         QTest::newRow("Host localhost.evil.example")
             << QStringList{"HOSTHDR=localhost.evil.example" + p} << QByteArray("403");
@@ -421,6 +431,58 @@ private slots:
         writeFile(site + "/index.html", html);
         QVERIFY2(waitLog("event=load&v=v2&color=rgb(255%2C%200%2C%200)"), accessLog().constData());
         QCOMPARE(accessLog().count("event=load"), 2);
+    }
+
+    // A real browser and an edited script: the reloaded page runs the new one. The script was
+    // last modified days ago, so without `Cache-Control: no-cache` Chromium holds it as
+    // heuristically fresh and the reload ran the old copy.
+    void chromiumRunsTheEditedScript() {
+        const QString chromium = QStandardPaths::findExecutable("chromium");
+        if (chromium.isEmpty()) QSKIP("chromium is not installed (installers/dev.sh installs it)");
+        const QString site = tmp_.filePath("script");
+        writeFile(site + "/index.html",
+                  "<!doctype html><html><body><p>s</p><script src=\"app.js\"></script></body></html>\n");
+        writeFile(site + "/app.js", "fetch('/log?event=load&v=a1');\n");
+        {
+            QFile js(site + "/app.js");
+            QVERIFY(js.open(QIODevice::ReadWrite));
+            QVERIFY(js.setFileTime(QDateTime::currentDateTimeUtc().addDays(-10),
+                                   QFileDevice::FileModificationTime));
+        }
+        const QString log = tmp_.filePath("script.log");
+        ServerProcess server({site, "--access-log", log});
+        QVERIFY2(server.waitReady(), server.output().constData());
+        const auto head = curlFetch({"-I", QStringLiteral("http://127.0.0.1:%1/app.js").arg(server.port())});
+        QVERIFY2(head.body.contains("Cache-Control: no-cache"), head.body.constData());
+        // Validators still answer a revalidation with 304.
+        const QByteArray modified =
+            head.body.mid(head.body.indexOf("Last-Modified: ") + 15).split('\r').first();
+        const auto again = curlFetch({"-H", "If-Modified-Since: " + QString::fromLatin1(modified),
+                                      QStringLiteral("http://127.0.0.1:%1/app.js").arg(server.port())});
+        QCOMPARE(again.status, 304);
+        log_ = log;
+        QTemporaryDir profile;
+        QProcess browser;
+        browser.setProcessChannelMode(QProcess::MergedChannels);
+        browser.start(chromium,
+                      {"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                       "--disable-component-update", "--disable-sync", "--no-first-run",
+                       "--user-data-dir=" + profile.path(), "--remote-debugging-port=0",
+                       QStringLiteral("http://127.0.0.1:%1/index.html").arg(server.port())});
+        QVERIFY(browser.waitForStarted());
+        auto cleanup = qScopeGuard([&] {
+            browser.kill(); // only the browser this test started
+            browser.waitForFinished(5000);
+        });
+        if (!waitLog("event=load&v=a1")) {
+            QByteArray why = browser.readAll();
+            if (browser.state() != QProcess::Running)
+                QSKIP(qPrintable("chromium could not run here: " + QString::fromLocal8Bit(why.left(400))));
+            QFAIL("the page never reported its first load");
+        }
+        QVERIFY2(waitLog("GET /__portico/livereload HTTP/1.1\" 101"), accessLog().constData());
+        writeFile(site + "/app.js", "fetch('/log?event=load&v=a2');\n");
+        QVERIFY2(waitLog("event=load&v=a2"), accessLog().constData());
     }
 
     // A real browser across a server restart on the same port: the script reconnects (with its

@@ -45,7 +45,9 @@ QByteArray latencyConfig() {
            "      - path: /slow\n"
            "        respond: {body: slow, latency: 500ms}\n"
            "      - path: /fast\n"
-           "        respond: {body: fast}\n";
+           "        respond: {body: fast}\n"
+           "      - path: /drop\n"
+           "        respond: {body: never, drop_rate: 1}\n";
 }
 
 // "stopped after N request(s)" from a terminated portico's output; -1 if absent.
@@ -199,6 +201,30 @@ private slots:
         QVERIFY(r.perSlot.size() >= 15 && r.perSlot.size() <= 20);
     }
 
+    // Transfer/sec and "X read" count the measured window only: a warm-up as long as the run used
+    // to double them. Every response here has the same size, so the measured bytes are the
+    // measured responses' bytes (give or take the few in flight at the boundary).
+    void warmupBytesNotCounted() {
+        auto server = startPortico();
+        QVERIFY(server);
+        auto o = options(server->baseUrl() + "/delay20");
+        o.connections = 2;
+        o.duration = 600ms;
+        o.warmup = 600ms;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        const std::uint64_t all = r.requests.completed + r.warmup.completed;
+        QVERIFY(r.warmup.completed >= 20 && r.requests.completed >= 20);
+        const double perResponse = static_cast<double>(r.bytesRead) / static_cast<double>(all);
+        const double expected = perResponse * static_cast<double>(r.requests.completed);
+        QVERIFY2(
+            std::abs(static_cast<double>(r.measuredBytesRead) - expected) <= perResponse * o.connections,
+            qPrintable(
+                QStringLiteral("measured %1 bytes, expected %2").arg(r.measuredBytesRead).arg(expected)));
+        QVERIFY(r.measuredBytesWritten < r.bytesWritten);
+        QCOMPARE(server->terminate(), 0);
+    }
+
     // LDT-01: a timed run against a 500 ms handler stops with requests in flight. With the default
     // grace they complete; with a short one they are cancelled. Either way nothing vanishes and the
     // server saw exactly the requests started.
@@ -325,6 +351,43 @@ private slots:
         auto unbounded = options(QStringLiteral("http://127.0.0.1:%1/").arg(freePort));
         auto u = load::run(unbounded);
         QVERIFY2(!u.ok() && u.error.find("bounded") != std::string::npos, u.error.c_str());
+    }
+
+    // What `portico bench` says when it cannot run, or runs and nothing completes.
+    void benchCommandEdges() {
+        auto server = startPortico();
+        QVERIFY(server);
+        // -d 0s is a usage error, not a silent 10 s run.
+        auto zero =
+            test::runProcess(test::porticoBinary(), {"bench", server->baseUrl() + "/fast", "-d", "0s"});
+        QCOMPARE(zero.exitCode, 2);
+        QVERIFY2(zero.err.contains("--duration '0s': must be more than 0"), zero.err.constData());
+        // A run that cannot start still writes its JSON, with `error` (docs/load-results.md).
+        const std::uint16_t dead = test::freePort();
+        const QString json = dir_.filePath("failed.json");
+        auto refused =
+            test::runProcess(test::porticoBinary(), {"bench", QString("http://127.0.0.1:%1/").arg(dead), "-n",
+                                                     "1", "--json", json, "--no-save"});
+        QCOMPARE(refused.exitCode, 1);
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto doc = QJsonDocument::fromJson(f.readAll()).object();
+        QVERIFY2(doc["error"].toString().contains("cannot connect to 127.0.0.1:"), f.fileName().toUtf8());
+        // An unwritable --json path is said before the run (the dead target is never tried).
+        auto unwritable = test::runProcess(test::porticoBinary(),
+                                           {"bench", QString("http://127.0.0.1:%1/").arg(dead), "-n", "1",
+                                            "--json", dir_.filePath("no/such/dir/r.json"), "--no-save"});
+        QCOMPARE(unwritable.exitCode, 1);
+        QVERIFY2(unwritable.err.contains("--json") && unwritable.err.contains("cannot write"),
+                 unwritable.err.constData());
+        QVERIFY2(!unwritable.err.contains("cannot connect"), unwritable.err.constData());
+        // Every request failed: no latency table of zeros.
+        auto dropped = test::runProcess(
+            test::porticoBinary(), {"bench", server->baseUrl() + "/drop", "-c", "1", "-n", "5", "--no-save"});
+        QVERIFY2(dropped.exitCode == 0, dropped.err.constData());
+        QVERIFY2(dropped.out.contains("No measured request completed"), dropped.out.constData());
+        QVERIFY2(!dropped.out.contains("Latency Distribution"), dropped.out.constData());
+        QVERIFY2(dropped.out.contains("Errors:"), dropped.out.constData());
     }
 
     void benchCommandLine() {

@@ -50,6 +50,22 @@ private slots:
         QCOMPARE(unknown.exitCode, 2);
     }
 
+    // Without a display the desktop app says so in one line and how to serve headless (exit 1);
+    // Qt's plugin error used to abort the process (SIGABRT, exit 134).
+    void noDisplaySaysSoInOneLine() {
+        QTemporaryDir home;
+        QProcessEnvironment env;
+        env.insert("PATH", qEnvironmentVariable("PATH"));
+        env.insert("HOME", home.path());
+        for (const QStringList& args : {QStringList{}, QStringList{"gui"}}) {
+            auto r = runProcessIn(porticoBinary(), args, env, home.path(), 20000);
+            QVERIFY2(r.exitCode == 1, (args.join(' ') + ": " + r.err).toUtf8().constData());
+            QVERIFY2(r.err.startsWith("portico: no display"), r.err.constData());
+            QVERIFY2(r.err.contains("portico serve"), r.err.constData());
+            QCOMPARE(r.err.count('\n'), 1);
+        }
+    }
+
     void servesAFolderWithoutConfig() {
         QTemporaryDir dir;
         writeFile(dir.filePath("index.html"), "<!doctype html><title>x</title>home\n");

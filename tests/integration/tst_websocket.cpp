@@ -209,6 +209,12 @@ private slots:
         const QByteArray base = upgrade + key + "Sec-WebSocket-Version: 13\r\n";
         QVERIFY(handshake(base + "Origin: http://evil.example\r\n").startsWith("HTTP/1.1 403 "));
         QVERIFY(handshake(base + "Origin: null\r\n").startsWith("HTTP/1.1 403 "));
+        // A foreign address with this server's own port is a foreign page.
+        const QByteArray port = QByteArray::number(server_->plainPort());
+        for (const QByteArray foreign : {"http://203.0.113.7:", "http://[2001:db8::1]:", "http://10.1.2.3:"})
+            QVERIFY2(handshake(base + "Origin: " + foreign + port + "\r\n").startsWith("HTTP/1.1 403 "),
+                     foreign);
+        QVERIFY(handshake(base + "Origin: http://127.0.0.1:" + port + "\r\n").startsWith("HTTP/1.1 101 "));
         QVERIFY(handshake(base + QByteArray("Origin: http://localhost:") +
                           QByteArray::number(server_->plainPort()) + "\r\n")
                     .startsWith("HTTP/1.1 101 "));

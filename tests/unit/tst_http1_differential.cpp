@@ -178,7 +178,7 @@ std::vector<Entry> corpus() {
         {"HTTP/2.0", "GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505},
         {"HTTP/1.2", "GET / HTTP/1.2\r\nHost: t\r\n\r\n", 505},
         {"HTTP/0.9 version", "GET / HTTP/0.9\r\nHost: t\r\n\r\n", 505},
-        {"HTTP/0.9 simple request", "GET /\r\n\r\n", 505},
+        {"no version (HTTP/0.9 simple request)", "GET /\r\n\r\n", 400},
         {"lowercase http", "GET / http/1.1\r\nHost: t\r\n\r\n", 400},
         {"double space", "GET  / HTTP/1.1\r\nHost: t\r\n\r\n", 400},
         {"method with (", "GE(T / HTTP/1.1\r\nHost: t\r\n\r\n", 400},

@@ -292,7 +292,9 @@ void TestHttp1Parser::invalidHeads_data() {
     QTest::newRow("HTTP/2.0") << B("GET / HTTP/2.0\r\nHost: a\r\n\r\n") << 505;
     QTest::newRow("HTTP/1.2") << B("GET / HTTP/1.2\r\nHost: a\r\n\r\n") << 505;
     QTest::newRow("HTTP/0.9 version") << B("GET / HTTP/0.9\r\nHost: a\r\n\r\n") << 505;
-    QTest::newRow("HTTP/0.9 simple request") << B("GET /\r\n\r\n") << 505;
+    // RFC 9112 §3: no HTTP-version at all is a malformed line (400), not an unsupported version.
+    QTest::newRow("no version (HTTP/0.9 simple request)") << B("GET /\r\n\r\n") << 400;
+    QTest::newRow("no version: a body's leftovers") << B(".html HTTP/1.1\r\n\r\n") << 400;
     QTest::newRow("HTTP/3.1") << B("GET / HTTP/3.1\r\nHost: a\r\n\r\n") << 505;
     QTest::newRow("lowercase http") << B("GET / http/1.1\r\nHost: a\r\n\r\n") << 400;
     QTest::newRow("version two digits") << B("GET / HTTP/1.10\r\nHost: a\r\n\r\n") << 400;
@@ -333,6 +335,17 @@ void TestHttp1Parser::invalidHeads_data() {
     QTest::newRow("Host with space") << B("GET / HTTP/1.1\r\nHost: a b\r\n\r\n") << 400;
     QTest::newRow("Host with slash") << B("GET / HTTP/1.1\r\nHost: a/b\r\n\r\n") << 400;
     QTest::newRow("Host with userinfo") << B("GET / HTTP/1.1\r\nHost: u@a\r\n\r\n") << 400;
+    // RFC 9110 §7.2, RFC 3986 §3.2.2-3: a port needs a host; a port is digits within 0..65535.
+    QTest::newRow("Host only a colon") << B("GET / HTTP/1.1\r\nHost: :\r\n\r\n") << 400;
+    QTest::newRow("Host port without host") << B("GET / HTTP/1.1\r\nHost: :80\r\n\r\n") << 400;
+    QTest::newRow("Host port out of range") << B("GET / HTTP/1.1\r\nHost: :99999\r\n\r\n") << 400;
+    QTest::newRow("Host port 65536") << B("GET / HTTP/1.1\r\nHost: a:65536\r\n\r\n") << 400;
+    QTest::newRow("Host port letters") << B("GET / HTTP/1.1\r\nHost: x:abc\r\n\r\n") << 400;
+    QTest::newRow("Host two ports") << B("GET / HTTP/1.1\r\nHost: x:1:2\r\n\r\n") << 400;
+    QTest::newRow("Host unclosed IPv6") << B("GET / HTTP/1.1\r\nHost: [::1\r\n\r\n") << 400;
+    QTest::newRow("Host IPv6 junk after") << B("GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n") << 400;
+    QTest::newRow("Host IPv6 not hex") << B("GET / HTTP/1.1\r\nHost: [::g]\r\n\r\n") << 400;
+    QTest::newRow("absolute-form port out of range") << B("GET http://a:70000/ HTTP/1.1\r\nHost: a\r\n\r\n") << 400;
     // Field syntax.
     QTest::newRow("space before colon") << B("GET / HTTP/1.1\r\nHost : a\r\n\r\n") << 400;
     QTest::newRow("tab before colon") << B("GET / HTTP/1.1\r\nHost\t: a\r\n\r\n") << 400;

@@ -238,6 +238,7 @@ void emitVhost(YAML::Emitter& out, const Vhost& vh, const fs::path& base) {
     }
     if (vh.serverHeader) out << YAML::Key << "server_header" << YAML::Value << *vh.serverHeader;
     if (vh.liveReload) out << YAML::Key << "live_reload" << YAML::Value << true;
+    if (vh.crossSiteSubresources) out << YAML::Key << "cross_site_subresources" << YAML::Value << true;
     if (vh.tls) {
         out << YAML::Key << "tls" << YAML::Value;
         emitTlsFiles(out, *vh.tls, base);

@@ -58,6 +58,20 @@ Produced runRoute(const Exchange& ex, http::Response& res) {
 
 // Adds `headers`, replacing a field of the same name the action (or the vhost) produced; repeated
 // names within one list all stay (e.g. several Link fields).
+// Sec-Fetch-Site: cross-site with Sec-Fetch-Mode: no-cors (Fetch Metadata, W3C). One pass over the
+// fields: both names are 14 bytes long, so most fields end at the size test.
+bool crossSiteNoCors(const http::Request& req) {
+    bool crossSite = false, noCors = false;
+    for (const http::Header& h : req.headers) {
+        if (h.name.size() != 14) continue;
+        if (http::iequals(h.name, "sec-fetch-site"))
+            crossSite = http::iequals(h.value, "cross-site");
+        else if (http::iequals(h.name, "sec-fetch-mode"))
+            noCors = http::iequals(h.value, "no-cors");
+    }
+    return crossSite && noCors;
+}
+
 void applyHeaders(const config::HeaderList& headers, http::Response& res) {
     for (std::size_t i = 0; i < headers.size(); ++i) {
         bool repeated = false;
@@ -150,33 +164,43 @@ void errorResponse(int status, http::Response& res) {
 void dispatch(const Exchange& ex, http::Response& res) {
     Produced produced = Produced::Response;
     const config::Route* route = nullptr;
-    switch (ex.route.kind) {
-    case routing::RouteResult::Kind::Matched:
-        route = ex.route.route;
-        produced = runRoute(ex, res);
-        break;
-    case routing::RouteResult::Kind::Fallback:
-        produced = ex.vhost.root ? serveStatic(ex, *ex.vhost.root, ex.request.path, res) : fail(404, res);
-        break;
-    case routing::RouteResult::Kind::NotFound:
-        produced = fail(404, res);
-        break;
-    case routing::RouteResult::Kind::MethodNotAllowed:
-        produced = fail(405, res);
-        // We answer OPTIONS for every path (204 below), so it is always allowed.
-        res.addHeader("Allow",
-                      http::allowHeaderValue(ex.route.allow | http::methodBit(http::Method::Options)));
-        break;
-    case routing::RouteResult::Kind::Options:
-        res.status = 204;
-        res.addHeader("Allow",
-                      http::allowHeaderValue(ex.route.allow | http::methodBit(http::Method::Options)));
-        break;
-    }
+    // A page on another site loading this one as a script, style or image (Fetch Metadata): refused
+    // before any action, a proxied one included.
+    const bool refused = !ex.vhost.crossSiteSubresources && crossSiteNoCors(ex.request);
+    if (refused)
+        produced = fail(403, res);
+    else
+        switch (ex.route.kind) {
+        case routing::RouteResult::Kind::Matched:
+            route = ex.route.route;
+            produced = runRoute(ex, res);
+            break;
+        case routing::RouteResult::Kind::Fallback:
+            produced = ex.vhost.root ? serveStatic(ex, *ex.vhost.root, ex.request.path, res) : fail(404, res);
+            break;
+        case routing::RouteResult::Kind::NotFound:
+            produced = fail(404, res);
+            break;
+        case routing::RouteResult::Kind::MethodNotAllowed:
+            produced = fail(405, res);
+            // We answer OPTIONS for every path (204 below), so it is always allowed.
+            res.addHeader("Allow",
+                          http::allowHeaderValue(ex.route.allow | http::methodBit(http::Method::Options)));
+            break;
+        case routing::RouteResult::Kind::Options:
+            res.status = 204;
+            res.addHeader("Allow",
+                          http::allowHeaderValue(ex.route.allow | http::methodBit(http::Method::Options)));
+            break;
+        }
     if (res.fate == http::Response::Fate::Drop) return;
     if (produced == Produced::GeneratedError) applyErrorPage(ex, res);
     applyHeaders(ex.vhost.headers, res);
     if (route) applyHeaders(route->headers, res);
+    // Live reload: the browser revalidates what it cached (validators still give 304), else the
+    // reload after an edit runs a script it still holds as fresh (Vite and live-server do the same).
+    if (ex.vhost.liveReload && !res.forward && !res.hasHeader("Cache-Control"))
+        res.addHeader("Cache-Control", "no-cache");
     res.serverHeader = route && route->serverHeader ? *route->serverHeader
                        : ex.vhost.serverHeader      ? *ex.vhost.serverHeader
                                                     : ex.config.serverHeader;

@@ -10,6 +10,40 @@ constexpr std::string_view kMethodTokens[] = {"GET",     "HEAD",    "POST",  "PU
                                               "CONNECT", "OPTIONS", "TRACE", "PATCH"};
 } // namespace
 
+bool validAuthority(std::string_view a) {
+    if (a.empty()) return true;
+    std::size_t hostEnd = 0;
+    if (a.front() == '[') {
+        // IP-literal: an IPv6 address (IPvFuture is not used by HTTP clients).
+        const std::size_t close = a.find(']');
+        if (close == std::string_view::npos || close < 3) return false;
+        for (char c : a.substr(1, close - 1)) {
+            const bool hex = (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+            if (!hex && c != ':' && c != '.') return false;
+        }
+        hostEnd = close + 1;
+        if (hostEnd < a.size() && a[hostEnd] != ':') return false;
+    } else {
+        while (hostEnd < a.size() && a[hostEnd] != ':') {
+            const char c = a[hostEnd];
+            const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                            std::string_view("-._~%!$&'()*+,;=").find(c) != std::string_view::npos;
+            if (!ok) return false;
+            ++hostEnd;
+        }
+        if (hostEnd == 0) return false; // ":80", ":"
+    }
+    if (hostEnd == a.size()) return true;
+    const std::string_view port = a.substr(hostEnd + 1);
+    if (port.size() > 5) return false;
+    unsigned value = 0;
+    for (char c : port) {
+        if (c < '0' || c > '9') return false;
+        value = value * 10 + static_cast<unsigned>(c - '0');
+    }
+    return value <= 65535;
+}
+
 Method methodFromToken(std::string_view token) {
     for (std::size_t i = 0; i < std::size(kMethodTokens); ++i)
         if (kMethodTokens[i] == token) return static_cast<Method>(i);

@@ -135,8 +135,8 @@ bool parseDigits(std::string_view s, std::uint64_t& v) {
     return true;
 }
 
-// Host field value or absolute-form authority: host [":" port], no userinfo (RFC 9110 §4.2.4).
-bool validAuthority(std::string_view a) { return allOf(a, kHost); }
+// Host field value or absolute-form authority: host [":" port], no userinfo (RFC 9110 §4.2.4, §7.2).
+bool validAuthority(std::string_view a) { return http::validAuthority(a); }
 
 ParseStatus fail(ParseError& error, int status, const char* reason) {
     error.status = status;
@@ -207,7 +207,9 @@ ParseStatus parseRequestLine(std::string_view line, RequestHead& head, ParseErro
     if (head.target.empty()) return fail(error, 400, "invalid request-target");
     if (!allOfFast(head.target, kTarget, 0x21, 0x7f, '#'))
         return fail(error, 400, "invalid character in request-target");
-    if (j == std::string_view::npos) return fail(error, 505, "HTTP/0.9 request line without version");
+    // RFC 9112 §3: 505 is for a well-formed version this server does not support; a line with no
+    // HTTP-version at all ("GET /", or a body's leftovers read as a request line) is malformed.
+    if (j == std::string_view::npos) return fail(error, 400, "request line without HTTP-version");
     std::string_view v = line.substr(j + 1);
     if (v.size() != 8 || v.substr(0, 5) != "HTTP/" || v[6] != '.' || v[5] < '0' || v[5] > '9' || v[7] < '0' ||
         v[7] > '9')

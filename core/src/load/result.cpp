@@ -198,7 +198,9 @@ std::string toJson(const Result& r) {
         appendString(out, std::to_string(status));
         out += ':' + num(count);
     }
-    out += "},\"bytes\":{\"read\":" + num(r.bytesRead) + ",\"written\":" + num(r.bytesWritten) + "}";
+    out += "},\"bytes\":{\"read\":" + num(r.bytesRead) + ",\"written\":" + num(r.bytesWritten) +
+           ",\"measuredRead\":" + num(r.measuredBytesRead) +
+           ",\"measuredWritten\":" + num(r.measuredBytesWritten) + "}";
     out += ",\"latency\":";
     if (r.latency)
         appendLatency(out, *r.latency, true);
@@ -244,28 +246,33 @@ std::string summaryText(const Result& r) {
                       o.connections, protocolText(o).c_str());
     s += line;
     const auto& h = *r.latency;
-    s += "  Latency      Avg        Stdev      Min        Max\n";
-    std::snprintf(line, sizeof line, "           %-10s %-10s %-10s %-10s\n", duration(h.mean()).c_str(),
-                  duration(h.stddev()).c_str(), duration(static_cast<double>(h.min())).c_str(),
-                  duration(static_cast<double>(h.max())).c_str());
-    s += line;
-    s += "  Latency Distribution\n";
-    for (double p : kPercentiles) {
-        std::snprintf(line, sizeof line, "    %7s%%  %s\n", num(p).c_str(),
-                      duration(static_cast<double>(h.valueAtPercentile(p))).c_str());
+    if (r.requests.completed == 0) {
+        // No response, no latency: a table of zeros would read as an instant server.
+        s += "  No measured request completed: no latency to report\n";
+    } else {
+        s += "  Latency      Avg        Stdev      Min        Max\n";
+        std::snprintf(line, sizeof line, "           %-10s %-10s %-10s %-10s\n", duration(h.mean()).c_str(),
+                      duration(h.stddev()).c_str(), duration(static_cast<double>(h.min())).c_str(),
+                      duration(static_cast<double>(h.max())).c_str());
         s += line;
-    }
-    if (o.model() == Model::Open) {
-        std::snprintf(line, sizeof line, "  Uncorrected (from actual send): p50 %s, p99 %s, max %s\n",
-                      duration(static_cast<double>(r.serviceTime->valueAtPercentile(50))).c_str(),
-                      duration(static_cast<double>(r.serviceTime->valueAtPercentile(99))).c_str(),
-                      duration(static_cast<double>(r.serviceTime->max())).c_str());
-        s += line;
+        s += "  Latency Distribution\n";
+        for (double p : kPercentiles) {
+            std::snprintf(line, sizeof line, "    %7s%%  %s\n", num(p).c_str(),
+                          duration(static_cast<double>(h.valueAtPercentile(p))).c_str());
+            s += line;
+        }
+        if (o.model() == Model::Open) {
+            std::snprintf(line, sizeof line, "  Uncorrected (from actual send): p50 %s, p99 %s, max %s\n",
+                          duration(static_cast<double>(r.serviceTime->valueAtPercentile(50))).c_str(),
+                          duration(static_cast<double>(r.serviceTime->valueAtPercentile(99))).c_str(),
+                          duration(static_cast<double>(r.serviceTime->max())).c_str());
+            s += line;
+        }
     }
     std::snprintf(line, sizeof line, "  %llu requests in %.2fs, %s read, %s written\n",
                   static_cast<unsigned long long>(r.requests.completed), seconds(r.measured),
-                  bytes(static_cast<double>(r.bytesRead)).c_str(),
-                  bytes(static_cast<double>(r.bytesWritten)).c_str());
+                  bytes(static_cast<double>(r.measuredBytesRead)).c_str(),
+                  bytes(static_cast<double>(r.measuredBytesWritten)).c_str());
     s += line;
     std::snprintf(line, sizeof line,
                   "  Requests: %llu started = %llu completed + %llu failed + %llu cancelled",
@@ -296,7 +303,8 @@ std::string summaryText(const Result& r) {
     }
     std::snprintf(
         line, sizeof line, "Requests/sec: %.2f\nTransfer/sec: %s\n", r.requestsPerSecond(),
-        bytes(seconds(r.measured) > 0 ? static_cast<double>(r.bytesRead) / seconds(r.measured) : 0).c_str());
+        bytes(seconds(r.measured) > 0 ? static_cast<double>(r.measuredBytesRead) / seconds(r.measured) : 0)
+            .c_str());
     s += line;
     std::snprintf(line, sizeof line, "Generator CPU: %.2fs user, %.2fs system (%.0f%% of %u thread(s))%s\n",
                   r.cpuUserSeconds, r.cpuSystemSeconds, r.cpuShare() * 100, threads,

@@ -720,7 +720,12 @@ void H2Connection::dispatch(Stream& s) {
     req.versionMinor = 0;
     req.headers = headers;
     req.trailers = trailers;
-    // RFC 9113 §8.3.1: :authority, else Host.
+    // RFC 9113 §8.3.1: :authority, else Host. Both must be valid authorities (RFC 9110 §7.2): a
+    // bad one is a malformed request, answered 400 and never routed or forwarded.
+    if (!http::validAuthority(s.authority) || !http::validAuthority(hostField)) {
+        fail(s, 400);
+        return;
+    }
     req.host = s.authority.empty() ? hostField : std::string_view(s.authority);
     req.scheme = s.scheme.empty() ? std::string_view(ssl_ ? "https" : "http") : std::string_view(s.scheme);
     req.body = s.body;

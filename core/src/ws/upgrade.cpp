@@ -8,9 +8,12 @@
 #include <portico/ws/websocket.h>
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 namespace portico::ws {
 namespace {
@@ -112,9 +115,43 @@ std::string normaliseOrigin(std::string_view origin) {
     return out;
 }
 
-// True if `origin` is a page of this server: the request's scheme and port, and a host that
-// servedHost() accepts ("http://localhost:8080" for a request to 127.0.0.1:8080 is fine,
-// "http://evil.example:8080" is not).
+// True if the IP literal `ip` is an address of this server: loopback, a listen address, or, when a
+// listener takes every address (0.0.0.0, ::), an address of one of this machine's interfaces.
+bool ownAddress(const config::Config& cfg, const std::string& ip) {
+    in_addr a4{};
+    in6_addr a6{};
+    const bool v4 = inet_pton(AF_INET, ip.c_str(), &a4) == 1;
+    if (!v4 && inet_pton(AF_INET6, ip.c_str(), &a6) != 1) return false;
+    if (v4 ? (ntohl(a4.s_addr) >> 24) == 127 : IN6_IS_ADDR_LOOPBACK(&a6)) return true;
+    bool wildcard = false;
+    for (const config::Listen& l : cfg.listen) {
+        if (l.host == "0.0.0.0" || l.host == "::") wildcard = true;
+        in_addr l4{};
+        in6_addr l6{};
+        if (v4 ? inet_pton(AF_INET, l.host.c_str(), &l4) == 1 && l4.s_addr == a4.s_addr
+               : inet_pton(AF_INET6, l.host.c_str(), &l6) == 1 && std::memcmp(&l6, &a6, sizeof l6) == 0)
+            return true;
+    }
+    if (!wildcard) return false;
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return false;
+    bool found = false;
+    for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
+        if (!i->ifa_addr) continue;
+        if (v4 && i->ifa_addr->sa_family == AF_INET)
+            found = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == a4.s_addr;
+        else if (!v4 && i->ifa_addr->sa_family == AF_INET6)
+            found = std::memcmp(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, &a6,
+                                sizeof a6) == 0;
+    }
+    freeifaddrs(list);
+    return found;
+}
+
+// True if `origin` is a page of this server: the request's scheme and port, and a host that is
+// ours: a loopback name, one of this server's addresses (ownAddress) or a configured vhost name.
+// Unlike a Host field, an IP literal in an Origin is not ours just for being an address: a page
+// at http://203.0.113.7:8080 (another machine, the same port) is a foreign page.
 bool servedOrigin(const config::Config& cfg, std::string_view origin, std::string_view host, bool tls) {
     std::string o = normaliseOrigin(origin);
     std::string scheme = tls ? "https://" : "http://";
@@ -124,6 +161,7 @@ bool servedOrigin(const config::Config& cfg, std::string_view origin, std::strin
     std::string defaultPort = tls ? "443" : "80";
     if ((from.port.empty() ? defaultPort : from.port) != (to.port.empty() ? defaultPort : to.port))
         return false;
+    if (isIpLiteral(from.host)) return ownAddress(cfg, from.host);
     return servedHost(cfg, from.host);
 }
 

@@ -25,6 +25,13 @@ std::string_view methodToken(Method m);
 /// Comma-separated list of the methods in `mask`, in enum order ("GET, HEAD, POST"), for `Allow`.
 std::string allowHeaderValue(std::uint32_t mask);
 
+/// A valid Host field value or :authority (RFC 9110 §7.2, RFC 3986 §3.2.2-3.2.3): empty (RFC 9110
+/// §7.2 allows an empty Host), or host [":" port] where host is "[" IPv6 "]" or a reg-name (IPv4
+/// included: unreserved, pct-encoded and sub-delims bytes, no userinfo) and port is up to five
+/// digits within 0..65535 (empty after ':' is allowed, as RFC 3986 allows it). A port needs a host:
+/// ":", ":80" are invalid, as are "x:abc", "x:99999", "[::1" and "a@b". Callers answer 400.
+bool validAuthority(std::string_view value);
+
 /// Standard reason phrase for `status` (100..599); "Unknown" for unregistered codes.
 std::string_view reasonPhrase(int status);
 

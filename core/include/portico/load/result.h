@@ -47,6 +47,9 @@ struct Result {
     std::map<int, std::uint64_t> statuses;
     std::uint64_t bytesRead = 0;    ///< bytes received over the whole run, incl. warm-up
     std::uint64_t bytesWritten = 0; ///< bytes sent over the whole run, incl. warm-up
+    /// Bytes moved after the warm-up (from each thread's first measured send): Transfer/sec.
+    std::uint64_t measuredBytesRead = 0;
+    std::uint64_t measuredBytesWritten = 0;
 
     /// Latency of completed measured requests, ns: from the intended send time in the open model
     /// (coordinated omission corrected), from the actual send time in the closed model.
