@@ -413,7 +413,9 @@ void Connection::parseAndHandle() {
         if (!servedAny_ && !ssl() && data.front() == 'P' && worker_.snapshot().config->http2.enabled) {
             // h2c with prior knowledge (RFC 9113 §3.3): the client preface instead of a request.
             if (data.size() < kH2Preface.size() && kH2Preface.starts_with(data)) return;
-            if (data.starts_with(kH2Preface)) {
+            // The preface's first line is an HTTP/2 client's: what follows is judged as HTTP/2
+            // (RFC 9113 §3.4: a bad preface is a connection error, not an HTTP/1.1 request).
+            if (data.starts_with(kH2Preface.substr(0, 16))) {
                 startH2(data);
                 return;
             }

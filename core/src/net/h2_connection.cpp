@@ -68,6 +68,9 @@ int onFrameRecvCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
         if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
             return self(user)->onRequestComplete(frame->hd.stream_id);
         return 0;
+    case NGHTTP2_RST_STREAM:
+        self(user)->onResetReceived(frame->hd.stream_id);
+        return 0;
     default:
         return 0;
     }
@@ -92,7 +95,7 @@ ssize_t readBodyCb(nghttp2_session*, std::int32_t id, std::uint8_t* buf, std::si
 // flow-control errors) cost as much as the ones it receives: MadeYouReset (CVE-2025-8671) gets
 // the same budget as Rapid Reset.
 int onFrameSendCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
-    if (frame->hd.type == NGHTTP2_RST_STREAM) self(user)->onResetSent();
+    if (frame->hd.type == NGHTTP2_RST_STREAM) self(user)->onResetSent(frame->hd.stream_id);
     if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         self(user)->onResponseEnd(frame->hd.stream_id);
@@ -291,11 +294,10 @@ void H2Connection::start() {
     // Bytes the HTTP/1.1 side read before it saw the preface.
     if (!in_.empty()) {
         std::string_view d = in_.unread();
-        ssize_t n =
-            nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(d.data()), d.size());
+        ssize_t n = feed(reinterpret_cast<const std::uint8_t*>(d.data()), d.size());
         in_.clear();
         if (n < 0) {
-            abort();
+            endSession(n);
             return;
         }
     }
@@ -363,15 +365,9 @@ void H2Connection::onReadable() {
             abort();
             return;
         }
-        ssize_t n = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(p), r.n);
+        ssize_t n = feed(reinterpret_cast<const std::uint8_t*>(p), r.n);
         if (n < 0) {
-            // Bad frames, flooding (NGHTTP2_ERR_FLOODED), abuse seen by onBeginFrame: a GOAWAY is
-            // queued (the first one queued wins); send what is queued, then close.
-            if (n == NGHTTP2_ERR_FLOODED) worker_.counters().h2Abuse.fetch_add(1, std::memory_order_relaxed);
-            nghttp2_session_terminate_session(session_, n == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
-                                                                                 : NGHTTP2_PROTOCOL_ERROR);
-            flush();
-            abort();
+            endSession(n);
             return;
         }
         if (closed_) return;
@@ -379,6 +375,16 @@ void H2Connection::onReadable() {
     worker_.buffers().release(in_); // idle HTTP/2 connections hold no read buffer
     flush();
     waitRead();
+}
+
+void H2Connection::endSession(ssize_t error) {
+    // Bad frames, flooding (NGHTTP2_ERR_FLOODED), abuse seen by onBeginFrame, RFC 9113 violations
+    // seen by feed(): a GOAWAY is queued (the first one queued wins); send what is queued, then close.
+    if (error == NGHTTP2_ERR_FLOODED) worker_.counters().h2Abuse.fetch_add(1, std::memory_order_relaxed);
+    nghttp2_session_terminate_session(session_, error == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
+                                                                             : NGHTTP2_PROTOCOL_ERROR);
+    flush();
+    abort();
 }
 
 void H2Connection::flush() {
@@ -495,7 +501,122 @@ void H2Connection::onResponseEnd(std::int32_t id) {
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
 }
 
-void H2Connection::onResetSent() {
+ssize_t H2Connection::feed(const std::uint8_t* p, std::size_t n) {
+    const std::uint8_t* const end = p + n;
+    const std::uint8_t* run = p; // walked, not yet given to nghttp2
+    auto give = [&](const std::uint8_t* from, std::size_t len) -> ssize_t {
+        return len ? nghttp2_session_mem_recv(session_, from, len) : 0;
+    };
+    while (p < end) {
+        if (passLeft_ > 0) {
+            const std::size_t take = std::min<std::size_t>(passLeft_, static_cast<std::size_t>(end - p));
+            passLeft_ -= take;
+            p += take;
+            continue;
+        }
+        // A frame head: 9 bytes, and a PRIORITY frame's 5-byte payload with it.
+        const std::uint8_t* head = p;
+        std::size_t want = 9;
+        const auto wanted = [](const std::uint8_t* h) {
+            const std::size_t len = (std::size_t{h[0]} << 16) | (std::size_t{h[1]} << 8) | h[2];
+            return h[3] == NGHTTP2_PRIORITY && len == 5 ? std::size_t{14} : std::size_t{9};
+        };
+        if (headHave_ == 0 && static_cast<std::size_t>(end - p) >= 9 &&
+            static_cast<std::size_t>(end - p) >= (want = wanted(p))) {
+            p += want; // whole in this read: checked in place
+        } else {
+            // Split across reads: gathered in head_, given to nghttp2 on its own once complete.
+            if (ssize_t r = give(run, static_cast<std::size_t>(p - run)); r < 0) return r;
+            while (p < end && headHave_ < (headHave_ >= 9 ? wanted(head_) : std::size_t{9}))
+                head_[headHave_++] = *p++;
+            run = p;
+            if (headHave_ < 9 || headHave_ < wanted(head_)) break;
+            head = head_;
+            want = headHave_;
+            headHave_ = 0;
+        }
+        const std::size_t len = (std::size_t{head[0]} << 16) | (std::size_t{head[1]} << 8) | head[2];
+        const std::uint8_t type = head[3];
+        const auto id =
+            static_cast<std::int32_t>(((std::uint32_t{head[5]} << 24) | (std::uint32_t{head[6]} << 16) |
+                                       (std::uint32_t{head[7]} << 8) | head[8]) &
+                                      0x7fffffffu);
+        // A frame on a stream the walk has seen opened is judged with nghttp2's state after every
+        // frame before it: those go to nghttp2 first.
+        const bool needsState = ((type == NGHTTP2_DATA || type == NGHTTP2_HEADERS) && id != 0 && (id & 1) &&
+                                 id <= walkedMaxId_) ||
+                                type == NGHTTP2_PRIORITY;
+        if (needsState && head != head_) {
+            if (ssize_t r = give(run, static_cast<std::size_t>(head - run)); r < 0) return r;
+            run = head;
+        }
+        if (type == NGHTTP2_HEADERS && (id & 1) && id > walkedMaxId_) walkedMaxId_ = id;
+        const int verdict = needsState ? checkFrame(head) : 0;
+        if (verdict < 0) {
+            nghttp2_session_terminate_session(session_, static_cast<std::uint32_t>(-verdict));
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
+        if (verdict > 0)
+            nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, static_cast<std::uint32_t>(verdict));
+        if (head == head_) {
+            if (ssize_t r = give(head_, want); r < 0) return r;
+        }
+        passLeft_ = len - (want - 9);
+    }
+    if (ssize_t r = give(run, static_cast<std::size_t>(p - run)); r < 0) return r;
+    return static_cast<ssize_t>(n);
+}
+
+int H2Connection::checkFrame(const std::uint8_t* head) {
+    const std::uint8_t type = head[3];
+    const auto id =
+        static_cast<std::int32_t>(((std::uint32_t{head[5]} << 24) | (std::uint32_t{head[6]} << 16) |
+                                   (std::uint32_t{head[7]} << 8) | head[8]) &
+                                  0x7fffffffu);
+    if (type == NGHTTP2_PRIORITY) {
+        if (id == 0) return -NGHTTP2_PROTOCOL_ERROR; // §6.3
+        const std::size_t len = (std::size_t{head[0]} << 16) | (std::size_t{head[1]} << 8) | head[2];
+        if (len != 5) return 0; // nghttp2 answers FRAME_SIZE_ERROR
+        const auto dep =
+            static_cast<std::int32_t>(((std::uint32_t{head[9]} << 24) | (std::uint32_t{head[10]} << 16) |
+                                       (std::uint32_t{head[11]} << 8) | head[12]) &
+                                      0x7fffffffu);
+        if (dep != id) return 0;
+        // §5.3.1: a stream error; RST_STREAM may not name an idle stream (§6.4), so a PRIORITY
+        // frame for one that does not exist ends the connection instead.
+        return nghttp2_session_find_stream(session_, id) ? NGHTTP2_PROTOCOL_ERROR : -NGHTTP2_PROTOCOL_ERROR;
+    }
+    if (nghttp2_session_find_stream(session_, id)) return 0; // open: nghttp2 applies §5.1
+    switch (closedHow(id)) {
+    case Closed::WeReset:
+        return 0; // §5.1: frames after our RST_STREAM may still be in flight; nghttp2 ignores them
+    case Closed::PeerReset:
+        // §5.1: after the peer's RST_STREAM, a stream error; HEADERS cannot reopen it.
+        return type == NGHTTP2_DATA ? NGHTTP2_STREAM_CLOSED : -NGHTTP2_STREAM_CLOSED;
+    case Closed::Normal:
+        return -NGHTTP2_STREAM_CLOSED; // §5.1: frames after END_STREAM on a closed stream
+    case Closed::Unknown:
+        break;
+    }
+    // Never opened (skipped by a higher id, so implicitly closed: §5.1.1) or closed long ago.
+    return type == NGHTTP2_HEADERS ? -NGHTTP2_PROTOCOL_ERROR : -NGHTTP2_STREAM_CLOSED;
+}
+
+H2Connection::Closed H2Connection::closedHow(std::int32_t id) const {
+    for (std::int32_t r : resetByUs_)
+        if (r == id) return Closed::WeReset;
+    for (const ClosedStream& c : closedStreams_)
+        if (c.id == id) return c.how;
+    return Closed::Unknown;
+}
+
+void H2Connection::onResetReceived(std::int32_t id) {
+    closingId_ = id;
+    closingHow_ = Closed::PeerReset;
+}
+
+void H2Connection::onResetSent(std::int32_t id) {
+    resetByUs_[resetNext_++ % resetByUs_.size()] = id;
     const auto& h2 = worker_.snapshot().config->http2;
     if (calmed_) return;
     if (!takeToken(resetTokens_, resetRefill_, static_cast<double>(h2.resetBurst),
@@ -1066,6 +1187,9 @@ long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len,
 }
 
 void H2Connection::onStreamClose(std::int32_t id) {
+    closedStreams_[closedNext_++ % closedStreams_.size()] = {id,
+                                                             closingId_ == id ? closingHow_ : Closed::Normal};
+    closingId_ = 0;
     for (std::size_t i = 0; i < streams_.size(); ++i) {
         if (streams_[i]->id != id) continue;
         std::unique_ptr<Stream> s = std::move(streams_[i]);

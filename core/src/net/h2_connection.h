@@ -11,6 +11,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -58,14 +59,16 @@ public:
     int onHeadersEnd(std::int32_t id, bool endStream);
     int onData(std::int32_t id, const std::uint8_t* data, std::size_t len);
     void onStreamClose(std::int32_t id);
-    void onResetSent(); ///< a RST_STREAM left: counts against the reset budget (MadeYouReset)
-    void onResponseEnd(std::int32_t id); ///< a frame with END_STREAM left on stream `id`
+    void onResetSent(std::int32_t id); ///< a RST_STREAM left: counts against the reset budget (MadeYouReset)
+    void onResetReceived(std::int32_t id); ///< the client reset stream `id` (it closes next)
+    void onResponseEnd(std::int32_t id);   ///< a frame with END_STREAM left on stream `id`
     long readBody(std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags);
 
 private:
     void waitRead();
     void onReadable();
     void flush();
+    void endSession(ssize_t error); // GOAWAY (as queued, else PROTOCOL_ERROR), then close
     void waitWrite();
     void dispatch(Stream& s);
     void submit(Stream& s);
@@ -79,6 +82,15 @@ private:
     bool submitTrailers(Stream& s);
     friend struct ProxySink;
     int enhanceYourCalm();
+    // RFC 9113 checks nghttp2 does not make with RFC 7540 priorities off (it then keeps no closed
+    // streams): frames on closed streams (§5.1), HEADERS below an opened id (§5.1.1), PRIORITY on
+    // stream 0 (§6.3) or on itself (§5.3.1). feed() walks frame headers and hands the bytes to
+    // nghttp2, each frame checked with nghttp2's state as of the frames before it; < 0 when the
+    // connection ended (GOAWAY queued).
+    ssize_t feed(const std::uint8_t* p, std::size_t n);
+    int checkFrame(const std::uint8_t* head); // 0 pass, > 0 reset that stream with it, < 0 GOAWAY
+    enum class Closed : std::uint8_t { Unknown, Normal, PeerReset, WeReset };
+    Closed closedHow(std::int32_t id) const;
     static bool takeToken(double& tokens, Clock::time_point& refill, double burst, double rate);
 
     Worker& worker_;
@@ -99,6 +111,22 @@ private:
         0; // PING/SETTINGS bucket (http2.max_control_frames, refilled at a tenth of it /s)
     Clock::time_point controlRefill_;
     std::uint32_t continuations_ = 0; // CONTINUATION frames since the last HEADERS
+    // feed()'s walk: bytes to pass unchecked (the preface, then each frame's payload), a frame head
+    // split across reads (9 bytes, 14 with a PRIORITY frame's payload), the highest HEADERS id seen.
+    std::size_t passLeft_ = 24;
+    std::uint8_t head_[14] = {};
+    std::size_t headHave_ = 0;
+    std::int32_t walkedMaxId_ = 0;
+    // Recently closed streams and how (reset by us: later frames are ignored, RFC 9113 §5.1).
+    struct ClosedStream {
+        std::int32_t id = 0;
+        Closed how = Closed::Unknown;
+    };
+    std::array<ClosedStream, 64> closedStreams_{};
+    std::array<std::int32_t, 64> resetByUs_{};
+    std::uint8_t closedNext_ = 0, resetNext_ = 0;
+    std::int32_t closingId_ = 0; // the stream a RST_STREAM just went out or came in for
+    Closed closingHow_ = Closed::Normal;
     std::uint16_t localPort_;
     bool closed_ = false;
     bool reading_ = false;      // a read wait is pending
