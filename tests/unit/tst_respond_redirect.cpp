@@ -132,6 +132,58 @@ private slots:
         QCOMPARE(QString::fromStdString(bodyOf(res)), expected);
     }
 
+    // Request values go into a body escaped for its Content-Type: inside a JSON string they are
+    // JSON-escaped (a '"' in User-Agent used to make the mock invalid JSON), a placeholder standing
+    // for a whole JSON value ({{body}} echoing JSON) is left as it is, HTML is escaped, and an
+    // explicit filter ({{json …}}, {{html …}}, {{url …}}, {{raw …}}) overrides the choice.
+    void templatesEscapeForTheBodyType_data() {
+        QTest::addColumn<QString>("type");
+        QTest::addColumn<QString>("tpl");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("json string") << "application/json"
+                                     << "{\"ua\": \"{{header.user-agent}}\"}"
+                                     << "{\"ua\": \"a\\\"b\\\\c\\n<i>\"}";
+        QTest::newRow("json +json, charset") << "application/problem+json; charset=utf-8"
+                                             << "[\"{{header.user-agent}}\"]"
+                                             << "[\"a\\\"b\\\\c\\n<i>\"]";
+        QTest::newRow("json whole value") << "application/json"
+                                          << "{\"echo\": {{body}}}"
+                                          << "{\"echo\": {\"k\": \"v\"}}";
+        QTest::newRow("json after escaped quote") << "application/json"
+                                                  << "[\"\\\"\", \"{{header.user-agent}}\"]"
+                                                  << "[\"\\\"\", \"a\\\"b\\\\c\\n<i>\"]";
+        QTest::newRow("json filter outside a string") << "text/plain"
+                                                      << "{{json header.user-agent}}"
+                                                      << "a\\\"b\\\\c\\n<i>";
+        QTest::newRow("html") << "text/html"
+                              << "<p>{{header.user-agent}}</p>"
+                              << "<p>a&quot;b\\c\n&lt;i&gt;</p>";
+        QTest::newRow("raw filter") << "text/html"
+                                    << "{{raw header.user-agent}}"
+                                    << "a\"b\\c\n<i>";
+        QTest::newRow("unknown filter is a name") << "text/plain"
+                                                  << "[{{upper header.user-agent}}]"
+                                                  << "[]";
+        QTest::newRow("url filter") << "text/plain"
+                                    << "{{url header.user-agent}}"
+                                    << "a%22b%5Cc%0A%3Ci%3E";
+        QTest::newRow("plain text as is") << "text/plain"
+                                          << "{{header.user-agent}}"
+                                          << "a\"b\\c\n<i>";
+    }
+    void templatesEscapeForTheBodyType() {
+        QFETCH(QString, type);
+        QFETCH(QString, tpl);
+        QFETCH(QString, expected);
+        config::RespondAction a;
+        a.body = tpl.toStdString();
+        a.headers = {{"Content-Type", type.toStdString()}};
+        TestRequest req("/x", "POST");
+        req.header("User-Agent", "a\"b\\c\n<i>").setBody("{\"k\": \"v\"}");
+        auto res = callRoute(respondRoute(a), req);
+        QCOMPARE(QString::fromStdString(bodyOf(res)), expected);
+    }
+
     void headerTemplatesCannotInject() {
         config::RespondAction a;
         a.headers = {{"X-Echo", "v={{query.v}}"}, {"X-Body", "{{body}}"}};
@@ -269,6 +321,15 @@ private slots:
         QCOMPARE(res.status, 301);
         QCOMPARE(hv(res, "Location"), QString("/new/docs/a%20b%22%3Cc%3E?q=r%26d%0D%0Ax&x=1"));
         QVERIFY(bodyOf(res).find("<c>") == std::string::npos);
+        // A filter in a Location still cannot put CR or LF into the field.
+        for (const char* filter : {"raw", "html", "json", "url"}) {
+            std::get<config::RedirectAction>(route.action).to =
+                std::string("/s?q={{") + filter + " query.q}}";
+            auto filtered = call(site.config, rr, req);
+            QVERIFY2(!hv(filtered, "Location").contains('\r') && !hv(filtered, "Location").contains('\n'),
+                     filter);
+            QVERIFY2(hv(filtered, "Location").startsWith("/s?q=r"), qPrintable(hv(filtered, "Location")));
+        }
     }
 
     void routingOutcomes() {

@@ -678,6 +678,14 @@ void Loader::checkTemplates(const Value& v, std::string_view text, const RouteSh
             t.remove_prefix(1);
         while (!t.empty() && (t.back() == ' ' || t.back() == '\t'))
             t.remove_suffix(1);
+        // An escaping filter before the name: {{json header.user-agent}} (handlers/template.cpp).
+        for (std::string_view filter : {"json ", "html ", "url ", "raw "})
+            if (t.starts_with(filter)) {
+                t.remove_prefix(filter.size());
+                while (!t.empty() && (t.front() == ' ' || t.front() == '\t'))
+                    t.remove_prefix(1);
+                break;
+            }
         if (t == "method" || t == "path" || t == "body") continue;
         if (t.starts_with("param.")) {
             std::string_view name = t.substr(6);

@@ -30,7 +30,9 @@ Produced redirect(const Exchange& ex, const config::RedirectAction& action, http
 
 /// Where a template's output goes, which decides how substituted values are escaped.
 enum class TemplateTarget : unsigned char {
-    Body,        ///< as is
+    Body,        ///< as is (a body whose Content-Type is neither JSON nor HTML)
+    JsonBody,    ///< JSON string escaping (RFC 8259 §7): for bodies with a JSON Content-Type
+    HtmlBody,    ///< & < > " ' as character references: for text/html bodies
     HeaderValue, ///< CR, LF and NUL become spaces (no header injection through {{query.x}})
     Url,         ///< percent-encoded except unreserved, "/", ":", "@" and sub-delims other than "&=+"
 };

@@ -1,6 +1,7 @@
 // The `respond:` action: a mocked response with templates, simulated latency and injected faults.
 #include "handlers/actions.h"
 #include "handlers/file_cache.h"
+#include "handlers/http_util.h"
 
 namespace portico::handlers {
 namespace {
@@ -46,9 +47,20 @@ Produced respond(const Exchange& ex, const config::RespondAction& a, http::Respo
         if (!file) return fail(500, res);
         body = file->data;
     }
-    if (hasTemplate(body))
-        renderTemplate(body, ex, TemplateTarget::Body, res.ownedBody());
-    else if (file)
+    if (hasTemplate(body)) {
+        // Request values go into the body escaped for its type, so a '"' in a header cannot end a
+        // JSON string early, nor a '<' open a tag in HTML.
+        const std::string_view type = res.headerValue("Content-Type");
+        const std::string_view media = trimOws(type.substr(0, type.find(';')));
+        const bool json = http::iequals(media, "application/json") ||
+                          (media.size() > 5 && http::iequals(media.substr(media.size() - 5), "+json"));
+        const bool html = http::iequals(media, "text/html");
+        renderTemplate(body, ex,
+                       json   ? TemplateTarget::JsonBody
+                       : html ? TemplateTarget::HtmlBody
+                              : TemplateTarget::Body,
+                       res.ownedBody());
+    } else if (file)
         res.setSharedBody(file, body);
     else if (!body.empty())
         res.setBody(body);

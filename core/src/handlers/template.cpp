@@ -51,6 +51,58 @@ void appendEscaped(std::string_view value, TemplateTarget target, std::string& o
     case TemplateTarget::Body:
         out.append(value);
         return;
+    case TemplateTarget::JsonBody:
+        for (unsigned char c : value) {
+            switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                if (c < 0x20) {
+                    out += "\\u00";
+                    out += kHex[c >> 4];
+                    out += kHex[c & 15];
+                } else {
+                    out += static_cast<char>(c);
+                }
+            }
+        }
+        return;
+    case TemplateTarget::HtmlBody:
+        for (char c : value) {
+            switch (c) {
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += c;
+            }
+        }
+        return;
     case TemplateTarget::HeaderValue:
         for (char c : value)
             out += (c == '\r' || c == '\n' || c == '\0') ? ' ' : c;
@@ -73,6 +125,33 @@ void appendEscaped(std::string_view value, TemplateTarget target, std::string& o
 }
 
 void substitute(std::string_view name, const Exchange& ex, TemplateTarget target, std::string& out) {
+    // An explicit filter before the name overrides the escaping the target chose:
+    // {{json header.user-agent}}, {{html query.q}}, {{url param.id}}, {{raw body}}.
+    if (const std::size_t space = name.find(' '); space != std::string_view::npos) {
+        const std::string_view filter = name.substr(0, space);
+        const std::string_view rest = trimOws(name.substr(space + 1));
+        const bool known = filter == "json" || filter == "html" || filter == "url" || filter == "raw";
+        TemplateTarget chosen = target;
+        if (filter == "json")
+            chosen = TemplateTarget::JsonBody;
+        else if (filter == "html")
+            chosen = TemplateTarget::HtmlBody;
+        else if (filter == "url")
+            chosen = TemplateTarget::Url;
+        else if (filter == "raw")
+            chosen = TemplateTarget::Body;
+        if (known) {
+            if (target == TemplateTarget::Body || target == TemplateTarget::JsonBody ||
+                target == TemplateTarget::HtmlBody)
+                return substitute(rest, ex, chosen, out);
+            // In a header value or a Location the filter's output still loses CR, LF and NUL.
+            std::string filtered;
+            substitute(rest, ex, chosen, filtered);
+            appendEscaped(filtered, TemplateTarget::HeaderValue, out);
+            return;
+        }
+        // Not a filter: a name with a space in it ({{query.k k}}).
+    }
     const http::Request& req = ex.request;
     if (name.starts_with("param.")) {
         appendEscaped(ex.route.param(name.substr(6)), target, out);
@@ -94,6 +173,19 @@ void substitute(std::string_view name, const Exchange& ex, TemplateTarget target
 } // namespace
 
 void renderTemplate(std::string_view tpl, const Exchange& ex, TemplateTarget target, std::string& out) {
+    // In a JSON body only placeholders inside a string literal are escaped ("agent": "{{header.x}}");
+    // one standing for a whole value ({{body}} echoing JSON) goes in as it is.
+    bool inString = false, escaped = false;
+    auto scan = [&](std::string_view literal) {
+        for (char c : literal) {
+            if (escaped)
+                escaped = false;
+            else if (inString && c == '\\')
+                escaped = true;
+            else if (c == '"')
+                inString = !inString;
+        }
+    };
     std::size_t pos = 0;
     while (pos < tpl.size()) {
         std::size_t open = tpl.find("{{", pos);
@@ -101,7 +193,12 @@ void renderTemplate(std::string_view tpl, const Exchange& ex, TemplateTarget tar
         std::size_t close = tpl.find("}}", open + 2);
         if (close == std::string_view::npos) break;
         out.append(tpl.substr(pos, open - pos));
-        substitute(trimOws(tpl.substr(open + 2, close - open - 2)), ex, target, out);
+        TemplateTarget here = target;
+        if (target == TemplateTarget::JsonBody) {
+            scan(tpl.substr(pos, open - pos));
+            if (!inString) here = TemplateTarget::Body;
+        }
+        substitute(trimOws(tpl.substr(open + 2, close - open - 2)), ex, here, out);
         pos = close + 2;
     }
     out.append(tpl.substr(pos));
