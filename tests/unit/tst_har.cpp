@@ -414,6 +414,23 @@ print("ok")
         QVERIFY2(QString::fromStdString(r.error).startsWith(error), r.error.c_str());
     }
 
+    // A response body marked base64 that is not: a warning naming the entry and field, the text
+    // kept; content.mimeType comes back as the Content-Type when the entry lists none.
+    void badBase64AndMimeType() {
+        auto r = capture::fromHar(fixture("bad-base64.har"));
+        QCOMPARE(r.exchanges.size(), std::size_t(1));
+        QCOMPARE(r.exchanges[0].responseBody, std::string("hello"));
+        QVERIFY2(std::any_of(r.warnings.begin(), r.warnings.end(),
+                             [](const std::string& w) {
+                                 return w.find("entries[0].response.content: bad base64") !=
+                                        std::string::npos;
+                             }),
+                 r.warnings.empty() ? "no warning" : r.warnings.front().c_str());
+        QCOMPARE(std::string(r.exchanges[0].responseHeader("content-type")), std::string("application/json"));
+        const std::string back = capture::toHar(r.exchanges);
+        QVERIFY2(back.find("\"mimeType\": \"application/json\"") != std::string::npos, back.c_str());
+    }
+
     void base64() {
         std::string out;
         for (std::string s : {std::string(""), std::string("a"), std::string("ab"), std::string("abc"),
@@ -423,6 +440,16 @@ print("ok")
         }
         QCOMPARE(capture::base64Encode("hello"), std::string("aGVsbG8="));
         QVERIFY(!capture::base64Decode("a$b", out));
+        // Text that only uses the alphabet is not base64: a length that leaves one character
+        // over, stray bits in the last one, padding in the middle or too much of it.
+        for (const char* bad : {"hello", "abcde", "aGVsbG9=", "aG=VsbG8", "aGVsbG8===", "YQ=x"})
+            QVERIFY2(!capture::base64Decode(bad, out), bad);
+        for (const char* hello : {"aGVsbG8=", "aGVsbG8", "aGVs bG8=\n"}) { // padded, unpadded, wrapped
+            QVERIFY2(capture::base64Decode(hello, out), hello);
+            QCOMPARE(out, std::string("hello"));
+        }
+        QVERIFY(capture::base64Decode("-_8=", out)); // the URL alphabet (RFC 4648 §5)
+        QCOMPARE(out, std::string("\xfb\xff"));
         QVERIFY(capture::isUtf8("h\xc3\xa9"));
         QVERIFY(!capture::isUtf8("caf\xe9"));
         QVERIFY(!capture::isUtf8("\xed\xa0\x80")); // a surrogate

@@ -69,11 +69,23 @@ std::string base64Encode(std::string_view in) {
     return out;
 }
 
+// RFC 4648 §4 (or §5's URL alphabet), whitespace ignored. Strict about the end, so that text that
+// only happens to use the alphabet ("hello") is not decoded into garbage: the length is a multiple
+// of 4 with padding (or leaves 2 or 3 characters without), '=' only at the end, and the bits the
+// last character leaves over are zero.
 bool base64Decode(std::string_view in, std::string& out) {
     out.clear();
     std::uint32_t acc = 0;
     int bits = 0;
+    std::size_t chars = 0, pad = 0;
     for (char c : in) {
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+        if (c == '=') {
+            ++pad;
+            continue;
+        }
+        if (pad) return false; // data after padding
+        ++chars;
         int v;
         if (c >= 'A' && c <= 'Z')
             v = c - 'A';
@@ -85,8 +97,6 @@ bool base64Decode(std::string_view in, std::string& out) {
             v = 62;
         else if (c == '/' || c == '_')
             v = 63;
-        else if (c == '=' || c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            continue;
         else
             return false;
         acc = (acc << 6) | static_cast<std::uint32_t>(v);
@@ -96,7 +106,9 @@ bool base64Decode(std::string_view in, std::string& out) {
             out += static_cast<char>((acc >> bits) & 0xFF);
         }
     }
-    return true;
+    if (chars % 4 == 1 || pad > 2) return false;
+    if (pad && (chars + pad) % 4 != 0) return false;
+    return (acc & ((1u << bits) - 1)) == 0; // no stray bits in the last character
 }
 
 namespace {
@@ -725,6 +737,14 @@ HarImport fromHar(std::string_view text) {
                 e.status = count<int>(*res, "status", 0);
                 e.responseHeaders = headers(*res, "headers", where + ".response");
                 if (const json* c = member(*res, "content"); c && c->is_object()) {
+                    // content.mimeType is the Content-Type's value (HAR 1.2): kept as that header
+                    // when the entry lists none, so an export gives it back instead of x-unknown.
+                    const std::string mime = str(*c, "mimeType");
+                    const bool typed =
+                        std::any_of(e.responseHeaders.begin(), e.responseHeaders.end(),
+                                    [](const auto& h) { return http::iequals(h.name, "content-type"); });
+                    if (!mime.empty() && mime != "x-unknown" && !typed)
+                        e.responseHeaders.push_back({"Content-Type", mime});
                     std::string t = str(*c, "text");
                     if (str(*c, "encoding") == "base64") {
                         if (!base64Decode(t, e.responseBody)) {
