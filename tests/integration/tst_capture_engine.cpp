@@ -6,6 +6,7 @@
 #include "test_support.h"
 
 #include <portico/capture/har.h>
+#include <portico/capture/replay.h>
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 
@@ -105,6 +106,45 @@ private slots:
         std::string error;
         QVERIFY2(engine_.start(cfg, error), error.c_str());
         port_ = engine_.endpoints().front().port;
+    }
+
+    // A request refused after its request line was read (413 for a Content-Length above the limit,
+    // 431 for its fields) is recorded with its method and URL; one whose line could not be read
+    // has none, and replay refuses it instead of sending `GET /`.
+    void refusedRequestsKeepWhatWasRead() {
+        auto cfg = load("capture: {enabled: true}\nlimits: {max_body_bytes: 100}\n");
+        QVERIFY(cfg);
+        engine::Engine engine;
+        std::string error;
+        QVERIFY2(engine.start(cfg, error), error.c_str());
+        const std::uint16_t port = engine.endpoints().front().port;
+        auto big = test::rawExchange(
+            port, "POST /upload?x=1 HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5000\r\n\r\n");
+        QVERIFY2(big.bytes.startsWith("HTTP/1.1 413 "), big.bytes.constData());
+        auto garbled = test::rawExchange(port, "G(T / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        QVERIFY2(garbled.bytes.startsWith("HTTP/1.1 400 "), garbled.bytes.constData());
+        std::vector<capture::Exchange> got;
+        for (int i = 0; i < 200 && got.size() < 2; ++i) {
+            engine.flushCapture();
+            got = engine.recentExchanges(0, 10);
+            QTest::qWait(10);
+        }
+        QCOMPARE(got.size(), std::size_t(2));
+        const capture::Exchange& refused = got[0].status == 413 ? got[0] : got[1];
+        const capture::Exchange& unread = got[0].status == 413 ? got[1] : got[0];
+        QCOMPARE(refused.status, 413);
+        QCOMPARE(refused.method, std::string("POST"));
+        QCOMPARE(refused.target, std::string("/upload?x=1"));
+        QCOMPARE(refused.authority, std::string("localhost"));
+        QCOMPARE(unread.status, 400);
+        QVERIFY2(unread.method.empty() && unread.target.empty(), unread.method.c_str());
+        capture::ReplayOptions o;
+        o.baseUrl = "http://127.0.0.1:" + std::to_string(port);
+        auto replayed = capture::replay(unread, o);
+        QVERIFY(!replayed.ok());
+        QVERIFY2(replayed.error.find("no request line was recorded") != std::string::npos,
+                 replayed.error.c_str());
+        engine.stop();
     }
 
     void timelineAgreesWithCurl() {

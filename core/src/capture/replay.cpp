@@ -294,6 +294,11 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
             " cannot be replayed (its messages are not resent)";
         return r;
     }
+    if (original.method.empty() || original.target.empty()) {
+        // Refused before its request line was read (a 400 for a garbled line): nothing to resend.
+        r.error = "no request line was recorded (the exchange was refused before it was read); not replayed";
+        return r;
+    }
     if (!parseBase(base, url, r.error)) return r;
     if (!options.body &&
         (original.flags & kRequestBodyTruncated || original.requestBody.size() < original.requestBodySize)) {

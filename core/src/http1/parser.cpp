@@ -393,7 +393,12 @@ ParseStatus parseHead(std::string_view buffer, const ParserLimits& limits, Reque
             if (next >= limits.maxHeaderBytes) return fail(error, 431, "request head too large");
             pos = next;
             if (line.empty()) continue; // leading empty lines are skipped (§2.2)
-            if (parseRequestLine(line, head, error) == ParseStatus::Error) return ParseStatus::Error;
+            if (parseRequestLine(line, head, error) == ParseStatus::Error) {
+                // What a bad line held is not a method and URL to report; a well-formed line with an
+                // unsupported version (505) is.
+                if (error.status != 505) head.methodToken = head.target = head.rawPath = head.query = {};
+                return ParseStatus::Error;
+            }
             haveRequestLine = true;
             continue;
         }

@@ -431,7 +431,7 @@ void Connection::parseAndHandle() {
         }
         if (st == http1::ParseStatus::Error) {
             worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
-            queueError(err.status);
+            queueError(err.status, &head);
             return;
         }
         std::string_view body;
@@ -440,7 +440,7 @@ void Connection::parseAndHandle() {
         if (head.framing == http1::RequestHead::Framing::ContentLength) {
             if (head.contentLength > limits.maxBodyBytes) {
                 worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
-                queueError(413);
+                queueError(413, &head);
                 return;
             }
             if (data.size() - consumed < head.contentLength) {
@@ -470,7 +470,7 @@ void Connection::parseAndHandle() {
             r.chunkPos += used;
             if (cs == http1::ChunkedDecoder::Status::Error) {
                 worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
-                queueError(err.status);
+                queueError(err.status, &head);
                 return;
             }
             if (cs == http1::ChunkedDecoder::Status::NeedMore) {
@@ -1162,7 +1162,7 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
     if (!keep) closeAfterWrite_ = true;
 }
 
-void Connection::queueError(int status) {
+void Connection::queueError(int status, const http1::RequestHead* head) {
     http::Response& res = worker_.response();
     res.reset();
     handlers::errorResponse(status, res);
@@ -1170,7 +1170,18 @@ void Connection::queueError(int status) {
     http::Request& req = worker_.request();
     req = http::Request{};
     req.keepAlive = false;
-    logExchange(req, res); // the request line may be unparsable: logged as "- -"
+    if (head && !head->methodToken.empty()) {
+        // The request line was read: the log and the record say what was asked (a 413's method
+        // and URL), even though the head or body that followed was refused.
+        req.method = head->method;
+        req.methodToken = head->methodToken;
+        req.target = head->target;
+        req.rawPath = head->rawPath;
+        req.query = head->query;
+        req.host = head->host;
+        req.versionMinor = head->versionMinor;
+    }
+    logExchange(req, res); // an unparsable request line is logged as "- -"
     const std::size_t headStart = cap() ? out_.size() : 0;
     serialize(req, res);
     if (cap()) captureExchange(req, res, headStart, "refused before routing");

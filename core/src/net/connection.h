@@ -110,7 +110,9 @@ private:
     // record becomes the WebSocket session's (capture::wsBegin) instead of being published.
     void finishProxied(std::string_view error,
                        std::unique_ptr<capture::WsCapture, capture::WsCaptureDeleter>* ws = nullptr);
-    void queueError(int status);
+    /// Answers `status` and closes; `head` (when the request line was read) names the request in
+    /// the log and the record.
+    void queueError(int status, const http1::RequestHead* head = nullptr);
     Flush flushNow();
     void lingeringClose();
     void releaseBuffers();
