@@ -202,6 +202,23 @@ private slots:
         QVERIFY(got[1].responseTrailers.empty());
     }
 
+    // A call that runs past the client's deadline: either Portico's own grpc-timeout answers
+    // (Trailers-Only DEADLINE_EXCEEDED) or the client's RST_STREAM(CANCEL) comes first (no status,
+    // said as a cancel). Never a 200 without a gRPC status, as it was recorded before.
+    void deadlineCallIsNotAPlain200() {
+        const auto since = lastId();
+        QCOMPARE(call("deadline"), QByteArray("ok"));
+        auto got = calls(since, "/test.Echo/Slow", 1);
+        QCOMPARE(got.size(), std::size_t(1));
+        const capture::Exchange& e = got[0];
+        if (e.status == 200) {
+            QCOMPARE(e.grpcStatus(), 4);
+        } else {
+            QCOMPARE(e.status, 0);
+            QVERIFY2(e.error.find("cancelled by the client") != std::string::npos, e.error.c_str());
+        }
+    }
+
     void messageSplitAcrossFrames() {
         const auto since = lastId();
         QCOMPARE(call("split"), QByteArray("ok"));

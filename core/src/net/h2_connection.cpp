@@ -1187,8 +1187,8 @@ long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len,
 }
 
 void H2Connection::onStreamClose(std::int32_t id) {
-    closedStreams_[closedNext_++ % closedStreams_.size()] = {id,
-                                                             closingId_ == id ? closingHow_ : Closed::Normal};
+    const Closed how = closingId_ == id ? closingHow_ : Closed::Normal;
+    closedStreams_[closedNext_++ % closedStreams_.size()] = {id, how};
     closingId_ = 0;
     for (std::size_t i = 0; i < streams_.size(); ++i) {
         if (streams_[i]->id != id) continue;
@@ -1204,7 +1204,10 @@ void H2Connection::onStreamClose(std::int32_t id) {
             if (cap_) {
                 s->res.setBody(s->proxy->capBody);
                 captureStats(*s);
-                captureStream(*s, complete ? "" : "stream closed before the upstream's response ended");
+                // A gRPC client whose deadline passed resets the stream (CANCEL): said as such.
+                captureStream(*s, complete                    ? ""
+                                  : how == Closed::PeerReset ? "cancelled by the client (RST_STREAM)"
+                                                             : "stream closed before the upstream's response ended");
             }
         } else if (cap_) {
             captureStream(*s, s->dispatched ? "" : "stream reset before the request completed");
@@ -1342,11 +1345,14 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     in.target = s.path;
     in.authority = s.host.empty() ? std::string_view(s.authority) : std::string_view(s.host);
     in.scheme = s.scheme;
-    const bool answered = s.dispatched && s.res.fate != http::Response::Fate::Drop;
+    const ProxySink* proxied = s.proxy.get();
+    // A proxied stream has answered only once the upstream's head went out: a call the client
+    // cancelled before it is recorded with no status, not the 200 a Response starts with.
+    const bool answered =
+        s.dispatched && s.res.fate != http::Response::Fate::Drop && (!proxied || proxied->headSent);
     in.res = answered ? &s.res : nullptr;
     const bool noBody = s.head || s.res.status < 200 || s.res.status == 204 || s.res.status == 304;
     in.responseHasBody = answered && !noBody;
-    const ProxySink* proxied = s.proxy.get();
     in.responseBodySize = in.responseHasBody ? (proxied ? proxied->sentBytes : s.sent) : 0;
     in.requestBodySize = s.capBodySize;
     in.error = s.dispatched && s.res.fate == http::Response::Fate::Drop
