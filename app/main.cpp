@@ -19,7 +19,13 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <string>
+#include <vector>
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sys/stat.h>
 
@@ -50,6 +56,39 @@ struct ServeOptions {
 };
 
 std::mutex g_outMutex;
+// For a listener on every address (0.0.0.0, ::): the URLs of this machine's own addresses, loopback
+// first, since "http://0.0.0.0:8080/" is not a URL a browser on another machine can use.
+std::vector<std::string> reachableUrls(const portico::engine::Endpoint& ep) {
+    std::vector<std::string> out;
+    const bool any4 = ep.host == "0.0.0.0", any6 = ep.host == "::";
+    if (!any4 && !any6) return out;
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return out;
+    std::vector<std::string> loopback, other;
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
+        const int family = i->ifa_addr->sa_family;
+        // An IPv6 wildcard listener also takes IPv4 unless IPV6_V6ONLY: Portico sets it.
+        if ((family != AF_INET || !any4) && (family != AF_INET6 || !any6)) continue;
+        char text[INET6_ADDRSTRLEN] = {};
+        const void* addr =
+            family == AF_INET
+                ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr)
+                : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr);
+        if (!inet_ntop(family, addr, text, sizeof text)) continue;
+        if (family == AF_INET6 &&
+            IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr))
+            continue; // needs a zone id in a URL
+        portico::engine::Endpoint one = ep;
+        one.host = text;
+        (i->ifa_flags & IFF_LOOPBACK ? loopback : other).push_back(one.url());
+    }
+    freeifaddrs(list);
+    out = std::move(loopback);
+    out.insert(out.end(), other.begin(), other.end());
+    return out;
+}
+
 void report(const std::string& line) {
     std::lock_guard lock(g_outMutex);
     std::cerr << line << std::endl;
@@ -141,12 +180,15 @@ int serve(const ServeOptions& o) {
     portico::engine::Engine engine;
     std::string error;
     bool started = engine.start(cfg, error);
-    // Like Vite: `portico serve DIR` without an explicit port moves on when 8080 is taken.
+    // Like Vite: `portico serve DIR` without an explicit port moves on when 8080 is taken, and says so.
+    const std::string firstError = error;
     for (std::uint16_t p = 8081; !started && fromDir && o.port < 0 && p < 8100; ++p) {
         auto retry = std::make_shared<Config>(*cfg);
         retry->listen[0].port = p;
         cfg = retry;
         started = engine.start(cfg, error);
+        if (started)
+            std::cerr << "Port 8080 is in use (" << firstError << "); serving on " << p << " instead\n";
     }
     if (!started) {
         std::cerr << "portico: cannot start: " << error << "\n";
@@ -161,6 +203,8 @@ int serve(const ServeOptions& o) {
             std::cout << "Listening on " << ep.url()
                       << (ep.host == "localhost" && ep.note.empty() ? " (127.0.0.1 and [::1])" : "") << "\n";
             if (!ep.note.empty()) std::cerr << "Note: " << ep.note << "\n";
+            for (const auto& url : reachableUrls(ep))
+                std::cout << "  reachable at " << url << "\n";
             if (!ep.loopback())
                 std::cerr << "Warning: " << ep.url()
                           << " is not a loopback address: other machines on the network can reach this "

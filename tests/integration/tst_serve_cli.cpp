@@ -6,6 +6,7 @@
 
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QThread>
 #include <QtTest>
@@ -124,6 +125,63 @@ private slots:
         QVERIFY2(s.output().contains("portico.yaml:4:"), s.output().constData());
         QCOMPARE(curl({s.baseUrl() + "/v"}), QByteArray("two")); // the old config keeps serving
         QCOMPARE(s.terminate(), 0);
+    }
+
+    // A reload that changes the listeners says the new URLs (and the ones that went away).
+    void reloadSaysNewListeners() {
+        QTemporaryDir dir;
+        const QString cfg = dir.filePath("portico.yaml");
+        const QByteArray vhosts = "vhosts:\n  - routes:\n      - path: /v\n        respond: {body: v}\n";
+        writeFile(cfg, "listen: [\"127.0.0.1:0\"]\n" + vhosts);
+        ServerProcess s({"--config", cfg});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        const std::uint16_t added = freePort();
+        QTest::qWait(1100); // a new mtime second
+        writeFile(cfg, QByteArray("listen: [\"[::1]:") + QByteArray::number(added) + "\"]\n" + vhosts);
+        const QByteArray url = "Listening on http://[::1]:" + QByteArray::number(added) + "/";
+        QTRY_VERIFY2_WITH_TIMEOUT(s.output().contains(url), s.output().constData(), 5000);
+        QVERIFY2(s.output().contains("Stopped listening on http://127.0.0.1:" + QByteArray::number(s.port()) +
+                                     "/"),
+                 s.output().constData());
+        QCOMPARE(curl({QString("http://[::1]:%1/v").arg(added)}), QByteArray("v"));
+        QCOMPARE(s.terminate(), 0);
+    }
+
+    // `portico serve DIR` without --port moves on from a taken 8080 and says so.
+    void portFallbackIsSaid() {
+        int blocker = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(8080);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        // Taken here, or already taken by something else: either way 8080 is in use.
+        if (::bind(blocker, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) ::listen(blocker, 1);
+        QTemporaryDir dir;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        auto s = ServerProcess::exactly({"serve", dir.path(), "--host", "127.0.0.1"}, env, dir.path());
+        QVERIFY2(s->waitReady(), s->output().constData());
+        QVERIFY2(s->output().contains("Port 8080 is in use"), s->output().constData());
+        QVERIFY(s->port() != 8080);
+        QVERIFY2(s->output().contains("serving on " + QByteArray::number(s->port()) + " instead"),
+                 s->output().constData());
+        ::close(blocker);
+        QCOMPARE(s->terminate(), 0);
+    }
+
+    // `--host 0.0.0.0` prints the machine's own URLs, not http://0.0.0.0:N/ alone. Run in a network
+    // namespace of its own, where the only interface is loopback: nothing is exposed.
+    void wildcardHostPrintsReachableUrls() {
+        if (QProcess::execute("unshare", {"--net", "true"}) != 0) QSKIP("needs root for a network namespace");
+        QTemporaryDir dir;
+        const QString script = "ip link set lo up || exit 9\n"
+                               "timeout -s TERM 2 \"$0\" serve \"$1\" --host 0.0.0.0 --port 0 2>&1\n";
+        auto r = runProcess("unshare", {"--net", "sh", "-c", script, porticoBinary(), dir.path()});
+        static const QRegularExpression listening(R"(Listening on http://0\.0\.0\.0:(\d+)/)");
+        const auto m = listening.match(QString::fromUtf8(r.out));
+        QVERIFY2(m.hasMatch(), r.out.constData());
+        QVERIFY2(r.out.contains("  reachable at http://127.0.0.1:" + m.captured(1).toUtf8() + "/"),
+                 r.out.constData());
+        QVERIFY2(r.out.contains("Warning: http://0.0.0.0:"), r.out.constData());
     }
 
     void sigtermDrainsInFlightRequests() {

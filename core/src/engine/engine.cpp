@@ -483,12 +483,23 @@ void Engine::watchConfigFile(const std::string& path, std::function<void(const s
                 continue;
             }
             auto before = config();
+            const auto urlsBefore = endpoints();
             std::string error;
             if (!publish(result.config, error)) {
                 report(path + ": not reloaded: " + error);
                 continue;
             }
             report(path + ": reloaded");
+            // New listeners are said as at start; removed ones too.
+            const auto urlsAfter = endpoints();
+            auto listed = [](const std::vector<Endpoint>& list, const Endpoint& e) {
+                return std::any_of(list.begin(), list.end(),
+                                   [&](const Endpoint& o) { return o.url() == e.url(); });
+            };
+            for (const auto& e : urlsAfter)
+                if (!listed(urlsBefore, e)) report("Listening on " + e.url());
+            for (const auto& e : urlsBefore)
+                if (!listed(urlsAfter, e)) report("Stopped listening on " + e.url());
             // These are fixed for the life of the process; say so instead of ignoring them quietly.
             if (before && before->workers != result.config->workers)
                 report(path + ": note: 'workers' changes take effect after a restart");
