@@ -242,6 +242,23 @@ private slots:
         p = test::runProcess(test::porticoBinary(), {"bench", "--compare", "2", "last"});
         QVERIFY2(p.exitCode == 0, p.err.constData());
         QVERIFY2(p.out.contains("1.000x"), p.out.constData());
+        // Files written by --json compare too (docs/cli.md); a closed run and an open one are shown
+        // side by side without a better/worse verdict.
+        const QString closedJson = data_.filePath("closed.json"), openJson = data_.filePath("open.json");
+        p = test::runProcess(test::porticoBinary(), {"bench", "-n", "40", "--no-save", "--json", closedJson,
+                                                     server_->baseUrl() + "/json"});
+        QVERIFY2(p.exitCode == 0, p.err.constData());
+        p = test::runProcess(test::porticoBinary(), {"bench", "-n", "40", "-R", "400", "--no-save", "--json",
+                                                     openJson, server_->baseUrl() + "/json"});
+        QVERIFY2(p.exitCode == 0, p.err.constData());
+        p = test::runProcess(test::porticoBinary(), {"bench", "--compare", closedJson, closedJson});
+        QVERIFY2(p.exitCode == 0, p.err.constData());
+        QVERIFY2(p.out.contains("1.000x"), p.out.constData());
+        p = test::runProcess(test::porticoBinary(), {"bench", "--compare", closedJson, openJson});
+        QVERIFY2(p.exitCode == 0, p.err.constData());
+        QVERIFY2(p.out.contains("different load models (A: closed, B: open at 400 req/s)"),
+                 p.out.constData());
+        QVERIFY2(!p.out.contains("x  better") && !p.out.contains("x  worse"), p.out.constData()); // no verdicts
         p = test::runProcess(test::porticoBinary(), {"bench", "--compare", "1", "9"});
         QCOMPARE(p.exitCode, 1);
         QVERIFY2(p.err.contains("no run number 9"), p.err.constData());

@@ -148,9 +148,17 @@ bool saveSuite(const SuiteResult& suite, const fs::path& dir, const std::string&
 
 namespace {
 
+std::string modelText(const RunRecord& r) {
+    if (r.model != "open") return r.model.empty() ? std::string("unknown") : r.model;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "open at %g req/s", r.rate);
+    return buf;
+}
+
 bool readRecord(const YAML::Node& doc, const fs::path& file, RunRecord& out, std::string& error) {
-    if (!doc.IsMap() || !doc["schema"] || !doc["savedAt"]) {
-        error = file.string() + ": not a saved run";
+    // A history entry (savedAt) or what `portico bench --json` wrote (docs/load-results.md).
+    if (!doc.IsMap() || !doc["schema"] || (!doc["savedAt"] && str(doc["tool"]) != "portico bench")) {
+        error = file.string() + ": not a saved run or a `portico bench --json` result";
         return false;
     }
     RunRecord r;
@@ -158,7 +166,7 @@ bool readRecord(const YAML::Node& doc, const fs::path& file, RunRecord& out, std
     r.file = file;
     r.kind = str(doc["kind"], "run");
     r.label = str(doc["label"]);
-    r.savedAt = str(doc["savedAt"]);
+    r.savedAt = str(doc["savedAt"], "-");
     auto readRun = [](const YAML::Node& run, RunRecord& into) {
         const auto opts = run["options"];
         into.protocol = str(opts["protocol"], "http/1.1");
@@ -422,6 +430,17 @@ std::string comparisonText(const Comparison& c) {
     };
     head("A", c.a);
     head("B", c.b);
+    // A closed run measures service time at full speed, an open one latency at a set arrival rate
+    // (different rates too): their figures are not better or worse than each other.
+    const bool sameModel = c.a.model == c.b.model && (c.a.model != "open" || c.a.rate == c.b.rate);
+    if (!sameModel) {
+        std::snprintf(
+            line, sizeof line,
+            "  The runs used different load models (A: %s, B: %s): the figures are shown side by side, "
+            "without better/worse.\n",
+            modelText(c.a).c_str(), modelText(c.b).c_str());
+        s += line;
+    }
     std::snprintf(line, sizeof line, "  %-22s %14s %14s %8s\n", "metric", "A", "B", "B/A");
     s += line;
     for (const auto& r : c.rows) {
@@ -432,7 +451,7 @@ std::string comparisonText(const Comparison& c) {
             return std::string(buf);
         };
         std::string verdict;
-        if (r.a != 0 && r.ratio != 1) {
+        if (sameModel && r.a != 0 && r.ratio != 1) {
             const bool better = r.higherIsBetter ? r.ratio > 1 : r.ratio < 1;
             verdict = better ? "  better" : "  worse";
         }
