@@ -188,6 +188,7 @@ std::string toJson(const Result& r) {
     out += ",\"warmup\":";
     appendCounts(out, r.warmup);
     out += ",\"requestsPerSecond\":" + num(r.requestsPerSecond());
+    out += ",\"missedArrivals\":" + num(r.missedArrivals);
     out += ",\"errors\":{\"connect\":" + num(r.errors.connect) + ",\"reset\":" + num(r.errors.reset) +
            ",\"timeout\":" + num(r.errors.timeout) + ",\"protocol\":" + num(r.errors.protocol) + "}";
     out += ",\"statuses\":{";
@@ -293,6 +294,16 @@ std::string summaryText(const Result& r) {
     }
     if (r.statuses.empty()) s += " none";
     s += "\n";
+    if (r.missedArrivals) {
+        std::snprintf(
+            line, sizeof line,
+            "  Rate not met: sent %llu of %llu arrivals (%llu found no free connection; counted in the "
+            "latency with the time they had waited)\n",
+            static_cast<unsigned long long>(r.requests.started),
+            static_cast<unsigned long long>(r.requests.started + r.missedArrivals),
+            static_cast<unsigned long long>(r.missedArrivals));
+        s += line;
+    }
     const auto& e = r.errors;
     if (e.connect || e.reset || e.timeout || e.protocol) {
         std::snprintf(line, sizeof line, "  Errors: connect %llu, reset %llu, timeout %llu, protocol %llu\n",

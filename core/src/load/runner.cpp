@@ -199,6 +199,7 @@ struct Worker {
     ErrorCounts errors;
     std::array<std::uint64_t, 600> statuses{};
     std::uint64_t bytesRead = 0, bytesWritten = 0;
+    std::uint64_t missed = 0; // open model: arrivals due before the stop and never sent
     // The counters when this thread sent its first measured request: what the warm-up moved.
     std::uint64_t warmupBytesRead = 0, warmupBytesWritten = 0;
     bool measuring = false;
@@ -250,6 +251,24 @@ struct Worker {
         });
     }
 
+    // Open model: arrivals that were due before the stop but found no free connection (too few
+    // connections, or a slow server). As wrk2 does, each counts in the corrected latency with the
+    // wait it had at least (the stop minus its intended send time), and the run says how many.
+    void countMissed(Ns now) {
+        if (plan.options->model() != Model::Open) return;
+        const Ns end = std::min(now, plan.deadline);
+        for (auto& c : conns)
+            for (std::uint64_t seq = c->nextSeq;; ++seq) {
+                const std::uint64_t k = c->index + seq * plan.options->connections;
+                const Ns intended =
+                    plan.start + static_cast<Ns>(std::llround(static_cast<double>(k) * plan.periodNs));
+                if (k >= plan.openLimit || intended >= end) break;
+                if (intended < plan.warmupEnd) continue;
+                ++missed;
+                latency->record(static_cast<std::uint64_t>(end - intended));
+            }
+    }
+
     bool boundReached(Ns now) const {
         if (plan.abort && plan.abort->load(std::memory_order_relaxed)) return true;
         if (now >= plan.deadline) return true;
@@ -267,6 +286,7 @@ struct Worker {
         if (!stopping && boundReached(now)) {
             stopping = true;
             stopAt = now;
+            countMissed(now);
             for (auto& c : conns) {
                 c->timer.cancel();
                 c->timerArmed = false;
@@ -1173,6 +1193,7 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
         result.errors.protocol += w->errors.protocol;
         for (std::size_t s = 0; s < statuses.size(); ++s)
             statuses[s] += w->statuses[s];
+        result.missedArrivals += w->missed;
         result.bytesRead += w->bytesRead;
         result.bytesWritten += w->bytesWritten;
         result.measuredBytesRead += w->measuring ? w->bytesRead - w->warmupBytesRead : 0;

@@ -47,6 +47,9 @@ struct Result {
     std::map<int, std::uint64_t> statuses;
     std::uint64_t bytesRead = 0;    ///< bytes received over the whole run, incl. warm-up
     std::uint64_t bytesWritten = 0; ///< bytes sent over the whole run, incl. warm-up
+    /// Open model: measured arrivals that were due before the run stopped but never sent (no free
+    /// connection). Each is in `latency` with the wait it had by the stop; the rate was not met.
+    std::uint64_t missedArrivals = 0;
     /// Bytes moved after the warm-up (from each thread's first measured send): Transfer/sec.
     std::uint64_t measuredBytesRead = 0;
     std::uint64_t measuredBytesWritten = 0;
