@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +21,8 @@
 #include <memory>
 #include <sstream>
 #include <strings.h>
+#include <thread>
+#include <unistd.h>
 
 namespace portico::app {
 
@@ -100,6 +103,35 @@ int compareRuns(const BenchOptions& b) {
     }
     std::cout << load::comparisonText(load::compareRuns(a, c));
     return kExitOk;
+}
+
+std::string ms(std::uint64_t ns) {
+    char buf[32];
+    if (ns >= 1'000'000'000)
+        std::snprintf(buf, sizeof buf, "%.2fs", static_cast<double>(ns) / 1e9);
+    else
+        std::snprintf(buf, sizeof buf, "%.2fms", static_cast<double>(ns) / 1e6);
+    return buf;
+}
+
+// "  3.2s / 10.0s  12345 req/s now  p50 1.20ms  p99 3.40ms  errors 0" (warm-up included in the time).
+std::string liveLine(const load::Options& o, const load::Live::Totals& t, double rateNow) {
+    char buf[256];
+    const double elapsed = std::chrono::duration<double>(t.elapsed).count();
+    std::string progress;
+    if (o.duration.count() > 0) {
+        std::snprintf(buf, sizeof buf, "%.1fs / %.1fs", elapsed,
+                      std::chrono::duration<double>(o.duration + o.warmup).count());
+        progress = buf;
+    } else {
+        std::snprintf(buf, sizeof buf, "%.1fs, %llu / %llu requests", elapsed,
+                      static_cast<unsigned long long>(t.completed), static_cast<unsigned long long>(o.count));
+        progress = buf;
+    }
+    std::snprintf(buf, sizeof buf, "  %s  %.0f req/s now  p50 %s  p99 %s  errors %llu", progress.c_str(),
+                  rateNow, t.completed ? ms(t.p50Ns).c_str() : "-", t.completed ? ms(t.p99Ns).c_str() : "-",
+                  static_cast<unsigned long long>(t.failed));
+    return buf;
 }
 
 int runBench(const BenchOptions& b) {
@@ -282,7 +314,44 @@ int runBench(const BenchOptions& b) {
     g_abort.store(false);
     auto oldInt = std::signal(SIGINT, onSignal);
     auto oldTerm = std::signal(SIGTERM, onSignal);
-    load::Result r = load::run(o, &g_abort);
+    // On a terminal: the header as soon as the run starts, then a live line (oha's way) until the
+    // summary replaces it. Nothing extra when stdout is a file or a pipe.
+    const bool live = !jsonToStdout && ::isatty(STDOUT_FILENO);
+    load::Live progress;
+    load::Result r;
+    bool headerShown = false;
+    if (live) {
+        std::atomic<bool> done{false};
+        std::thread runner([&] {
+            r = load::run(o, &g_abort, &progress);
+            done = true;
+        });
+        std::uint64_t lastCompleted = 0;
+        auto lastAt = std::chrono::steady_clock::now();
+        while (!done) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(250));
+            if (done) break;
+            const auto t = progress.totals();
+            if (!t.started) continue;
+            if (!headerShown) {
+                std::cout << load::headerText(o, t.address);
+                headerShown = true;
+                lastCompleted = t.completed;
+                lastAt = std::chrono::steady_clock::now();
+                continue;
+            }
+            const auto now = std::chrono::steady_clock::now();
+            const double dt = std::chrono::duration<double>(now - lastAt).count();
+            const double rateNow = dt > 0 ? static_cast<double>(t.completed - lastCompleted) / dt : 0;
+            lastCompleted = t.completed;
+            lastAt = now;
+            std::cout << "\r\033[K" << liveLine(o, t, rateNow) << std::flush;
+        }
+        runner.join();
+        if (headerShown) std::cout << "\r\033[K" << std::flush;
+    } else {
+        r = load::run(o, &g_abort);
+    }
     std::signal(SIGINT, oldInt);
     std::signal(SIGTERM, oldTerm);
 
@@ -291,7 +360,9 @@ int runBench(const BenchOptions& b) {
         writeJson(r); // {"error": ...}, as docs/load-results.md says
         return kExitFailure;
     }
-    (jsonToStdout ? std::cerr : std::cout) << load::summaryText(r) << std::flush;
+    std::string summary = load::summaryText(r);
+    if (headerShown) summary.erase(0, load::headerText(o, r.address).size()); // already on the screen
+    (jsonToStdout ? std::cerr : std::cout) << summary << std::flush;
     if (!writeJson(r)) return kExitFailure;
     saveToHistory(b, [&](const auto& dir, const auto& label, auto* saved, auto& error) {
         return load::saveRun(r, dir, label, saved, error);

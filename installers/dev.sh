@@ -25,9 +25,10 @@ packages=(
 )
 # Real clients the integration tests drive over loopback (chromium: the headless live-reload test).
 # sqlite3: old session files made by hand; iproute2 (ip) and util-linux (unshare): a network
-# namespace without IPv6 loopback and a private /etc/hosts (tst_client_addresses).
+# namespace without IPv6 loopback and a private /etc/hosts (tst_client_addresses); bsdutils (script):
+# a pseudo-terminal for the bench's live line.
 test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets python3-grpcio protobuf-compiler
-  php8.2-fpm groff-base appstream chromium lintian sqlite3 iproute2 util-linux)
+  php8.2-fpm groff-base appstream chromium lintian sqlite3 iproute2 util-linux bsdutils)
 # Only for `sanitize` and `fuzz`: clang with its sanitizer and libFuzzer runtimes (only recommended
 # by clang on Debian 12, so not installed with --no-install-recommends), llvm-symbolizer, and gdb
 # (a server that outlives its SIGTERM in a test gets its threads' stacks in the log).

@@ -386,6 +386,22 @@ private slots:
         QCOMPARE(server->terminate(), 0);
     }
 
+    // On a terminal (a pseudo-terminal from `script`): the header at once, then a live line until the
+    // summary; the header is not repeated. Not on a pipe (benchCommandLine checks that).
+    void benchLiveLineOnATerminal() {
+        auto server = startPortico();
+        QVERIFY(server);
+        const QString command = QString("'%1' bench %2/fast -d 1500ms -c 2 --no-save")
+                                    .arg(test::porticoBinary(), server->baseUrl());
+        auto r = test::runProcess("script", {"-q", "-e", "-c", command, "/dev/null"}, {}, 30000);
+        QVERIFY2(r.exitCode == 0, (r.out + r.err).constData());
+        QVERIFY2(r.out.contains(" req/s now  p50 "), r.out.constData());
+        QCOMPARE(r.out.count("Running 1.50s test @"), 1);
+        QVERIFY2(r.out.indexOf("Running 1.50s test @") < r.out.indexOf("req/s now"), r.out.constData());
+        QVERIFY2(r.out.contains("Requests/sec:"), r.out.constData());
+        QCOMPARE(server->terminate(), 0);
+    }
+
     // What `portico bench` says when it cannot run, or runs and nothing completes.
     void benchCommandEdges() {
         auto server = startPortico();
@@ -435,6 +451,7 @@ private slots:
         for (const char* s :
              {"Latency Distribution", "99.99%", "Requests/sec:", "started =", "Generator CPU"})
             QVERIFY2(r.out.contains(s), r.out.constData());
+        QVERIFY2(!r.out.contains("req/s now"), r.out.constData()); // no live line on a pipe
         QFile f(json);
         QVERIFY(f.open(QIODevice::ReadOnly));
         QJsonParseError pe;

@@ -225,16 +225,14 @@ std::string toJson(const Result& r) {
     return out;
 }
 
-std::string summaryText(const Result& r) {
-    if (!r.ok()) return "error: " + r.error + "\n";
-    const Options& o = r.options;
+std::string headerText(const Options& o, const std::string& address) {
     std::string s;
     char line[256];
     const std::string url = o.requests.empty() ? "" : o.requests.front().url;
     std::snprintf(line, sizeof line, "Running %s test @ %s (%s)%s\n",
                   o.duration.count() ? duration(static_cast<double>(o.duration.count())).c_str()
                                      : (std::to_string(o.count) + " request").c_str(),
-                  url.c_str(), r.address.c_str(), o.requests.size() > 1 ? " and other URLs" : "");
+                  url.c_str(), address.c_str(), o.requests.size() > 1 ? " and other URLs" : "");
     s += line;
     const unsigned threads = std::min(o.threads, o.connections);
     if (o.model() == Model::Open)
@@ -246,6 +244,15 @@ std::string summaryText(const Result& r) {
         std::snprintf(line, sizeof line, "  %u thread(s) and %u connection(s), closed model, %s\n", threads,
                       o.connections, protocolText(o).c_str());
     s += line;
+    return s;
+}
+
+std::string summaryText(const Result& r) {
+    if (!r.ok()) return "error: " + r.error + "\n";
+    const Options& o = r.options;
+    std::string s = headerText(o, r.address);
+    char line[256];
+    const unsigned threads = std::min(o.threads, o.connections);
     const auto& h = *r.latency;
     if (r.requests.completed == 0) {
         // No response, no latency: a table of zeros would read as an instant server.

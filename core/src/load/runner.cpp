@@ -83,6 +83,7 @@ struct Plan {
     bool verifyIp = false;  // verifyHost is an IP literal
     nghttp2_session_callbacks* h2Callbacks = nullptr;
     const std::atomic<bool>* abort = nullptr;
+    Live* live = nullptr; // fed about 4 times a second when given
     Ns start = 0;         // run start (warm-up begins)
     Ns warmupEnd = 0;     // measurement begins
     Ns deadline = kNever; // no request starts at or after this (duration bound)
@@ -215,7 +216,8 @@ struct Worker {
     bool stopping = false;
     bool finished = false;
     Ns stopAt = 0;
-    Ns lastAlive = 0; // last time a connection of this thread was open
+    Ns lastAlive = 0;   // last time a connection of this thread was open
+    Ns lastPublish = 0; // to plan.live
 
     std::uint32_t pickSpec() {
         if (plan.specs.size() == 1) return 0;
@@ -283,6 +285,10 @@ struct Worker {
     void onTick() {
         const Ns now = nowNs();
         if (openConns) lastAlive = now;
+        if (plan.live && now - lastPublish >= 250'000'000) {
+            lastPublish = now;
+            plan.live->publish(index, *latency, requests.completed, requests.failed);
+        }
         if (!stopping && boundReached(now)) {
             stopping = true;
             stopAt = now;
@@ -1017,7 +1023,46 @@ std::string probeH2c(tcp::socket& sock, const std::string& address) {
 
 } // namespace
 
-Result run(const Options& options, const std::atomic<bool>* abort) {
+Live::Totals Live::totals() const {
+    Totals t;
+    std::lock_guard lock(mutex_);
+    if (!started_) return t;
+    t.started = true;
+    t.address = address_;
+    t.elapsed = std::chrono::steady_clock::now() - start_;
+    auto merged = std::make_unique<stats::Histogram>();
+    for (std::size_t i = 0; i < latency_.size(); ++i) {
+        merged->merge(*latency_[i]);
+        t.completed += completed_[i];
+        t.failed += failed_[i];
+    }
+    t.p50Ns = merged->valueAtPercentile(50);
+    t.p99Ns = merged->valueAtPercentile(99);
+    return t;
+}
+
+void Live::begin(std::size_t threads, std::string address, std::chrono::steady_clock::time_point start) {
+    std::lock_guard lock(mutex_);
+    started_ = true;
+    address_ = std::move(address);
+    start_ = start;
+    latency_.clear();
+    for (std::size_t i = 0; i < threads; ++i)
+        latency_.push_back(std::make_unique<stats::Histogram>());
+    completed_.assign(threads, 0);
+    failed_.assign(threads, 0);
+}
+
+void Live::publish(std::size_t thread, const stats::Histogram& latency, std::uint64_t completed,
+                   std::uint64_t failed) {
+    std::lock_guard lock(mutex_);
+    if (thread >= latency_.size()) return;
+    *latency_[thread] = latency;
+    completed_[thread] = completed;
+    failed_[thread] = failed;
+}
+
+Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
     Result result;
     result.options = options;
     auto refuse = [&](std::string message) {
@@ -1030,6 +1075,7 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
     Plan plan;
     plan.options = &result.options;
     plan.abort = abort;
+    plan.live = live;
     plan.h2 = options.protocol == Protocol::Http2;
     plan.specs.reserve(options.requests.size());
     Url first;
@@ -1168,6 +1214,7 @@ Result run(const Options& options, const std::atomic<bool>* abort) {
             plan.deadline = std::min(plan.deadline, lastArrival + 1);
         }
     }
+    if (live) live->begin(threads, result.address, std::chrono::steady_clock::now());
     go.count_down();
     for (auto& t : pool)
         t.join();

@@ -84,5 +84,8 @@ std::string toJson(const Result& result);
 
 /// A wrk-like text summary: target, model, latency table, distribution, req/s, errors, CPU.
 std::string summaryText(const Result& result);
+/// The first lines of summaryText (target, address, threads, connections, model), for a tool that
+/// prints them when the run starts.
+std::string headerText(const Options& options, const std::string& address);
 
 } // namespace portico::load

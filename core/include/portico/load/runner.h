@@ -5,9 +5,45 @@
 #include <portico/load/options.h>
 #include <portico/load/result.h>
 
+#include <portico/stats/histogram.h>
+
 #include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
 namespace portico::load {
+
+/// What a load test shows while it runs (`portico bench`'s live line): each worker thread publishes
+/// its measured counts and latency histogram about 4 times a second; any thread may read totals().
+class Live {
+public:
+    struct Totals {
+        bool started = false;                ///< the run began (the address answered); false until then
+        std::string address;                 ///< the endpoint used, as in Result::address
+        std::chrono::nanoseconds elapsed{0}; ///< since the start (warm-up included)
+        std::uint64_t completed = 0;         ///< measured requests answered so far
+        std::uint64_t failed = 0;            ///< measured requests lost to errors so far
+        std::uint64_t p50Ns = 0, p99Ns = 0;  ///< latency so far (corrected in the open model), ns
+    };
+    /// Merges the threads' latest publications; costs a histogram merge per thread (~264 KiB each).
+    Totals totals() const;
+
+    // For the runner.
+    void begin(std::size_t threads, std::string address, std::chrono::steady_clock::time_point start);
+    void publish(std::size_t thread, const stats::Histogram& latency, std::uint64_t completed,
+                 std::uint64_t failed);
+
+private:
+    mutable std::mutex mutex_;
+    bool started_ = false;
+    std::string address_;
+    std::chrono::steady_clock::time_point start_;
+    std::vector<std::unique_ptr<stats::Histogram>> latency_;
+    std::vector<std::uint64_t> completed_, failed_;
+};
 
 /// Runs `options` to the end and returns the result; blocks the calling thread for about
 /// warm-up + duration (+ at most stopGrace). Errors are returned in `Result::error`, never thrown:
@@ -27,6 +63,8 @@ namespace portico::load {
 /// buffer (64 KiB per connection) and the write buffer are allocated once, so HTTP/1.1 in cleartext
 /// does not allocate per request in steady state (nghttp2 and OpenSSL allocate per stream/record).
 /// SIGPIPE is blocked on the worker threads (OpenSSL writes with write()).
-Result run(const Options& options, const std::atomic<bool>* abort = nullptr);
+///
+/// `live`, when given, is fed while the run goes (see Live).
+Result run(const Options& options, const std::atomic<bool>* abort = nullptr, Live* live = nullptr);
 
 } // namespace portico::load
