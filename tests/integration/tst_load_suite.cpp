@@ -258,7 +258,8 @@ private slots:
         QVERIFY2(p.exitCode == 0, p.err.constData());
         QVERIFY2(p.out.contains("different load models (A: closed, B: open at 400 req/s)"),
                  p.out.constData());
-        QVERIFY2(!p.out.contains("x  better") && !p.out.contains("x  worse"), p.out.constData()); // no verdicts
+        QVERIFY2(!p.out.contains("x  better") && !p.out.contains("x  worse"),
+                 p.out.constData()); // no verdicts
         p = test::runProcess(test::porticoBinary(), {"bench", "--compare", "1", "9"});
         QCOMPARE(p.exitCode, 1);
         QVERIFY2(p.err.contains("no run number 9"), p.err.constData());

@@ -3,6 +3,8 @@
 
 #include "handlers/http_util.h"
 
+#include <nlohmann/json.hpp>
+
 namespace portico::handlers {
 namespace {
 
@@ -51,57 +53,16 @@ void appendEscaped(std::string_view value, TemplateTarget target, std::string& o
     case TemplateTarget::Body:
         out.append(value);
         return;
-    case TemplateTarget::JsonBody:
-        for (unsigned char c : value) {
-            switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (c < 0x20) {
-                    out += "\\u00";
-                    out += kHex[c >> 4];
-                    out += kHex[c & 15];
-                } else {
-                    out += static_cast<char>(c);
-                }
-            }
-        }
+    case TemplateTarget::JsonBody: {
+        // nlohmann_json's string escaping (RFC 8259 §7), without the quotes; bytes that are not
+        // UTF-8 become U+FFFD instead of an invalid document.
+        const std::string quoted =
+            nlohmann::json(std::string(value)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        out.append(quoted, 1, quoted.size() - 2);
         return;
+    }
     case TemplateTarget::HtmlBody:
-        for (char c : value) {
-            switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&#39;";
-                break;
-            default:
-                out += c;
-            }
-        }
+        appendHtmlEscaped(out, value);
         return;
     case TemplateTarget::HeaderValue:
         for (char c : value)

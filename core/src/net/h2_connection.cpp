@@ -1205,9 +1205,10 @@ void H2Connection::onStreamClose(std::int32_t id) {
                 s->res.setBody(s->proxy->capBody);
                 captureStats(*s);
                 // A gRPC client whose deadline passed resets the stream (CANCEL): said as such.
-                captureStream(*s, complete                    ? ""
-                                  : how == Closed::PeerReset ? "cancelled by the client (RST_STREAM)"
-                                                             : "stream closed before the upstream's response ended");
+                captureStream(*s, complete ? ""
+                                  : how == Closed::PeerReset
+                                      ? "cancelled by the client (RST_STREAM)"
+                                      : "stream closed before the upstream's response ended");
             }
         } else if (cap_) {
             captureStream(*s, s->dispatched ? "" : "stream reset before the request completed");
