@@ -3,6 +3,7 @@
 #include <portico/engine/engine.h>
 
 #include "capture/collector.h"
+#include "client/connect.h"
 #include "handlers/live_reload.h"
 #include "net/access_log.h"
 #include "net/snapshot.h"
@@ -37,10 +38,7 @@ bool Endpoint::loopback() const {
     if (host == "localhost") return true;
     boost::system::error_code ec;
     const auto a = boost::asio::ip::make_address(host, ec);
-    if (ec) return false;
-    if (a.is_v6() && a.to_v6().is_v4_mapped())
-        return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6()).is_loopback();
-    return a.is_loopback();
+    return !ec && client::isLoopback(a);
 }
 
 const char* version() { return PORTICO_VERSION; }

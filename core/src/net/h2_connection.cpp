@@ -501,6 +501,19 @@ void H2Connection::onResponseEnd(std::int32_t id) {
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
 }
 
+namespace {
+// A frame head's fields (RFC 9113 §4.1): 24-bit length, type, 31-bit stream id; `at` 9 reads the
+// stream dependency of a PRIORITY frame's payload.
+std::size_t frameLength(const std::uint8_t* h) {
+    return (std::size_t{h[0]} << 16) | (std::size_t{h[1]} << 8) | h[2];
+}
+std::int32_t streamIdAt(const std::uint8_t* h, std::size_t at = 5) {
+    return static_cast<std::int32_t>(((std::uint32_t{h[at]} << 24) | (std::uint32_t{h[at + 1]} << 16) |
+                                      (std::uint32_t{h[at + 2]} << 8) | h[at + 3]) &
+                                     0x7fffffffu);
+}
+} // namespace
+
 ssize_t H2Connection::feed(const std::uint8_t* p, std::size_t n) {
     const std::uint8_t* const end = p + n;
     const std::uint8_t* run = p; // walked, not yet given to nghttp2
@@ -518,8 +531,7 @@ ssize_t H2Connection::feed(const std::uint8_t* p, std::size_t n) {
         const std::uint8_t* head = p;
         std::size_t want = 9;
         const auto wanted = [](const std::uint8_t* h) {
-            const std::size_t len = (std::size_t{h[0]} << 16) | (std::size_t{h[1]} << 8) | h[2];
-            return h[3] == NGHTTP2_PRIORITY && len == 5 ? std::size_t{14} : std::size_t{9};
+            return h[3] == NGHTTP2_PRIORITY && frameLength(h) == 5 ? std::size_t{14} : std::size_t{9};
         };
         if (headHave_ == 0 && static_cast<std::size_t>(end - p) >= 9 &&
             static_cast<std::size_t>(end - p) >= (want = wanted(p))) {
@@ -535,12 +547,9 @@ ssize_t H2Connection::feed(const std::uint8_t* p, std::size_t n) {
             want = headHave_;
             headHave_ = 0;
         }
-        const std::size_t len = (std::size_t{head[0]} << 16) | (std::size_t{head[1]} << 8) | head[2];
+        const std::size_t len = frameLength(head);
         const std::uint8_t type = head[3];
-        const auto id =
-            static_cast<std::int32_t>(((std::uint32_t{head[5]} << 24) | (std::uint32_t{head[6]} << 16) |
-                                       (std::uint32_t{head[7]} << 8) | head[8]) &
-                                      0x7fffffffu);
+        const std::int32_t id = streamIdAt(head);
         // A frame on a stream the walk has seen opened is judged with nghttp2's state after every
         // frame before it: those go to nghttp2 first.
         const bool needsState = ((type == NGHTTP2_DATA || type == NGHTTP2_HEADERS) && id != 0 && (id & 1) &&
@@ -551,7 +560,7 @@ ssize_t H2Connection::feed(const std::uint8_t* p, std::size_t n) {
             run = head;
         }
         if (type == NGHTTP2_HEADERS && (id & 1) && id > walkedMaxId_) walkedMaxId_ = id;
-        const int verdict = needsState ? checkFrame(head) : 0;
+        const int verdict = needsState ? checkFrame(type, id, len, head) : 0;
         if (verdict < 0) {
             nghttp2_session_terminate_session(session_, static_cast<std::uint32_t>(-verdict));
             return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -567,20 +576,11 @@ ssize_t H2Connection::feed(const std::uint8_t* p, std::size_t n) {
     return static_cast<ssize_t>(n);
 }
 
-int H2Connection::checkFrame(const std::uint8_t* head) {
-    const std::uint8_t type = head[3];
-    const auto id =
-        static_cast<std::int32_t>(((std::uint32_t{head[5]} << 24) | (std::uint32_t{head[6]} << 16) |
-                                   (std::uint32_t{head[7]} << 8) | head[8]) &
-                                  0x7fffffffu);
+int H2Connection::checkFrame(std::uint8_t type, std::int32_t id, std::size_t len, const std::uint8_t* head) {
     if (type == NGHTTP2_PRIORITY) {
         if (id == 0) return -NGHTTP2_PROTOCOL_ERROR; // §6.3
-        const std::size_t len = (std::size_t{head[0]} << 16) | (std::size_t{head[1]} << 8) | head[2];
-        if (len != 5) return 0; // nghttp2 answers FRAME_SIZE_ERROR
-        const auto dep =
-            static_cast<std::int32_t>(((std::uint32_t{head[9]} << 24) | (std::uint32_t{head[10]} << 16) |
-                                       (std::uint32_t{head[11]} << 8) | head[12]) &
-                                      0x7fffffffu);
+        if (len != 5) return 0;                      // nghttp2 answers FRAME_SIZE_ERROR
+        const std::int32_t dep = streamIdAt(head, 9);
         if (dep != id) return 0;
         // §5.3.1: a stream error; RST_STREAM may not name an idle stream (§6.4), so a PRIORITY
         // frame for one that does not exist ends the connection instead.

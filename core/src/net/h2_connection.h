@@ -88,7 +88,8 @@ private:
     // nghttp2, each frame checked with nghttp2's state as of the frames before it; < 0 when the
     // connection ended (GOAWAY queued).
     ssize_t feed(const std::uint8_t* p, std::size_t n);
-    int checkFrame(const std::uint8_t* head); // 0 pass, > 0 reset that stream with it, < 0 GOAWAY
+    // 0 pass, > 0 reset that stream with it, < 0 GOAWAY. `head` holds a PRIORITY frame's payload too.
+    int checkFrame(std::uint8_t type, std::int32_t id, std::size_t len, const std::uint8_t* head);
     enum class Closed : std::uint8_t { Unknown, Normal, PeerReset, WeReset };
     Closed closedHow(std::int32_t id) const;
     static bool takeToken(double& tokens, Clock::time_point& refill, double burst, double rate);
