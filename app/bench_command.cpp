@@ -1,4 +1,5 @@
 // `portico bench`: the load generator on the command line (wrk-like summary, optional JSON result).
+#include "cli_checks.h"
 #include "commands.h"
 
 #include <portico/capture/filter.h>
@@ -250,12 +251,16 @@ int runBench(const BenchOptions& b) {
         }
         auto all = capture::loadSessionFile(b.from, error);
         if (!error.empty()) {
-            std::cerr << "portico bench: --from " << error << "\n";
+            std::cerr << "portico bench: --from: " << error << "\n";
             return kExitFailure;
         }
         std::vector<capture::Exchange> chosen;
         for (auto& e : all)
             if (filter->matches(e)) chosen.push_back(std::move(e));
+        if (chosen.empty() && !filter->empty()) {
+            std::cerr << "portico bench: --from " << nothingMatches(b.from, b.filter, all.size()) << "\n";
+            return kExitFailure;
+        }
         auto recorded = load::requestsFromCapture(chosen, b.urls.empty() ? std::string() : b.urls.front());
         if (!recorded.ok()) {
             std::cerr << "portico bench: --from " << b.from << ": " << recorded.error << "\n";
@@ -379,35 +384,35 @@ Command addBenchCommand(CLI::App& app) {
                     "Target URL(s), http[s]://HOST[:PORT]/PATH; several share one origin. With --suite: the "
                     "suite vhost's base URL (default http://127.0.0.1:8090)");
     cmd->add_option("-c,--connections", b->connections, "Connections to keep open (default 10)")
-        ->check(CLI::Range(1, 100000));
+        ->check(wholeNumber(1, 100000));
     cmd->add_option("-t,--threads", b->threads, "Threads, each with its own event loop (default 1)")
-        ->check(CLI::Range(1, 256));
+        ->check(wholeNumber(1, 256));
     auto* d =
         cmd->add_option("-d,--duration", b->duration,
                         "Measured duration with a unit (10s, 500ms, 2m); default 10s unless -n is given");
     cmd->add_option("-n,--requests", b->count, "Measured requests to send (with -d: whichever comes first)")
-        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
+        ->check(wholeNumber(1, 1000000000000));
     (void)d;
     cmd->add_option("-R,--rate", b->rate,
                     "Open model: fixed arrival rate, requests/s over all connections; latency from intended "
                     "send times (coordinated omission corrected)")
-        ->check(CLI::Range(0.001, 1e8));
+        ->check(number(0.001, 1e8));
     cmd->add_option("-p,--pipeline", b->pipeline, "Requests in flight per connection (HTTP/1.1 pipelining)")
-        ->check(CLI::Range(1, 1024));
+        ->check(wholeNumber(1, 1024));
     cmd->add_flag("--h2", b->h2, "HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http");
     cmd->add_option("--streams", b->streams,
                     "HTTP/2 concurrent streams per connection (default 1; implies --h2)")
-        ->check(CLI::Range(1, 1024));
+        ->check(wholeNumber(1, 1024));
     cmd->add_flag("-k,--insecure", b->insecure, "https: do not verify the server's certificate");
     cmd->add_option("--cacert", b->caFile,
                     "https: also trust the CA certificates in this PEM file (e.g. from portico cert export)")
-        ->check(CLI::ExistingFile);
+        ->check(existingFile());
     cmd->add_option("-H,--header", b->headers, "Request header 'Name: value' (repeatable)");
     cmd->add_option("-m,--method", b->method, "Request method (default GET)");
     cmd->add_option("--body", b->bodyFile, "File whose bytes are sent as the request body")
-        ->check(CLI::ExistingFile);
+        ->check(existingFile());
     cmd->add_option("--weights", b->weights, "Relative frequency of each URL, e.g. --weights 3 1")
-        ->check(CLI::Range(1, 1000000));
+        ->check(wholeNumber(1, 1000000));
     cmd->add_option("--json", b->jsonFile,
                     "Write the result as JSON to FILE (- = stdout; docs/load-results.md)");
     cmd->add_option("--warmup", b->warmup,
@@ -426,7 +431,7 @@ Command addBenchCommand(CLI::App& app) {
     cmd->add_option("--from", b->from,
                     "Replay a recorded set as load: the requests of a session file (serve --record) or HAR, "
                     "weighted by how often each was recorded; the URL, if given, is the base to send them to")
-        ->check(CLI::ExistingFile);
+        ->check(existingFile());
     cmd->add_option("--filter", b->filter,
                     "With --from: only matching exchanges (e.g. 'method:GET path:/api')");
     cmd->add_option("--label", b->label,

@@ -1,5 +1,6 @@
 // `portico har export FILE.db OUT.har` and `portico har import IN.har FILE.db`: HAR 1.2 files from
 // and to capture session files (docs/cli.md, docs/capture.md).
+#include "cli_checks.h"
 #include "commands.h"
 
 #include <portico/capture/filter.h>
@@ -36,10 +37,6 @@ bool readFile(const std::string& path, std::string& out) {
 }
 
 int exportHar(const HarOptions& o) {
-    if (!std::filesystem::exists(o.db)) {
-        std::cerr << "portico: " << o.db << ": no such file\n";
-        return kExitFailure;
-    }
     std::string error;
     auto filter = capture::Filter::parse(o.filter, error);
     if (!filter) {
@@ -52,8 +49,17 @@ int exportHar(const HarOptions& o) {
         return kExitFailure;
     }
     std::vector<capture::Exchange> chosen;
-    for (auto& e : store->load())
+    auto all = store->load();
+    if (!store->error().empty()) {
+        std::cerr << "portico: " << o.db << ": " << store->error() << "\n";
+        return kExitFailure;
+    }
+    for (auto& e : all)
         if (filter->matches(e)) chosen.push_back(std::move(e));
+    if (chosen.empty() && !filter->empty()) {
+        std::cerr << "portico: " << nothingMatches(o.db, o.filter, all.size()) << "; nothing written\n";
+        return kExitFailure;
+    }
     capture::HarOptions ho;
     ho.creatorVersion = engine::version();
     ho.pretty = !o.compact;
@@ -125,7 +131,7 @@ Command addHarCommand(CLI::App& app) {
     har->require_subcommand(1);
     auto* ex =
         har->add_subcommand("export", "Write the exchanges of FILE.db as HAR 1.2 (OUT.har, - = stdout)");
-    ex->add_option("db", opts->db, "Session file (serve --record)")->required();
+    ex->add_option("db", opts->db, "Session file (serve --record)")->required()->check(existingFile());
     ex->add_option("out", opts->har, "HAR file to write (- = stdout)")->required();
     ex->add_option("--filter", opts->filter, "Only matching exchanges (e.g. 'status:>=400 path:/api')");
     ex->add_flag("--compact", opts->compact, "One line of JSON instead of indented");
@@ -133,7 +139,7 @@ Command addHarCommand(CLI::App& app) {
                    "gRPC messages as JSON with this FileDescriptorSet (protoc --descriptor_set_out)");
     auto* im = har->add_subcommand("import",
                                    "Read a HAR file (Chrome, Firefox, HTTP Toolkit, mitmproxy) into FILE.db");
-    im->add_option("har", opts->har, "HAR file to read")->required()->check(CLI::ExistingFile);
+    im->add_option("har", opts->har, "HAR file to read")->required()->check(existingFile());
     im->add_option("db", opts->db, "Session file (created if missing)")->required();
     return Command{har, [opts, ex, im] {
                        if (ex->parsed()) return exportHar(*opts);

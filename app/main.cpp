@@ -1,5 +1,6 @@
 // The `portico` executable: `serve`, `bench`, `cert`, `har`, `replay`, `gui` (the default), `version`,
 // `help`.
+#include "cli_checks.h"
 #include "commands.h"
 
 #include <portico/config/loader.h>
@@ -16,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -28,6 +30,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -53,6 +56,7 @@ struct ServeOptions {
     std::string accessLog;
     std::string record;
     bool serverTiming = false;
+    bool quiet = false;
 };
 
 std::mutex g_outMutex;
@@ -94,6 +98,71 @@ void report(const std::string& line) {
     std::cerr << line << std::endl;
 }
 
+// "14:02:09 live reload: /app.css changed; 1 page updated in place" — one line per batch.
+std::string liveReloadLine(const std::vector<std::string>& paths, bool stylesheetsOnly, std::size_t pages) {
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&now, &tm);
+    char when[16];
+    std::strftime(when, sizeof when, "%H:%M:%S", &tm);
+    std::string line = std::string(when) + " live reload: ";
+    for (std::size_t i = 0; i < paths.size() && i < 3; ++i)
+        line += (i ? ", " : "") + paths[i];
+    if (paths.size() > 3) line += " and " + std::to_string(paths.size() - 3) + " more";
+    line += " changed; ";
+    if (pages == 0)
+        line += "no page is open";
+    else
+        line += std::to_string(pages) + (pages == 1 ? " page " : " pages ") +
+                (stylesheetsOnly ? "updated in place" : "reloaded");
+    return line;
+}
+
+// The command line's overrides of a config (from a file or built for a folder). Applied at start
+// and again to each reloaded file, so that `--port`, `--record` and the rest survive a reload.
+void applyOverrides(const ServeOptions& o, bool fromDir, bool requestLines, Config& c) {
+    if (!fromDir && (o.port >= 0 || !o.host.empty())) {
+        portico::config::Listen l;
+        l.host = o.host.empty() ? "localhost" : o.host;
+        l.port = o.port >= 0 ? static_cast<std::uint16_t>(o.port) : 8080;
+        c.listen = {l};
+    }
+    if (o.httpsPort >= 0) {
+        // An HTTPS listener beside the cleartext one: the local CA's certificates unless the
+        // user brings their own (checked by serve() before the first start).
+        portico::config::Listen l;
+        l.host = o.host.empty() ? "localhost" : o.host;
+        l.port = static_cast<std::uint16_t>(o.httpsPort);
+        l.tls = portico::config::ListenTls{};
+        if (o.cert.empty()) {
+            l.tls->autoCa = true;
+        } else {
+            l.tls->files.cert = std::filesystem::absolute(o.cert).string();
+            l.tls->files.key = std::filesystem::absolute(o.key).string();
+        }
+        c.listen.push_back(l);
+    }
+    if (o.workers) c.workers = o.workers;
+    if (o.noLiveReload)
+        for (auto& vh : c.vhosts)
+            vh.liveReload = false;
+    if (!o.accessLog.empty()) {
+        c.accessLog.format = portico::config::AccessLog::Format::Combined;
+        c.accessLog.path = o.accessLog;
+    } else if (requestLines && c.accessLog.format == portico::config::AccessLog::Format::Off) {
+        c.accessLog.format = portico::config::AccessLog::Format::Dev;
+        c.accessLog.path = "-";
+    }
+    if (!o.record.empty()) {
+        c.capture.enabled = true;
+        c.capture.store = std::filesystem::absolute(o.record).string();
+    }
+    if (o.serverTiming) {
+        c.capture.enabled = true;
+        c.capture.serverTiming = true;
+    }
+}
+
 int serve(const ServeOptions& o) {
     std::shared_ptr<const Config> cfg;
     bool fromDir = o.config.empty();
@@ -125,49 +194,21 @@ int serve(const ServeOptions& o) {
                                                   o.host.empty() ? "localhost" : o.host,
                                                   o.port >= 0 ? static_cast<std::uint16_t>(o.port) : 8080);
     }
-    // Command-line overrides of the file's settings.
-    auto mutableCfg = std::make_shared<Config>(*cfg);
-    if (!fromDir && (o.port >= 0 || !o.host.empty())) {
-        portico::config::Listen l;
-        l.host = o.host.empty() ? "localhost" : o.host;
-        l.port = o.port >= 0 ? static_cast<std::uint16_t>(o.port) : 8080;
-        mutableCfg->listen = {l};
-    }
-    if (o.httpsPort >= 0) {
-        // An HTTPS listener beside the cleartext one: the local CA's certificates unless the
-        // user brings their own.
-        portico::config::Listen l;
-        l.host = o.host.empty() ? "localhost" : o.host;
-        l.port = static_cast<std::uint16_t>(o.httpsPort);
-        l.tls = portico::config::ListenTls{};
-        if (o.cert.empty()) {
-            l.tls->autoCa = true;
-        } else {
-            if (std::string problem = portico::tls::checkCertKeyPair(o.cert, o.key); !problem.empty()) {
-                std::cerr << "portico: " << problem << "\n";
-                return kExitFailure;
-            }
-            l.tls->files.cert = std::filesystem::absolute(o.cert).string();
-            l.tls->files.key = std::filesystem::absolute(o.key).string();
+    // Command-line overrides of the file's settings, applied again to each reloaded file.
+    if (o.httpsPort >= 0 && !o.cert.empty()) {
+        if (std::string problem = portico::tls::checkCertKeyPair(o.cert, o.key); !problem.empty()) {
+            std::cerr << "portico: " << problem << "\n";
+            return kExitFailure;
         }
-        mutableCfg->listen.push_back(l);
     }
-    if (o.workers) mutableCfg->workers = o.workers;
-    if (o.noLiveReload)
-        for (auto& vh : mutableCfg->vhosts)
-            vh.liveReload = false;
-    if (!o.accessLog.empty()) {
-        mutableCfg->accessLog.format = portico::config::AccessLog::Format::Combined;
-        mutableCfg->accessLog.path = o.accessLog;
-    }
-    if (!o.record.empty()) {
-        mutableCfg->capture.enabled = true;
-        mutableCfg->capture.store = std::filesystem::absolute(o.record).string();
-    }
-    if (o.serverTiming) {
-        mutableCfg->capture.enabled = true;
-        mutableCfg->capture.serverTiming = true;
-    }
+    // On a terminal, one line per exchange unless --quiet or the config or --access-log says
+    // where the log goes (like Vite's and `python3 -m http.server`'s request lines).
+    const bool requestLines = !o.quiet && o.accessLog.empty() && isatty(STDOUT_FILENO) == 1;
+    const auto overrides = [&o, fromDir, requestLines](Config& c) {
+        applyOverrides(o, fromDir, requestLines, c);
+    };
+    auto mutableCfg = std::make_shared<Config>(*cfg);
+    overrides(*mutableCfg);
     cfg = mutableCfg;
 
     // Signals are taken by this thread only (sigwait), never by the workers.
@@ -178,6 +219,12 @@ int serve(const ServeOptions& o) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     portico::engine::Engine engine;
+    if (!o.quiet)
+        engine.setLiveReloadObserver([](const std::vector<std::string>& paths, bool stylesheetsOnly,
+                                        std::size_t pages) {
+            std::lock_guard lock(g_outMutex);
+            std::cout << liveReloadLine(paths, stylesheetsOnly, pages) << std::endl;
+        });
     std::string error;
     bool started = engine.start(cfg, error);
     // Like Vite: `portico serve DIR` without an explicit port moves on when 8080 is taken, and says so.
@@ -217,7 +264,7 @@ int serve(const ServeOptions& o) {
                       << "; trust it once with `portico cert install`.\n";
         std::cout << "Press Ctrl+C to stop." << std::endl;
     }
-    if (!fromDir && !o.noReload) engine.watchConfigFile(o.config, report);
+    if (!fromDir && !o.noReload) engine.watchConfigFile(o.config, report, std::chrono::milliseconds(500), overrides);
 
     int sig = 0;
     sigwait(&signals, &sig);
@@ -245,35 +292,42 @@ int main(int argc, char** argv) {
     CLI::App app{"Portico: a desktop dev server and traffic inspector"};
     app.name("portico");
     app.require_subcommand(0, 1);
+    app.set_version_flag("-V,--version", std::string("portico ") + portico::engine::version());
+    app.failure_message(portico::app::failureMessage);
 
     ServeOptions so;
     auto* serveCmd = app.add_subcommand("serve", "Serve a folder (no config needed) or a config file");
-    serveCmd->add_option("dir", so.dir, "Folder to serve (default: the current folder)");
-    serveCmd->add_option("-c,--config", so.config, "YAML config file (watched and reloaded on change)");
+    serveCmd->add_option("dir", so.dir, "Folder to serve (default: the current folder)")
+        ->check(portico::app::existingFolder());
+    serveCmd->add_option("-c,--config", so.config, "YAML config file (watched and reloaded on change)")
+        ->check(portico::app::existingFile());
     serveCmd->add_option("-p,--port", so.port, "Port to listen on (0 = any free port; default 8080)")
-        ->check(CLI::Range(0, 65535));
+        ->check(portico::app::wholeNumber(0, 65535));
     serveCmd->add_option("-H,--host", so.host,
                          "Address to bind (default localhost: 127.0.0.1 and ::1; 0.0.0.0 or :: exposes it)");
     serveCmd->add_option("-w,--workers", so.workers, "Worker threads (default: one per core)")
-        ->check(CLI::Range(1, 256));
+        ->check(portico::app::wholeNumber(1, 256));
     serveCmd->add_option("--access-log", so.accessLog,
                          "Write a Combined Log Format access log to FILE (- = stdout)");
     auto* httpsOpt = serveCmd
                          ->add_option("--https-port", so.httpsPort,
                                       "Also serve HTTPS (h2 and HTTP/1.1) on this port (0 = any free port)")
-                         ->check(CLI::Range(0, 65535));
+                         ->check(portico::app::wholeNumber(0, 65535));
     auto* certOpt = serveCmd
                         ->add_option("--cert", so.cert,
                                      "Certificate chain (PEM) for --https-port; default: the local CA's")
-                        ->check(CLI::ExistingFile);
-    auto* keyOpt =
-        serveCmd->add_option("--key", so.key, "Private key (PEM) for --cert")->check(CLI::ExistingFile);
+                        ->check(portico::app::existingFile());
+    auto* keyOpt = serveCmd->add_option("--key", so.key, "Private key (PEM) for --cert")
+                       ->check(portico::app::existingFile());
     certOpt->needs(keyOpt)->needs(httpsOpt);
     keyOpt->needs(certOpt);
     serveCmd->add_flag("-t,--test", so.test, "Check the config (or folder) and exit: 0 valid, 1 invalid");
     serveCmd->add_flag("--no-reload", so.noReload, "Do not watch the config file");
     serveCmd->add_flag("--no-live-reload", so.noLiveReload,
                        "Turn live reload off (on by default when serving a folder; per vhost in a config)");
+    serveCmd->add_flag("-q,--quiet", so.quiet,
+                       "No request lines (printed on a terminal by default: time, method, path, status, "
+                       "duration, size)");
     serveCmd->add_option("--record", so.record, "Capture every exchange into this SQLite session file");
     serveCmd->add_flag("--server-timing", so.serverTiming,
                        "Capture, and add a Server-Timing header to responses");
@@ -298,13 +352,19 @@ int main(int argc, char** argv) {
                        "seconds runs against the in-process server, then exit");
 #endif
     auto* versionCmd = app.add_subcommand("version", "Print the version");
-    std::string helpTopic;
-    auto* helpCmd = app.add_subcommand("help", "Show help for portico or a subcommand");
-    helpCmd->add_option("command", helpTopic, "Subcommand");
+    std::vector<std::string> helpTopic;
+    auto* helpCmd = app.add_subcommand("help", "Show help for portico or a subcommand (e.g. help har export)");
+    helpCmd->add_option("command", helpTopic, "Subcommand, and its subcommand");
 
     // dir and --config are mutually exclusive.
     serveCmd->get_option("dir")->excludes(serveCmd->get_option("--config"));
 
+    // Before CLI11, whose words for these are "The following argument was not expected" and
+    // "A subcommand is required".
+    if (std::string problem = portico::app::subcommandProblem(app, argc, argv); !problem.empty()) {
+        std::cerr << problem << "\n";
+        return kExitUsage;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -314,7 +374,7 @@ int main(int argc, char** argv) {
     // exits 2 above). tst_docs_commands runs every command of the docs this way.
     if (const char* check = std::getenv("PORTICO_CHECK_ARGS"); check && *check) return kExitOk;
 
-    if (versionCmd->parsed()) {
+    if (versionCmd->parsed()) { // also -V, --version (CLI11 prints it)
         std::cout << "portico " << portico::engine::version() << "\n";
         return kExitOk;
     }
@@ -324,19 +384,18 @@ int main(int argc, char** argv) {
     if (har.cmd->parsed()) return har.run();
     if (replay.cmd->parsed()) return replay.run();
     if (helpCmd->parsed()) {
-        if (helpTopic.empty()) {
-            // app.help() would describe the selected subcommand ("help" itself); format the top level.
-            std::cout << app.get_formatter()->make_help(&app, "portico", CLI::AppFormatMode::Normal);
-            return kExitOk;
+        std::string error;
+        CLI::App* topic = portico::app::helpTopic(app, helpTopic, error);
+        if (!topic) {
+            std::cerr << error << "\n";
+            return kExitUsage;
         }
-        for (auto* sub : app.get_subcommands({})) {
-            if (sub->get_name() == helpTopic) {
-                std::cout << sub->help();
-                return kExitOk;
-            }
-        }
-        std::cerr << "portico: no such command: " << helpTopic << "\n";
-        return kExitUsage;
+        // app.help() would describe the selected subcommand ("help" itself); format the topic.
+        std::string name = "portico";
+        for (const auto& word : helpTopic)
+            name += " " + word;
+        std::cout << app.get_formatter()->make_help(topic, name, CLI::AppFormatMode::Normal);
+        return kExitOk;
     }
 #ifdef PORTICO_HAVE_UI
     // No subcommand (or `gui`): the desktop app.

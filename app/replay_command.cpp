@@ -1,5 +1,6 @@
 // `portico replay FILE.db|IN.har --target URL [--filter EXPR]`: resend recorded requests, record
 // the new exchanges, and show what changed (docs/cli.md).
+#include "cli_checks.h"
 #include "commands.h"
 
 #include <portico/capture/filter.h>
@@ -37,16 +38,30 @@ int run(const ReplayOptions& o) {
         std::cerr << "portico: --filter: " << error << "\n";
         return kExitUsage;
     }
+    // The target is checked before anything is read or sent: a typo or a remote host without
+    // --allow-remote is a usage error, not N identical failures.
+    if (!o.target.empty() && !o.curl) {
+        if (std::string why = capture::checkReplayTarget(o.target, o.allowRemote); !why.empty()) {
+            std::cerr << "portico replay: --target " << o.target << ": " << why << "\n";
+            return kExitUsage;
+        }
+    }
     auto all = capture::loadSessionFile(o.source, error);
     if (!error.empty()) {
-        std::cerr << "portico: " << error << "\n";
+        std::cerr << "portico replay: " << error << "\n";
         return kExitFailure;
     }
-    std::vector<capture::Exchange> chosen;
-    for (auto& e : all)
-        if (filter->matches(e)) chosen.push_back(std::move(e));
+    // Each exchange is named by its number in the file: the record id of a session file, the
+    // entry's position (from 1) in a HAR file, which has no ids.
+    std::vector<std::pair<std::uint64_t, capture::Exchange>> chosen;
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (filter->matches(all[i])) chosen.emplace_back(all[i].id ? all[i].id : i + 1, std::move(all[i]));
+    if (chosen.empty()) {
+        std::cerr << "portico replay: " << nothingMatches(o.source, o.filter, all.size()) << "\n";
+        return kExitFailure;
+    }
     if (o.curl) {
-        for (const auto& e : chosen)
+        for (const auto& [number, e] : chosen)
             std::cout << capture::toCurl(e, o.target) << "\n";
         return kExitOk;
     }
@@ -69,9 +84,9 @@ int run(const ReplayOptions& o) {
     ro.caFile = o.caFile;
     std::size_t same = 0, changed = 0, failed = 0;
     std::vector<capture::Exchange> replayed;
-    for (const auto& e : chosen) {
+    for (const auto& [number, e] : chosen) {
         auto r = capture::replay(e, ro);
-        std::cout << "#" << e.id << " " << e.method << " " << e.target << " ";
+        std::cout << "#" << number << " " << e.method << " " << e.target << " ";
         if (!r.ok()) {
             ++failed;
             std::cout << "failed: " << r.error << "\n";
@@ -108,13 +123,13 @@ Command addReplayCommand(CLI::App& app) {
         app.add_subcommand("replay", "Resend recorded requests (FILE.db or IN.har) and compare the answers");
     cmd->add_option("source", o->source, "Session file (serve --record) or HAR file")
         ->required()
-        ->check(CLI::ExistingFile);
+        ->check(existingFile());
     cmd->add_option("--target", o->target, "Base URL to send to (default: each request's original host)");
     cmd->add_option("--filter", o->filter,
                     "Only matching exchanges (e.g. 'status:>=400 method:POST path:/api')");
     cmd->add_option("--record", o->record, "Append the new exchanges to this session file");
     cmd->add_option("--timeout", o->timeoutMs, "Per request, milliseconds (default 10000)")
-        ->check(CLI::Range(1, 600000));
+        ->check(wholeNumber(1, 600000));
     cmd->add_flag("--allow-remote", o->allowRemote, "Allow targets that are not loopback addresses");
     auto* h2 = cmd->add_flag("--h2", o->h2,
                              "HTTP/2: ALPN h2 over https, h2c with prior knowledge over http (default: "
@@ -123,7 +138,7 @@ Command addReplayCommand(CLI::App& app) {
     cmd->add_flag("--verify", o->verify,
                   "Verify the certificate of a loopback https target too (remote targets always are)");
     cmd->add_option("--cacert", o->caFile, "Also trust these CA certificates (PEM; implies --verify)")
-        ->check(CLI::ExistingFile);
+        ->check(existingFile());
     cmd->add_flag("--curl", o->curl, "Print each request as a curl command instead of sending it");
     cmd->add_flag("-q,--quiet", o->quiet, "Do not list the differences");
     return Command{cmd, [o] { return run(*o); }};

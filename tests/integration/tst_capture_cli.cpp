@@ -167,11 +167,24 @@ private slots:
         QVERIFY(store);
         QCOMPARE(store->count(), std::uint64_t(1));
         QCOMPARE(store->load()[0].responseBody, std::string("<p>v2, longer</p>\n"));
-        // Not loopback: refused without --allow-remote.
-        r = test::runProcess(test::porticoBinary(),
-                             {"replay", db, "--target", "http://192.0.2.1:9", "--filter", "status:200"});
-        QCOMPARE(r.exitCode, 1);
-        QVERIFY2(r.out.contains("not a loopback address"), r.out.constData());
+        // The target is checked before anything is read or sent: not loopback without
+        // --allow-remote, not http(s), no valid port — each a usage error naming the flag.
+        struct BadTarget {
+            QString url;
+            QByteArray says;
+        };
+        for (const BadTarget& t :
+             {BadTarget{"http://192.0.2.1:9", "192.0.2.1: not a loopback address; replaying to other hosts needs "
+                                             "--allow-remote"},
+              BadTarget{"ftp://127.0.0.1/", "ftp: only http:// and https:// targets can be replayed"},
+              BadTarget{"http://127.0.0.1:99999/", "must be a number from 1 to 65535"},
+              BadTarget{"127.0.0.1:8080", "not a URL"}}) {
+            r = test::runProcess(test::porticoBinary(), {"replay", db, "--target", t.url});
+            QVERIFY2(r.exitCode == 2, r.err.constData());
+            QVERIFY2(r.err.startsWith("portico replay: --target " + t.url.toUtf8() + ": ") && r.err.contains(t.says),
+                     r.err.constData());
+            QVERIFY2(r.out.isEmpty(), r.out.constData()); // nothing was tried
+        }
         // Copy as curl, then run it.
         r = test::runProcess(test::porticoBinary(), {"replay", db, "--curl", "--target", server.baseUrl(),
                                                      "--filter", "method:POST"});
@@ -182,6 +195,49 @@ private slots:
         auto sh = test::runProcess(
             "sh", {"-c", QString::fromUtf8(r.out.trimmed()) + " -s -o /dev/null -w '%{http_code}'"});
         QCOMPARE(sh.out, QByteArray("405"));
+
+        // A HAR has no record ids: its entries are numbered by position, from 1.
+        const QString har = dir_.filePath("out.har"); // from recordExportImport
+        r = test::runProcess(test::porticoBinary(), {"replay", har, "--target", server.baseUrl()});
+        QVERIFY2(r.out.contains("#1 GET / ") && r.out.contains("#2 GET /missing ") &&
+                     r.out.contains("#3 POST /index.html "),
+                 r.out.constData());
+    }
+
+    // What replay, bench --from and har export say about a file that is no session file, and
+    // about a --filter that chooses nothing.
+    void recordingProblemsAreNamed() {
+        const QString db = dir_.filePath("session.db"); // from recordExportImport
+        QVERIFY(QFile::exists(db));
+        // A corrupt session file (its header overwritten) is not reported as a HAR syntax error.
+        const QString corrupt = dir_.filePath("corrupt.db");
+        QFile::remove(corrupt);
+        QVERIFY(QFile::copy(db, corrupt));
+        {
+            QFile f(corrupt);
+            QVERIFY(f.open(QIODevice::ReadWrite));
+            f.write(QByteArray(64, '\x5a'));
+        }
+        const QString url = "http://127.0.0.1:9/";
+        for (const QStringList& args : {QStringList{"replay", corrupt, "--target", url},
+                                        QStringList{"bench", "--from", corrupt, url, "-n", "1", "--no-save"},
+                                        QStringList{"har", "export", corrupt, "-"}}) {
+            auto r = test::runProcess(test::porticoBinary(), args);
+            const QByteArray what = args.join(' ').toUtf8() + ": " + r.err;
+            QCOMPARE(r.exitCode, 1);
+            QVERIFY2(r.err.contains(corrupt.toUtf8() + ": ") && r.err.contains("session file"), what.constData());
+            QVERIFY2(!r.err.contains("syntax error"), what.constData());
+        }
+        for (const QStringList& args : {QStringList{"replay", db, "--target", url},
+                                        QStringList{"bench", "--from", db, url, "-n", "1", "--no-save"},
+                                        QStringList{"har", "export", db, "-"}}) {
+            auto r = test::runProcess(test::porticoBinary(), args + QStringList{"--filter", "status:599"});
+            const QByteArray what = args.join(' ').toUtf8() + ": " + r.err;
+            QCOMPARE(r.exitCode, 1);
+            QVERIFY2(r.err.contains("no exchange in " + db.toUtf8() + " matches --filter 'status:599' (3 recorded)"),
+                     what.constData());
+            QVERIFY2(r.out.isEmpty(), what.constData());
+        }
     }
 
     // A recorded set as a load test: the run repeats the recording's mix (one request of each of

@@ -222,6 +222,12 @@ private slots:
             qPrintable(
                 QStringLiteral("measured %1 bytes, expected %2").arg(r.measuredBytesRead).arg(expected)));
         QVERIFY(r.measuredBytesWritten < r.bytesWritten);
+        // Sizes counted in 1024s say so (KiB, MiB), as the docs' sample output does.
+        const std::string text = load::summaryText(r);
+        static const QRegularExpression sizes(R"(, \d+\.\d\d(KiB|MiB) read, \d+(\.\d\d)?(B|KiB) written)");
+        QVERIFY2(sizes.match(QString::fromStdString(text)).hasMatch(), text.c_str());
+        QVERIFY2(QString::fromStdString(text).contains(QRegularExpression(R"(Transfer/sec: +\d+\.\d\d(KiB|MiB)\n)")),
+                 text.c_str());
         QCOMPARE(server->terminate(), 0);
     }
 

@@ -49,6 +49,152 @@ private slots:
         QCOMPARE(bad.exitCode, 2);
         auto unknown = runProcess(porticoBinary(), {"frobnicate"});
         QCOMPARE(unknown.exitCode, 2);
+        QVERIFY2(unknown.err.startsWith("portico: unknown subcommand 'frobnicate'; one of: serve, cert, bench"),
+                 unknown.err.constData());
+        // --version and -V as well as `version`.
+        for (const char* flag : {"--version", "-V"}) {
+            auto r = runProcess(porticoBinary(), {flag});
+            QCOMPARE(r.exitCode, 0);
+            QCOMPARE(r.out, v.out);
+        }
+        // help reaches nested subcommands.
+        auto nested = runProcess(porticoBinary(), {"help", "har", "export"});
+        QCOMPARE(nested.exitCode, 0);
+        QVERIFY2(nested.out.contains("Usage: portico har export") && nested.out.contains("--filter"),
+                 nested.out.constData());
+        for (const QStringList& args : {QStringList{"help", "bogus"}, QStringList{"help", "har", "bogus"}}) {
+            auto r = runProcess(porticoBinary(), args);
+            QCOMPARE(r.exitCode, 2);
+            QVERIFY2(r.err.contains("unknown subcommand 'bogus'"), r.err.constData());
+        }
+        // A subcommand family with a wrong or missing subcommand: what is wrong, and the choices.
+        auto cert = runProcess(porticoBinary(), {"cert", "bogus"});
+        QCOMPARE(cert.exitCode, 2);
+        QVERIFY2(cert.err.startsWith("portico cert: unknown subcommand 'bogus'; one of: ca, export, install, "
+                                     "uninstall\nRun 'portico help cert' for usage."),
+                 cert.err.constData());
+        auto har = runProcess(porticoBinary(), {"har"});
+        QCOMPARE(har.exitCode, 2);
+        QVERIFY2(har.err.startsWith("portico har: missing subcommand; one of: export, import"), har.err.constData());
+    }
+
+    // Every usage error exits 2 with "portico SUBCOMMAND: what: why" and where to read more;
+    // numeric ranges read as people write them; a missing file is said one way everywhere.
+    void usageErrorsReadTheSame() {
+        QTemporaryDir dir;
+        const QString missing = dir.filePath("missing.db");
+        const QString url = "http://127.0.0.1:9/";
+        struct Case {
+            QStringList args;
+            QByteArray says;
+        };
+        const QList<Case> cases = {
+            {{"bench", url, "-c", "0"}, "portico bench: --connections: 0 is out of range (expected 1 to 100000)"},
+            {{"bench", url, "-c", "ten"}, "--connections: 'ten' is not a whole number (expected 1 to 100000)"},
+            {{"bench", url, "-n", "0"}, "--requests: 0 is out of range (expected 1 to 1000000000000)"},
+            {{"bench", url, "-R", "0"}, "--rate: 0 is out of range (expected 0.001 to 100000000)"},
+            {{"bench", url, "--streams", "5000"}, "--streams: 5000 is out of range (expected 1 to 1024)"},
+            {{"serve", "--port", "70000"}, "portico serve: --port: 70000 is out of range (expected 0 to 65535)"},
+            {{"serve", "--workers", "0"}, "--workers: 0 is out of range (expected 1 to 256)"},
+            {{"replay", sourceDir() + "/README.md", "--timeout", "0"}, "--timeout: 0 is out of range (expected 1 to 600000)"},
+            {{"replay", sourceDir() + "/README.md", "--timeout", "5s"}, "--timeout: '5s' is not a whole number"},
+            {{"serve", "--config", missing}, "--config: " + missing.toUtf8() + ": no such file"},
+            {{"serve", dir.filePath("nope")}, dir.filePath("nope").toUtf8() + ": no such folder"},
+            {{"replay", missing}, missing.toUtf8() + ": no such file"},
+            {{"har", "export", missing, "-"}, missing.toUtf8() + ": no such file"},
+            {{"har", "import", missing, dir.filePath("o.db")}, missing.toUtf8() + ": no such file"},
+            {{"bench", "--from", missing, url}, "--from: " + missing.toUtf8() + ": no such file"},
+            {{"bench", url, "--body", missing}, "--body: " + missing.toUtf8() + ": no such file"},
+            {{"serve", "--no-such-flag"}, "portico serve: unexpected argument(s): --no-such-flag"},
+        };
+        for (const Case& c : cases) {
+            auto r = runProcess(porticoBinary(), c.args);
+            const QByteArray what = c.args.join(' ').toUtf8() + ": " + r.err;
+            QVERIFY2(r.exitCode == 2, what.constData());
+            QVERIFY2(r.err.contains(c.says), what.constData());
+            QVERIFY2(r.err.contains("Run 'portico help " + c.args.front().toUtf8()), what.constData());
+        }
+    }
+
+    // On a terminal `serve` prints one line per exchange (time, method, target, status, duration,
+    // size) and one per live-reload batch; --quiet turns them off; on a pipe there are none.
+    void requestLinesOnATerminal() {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("index.html"), "<p>hi</p>\n");
+        const std::uint16_t port = freePort();
+        const QString base = QString("http://127.0.0.1:%1").arg(port);
+        auto onTerminal = [&](const QString& extra) {
+            QProcess p;
+            const QString command =
+                QString("'%1' serve '%2' --host 127.0.0.1 --port %3 %4").arg(porticoBinary(), dir.path()).arg(port).arg(extra);
+            p.start("script", {"-q", "-e", "-c", command, "/dev/null"});
+            QByteArray out;
+            const bool ready = QTest::qWaitFor([&] {
+                out += p.readAllStandardOutput();
+                return out.contains("Press Ctrl+C to stop.");
+            }, 10000);
+            if (ready) {
+                curl({base + "/index.html"});
+                curl({base + "/missing"});
+                rawExchange(port, "GET /\x1b[31m HTTP/1.1\r\nHost: x\r\n\r\n"); // refused: 400
+                QTest::qWait(200);
+                QFile f(dir.filePath("style.css"));
+                if (f.open(QIODevice::WriteOnly)) f.write("p{}");
+                f.close();
+                QTest::qWaitFor([&] {
+                    out += p.readAllStandardOutput();
+                    return out.contains("live reload:");
+                }, 5000);
+            }
+            ::kill(static_cast<pid_t>(p.processId()), SIGTERM); // script passes it on to portico
+            p.waitForFinished(10000);
+            out += p.readAllStandardOutput();
+            return out;
+        };
+        const QByteArray out = onTerminal("");
+        static const QRegularExpression line(
+            R"(\n\d\d:\d\d:\d\d GET /index\.html 200 \d+(\.\d\d)? ms \d+(\.\d)? (B|KiB)\r?\n)");
+        QVERIFY2(line.match(QString::fromUtf8(out)).hasMatch(), out.constData());
+        QVERIFY2(out.contains(" GET /missing 404 "), out.constData());
+        // A request line with a control byte is refused (400) and its bytes never reach the terminal.
+        QVERIFY2(out.contains(" - - 400 "), out.constData());
+        QVERIFY2(!out.contains('\x1b'), out.constData());
+        QVERIFY2(out.contains(" live reload: /style.css changed; no page is open"), out.constData());
+
+        const QByteArray quiet = onTerminal("--quiet");
+        QVERIFY2(quiet.contains("Listening on"), quiet.constData());
+        QVERIFY2(!quiet.contains(" GET /index.html ") && !quiet.contains("live reload:"), quiet.constData());
+
+        ServerProcess piped({dir.path()});
+        QVERIFY2(piped.waitReady(), piped.output().constData());
+        curl({piped.baseUrl() + "/index.html"});
+        QCOMPARE(piped.terminate(), 0);
+        QVERIFY2(!piped.output().contains(" GET /index.html "), piped.output().constData());
+    }
+
+    // --port, --record and the other command-line settings hold across a reload of the file.
+    void reloadKeepsCommandLineSettings() {
+        QTemporaryDir dir;
+        const QString cfg = dir.filePath("portico.yaml");
+        auto config = [](const char* body) {
+            return QByteArray("listen: [\"127.0.0.1:0\"]\nvhosts:\n  - routes:\n      - path: /v\n        "
+                              "respond: {body: ") +
+                   body + "}\n";
+        };
+        writeFile(cfg, config("one"));
+        const std::uint16_t port = freePort();
+        const QString base = QString("http://127.0.0.1:%1").arg(port);
+        ServerProcess s({"--config", cfg, "--host", "127.0.0.1", "--port", QString::number(port), "--server-timing"});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QCOMPARE(curl({base + "/v"}), QByteArray("one"));
+        QTest::qWait(1100); // a new mtime second
+        writeFile(cfg, config("two"));
+        QTRY_COMPARE_WITH_TIMEOUT(curl({base + "/v"}), QByteArray("two"), 5000);
+        QVERIFY2(!s.output().contains("Listening on http://127.0.0.1:0") && !s.output().contains("Stopped listening"),
+                 s.output().constData());
+        QVERIFY2(curl({"-i", base + "/v"}).contains("Server-Timing:"), s.output().constData());
+        QVERIFY2(!s.output().contains("take effect after a restart"), s.output().constData());
+        QCOMPARE(s.terminate(), 0);
     }
 
     // Without a display the desktop app says so in one line and how to serve headless (exit 1);
@@ -371,6 +517,21 @@ private slots:
             QStringLiteral("^127\\.0\\.0\\.1 - - \\[\\d{2}/\\w{3}/\\d{4}:\\d{2}:\\d{2}:\\d{2} \\+0000\\] "
                            "\"GET /a\\.txt HTTP/1\\.1\" 200 4 \"http://ref/\" \"agent\"$"));
         QVERIFY2(clfLine.match(line).hasMatch(), qPrintable(line));
+
+        // `format: dev`, the terminal's short line, into a file.
+        writeFile(dir.filePath("dev.yaml"), "listen: [\"127.0.0.1:0\"]\naccess_log: {format: dev, path: ./dev.log}\n"
+                                            "vhosts:\n  - root: ./site\n");
+        {
+            ServerProcess s({"--config", dir.filePath("dev.yaml")});
+            QVERIFY2(s.waitReady(), s.output().constData());
+            curl({s.baseUrl() + "/a.txt"});
+            QCOMPARE(s.terminate(), 0);
+        }
+        QFile dev(dir.filePath("dev.log"));
+        QVERIFY(dev.open(QIODevice::ReadOnly));
+        const QString devLine = QString::fromUtf8(dev.readAll().trimmed());
+        static const QRegularExpression devRe(QStringLiteral("^\\d{2}:\\d{2}:\\d{2} GET /a\\.txt 200 \\d+\\.\\d\\d ms 4 B$"));
+        QVERIFY2(devRe.match(devLine).hasMatch(), qPrintable(devLine));
     }
 
     // SO_REUSEPORT must not let a second server join a port that is already served.

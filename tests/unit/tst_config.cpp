@@ -653,7 +653,7 @@ private slots:
         QTest::newRow("access log format")
             << QByteArray("access_log: {format: combind}\n") + v
             << QStringList{
-                   "test.yaml:1:22: access_log.format: format must be combined, json or off, got 'combind' "
+                   "test.yaml:1:22: access_log.format: format must be combined, json, dev or off, got 'combind' "
                    "(did you mean 'combined'?)"};
         QTest::newRow("access log dir")
             << QByteArray("access_log: {path: nowhere/a.log}\n") + v

@@ -79,6 +79,25 @@ bool parseBase(std::string_view u, Url& out, std::string& error) {
     return true;
 }
 
+// The addresses of `url`'s host (resolved now), or none with `error` set: the name does not
+// resolve, or an address is not loopback and remote targets were not allowed.
+std::vector<tcp::endpoint> targetEndpoints(const Url& url, bool allowRemote, bool& allLoopback,
+                                           std::string& error) {
+    std::string resolveError;
+    auto endpoints = client::resolve(url.host, static_cast<std::uint16_t>(std::stoul(url.port)), resolveError);
+    if (endpoints.empty()) {
+        error = resolveError;
+        return {};
+    }
+    allLoopback = std::all_of(endpoints.begin(), endpoints.end(),
+                              [](const auto& ep) { return client::isLoopback(ep.address()); });
+    if (!allowRemote && !allLoopback) {
+        error = url.host + ": not a loopback address; replaying to other hosts needs --allow-remote";
+        return {};
+    }
+    return endpoints;
+}
+
 class Deadline {
 public:
     explicit Deadline(std::chrono::milliseconds t) : end_(std::chrono::steady_clock::now() + t) {}
@@ -280,6 +299,14 @@ std::string exchangeH2(Stream& io, Exchange& e, const std::string& scheme) {
 }
 } // namespace
 
+std::string checkReplayTarget(std::string_view baseUrl, bool allowRemote) {
+    Url url;
+    std::string error;
+    bool allLoopback = false;
+    if (parseBase(baseUrl, url, error)) targetEndpoints(url, allowRemote, allLoopback, error);
+    return error;
+}
+
 ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     ReplayResult r;
     Exchange& e = r.exchange;
@@ -307,19 +334,9 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
                   " bytes (capture.body_bytes); not replayed";
         return r;
     }
-    std::string resolveError;
-    const auto endpoints =
-        client::resolve(url.host, static_cast<std::uint16_t>(std::stoul(url.port)), resolveError);
-    if (endpoints.empty()) {
-        r.error = resolveError;
-        return r;
-    }
-    const bool allLoopback = std::all_of(endpoints.begin(), endpoints.end(),
-                                         [](const auto& ep) { return client::isLoopback(ep.address()); });
-    if (!options.allowRemote && !allLoopback) {
-        r.error = url.host + ": not a loopback address; pass allowRemote (--allow-remote) to replay to it";
-        return r;
-    }
+    bool allLoopback = false;
+    const auto endpoints = targetEndpoints(url, options.allowRemote, allLoopback, r.error);
+    if (endpoints.empty()) return r;
     const bool https = url.scheme == "https";
     std::unique_ptr<tls::ClientTls> clientTls;
     if (https) {

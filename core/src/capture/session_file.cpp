@@ -30,7 +30,21 @@ std::vector<Exchange> loadSessionFile(const std::string& path, std::string& erro
     f.seekg(0);
     std::ostringstream ss;
     ss << f.rdbuf();
-    auto r = fromHar(ss.str());
+    const std::string text = ss.str();
+    // HAR is a JSON object: after an optional UTF-8 byte order mark and white space, '{'. Anything
+    // else is neither format (a truncated or overwritten session file, a wrong file): saying
+    // "syntax error at 1:1" would send the user looking for a JSON mistake.
+    std::size_t first = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+    while (first < text.size() && (text[first] == ' ' || text[first] == '\t' || text[first] == '\r' ||
+                                   text[first] == '\n'))
+        ++first;
+    const bool harName = path.ends_with(".har") || path.ends_with(".json");
+    if (!harName && (first == text.size() || text[first] != '{')) {
+        error = path + (text.empty() ? ": empty file; " : ": corrupt or not a session file; ") +
+                "a Portico session file starts with the SQLite header and a HAR file with '{'";
+        return {};
+    }
+    auto r = fromHar(text);
     if (!r.ok()) {
         error = path + ":" + r.error;
         return {};

@@ -95,7 +95,7 @@ constexpr std::string_view kRedirectKeys[] = {"to", "status"};
 constexpr std::string_view kWebSocketKeys[] = {"mode",          "room_param",        "origins",
                                                "subprotocols",  "max_message_bytes", "compression",
                                                "ping_interval", "idle_timeout"};
-constexpr std::string_view kAccessLogFormats[] = {"combined", "json", "off"};
+constexpr std::string_view kAccessLogFormats[] = {"combined", "json", "dev", "off"};
 
 // Fields the connection writes itself (http::Response says handlers must not set them).
 constexpr std::string_view kReservedHeaders[] = {"content-length", "transfer-encoding", "connection", "date",
@@ -939,10 +939,12 @@ void Loader::readAccessLog(const Value& v, AccessLog& a) {
                 a.format = AccessLog::Format::Combined;
             else if (*s == "json")
                 a.format = AccessLog::Format::Json;
+            else if (*s == "dev")
+                a.format = AccessLog::Format::Dev;
             else if (*s == "off" || *s == "false")
                 a.format = AccessLog::Format::Off; // `off` is YAML 1.1 false
             else
-                error(e.value, "format must be combined, json or off, got '" + *s + "'" +
+                error(e.value, "format must be combined, json, dev or off, got '" + *s + "'" +
                                    suggestion(*s, kAccessLogFormats));
         } else if (e.key == "path") {
             auto s = string(e.value);

@@ -359,7 +359,9 @@ std::string configToYaml(const Config& c, const std::string& baseDir) {
     if (c.accessLog.format != AccessLog::Format::Off) {
         out << YAML::Key << "access_log" << YAML::Value << YAML::Flow << YAML::BeginMap;
         out << YAML::Key << "format" << YAML::Value
-            << (c.accessLog.format == AccessLog::Format::Json ? "json" : "combined");
+            << (c.accessLog.format == AccessLog::Format::Json  ? "json"
+                : c.accessLog.format == AccessLog::Format::Dev ? "dev"
+                                                               : "combined");
         out << YAML::Key << "path" << YAML::Value << relativePath(c.accessLog.path, base);
         out << YAML::EndMap;
     }

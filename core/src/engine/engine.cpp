@@ -129,6 +129,7 @@ struct Engine::Impl {
     std::shared_ptr<ws::Hub> hub = std::make_shared<ws::Hub>();
     std::uint64_t liveBatchesAtStop = 0;
     std::unique_ptr<handlers::LiveReloadWatcher> liveReload; // while running
+    Engine::LiveReloadObserver liveReloadObserver;            // set before start
 
     /// Static roots of the vhosts with live reload: what the watcher watches.
     static std::vector<std::string> liveReloadRoots(const config::Config& c) {
@@ -281,7 +282,11 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
     d_->collector->start(std::move(recorders));
     d_->slot.publish(std::move(snap));
     d_->liveReload = std::make_unique<handlers::LiveReloadWatcher>(
-        [hub = d_->hub](const std::string& json) { hub->notifyLiveReload(json); });
+        [hub = d_->hub, observer = d_->liveReloadObserver](
+            const std::string& json, const std::vector<std::string>& paths, bool stylesheetsOnly) {
+            const std::size_t pages = hub->notifyLiveReload(json);
+            if (observer) observer(paths, stylesheetsOnly, pages);
+        });
     d_->liveReload->setRoots(Impl::liveReloadRoots(*config));
     for (auto& w : d_->workers)
         w->start();
@@ -452,10 +457,14 @@ std::uint64_t Engine::liveReloadBatches() const {
     return d_->liveReload ? d_->liveReload->batches() : d_->liveBatchesAtStop;
 }
 
+void Engine::setLiveReloadObserver(LiveReloadObserver observer) {
+    d_->liveReloadObserver = std::move(observer);
+}
+
 void Engine::watchConfigFile(const std::string& path, std::function<void(const std::string&)> report,
-                             std::chrono::milliseconds interval) {
+                             std::chrono::milliseconds interval, std::function<void(config::Config&)> adjust) {
     if (d_->watcher.joinable()) return;
-    d_->watcher = std::thread([this, path, report = std::move(report), interval] {
+    d_->watcher = std::thread([this, path, report = std::move(report), interval, adjust = std::move(adjust)] {
         auto stamp = [&](struct stat& st) { return ::stat(path.c_str(), &st) == 0; };
         struct stat last {};
         bool had = stamp(last);
@@ -479,6 +488,11 @@ void Engine::watchConfigFile(const std::string& path, std::function<void(const s
                 for (const auto& e : result.errors)
                     report(e.toString());
                 continue;
+            }
+            if (adjust) {
+                auto adjusted = std::make_shared<config::Config>(*result.config);
+                adjust(*adjusted);
+                result.config = std::move(adjusted);
             }
             auto before = config();
             const auto urlsBefore = endpoints();

@@ -282,16 +282,17 @@ struct LiveReloadWatcher::Impl {
         bool css = std::all_of(pending.begin(), pending.end(),
                                [](const std::string& p) { return p.ends_with(".css"); });
         std::string json = std::string("{\"type\":\"") + (css ? "css" : "reload") + "\",\"paths\":[";
-        std::size_t i = 0;
+        std::vector<std::string> paths;
         for (const std::string& p : pending) {
-            if (i++ == 20) break;
-            if (i > 1) json += ',';
+            if (paths.size() == 20) break;
+            if (!paths.empty()) json += ',';
             json += '"' + jsonEscape(p) + '"';
+            paths.push_back(p);
         }
         json += "]}";
         pending.clear();
         batches.fetch_add(1, std::memory_order_relaxed);
-        notify(json);
+        notify(json, paths, css);
     }
 
     void run(std::atomic<std::uint64_t>& batches) {

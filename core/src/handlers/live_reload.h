@@ -34,7 +34,10 @@ std::string injectLiveReload(std::string_view html);
 /// a stylesheet, else {"type":"reload","paths":[...]} (paths relative to their root, at most 20).
 class LiveReloadWatcher {
 public:
-    using Notify = std::function<void(const std::string& json)>;
+    /// `json` is the message for pages; `paths` the changed files behind it (the same ≤ 20 names)
+    /// and `stylesheetsOnly` its type, for a human-readable line.
+    using Notify =
+        std::function<void(const std::string& json, const std::vector<std::string>& paths, bool stylesheetsOnly)>;
     explicit LiveReloadWatcher(Notify notify);
     ~LiveReloadWatcher(); ///< stops the thread
     LiveReloadWatcher(const LiveReloadWatcher&) = delete;

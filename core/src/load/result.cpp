@@ -121,11 +121,11 @@ std::string bytes(double b) {
     if (b < 1024)
         std::snprintf(buf, sizeof buf, "%.0fB", b);
     else if (b < 1024 * 1024)
-        std::snprintf(buf, sizeof buf, "%.2fKB", b / 1024);
+        std::snprintf(buf, sizeof buf, "%.2fKiB", b / 1024);
     else if (b < 1024.0 * 1024 * 1024)
-        std::snprintf(buf, sizeof buf, "%.2fMB", b / (1024 * 1024));
+        std::snprintf(buf, sizeof buf, "%.2fMiB", b / (1024 * 1024));
     else
-        std::snprintf(buf, sizeof buf, "%.2fGB", b / (1024.0 * 1024 * 1024));
+        std::snprintf(buf, sizeof buf, "%.2fGiB", b / (1024.0 * 1024 * 1024));
     return buf;
 }
 

@@ -115,6 +115,50 @@ std::string formatJson(const AccessRecord& r) {
     return out;
 }
 
+std::string formatDev(const AccessRecord& r) {
+    std::time_t t = std::chrono::system_clock::to_time_t(r.time);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%H:%M:%S ", &tm);
+    std::string out = buf;
+    auto appendVisible = [&out](std::string_view s) {
+        for (unsigned char c : s) {
+            if (c < 0x21 || c >= 0x7f || c == '\\') {
+                char hex[8];
+                std::snprintf(hex, sizeof hex, "\\x%02X", c);
+                out += hex;
+            } else {
+                out += static_cast<char>(c);
+            }
+        }
+    };
+    appendVisible(r.method.empty() ? std::string_view("-") : std::string_view(r.method));
+    out += ' ';
+    appendVisible(r.target.empty() ? std::string_view("-") : std::string_view(r.target));
+    out += ' ';
+    out += std::to_string(r.status);
+    const double ms = static_cast<double>(r.durationNs) / 1e6;
+    if (ms < 10)
+        std::snprintf(buf, sizeof buf, " %.2f ms", ms);
+    else if (ms < 1000)
+        std::snprintf(buf, sizeof buf, " %.0f ms", ms);
+    else
+        std::snprintf(buf, sizeof buf, " %.2f s", ms / 1000);
+    out += buf;
+    const double b = static_cast<double>(r.bytes);
+    if (b < 1024)
+        std::snprintf(buf, sizeof buf, " %.0f B", b);
+    else if (b < 1024 * 1024)
+        std::snprintf(buf, sizeof buf, " %.1f KiB", b / 1024);
+    else if (b < 1024.0 * 1024 * 1024)
+        std::snprintf(buf, sizeof buf, " %.1f MiB", b / (1024 * 1024));
+    else
+        std::snprintf(buf, sizeof buf, " %.2f GiB", b / (1024.0 * 1024 * 1024));
+    out += buf;
+    return out;
+}
+
 AccessLogger::AccessLogger(config::AccessLog::Format format, const std::string& path, std::string& error)
     : format_(format) {
     if (path.empty() || path == "-") {
@@ -160,7 +204,16 @@ void AccessLogger::run() {
         }
         text.clear();
         for (const auto& r : batch) {
-            text += format_ == config::AccessLog::Format::Json ? formatJson(r) : formatCombined(r);
+            switch (format_) {
+            case config::AccessLog::Format::Json:
+                text += formatJson(r);
+                break;
+            case config::AccessLog::Format::Dev:
+                text += formatDev(r);
+                break;
+            default:
+                text += formatCombined(r);
+            }
             text += '\n';
         }
         std::fwrite(text.data(), 1, text.size(), file_);

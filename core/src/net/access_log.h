@@ -35,6 +35,11 @@ struct AccessRecord {
 std::string formatCombined(const AccessRecord& r);
 /// Formats `r` as one JSON object (no newline).
 std::string formatJson(const AccessRecord& r);
+/// Formats `r` as one short line for a terminal (no newline): local time, method, target, status,
+/// duration, response body size — "14:02:07 GET /app.js 200 0.41 ms 1.2 KiB". Control bytes and
+/// non-ASCII in the target are shown as \xHH, so a request cannot write escape sequences to the
+/// terminal.
+std::string formatDev(const AccessRecord& r);
 
 class AccessLogger {
 public:

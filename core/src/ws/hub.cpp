@@ -77,16 +77,20 @@ std::size_t Hub::broadcast(const std::shared_ptr<Room>& room, Room::Slot* fromSl
     return local;
 }
 
-void Hub::notifyLiveReload(std::string_view json) {
+std::size_t Hub::notifyLiveReload(std::string_view json) {
     std::shared_ptr<Room> room;
+    std::size_t pages = 0;
     {
         std::lock_guard lock(mutex_);
         auto it = rooms_.find({kLiveReloadRoute, ""});
-        if (it == rooms_.end()) return;
+        if (it == rooms_.end()) return 0;
         room = it->second;
+        for (const auto& slot : room->slots)
+            pages += slot->count;
     }
     liveReloadEvents.fetch_add(1, std::memory_order_relaxed);
     broadcast(room, nullptr, nullptr, makeSharedFrame(Opcode::Text, json, SIZE_MAX));
+    return pages;
 }
 
 void Hub::setHook(MessageHook hook) {

@@ -73,8 +73,9 @@ public:
 
     /// The channel every live-reload client joins.
     static constexpr const char* kLiveReloadRoute = "/__portico/livereload";
-    /// Sends the text message `json` to every live-reload client (any thread).
-    void notifyLiveReload(std::string_view json);
+    /// Sends the text message `json` to every live-reload client (any thread); returns how many
+    /// pages were connected.
+    std::size_t notifyLiveReload(std::string_view json);
 
     void setHook(MessageHook hook);
     bool hooked() const { return hooked_.load(std::memory_order_relaxed); }

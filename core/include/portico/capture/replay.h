@@ -66,6 +66,12 @@ struct ReplayResult {
 /// on the way (connect, TLS, HTTP/2 stream reset, timeout) are in `error`; never throws.
 ReplayResult replay(const Exchange& original, const ReplayOptions& options);
 
+/// Checks a base URL before anything is sent to it: http:// or https://, a host, a port from 1 to
+/// 65535, and (resolved now) only loopback addresses unless `allowRemote`. Returns "" or the reason
+/// ("ftp: only http:// and https:// targets can be replayed", "example.com: not a loopback
+/// address; replaying to other hosts needs --allow-remote", a resolver error).
+std::string checkReplayTarget(std::string_view baseUrl, bool allowRemote);
+
 /// Status, response headers (Date, Server-Timing, Age and Expires ignored) and body. Bodies are
 /// compared over the bytes both records hold; the first differing offset is reported.
 std::vector<Difference> compare(const Exchange& before, const Exchange& after);

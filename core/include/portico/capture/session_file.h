@@ -9,11 +9,12 @@
 
 namespace portico::capture {
 
-/// Loads every exchange of `path`, oldest first. The format is told by content, not by name: a file
-/// starting with "SQLite format 3\0" is opened as a session file, anything else is parsed as HAR.
-/// On failure returns an empty vector and sets `error` to one line naming the file and, for HAR,
-/// the position ("in.har:1:42: expected ',' or '}'"); `error` stays empty on success (an empty
-/// session is not an error).
+/// Loads every exchange of `path`, oldest first. The format is told by content: a file starting
+/// with "SQLite format 3\0" is opened as a session file, one starting with '{' (after a BOM and
+/// white space) or named *.har / *.json is parsed as HAR; anything else is refused as "corrupt or
+/// not a session file". On failure returns an empty vector and sets `error` to one line naming the
+/// file and, for HAR, the position ("in.har:1:42: expected ',' or '}'"); `error` stays empty on
+/// success (an empty session is not an error).
 std::vector<Exchange> loadSessionFile(const std::string& path, std::string& error);
 
 } // namespace portico::capture

@@ -90,11 +90,21 @@ public:
     /// `live_reload: true`; their static roots are watched while the engine runs).
     std::uint64_t liveReloadBatches() const;
 
+    /// Called once per live-reload batch, after the pages were told: the changed paths (relative
+    /// to their root, at most 20), whether they are all stylesheets (swapped in place) and how
+    /// many pages were connected. On the watcher's thread; set it before start().
+    using LiveReloadObserver =
+        std::function<void(const std::vector<std::string>& paths, bool stylesheetsOnly, std::size_t pages)>;
+    void setLiveReloadObserver(LiveReloadObserver observer);
+
     /// Watches `path` (polling its size and mtime every `interval`); on change loads it and
     /// publishes it if valid. `report` gets one line per event ("reloaded", or each error as
-    /// "file:line:column: path: message" — the old config keeps serving). Runs until stop().
+    /// "file:line:column: path: message" — the old config keeps serving). `adjust`, when set, is
+    /// applied to each newly loaded config before it is checked and published (the command line's
+    /// overrides of the file: --port, --record, ...). Runs until stop().
     void watchConfigFile(const std::string& path, std::function<void(const std::string&)> report,
-                         std::chrono::milliseconds interval = std::chrono::milliseconds(500));
+                         std::chrono::milliseconds interval = std::chrono::milliseconds(500),
+                         std::function<void(config::Config&)> adjust = {});
 
     // ---- capture (config `capture:`; docs/capture.md) ----
     // A collector thread drains the workers' rings every 50 ms into a bounded window
