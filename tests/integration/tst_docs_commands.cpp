@@ -7,8 +7,16 @@
 // tests are aimed at a Portico server of the test and cut short; the rest run as written on real
 // files (a recorded session, its HAR, the local CA). Commands that change the machine (`cert
 // install`/`uninstall`) are only parsed. A failure names the doc's file:line and the command's output.
+// What the docs say agrees with what the code does: everyConfigNamesOnlyWhatThePageMade (a config
+// a page runs names only files and folders an earlier step of that page made), the URLs each page
+// shows for its servers against their "Listening on" lines (in everyDocumentedCommandRuns), and
+// everyDocumentedDefaultHolds (configuration.md's defaults are the loader's; the flags' defaults
+// the docs give are those of --help). Each check has a self-test fed a wrong snippet (…IsCaught).
 // (Config snippets: tst_config's docExamples.)
 #include "test_support.h"
+
+#include <portico/config/loader.h>
+#include <portico/config/writer.h>
 
 #include <QDir>
 #include <QDirIterator>
@@ -23,7 +31,9 @@
 #include <QUrl>
 #include <QtTest>
 
+#include <filesystem>
 #include <functional>
+#include <variant>
 
 using namespace portico::test;
 
@@ -32,6 +42,7 @@ namespace {
 struct DocCommand {
     QString where;      // "docs/cli.md:107"
     QString page;       // "docs/cli.md"
+    int line = 0;       // 107
     QString text;       // as written (after joining continuation lines)
     QString program;    // "portico", "build/app/portico", ... (after a `sudo` or `taskset -c N` prefix)
     QStringList args;   // the words after the program
@@ -41,16 +52,27 @@ struct DocCommand {
 // A file an ```sh block writes with a here-document (`cat > FILE <<'END'` … `END`).
 struct DocFile {
     QString where;
+    QString page;
+    int line = 0;
     QString path;
     QByteArray text;
+};
+
+// Any other line of an ```sh block (`mkdir -p site`, `echo '[]' > mocks/users.json`, `wrk ...`).
+struct DocShell {
+    QString page;
+    int line = 0;
+    QString text;
 };
 
 struct DocScan {
     QList<DocCommand> commands;
     QList<DocFile> files;
-    QStringList skipped; // lines naming portico that a shell would have to interpret first
-    QStringList others;  // plain commands of other programs (installers, wrk, apt, ...)
-    QString defaultYaml; // the guide's first example, "Save this as portico.yaml"
+    QStringList skipped;          // lines naming portico that a shell would have to interpret first
+    QStringList others;           // plain commands of other programs (installers, wrk, apt, ...)
+    QList<DocShell> shell;        // every line of an ```sh block that is not a portico command
+    QMap<QString, QString> pages; // the text of each page, by its name
+    QString defaultYaml;          // the guide's first example, "Save this as portico.yaml"
 };
 
 // POSIX-shell-like word splitting for the simple commands docs show: '…' and "…" quoting,
@@ -97,75 +119,84 @@ bool splitWords(const QString& line, QStringList& words) {
     return true;
 }
 
+// Adds the ```sh commands, here-documents and other shell lines of one page (`rel`: "docs/guide.md").
+void scanPage(const QString& rel, const QString& content, DocScan& scan) {
+    static const QRegularExpression heredoc(R"(^cat\s*>\s*(\S+)\s*<<-?\s*['"]?(\w+)['"]?$)");
+    static const QRegularExpression background(R"([^&]&$)");
+    scan.pages[rel] = content;
+    const QStringList lines = content.split('\n');
+    bool inBlock = false;
+    QString lang, block, beforeFence, lastNonBlank, lastYaml;
+    for (int i = 0; i < lines.size(); ++i) {
+        const QString t = lines[i].trimmed();
+        if (t.startsWith("```")) {
+            if (!inBlock) {
+                inBlock = true;
+                lang = t.mid(3).trimmed();
+                block.clear();
+                beforeFence = lastNonBlank;
+            } else {
+                inBlock = false;
+                if ((lang.toLower() == "yaml" || lang.toLower() == "yml") &&
+                    beforeFence != "<!-- invalid -->") {
+                    lastYaml = block;
+                    if (rel == "docs/guide.md" && scan.defaultYaml.isEmpty()) scan.defaultYaml = block;
+                }
+            }
+            continue;
+        }
+        if (!inBlock) {
+            if (!t.isEmpty()) lastNonBlank = t;
+            continue;
+        }
+        if (lang != "sh" && lang != "bash" && lang != "console") {
+            block += lines[i] + '\n';
+            continue;
+        }
+        const int first = i;
+        const QString where = QString("%1:%2").arg(rel).arg(first + 1);
+        if (const auto m = heredoc.match(t); m.hasMatch()) {
+            DocFile file{where, rel, first + 1, m.captured(1), {}};
+            for (++i; i < lines.size() && lines[i].trimmed() != m.captured(2); ++i)
+                file.text += lines[i].toUtf8() + '\n';
+            scan.files << file;
+            continue;
+        }
+        QString text = t;
+        while (text.endsWith('\\') && i + 1 < lines.size())
+            text = text.chopped(1) + ' ' + lines[++i].trimmed();
+        if (text.startsWith("$ ")) text = text.mid(2);
+        QString run = text;
+        if (run.startsWith("sudo ")) run = run.mid(5);
+        // `cmd &` (started in the background for the next lines): for us, the same command.
+        if (background.match(run).hasMatch()) run = run.chopped(1).trimmed();
+        QStringList words;
+        if (!splitWords(run, words) || words.isEmpty()) {
+            if (text.contains("portico "))
+                scan.skipped << where + ": " + text;
+            else if (!text.isEmpty())
+                scan.shell << DocShell{rel, first + 1, run};
+            continue;
+        }
+        if (words.size() > 3 && words[0] == "taskset" && words[1] == "-c") words = words.mid(3);
+        const QString program = words.front();
+        if (program != "portico" && !program.endsWith("/portico")) {
+            scan.others << where + ": " + text;
+            scan.shell << DocShell{rel, first + 1, run};
+            continue;
+        }
+        scan.commands.push_back({where, rel, first + 1, text, program, words.mid(1), lastYaml});
+    }
+}
+
 DocScan scanDocs() {
     DocScan scan;
     QStringList files{"README.md"};
     for (const QString& f : QDir(sourceDir() + "/docs").entryList({"*.md"}, QDir::Files, QDir::Name))
         files << "docs/" + f;
-    static const QRegularExpression heredoc(R"(^cat\s*>\s*(\S+)\s*<<-?\s*['"]?(\w+)['"]?$)");
-    static const QRegularExpression background(R"([^&]&$)");
     for (const QString& rel : files) {
         QFile f(sourceDir() + "/" + rel);
-        if (!f.open(QIODevice::ReadOnly)) continue;
-        const QStringList lines = QString::fromUtf8(f.readAll()).split('\n');
-        bool inBlock = false;
-        QString lang, block, beforeFence, lastNonBlank, lastYaml;
-        for (int i = 0; i < lines.size(); ++i) {
-            const QString t = lines[i].trimmed();
-            if (t.startsWith("```")) {
-                if (!inBlock) {
-                    inBlock = true;
-                    lang = t.mid(3).trimmed();
-                    block.clear();
-                    beforeFence = lastNonBlank;
-                } else {
-                    inBlock = false;
-                    if ((lang.toLower() == "yaml" || lang.toLower() == "yml") &&
-                        beforeFence != "<!-- invalid -->") {
-                        lastYaml = block;
-                        if (rel == "docs/guide.md" && scan.defaultYaml.isEmpty()) scan.defaultYaml = block;
-                    }
-                }
-                continue;
-            }
-            if (!inBlock) {
-                if (!t.isEmpty()) lastNonBlank = t;
-                continue;
-            }
-            if (lang != "sh" && lang != "bash" && lang != "console") {
-                block += lines[i] + '\n';
-                continue;
-            }
-            const int first = i;
-            const QString where = QString("%1:%2").arg(rel).arg(first + 1);
-            if (const auto m = heredoc.match(t); m.hasMatch()) {
-                DocFile file{where, m.captured(1), {}};
-                for (++i; i < lines.size() && lines[i].trimmed() != m.captured(2); ++i)
-                    file.text += lines[i].toUtf8() + '\n';
-                scan.files << file;
-                continue;
-            }
-            QString text = t;
-            while (text.endsWith('\\') && i + 1 < lines.size())
-                text = text.chopped(1) + ' ' + lines[++i].trimmed();
-            if (text.startsWith("$ ")) text = text.mid(2);
-            QString run = text;
-            if (run.startsWith("sudo ")) run = run.mid(5);
-            // `cmd &` (started in the background for the next lines): for us, the same command.
-            if (background.match(run).hasMatch()) run = run.chopped(1).trimmed();
-            QStringList words;
-            if (!splitWords(run, words) || words.isEmpty()) {
-                if (text.contains("portico ")) scan.skipped << where + ": " + text;
-                continue;
-            }
-            if (words.size() > 3 && words[0] == "taskset" && words[1] == "-c") words = words.mid(3);
-            const QString program = words.front();
-            if (program != "portico" && !program.endsWith("/portico")) {
-                scan.others << where + ": " + text;
-                continue;
-            }
-            scan.commands.push_back({where, rel, text, program, words.mid(1), lastYaml});
-        }
+        if (f.open(QIODevice::ReadOnly)) scanPage(rel, QString::fromUtf8(f.readAll()), scan);
     }
     return scan;
 }
@@ -183,10 +214,13 @@ QStringList localArgs(QStringList args, const QString& scratch) {
     return args;
 }
 
-// The `listen:` list of a YAML config with every address replaced by 127.0.0.1 and a port from
-// `nextPort` (one per address), so documented ports (8080, 8443, ...) never collide with anything.
-QByteArray rewriteListen(const QByteArray& yaml, const std::function<std::uint16_t()>& nextPort) {
+// The `listen:` list of a YAML config with every port replaced by one from `nextPort` (given the
+// documented one), so documented ports (8080, 8443, ...) never collide with anything. Loopback hosts
+// stay as written (the printed URLs are checked against the docs); any other becomes 127.0.0.1.
+QByteArray rewriteListen(const QByteArray& yaml,
+                         const std::function<std::uint16_t(std::uint16_t)>& nextPort) {
     static const QRegularExpression address(R"(((?:\d{1,3}\.){3}\d{1,3}|localhost|\[[0-9A-Fa-f:]+\]):(\d+))");
+    static const QRegularExpression loopback(R"(^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$)");
     QStringList lines = QString::fromUtf8(yaml).split('\n');
     bool inListen = false;
     for (QString& l : lines) {
@@ -197,12 +231,85 @@ QByteArray rewriteListen(const QByteArray& yaml, const std::function<std::uint16
         qsizetype at = 0;
         for (auto it = address.globalMatch(l); it.hasNext();) {
             const auto m = it.next();
-            out += l.mid(at, m.capturedStart() - at) + QString("127.0.0.1:%1").arg(nextPort());
+            const QString host = loopback.match(m.captured(1)).hasMatch() ? m.captured(1) : "127.0.0.1";
+            out +=
+                l.mid(at, m.capturedStart() - at) +
+                QString("%1:%2").arg(host).arg(nextPort(static_cast<std::uint16_t>(m.captured(2).toUInt())));
             at = m.capturedEnd();
         }
         l = out + l.mid(at);
     }
     return lines.join('\n').toUtf8();
+}
+
+// A "Listening on URL" line a documented server printed, with the port the docs gave it.
+struct Printed {
+    QString page;
+    int line = 0; // of the command
+    std::uint16_t documentedPort = 0;
+    QString scheme, host; // as printed: "https", "localhost" / "127.0.0.1" / "[::1]"
+};
+
+// The listeners a server printed (`Listening on https://localhost:40123/`), by the documented port
+// of each (`ports`: the port used → the one the docs show).
+QList<Printed> printedListeners(const QByteArray& output, const QMap<std::uint16_t, std::uint16_t>& ports,
+                                const DocCommand& c) {
+    static const QRegularExpression listening(R"(Listening on (https?)://(\[[^\]]+\]|[^:/\s]+):(\d+)/)");
+    QList<Printed> printed;
+    for (auto it = listening.globalMatch(QString::fromUtf8(output)); it.hasNext();) {
+        const auto m = it.next();
+        const auto port = static_cast<std::uint16_t>(m.captured(3).toUInt());
+        if (ports.contains(port)) printed.append({c.page, c.line, ports[port], m.captured(1), m.captured(2)});
+    }
+    return printed;
+}
+
+// Check 2: every loopback URL of a page (http(s)://localhost, *.localhost, 127.0.0.1 or [::1], with
+// a port) that names the port of a server the page runs says what that server printed for it: its
+// scheme, and its host (a `localhost` listener is 127.0.0.1 and [::1] on one port, so those and
+// *.localhost names reach it too; a 127.0.0.1 one is not reached by `localhost`, which a client
+// may try as ::1 first). The server is the page's last one above the URL on that port, else its
+// first one below. URLs on ports no server of the page has (an upstream on 3000) are not checked.
+QStringList urlMismatches(const QMap<QString, QString>& pages, const QList<Printed>& printed) {
+    static const QRegularExpression url(
+        R"(\b(https?)://(localhost|[\w.-]+\.localhost|127\.0\.0\.1|\[::1\]):(\d+))");
+    QStringList failures;
+    for (auto page = pages.cbegin(); page != pages.cend(); ++page) {
+        const QStringList lines = page.value().split('\n');
+        for (int i = 0; i < lines.size(); ++i)
+            for (auto it = url.globalMatch(lines[i]); it.hasNext();) {
+                const auto m = it.next();
+                const auto port = static_cast<std::uint16_t>(m.captured(3).toUInt());
+                int server = 0;
+                for (const Printed& p : printed)
+                    if (p.page == page.key() && p.documentedPort == port &&
+                        (server == 0 || (p.line <= i + 1 ? (server > i + 1 || p.line > server)
+                                                         : (server > i + 1 && p.line < server))))
+                        server = p.line;
+                if (server == 0) continue;
+                const QString host = m.captured(2);
+                bool agrees = false;
+                QStringList shown;
+                for (const Printed& p : printed) {
+                    if (p.page != page.key() || p.line != server || p.documentedPort != port) continue;
+                    shown << QString("%1://%2:%3/").arg(p.scheme, p.host).arg(port);
+                    const bool viaLocalhost =
+                        p.host == "localhost" &&
+                        (host == "127.0.0.1" || host == "[::1]" || host.endsWith(".localhost"));
+                    if (p.scheme == m.captured(1) && (p.host == host || viaLocalhost)) agrees = true;
+                }
+                if (!agrees)
+                    failures
+                        << QString("%1:%2: %3 disagrees with what the server of %1:%4 prints for port %5: %6")
+                               .arg(page.key())
+                               .arg(i + 1)
+                               .arg(m.captured(0))
+                               .arg(server)
+                               .arg(port)
+                               .arg(shown.join(", "));
+            }
+    }
+    return failures;
 }
 
 bool writeFile(const QString& path, const QByteArray& bytes) {
@@ -221,6 +328,310 @@ bool copyTree(const QString& from, const QString& to) {
         if (!QFile::copy(src, dst)) return false;
     }
     return true;
+}
+
+// The files and folders a loaded config reads (absolute paths), each with the key that names it.
+QList<QPair<QString, QString>> filesOfConfig(const portico::config::Config& config) {
+    using namespace portico::config;
+    QList<QPair<QString, QString>> files;
+    auto add = [&](const QString& key, const std::string& path) {
+        if (!path.empty()) files.append({key, QString::fromStdString(path)});
+    };
+    for (std::size_t i = 0; i < config.listen.size(); ++i)
+        if (const auto& t = config.listen[i].tls; t && !t->autoCa) {
+            add(QString("listen[%1].tls.cert").arg(i), t->files.cert);
+            add(QString("listen[%1].tls.key").arg(i), t->files.key);
+        }
+    if (!config.accessLog.path.empty() && config.accessLog.path != "-")
+        add("access_log.path (its folder)",
+            std::filesystem::path(config.accessLog.path).parent_path().string());
+    if (!config.capture.store.empty())
+        add("capture.store (its folder)", std::filesystem::path(config.capture.store).parent_path().string());
+    for (std::size_t v = 0; v < config.vhosts.size(); ++v) {
+        const Vhost& vh = config.vhosts[v];
+        const QString at = QString("vhosts[%1].").arg(v);
+        if (vh.root) add(at + "root", vh.root->root);
+        for (const auto& [status, page] : vh.errorPages)
+            add(at + QString("error_pages.%1").arg(status), page);
+        if (vh.tls) {
+            add(at + "tls.cert", vh.tls->cert);
+            add(at + "tls.key", vh.tls->key);
+        }
+        for (std::size_t r = 0; r < vh.routes.size(); ++r) {
+            const QString route = at + QString("routes[%1].").arg(r);
+            if (const auto* s = std::get_if<StaticAction>(&vh.routes[r].action))
+                add(route + "static.root", s->root);
+            if (const auto* m = std::get_if<RespondAction>(&vh.routes[r].action))
+                add(route + "respond.file", m->bodyFile);
+            if (const auto* p = std::get_if<ProxyAction>(&vh.routes[r].action))
+                add(route + "grpc.descriptor_set", p->descriptorSet);
+        }
+    }
+    return files;
+}
+
+// Check 1: what a documented config names exists when the page runs it. Each page is replayed in
+// an empty folder (also $HOME) that holds only what the page made above each line: its
+// here-documents, `mkdir`, `touch`, `... > FILE`, the files portico commands of the page write, and
+// the config itself (the page's here-document for it, else its last ```yaml example above the
+// command, which the reader was told to save). A config the page neither writes nor shows is the
+// reader's own (cli.md's `--config portico.yaml`) unless the repository has it. The loader refuses
+// most missing files itself; filesOfConfig covers every key that names one, whether it does or not.
+QStringList unmadeFiles(const DocScan& scan) {
+    QStringList failures;
+    for (auto page = scan.pages.cbegin(); page != scan.pages.cend(); ++page) {
+        QTemporaryDir dir;
+        const QString home = dir.path();
+        QMap<int, std::function<void()>> steps; // by line: each page's steps in order
+        QSet<QString> fromHeredoc;
+        for (const DocFile& f : scan.files)
+            if (f.page == page.key())
+                steps[f.line] = [&, f] {
+                    const QString path = QDir(home).absoluteFilePath(localPath(f.path, home));
+                    writeFile(path, f.text);
+                    fromHeredoc << path;
+                };
+        static const QRegularExpression redirect(R"(^(.*?)\s*>>?\s*([^\s>|&;]+)$)");
+        for (const DocShell& s : scan.shell)
+            if (s.page == page.key())
+                steps[s.line] = [&, s] {
+                    QString text = s.text;
+                    QByteArray content;
+                    if (const auto m = redirect.match(text); m.hasMatch()) {
+                        QStringList words;
+                        if (splitWords(m.captured(1), words) && words.value(0) == "echo")
+                            content = words.mid(1).join(' ').toUtf8() + '\n';
+                        writeFile(QDir(home).absoluteFilePath(localPath(m.captured(2), home)), content);
+                        text = m.captured(1);
+                    }
+                    QStringList words;
+                    if (!splitWords(text, words) || words.isEmpty()) return;
+                    for (const QString& w : words.mid(1)) {
+                        if (w.startsWith('-')) continue;
+                        const QString path = QDir(home).absoluteFilePath(localPath(w, home));
+                        if (words[0] == "mkdir") QDir().mkpath(path);
+                        if (words[0] == "touch" && !QFileInfo::exists(path)) writeFile(path, {});
+                    }
+                };
+        for (const DocCommand& c : scan.commands) {
+            if (c.page != page.key()) continue;
+            steps[c.line] = [&, c] {
+                const QStringList args = localArgs(c.args, home);
+                auto file = [&](const QString& word) { return QDir(home).absoluteFilePath(word); };
+                // What the command writes, for the steps below it.
+                for (int i = 0; i + 1 < args.size(); ++i)
+                    if (QStringList{"--record", "--json", "--screenshot"}.contains(args[i]) &&
+                        args[i + 1] != "-" && !QFileInfo::exists(file(args[i + 1])))
+                        writeFile(file(args[i + 1]), {});
+                if ((args.value(0) == "har" && args.size() >= 4) ||
+                    (args.value(0) == "cert" && args.value(1) == "export"))
+                    writeFile(file(args.last()), {});
+                if (args.value(0) != "serve" && args.value(0) != "gui") return;
+                const qsizetype at = std::max(args.indexOf("--config"), args.indexOf("-c"));
+                if (at < 0 || at + 1 >= args.size()) return;
+                QString config = file(args[at + 1]);
+                if (!fromHeredoc.contains(config)) {
+                    if (!c.yamlBefore.isEmpty()) {
+                        writeFile(config, c.yamlBefore.toUtf8());
+                    } else if (QFileInfo::exists(sourceDir() + "/" + args[at + 1])) {
+                        config = sourceDir() + "/" + args[at + 1];
+                    } else {
+                        return;
+                    }
+                }
+                const auto loaded = portico::config::loadConfigFile(config.toStdString());
+                QStringList problems;
+                for (const auto& e : loaded.errors)
+                    problems << QString::fromStdString(e.toString()).replace(home + "/", "");
+                if (loaded.ok())
+                    for (const auto& [key, path] : filesOfConfig(*loaded.config))
+                        if (!QFileInfo::exists(path))
+                            problems << QString("%1: %2 does not exist")
+                                            .arg(key, QString(path).replace(home + "/", ""));
+                if (!problems.isEmpty())
+                    failures << QString("%1: %2: its config names what no step of the page above it makes (a "
+                                        "here-document, mkdir, `> FILE`):\n    %3")
+                                    .arg(c.where, c.text, problems.join("\n    "));
+            };
+        }
+        for (const auto& step : steps)
+            step();
+    }
+    return failures;
+}
+
+// Check 3: every default configuration.md's key tables give as a value (`| key | type | default |`
+// rows whose default is in backticks: `auto`, `16KiB`, `[127.0.0.1:8080]`) is the loader's: the
+// config with the key set to it equals (as configToYaml writes it) the config without the key, or
+// with the key's section written empty (`capture: {}`: some sections switch on once written). The
+// section is the heading above the table.
+QStringList defaultMismatches(const QString& rel, const QString& content) {
+    // Heading → the YAML around `KEY: VALUE` (%1), indented to fit.
+    static const QMap<QString, QString> sections{
+        {"top level", "%1\nvhosts: [{names: [localhost]}]\n"},
+        {"http2", "http2:\n  %1\nvhosts: [{names: [localhost]}]\n"},
+        {"limits", "limits:\n  %1\nvhosts: [{names: [localhost]}]\n"},
+        {"access_log", "access_log:\n  %1\nvhosts: [{names: [localhost]}]\n"},
+        {"capture", "capture:\n  %1\nvhosts: [{names: [localhost]}]\n"},
+        {"compression", "compression:\n  %1\nvhosts: [{names: [localhost]}]\n"},
+        {"vhosts", "vhosts:\n  - names: [localhost]\n    root: .\n    %1\n"},
+        {"static",
+         "vhosts:\n  - routes:\n      - path: /x\n        static:\n          root: .\n          %1\n"},
+        {"respond",
+         "vhosts:\n  - routes:\n      - path: /x\n        respond:\n          body: x\n          %1\n"},
+        {"redirect",
+         "vhosts:\n  - routes:\n      - path: /x\n        redirect:\n          to: /\n          %1\n"},
+        {"proxy",
+         "vhosts:\n  - routes:\n      - path: /x\n        proxy:\n          upstream: http://127.0.0.1:3000\n"
+         "          %1\n"},
+        {"websocket",
+         "vhosts:\n  - routes:\n      - path: /x/:room\n        websocket:\n          subprotocols: [x]\n"
+         "          %1\n"},
+    };
+    static const QRegularExpression heading(R"(^#+\s+(.*)$)");
+    static const QRegularExpression row(R"(^\|\s*`([\w.]+)`\s*\|[^|]*\|\s*`([^`]+)`)");
+    QTemporaryDir dir;
+    auto written = [&](const QString& yaml, QString& error) -> QString {
+        const auto r =
+            portico::config::loadConfigText(yaml.toStdString(), "defaults.yaml", dir.path().toStdString());
+        for (const auto& e : r.errors)
+            error += QString::fromStdString(e.toString()) + "; ";
+        return r.ok() ? QString::fromStdString(
+                            portico::config::configToYaml(*r.config, dir.path().toStdString()))
+                      : QString();
+    };
+    QStringList failures;
+    QString section;
+    bool keyTable = false, inBlock = false;
+    const QStringList lines = content.split('\n');
+    for (int i = 0; i < lines.size(); ++i) {
+        const QString& l = lines[i];
+        if (const auto m = heading.match(l); m.hasMatch() && !inBlock) {
+            section = m.captured(1).trimmed().toLower();
+            keyTable = false;
+        }
+        if (l.startsWith("```")) inBlock = !inBlock;
+        if (inBlock) continue;
+        if (l.startsWith("| key | type | default"))
+            keyTable = true;
+        else if (!l.startsWith('|'))
+            keyTable = false;
+        const auto m = row.match(QString(l).replace("\\|", "/")); // `a` \| `b` in a type cell
+        if (!keyTable || !sections.contains(section) || !m.hasMatch()) continue;
+        QString value = m.captured(2);
+        if (QStringLiteral("-*&!|>%@").contains(value.front())) value = '"' + value + '"';
+        const QString wrap = sections[section];
+        const QString with = wrap.arg(m.captured(1) + ": " + value);
+        QString error;
+        const QString set = written(with, error);
+        if (set.isEmpty()) {
+            failures << QString("%1:%2: the documented default of `%3` (%4) does not load: %5")
+                            .arg(rel)
+                            .arg(i + 1)
+                            .arg(m.captured(1), m.captured(2), error);
+            continue;
+        }
+        // Without the key: the section absent (the top level: no line), or written empty.
+        QString unused;
+        const QString without =
+            written(section == "top level" || wrap.startsWith("vhosts") ? wrap.arg("")
+                                                                        : wrap.section('\n', 1).arg(""),
+                    unused);
+        const QString empty = wrap.startsWith("vhosts") || section == "top level"
+                                  ? without
+                                  : written(wrap.arg("{}").replace(":\n  {}", ": {}"), unused);
+        if (set != without && set != empty)
+            failures << QString("%1:%2: `%3` is documented to default to `%4`, but setting it changes the "
+                                "loaded config:\n    %5")
+                            .arg(rel)
+                            .arg(i + 1)
+                            .arg(m.captured(1), m.captured(2), QString(set).replace('\n', "\n    "));
+    }
+    return failures;
+}
+
+// The defaults `portico SUB --help` gives its flags ("--port" → {"8080"}): the first word after
+// "default" in an option's description (CLI11 puts a long one on the next lines).
+QMap<QString, QSet<QString>> helpDefaults() {
+    static const QRegularExpression flag(R"(^\s*(?:-\w,)?(--[\w-]+))");
+    static const QRegularExpression value(R"(\b[Dd]efault:?\s+`?([^\s`,;:)]+))");
+    QMap<QString, QSet<QString>> defaults;
+    for (const QStringList& sub : QList<QStringList>{{"serve"},
+                                                     {"bench"},
+                                                     {"replay"},
+                                                     {"gui"},
+                                                     {"har", "export"},
+                                                     {"har", "import"},
+                                                     {"cert", "export"}}) {
+        QProcess p;
+        p.start(porticoBinary(), sub + QStringList{"--help"});
+        p.waitForFinished(20000);
+        QString current, description;
+        auto flush = [&] {
+            if (const auto m = value.match(description); !current.isEmpty() && m.hasMatch())
+                defaults[current] << m.captured(1);
+        };
+        for (const QString& l : QString::fromUtf8(p.readAllStandardOutput()).split('\n')) {
+            if (const auto m = flag.match(l); m.hasMatch() && l.trimmed().startsWith('-')) {
+                flush();
+                current = m.captured(1);
+                description = l.mid(m.capturedEnd());
+            } else if (l.startsWith("      ")) {
+                description += ' ' + l.trimmed();
+            } else {
+                flush();
+                current.clear();
+            }
+        }
+        flush();
+    }
+    return defaults;
+}
+
+// Check 3, the flags: a default the docs give a flag (cli.md's tables: "| `-p, --port N` | ...
+// Default 8080 |"; prose: "(`--host`, default 127.0.0.1, ...") is the one its --help gives.
+QStringList flagDefaultMismatches(const QString& rel, const QString& content,
+                                  const QMap<QString, QSet<QString>>& help) {
+    static const QRegularExpression code(R"(`([^`]*)`)");
+    static const QRegularExpression flag(R"(--[\w-]+)");
+    static const QRegularExpression value(R"(\b[Dd]efault:?\s+`?([^\s`,;:)]+))");
+    QStringList failures;
+    const QStringList lines = content.split('\n');
+    for (int i = 0; i < lines.size(); ++i) {
+        const QString& l = lines[i];
+        // (flags, what is said of them): a table row's first cell and its second; else each `--flag`
+        // span and the text up to the next one or the end of the sentence.
+        QList<QPair<QStringList, QString>> clauses;
+        if (l.startsWith('|')) {
+            const QStringList cells = l.split(" | ");
+            QStringList flags;
+            for (auto it = flag.globalMatch(cells.value(0)); it.hasNext();)
+                flags << it.next().captured(0);
+            if (!flags.isEmpty()) clauses.append({flags, cells.value(1)});
+        } else {
+            QList<QRegularExpressionMatch> spans;
+            for (auto it = code.globalMatch(l); it.hasNext();)
+                if (const auto m = it.next(); flag.match(m.captured(1)).hasMatch()) spans << m;
+            for (qsizetype s = 0; s < spans.size(); ++s) {
+                const qsizetype end = s + 1 < spans.size() ? spans[s + 1].capturedStart() : l.size();
+                QString said = l.mid(spans[s].capturedEnd(), end - spans[s].capturedEnd());
+                if (const qsizetype stop = said.indexOf(". "); stop >= 0) said.truncate(stop);
+                clauses.append({{flag.match(spans[s].captured(1)).captured(0)}, said});
+            }
+        }
+        for (const auto& [flags, said] : clauses) {
+            const auto m = value.match(said);
+            if (!m.hasMatch()) continue;
+            const QString documented = m.captured(1).endsWith('.') ? m.captured(1).chopped(1) : m.captured(1);
+            for (const QString& f : flags)
+                if (help.contains(f) && !help[f].contains(documented))
+                    failures << QString("%1:%2: %3 is documented to default to %4; `portico --help` says %5")
+                                    .arg(rel)
+                                    .arg(i + 1)
+                                    .arg(f, documented, QStringList(help[f].values()).join(" / "));
+        }
+    }
+    return failures;
 }
 
 const QByteArray kIndexMarker = "docs-run index page";
@@ -267,10 +678,11 @@ public:
     QString defaultYaml;
     QMap<QString, QByteArray> templates; // config files by local path, before the port rewrite
     QStringList failures, notRun, ran;
+    QList<Printed> printed; // what the documented servers printed
 
-    bool setUp(const DocScan& scan, QString& why) {
+    // The scratch folder as $HOME, an environment without the user's.
+    void setUpEnvironment() {
         scratch = dir.path();
-        defaultYaml = scan.defaultYaml;
         env = QProcessEnvironment::systemEnvironment();
         for (const char* name : {"PORTICO_CHECK_ARGS", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
                                  "DISPLAY", "WAYLAND_DISPLAY", "SSL_CERT_FILE", "SSL_CERT_DIR"})
@@ -281,6 +693,11 @@ public:
         env.insert("QT_QPA_PLATFORM", "offscreen");
         QDir().mkpath(scratch + "/run");
         QFile::setPermissions(scratch + "/run", QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    }
+
+    bool setUp(const DocScan& scan, QString& why) {
+        setUpEnvironment();
+        defaultYaml = scan.defaultYaml;
 
         // The folders the commands serve (the current one, ~/site, ~/projects/site, site, ./site) and what
         // the guide's portico.yaml names next to them.
@@ -336,7 +753,8 @@ public:
 
         // A real session (pages, JSON, a redirect, a 404) recorded through the guide's config, and
         // its HAR: what `har`, `replay` and `bench --from` read.
-        writeFile(scratch + "/record.yaml", rewriteListen(defaultYaml.toUtf8(), [] { return 0; }));
+        writeFile(scratch + "/record.yaml",
+                  rewriteListen(defaultYaml.toUtf8(), [](std::uint16_t) { return 0; }));
         auto recorder = ServerProcess::exactly(
             {"serve", "--config", "record.yaml", "--no-reload", "--record", "session.db"}, env, scratch);
         if (!recorder->waitReady(15000)) {
@@ -390,26 +808,34 @@ public:
 
     // A long-running `serve`: free ports in place of the documented ones, one request for what it
     // serves (over HTTPS too when it listens there), then SIGTERM → exit 0.
-    QString serve(QStringList args, const QString& yaml) {
+    // Its "Listening on" lines go to `printed`.
+    QString serve(QStringList args, const QString& yaml, const DocCommand& c) {
         QString config;
         bool hasPort = false;
+        QMap<std::uint16_t, std::uint16_t> ports; // the port used → the documented one
+        auto portFor = [&](std::uint16_t documented) {
+            const std::uint16_t port = freePort();
+            ports[port] = documented;
+            return port;
+        };
         for (int i = 0; i + 1 < args.size(); ++i) {
             if (args[i] == "--port" || args[i] == "-p" || args[i] == "--https-port") {
-                args[i + 1] = QString::number(freePort());
-                hasPort = true;
+                args[i + 1] = QString::number(portFor(static_cast<std::uint16_t>(args[i + 1].toUInt())));
+                hasPort = hasPort || args[i] != "--https-port";
             }
             if (args[i] == "--config" || args[i] == "-c") config = args[i + 1];
         }
         // A folder without --port takes 8080 (or the next free one): give it a free one instead.
-        if (config.isEmpty() && !hasPort) args << "--port" << QString::number(freePort());
+        if (config.isEmpty() && !hasPort) args << "--port" << QString::number(portFor(8080));
         QByteArray configText;
         if (!config.isEmpty()) {
             const QString path = QFileInfo(QDir(scratch), config).absoluteFilePath();
             configText = templates.value(path, yaml.toUtf8());
-            if (!writeFile(path, rewriteListen(configText, freePort))) return "cannot write " + path;
+            if (!writeFile(path, rewriteListen(configText, portFor))) return "cannot write " + path;
         }
         auto s = ServerProcess::exactly(args, env, scratch);
         if (!s->waitReady(15000)) return "did not start listening:\n" + QString::fromUtf8(s->output());
+        printed += printedListeners(s->output(), ports, c);
         // What it serves: a folder's index page; the root of a config with a root, else its first
         // literal route.
         QString path = "/";
@@ -440,7 +866,8 @@ public:
         QList<std::uint16_t> ports;
         QFile f(demo + "/portico.yaml");
         if (!f.open(QIODevice::ReadOnly)) return "no demo config";
-        const QByteArray yaml = rewriteListen(f.readAll(), [&] { return ports.emplace_back(freePort()); });
+        const QByteArray yaml =
+            rewriteListen(f.readAll(), [&](std::uint16_t) { return ports.emplace_back(freePort()); });
         f.close();
         if (ports.size() != 2 || !writeFile(demo + "/portico.yaml", yaml))
             return "unexpected demo listen list";
@@ -608,6 +1035,7 @@ public:
     void runAll(const QList<DocCommand>& commands) {
         QSet<QString> trustedPages; // pages where a `cert install` came before
         QMap<QString, QString> done;
+        QMap<QString, QList<Printed>> printedBy; // by command, for its repeats
         for (const DocCommand& c : commands) {
             const QStringList args = localArgs(c.args, scratch);
             const QString sub = args.value(0);
@@ -620,9 +1048,15 @@ public:
             const QString key = args.join('\x1f') + (trusted ? "\x1f(trusted)" : "");
             if (done.contains(key)) {
                 ran << c.where + ": same as " + done[key];
+                for (Printed p : printedBy[key]) {
+                    p.page = c.page;
+                    p.line = c.line;
+                    printed << p;
+                }
                 continue;
             }
             done[key] = c.where;
+            const qsizetype printedBefore = printed.size();
             QElapsedTimer t;
             t.start();
             QString problem;
@@ -635,7 +1069,7 @@ public:
                                         (c.yamlBefore.isEmpty() ? defaultYaml : c.yamlBefore).toUtf8()));
                 problem = plain(args, ": ok");
             } else if (sub == "serve") {
-                problem = serve(args, c.yamlBefore.isEmpty() ? defaultYaml : c.yamlBefore);
+                problem = serve(args, c.yamlBefore.isEmpty() ? defaultYaml : c.yamlBefore, c);
             } else if (sub.isEmpty() || (sub == "gui" && !args.contains("--screenshot") &&
                                          !args.contains("--measure-responsiveness"))) {
                 problem = gui(args);
@@ -662,6 +1096,7 @@ public:
                 failures << QString("%1: %2\n    %3")
                                 .arg(c.where, c.text, problem.trimmed().replace('\n', "\n    "));
             ran << QString("%1: %2 ms: %3").arg(c.where).arg(t.elapsed()).arg(c.text);
+            printedBy[key] = printed.mid(printedBefore);
         }
     }
 };
@@ -764,6 +1199,135 @@ private slots:
         QVERIFY(badProgram("build/app/portico").isEmpty());
     }
 
+    void everyConfigNamesOnlyWhatThePageMade() {
+        const DocScan scan = scanDocs();
+        const QStringList failures = unmadeFiles(scan);
+        for (const QString& f : failures)
+            qWarning("%s", qPrintable(f));
+        QVERIFY2(failures.isEmpty(), qPrintable(QString("%1 documented config(s) name files no step made "
+                                                        "(details above)")
+                                                    .arg(failures.size())));
+    }
+
+    void unmadeFileIsCaught() {
+        // The guide's §4 as it was: a config serving site/ and mocks/users.json, which no step made.
+        const QString config = "```yaml\nlisten: [localhost:8080]\nvhosts:\n  - names: [localhost]\n"
+                               "    root: site\n    routes:\n"
+                               "      - {path: /users, respond: {file: mocks/users.json}}\n```\n\n"
+                               "```sh\nportico serve --config portico.yaml\n```\n";
+        DocScan bad;
+        scanPage("docs/bad.md", config, bad);
+        QStringList failures = unmadeFiles(bad);
+        QCOMPARE(failures.size(), 1);
+        QVERIFY2(failures[0].startsWith("docs/bad.md:11: ") && failures[0].contains("mocks/users.json") &&
+                     failures[0].contains("site"),
+                 qPrintable(failures[0]));
+        // The folder made, the file not: still caught.
+        DocScan half;
+        scanPage("docs/half.md", "```sh\nmkdir -p site/app mocks\n```\n\n" + config, half);
+        failures = unmadeFiles(half);
+        QCOMPARE(failures.size(), 1);
+        QVERIFY2(failures[0].startsWith("docs/half.md:15: ") && failures[0].contains("mocks/users.json"),
+                 qPrintable(failures[0]));
+        // Made with `echo ... >`, or with a here-document: nothing to report.
+        DocScan good;
+        scanPage("docs/good.md",
+                 "```sh\nmkdir -p site mocks\necho '[{\"id\": 1}]' > mocks/users.json\n```\n\n" + config,
+                 good);
+        QVERIFY2(unmadeFiles(good).isEmpty(), qPrintable(unmadeFiles(good).join('\n')));
+        DocScan heredoc;
+        scanPage("docs/heredoc.md",
+                 "```sh\nmkdir site\ncat > mocks/users.json <<'END'\n[]\nEND\n```\n\n" + config, heredoc);
+        QVERIFY2(unmadeFiles(heredoc).isEmpty(), qPrintable(unmadeFiles(heredoc).join('\n')));
+    }
+
+    void wrongUrlIsCaught() {
+        // A server on 127.0.0.1 shown as localhost (the guide's https://localhost:8443/ as it was), and
+        // with the wrong scheme; on localhost, its loopback addresses and *.localhost names agree.
+        auto mismatches = [](const QString& listen, const QString& urls, QStringList& failures) {
+            DocScan scan;
+            scanPage("docs/urls.md",
+                     "```yaml\nlisten: [" + listen +
+                         "]\nvhosts:\n  - routes: [{path: /hi, respond: {body: hi}}]\n```\n\n"
+                         "```sh\nportico serve --config portico.yaml\n```\n\n" +
+                         urls + "\n",
+                     scan);
+            DocRunner runner;
+            runner.setUpEnvironment();
+            runner.defaultYaml = scan.commands.value(0).yamlBefore;
+            runner.runAll(scan.commands);
+            if (!runner.failures.isEmpty()) return false;
+            failures = urlMismatches(scan.pages, runner.printed);
+            return true;
+        };
+        QStringList failures;
+        QVERIFY(
+            mismatches("127.0.0.1:8080",
+                       "Open http://127.0.0.1:8080/hi, not http://localhost:8080/hi;\n"
+                       "https://127.0.0.1:8080/hi is not served; http://127.0.0.1:3000/ is another server.",
+                       failures));
+        QCOMPARE(failures.size(), 2);
+        QVERIFY2(failures[0].startsWith("docs/urls.md:11: http://localhost:8080") &&
+                     failures[0].contains("http://127.0.0.1:8080/"),
+                 qPrintable(failures[0]));
+        QVERIFY2(failures[1].startsWith("docs/urls.md:12: https://127.0.0.1:8080"), qPrintable(failures[1]));
+        QVERIFY(mismatches("localhost:8080",
+                           "http://localhost:8080/hi, http://127.0.0.1:8080/hi, http://[::1]:8080/hi and "
+                           "http://docs.localhost:8080/ reach it; https://localhost:8080/ does not.",
+                           failures));
+        QCOMPARE(failures.size(), 1);
+        QVERIFY2(failures[0].startsWith("docs/urls.md:11: https://localhost:8080"), qPrintable(failures[0]));
+    }
+
+    void everyDocumentedDefaultHolds() {
+        QFile f(sourceDir() + "/docs/configuration.md");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(f.readAll());
+        QStringList failures = defaultMismatches("docs/configuration.md", text);
+        const auto help = helpDefaults();
+        QVERIFY2(help.value("--port").contains("8080"), "no defaults read from `portico serve --help`");
+        const DocScan scan = scanDocs();
+        for (auto page = scan.pages.cbegin(); page != scan.pages.cend(); ++page)
+            failures += flagDefaultMismatches(page.key(), page.value(), help);
+        for (const QString& m : failures)
+            qWarning("%s", qPrintable(m));
+        QVERIFY2(failures.isEmpty(),
+                 qPrintable(QString("%1 documented default(s) are not the loader's (details above)")
+                                .arg(failures.size())));
+        // The tables were read: far fewer rows with a default than today's ~60 means the scan broke.
+        static const QRegularExpression rows(R"(\n\| `[\w.]+` \|[^|\n]*\| `)");
+        QVERIFY(text.count(rows) >= 40);
+    }
+
+    void wrongDefaultIsCaught() {
+        const QString page =
+            "## Top level\n\n| key | type | default | meaning |\n| --- | --- | --- | --- |\n"
+            "| `listen` | list | `[127.0.0.1:8080]` | the default before `localhost` |\n"
+            "| `server_header` | bool | `true` | |\n\n"
+            "## limits\n\n| key | type | default | range | when exceeded |\n"
+            "| --- | --- | --- | --- | --- |\n| `max_header_count` | integer | `99` | 1..128 | 431 |\n"
+            "| `header_timeout` | duration | `10s` | > 0 | 408 |\n\n"
+            "## capture\n\n| key | type | default | range / meaning |\n| --- | --- | --- | --- |\n"
+            "| `enabled` | bool | `false` (`true` once the section is written) | |\n\n"
+            "## access_log\n\n| key | type | default | meaning |\n| --- | --- | --- | --- |\n"
+            "| `format` | `combined` \\| `json` \\| `off` | `combined` | |\n"
+            "| `path` | file or `-` | `-` | |\n";
+        const QStringList failures = defaultMismatches("docs/defaults.md", page);
+        QCOMPARE(failures.size(), 2);
+        QVERIFY2(failures[0].startsWith("docs/defaults.md:5: `listen`"), qPrintable(failures[0]));
+        QVERIFY2(failures[1].startsWith("docs/defaults.md:12: `max_header_count`"), qPrintable(failures[1]));
+        // A flag's: configuration.md's "Serving a folder" as it was, and a cli.md-style row.
+        const QString flags =
+            "uses one listener (`--host`, default 127.0.0.1, and `--port`, default 8080) and\n"
+            "| `-c, --connections N` | connections to keep open (default 12) |\n"
+            "| `-m, --method M` | request method (default `GET`) |\n";
+        const QStringList wrong = flagDefaultMismatches("docs/flags.md", flags, helpDefaults());
+        QCOMPARE(wrong.size(), 2);
+        QVERIFY2(wrong[0].startsWith("docs/flags.md:1: --host") && wrong[0].contains("localhost"),
+                 qPrintable(wrong[0]));
+        QVERIFY2(wrong[1].startsWith("docs/flags.md:2: --connections"), qPrintable(wrong[1]));
+    }
+
     void everyDocumentedCommandRuns() {
         const DocScan scan = scanDocs();
         QVERIFY(scan.commands.size() >= 50);
@@ -793,6 +1357,14 @@ private slots:
                  qPrintable(QString("%1 documented command(s) failed (details above): %2")
                                 .arg(runner.failures.size())
                                 .arg(places.join(", "))));
+        // The URLs the pages show for their servers, against what those servers printed.
+        const QStringList urls = urlMismatches(scan.pages, runner.printed);
+        for (const QString& u : urls)
+            qWarning("%s", qPrintable(u));
+        QVERIFY2(urls.isEmpty(), qPrintable(QString("%1 documented URL(s) disagree with the servers' "
+                                                    "\"Listening on\" lines (details above)")
+                                                .arg(urls.size())));
+        QVERIFY(runner.printed.size() >= 10); // the docs run a dozen servers; none seen means a broken scan
         QVERIFY(runner.target->terminate(kExitMs) == 0);
         QVERIFY(runner.suite->terminate(kExitMs) == 0);
         const auto repeats = runner.ran.filter(": same as ").size();
