@@ -176,7 +176,7 @@ std::string failureMessage(const CLI::App* app, const CLI::Error& e) {
     std::string where = "portico" + (topic.empty() ? "" : " " + topic);
     std::string what = e.what();
     // CLI11's "The following argument(s) was/were not expected: X" in the words of the other errors.
-    if (e.get_name() == "ExtrasError") {
+    if (what.starts_with("The following argument")) {
         if (auto colon = what.find(": "); colon != std::string::npos)
             what = "unexpected argument(s): " + what.substr(colon + 2);
     }
