@@ -10,7 +10,9 @@
 #include "traffic/trafficpage.h"
 
 #include <QCloseEvent>
+#include <QCoreApplication>
 #include <QDateTime>
+#include <QDesktopServices>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -18,18 +20,22 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
+#include <QUrl>
+
+#include <portico/engine/engine.h>
 
 #include <algorithm>
 
 namespace portico::ui {
 
 MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(parent), m_server(server) {
-    setWindowTitle(tr("Portico"));
+    setWindowTitle(tr("Portico[*]"));
     setAcceptDrops(true);
     m_tabs = new QTabWidget;
     m_tabs->setDocumentMode(true);
@@ -79,6 +85,7 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_traffic->splitter()->restoreState(settings.value("window/trafficSplitter").toByteArray());
     connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::updateContextShortcuts);
     updateContextShortcuts();
+    connect(m_sites, &SitesPage::changesChanged, this, &MainWindow::setWindowModified);
 }
 
 void MainWindow::buildMenus() {
@@ -93,7 +100,8 @@ void MainWindow::buildMenus() {
     m_revert =
         file->addAction(tr("&Revert"), QKeySequence(Qt::CTRL | Qt::Key_R), m_sites, &SitesPage::revert);
     file->addSeparator();
-    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    // QKeySequence::Quit has no keys on some platform themes (offscreen, plain X11): say Ctrl+Q.
+    file->addAction(tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), this, &QWidget::close);
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < m_tabs->count(); ++i)
         view->addAction(m_tabs->tabText(i), QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
@@ -111,6 +119,7 @@ void MainWindow::buildMenus() {
     InspectorWidget* inspector = m_traffic->inspector();
     traffic->addAction(tr("Copy as c&url"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), inspector,
                        &InspectorWidget::copyAsCurl);
+    // Ctrl+R is Resend's on this tab (updateContextShortcuts); the menu shows it there.
     m_resend = traffic->addAction(tr("&Resend"), inspector, &InspectorWidget::resend);
     traffic->addAction(tr("&Edit and resend…"), inspector, &InspectorWidget::editAndResend);
     traffic->addAction(tr("Export &HAR…"), QKeySequence(Qt::CTRL | Qt::Key_E), m_traffic,
@@ -121,6 +130,59 @@ void MainWindow::buildMenus() {
         m_load->start();
     });
     load->addAction(tr("S&top"), QKeySequence(Qt::CTRL | Qt::Key_Period), m_load, &LoadTestPage::stop);
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&User guide"), QKeySequence::HelpContents, this, &MainWindow::openGuide);
+    help->addAction(tr("&Keyboard shortcuts"), this, &MainWindow::showShortcuts);
+    help->addSeparator();
+    help->addAction(tr("&About Portico"), this, &MainWindow::showAbout);
+}
+
+QList<QPair<QString, QKeySequence>> MainWindow::shortcuts() const {
+    QList<QPair<QString, QKeySequence>> out;
+    for (QAction* menuAction : menuBar()->actions()) {
+        QMenu* menu = menuAction->menu();
+        if (!menu) continue;
+        for (QAction* a : menu->actions()) {
+            QKeySequence keys = a->shortcut();
+            // Ctrl+R belongs to Revert or Resend by tab: list both.
+            if (keys.isEmpty() && (a == m_revert || a == m_resend)) keys = QKeySequence(Qt::CTRL | Qt::Key_R);
+            if (keys.isEmpty()) continue;
+            out.append({QString(menu->title() + " › " + a->text()).remove('&'), keys});
+        }
+    }
+    return out;
+}
+
+void MainWindow::showShortcuts() {
+    QString text = QStringLiteral("<table cellspacing=6>");
+    for (const auto& [what, keys] : shortcuts())
+        text += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
+                    .arg(keys.toString(QKeySequence::NativeText).toHtmlEscaped(), what.toHtmlEscaped());
+    text += tr("<tr><td><b>Space</b></td><td>Traffic table › Pause / resume</td></tr>"
+               "<tr><td><b>Ctrl+Return</b></td><td>Load test › Start or stop</td></tr></table>");
+    QMessageBox box(QMessageBox::NoIcon, tr("Keyboard shortcuts"), text, QMessageBox::Close, this);
+    box.setObjectName("shortcutsBox");
+    box.exec();
+}
+
+void MainWindow::showAbout() {
+    QString text = tr("<p><b>Portico %1</b><br>A desktop dev server and traffic inspector.</p><p>")
+                       .arg(QString::fromUtf8(engine::version()));
+    text += tr("Qt %1").arg(QString::fromUtf8(qVersion()));
+    for (const auto& [name, version] : engine::libraryVersions())
+        text += "<br>" + QString::fromStdString(name + " " + version).toHtmlEscaped();
+    text += "</p>";
+    QMessageBox box(QMessageBox::NoIcon, tr("About Portico"), text, QMessageBox::Close, this);
+    box.setObjectName("aboutBox");
+    box.exec();
+}
+
+// The docs that ship with Portico: installed beside the binary (share/doc/portico), else the
+// source tree's docs/ for a build that was not installed.
+void MainWindow::openGuide() {
+    QString dir = QCoreApplication::applicationDirPath() + "/../share/doc/portico";
+    if (!QFileInfo::exists(dir + "/gui.md")) dir = QStringLiteral(PORTICO_DOCS_DIR);
+    QDesktopServices::openUrl(QUrl::fromLocalFile(QFileInfo(dir + "/gui.md").absoluteFilePath()));
 }
 
 bool MainWindow::showTab(const QString& name) {
@@ -200,9 +262,16 @@ void MainWindow::updateListeners() {
             : tr("Click to open in the browser.\n%1 listen(s) on an address other machines can "
                  "reach: they can fetch every file this server serves. Use 127.0.0.1 to keep it local.")
                   .arg(exposed.join(", ")));
+    updateTitle();
+}
+
+// "portico.yaml* — Portico" while the Sites tab holds edits that are not applied ([*] is Qt's
+// placeholder for the modified mark).
+void MainWindow::updateTitle() {
     setWindowTitle(m_server->configPath().isEmpty()
-                       ? tr("Portico")
-                       : tr("%1 — Portico").arg(QFileInfo(m_server->configPath()).fileName()));
+                       ? tr("Portico[*]")
+                       : tr("%1[*] — Portico").arg(QFileInfo(m_server->configPath()).fileName()));
+    setWindowModified(m_sites->hasChanges());
 }
 
 void MainWindow::updateRate() {
@@ -271,10 +340,18 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     if (m_sites->hasChanges()) {
-        const auto answer =
-            QMessageBox::question(this, tr("Unapplied changes"),
-                                  tr("The Sites tab has changes that are not applied. Quit anyway?"));
-        if (answer != QMessageBox::Yes) {
+        QMessageBox box(QMessageBox::Question, tr("Unapplied changes"),
+                        tr("The Sites tab has changes that are not applied."), QMessageBox::NoButton, this);
+        box.setObjectName("quitBox");
+        QPushButton* applyQuit = box.addButton(tr("Apply and quit"), QMessageBox::AcceptRole);
+        QPushButton* discard = box.addButton(tr("Discard and quit"), QMessageBox::DestructiveRole);
+        box.addButton(QMessageBox::Cancel);
+        box.setDefaultButton(applyQuit);
+        box.exec();
+        // Apply may refuse (errors in the form): then the window stays, the errors in view.
+        const bool quit =
+            box.clickedButton() == discard || (box.clickedButton() == applyQuit && m_sites->apply());
+        if (!quit) {
             event->ignore();
             return;
         }

@@ -28,6 +28,16 @@ public:
     /// Shows the tab called `name` ("sites", "traffic", "inspector", "load", "latency"); false if there
     /// is none ("inspector" is the Traffic tab with the inspector given most of the height).
     bool showTab(const QString& name);
+    /// Every menu action with a shortcut, as "Menu › Item" → keys (the Help › Keyboard shortcuts
+    /// list, and what tests press).
+    QList<QPair<QString, QKeySequence>> shortcuts() const;
+
+public slots:
+    /// Help menu: the shortcut list, the About box (Portico, Qt and the core's library versions),
+    /// the user guide (docs/gui.md as installed, else in the source tree).
+    void showShortcuts();
+    void showAbout();
+    void openGuide();
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -43,6 +53,7 @@ private:
     void updateRate();
     void updateRecentMenu();
     void updateContextShortcuts();
+    void updateTitle();
 
     ServerController* m_server;
     QTabWidget* m_tabs = nullptr;

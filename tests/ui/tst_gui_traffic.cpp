@@ -24,8 +24,10 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollBar>
 #include <QTabWidget>
 #include <QTableView>
@@ -324,7 +326,7 @@ private slots:
         feed(page, 1);
         page.selectRow(0);
         const capture::Exchange original = *page.inspector()->exchange();
-        ui::EditResendDialog dialog(original);
+        ui::EditResendDialog dialog(original, page.inspector()->resendTarget());
         auto headers = dialog.findChild<QPlainTextEdit*>("editHeaders");
         QVERIFY(headers->toPlainText().contains("X-Gone: 1"));
         headers->setPlainText("X-Test: c\nnot a header");
@@ -362,6 +364,100 @@ private slots:
         QCOMPARE(r.exchange.responseBody, std::string("x=c"));
         QVERIFY(!r.exchange.requestHeader("x-new").empty());
         QVERIFY(r.exchange.requestHeader("x-gone").empty());
+    }
+
+    // Unedited, the dialog resends the same request (one Host, the body's Content-Length) and gets
+    // the same answer; a body edit gets a new Content-Length; the URL and Host are editable.
+    void editAndResendSendsWhatTheDialogShows() {
+        TrafficPage page(m_server.get());
+        {
+            load::Options o;
+            load::RequestSpec spec;
+            spec.url = (m_server->firstHttpUrl() + "echo").toStdString();
+            spec.method = "POST";
+            spec.body = "abc";
+            spec.headers = {{"X-Test", "a"}, {"Content-Type", "text/plain"}};
+            o.requests.push_back(spec);
+            o.connections = 1;
+            o.count = 1;
+            QCOMPARE(load::run(o).requests.completed, std::uint64_t(1));
+            m_server->engine().flushCapture();
+        }
+        feed(page, 1);
+        page.selectRow(0);
+        const capture::Exchange original = *page.inspector()->exchange();
+        QCOMPARE(original.status, 200);
+        auto resend = [&](ui::EditResendDialog& dialog) -> capture::ReplayResult {
+            QSignalSpy finished(page.inspector(), &InspectorWidget::resendFinished);
+            if (!page.inspector()->resendWith(dialog.options()) || !finished.wait(10000)) return {};
+            return *page.inspector()->lastResend();
+        };
+        auto count = [](const capture::Exchange& e, const char* name) {
+            int n = 0;
+            for (const auto& h : e.requestHeaders)
+                n += QString::fromStdString(h.name).compare(name, Qt::CaseInsensitive) == 0;
+            return n;
+        };
+        {
+            ui::EditResendDialog dialog(original, page.inspector()->resendTarget());
+            auto headers = dialog.findChild<QPlainTextEdit*>("editHeaders")->toPlainText();
+            QVERIFY2(headers.contains("Host: ") && headers.contains("Content-Length: 3"), qPrintable(headers));
+            QCOMPARE(dialog.findChild<QLineEdit*>("editUrl")->text(), page.inspector()->resendTarget() + "/echo");
+            const auto r = resend(dialog);
+            QVERIFY2(r.ok(), r.error.c_str());
+            QCOMPARE(r.exchange.status, 200);
+            QCOMPARE(r.exchange.responseBody, std::string("x=a"));
+            QVERIFY2(r.differences.empty(), r.differences.empty() ? "" : r.differences.front().what.c_str());
+            QCOMPARE(count(r.exchange, "host"), 1);
+            QCOMPARE(count(r.exchange, "content-length"), 1);
+        }
+        {
+            ui::EditResendDialog dialog(original, page.inspector()->resendTarget());
+            dialog.findChild<QPlainTextEdit*>("editBody")->setPlainText("abcdef");
+            const auto r = resend(dialog);
+            QVERIFY2(r.ok(), r.error.c_str());
+            QCOMPARE(r.exchange.status, 200);
+            QCOMPARE(count(r.exchange, "content-length"), 1);
+            QCOMPARE(r.exchange.requestHeader("content-length"), std::string_view("6"));
+        }
+        {
+            ui::EditResendDialog dialog(original, page.inspector()->resendTarget());
+            auto url = dialog.findChild<QLineEdit*>("editUrl");
+            url->setText("ftp://nowhere/");
+            QPushButton* sendButton = nullptr;
+            for (auto* b : dialog.findChildren<QPushButton*>())
+                if (b->text() == "Send") sendButton = b;
+            QVERIFY(sendButton && !sendButton->isEnabled());
+            QVERIFY(dialog.findChild<QLabel*>("editError")->text().startsWith("URL:"));
+            url->setText(page.inspector()->resendTarget() + "/hello?x=1");
+            QVERIFY(sendButton->isEnabled());
+            auto headers = dialog.findChild<QPlainTextEdit*>("editHeaders");
+            headers->setPlainText(headers->toPlainText().replace(QRegularExpression("Host: [^\n]*"),
+                                                                 "Host: other.localhost"));
+            dialog.findChild<QComboBox*>("editMethod")->setCurrentText("GET");
+            dialog.findChild<QPlainTextEdit*>("editBody")->setPlainText("");
+            const auto r = resend(dialog);
+            QVERIFY2(r.ok(), r.error.c_str());
+            QCOMPARE(r.exchange.target, std::string("/hello?x=1"));
+            QCOMPARE(r.exchange.responseBody, std::string("hi"));
+            QCOMPARE(r.exchange.requestHeader("host"), std::string_view("other.localhost"));
+            QCOMPARE(count(r.exchange, "host"), 1);
+        }
+    }
+
+    // A refused exchange (no request line was read) offers no resend.
+    void refusedExchangeCannotBeResent() {
+        InspectorWidget inspector(m_server.get());
+        capture::Exchange e;
+        e.id = 3;
+        e.status = 400;
+        e.set(capture::Phase::RequestHeaders, 1'000'000);
+        inspector.showExchange(e);
+        QVERIFY(!inspector.findChild<QPushButton*>("inspectorResend")->isEnabled());
+        e.method = "GET";
+        e.target = "/hello";
+        inspector.showExchange(e);
+        QVERIFY(inspector.findChild<QPushButton*>("inspectorResend")->isEnabled());
     }
 
     // WebSocket records carry messages (the ws capture fills them); the tab appears only then.

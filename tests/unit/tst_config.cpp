@@ -117,7 +117,7 @@ QStringList dump(const Config& c) {
         << "limits.header_timeout " + ns(L.headerTimeout) << "limits.body_timeout " + ns(L.bodyTimeout)
         << "limits.idle_timeout " + ns(L.idleTimeout) << "limits.write_timeout " + ns(L.writeTimeout)
         << "limits.drain_timeout " + ns(L.drainTimeout);
-    static const char* kFormats[] = {"off", "combined", "json"};
+    static const char* kFormats[] = {"off", "combined", "json", "dev"};
     out << QString("access_log %1 %2")
                .arg(kFormats[static_cast<int>(c.accessLog.format)], str(c.accessLog.path));
     out << QString("compression enabled=%1 min=%2 gzip=%3 brotli=%4")
@@ -126,6 +126,18 @@ QStringList dump(const Config& c) {
                .arg(c.compression.gzipLevel)
                .arg(c.compression.brotliQuality);
     out << QString("server_header %1").arg(c.serverHeader);
+    const Capture& cap = c.capture;
+    out << QString("capture enabled=%1 max_records=%2 max_bytes=%3 ring_records=%4 record_bytes=%5 "
+                   "body_bytes=%6 ws_messages=%7 server_timing=%8 store=%9")
+               .arg(cap.enabled)
+               .arg(cap.maxRecords)
+               .arg(cap.maxBytes)
+               .arg(cap.ringRecords)
+               .arg(cap.recordBytes)
+               .arg(cap.bodyBytes)
+               .arg(cap.wsMessages)
+               .arg(cap.serverTiming)
+               .arg(str(cap.store));
     for (std::size_t i = 0; i < c.vhosts.size(); ++i) {
         const Vhost& v = c.vhosts[i];
         QString p = QString("vhost[%1]").arg(i);
@@ -1358,6 +1370,12 @@ private slots:
             " latency: 1ms, latency_max: 3s, drop_rate: 0.25, error_rate: 0.5, error_status: 503}\n"
             "      - location: \"^~ /pre\"\n        redirect: {to: /x, status: 308}\n"
             "      - location: '~* \\.(gif|jpg)$'\n        respond: {body: img}\n");
+        // The capture section survives the GUI's save (it used to be dropped: Apply turned capture off).
+        inputs << QByteArray("capture: true\nvhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n")
+               << QByteArray("capture: {enabled: false, max_records: 500, max_bytes: 1MiB, ring_records: 64,\n"
+                             "  record_bytes: 8KiB, body_bytes: 100, ws_messages: 7, server_timing: true,\n"
+                             "  store: ./s.db}\naccess_log: {format: dev}\n"
+                             "vhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n");
         int checked = 0;
         for (const QByteArray& text : inputs) {
             LoadResult first = load(text);

@@ -6,15 +6,26 @@
 #include <QFontDatabase>
 #include <QFormLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QUrl>
 #include <QVBoxLayout>
 
 namespace portico::ui {
 
-EditResendDialog::EditResendDialog(const capture::Exchange& original, QWidget* parent)
+EditResendDialog::EditResendDialog(const capture::Exchange& original, const QString& baseUrl, QWidget* parent)
     : QDialog(parent), m_original(original) {
     setWindowTitle(tr("Edit and resend"));
+    m_url = new QLineEdit;
+    m_url->setObjectName("editUrl");
+    QString target = QString::fromStdString(original.target);
+    if (const int scheme = target.indexOf("://"); scheme >= 0) { // absolute-form, as a proxy sees it
+        const int slash = target.indexOf('/', scheme + 3);
+        target = slash < 0 ? QStringLiteral("/") : target.mid(slash);
+    }
+    if (!target.startsWith('/')) target.prepend('/');
+    m_url->setText(baseUrl + target);
     m_method = new QComboBox;
     m_method->setObjectName("editMethod");
     m_method->setEditable(true);
@@ -38,7 +49,7 @@ EditResendDialog::EditResendDialog(const capture::Exchange& original, QWidget* p
     m_error->setWordWrap(true);
 
     auto form = new QFormLayout;
-    form->addRow(tr("URL"), new QLabel(QString::fromStdString(original.url()).toHtmlEscaped()));
+    form->addRow(tr("URL"), m_url);
     form->addRow(tr("Method"), m_method);
     form->addRow(tr("Headers"), m_headers);
     form->addRow(tr("Body"), m_body);
@@ -47,6 +58,7 @@ EditResendDialog::EditResendDialog(const capture::Exchange& original, QWidget* p
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(m_headers, &QPlainTextEdit::textChanged, this, &EditResendDialog::validate);
+    connect(m_url, &QLineEdit::textChanged, this, &EditResendDialog::validate);
     auto layout = new QVBoxLayout(this);
     layout->addLayout(form);
     layout->addWidget(m_error);
@@ -72,16 +84,37 @@ bool EditResendDialog::parseHeaders(const QString& text, std::vector<capture::He
     return true;
 }
 
+bool EditResendDialog::splitUrl(const QString& text, QString& base, QString& target, QString& error) {
+    const QUrl url(text.trimmed(), QUrl::StrictMode);
+    if (!url.isValid() || (url.scheme() != "http" && url.scheme() != "https") || url.host().isEmpty()) {
+        error = tr("URL: write an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/path");
+        return false;
+    }
+    base = url.toString(QUrl::RemovePath | QUrl::RemoveQuery | QUrl::RemoveFragment | QUrl::RemoveUserInfo);
+    while (base.endsWith('/'))
+        base.chop(1);
+    target = url.path(QUrl::FullyEncoded);
+    if (target.isEmpty()) target = QStringLiteral("/");
+    if (url.hasQuery()) target += '?' + url.query(QUrl::FullyEncoded);
+    return true;
+}
+
 void EditResendDialog::validate() {
     std::vector<capture::Header> headers;
-    QString error;
-    const bool ok = parseHeaders(m_headers->toPlainText(), headers, error);
+    QString error, base, target;
+    const bool ok =
+        splitUrl(m_url->text(), base, target, error) && parseHeaders(m_headers->toPlainText(), headers, error);
     m_error->setText(ok ? QString() : error);
     m_send->setEnabled(ok);
 }
 
 capture::ReplayOptions EditResendDialog::options() const {
     capture::ReplayOptions o;
+    QString base, target, urlError;
+    if (splitUrl(m_url->text(), base, target, urlError)) {
+        o.baseUrl = base.toStdString();
+        o.target = target.toStdString();
+    }
     o.method = m_method->currentText().trimmed().toStdString();
     std::vector<capture::Header> edited;
     QString error;

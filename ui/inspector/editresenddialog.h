@@ -8,6 +8,7 @@
 
 class QComboBox;
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 
 namespace portico::ui {
@@ -16,11 +17,17 @@ class EditResendDialog : public QDialog {
     Q_OBJECT
 
 public:
-    explicit EditResendDialog(const capture::Exchange& original, QWidget* parent = nullptr);
+    /// `baseUrl`: where an unedited request goes ("http://127.0.0.1:8080", the running server).
+    EditResendDialog(const capture::Exchange& original, const QString& baseUrl, QWidget* parent = nullptr);
 
-    /// The edits as replay overrides: the method, every header (those removed in the editor are
-    /// sent as empty values, which replay() drops) and the body.
+    /// The edits as replay overrides: the URL (as baseUrl + target), the method, every header
+    /// (those removed in the editor are sent as empty values, which replay() drops; Host,
+    /// Content-Length and the other fields the sender owns are handled by replay()) and the body.
     capture::ReplayOptions options() const;
+
+    /// "http://h:1/p?q" → base "http://h:1" and target "/p?q"; false with `error` when it is not an
+    /// absolute http(s) URL with a host.
+    static bool splitUrl(const QString& url, QString& base, QString& target, QString& error);
 
     /// "Name: value" lines → headers; false with `error` ("line 3: no ':'") on a bad line.
     static bool parseHeaders(const QString& text, std::vector<capture::Header>& out, QString& error);
@@ -29,6 +36,7 @@ private:
     void validate();
 
     capture::Exchange m_original;
+    QLineEdit* m_url = nullptr;
     QComboBox* m_method = nullptr;
     QPlainTextEdit* m_headers = nullptr;
     QPlainTextEdit* m_body = nullptr;

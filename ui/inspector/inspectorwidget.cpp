@@ -447,7 +447,9 @@ void InspectorWidget::showMessageDetail() {
 void InspectorWidget::updateActions() {
     const bool have = m_exchange.has_value();
     m_curl->setEnabled(have);
-    const bool canResend = have && !m_thread && !resendTarget().isEmpty();
+    // A refused exchange (no request line was read) has nothing to resend.
+    const bool canResend =
+        have && !m_exchange->method.empty() && !m_exchange->target.empty() && !m_thread && !resendTarget().isEmpty();
     m_resend->setEnabled(canResend);
     m_edit->setEnabled(canResend);
 }
@@ -463,8 +465,9 @@ bool InspectorWidget::resend() { return resendWith({}); }
 bool InspectorWidget::resendWith(const capture::ReplayOptions& overrides) {
     if (!m_exchange || m_thread) return false;
     capture::ReplayOptions options = overrides;
-    options.baseUrl = resendTarget().toStdString();
+    if (options.baseUrl.empty()) options.baseUrl = resendTarget().toStdString(); // the dialog may set it
     if (options.baseUrl.empty()) return false;
+    m_resentTo = QString::fromStdString(options.baseUrl);
     options.timeout = std::chrono::milliseconds(10000);
     m_pending = std::make_shared<capture::ReplayResult>();
     auto result = m_pending;
@@ -493,14 +496,14 @@ void InspectorWidget::showCompare() {
     m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), true);
     const auto& r = *m_resent;
     if (!r.ok()) {
-        m_compareSummary->setText(tr("Resend to %1 failed: %2").arg(resendTarget(), qs(r.error)));
+        m_compareSummary->setText(tr("Resend to %1 failed: %2").arg(m_resentTo, qs(r.error)));
         m_compare->setRowCount(0);
         return;
     }
     const auto& n = r.exchange;
     m_compareSummary->setText(
         tr("Resent to %1: %2 in %3 · %4")
-            .arg(resendTarget())
+            .arg(m_resentTo)
             .arg(n.status)
             .arg(formatDuration(n.durationNs()),
                  r.differences.empty()
@@ -518,7 +521,7 @@ void InspectorWidget::showCompare() {
 
 void InspectorWidget::editAndResend() {
     if (!m_exchange || m_thread) return;
-    EditResendDialog dialog(*m_exchange, this);
+    EditResendDialog dialog(*m_exchange, resendTarget(), this);
     if (dialog.exec() == QDialog::Accepted) resendWith(dialog.options());
 }
 

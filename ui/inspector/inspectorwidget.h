@@ -99,6 +99,7 @@ private:
 
     QThread* m_thread = nullptr;
     std::shared_ptr<capture::ReplayResult> m_pending;
+    QString m_resentTo; ///< the base URL of the last resend (the dialog may change it)
 };
 
 } // namespace portico::ui

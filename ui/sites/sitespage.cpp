@@ -283,8 +283,6 @@ SitesPage::SitesPage(ServerController* server, QWidget* parent) : QWidget(parent
     m_revert->setToolTip(tr("Throw the edits away and show what is being served"));
     connect(m_apply, &QPushButton::clicked, this, &SitesPage::apply);
     connect(m_revert, &QPushButton::clicked, this, &SitesPage::revert);
-    auto applyShortcut = new QShortcut(QKeySequence::Save, this);
-    connect(applyShortcut, &QShortcut::activated, this, &SitesPage::apply);
     auto bottom = new QHBoxLayout;
     bottom->addWidget(m_problems, 1);
     bottom->addWidget(m_revert);
@@ -1024,6 +1022,7 @@ void SitesPage::showErrors() {
 void SitesPage::updateButtons() {
     m_apply->setEnabled(canApply());
     m_revert->setEnabled(hasChanges() || !m_fieldErrors.isEmpty());
+    emit changesChanged(hasChanges());
 }
 
 void SitesPage::updateCurrentItemText() {

@@ -52,6 +52,8 @@ public slots:
 
 signals:
     void notice(const QString& text);
+    /// After every edit, apply and revert: whether the form now differs from what is served.
+    void changesChanged(bool unapplied);
 
 private:
     struct Field {

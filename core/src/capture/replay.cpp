@@ -422,7 +422,7 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     if (url.port == (https ? "443" : "80"))
         e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
     e.method = options.method.value_or(original.method.empty() ? std::string("GET") : original.method);
-    std::string target = original.target;
+    std::string target = options.target.value_or(original.target);
     if (auto p = target.find("://"); p != std::string::npos) {
         auto slash = target.find('/', p + 3);
         target = slash == std::string::npos ? "/" : target.substr(slash);
@@ -434,18 +434,25 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     static constexpr std::string_view kSkip[] = {
         "host",           "connection", "keep-alive", "proxy-connection", "transfer-encoding",
         "content-length", "upgrade",    "te",         "http2-settings"};
+    auto owned = [](const std::string& n) {
+        return n.empty() || n[0] == ':' || std::find(std::begin(kSkip), std::end(kSkip), n) != std::end(kSkip);
+    };
+    // An edited Host (or :authority, as an HTTP/2 record shows it) is the one Host sent.
+    for (const auto& o : options.headers) {
+        const std::string n = lower(o.name);
+        if ((n == "host" || n == ":authority") && !o.value.empty()) e.authority = o.value;
+    }
     e.requestHeaders.push_back({"Host", e.authority});
     for (const auto& h : original.requestHeaders) {
         const std::string n = lower(h.name);
-        if (n.empty() || n[0] == ':' || std::find(std::begin(kSkip), std::end(kSkip), n) != std::end(kSkip))
-            continue;
+        if (owned(n)) continue;
         bool overridden = false;
         for (const auto& o : options.headers)
             if (lower(o.name) == n) overridden = true;
         if (!overridden) e.requestHeaders.push_back(h);
     }
     for (const auto& o : options.headers)
-        if (!o.value.empty()) e.requestHeaders.push_back(o);
+        if (!o.value.empty() && !owned(lower(o.name))) e.requestHeaders.push_back(o);
     const bool hasBody =
         !e.requestBody.empty() || e.method == "POST" || e.method == "PUT" || e.method == "PATCH";
     if (hasBody) e.requestHeaders.push_back({"Content-Length", std::to_string(e.requestBody.size())});

@@ -308,6 +308,31 @@ void emitHttp2(YAML::Emitter& out, const Http2& h) {
     out << YAML::EndMap;
 }
 
+// `capture:` — `capture: true` when only `enabled` differs from the defaults, else the keys that do.
+// An enabled capture is written even with every other key at its default; a disabled one only
+// when something else was set (so that turning it back on keeps the settings).
+void emitCapture(YAML::Emitter& out, const Capture& c, const std::string& base) {
+    const Capture d;
+    std::vector<std::pair<const char*, std::string>> keys;
+    if (c.maxRecords != d.maxRecords) keys.emplace_back("max_records", std::to_string(c.maxRecords));
+    if (c.maxBytes != d.maxBytes) keys.emplace_back("max_bytes", formatSize(c.maxBytes));
+    if (c.ringRecords != d.ringRecords) keys.emplace_back("ring_records", std::to_string(c.ringRecords));
+    if (c.recordBytes != d.recordBytes) keys.emplace_back("record_bytes", formatSize(c.recordBytes));
+    if (c.bodyBytes != d.bodyBytes) keys.emplace_back("body_bytes", formatSize(c.bodyBytes));
+    if (c.wsMessages != d.wsMessages) keys.emplace_back("ws_messages", std::to_string(c.wsMessages));
+    if (c.serverTiming != d.serverTiming) keys.emplace_back("server_timing", c.serverTiming ? "true" : "false");
+    if (!c.store.empty()) keys.emplace_back("store", relativePath(c.store, base));
+    if (keys.empty()) {
+        if (c.enabled) out << YAML::Key << "capture" << YAML::Value << true;
+        return;
+    }
+    out << YAML::Key << "capture" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "enabled" << YAML::Value << c.enabled;
+    for (const auto& [k, v] : keys)
+        out << YAML::Key << k << YAML::Value << v;
+    out << YAML::EndMap;
+}
+
 } // namespace
 
 std::string formatSize(std::uint64_t bytes) {
@@ -376,6 +401,7 @@ std::string configToYaml(const Config& c, const std::string& baseDir) {
         out << YAML::EndMap;
     }
     emitHttp2(out, c.http2);
+    emitCapture(out, c.capture, base);
     if (!c.serverHeader) out << YAML::Key << "server_header" << YAML::Value << false;
     out << YAML::Key << "vhosts" << YAML::Value << YAML::BeginSeq;
     for (const Vhost& vh : c.vhosts)

@@ -13,6 +13,15 @@
 
 #include <portico/tls/local_ca.h>
 
+#include <boost/version.hpp>
+#include <brotli/encode.h>
+#include <nghttp2/nghttp2.h>
+#include <openssl/crypto.h>
+#include <sqlite3.h>
+#include <zlib.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -42,6 +51,26 @@ bool Endpoint::loopback() const {
 }
 
 const char* version() { return PORTICO_VERSION; }
+
+std::vector<std::pair<std::string, std::string>> libraryVersions() {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::string openssl = OpenSSL_version(OPENSSL_VERSION); // "OpenSSL 3.0.x 1 Nov 2022"
+    if (openssl.starts_with("OpenSSL ")) openssl.erase(0, 8);
+    out.emplace_back("OpenSSL", openssl);
+    out.emplace_back("nghttp2", nghttp2_version(0)->version_str);
+    out.emplace_back("Boost", std::to_string(BOOST_VERSION / 100000) + "." +
+                                  std::to_string(BOOST_VERSION / 100 % 1000) + "." +
+                                  std::to_string(BOOST_VERSION % 100));
+    out.emplace_back("zlib", zlibVersion());
+    const std::uint32_t b = BrotliEncoderVersion(); // 0xMMMmmmppp
+    out.emplace_back("brotli", std::to_string(b >> 24) + "." + std::to_string((b >> 12) & 0xfff) + "." +
+                                   std::to_string(b & 0xfff));
+    out.emplace_back("SQLite", sqlite3_libversion());
+    char pcre[64] = {};
+    pcre2_config_8(PCRE2_CONFIG_VERSION, pcre);
+    out.emplace_back("PCRE2", pcre);
+    return out;
+}
 
 namespace {
 // SO_REUSEPORT would let a second server (another Portico of the same user) join our port and

@@ -37,9 +37,14 @@ struct ReplayOptions {
     /// ("TLS handshake with HOST:PORT failed: certificate verification: ...").
     bool verifyTls = false;
     std::string caFile;
-    /// Edit and resend: method, header overrides (replace by name, case-insensitive; empty value
-    /// removes) and a new body.
+    /// Edit and resend: method, request target (path and query, "/a?b=1"; appended to the base
+    /// URL's path prefix), header overrides (replace by name, case-insensitive; empty value
+    /// removes) and a new body. The fields the sender owns are not copied from `headers`:
+    /// Content-Length is computed from the body, Transfer-Encoding, Connection, Keep-Alive,
+    /// Upgrade, TE and pseudo-header fields are dropped, and a `Host` (or `:authority`) override
+    /// becomes the request's one Host / :authority (a vhost can be tried on the same address).
     std::optional<std::string> method;
+    std::optional<std::string> target;
     std::vector<Header> headers;
     std::optional<std::string> body;
 };

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace portico::engine {
@@ -136,5 +137,10 @@ private:
 
 /// Library version ("0.1.0").
 const char* version();
+
+/// The libraries the server core runs on and their versions as loaded at run time, as (name,
+/// version) pairs in a fixed order: OpenSSL, nghttp2, Boost (the headers built against), zlib,
+/// brotli, SQLite, PCRE2. For About boxes and bug reports.
+std::vector<std::pair<std::string, std::string>> libraryVersions();
 
 } // namespace portico::engine
