@@ -119,6 +119,7 @@ void MainWindow::buildMenus() {
     InspectorWidget* inspector = m_traffic->inspector();
     traffic->addAction(tr("Copy as c&url"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), inspector,
                        &InspectorWidget::copyAsCurl);
+    traffic->addAction(tr("Copy as &Python"), inspector, &InspectorWidget::copyAsPython);
     // Ctrl+R is Resend's on this tab (updateContextShortcuts); the menu shows it there.
     m_resend = traffic->addAction(tr("&Resend"), inspector, &InspectorWidget::resend);
     traffic->addAction(tr("&Edit and resend…"), inspector, &InspectorWidget::editAndResend);
@@ -259,9 +260,9 @@ void MainWindow::updateListeners() {
     m_listeners->setToolTip(
         exposed.isEmpty()
             ? tr("Click to open in the browser")
-            : tr("Click to open in the browser.\n%1 listen(s) on an address other machines can "
+            : tr("Click to open in the browser.\n%1 %2 on an address other machines can "
                  "reach: they can fetch every file this server serves. Use 127.0.0.1 to keep it local.")
-                  .arg(exposed.join(", ")));
+                  .arg(exposed.join(", "), exposed.size() == 1 ? tr("listens") : tr("listen")));
     updateTitle();
 }
 

@@ -197,6 +197,8 @@ private slots:
         const QString panelId = panelRun(page, 500, 2);
         QVERIFY2(!panelId.isEmpty(), qPrintable(page.lastSaveError()));
         QTRY_VERIFY(rowOf(table, panelId) >= 0);
+        // Counted in words, not "1 run(s)".
+        QCOMPARE(page.findChild<QLabel*>("historyStatus")->text(), QString("1 run"));
 
         // The CLI's run appears without a refresh: the view watches the folder.
         const auto cli = test::runProcess(
@@ -208,6 +210,7 @@ private slots:
         const QString cliId =
             QString::fromUtf8(cli.err.mid(cli.err.indexOf("Saved as ") + 9).split(' ').first());
         QTRY_VERIFY_WITH_TIMEOUT(rowOf(table, cliId) >= 0, 10000);
+        QCOMPARE(page.findChild<QLabel*>("historyStatus")->text(), QString("2 runs"));
 
         QFile corrupt(data + "/bench-history/broken.json");
         QVERIFY(corrupt.open(QIODevice::WriteOnly));

@@ -9,6 +9,7 @@
 #include "servercontroller.h"
 #include "traffic/trafficmodel.h"
 #include "traffic/trafficpage.h"
+#include "test_support.h"
 
 #include <portico/capture/replay.h>
 #include <portico/load/runner.h>
@@ -236,6 +237,52 @@ private slots:
                  qPrintable(text));
     }
 
+    // Copies of an https exchange to this server's `tls: auto` listener name the local CA, so they
+    // run as copied: curl with --cacert, the Python script with cafile=. Both are run here.
+    void copiesOfHttpsExchangesRunAsCopied() {
+        QTemporaryDir dir;
+        const QByteArray oldData = qgetenv("PORTICO_DATA_DIR");
+        qputenv("PORTICO_DATA_DIR", dir.filePath("data").toUtf8());
+        QFile f(dir.path() + "/portico.yaml");
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("listen: [127.0.0.1:0, {address: 127.0.0.1:0, tls: auto}]\ncapture: true\nvhosts:\n"
+                "  - routes:\n      - path: /echo\n        respond: {body: 'x={{header.x-test}} {{body}}'}\n");
+        f.close();
+        m_server = std::make_unique<ServerController>();
+        QString error;
+        QVERIFY2(m_server->open(dir.path() + "/portico.yaml", &error, false), qPrintable(error));
+        std::uint16_t tlsPort = 0;
+        for (const auto& ep : m_server->engine().endpoints())
+            if (ep.tls) tlsPort = ep.port;
+        QVERIFY(tlsPort);
+        TrafficPage page(m_server.get());
+        const QString url = QString("https://127.0.0.1:%1/echo").arg(tlsPort);
+        auto sent = test::runProcess("curl", {"-sk", url, "-H", "X-Test: it's", "--data-binary", "a\x01b"});
+        QCOMPARE(sent.exitCode, 0);
+        m_server->engine().flushCapture();
+        feed(page, 1);
+        page.selectRow(0);
+        QCOMPARE(page.inspector()->exchange()->scheme, std::string("https"));
+
+        page.inspector()->copyAsCurl();
+        const QString curlText = QApplication::clipboard()->text();
+        QVERIFY2(curlText.contains("--cacert '" + dir.filePath("data") + "/ca/ca.crt'"), qPrintable(curlText));
+        auto viaCurl = test::runProcess("sh", {"-c", curlText + " -s -S"});
+        QVERIFY2(viaCurl.exitCode == 0, viaCurl.err.constData()); // verified against the CA, no -k
+        QCOMPARE(viaCurl.out, sent.out);
+
+        page.inspector()->copyAsPython();
+        const QString script = QApplication::clipboard()->text();
+        QVERIFY2(script.contains("cafile="), qPrintable(script));
+        auto viaPython = test::runProcess("/usr/bin/python3", {"-c", script});
+        QVERIFY2(viaPython.exitCode == 0, viaPython.err.constData());
+        QCOMPARE(viaPython.out, "200 OK\n" + sent.out + "\n");
+        if (oldData.isNull())
+            qunsetenv("PORTICO_DATA_DIR");
+        else
+            qputenv("PORTICO_DATA_DIR", oldData);
+    }
+
     void resendProducesANewExchangeAndAComparison() {
         TrafficPage page(m_server.get());
         send("/echo", 1, {{"X-Test", "a"}});
@@ -443,6 +490,38 @@ private slots:
             QCOMPARE(r.exchange.requestHeader("host"), std::string_view("other.localhost"));
             QCOMPARE(count(r.exchange, "host"), 1);
         }
+    }
+
+    // Rows and details leave together: with a window of 20 records, the table keeps only rows
+    // whose details are there, and a selected row that leaves clears the inspector with a message
+    // instead of the selection sliding to another exchange.
+    void evictedRowsLeaveWithTheirDetails() {
+        QTemporaryDir dir;
+        QFile f(dir.path() + "/portico.yaml");
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("listen: [127.0.0.1:0]\ncapture: {max_records: 20}\nvhosts:\n  - routes:\n"
+                "      - path: /hello\n        respond: {body: hi}\n");
+        f.close();
+        m_server = std::make_unique<ServerController>();
+        QString error;
+        QVERIFY2(m_server->open(dir.path() + "/portico.yaml", &error, false), qPrintable(error));
+        TrafficPage page(m_server.get());
+        send("/hello", 10);
+        feed(page, 10);
+        page.selectRow(0);
+        const std::uint64_t selected = page.model()->idAt(0);
+        QCOMPARE(page.inspector()->exchange()->id, selected);
+        send("/hello", 30);
+        QTRY_VERIFY_WITH_TIMEOUT((page.poll(), page.model()->idAt(page.model()->rowCount() - 1) == selected + 39),
+                                 5000);
+        QVERIFY2(page.model()->totalRows() <= 20, qPrintable(QString::number(page.model()->totalRows())));
+        for (int row = 0; row < page.model()->rowCount(); ++row)
+            QVERIFY2(m_server->engine().exchange(page.model()->idAt(row)),
+                     qPrintable(QString("row %1 (#%2) has no details").arg(row).arg(page.model()->idAt(row))));
+        QVERIFY(!page.inspector()->exchange()); // not another exchange
+        QVERIFY(!page.view()->selectionModel()->currentIndex().isValid());
+        const QString message = page.inspector()->findChild<QLabel*>("inspectorSummary")->text();
+        QVERIFY2(message.contains(QString("#%1 has left the capture window").arg(selected)), qPrintable(message));
     }
 
     // A refused exchange (no request line was read) offers no resend.

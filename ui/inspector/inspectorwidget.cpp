@@ -8,6 +8,7 @@
 #include "traffic/trafficmodel.h"
 
 #include <portico/capture/har.h>
+#include <portico/tls/local_ca.h>
 
 #include <QApplication>
 #include <QClipboard>
@@ -23,6 +24,9 @@
 #include <QThread>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <filesystem>
 
 namespace portico::ui {
 
@@ -129,11 +133,16 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     m_edit = new QPushButton(tr("Edit and resend…"));
     m_edit->setObjectName("inspectorEdit");
     connect(m_curl, &QPushButton::clicked, this, &InspectorWidget::copyAsCurl);
+    m_python = new QPushButton(tr("Copy as Python"));
+    m_python->setObjectName("inspectorPython");
+    m_python->setToolTip(tr("Copy a Python 3 script (standard library only) that repeats this request"));
+    connect(m_python, &QPushButton::clicked, this, &InspectorWidget::copyAsPython);
     connect(m_resend, &QPushButton::clicked, this, &InspectorWidget::resend);
     connect(m_edit, &QPushButton::clicked, this, &InspectorWidget::editAndResend);
     auto bar = new QHBoxLayout;
     bar->addWidget(m_summary, 1);
     bar->addWidget(m_curl);
+    bar->addWidget(m_python);
     bar->addWidget(m_resend);
     bar->addWidget(m_edit);
 
@@ -447,6 +456,7 @@ void InspectorWidget::showMessageDetail() {
 void InspectorWidget::updateActions() {
     const bool have = m_exchange.has_value();
     m_curl->setEnabled(have);
+    m_python->setEnabled(have);
     // A refused exchange (no request line was read) has nothing to resend.
     const bool canResend =
         have && !m_exchange->method.empty() && !m_exchange->target.empty() && !m_thread && !resendTarget().isEmpty();
@@ -454,10 +464,31 @@ void InspectorWidget::updateActions() {
     m_edit->setEnabled(canResend);
 }
 
+// The local CA's certificate for an https exchange while this server has `tls: auto` listeners:
+// clients do not trust it until `portico cert install`, so copies name it (--cacert, cafile=).
+std::string InspectorWidget::caFileFor(const capture::Exchange& e) const {
+    if (e.scheme != "https" || !m_server) return {};
+    const auto cfg = m_server->config();
+    if (!cfg || std::none_of(cfg->listen.begin(), cfg->listen.end(),
+                             [](const auto& l) { return l.tls && l.tls->autoCa; }))
+        return {};
+    const auto path = tls::defaultDataDir() / "ca" / "ca.crt";
+    std::error_code ec;
+    return std::filesystem::exists(path, ec) ? path.string() : std::string();
+}
+
 void InspectorWidget::copyAsCurl() {
     if (!m_exchange) return;
-    QApplication::clipboard()->setText(QString::fromStdString(capture::toCurl(*m_exchange)));
+    QApplication::clipboard()->setText(
+        QString::fromStdString(capture::toCurl(*m_exchange, {}, caFileFor(*m_exchange))));
     emit notice(tr("Copied the curl command for #%1").arg(m_exchange->id));
+}
+
+void InspectorWidget::copyAsPython() {
+    if (!m_exchange) return;
+    QApplication::clipboard()->setText(
+        QString::fromStdString(capture::toPython(*m_exchange, {}, caFileFor(*m_exchange))));
+    emit notice(tr("Copied a Python script for #%1").arg(m_exchange->id));
 }
 
 bool InspectorWidget::resend() { return resendWith({}); }

@@ -52,9 +52,13 @@ public:
     /// Where resends go: the server's first cleartext listener ("http://127.0.0.1:8080"); replay
     /// speaks HTTP/1.1 over plain sockets only.
     QString resendTarget() const;
+    /// The local CA certificate to name in a copy of `e` (https to this server's `tls: auto`
+    /// listeners, once the CA exists); "" otherwise.
+    std::string caFileFor(const capture::Exchange& e) const;
 
 public slots:
     void copyAsCurl();
+    void copyAsPython();
     /// Sends the request again on a worker thread; resendFinished() when the answer is in.
     bool resend();
     bool resendWith(const capture::ReplayOptions& overrides);
@@ -99,7 +103,8 @@ private:
 
     QThread* m_thread = nullptr;
     std::shared_ptr<capture::ReplayResult> m_pending;
-    QString m_resentTo; ///< the base URL of the last resend (the dialog may change it)
+    QString m_resentTo;
+    QPushButton* m_python = nullptr; ///< the base URL of the last resend (the dialog may change it)
 };
 
 } // namespace portico::ui

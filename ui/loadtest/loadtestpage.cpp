@@ -519,7 +519,8 @@ void LoadTestPage::onSuiteFinished() {
     if (!m_suiteError.isEmpty())
         summary = tr("<span style='color:#c0392b'>Suite failed: %1</span>").arg(m_suiteError.toHtmlEscaped());
     else if (saved->suiteAborted)
-        summary = tr("Suite stopped after %n route(s); not saved.", nullptr, int(m_suiteRows.size()));
+        summary = m_suiteRows.size() == 1 ? tr("Suite stopped after 1 route; not saved.")
+                                          : tr("Suite stopped after %1 routes; not saved.").arg(m_suiteRows.size());
     else
         summary = tr("Suite @ %1: geometric mean <b>%2</b> req/s over %3 routes.")
                       .arg(QString::fromStdString(saved->suiteBaseUrl))
@@ -656,7 +657,8 @@ void LoadTestPage::showResult(const load::Result& r) {
     }
     m_table->selectRow(row);
     m_text->setPlainText(QString::fromStdString(load::summaryText(r)));
-    m_live->setText(tr("Finished: %1 requests in %2 s.")
+    m_live->setText((r.requests.completed == 1 ? tr("Finished: %1 request in %2 s.")
+                                               : tr("Finished: %1 requests in %2 s."))
                         .arg(QLocale().toString(qulonglong(r.requests.completed)))
                         .arg(std::chrono::duration<double>(r.measured).count(), 0, 'f', 2));
     m_summary->setText(tr("<table cellspacing=6><tr><td><b>%1</b><br>req/s</td><td><b>%2</b><br>p50 ms</td>"

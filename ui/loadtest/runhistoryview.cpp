@@ -346,11 +346,10 @@ void RunHistoryView::showListing(load::HistoryListing listing, const QStringList
         m_status->setText(
             tr("<span style='color:#c0392b'>%1</span>").arg(QString::fromStdString(listing.error)));
     else if (m_unreadable.empty())
-        m_status->setText(tr("%n run(s)", nullptr, int(m_runs.size())));
+        m_status->setText(m_runs.size() == 1 ? tr("1 run") : tr("%1 runs").arg(m_runs.size()));
     else
-        m_status->setText(
-            tr("%n run(s), <span style='color:#c0392b'>%1 unreadable</span>", nullptr, int(m_runs.size()))
-                .arg(m_unreadable.size()));
+        m_status->setText((m_runs.size() == 1 ? tr("1 run") : tr("%1 runs").arg(m_runs.size())) +
+                          tr(", <span style='color:#c0392b'>%1 unreadable</span>").arg(m_unreadable.size()));
 
     emit listed();
 }
@@ -588,7 +587,8 @@ void RunHistoryView::confirmDelete() {
     const int n = m_table->selectionModel()->selectedRows().size();
     if (n == 0) return;
     if (QMessageBox::question(this, tr("Delete runs"),
-                              tr("Delete %n saved run file(s) from %1?", nullptr, n)
+                              (n == 1 ? tr("Delete 1 saved run file from %1?")
+                                      : tr("Delete %1 saved run files from %2?").arg(n))
                                   .arg(QString::fromStdString(m_dir.string()))) != QMessageBox::Yes)
         return;
     QString error;

@@ -1014,7 +1014,8 @@ void SitesPage::showErrors() {
     if (all.isEmpty())
         m_problems->setText(hasChanges() ? tr("Unapplied changes.") : QString());
     else
-        m_problems->setText(tr("%n problem(s): %1", nullptr, all.size()).arg(all.first()));
+        m_problems->setText((all.size() == 1 ? tr("1 problem: %1") : tr("%1 problems: %2").arg(all.size()))
+                                .arg(all.first()));
     m_problems->setStyleSheet(all.isEmpty() ? QString() : QString("QLabel { color: #c0392b; }"));
     updateButtons();
 }

@@ -219,7 +219,12 @@ void TrafficModel::insertShown(std::vector<const TrafficRow*>& shown) {
 
 void TrafficModel::trim() {
     if (m_all.size() <= m_maxRows) return;
-    const std::uint64_t keepFrom = m_all[m_all.size() - m_maxRows].id;
+    dropBefore(m_all[m_all.size() - m_maxRows].id);
+}
+
+std::size_t TrafficModel::dropBefore(std::uint64_t keepFrom) {
+    if (m_all.empty() || m_all.front().id >= keepFrom) return 0;
+    emit rowsLeaving(keepFrom);
     std::size_t shownGone = 0;
     while (shownGone < m_rows.size() && m_rows[shownGone]->id < keepFrom)
         ++shownGone;
@@ -228,8 +233,12 @@ void TrafficModel::trim() {
         m_rows.erase(m_rows.begin(), m_rows.begin() + std::ptrdiff_t(shownGone));
         endRemoveRows();
     }
-    while (m_all.size() > m_maxRows)
+    std::size_t gone = 0;
+    while (!m_all.empty() && m_all.front().id < keepFrom) {
         m_all.pop_front();
+        ++gone;
+    }
+    return gone;
 }
 
 bool TrafficModel::update(const TrafficRow& row) {

@@ -71,12 +71,21 @@ public:
     /// false if it is not kept.
     bool update(const TrafficRow& row);
 
+    /// Drops every row with an id below `id` (their records left the capture window): rows and
+    /// details leave together. Returns how many rows were dropped.
+    std::size_t dropBefore(std::uint64_t id);
+
     void setMaxRows(std::size_t n) { m_maxRows = n ? n : 1; }
     std::size_t maxRows() const { return m_maxRows; }
     std::size_t totalRows() const { return m_all.size(); } ///< kept, shown or not
     std::uint64_t idAt(int row) const;
     const TrafficRow* rowAt(int row) const;
     int rowOfId(std::uint64_t id) const; ///< -1 when not shown
+
+signals:
+    /// Before rows leave (the bound, dropBefore): every id below `keepFrom` goes. Emitted before
+    /// beginRemoveRows, so a view can let go of a selected row before the selection moves on.
+    void rowsLeaving(std::uint64_t keepFrom);
 
 private:
     void trim();

@@ -140,6 +140,16 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     connect(m_filter, &QLineEdit::returnPressed, this, &TrafficPage::applyFilter);
     connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             &TrafficPage::showCurrent);
+    // A selected row that leaves (its record left the capture window) clears the inspector with a
+    // message; the selection must not slide to a neighbour and show another exchange.
+    connect(m_model, &TrafficModel::rowsLeaving, this, [this](std::uint64_t keepFrom) {
+        const QModelIndex current = m_view->selectionModel()->currentIndex();
+        const std::uint64_t id = current.isValid() ? m_model->idAt(current.row()) : 0;
+        if (!id || id >= keepFrom) return;
+        m_view->selectionModel()->clear(); // → showCurrent() with nothing selected
+        m_inspector->clear(
+            tr("#%1 has left the capture window (capture.max_records, capture.max_bytes)").arg(id));
+    });
     auto space = new QShortcut(QKeySequence(Qt::Key_Space), m_view);
     space->setContext(Qt::WidgetShortcut);
     connect(space, &QShortcut::activated, this, &TrafficPage::togglePause);
@@ -198,6 +208,8 @@ void TrafficPage::drain() {
                 if (auto e = m_server->engine().exchange(row.id)) m_inspector->showExchange(*e);
         }
     }
+    // Rows and details leave together: what left the engine's window leaves the table.
+    if (const std::uint64_t oldest = m_server->engine().oldestCapturedId()) m_model->dropBefore(oldest);
     updateCount();
 }
 
@@ -302,7 +314,7 @@ void TrafficPage::updateCount() {
     const int shown = m_model->rowCount();
     const auto total = qulonglong(m_model->totalRows());
     QString text = std::size_t(shown) == m_model->totalRows()
-                       ? tr("%1 exchanges").arg(QLocale().toString(total))
+                       ? (total == 1 ? tr("1 exchange") : tr("%1 exchanges").arg(QLocale().toString(total)))
                        : tr("%1 of %2").arg(QLocale().toString(shown), QLocale().toString(total));
     // Faster than the table can read (a load test): the window (capture.max_records) moved on.
     if (m_skipped) text += tr(" · %1 skipped").arg(QLocale().toString(qulonglong(m_skipped)));

@@ -518,6 +518,11 @@ std::uint64_t Collector::dropped() const {
     return n;
 }
 
+std::uint64_t Collector::oldestId() const {
+    std::lock_guard lock(mutex_);
+    return window_.empty() ? 0 : window_.front().id;
+}
+
 std::uint64_t Collector::captured() const {
     std::lock_guard lock(mutex_);
     return captured_;

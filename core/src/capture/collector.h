@@ -36,6 +36,8 @@ public:
     stats::Report report() const;
     std::uint64_t dropped() const;
     std::uint64_t captured() const;
+    /// Id of the oldest record in the window; 0 when the window is empty.
+    std::uint64_t oldestId() const;
     std::string storeError() const;
 
 private:

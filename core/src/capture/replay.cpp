@@ -635,17 +635,9 @@ std::vector<Difference> compare(const Exchange& a, const Exchange& b) {
     return d;
 }
 
-std::string toCurl(const Exchange& e, std::string_view baseUrl) {
-    auto quote = [](std::string_view s) {
-        std::string o = "'";
-        for (char c : s) {
-            if (c == '\'')
-                o += "'\\''";
-            else
-                o += c;
-        }
-        return o + "'";
-    };
+namespace {
+// The request's URL for a copy: `baseUrl` (or the recorded scheme://authority) and the path.
+std::string copyUrl(const Exchange& e, std::string_view baseUrl) {
     std::string target = e.target;
     if (auto p = target.find("://"); p != std::string::npos) {
         auto slash = target.find('/', p + 3);
@@ -656,13 +648,88 @@ std::string toCurl(const Exchange& e, std::string_view baseUrl) {
                            : std::string(baseUrl);
     while (!base.empty() && base.back() == '/')
         base.pop_back();
+    return base + target;
+}
+
+// Fields a client library sets itself (or that only make sense on the original connection).
+bool clientOwned(const std::string& lowerName) {
+    return lowerName.empty() || lowerName[0] == ':' || lowerName == "content-length" ||
+           lowerName == "connection" || lowerName == "host" || lowerName == "transfer-encoding" ||
+           lowerName == "keep-alive" || lowerName == "upgrade";
+}
+
+// A Python string literal: '...' with backslash escapes; non-ASCII bytes as \xHH in bytes
+// literals, as themselves (UTF-8) in str literals.
+std::string pythonLiteral(std::string_view s, bool bytes) {
+    std::string o = bytes ? "b'" : "'";
+    for (unsigned char c : s) {
+        if (c == '\\' || c == '\'') {
+            o += '\\';
+            o += static_cast<char>(c);
+        } else if (c == '\n') {
+            o += "\\n";
+        } else if (c == '\r') {
+            o += "\\r";
+        } else if (c == '\t') {
+            o += "\\t";
+        } else if (c < 0x20 || c == 0x7f || (bytes && c >= 0x80)) {
+            char b[8];
+            std::snprintf(b, sizeof b, "\\x%02x", c);
+            o += b;
+        } else {
+            o += static_cast<char>(c);
+        }
+    }
+    return o + "'";
+}
+} // namespace
+
+std::string toPython(const Exchange& e, std::string_view baseUrl, std::string_view caFile) {
+    const std::string url = copyUrl(e, baseUrl);
+    std::string py = "import ssl\nimport urllib.error\nimport urllib.request\n\n";
+    py += "request = urllib.request.Request(\n    " + pythonLiteral(url, false) + ",\n    method=" +
+          pythonLiteral(e.method.empty() ? "GET" : e.method, false) + ",\n    headers={";
+    bool first = true;
+    for (const auto& h : e.requestHeaders) {
+        if (clientOwned(lower(h.name))) continue;
+        py += first ? "\n" : "";
+        first = false;
+        py += "        " + pythonLiteral(h.name, false) + ": " + pythonLiteral(h.value, false) + ",\n";
+    }
+    py += first ? "},\n" : "    },\n";
+    if (!e.requestBody.empty()) py += "    data=" + pythonLiteral(e.requestBody, true) + ",\n";
+    py += ")\n";
+    const bool https = url.starts_with("https://");
+    py += https && !caFile.empty()
+              ? "context = ssl.create_default_context(cafile=" + pythonLiteral(caFile, false) + ")\n"
+              : std::string("context = ssl.create_default_context()\n");
+    py += "try:\n    response = urllib.request.urlopen(request, context=context, timeout=30)\n"
+          "except urllib.error.HTTPError as error:  # 4xx and 5xx are answers too\n    response = error\n"
+          "print(response.status, response.reason)\n"
+          "print(response.read().decode(errors=\"replace\"))\n";
+    return py;
+}
+
+std::string toCurl(const Exchange& e, std::string_view baseUrl, std::string_view caFile) {
+    auto quote = [](std::string_view s) {
+        std::string o = "'";
+        for (char c : s) {
+            if (c == '\'')
+                o += "'\\''";
+            else
+                o += c;
+        }
+        return o + "'";
+    };
+    const std::string url = copyUrl(e, baseUrl);
     std::string cmd = "curl";
-    if (e.httpVersion == 20) cmd += e.scheme == "https" ? " --http2" : " --http2-prior-knowledge";
+    if (!caFile.empty() && url.starts_with("https://")) cmd += " --cacert " + quote(caFile);
+    if (e.httpVersion == 20) cmd += url.starts_with("https://") ? " --http2" : " --http2-prior-knowledge";
     if (!e.method.empty() && e.method != "GET") cmd += " -X " + quote(e.method);
-    cmd += " " + quote(base + target);
+    cmd += " " + quote(url);
     for (const auto& h : e.requestHeaders) {
         const std::string n = lower(h.name);
-        if (n.empty() || n[0] == ':' || n == "content-length" || n == "connection" || n == "host") continue;
+        if (clientOwned(n)) continue;
         cmd += " -H " + quote(h.name + ": " + h.value);
     }
     if (!e.requestBody.empty()) {

@@ -446,6 +446,11 @@ std::uint64_t Engine::droppedRecords() const {
     return d_->collector ? d_->collector->dropped() : 0;
 }
 
+std::uint64_t Engine::oldestCapturedId() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->oldestId() : 0;
+}
+
 std::uint64_t Engine::capturedRecords() const {
     std::lock_guard lock(d_->mutex);
     return d_->collector ? d_->collector->captured() : 0;

@@ -83,7 +83,13 @@ std::vector<Difference> compare(const Exchange& before, const Exchange& after);
 
 /// A shell command (POSIX sh quoting) that repeats the request: curl -X ... 'URL' -H ... --data-binary ...
 /// `baseUrl` replaces scheme://authority when non-empty. Bodies that are not printable go through
-/// `printf` escapes.
-std::string toCurl(const Exchange& e, std::string_view baseUrl = {});
+/// `printf` escapes. `caFile` (PEM), for an https URL, becomes `--cacert 'caFile'`: Portico's own
+/// listeners with `tls: auto` have certificates curl does not trust until the CA is installed.
+std::string toCurl(const Exchange& e, std::string_view baseUrl = {}, std::string_view caFile = {});
+
+/// The same request as a Python 3 script using only the standard library (urllib.request, ssl):
+/// method, URL, headers (Host, Content-Length and connection fields left to urllib), the body as
+/// a bytes literal; prints the status and the body. `baseUrl` and `caFile` as for toCurl().
+std::string toPython(const Exchange& e, std::string_view baseUrl = {}, std::string_view caFile = {});
 
 } // namespace portico::capture

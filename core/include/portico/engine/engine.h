@@ -124,6 +124,9 @@ public:
     std::uint64_t droppedRecords() const;
     /// Records that reached the collector since start.
     std::uint64_t capturedRecords() const;
+    /// Id of the oldest record still in the window (capture.max_records / max_bytes); 0 when the
+    /// window is empty. Records with smaller ids have left it: a view should drop their rows.
+    std::uint64_t oldestCapturedId() const;
     /// Drains the rings now (tests, before reading the window at a known point).
     void flushCapture();
     /// Last session-file error ("" when fine).
