@@ -592,7 +592,7 @@ private slots:
         QVERIFY(view.findChild<QLabel*>("bodyInfo")->text().contains("3×2"));
         view.setBody("{\"a\":[1]}", 9, "application/json; charset=utf-8");
         QCOMPARE(view.effectiveMode(), ui::BodyView::Json);
-        QCOMPARE(view.shownText(), QString("{\n    \"a\": [\n        1\n    ]\n}\n"));
+        QCOMPARE(view.shownText(), QString("{\n  \"a\": [\n    1\n  ]\n}"));
         view.setBody("{\"a\":[1", 40, "application/json"); // a prefix: not complete JSON
         QCOMPARE(view.effectiveMode(), ui::BodyView::Text);
         view.setBody(std::string("\x00\x01\x02", 3), 3, "application/octet-stream");

@@ -1,5 +1,6 @@
 // BodyView: mode selection and the four renderings.
 #include "bodyview.h"
+#include "jsonpretty.h"
 
 #include <portico/capture/har.h>
 
@@ -7,7 +8,6 @@
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QImage>
-#include <QJsonDocument>
 #include <QLabel>
 #include <QPixmap>
 #include <QPlainTextEdit>
@@ -65,12 +65,11 @@ BodyView::BodyView(QWidget* parent) : QWidget(parent) {
 BodyView::Mode BodyView::autoMode(const std::string& bytes, const QString& contentType) {
     const QString type = contentType.section(';', 0, 0).trimmed().toLower();
     if (type.startsWith("image/") && type != "image/svg+xml") return Image;
-    if (type.contains("json") && !prettyJson(bytes).isEmpty()) return Json;
+    if (type.contains("json") && isJson(bytes)) return Json;
     if (type.startsWith("text/") || type.contains("json") || type.contains("xml") ||
         type.contains("javascript") || type.contains("x-www-form-urlencoded"))
         return printable(bytes) ? Text : Hex;
-    if (!bytes.empty() && (bytes.front() == '{' || bytes.front() == '[') && !prettyJson(bytes).isEmpty())
-        return Json;
+    if (!bytes.empty() && (bytes.front() == '{' || bytes.front() == '[') && isJson(bytes)) return Json;
     return printable(bytes) ? Text : Hex;
 }
 
@@ -96,10 +95,8 @@ QString BodyView::hexDump(const std::string& bytes) {
 }
 
 QString BodyView::prettyJson(const std::string& bytes) {
-    QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(bytes), &error);
-    if (error.error != QJsonParseError::NoError || doc.isNull()) return {};
-    return QString::fromUtf8(doc.toJson(QJsonDocument::Indented));
+    const JsonPretty pretty = prettyPrintJson(bytes);
+    return pretty.ok ? QString::fromStdString(pretty.text) : QString();
 }
 
 void BodyView::setBody(const std::string& bytes, std::uint64_t fullSize, const QString& contentType) {
@@ -138,10 +135,23 @@ void BodyView::render() {
         break;
     }
     case Json: {
-        const QString pretty = prettyJson(m_bytes);
-        m_text->setPlainText(pretty.isEmpty() ? QString::fromUtf8(m_bytes.data(), qsizetype(m_bytes.size()))
-                                              : pretty);
-        if (pretty.isEmpty() && !m_bytes.empty()) info += tr(" · not complete JSON, shown as text");
+        // The text as sent, re-indented; when it is not JSON, the text unchanged and why.
+        const JsonPretty pretty = prettyPrintJson(m_bytes);
+        m_text->setPlainText(pretty.ok ? QString::fromStdString(pretty.text)
+                                       : QString::fromUtf8(m_bytes.data(), qsizetype(m_bytes.size())));
+        if (!pretty.ok && !m_bytes.empty()) {
+            if (pretty.tooLarge)
+                info += tr(" · shown as text: too large to indent");
+            else if (pretty.truncated && m_fullSize > m_bytes.size())
+                info += tr(" · shown as text: not complete JSON (only a prefix was captured)");
+            else if (pretty.truncated)
+                info +=
+                    tr(" · shown as text: not complete JSON (%1)").arg(QString::fromStdString(pretty.error));
+            else
+                info += tr(" · shown as text: not valid JSON at byte %1 (%2)")
+                            .arg(qulonglong(pretty.offset))
+                            .arg(QString::fromStdString(pretty.error));
+        }
         m_stack->setCurrentWidget(m_text);
         break;
     }

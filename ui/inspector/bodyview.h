@@ -1,4 +1,4 @@
-// BodyView: a body prefix as text, pretty JSON, hex or image, chosen from the content type.
+// BodyView: a body prefix as text, re-indented JSON, hex or image, chosen from the content type.
 #pragma once
 
 #include <QWidget>
@@ -32,7 +32,8 @@ public:
     /// What Auto picks for these bytes and content type.
     static Mode autoMode(const std::string& bytes, const QString& contentType);
     static QString hexDump(const std::string& bytes);
-    /// Pretty-printed JSON, or "" when `bytes` is not a complete JSON document.
+    /// `bytes` re-indented as sent (key order, duplicates, number literals kept; see jsonpretty.h),
+    /// or "" when `bytes` is not one complete JSON value.
     static QString prettyJson(const std::string& bytes);
 
 private:
