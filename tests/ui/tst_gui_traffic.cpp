@@ -16,6 +16,7 @@
 
 #include <QApplication>
 #include <QBuffer>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -522,6 +523,34 @@ private slots:
         QVERIFY(!page.view()->selectionModel()->currentIndex().isValid());
         const QString message = page.inspector()->findChild<QLabel*>("inspectorSummary")->text();
         QVERIFY2(message.contains(QString("#%1 has left the capture window").arg(selected)), qPrintable(message));
+    }
+
+    // One exchange, one total: the row, the timeline footer and the HAR line say the same; phases
+    // in words; the raw clock column only on request.
+    void oneTotalAndPhasesInWords() {
+        TrafficPage page(m_server.get());
+        send("/hello", 1);
+        feed(page, 1);
+        page.selectRow(0);
+        const capture::Exchange e = *page.inspector()->exchange();
+        const QString total = ui::formatDuration(e.durationNs());
+        QCOMPARE(page.model()->data(page.model()->index(0, TrafficModel::Duration)).toString(), total);
+        QString harLine;
+        for (auto* label : page.inspector()->findChildren<QLabel*>())
+            if (label->text().startsWith("HAR timings:")) harLine = label->text();
+        QVERIFY2(harLine.endsWith("total " + total), qPrintable(harLine + " vs " + total));
+        auto phases = page.inspector()->findChild<QTableWidget*>("inspectorPhases");
+        QVERIFY(phases && phases->rowCount() >= 3);
+        int headersRow = -1;
+        for (int r = 0; r < phases->rowCount(); ++r)
+            if (phases->item(r, 0)->text() == "Request headers read") headersRow = r;
+        QVERIFY(headersRow >= 0);
+        for (int r = 0; r < phases->rowCount(); ++r)
+            QVERIFY2(!phases->item(r, 0)->text().contains('_'), qPrintable(phases->item(r, 0)->text()));
+        QVERIFY(phases->isColumnHidden(3));
+        page.inspector()->findChild<QCheckBox*>("inspectorRawClock")->setChecked(true);
+        QVERIFY(!phases->isColumnHidden(3));
+        QCOMPARE(phases->item(headersRow, 3)->text(), QString::number(e.at(capture::Phase::RequestHeaders)));
     }
 
     // A refused exchange (no request line was read) offers no resend.

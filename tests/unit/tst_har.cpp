@@ -10,6 +10,8 @@
 #include <QJsonObject>
 #include <QtTest>
 
+#include <cmath>
+
 #include <limits>
 
 using namespace portico;
@@ -96,6 +98,23 @@ std::vector<Exchange> sample() {
 class TestHar : public QObject {
     Q_OBJECT
 private slots:
+    // HAR's parts add up to the exchange's total rounded once (the table, the timeline and the
+    // HAR line show one number), not to a sum of parts rounded one by one.
+    void timingsAddUpToTheTotal() {
+        capture::Exchange e;
+        e.set(capture::Phase::RequestHeaders, 1'000'000);
+        e.set(capture::Phase::RequestBodyDone, 1'000'499);   // +0.499 µs
+        e.set(capture::Phase::ResponseFirstByte, 1'070'999); // +70.5 µs later
+        e.set(capture::Phase::ResponseDone, 1'108'499);      // +37.5 µs later
+        const capture::HarTimings t = capture::harTimings(e);
+        const double total = std::round(double(e.durationNs()) / 1000.0) / 1000.0; // 0.108 ms
+        QCOMPARE(t.send + t.wait + t.receive, total);
+        QCOMPARE(t.total(), total);
+        // Rounded one by one they would be 0.000 + 0.071 + 0.038 = 0.109 ms.
+        QCOMPARE(t.wait, 0.071);
+        QCOMPARE(t.receive, 0.037);
+    }
+
     void exportFollowsHar01() {
         const std::string text = capture::toHar(sample());
         QVERIFY(capture::isUtf8(text));

@@ -11,6 +11,7 @@
 #include <portico/tls/local_ca.h>
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QFontDatabase>
 #include <QHBoxLayout>
@@ -175,7 +176,16 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     auto timelineLayout = new QVBoxLayout(m_timelinePage);
     timelineLayout->setContentsMargins(0, 0, 0, 0);
     timelineLayout->addWidget(m_timeline);
-    timelineLayout->addWidget(m_harTimings);
+    // The raw steady_clock values matter to few people (matching a record with perf or strace
+    // output): behind a toggle, off by default.
+    auto rawClock = new QCheckBox(tr("Show raw clock values (steady_clock ns)"));
+    rawClock->setObjectName("inspectorRawClock");
+    m_phases->setColumnHidden(3, true);
+    connect(rawClock, &QCheckBox::toggled, this, [this](bool on) { m_phases->setColumnHidden(3, !on); });
+    auto harRow = new QHBoxLayout;
+    harRow->addWidget(m_harTimings, 1);
+    harRow->addWidget(rawClock);
+    timelineLayout->addLayout(harRow);
     timelineLayout->addWidget(m_phases, 1);
     m_messages = new QTableWidget(0, 5);
     m_messages->setObjectName("inspectorMessages");
@@ -342,7 +352,7 @@ void InspectorWidget::fillPhases(const capture::Exchange& e) {
     for (int i = 0; i < int(segments.size()); ++i) {
         const auto& s = segments[std::size_t(i)];
         const QString cells[] = {
-            QString::fromUtf8(capture::phaseName(s.phase)),
+            TimelineWidget::phaseLabel(s.phase),
             QStringLiteral("%1 ms").arg(double(s.endNs - origin) / 1e6, 0, 'f', 3),
             i ? QStringLiteral("+%1 ms").arg(double(s.endNs - s.startNs) / 1e6, 0, 'f', 3) : QString(),
             QString::number(s.endNs)};
@@ -357,7 +367,8 @@ void InspectorWidget::fillPhases(const capture::Exchange& e) {
         return v < 0 ? QStringLiteral("n/a") : QStringLiteral("%1 ms").arg(v, 0, 'f', 3);
     };
     m_harTimings->setText(tr("HAR timings: connect %1 · send %2 · wait %3 · receive %4 · total %5")
-                              .arg(ms(t.connect), ms(t.send), ms(t.wait), ms(t.receive), ms(t.total())));
+                              .arg(ms(t.connect), ms(t.send), ms(t.wait), ms(t.receive),
+                                   formatDuration(std::llround(t.total() * 1e6))));
 }
 
 void InspectorWidget::fillMessages(const capture::Exchange& e) {

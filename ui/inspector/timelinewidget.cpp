@@ -1,6 +1,8 @@
 // TimelineWidget: segments from the phases, painted as a waterfall with a ms scale.
 #include "timelinewidget.h"
 
+#include "traffic/trafficmodel.h"
+
 #include <QPaintEvent>
 #include <QPainter>
 
@@ -34,12 +36,51 @@ QColor phaseColor(capture::Phase p) {
     }
 }
 
-QString msText(std::int64_t ns) {
+QString msText(std::int64_t ns) { return formatDuration(ns); }
+
+// A tick label with as many decimals as the step needs: "0 ms", "0.02 ms", "0.04 ms"; "1 ms".
+QString tickText(std::int64_t ns, std::int64_t step) {
     const double ms = double(ns) / 1e6;
-    return ms < 10 ? QStringLiteral("%1 ms").arg(ms, 0, 'f', 3) : QStringLiteral("%1 ms").arg(ms, 0, 'f', 1);
+    int decimals = 0;
+    for (std::int64_t unit = 1'000'000; unit > step && decimals < 6; unit /= 10)
+        ++decimals;
+    return QStringLiteral("%1 ms").arg(ms, 0, 'f', decimals);
+}
+
+// A round tick step (1, 2 or 5 × 10^k ns) giving at most `maxTicks` steps over `span`.
+std::int64_t niceStep(double span, int maxTicks) {
+    const double raw = std::max(span / maxTicks, 1.0);
+    double pow10 = std::pow(10.0, std::floor(std::log10(raw)));
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (m * pow10 >= raw) return std::int64_t(m * pow10);
+    return std::int64_t(10 * pow10);
 }
 
 } // namespace
+
+QString TimelineWidget::phaseLabel(capture::Phase p) {
+    switch (p) {
+    case capture::Phase::Accepted:
+        return tr("Connection accepted");
+    case capture::Phase::TlsDone:
+        return tr("TLS handshake done");
+    case capture::Phase::RequestHeaders:
+        return tr("Request headers read");
+    case capture::Phase::RequestBodyDone:
+        return tr("Request body read");
+    case capture::Phase::RouteMatched:
+        return tr("Route matched");
+    case capture::Phase::UpstreamConnected:
+        return tr("Upstream connected");
+    case capture::Phase::UpstreamFirstByte:
+        return tr("Upstream first byte");
+    case capture::Phase::ResponseFirstByte:
+        return tr("Response first byte");
+    case capture::Phase::ResponseDone:
+        return tr("Response done");
+    }
+    return QString::fromUtf8(capture::phaseName(p));
+}
 
 TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
     setObjectName("timeline");
@@ -64,6 +105,7 @@ std::vector<TimelineSegment> TimelineWidget::segmentsOf(const capture::Exchange&
 
 void TimelineWidget::setExchange(const capture::Exchange& e) {
     m_segments = segmentsOf(e);
+    m_totalNs = e.durationNs();
     m_note.clear();
     const std::int64_t accepted = e.at(capture::Phase::Accepted);
     const std::int64_t request = e.at(capture::Phase::RequestHeaders);
@@ -109,16 +151,17 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     const int barWidth = std::max(40, width() - kLabelWidth - kValueWidth - 8);
     auto x = [&](std::int64_t ns) { return barLeft + double(ns - origin) / span * barWidth; };
 
-    // Scale: five ticks over the span.
+    // Scale: round ticks (0, 20 µs, 40 µs, ...), at most five steps over the span.
     QColor grid = pal.color(QPalette::Mid);
     grid.setAlpha(90);
     const int bottom = kTop + kRowHeight * int(m_segments.size());
-    for (int i = 0; i <= 4; ++i) {
-        const double fx = barLeft + barWidth * i / 4.0;
+    const std::int64_t step = niceStep(span, 4);
+    for (std::int64_t tick = 0; double(tick) <= span; tick += step) {
+        const double fx = barLeft + barWidth * double(tick) / span;
         p.setPen(QPen(grid, 1, Qt::DashLine));
         p.drawLine(QPointF(fx, kTop - 4), QPointF(fx, bottom));
         p.setPen(pal.color(QPalette::Text));
-        const QString label = msText(std::int64_t(span * i / 4.0));
+        const QString label = tickText(tick, step);
         const int w = fontMetrics().horizontalAdvance(label);
         const double lx = std::clamp(fx - w / 2.0, double(barLeft), double(barLeft + barWidth - w));
         p.drawText(QPointF(lx, kTop - 8), label);
@@ -129,7 +172,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
         const int y = kTop + kRowHeight * int(i);
         p.setPen(pal.color(QPalette::Text));
         p.drawText(QRect(4, y, kLabelWidth - 8, kRowHeight), Qt::AlignVCenter | Qt::AlignLeft,
-                   QString::fromUtf8(capture::phaseName(s.phase)));
+                   phaseLabel(s.phase));
         const double x0 = x(std::min(s.startNs, s.endNs));
         const double x1 = x(std::max(s.startNs, s.endNs));
         const QRectF bar(x0, y + 5, std::max(2.0, x1 - x0), kRowHeight - 10);
@@ -139,7 +182,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
                    i == 0 ? QStringLiteral("0") : QStringLiteral("+") + msText(s.endNs - s.startNs));
     }
     p.setPen(pal.color(QPalette::Text));
-    QString footer = tr("total %1").arg(msText(end - origin));
+    QString footer = tr("total %1").arg(formatDuration(m_totalNs));
     if (!m_note.isEmpty()) footer += QStringLiteral(" · ") + m_note;
     p.drawText(QRect(4, bottom + 2, width() - 8, kRowHeight), Qt::AlignVCenter | Qt::AlignLeft, footer);
 }

@@ -31,6 +31,8 @@ public:
     const std::vector<TimelineSegment>& segments() const { return m_segments; }
     /// The segments drawn for `e` (what setExchange shows).
     static std::vector<TimelineSegment> segmentsOf(const capture::Exchange& e);
+    /// A phase in words for people ("Request body read"); the data formats keep capture::phaseName.
+    static QString phaseLabel(capture::Phase p);
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
@@ -41,6 +43,7 @@ protected:
 private:
     std::vector<TimelineSegment> m_segments;
     QString m_note;
+    std::int64_t m_totalNs = -1; ///< Exchange::durationNs(): the one total shown everywhere
 };
 
 } // namespace portico::ui

@@ -66,6 +66,7 @@ QString formatBytes(std::uint64_t bytes) {
 QString formatDuration(std::int64_t ns) {
     if (ns < 0) return {};
     const double ms = double(ns) / 1e6;
+    if (ms < 1) return QStringLiteral("%1 ms").arg(ms, 0, 'f', 3);
     if (ms < 10) return QStringLiteral("%1 ms").arg(ms, 0, 'f', 2);
     if (ms < 1000) return QStringLiteral("%1 ms").arg(ms, 0, 'f', 1);
     return QStringLiteral("%1 s").arg(ms / 1000, 0, 'f', 2);

@@ -100,7 +100,8 @@ private:
 
 /// "1.2 kB", "3.4 MB" (decimal units, as browsers' network panels show sizes).
 QString formatBytes(std::uint64_t bytes);
-/// "0.42 ms", "12.3 ms", "1.20 s"; "" for -1.
+/// "0.107 ms", "4.42 ms", "12.3 ms", "1.20 s"; "" for -1. The one format of an exchange's total
+/// (table, timeline, HAR line).
 QString formatDuration(std::int64_t ns);
 /// "HTTP/1.1", "h2", "WS", "gRPC".
 QString protocolName(capture::Protocol p, std::uint8_t httpVersion);

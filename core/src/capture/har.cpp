@@ -277,10 +277,17 @@ HarTimings harTimings(const Exchange& e) {
     std::int64_t body = e.at(Phase::RequestBodyDone) >= 0 ? e.at(Phase::RequestBodyDone) : headers;
     std::int64_t first = e.at(Phase::ResponseFirstByte) >= 0 ? e.at(Phase::ResponseFirstByte) : -1;
     std::int64_t done = e.at(Phase::ResponseDone);
-    t.send = headers >= 0 && body >= headers ? ms(body - headers) : 0;
     if (first < 0) first = done >= 0 ? done : body;
-    t.wait = body >= 0 && first >= body ? ms(first - body) : 0;
-    t.receive = first >= 0 && done >= first ? ms(done - first) : 0;
+    // Each boundary is rounded to the microsecond once, from the request's first byte, so the parts
+    // add up to the exchange's rounded total (Exchange::durationNs): one number everywhere, not a
+    // sum of separately rounded parts that is off by a microsecond.
+    auto at = [headers](std::int64_t ns) { return ms(ns - headers); };
+    t.send = headers >= 0 && body >= headers ? at(body) : 0;
+    t.wait = body >= 0 && first >= body ? at(first) - at(body) : 0;
+    t.receive = first >= 0 && done >= first ? at(done) - at(first) : 0;
+    // Subtracting rounded values leaves binary noise (0.1 - 0.03); back to whole microseconds.
+    for (double* v : {&t.send, &t.wait, &t.receive})
+        *v = std::round(*v * 1000.0) / 1000.0;
     return t;
 }
 
