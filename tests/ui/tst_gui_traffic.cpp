@@ -27,6 +27,9 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
+#include <QHeaderView>
+#include <QAction>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -551,6 +554,36 @@ private slots:
         page.inspector()->findChild<QCheckBox*>("inspectorRawClock")->setChecked(true);
         QVERIFY(!phases->isColumnHidden(3));
         QCOMPARE(phases->item(headersRow, 3)->text(), QString::number(e.at(capture::Phase::RequestHeaders)));
+    }
+
+    // The table's context menu: copy the URL, filter by this host or route (the selection stays
+    // on the exchange, in view), and its actions reach the inspector's.
+    void contextMenuActsOnTheRow() {
+        TrafficPage page(m_server.get());
+        send("/hello", 3);
+        send("/json", 1);
+        feed(page, 4);
+        const int row = rowWithPath(page.model(), "/hello");
+        QVERIFY(row >= 0);
+        page.selectRow(row);
+        const std::uint64_t id = page.model()->idAt(row);
+        std::unique_ptr<QMenu> menu(page.contextMenuFor(row));
+        auto action = [&menu](const char* name) { return menu->findChild<QAction*>(name); };
+        for (const char* name : {"copyUrl", "copyCurl", "copyPython", "resend", "filterHost", "filterRoute",
+                                 "exportSelected"})
+            QVERIFY2(action(name), name);
+        QApplication::clipboard()->clear();
+        action("copyUrl")->trigger();
+        QCOMPARE(QApplication::clipboard()->text(), m_server->firstHttpUrl() + "hello");
+        action("filterRoute")->trigger();
+        QCOMPARE(page.findChild<QLineEdit*>("trafficFilter")->text(), QString("route:hello"));
+        QVERIFY(page.filterError().isEmpty());
+        QCOMPARE(page.model()->rowCount(), 3);
+        QCOMPARE(page.inspector()->exchange()->id, id); // still the same exchange, selected
+        QCOMPARE(page.model()->idAt(page.view()->selectionModel()->currentIndex().row()), id);
+        action("filterHost")->trigger();
+        QCOMPARE(page.model()->rowCount(), 4);
+        QVERIFY(!page.view()->horizontalHeader()->sectionsClickable());
     }
 
     // A refused exchange (no request line was read) offers no resend.

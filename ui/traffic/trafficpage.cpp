@@ -9,12 +9,15 @@
 #include <portico/capture/filter.h>
 #include <portico/capture/har.h>
 
+#include <QApplication>
+#include <QClipboard>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
 #include <QSaveFile>
 #include <QScrollBar>
@@ -99,6 +102,9 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 6);
     QHeaderView* h = m_view->horizontalHeader();
     h->setHighlightSections(false);
+    // Not sortable yet: a click on a header must not select a column (it used to move the
+    // current row to the first one and open exchange #1).
+    h->setSectionsClickable(false);
     const QFontMetrics fm = m_view->fontMetrics();
     const int widths[TrafficModel::ColumnCount] = {fm.horizontalAdvance("00:00:00.000") + 16,
                                                    fm.horizontalAdvance("HTTP/1.1") + 20,
@@ -149,6 +155,16 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
         m_view->selectionModel()->clear(); // → showCurrent() with nothing selected
         m_inspector->clear(
             tr("#%1 has left the capture window (capture.max_records, capture.max_bytes)").arg(id));
+    });
+    m_view->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_view, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+        const QModelIndex index = m_view->indexAt(pos);
+        if (!index.isValid()) return;
+        // Right-clicking outside the selection selects that row first, as file managers do.
+        if (!m_view->selectionModel()->isRowSelected(index.row(), {})) selectRow(index.row());
+        QMenu* menu = contextMenuFor(index.row());
+        menu->setAttribute(Qt::WA_DeleteOnClose);
+        menu->popup(m_view->viewport()->mapToGlobal(pos));
     });
     auto space = new QShortcut(QKeySequence(Qt::Key_Space), m_view);
     space->setContext(Qt::WidgetShortcut);
@@ -214,7 +230,8 @@ void TrafficPage::drain() {
 }
 
 void TrafficPage::updateDropped() {
-    const std::uint64_t dropped = m_server->live().droppedRecords;
+    const std::uint64_t total = m_server->live().droppedRecords;
+    const std::uint64_t dropped = total >= m_droppedBase ? total - m_droppedBase : total;
     m_dropped->setVisible(dropped > 0);
     if (dropped) m_dropped->setText(tr("%1 records dropped").arg(QLocale().toString(qulonglong(dropped))));
 }
@@ -232,8 +249,47 @@ void TrafficPage::clearRows() {
     m_model->clear();
     m_inspector->clear();
     m_skipped = 0;
+    m_droppedBase = m_server->live().droppedRecords; // "N dropped" counts from here
     m_follow = true;
     updateCount();
+    updateDropped();
+}
+
+QMenu* TrafficPage::contextMenuFor(int row) {
+    auto* menu = new QMenu(this);
+    menu->setObjectName("trafficContextMenu");
+    const TrafficRow* r = row >= 0 && row < m_model->rowCount() ? m_model->rowAt(row) : nullptr;
+    if (!r) return menu;
+    const QString url = QString::fromStdString(r->scheme.empty() ? "http" : r->scheme) + "://" +
+                        QString::fromStdString(r->authority) + QString::fromStdString(r->target);
+    auto add = [menu](const QString& text, const char* name, auto slot) {
+        QAction* a = menu->addAction(text, slot);
+        a->setObjectName(name);
+        return a;
+    };
+    add(tr("Copy URL"), "copyUrl", [this, url] {
+        QApplication::clipboard()->setText(url);
+        emit notice(tr("Copied %1").arg(url));
+    });
+    add(tr("Copy as curl"), "copyCurl", [this] { m_inspector->copyAsCurl(); });
+    add(tr("Copy as Python"), "copyPython", [this] { m_inspector->copyAsPython(); });
+    add(tr("Resend"), "resend", [this] { m_inspector->resend(); })
+        ->setEnabled(!r->method.empty() && !r->target.empty() && !m_inspector->isResending());
+    menu->addSeparator();
+    // Filter terms quote what has spaces or quotes ("(no route)").
+    auto term = [](const QString& key, const QString& value) {
+        return value.contains(' ') || value.contains('"') ? key + ":\"" + QString(value).remove('"') + "\""
+                                                          : key + ":" + value;
+    };
+    const QString host = QString::fromStdString(r->authority);
+    add(tr("Filter by host %1").arg(host), "filterHost", [this, term, host] { setFilterText(term("host", host)); });
+    const QString route = QString::fromStdString(r->route);
+    if (!route.isEmpty())
+        add(tr("Filter by route %1").arg(route), "filterRoute",
+            [this, term, route] { setFilterText(term("route", route)); });
+    menu->addSeparator();
+    add(tr("Export selected as HAR…"), "exportSelected", [this] { exportHarDialog(); });
+    return menu;
 }
 
 void TrafficPage::focusFilter() {
@@ -277,13 +333,15 @@ void TrafficPage::applyFilter() {
     auto copy = filter;
     m_model->setFilter(std::move(filter), details);
     m_feed->setFilter(m_model->filter() ? copy : std::nullopt, m_model->filterGeneration());
-    if (selected) {
-        const int row = m_model->rowOfId(selected);
-        if (row >= 0)
-            m_view->selectionModel()->setCurrentIndex(
-                m_model->index(row, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    // The selected exchange stays selected and in view when the filter still shows it.
+    const int selectedRow = selected ? m_model->rowOfId(selected) : -1;
+    if (selectedRow >= 0) {
+        m_view->selectionModel()->setCurrentIndex(m_model->index(selectedRow, 0),
+                                                  QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        m_view->scrollTo(m_model->index(selectedRow, 0), QAbstractItemView::PositionAtCenter);
+    } else if (m_follow) {
+        m_view->scrollToBottom();
     }
-    if (m_follow) m_view->scrollToBottom();
     updateCount();
 }
 

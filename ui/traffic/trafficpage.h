@@ -7,6 +7,7 @@
 #include <cstdint>
 
 class QLabel;
+class QMenu;
 class QLineEdit;
 class QPushButton;
 class QSplitter;
@@ -63,6 +64,9 @@ public slots:
     void applyFilter();
     void exportHarDialog();
     void selectRow(int row);
+    /// The table's context menu for `row` (actions named copyUrl, copyCurl, copyPython, resend,
+    /// filterHost, filterRoute, exportSelected); the caller owns it.
+    QMenu* contextMenuFor(int row);
 
 signals:
     void notice(const QString& text);
@@ -91,6 +95,7 @@ private:
     QTimer* m_statusTimer = nullptr;
     QTimer* m_filterDelay = nullptr;
     std::uint64_t m_skipped = 0; ///< records the feed never read (window moved on), since Clear
+    std::uint64_t m_droppedBase = 0; ///< the engine's dropped-record count at the last Clear
     bool m_paused = false;
     bool m_follow = true;
 };
