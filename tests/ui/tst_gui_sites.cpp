@@ -298,6 +298,19 @@ private slots:
         QVERIFY(!spy.last().at(1).toBool());
         QVERIFY(spy.last().at(0).toString().contains("no-such-dir"));
         QCOMPARE(exchange(socket, "/hello").body, QByteArray("edited outside\n"));
+        // The refusal stays (its errors are to be fixed) until dismissed.
+        auto* banner = m_page->findChild<QLabel*>("sitesNotice");
+        QVERIFY(banner->isVisible() && banner->text().contains("no-such-dir"));
+        QTest::qWait(SitesPage::kNoticeMs + 500);
+        QVERIFY(banner->isVisible());
+        emit banner->linkActivated("#dismiss");
+        QVERIFY(!banner->isVisible());
+        // A good edit's "reloaded" banner goes away by itself.
+        writeFile(configPath(), text);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 3, 5000);
+        QVERIFY(spy.last().at(1).toBool());
+        QVERIFY(banner->isVisible());
+        QTRY_VERIFY_WITH_TIMEOUT(!banner->isVisible(), SitesPage::kNoticeMs + 3000);
     }
 
     // Rooms are visible in the status bar: sessions open, rooms, and per room (tooltip) its

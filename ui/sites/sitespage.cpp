@@ -24,6 +24,7 @@
 #include <QShortcut>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QTimer>
 #include <QTreeWidget>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -295,9 +296,19 @@ SitesPage::SitesPage(ServerController* server, QWidget* parent) : QWidget(parent
 
     connect(m_tree, &QTreeWidget::currentItemChanged, this, &SitesPage::onSelectionChanged);
     connect(m_server, &ServerController::configChanged, this, &SitesPage::onServerConfigChanged);
-    connect(m_server, &ServerController::externalChange, this, [this](const QString& text, bool) {
-        m_notice->setText(text);
-        m_notice->setVisible(true);
+    // The banner: a reload says so and goes away after a few seconds; a refused edit stays until
+    // dismissed (its errors are what the user has to fix). "Dismiss" closes either.
+    m_noticeTimer = new QTimer(this);
+    m_noticeTimer->setSingleShot(true);
+    m_noticeTimer->setInterval(kNoticeMs);
+    connect(m_noticeTimer, &QTimer::timeout, m_notice, &QWidget::hide);
+    m_notice->setTextFormat(Qt::RichText);
+    connect(m_notice, &QLabel::linkActivated, this, [this] {
+        m_noticeTimer->stop();
+        m_notice->hide();
+    });
+    connect(m_server, &ServerController::externalChange, this, [this](const QString& text, bool reloaded) {
+        showNotice(text, !reloaded);
         emit notice(text);
     });
     onServerConfigChanged();
@@ -1056,12 +1067,21 @@ QStringList SitesPage::problems() const {
     return all + m_otherErrors;
 }
 
+void SitesPage::showNotice(const QString& text, bool sticky) {
+    m_notice->setText(text.toHtmlEscaped().replace('\n', "<br>") + QStringLiteral(" &nbsp;<a href=\"#dismiss\">") +
+                      tr("Dismiss") + QStringLiteral("</a>"));
+    m_notice->setVisible(true);
+    if (sticky)
+        m_noticeTimer->stop();
+    else
+        m_noticeTimer->start();
+}
+
 bool SitesPage::apply() {
     if (!canApply()) return false;
     QString error;
     if (!m_server->apply(m_validated, &error)) {
-        m_notice->setText(tr("Not applied: %1").arg(error));
-        m_notice->setVisible(true);
+        showNotice(tr("Not applied: %1").arg(error), true);
         return false;
     }
     m_notice->setVisible(false);

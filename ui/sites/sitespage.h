@@ -12,6 +12,7 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QTimer;
 class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
@@ -35,6 +36,7 @@ public:
     explicit SitesPage(ServerController* server, QWidget* parent = nullptr);
 
     bool hasChanges() const;
+    static constexpr int kNoticeMs = 6000; ///< how long a "reloaded" banner stays
     bool canApply() const;
     /// Every current problem as "path: message" (inline errors and the loader's).
     QStringList problems() const;
@@ -76,6 +78,9 @@ private:
     void validate();
     void showErrors();
     void updateButtons();
+    /// The banner above the form; `sticky` ones (errors) stay until dismissed, others hide after
+    /// kNoticeMs.
+    void showNotice(const QString& text, bool sticky);
     void updateCurrentItemText();
     void onServerConfigChanged();
     QString currentPrefix() const;
@@ -103,6 +108,7 @@ private:
     QComboBox* m_redirectStatus = nullptr;
     QComboBox* m_wsMode = nullptr;
     QLabel* m_notice = nullptr;
+    QTimer* m_noticeTimer = nullptr;
     QLabel* m_problems = nullptr;
     QPushButton* m_apply = nullptr;
     QPushButton* m_revert = nullptr;
