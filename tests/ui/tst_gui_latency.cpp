@@ -89,11 +89,17 @@ private slots:
         QVERIFY(page.markerMs(50) < 20.0 * 50);
 
         QVERIFY(page.selectSource("Server: route fast"));
+        // The title names the scope shown, and marker labels use µs below a millisecond.
+        QVERIFY2(page.timelineTitle().contains("route fast"), qPrintable(page.timelineTitle()));
+        QCOMPARE(ui::LatencyPage::latencyText(0.00152), QString("1.52 µs"));
+        QCOMPARE(ui::LatencyPage::latencyText(15.24), QString("15.2 ms"));
+        QCOMPARE(ui::LatencyPage::latencyText(1200), QString("1.20 s"));
         QCOMPARE(page.histogramTotal(), double(fast->count));
         QCOMPARE(page.markerMs(50), fast->histogram.valueAtPercentile(50) / 1e6);
         QVERIFY(page.markerMs(50) < 20.0);
 
         QVERIFY(page.selectSource("Server: all"));
+        QVERIFY2(page.timelineTitle().contains("all vhosts"), qPrintable(page.timelineTitle()));
         QCOMPARE(report.overall.count, total);
         QCOMPARE(page.histogramTotal(), double(total));
         QVERIFY(page.histogramTotal() > double(slow->count));

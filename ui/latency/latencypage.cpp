@@ -26,6 +26,19 @@ const int kPercentiles[] = {50, 90, 99};
 const QColor kMarkerColors[] = {QColor(39, 174, 96), QColor(243, 156, 18), QColor(192, 57, 43)};
 const QColor kRunColors[] = {QColor(41, 128, 185), QColor(142, 68, 173)};
 
+} // namespace
+
+// "15.2 µs", "1.52 ms", "312 ms", "1.20 s": three significant digits in the unit that suits.
+QString LatencyPage::timelineTitle() const { return m_timelineTitle->text(); }
+
+QString LatencyPage::latencyText(double ms) {
+    if (ms < 1) return QStringLiteral("%1 µs").arg(ms * 1000, 0, 'g', 3);
+    if (ms < 1000) return QStringLiteral("%1 ms").arg(ms, 0, 'g', 3);
+    return QStringLiteral("%1 s").arg(ms / 1000, 0, 'f', 2);
+}
+
+namespace {
+
 QCPTextElement* title(QCustomPlot* plot, const QString& text) {
     plot->plotLayout()->insertRow(0);
     auto t = new QCPTextElement(plot, text, QFont(plot->font().family(), 10, QFont::Bold));
@@ -97,7 +110,7 @@ LatencyPage::LatencyPage(ServerController* server, QWidget* parent) : QWidget(pa
 
     m_timeline = new QCustomPlot;
     m_timeline->setObjectName("latencyTimeline");
-    title(m_timeline, tr("p50 / p90 / p99 over time (all vhosts, 1 s slots)"));
+    m_timelineTitle = title(m_timeline, tr("p50 / p90 / p99 over time (1 s slots)"));
     QSharedPointer<QCPAxisTickerDateTime> clock(new QCPAxisTickerDateTime);
     clock->setDateTimeFormat("HH:mm:ss");
     m_timeline->xAxis->setTicker(clock);
@@ -257,7 +270,7 @@ void LatencyPage::drawMarkers(const stats::Histogram& histogram) {
         label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
         label->setPadding(QMargins(4, 0, 0, 0));
         label->setColor(kMarkerColors[i]);
-        label->setText(QString("p%1 %2 ms").arg(kPercentiles[i]).arg(v, 0, 'g', 3));
+        label->setText(QString("p%1 %2").arg(kPercentiles[i]).arg(latencyText(v)));
     }
 }
 
@@ -272,6 +285,10 @@ void LatencyPage::rebuildServer() {
         drawHistogram(0, scope->histogram, m_source->currentText().section(": ", 1));
         drawMarkers(scope->histogram);
     }
+    // The title names what is shown: the whole server, one vhost or one route.
+    const QString scopeName = m_source->currentText().section(": ", 1);
+    m_timelineTitle->setText(tr("p50 / p90 / p99 over time, %1 (1 s slots)")
+                                 .arg(scopeName == "all" ? tr("all vhosts") : scopeName));
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (int i = 0; i < 3; ++i) {
         QVector<double> x, y;

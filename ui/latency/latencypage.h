@@ -9,6 +9,7 @@
 
 class QComboBox;
 class QCustomPlot;
+class QCPTextElement;
 class QLabel;
 class QTimer;
 
@@ -32,6 +33,10 @@ public:
     explicit LatencyPage(ServerController* server = nullptr, QWidget* parent = nullptr);
 
     void addRun(const LoadRun& run);
+    /// A latency in milliseconds as people read it: "15.2 µs", "1.52 ms", "312 ms", "1.20 s".
+    static QString latencyText(double ms);
+    /// The over-time plot's title ("p50 / p90 / p99 over time, route hello (1 s slots)").
+    QString timelineTitle() const;
     /// Reads the server's latest report now (the 1 Hz timer does it too) and redraws a server scope.
     void refreshServer();
     /// Selects a source by its label ("Server: all", "Server: route hello", "Load-test runs");
@@ -62,6 +67,7 @@ private:
     QComboBox* m_source = nullptr;
     QWidget* m_runBar = nullptr;
     QCustomPlot* m_timeline = nullptr;
+    QCPTextElement* m_timelineTitle = nullptr;
     QTimer* m_refresh = nullptr;
     QComboBox* m_run = nullptr;
     QComboBox* m_compare = nullptr;
