@@ -1,8 +1,8 @@
 #include "cli_checks.h"
 
 #include <charconv>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
@@ -58,8 +58,8 @@ std::string helpFor(CLI::App* app) {
 } // namespace
 
 CLI::Validator wholeNumber(std::uint64_t lo, std::uint64_t hi) {
-    const std::string range = hi == UINT64_MAX ? std::to_string(lo) + "+"
-                                               : std::to_string(lo) + ".." + std::to_string(hi);
+    const std::string range =
+        hi == UINT64_MAX ? std::to_string(lo) + "+" : std::to_string(lo) + ".." + std::to_string(hi);
     return CLI::Validator(
         [lo, hi](std::string& text) -> std::string {
             std::uint64_t v = 0;
@@ -126,8 +126,8 @@ std::string subcommandProblem(CLI::App& app, int argc, char** argv) {
             if (sub->check_name(word)) next = sub;
         if (!next) {
             // A command that takes positionals after optional subcommands is not ours to judge.
-            if (cur != &app && !cur->get_options([](const CLI::Option* o) { return o->get_positional(); })
-                                    .empty())
+            if (cur != &app &&
+                !cur->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty())
                 return {};
             return path(cur) + ": unknown subcommand '" + word + "'; one of: " + names(cur) + "\nRun '" +
                    helpFor(cur) + "' for usage.";
@@ -180,7 +180,8 @@ std::string failureMessage(const CLI::App* app, const CLI::Error& e) {
         if (auto colon = what.find(": "); colon != std::string::npos)
             what = "unexpected argument(s): " + what.substr(colon + 2);
     }
-    return where + ": " + what + "\nRun 'portico help" + (topic.empty() ? "" : " " + topic) + "' for usage.\n";
+    return where + ": " + what + "\nRun 'portico help" + (topic.empty() ? "" : " " + topic) +
+           "' for usage.\n";
 }
 
 } // namespace portico::app

@@ -220,11 +220,11 @@ int serve(const ServeOptions& o) {
 
     portico::engine::Engine engine;
     if (!o.quiet)
-        engine.setLiveReloadObserver([](const std::vector<std::string>& paths, bool stylesheetsOnly,
-                                        std::size_t pages) {
-            std::lock_guard lock(g_outMutex);
-            std::cout << liveReloadLine(paths, stylesheetsOnly, pages) << std::endl;
-        });
+        engine.setLiveReloadObserver(
+            [](const std::vector<std::string>& paths, bool stylesheetsOnly, std::size_t pages) {
+                std::lock_guard lock(g_outMutex);
+                std::cout << liveReloadLine(paths, stylesheetsOnly, pages) << std::endl;
+            });
     std::string error;
     bool started = engine.start(cfg, error);
     // Like Vite: `portico serve DIR` without an explicit port moves on when 8080 is taken, and says so.
@@ -264,7 +264,8 @@ int serve(const ServeOptions& o) {
                       << "; trust it once with `portico cert install`.\n";
         std::cout << "Press Ctrl+C to stop." << std::endl;
     }
-    if (!fromDir && !o.noReload) engine.watchConfigFile(o.config, report, std::chrono::milliseconds(500), overrides);
+    if (!fromDir && !o.noReload)
+        engine.watchConfigFile(o.config, report, std::chrono::milliseconds(500), overrides);
 
     int sig = 0;
     sigwait(&signals, &sig);
@@ -353,7 +354,8 @@ int main(int argc, char** argv) {
 #endif
     auto* versionCmd = app.add_subcommand("version", "Print the version");
     std::vector<std::string> helpTopic;
-    auto* helpCmd = app.add_subcommand("help", "Show help for portico or a subcommand (e.g. help har export)");
+    auto* helpCmd =
+        app.add_subcommand("help", "Show help for portico or a subcommand (e.g. help har export)");
     helpCmd->add_option("command", helpTopic, "Subcommand, and its subcommand");
 
     // dir and --config are mutually exclusive.

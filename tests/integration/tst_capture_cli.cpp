@@ -174,14 +174,16 @@ private slots:
             QByteArray says;
         };
         for (const BadTarget& t :
-             {BadTarget{"http://192.0.2.1:9", "192.0.2.1: not a loopback address; replaying to other hosts needs "
-                                             "--allow-remote"},
+             {BadTarget{"http://192.0.2.1:9",
+                        "192.0.2.1: not a loopback address; replaying to other hosts needs "
+                        "--allow-remote"},
               BadTarget{"ftp://127.0.0.1/", "ftp: only http:// and https:// targets can be replayed"},
               BadTarget{"http://127.0.0.1:99999/", "must be a number from 1 to 65535"},
               BadTarget{"127.0.0.1:8080", "not a URL"}}) {
             r = test::runProcess(test::porticoBinary(), {"replay", db, "--target", t.url});
             QVERIFY2(r.exitCode == 2, r.err.constData());
-            QVERIFY2(r.err.startsWith("portico replay: --target " + t.url.toUtf8() + ": ") && r.err.contains(t.says),
+            QVERIFY2(r.err.startsWith("portico replay: --target " + t.url.toUtf8() + ": ") &&
+                         r.err.contains(t.says),
                      r.err.constData());
             QVERIFY2(r.out.isEmpty(), r.out.constData()); // nothing was tried
         }
@@ -225,7 +227,8 @@ private slots:
             auto r = test::runProcess(test::porticoBinary(), args);
             const QByteArray what = args.join(' ').toUtf8() + ": " + r.err;
             QCOMPARE(r.exitCode, 1);
-            QVERIFY2(r.err.contains(corrupt.toUtf8() + ": ") && r.err.contains("session file"), what.constData());
+            QVERIFY2(r.err.contains(corrupt.toUtf8() + ": ") && r.err.contains("session file"),
+                     what.constData());
             QVERIFY2(!r.err.contains("syntax error"), what.constData());
         }
         for (const QStringList& args : {QStringList{"replay", db, "--target", url},
@@ -234,7 +237,8 @@ private slots:
             auto r = test::runProcess(test::porticoBinary(), args + QStringList{"--filter", "status:599"});
             const QByteArray what = args.join(' ').toUtf8() + ": " + r.err;
             QCOMPARE(r.exitCode, 1);
-            QVERIFY2(r.err.contains("no exchange in " + db.toUtf8() + " matches --filter 'status:599' (3 recorded)"),
+            QVERIFY2(r.err.contains("no exchange in " + db.toUtf8() +
+                                    " matches --filter 'status:599' (3 recorded)"),
                      what.constData());
             QVERIFY2(r.out.isEmpty(), what.constData());
         }

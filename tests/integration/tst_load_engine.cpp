@@ -226,7 +226,8 @@ private slots:
         const std::string text = load::summaryText(r);
         static const QRegularExpression sizes(R"(, \d+\.\d\d(KiB|MiB) read, \d+(\.\d\d)?(B|KiB) written)");
         QVERIFY2(sizes.match(QString::fromStdString(text)).hasMatch(), text.c_str());
-        QVERIFY2(QString::fromStdString(text).contains(QRegularExpression(R"(Transfer/sec: +\d+\.\d\d(KiB|MiB)\n)")),
+        QVERIFY2(QString::fromStdString(text).contains(
+                     QRegularExpression(R"(Transfer/sec: +\d+\.\d\d(KiB|MiB)\n)")),
                  text.c_str());
         QCOMPARE(server->terminate(), 0);
     }

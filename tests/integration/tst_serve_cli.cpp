@@ -49,8 +49,9 @@ private slots:
         QCOMPARE(bad.exitCode, 2);
         auto unknown = runProcess(porticoBinary(), {"frobnicate"});
         QCOMPARE(unknown.exitCode, 2);
-        QVERIFY2(unknown.err.startsWith("portico: unknown subcommand 'frobnicate'; one of: serve, cert, bench"),
-                 unknown.err.constData());
+        QVERIFY2(
+            unknown.err.startsWith("portico: unknown subcommand 'frobnicate'; one of: serve, cert, bench"),
+            unknown.err.constData());
         // --version and -V as well as `version`.
         for (const char* flag : {"--version", "-V"}) {
             auto r = runProcess(porticoBinary(), {flag});
@@ -75,7 +76,8 @@ private slots:
                  cert.err.constData());
         auto har = runProcess(porticoBinary(), {"har"});
         QCOMPARE(har.exitCode, 2);
-        QVERIFY2(har.err.startsWith("portico har: missing subcommand; one of: export, import"), har.err.constData());
+        QVERIFY2(har.err.startsWith("portico har: missing subcommand; one of: export, import"),
+                 har.err.constData());
     }
 
     // Every usage error exits 2 with "portico SUBCOMMAND: what: why" and where to read more;
@@ -89,15 +91,20 @@ private slots:
             QByteArray says;
         };
         const QList<Case> cases = {
-            {{"bench", url, "-c", "0"}, "portico bench: --connections: 0 is out of range (expected 1 to 100000)"},
-            {{"bench", url, "-c", "ten"}, "--connections: 'ten' is not a whole number (expected 1 to 100000)"},
+            {{"bench", url, "-c", "0"},
+             "portico bench: --connections: 0 is out of range (expected 1 to 100000)"},
+            {{"bench", url, "-c", "ten"},
+             "--connections: 'ten' is not a whole number (expected 1 to 100000)"},
             {{"bench", url, "-n", "0"}, "--requests: 0 is out of range (expected 1 to 1000000000000)"},
             {{"bench", url, "-R", "0"}, "--rate: 0 is out of range (expected 0.001 to 100000000)"},
             {{"bench", url, "--streams", "5000"}, "--streams: 5000 is out of range (expected 1 to 1024)"},
-            {{"serve", "--port", "70000"}, "portico serve: --port: 70000 is out of range (expected 0 to 65535)"},
+            {{"serve", "--port", "70000"},
+             "portico serve: --port: 70000 is out of range (expected 0 to 65535)"},
             {{"serve", "--workers", "0"}, "--workers: 0 is out of range (expected 1 to 256)"},
-            {{"replay", sourceDir() + "/README.md", "--timeout", "0"}, "--timeout: 0 is out of range (expected 1 to 600000)"},
-            {{"replay", sourceDir() + "/README.md", "--timeout", "5s"}, "--timeout: '5s' is not a whole number"},
+            {{"replay", sourceDir() + "/README.md", "--timeout", "0"},
+             "--timeout: 0 is out of range (expected 1 to 600000)"},
+            {{"replay", sourceDir() + "/README.md", "--timeout", "5s"},
+             "--timeout: '5s' is not a whole number"},
             {{"serve", "--config", missing}, "--config: " + missing.toUtf8() + ": no such file"},
             {{"serve", dir.filePath("nope")}, dir.filePath("nope").toUtf8() + ": no such folder"},
             {{"replay", missing}, missing.toUtf8() + ": no such file"},
@@ -125,14 +132,18 @@ private slots:
         const QString base = QString("http://127.0.0.1:%1").arg(port);
         auto onTerminal = [&](const QString& extra) {
             QProcess p;
-            const QString command =
-                QString("'%1' serve '%2' --host 127.0.0.1 --port %3 %4").arg(porticoBinary(), dir.path()).arg(port).arg(extra);
+            const QString command = QString("'%1' serve '%2' --host 127.0.0.1 --port %3 %4")
+                                        .arg(porticoBinary(), dir.path())
+                                        .arg(port)
+                                        .arg(extra);
             p.start("script", {"-q", "-e", "-c", command, "/dev/null"});
             QByteArray out;
-            const bool ready = QTest::qWaitFor([&] {
-                out += p.readAllStandardOutput();
-                return out.contains("Press Ctrl+C to stop.");
-            }, 10000);
+            const bool ready = QTest::qWaitFor(
+                [&] {
+                    out += p.readAllStandardOutput();
+                    return out.contains("Press Ctrl+C to stop.");
+                },
+                10000);
             if (ready) {
                 curl({base + "/index.html"});
                 curl({base + "/missing"});
@@ -141,10 +152,12 @@ private slots:
                 QFile f(dir.filePath("style.css"));
                 if (f.open(QIODevice::WriteOnly)) f.write("p{}");
                 f.close();
-                QTest::qWaitFor([&] {
-                    out += p.readAllStandardOutput();
-                    return out.contains("live reload:");
-                }, 5000);
+                QTest::qWaitFor(
+                    [&] {
+                        out += p.readAllStandardOutput();
+                        return out.contains("live reload:");
+                    },
+                    5000);
             }
             ::kill(static_cast<pid_t>(p.processId()), SIGTERM); // script passes it on to portico
             p.waitForFinished(10000);
@@ -184,13 +197,15 @@ private slots:
         writeFile(cfg, config("one"));
         const std::uint16_t port = freePort();
         const QString base = QString("http://127.0.0.1:%1").arg(port);
-        ServerProcess s({"--config", cfg, "--host", "127.0.0.1", "--port", QString::number(port), "--server-timing"});
+        ServerProcess s(
+            {"--config", cfg, "--host", "127.0.0.1", "--port", QString::number(port), "--server-timing"});
         QVERIFY2(s.waitReady(), s.output().constData());
         QCOMPARE(curl({base + "/v"}), QByteArray("one"));
         QTest::qWait(1100); // a new mtime second
         writeFile(cfg, config("two"));
         QTRY_COMPARE_WITH_TIMEOUT(curl({base + "/v"}), QByteArray("two"), 5000);
-        QVERIFY2(!s.output().contains("Listening on http://127.0.0.1:0") && !s.output().contains("Stopped listening"),
+        QVERIFY2(!s.output().contains("Listening on http://127.0.0.1:0") &&
+                     !s.output().contains("Stopped listening"),
                  s.output().constData());
         QVERIFY2(curl({"-i", base + "/v"}).contains("Server-Timing:"), s.output().constData());
         QVERIFY2(!s.output().contains("take effect after a restart"), s.output().constData());
@@ -519,8 +534,9 @@ private slots:
         QVERIFY2(clfLine.match(line).hasMatch(), qPrintable(line));
 
         // `format: dev`, the terminal's short line, into a file.
-        writeFile(dir.filePath("dev.yaml"), "listen: [\"127.0.0.1:0\"]\naccess_log: {format: dev, path: ./dev.log}\n"
-                                            "vhosts:\n  - root: ./site\n");
+        writeFile(dir.filePath("dev.yaml"),
+                  "listen: [\"127.0.0.1:0\"]\naccess_log: {format: dev, path: ./dev.log}\n"
+                  "vhosts:\n  - root: ./site\n");
         {
             ServerProcess s({"--config", dir.filePath("dev.yaml")});
             QVERIFY2(s.waitReady(), s.output().constData());
@@ -530,7 +546,8 @@ private slots:
         QFile dev(dir.filePath("dev.log"));
         QVERIFY(dev.open(QIODevice::ReadOnly));
         const QString devLine = QString::fromUtf8(dev.readAll().trimmed());
-        static const QRegularExpression devRe(QStringLiteral("^\\d{2}:\\d{2}:\\d{2} GET /a\\.txt 200 \\d+\\.\\d\\d ms 4 B$"));
+        static const QRegularExpression devRe(
+            QStringLiteral("^\\d{2}:\\d{2}:\\d{2} GET /a\\.txt 200 \\d+\\.\\d\\d ms 4 B$"));
         QVERIFY2(devRe.match(devLine).hasMatch(), qPrintable(devLine));
     }
 

@@ -199,11 +199,13 @@ private slots:
                 auto* owner = qobject_cast<QWidget*>(s->parent());
                 if (!s->isEnabled() || !owner || !owner->isVisible()) continue;
                 for (const QKeySequence& k : s->keys())
-                    if (s->context() != Qt::WidgetShortcut) bound[k.toString()] << "shortcut on " + owner->objectName();
+                    if (s->context() != Qt::WidgetShortcut)
+                        bound[k.toString()] << "shortcut on " + owner->objectName();
             }
             for (auto it = bound.begin(); it != bound.end(); ++it)
-                QVERIFY2(it.value().size() == 1,
-                         qPrintable(QString("%1 on the %2 tab: %3").arg(it.key(), tab, it.value().join(", "))));
+                QVERIFY2(
+                    it.value().size() == 1,
+                    qPrintable(QString("%1 on the %2 tab: %3").arg(it.key(), tab, it.value().join(", "))));
         }
     }
 
@@ -218,10 +220,26 @@ private slots:
         auto* sites = m_window->sitesPage();
         auto* load = m_window->loadTestPage();
         const QMap<QString, std::function<void()>> effects = {
-            {"Ctrl+1", [&] { press("Ctrl+1"); QVERIFY(sites->isVisible()); }},
-            {"Ctrl+2", [&] { press("Ctrl+2"); QVERIFY(traffic->isVisible()); }},
-            {"Ctrl+3", [&] { press("Ctrl+3"); QVERIFY(load->isVisible()); }},
-            {"Ctrl+4", [&] { press("Ctrl+4"); QVERIFY(m_window->latencyPage()->isVisible()); }},
+            {"Ctrl+1",
+             [&] {
+                 press("Ctrl+1");
+                 QVERIFY(sites->isVisible());
+             }},
+            {"Ctrl+2",
+             [&] {
+                 press("Ctrl+2");
+                 QVERIFY(traffic->isVisible());
+             }},
+            {"Ctrl+3",
+             [&] {
+                 press("Ctrl+3");
+                 QVERIFY(load->isVisible());
+             }},
+            {"Ctrl+4",
+             [&] {
+                 press("Ctrl+4");
+                 QVERIFY(m_window->latencyPage()->isVisible());
+             }},
             {"Ctrl+O", [&] { QCOMPARE(pressForDialog("Ctrl+O"), QString("Open config")); }},
             {"Ctrl+Shift+O", [&] { QCOMPARE(pressForDialog("Ctrl+Shift+O"), QString("Serve folder")); }},
             {"Ctrl+S",
@@ -355,7 +373,8 @@ private slots:
         }
         // And the other way round: every menu shortcut is documented.
         for (const auto& [what, keys] : m_window->shortcuts())
-            QVERIFY2(documented.contains(keys.toString()), qPrintable(what + " " + keys.toString() + " is not in docs/gui.md"));
+            QVERIFY2(documented.contains(keys.toString()),
+                     qPrintable(what + " " + keys.toString() + " is not in docs/gui.md"));
     }
 
     void helpMenuListsShortcutsAndVersions() {

@@ -7,13 +7,14 @@
 #include "inspector/inspectorwidget.h"
 #include "inspector/timelinewidget.h"
 #include "servercontroller.h"
+#include "test_support.h"
 #include "traffic/trafficmodel.h"
 #include "traffic/trafficpage.h"
-#include "test_support.h"
 
 #include <portico/capture/replay.h>
 #include <portico/load/runner.h>
 
+#include <QAction>
 #include <QApplication>
 #include <QBuffer>
 #include <QCheckBox>
@@ -21,6 +22,7 @@
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFile>
+#include <QHeaderView>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -28,8 +30,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
-#include <QHeaderView>
-#include <QAction>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -249,8 +249,9 @@ private slots:
         qputenv("PORTICO_DATA_DIR", dir.filePath("data").toUtf8());
         QFile f(dir.path() + "/portico.yaml");
         QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("listen: [127.0.0.1:0, {address: 127.0.0.1:0, tls: auto}]\ncapture: true\nvhosts:\n"
-                "  - routes:\n      - path: /echo\n        respond: {body: 'x={{header.x-test}} {{body}}'}\n");
+        f.write(
+            "listen: [127.0.0.1:0, {address: 127.0.0.1:0, tls: auto}]\ncapture: true\nvhosts:\n"
+            "  - routes:\n      - path: /echo\n        respond: {body: 'x={{header.x-test}} {{body}}'}\n");
         f.close();
         m_server = std::make_unique<ServerController>();
         QString error;
@@ -270,7 +271,8 @@ private slots:
 
         page.inspector()->copyAsCurl();
         const QString curlText = QApplication::clipboard()->text();
-        QVERIFY2(curlText.contains("--cacert '" + dir.filePath("data") + "/ca/ca.crt'"), qPrintable(curlText));
+        QVERIFY2(curlText.contains("--cacert '" + dir.filePath("data") + "/ca/ca.crt'"),
+                 qPrintable(curlText));
         auto viaCurl = test::runProcess("sh", {"-c", curlText + " -s -S"});
         QVERIFY2(viaCurl.exitCode == 0, viaCurl.err.constData()); // verified against the CA, no -k
         QCOMPARE(viaCurl.out, sent.out);
@@ -452,8 +454,10 @@ private slots:
         {
             ui::EditResendDialog dialog(original, page.inspector()->resendTarget());
             auto headers = dialog.findChild<QPlainTextEdit*>("editHeaders")->toPlainText();
-            QVERIFY2(headers.contains("Host: ") && headers.contains("Content-Length: 3"), qPrintable(headers));
-            QCOMPARE(dialog.findChild<QLineEdit*>("editUrl")->text(), page.inspector()->resendTarget() + "/echo");
+            QVERIFY2(headers.contains("Host: ") && headers.contains("Content-Length: 3"),
+                     qPrintable(headers));
+            QCOMPARE(dialog.findChild<QLineEdit*>("editUrl")->text(),
+                     page.inspector()->resendTarget() + "/echo");
             const auto r = resend(dialog);
             QVERIFY2(r.ok(), r.error.c_str());
             QCOMPARE(r.exchange.status, 200);
@@ -483,8 +487,8 @@ private slots:
             url->setText(page.inspector()->resendTarget() + "/hello?x=1");
             QVERIFY(sendButton->isEnabled());
             auto headers = dialog.findChild<QPlainTextEdit*>("editHeaders");
-            headers->setPlainText(headers->toPlainText().replace(QRegularExpression("Host: [^\n]*"),
-                                                                 "Host: other.localhost"));
+            headers->setPlainText(
+                headers->toPlainText().replace(QRegularExpression("Host: [^\n]*"), "Host: other.localhost"));
             dialog.findChild<QComboBox*>("editMethod")->setCurrentText("GET");
             dialog.findChild<QPlainTextEdit*>("editBody")->setPlainText("");
             const auto r = resend(dialog);
@@ -516,16 +520,18 @@ private slots:
         const std::uint64_t selected = page.model()->idAt(0);
         QCOMPARE(page.inspector()->exchange()->id, selected);
         send("/hello", 30);
-        QTRY_VERIFY_WITH_TIMEOUT((page.poll(), page.model()->idAt(page.model()->rowCount() - 1) == selected + 39),
-                                 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (page.poll(), page.model()->idAt(page.model()->rowCount() - 1) == selected + 39), 5000);
         QVERIFY2(page.model()->totalRows() <= 20, qPrintable(QString::number(page.model()->totalRows())));
         for (int row = 0; row < page.model()->rowCount(); ++row)
-            QVERIFY2(m_server->engine().exchange(page.model()->idAt(row)),
-                     qPrintable(QString("row %1 (#%2) has no details").arg(row).arg(page.model()->idAt(row))));
+            QVERIFY2(
+                m_server->engine().exchange(page.model()->idAt(row)),
+                qPrintable(QString("row %1 (#%2) has no details").arg(row).arg(page.model()->idAt(row))));
         QVERIFY(!page.inspector()->exchange()); // not another exchange
         QVERIFY(!page.view()->selectionModel()->currentIndex().isValid());
         const QString message = page.inspector()->findChild<QLabel*>("inspectorSummary")->text();
-        QVERIFY2(message.contains(QString("#%1 has left the capture window").arg(selected)), qPrintable(message));
+        QVERIFY2(message.contains(QString("#%1 has left the capture window").arg(selected)),
+                 qPrintable(message));
     }
 
     // One exchange, one total: the row, the timeline footer and the HAR line say the same; phases
@@ -569,8 +575,8 @@ private slots:
         const std::uint64_t id = page.model()->idAt(row);
         std::unique_ptr<QMenu> menu(page.contextMenuFor(row));
         auto action = [&menu](const char* name) { return menu->findChild<QAction*>(name); };
-        for (const char* name : {"copyUrl", "copyCurl", "copyPython", "resend", "filterHost", "filterRoute",
-                                 "exportSelected"})
+        for (const char* name :
+             {"copyUrl", "copyCurl", "copyPython", "resend", "filterHost", "filterRoute", "exportSelected"})
             QVERIFY2(action(name), name);
         QApplication::clipboard()->clear();
         action("copyUrl")->trigger();

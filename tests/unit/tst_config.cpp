@@ -662,11 +662,10 @@ private slots:
                                      "test.yaml:1:16: server_header: expected true or false, got 'maybe'"};
         QTest::newRow("missing value") << QByteArray("access_log:\n  format:\n") + v
                                        << QStringList{"test.yaml:2:3: access_log.format: missing value"};
-        QTest::newRow("access log format")
-            << QByteArray("access_log: {format: combind}\n") + v
-            << QStringList{
-                   "test.yaml:1:22: access_log.format: format must be combined, json, dev or off, got 'combind' "
-                   "(did you mean 'combined'?)"};
+        QTest::newRow("access log format") << QByteArray("access_log: {format: combind}\n") + v
+                                           << QStringList{"test.yaml:1:22: access_log.format: format must be "
+                                                          "combined, json, dev or off, got 'combind' "
+                                                          "(did you mean 'combined'?)"};
         QTest::newRow("access log dir")
             << QByteArray("access_log: {path: nowhere/a.log}\n") + v
             << QStringList{"test.yaml:1:20: access_log.path: directory '$DIR/nowhere' does not exist"};
@@ -1371,11 +1370,13 @@ private slots:
             "      - location: \"^~ /pre\"\n        redirect: {to: /x, status: 308}\n"
             "      - location: '~* \\.(gif|jpg)$'\n        respond: {body: img}\n");
         // The capture section survives the GUI's save (it used to be dropped: Apply turned capture off).
-        inputs << QByteArray("capture: true\nvhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n")
-               << QByteArray("capture: {enabled: false, max_records: 500, max_bytes: 1MiB, ring_records: 64,\n"
-                             "  record_bytes: 8KiB, body_bytes: 100, ws_messages: 7, server_timing: true,\n"
-                             "  store: ./s.db}\naccess_log: {format: dev}\n"
-                             "vhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n");
+        inputs << QByteArray(
+                      "capture: true\nvhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n")
+               << QByteArray(
+                      "capture: {enabled: false, max_records: 500, max_bytes: 1MiB, ring_records: 64,\n"
+                      "  record_bytes: 8KiB, body_bytes: 100, ws_messages: 7, server_timing: true,\n"
+                      "  store: ./s.db}\naccess_log: {format: dev}\n"
+                      "vhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n");
         int checked = 0;
         for (const QByteArray& text : inputs) {
             LoadResult first = load(text);

@@ -102,8 +102,8 @@ bool EditResendDialog::splitUrl(const QString& text, QString& base, QString& tar
 void EditResendDialog::validate() {
     std::vector<capture::Header> headers;
     QString error, base, target;
-    const bool ok =
-        splitUrl(m_url->text(), base, target, error) && parseHeaders(m_headers->toPlainText(), headers, error);
+    const bool ok = splitUrl(m_url->text(), base, target, error) &&
+                    parseHeaders(m_headers->toPlainText(), headers, error);
     m_error->setText(ok ? QString() : error);
     m_send->setEnabled(ok);
 }

@@ -3,6 +3,7 @@
 
 #include "bodyview.h"
 #include "editresenddialog.h"
+#include "jsonpretty.h"
 #include "servercontroller.h"
 #include "timelinewidget.h"
 #include "traffic/trafficmodel.h"
@@ -52,53 +53,6 @@ QString opcodeName(std::uint8_t op) {
     default:
         return QString::number(op);
     }
-}
-
-// Compact JSON (as libprotobuf writes it) indented by 2, keys in their order (QJsonDocument sorts them).
-QString indentJson(const QString& in) {
-    QString out;
-    int depth = 0;
-    bool inString = false, escaped = false;
-    auto newline = [&] { out += '\n' + QString(depth * 2, ' '); };
-    for (int i = 0; i < in.size(); ++i) {
-        const QChar c = in[i];
-        if (inString) {
-            out += c;
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                inString = false;
-            continue;
-        }
-        if (c == '"') {
-            inString = true;
-            out += c;
-        } else if (c == '{' || c == '[') {
-            out += c;
-            const QChar close = c == '{' ? '}' : ']';
-            if (i + 1 < in.size() && in[i + 1] == close) {
-                out += close;
-                ++i;
-            } else {
-                ++depth;
-                newline();
-            }
-        } else if (c == '}' || c == ']') {
-            --depth;
-            newline();
-            out += c;
-        } else if (c == ',') {
-            out += c;
-            newline();
-        } else if (c == ':') {
-            out += QStringLiteral(": ");
-        } else if (!c.isSpace()) {
-            out += c;
-        }
-    }
-    return out;
 }
 
 QTreeWidgetItem* section(QTreeWidget* tree, const QString& title) {
@@ -398,7 +352,7 @@ void InspectorWidget::fillMessages(const capture::Exchange& e) {
             const capture::GrpcMessageText t = capture::describeGrpcMessage(e, m, schema.get());
             full = qs(t.text);
             if (t.kind == capture::GrpcMessageText::Kind::Json) {
-                full = indentJson(full);
+                if (const JsonPretty p = prettyPrintJson(t.text); p.ok) full = qs(p.text);
                 data = qs(t.text);
                 full = qs(t.type) + "\n" + full;
             } else {
@@ -469,8 +423,8 @@ void InspectorWidget::updateActions() {
     m_curl->setEnabled(have);
     m_python->setEnabled(have);
     // A refused exchange (no request line was read) has nothing to resend.
-    const bool canResend =
-        have && !m_exchange->method.empty() && !m_exchange->target.empty() && !m_thread && !resendTarget().isEmpty();
+    const bool canResend = have && !m_exchange->method.empty() && !m_exchange->target.empty() && !m_thread &&
+                           !resendTarget().isEmpty();
     m_resend->setEnabled(canResend);
     m_edit->setEnabled(canResend);
 }

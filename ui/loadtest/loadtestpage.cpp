@@ -519,8 +519,9 @@ void LoadTestPage::onSuiteFinished() {
     if (!m_suiteError.isEmpty())
         summary = tr("<span style='color:#c0392b'>Suite failed: %1</span>").arg(m_suiteError.toHtmlEscaped());
     else if (saved->suiteAborted)
-        summary = m_suiteRows.size() == 1 ? tr("Suite stopped after 1 route; not saved.")
-                                          : tr("Suite stopped after %1 routes; not saved.").arg(m_suiteRows.size());
+        summary = m_suiteRows.size() == 1
+                      ? tr("Suite stopped after 1 route; not saved.")
+                      : tr("Suite stopped after %1 routes; not saved.").arg(m_suiteRows.size());
     else
         summary = tr("Suite @ %1: geometric mean <b>%2</b> req/s over %3 routes.")
                       .arg(QString::fromStdString(saved->suiteBaseUrl))

@@ -1025,8 +1025,8 @@ void SitesPage::showErrors() {
     if (all.isEmpty())
         m_problems->setText(hasChanges() ? tr("Unapplied changes.") : QString());
     else
-        m_problems->setText((all.size() == 1 ? tr("1 problem: %1") : tr("%1 problems: %2").arg(all.size()))
-                                .arg(all.first()));
+        m_problems->setText(
+            (all.size() == 1 ? tr("1 problem: %1") : tr("%1 problems: %2").arg(all.size())).arg(all.first()));
     m_problems->setStyleSheet(all.isEmpty() ? QString() : QString("QLabel { color: #c0392b; }"));
     updateButtons();
 }
@@ -1068,8 +1068,9 @@ QStringList SitesPage::problems() const {
 }
 
 void SitesPage::showNotice(const QString& text, bool sticky) {
-    m_notice->setText(text.toHtmlEscaped().replace('\n', "<br>") + QStringLiteral(" &nbsp;<a href=\"#dismiss\">") +
-                      tr("Dismiss") + QStringLiteral("</a>"));
+    m_notice->setText(text.toHtmlEscaped().replace('\n', "<br>") +
+                      QStringLiteral(" &nbsp;<a href=\"#dismiss\">") + tr("Dismiss") +
+                      QStringLiteral("</a>"));
     m_notice->setVisible(true);
     if (sticky)
         m_noticeTimer->stop();

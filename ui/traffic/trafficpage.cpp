@@ -273,8 +273,9 @@ QMenu* TrafficPage::contextMenuFor(int row) {
     });
     add(tr("Copy as curl"), "copyCurl", [this] { m_inspector->copyAsCurl(); });
     add(tr("Copy as Python"), "copyPython", [this] { m_inspector->copyAsPython(); });
-    add(tr("Resend"), "resend", [this] { m_inspector->resend(); })
-        ->setEnabled(!r->method.empty() && !r->target.empty() && !m_inspector->isResending());
+    add(tr("Resend"), "resend", [this] {
+        m_inspector->resend();
+    })->setEnabled(!r->method.empty() && !r->target.empty() && !m_inspector->isResending());
     menu->addSeparator();
     // Filter terms quote what has spaces or quotes ("(no route)").
     auto term = [](const QString& key, const QString& value) {
@@ -282,7 +283,8 @@ QMenu* TrafficPage::contextMenuFor(int row) {
                                                           : key + ":" + value;
     };
     const QString host = QString::fromStdString(r->authority);
-    add(tr("Filter by host %1").arg(host), "filterHost", [this, term, host] { setFilterText(term("host", host)); });
+    add(tr("Filter by host %1").arg(host), "filterHost",
+        [this, term, host] { setFilterText(term("host", host)); });
     const QString route = QString::fromStdString(r->route);
     if (!route.isEmpty())
         add(tr("Filter by route %1").arg(route), "filterRoute",
@@ -336,8 +338,8 @@ void TrafficPage::applyFilter() {
     // The selected exchange stays selected and in view when the filter still shows it.
     const int selectedRow = selected ? m_model->rowOfId(selected) : -1;
     if (selectedRow >= 0) {
-        m_view->selectionModel()->setCurrentIndex(m_model->index(selectedRow, 0),
-                                                  QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        m_view->selectionModel()->setCurrentIndex(
+            m_model->index(selectedRow, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
         m_view->scrollTo(m_model->index(selectedRow, 0), QAbstractItemView::PositionAtCenter);
     } else if (m_follow) {
         m_view->scrollToBottom();

@@ -94,7 +94,7 @@ private:
     TrafficFeed* m_feed = nullptr;
     QTimer* m_statusTimer = nullptr;
     QTimer* m_filterDelay = nullptr;
-    std::uint64_t m_skipped = 0; ///< records the feed never read (window moved on), since Clear
+    std::uint64_t m_skipped = 0;     ///< records the feed never read (window moved on), since Clear
     std::uint64_t m_droppedBase = 0; ///< the engine's dropped-record count at the last Clear
     bool m_paused = false;
     bool m_follow = true;

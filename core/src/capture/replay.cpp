@@ -84,7 +84,8 @@ bool parseBase(std::string_view u, Url& out, std::string& error) {
 std::vector<tcp::endpoint> targetEndpoints(const Url& url, bool allowRemote, bool& allLoopback,
                                            std::string& error) {
     std::string resolveError;
-    auto endpoints = client::resolve(url.host, static_cast<std::uint16_t>(std::stoul(url.port)), resolveError);
+    auto endpoints =
+        client::resolve(url.host, static_cast<std::uint16_t>(std::stoul(url.port)), resolveError);
     if (endpoints.empty()) {
         error = resolveError;
         return {};
@@ -435,7 +436,8 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
         "host",           "connection", "keep-alive", "proxy-connection", "transfer-encoding",
         "content-length", "upgrade",    "te",         "http2-settings"};
     auto owned = [](const std::string& n) {
-        return n.empty() || n[0] == ':' || std::find(std::begin(kSkip), std::end(kSkip), n) != std::end(kSkip);
+        return n.empty() || n[0] == ':' ||
+               std::find(std::begin(kSkip), std::end(kSkip), n) != std::end(kSkip);
     };
     // An edited Host (or :authority, as an HTTP/2 record shows it) is the one Host sent.
     for (const auto& o : options.headers) {
@@ -687,8 +689,8 @@ std::string pythonLiteral(std::string_view s, bool bytes) {
 std::string toPython(const Exchange& e, std::string_view baseUrl, std::string_view caFile) {
     const std::string url = copyUrl(e, baseUrl);
     std::string py = "import ssl\nimport urllib.error\nimport urllib.request\n\n";
-    py += "request = urllib.request.Request(\n    " + pythonLiteral(url, false) + ",\n    method=" +
-          pythonLiteral(e.method.empty() ? "GET" : e.method, false) + ",\n    headers={";
+    py += "request = urllib.request.Request(\n    " + pythonLiteral(url, false) +
+          ",\n    method=" + pythonLiteral(e.method.empty() ? "GET" : e.method, false) + ",\n    headers={";
     bool first = true;
     for (const auto& h : e.requestHeaders) {
         if (clientOwned(lower(h.name))) continue;

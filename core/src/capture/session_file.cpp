@@ -35,8 +35,8 @@ std::vector<Exchange> loadSessionFile(const std::string& path, std::string& erro
     // else is neither format (a truncated or overwritten session file, a wrong file): saying
     // "syntax error at 1:1" would send the user looking for a JSON mistake.
     std::size_t first = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
-    while (first < text.size() && (text[first] == ' ' || text[first] == '\t' || text[first] == '\r' ||
-                                   text[first] == '\n'))
+    while (first < text.size() &&
+           (text[first] == ' ' || text[first] == '\t' || text[first] == '\r' || text[first] == '\n'))
         ++first;
     const bool harName = path.ends_with(".har") || path.ends_with(".json");
     if (!harName && (first == text.size() || text[first] != '{')) {

@@ -320,7 +320,8 @@ void emitCapture(YAML::Emitter& out, const Capture& c, const std::string& base) 
     if (c.recordBytes != d.recordBytes) keys.emplace_back("record_bytes", formatSize(c.recordBytes));
     if (c.bodyBytes != d.bodyBytes) keys.emplace_back("body_bytes", formatSize(c.bodyBytes));
     if (c.wsMessages != d.wsMessages) keys.emplace_back("ws_messages", std::to_string(c.wsMessages));
-    if (c.serverTiming != d.serverTiming) keys.emplace_back("server_timing", c.serverTiming ? "true" : "false");
+    if (c.serverTiming != d.serverTiming)
+        keys.emplace_back("server_timing", c.serverTiming ? "true" : "false");
     if (!c.store.empty()) keys.emplace_back("store", relativePath(c.store, base));
     if (keys.empty()) {
         if (c.enabled) out << YAML::Key << "capture" << YAML::Value << true;

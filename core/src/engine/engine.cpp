@@ -158,7 +158,7 @@ struct Engine::Impl {
     std::shared_ptr<ws::Hub> hub = std::make_shared<ws::Hub>();
     std::uint64_t liveBatchesAtStop = 0;
     std::unique_ptr<handlers::LiveReloadWatcher> liveReload; // while running
-    Engine::LiveReloadObserver liveReloadObserver;            // set before start
+    Engine::LiveReloadObserver liveReloadObserver;           // set before start
 
     /// Static roots of the vhosts with live reload: what the watcher watches.
     static std::vector<std::string> liveReloadRoots(const config::Config& c) {
@@ -496,7 +496,8 @@ void Engine::setLiveReloadObserver(LiveReloadObserver observer) {
 }
 
 void Engine::watchConfigFile(const std::string& path, std::function<void(const std::string&)> report,
-                             std::chrono::milliseconds interval, std::function<void(config::Config&)> adjust) {
+                             std::chrono::milliseconds interval,
+                             std::function<void(config::Config&)> adjust) {
     if (d_->watcher.joinable()) return;
     d_->watcher = std::thread([this, path, report = std::move(report), interval, adjust = std::move(adjust)] {
         auto stamp = [&](struct stat& st) { return ::stat(path.c_str(), &st) == 0; };

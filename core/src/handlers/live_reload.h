@@ -36,8 +36,8 @@ class LiveReloadWatcher {
 public:
     /// `json` is the message for pages; `paths` the changed files behind it (the same ≤ 20 names)
     /// and `stylesheetsOnly` its type, for a human-readable line.
-    using Notify =
-        std::function<void(const std::string& json, const std::vector<std::string>& paths, bool stylesheetsOnly)>;
+    using Notify = std::function<void(const std::string& json, const std::vector<std::string>& paths,
+                                      bool stylesheetsOnly)>;
     explicit LiveReloadWatcher(Notify notify);
     ~LiveReloadWatcher(); ///< stops the thread
     LiveReloadWatcher(const LiveReloadWatcher&) = delete;
