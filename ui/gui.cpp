@@ -156,7 +156,7 @@ void demoTraffic(ServerController& server, double seconds) {
 void selectDemoRow(TrafficPage* traffic) {
     TrafficModel* model = traffic->model();
     for (int row = model->rowCount() - 1; row >= 0; --row) {
-        const TrafficRow* r = model->rowAt(row);
+        const std::optional<TrafficRow> r = model->rowAt(row);
         if (r && r->target == "/api/todos" && r->method == "GET" && r->status == 200) {
             traffic->selectRow(row);
             return;

@@ -125,6 +125,7 @@ void MainWindow::buildMenus() {
     traffic->addAction(tr("&Edit and resend…"), inspector, &InspectorWidget::editAndResend);
     traffic->addAction(tr("Export &HAR…"), QKeySequence(Qt::CTRL | Qt::Key_E), m_traffic,
                        &TrafficPage::exportHarDialog);
+    traffic->addAction(tr("Save capture &as…"), m_traffic, &TrafficPage::saveCaptureDialog);
     QMenu* load = menuBar()->addMenu(tr("&Load test"));
     load->addAction(tr("&Start"), QKeySequence(Qt::CTRL | Qt::Key_T), this, [this] {
         m_tabs->setCurrentWidget(m_load);

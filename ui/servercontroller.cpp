@@ -4,16 +4,55 @@
 #include <portico/config/loader.h>
 #include <portico/config/writer.h>
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QFileSystemWatcher>
+#include <QStandardPaths>
 #include <QTimer>
+
+#include <cerrno>
+#include <csignal>
 
 namespace portico::ui {
 
+namespace {
+// The folder of the temporary session files, one per running app ("session-PID-N.sqlite").
+QString sessionFolder() {
+    return QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/sessions");
+}
+
+void removeSessionFile(const QString& path) {
+    for (const char* suffix : {"", "-wal", "-shm"})
+        QFile::remove(path + QLatin1String(suffix));
+}
+} // namespace
+
 ServerController::ServerController(QObject* parent)
     : QObject(parent), m_watcher(new QFileSystemWatcher(this)) {
+    // Capture always writes a session file, so every row of the table can be inspected however
+    // long ago it arrived: a temporary one per app (removed at exit unless saved; Save capture
+    // copies it) when the project names no capture.store. Files of apps that are gone (a crash)
+    // are removed here.
+    const QString folder = sessionFolder();
+    if (QDir().mkpath(folder)) {
+        QFile::setPermissions(folder,
+                              QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+        for (const QString& name :
+             QDir(folder).entryList({QStringLiteral("session-*.sqlite")}, QDir::Files)) {
+            const qint64 pid = name.section('-', 1, 1).section('.', 0, 0).toLongLong();
+            if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+                removeSessionFile(folder + '/' + name);
+        }
+        // One file per controller (a test makes several in one process): session-PID-N.sqlite.
+        static std::atomic<int> serial{0};
+        m_sessionFile =
+            folder +
+            QStringLiteral("/session-%1-%2.sqlite").arg(QCoreApplication::applicationPid()).arg(++serial);
+        removeSessionFile(m_sessionFile); // a file of an earlier process with the same pid
+        m_engine.setSessionStore(m_sessionFile.toStdString());
+    }
     // Editors save by rename, which ends the watch on the old inode: re-arm after each change, and
     // wait a moment so a half-written file is not read.
     connect(m_watcher, &QFileSystemWatcher::fileChanged, this,
@@ -38,6 +77,15 @@ ServerController::~ServerController() {
     m_samplerWake.notify_all();
     m_sampler.join();
     stop();
+    if (!m_sessionFile.isEmpty()) removeSessionFile(m_sessionFile);
+}
+
+bool ServerController::saveCapture(const QString& path, QString* error) {
+    std::string why;
+    QFile::remove(path); // the file dialog asked before overwriting
+    if (m_engine.saveCapture(path.toStdString(), why)) return true;
+    if (error) *error = QString::fromStdString(why);
+    return false;
 }
 
 void ServerController::sample() {

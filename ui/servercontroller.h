@@ -45,6 +45,11 @@ public:
     bool apply(std::shared_ptr<const config::Config> config, QString* error, bool save = true);
 
     void stop();
+    /// Copies the capture's session file (the temporary one, or capture.store) to `path`, which
+    /// `portico replay`, `har export` and `bench --from` read. False with `error` on failure.
+    bool saveCapture(const QString& path, QString* error);
+    /// The temporary session file of this app ("" when none could be made).
+    QString sessionFile() const { return m_sessionFile; }
 
     std::shared_ptr<const config::Config> config() const { return m_config; }
     QString configPath() const { return m_configPath; } ///< "" when serving a folder without a file
@@ -94,6 +99,7 @@ private:
     std::shared_ptr<const config::Config> m_config;
     QString m_configPath;
     QString m_folder;
+    QString m_sessionFile;
     QByteArray m_lastWritten; ///< what we saved last, so our own writes are not "external"
     QFileSystemWatcher* m_watcher = nullptr;
 };

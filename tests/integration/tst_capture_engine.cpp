@@ -7,6 +7,7 @@
 
 #include <portico/capture/har.h>
 #include <portico/capture/replay.h>
+#include <portico/capture/store.h>
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 
@@ -422,6 +423,78 @@ private slots:
         QVERIFY2(dropped > 0, "a 16-slot ring must overflow under this flood");
         QCOMPARE(engine.stats().overall.count, std::uint64_t(10000));
         QVERIFY(engine.recentExchanges(0, 100000).size() == captured);
+    }
+
+    // The session file backs the in-memory window: a record that left the window (max_records 20)
+    // is still read back whole by id; past capture.store_max_bytes the oldest records leave the
+    // file (and then exchange() has nothing for them), and recentExchanges() walks file and window
+    // without a gap.
+    void sessionFileBacksTheWindow() {
+        QTemporaryDir dir_;
+        const std::string file = dir_.filePath("backing.sqlite").toStdString();
+        const std::string body(4000, 'b');
+        auto r = config::loadConfigText(
+            "workers: 1\nlisten: [\"127.0.0.1:0\"]\ncapture: {max_records: 20, store: " + file +
+                ", store_max_bytes: 1MiB}\nvhosts:\n  - routes:\n      - "
+                "path: /\n        respond: {body: " +
+                body + "}\n",
+            "backing.yaml", ".");
+        QVERIFY2(r.ok(), r.ok() ? "" : r.errors.front().toString().c_str());
+        QCOMPARE(r.config->capture.storeMaxBytes, std::uint64_t(1) << 20);
+        engine::Engine engine;
+        std::string error;
+        QVERIFY2(engine.start(r.config, error), error.c_str());
+        const std::uint16_t port = engine.endpoints().front().port;
+        // 600 records of about 4.4 KB: 2.6 MB, well past the 1 MiB cap. Sent in rounds so the
+        // ring (1024 slots) never overflows and the collector evicts along the way.
+        for (int round = 0; round < 6; ++round) {
+            std::string batch;
+            for (int i = 0; i < 100; ++i)
+                batch += "GET /?n=" + std::to_string(round * 100 + i) + " HTTP/1.1\r\nHost: a\r\n\r\n";
+            auto reply = test::rawExchange(port, QByteArray::fromStdString(batch), 100);
+            QCOMPARE(test::statusCodes(reply.bytes).count(200), 100);
+            engine.flushCapture();
+            QTest::qWait(1100); // eviction is checked about once a second
+        }
+        engine.flushCapture();
+        QCOMPARE(engine.droppedRecords(), std::uint64_t(0));
+        const std::uint64_t newest = engine.capturedRecords();
+        QCOMPARE(newest, std::uint64_t(600));
+        const std::uint64_t oldest = engine.oldestCapturedId();
+        QVERIFY2(oldest > 1 && oldest < newest - 20, qPrintable(QString::number(oldest)));
+        QVERIFY(!engine.exchange(oldest - 1));
+        // Past the window (its newest 20): whole, body included, from the file.
+        for (std::uint64_t id : {oldest, (oldest + newest) / 2, newest - 25}) {
+            auto e = engine.exchange(id);
+            QVERIFY2(e, qPrintable(QString::number(id)));
+            QCOMPARE(e->id, id);
+            QCOMPARE(e->status, 200);
+            QCOMPARE(e->responseBody, body);
+            QCOMPARE(e->target, "/?n=" + std::to_string(id - 1));
+        }
+        // One walk from the oldest to the newest: file then window, consecutive ids.
+        auto all = engine.recentExchanges(oldest - 1, 100000);
+        QCOMPARE(all.size(), std::size_t(newest - oldest + 1));
+        for (std::size_t i = 0; i < all.size(); ++i)
+            QCOMPARE(all[i].id, oldest + i);
+        QVERIFY(all.front().responseBody.empty()); // rows read back from the file: no bodies
+        QCOMPARE(all.front().responseBodySize, std::uint64_t(body.size()));
+        // The file keeps to its cap (eviction goes to about 90 % of it).
+        std::string why;
+        auto reader = capture::Store::openReadOnly(file, why);
+        QVERIFY2(reader, why.c_str());
+        QVERIFY2(reader->usedBytes() <= (std::uint64_t(1) << 20) + 128 * 1024,
+                 qPrintable(QString::number(reader->usedBytes())));
+        QCOMPARE(reader->minId(), oldest);
+        // Save capture: a consistent copy that opens as a session file with the same records.
+        const std::string copy = dir_.filePath("saved.sqlite").toStdString();
+        QVERIFY2(engine.saveCapture(copy, why), why.c_str());
+        auto saved = capture::Store::open(copy, why);
+        QVERIFY2(saved, why.c_str());
+        QCOMPARE(saved->count(), newest - oldest + 1);
+        QCOMPARE(saved->get(newest)->responseBody, body);
+        QVERIFY(!engine.saveCapture(copy, why)); // it exists now: refused, not overwritten
+        engine.stop();
     }
 
     void captureOffLeavesNoTrace() {

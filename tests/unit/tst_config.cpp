@@ -128,7 +128,7 @@ QStringList dump(const Config& c) {
     out << QString("server_header %1").arg(c.serverHeader);
     const Capture& cap = c.capture;
     out << QString("capture enabled=%1 max_records=%2 max_bytes=%3 ring_records=%4 record_bytes=%5 "
-                   "body_bytes=%6 ws_messages=%7 server_timing=%8 store=%9")
+                   "body_bytes=%6 ws_messages=%7 server_timing=%8 store=%9 store_max_bytes=%10")
                .arg(cap.enabled)
                .arg(cap.maxRecords)
                .arg(cap.maxBytes)
@@ -137,7 +137,8 @@ QStringList dump(const Config& c) {
                .arg(cap.bodyBytes)
                .arg(cap.wsMessages)
                .arg(cap.serverTiming)
-               .arg(str(cap.store));
+               .arg(str(cap.store))
+               .arg(cap.storeMaxBytes);
     for (std::size_t i = 0; i < c.vhosts.size(); ++i) {
         const Vhost& v = c.vhosts[i];
         QString p = QString("vhost[%1]").arg(i);
@@ -679,6 +680,9 @@ private slots:
         QTest::newRow("capture ws_messages range")
             << QByteArray("capture: {ws_messages: -1}\n") + v
             << QStringList{"test.yaml:1:24: capture.ws_messages: must be between 0 and 1000000, got -1"};
+        QTest::newRow("capture store cap too small")
+            << QByteArray("capture: {store_max_bytes: 64KiB}\n") + v
+            << QStringList{"test.yaml:1:28: capture.store_max_bytes: at least 1 MiB (or 0 for no cap)"};
         QTest::newRow("capture unknown key")
             << QByteArray("capture: {enabeld: true}\n") + v
             << QStringList{
@@ -1375,7 +1379,7 @@ private slots:
                << QByteArray(
                       "capture: {enabled: false, max_records: 500, max_bytes: 1MiB, ring_records: 64,\n"
                       "  record_bytes: 8KiB, body_bytes: 100, ws_messages: 7, server_timing: true,\n"
-                      "  store: ./s.db}\naccess_log: {format: dev}\n"
+                      "  store: ./s.db, store_max_bytes: 3GiB}\naccess_log: {format: dev}\n"
                       "vhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n");
         int checked = 0;
         for (const QByteArray& text : inputs) {

@@ -80,7 +80,8 @@ void TrafficFeed::fetchNow() {
     }
     {
         std::lock_guard lock(m_readMutex);
-        if (m_engine->capturedRecords() < m_lastId) { // restarted (another project): ids begin again
+        // Restarted without a session file (ids begin again); with one, ids go on and so do the rows.
+        if (m_engine->lastCapturedId() < m_lastId) {
             m_lastId = 0;
             m_incomplete.clear();
             batch.reset = true;

@@ -102,9 +102,11 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 6);
     QHeaderView* h = m_view->horizontalHeader();
     h->setHighlightSections(false);
-    // Not sortable yet: a click on a header must not select a column (it used to move the
-    // current row to the first one and open exchange #1).
-    h->setSectionsClickable(false);
+    // A click on a header sorts by that column (the selection stays on its exchange); Time is
+    // capture order.
+    h->setSectionsClickable(true);
+    h->setSortIndicatorShown(true);
+    h->setSortIndicator(TrafficModel::Time, Qt::AscendingOrder);
     const QFontMetrics fm = m_view->fontMetrics();
     const int widths[TrafficModel::ColumnCount] = {fm.horizontalAdvance("00:00:00.000") + 16,
                                                    fm.horizontalAdvance("HTTP/1.1") + 20,
@@ -118,6 +120,7 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     for (int c = 0; c < TrafficModel::ColumnCount; ++c)
         h->resizeSection(c, widths[c]);
     h->setSectionResizeMode(TrafficModel::Path, QHeaderView::Stretch);
+    m_view->setSortingEnabled(true);
 
     m_inspector = new InspectorWidget(server);
     m_inspector->setObjectName("inspector");
@@ -154,7 +157,9 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
         if (!id || id >= keepFrom) return;
         m_view->selectionModel()->clear(); // → showCurrent() with nothing selected
         m_inspector->clear(
-            tr("#%1 has left the capture window (capture.max_records, capture.max_bytes)").arg(id));
+            tr("#%1 has left the capture (the session file keeps capture.store_max_bytes; Clear "
+               "also removes it)")
+                .arg(id));
     });
     m_view->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(m_view, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
@@ -218,13 +223,14 @@ void TrafficPage::drain() {
         }
         m_skipped += batch.skipped;
         m_model->appendRows(std::move(batch.rows), batch.matched, batch.generation);
+        m_model->updateRows(batch.completed);
         for (const TrafficRow& row : batch.completed) {
-            m_model->update(row);
             if (m_inspector->exchange() && m_inspector->exchange()->id == row.id)
                 if (auto e = m_server->engine().exchange(row.id)) m_inspector->showExchange(*e);
         }
     }
-    // Rows and details leave together: what left the engine's window leaves the table.
+    // Rows and details leave together: what the engine no longer has (window and session file)
+    // leaves the table.
     if (const std::uint64_t oldest = m_server->engine().oldestCapturedId()) m_model->dropBefore(oldest);
     updateCount();
 }
@@ -258,7 +264,7 @@ void TrafficPage::clearRows() {
 QMenu* TrafficPage::contextMenuFor(int row) {
     auto* menu = new QMenu(this);
     menu->setObjectName("trafficContextMenu");
-    const TrafficRow* r = row >= 0 && row < m_model->rowCount() ? m_model->rowAt(row) : nullptr;
+    const std::optional<TrafficRow> r = m_model->rowAt(row);
     if (!r) return menu;
     const QString url = QString::fromStdString(r->scheme.empty() ? "http" : r->scheme) + "://" +
                         QString::fromStdString(r->authority) + QString::fromStdString(r->target);
@@ -457,6 +463,19 @@ void TrafficPage::exportHarDialog() {
     else
         emit notice((n == 1 ? tr("Wrote 1 exchange to %1").arg(path)
                             : tr("Wrote %1 exchanges to %2").arg(n).arg(path)));
+}
+
+void TrafficPage::saveCaptureDialog() {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save capture as a session file"),
+                                                      QStringLiteral("portico-session.sqlite"),
+                                                      tr("Portico session (*.sqlite);;All files (*)"));
+    if (path.isEmpty()) return;
+    QString error;
+    if (m_server->saveCapture(path, &error))
+        emit notice(tr("Saved the capture to %1 (open it with portico replay, har export or bench --from)")
+                        .arg(path));
+    else
+        emit notice(tr("Cannot save the capture: %1").arg(error));
 }
 
 } // namespace portico::ui

@@ -63,6 +63,8 @@ public slots:
     void setFilterText(const QString& text);
     void applyFilter();
     void exportHarDialog();
+    /// Keeps the whole capture (the session file, every exchange it still holds) at a chosen path.
+    void saveCaptureDialog();
     void selectRow(int row);
     /// The table's context menu for `row` (actions named copyUrl, copyCurl, copyPython, resend,
     /// filterHost, filterRoute, exportSelected); the caller owns it.

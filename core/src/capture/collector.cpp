@@ -127,7 +127,12 @@ std::size_t Exchange::approximateBytes() const {
 
 Collector::Collector(const config::Capture& cfg, std::unique_ptr<Store> store)
     : cfg_(cfg), store_(std::move(store)) {
-    if (store_) nextId_ = store_->maxId() + 1;
+    if (!store_) return;
+    nextId_ = store_->maxId() + 1;
+    storeOldest_ = store_->minId();
+    std::string error;
+    reader_ = Store::openReadOnly(store_->path(), error);
+    if (!reader_) storeError_ = error;
 }
 
 Collector::~Collector() { stop(); }
@@ -195,6 +200,7 @@ void Collector::run() {
             }
             lastCommit_ = std::chrono::steady_clock::now();
         }
+        maybeEvict();
     }
 }
 
@@ -202,6 +208,16 @@ void Collector::drainNow() {
     std::lock_guard d(drainMutex_);
     drain();
     if (store_) store_->commit();
+    maybeEvict();
+}
+
+void Collector::maybeEvict() {
+    // About once a second, new records or not (the cap may have been passed by the last batch).
+    if (!store_ || !cfg_.storeMaxBytes) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - lastEvictCheck_ < kEvictEvery) return;
+    lastEvictCheck_ = now;
+    if (store_->evict(cfg_.storeMaxBytes)) storeOldest_.store(store_->minId(), std::memory_order_relaxed);
 }
 
 Exchange Collector::Stored::decode() const {
@@ -247,7 +263,7 @@ bool Collector::drain() {
     std::stable_sort(batch.begin(), batch.end(), [](const Stored& a, const Stored& b) {
         return a.head.startedUnixNs < b.head.startedUnixNs;
     });
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     for (auto& st : batch) {
         const unsigned w = static_cast<unsigned>(st.id >> 48);
         const std::uint64_t seq = st.id & ((1ull << 48) - 1);
@@ -315,26 +331,38 @@ bool Collector::drain() {
     // Incomplete records older than the window's reach are never completed; forget old keys.
     while (awaiting_.size() > 100000)
         awaiting_.erase(awaiting_.begin());
+    // The store is written outside mutex_ (readers of the window do not wait on SQLite); the
+    // window keeps every record until the store has committed it, so a reader always finds a
+    // record in one of them.
+    std::vector<Exchange> rows, rewrites;
     if (store_) {
-        std::vector<Exchange> rows;
         rows.reserve(batch.size());
         for (const auto& st : batch)
             rows.push_back(st.decode());
-        if (!store_->append(rows)) storeError_ = store_->error();
         for (const auto* st : updated)
-            store_->update(st->decode());
-        for (const auto& e : storeOnlyUpdates)
-            store_->update(e);
+            rewrites.push_back(st->decode());
+        for (auto& e : storeOnlyUpdates)
+            rewrites.push_back(std::move(e));
     }
     captured_ += batch.size();
     for (auto& st : batch) {
         windowBytes_ += st.bytes();
         window_.push_back(std::move(st));
     }
-    while (!window_.empty() && (window_.size() > cfg_.maxRecords || windowBytes_ > cfg_.maxBytes)) {
-        windowBytes_ -= std::min(windowBytes_, window_.front().bytes());
-        window_.pop_front();
+    if (!store_) {
+        trimWindow();
+        return more;
     }
+    lock.unlock();
+    bool ok = store_->append(rows);
+    for (const auto& e : rewrites)
+        ok = store_->update(e) && ok;
+    ok = store_->commit() && ok;
+    if (ok && !storeOldest_.load(std::memory_order_relaxed) && !rows.empty())
+        storeOldest_.store(rows.front().id, std::memory_order_relaxed);
+    lock.lock();
+    if (!ok) storeError_ = store_->error();
+    trimWindow();
     return more;
 }
 
@@ -473,9 +501,30 @@ stats::Report Collector::compute() const {
     return r;
 }
 
+void Collector::trimWindow() {
+    while (!window_.empty() && (window_.size() > cfg_.maxRecords || windowBytes_ > cfg_.maxBytes)) {
+        windowBytes_ -= std::min(windowBytes_, window_.front().bytes());
+        window_.pop_front();
+    }
+}
+
 std::vector<Exchange> Collector::recent(std::uint64_t sinceId, std::size_t max) const {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     std::vector<Exchange> out;
+    // Records older than the window are read back from the session file (without their bodies:
+    // callers of recent() want rows; get() has the rest).
+    if (reader_ && (window_.empty() || sinceId + 1 < window_.front().id)) {
+        const std::uint64_t front = window_.empty() ? ~std::uint64_t{0} : window_.front().id;
+        lock.unlock();
+        {
+            std::lock_guard r(readerMutex_);
+            out = reader_->load(sinceId, max, false);
+        }
+        std::erase_if(out, [front](const Exchange& e) { return e.id >= front; });
+        if (out.size() >= max) return out;
+        if (!out.empty()) sinceId = out.back().id;
+        lock.lock();
+    }
     auto pos = std::upper_bound(window_.begin(), window_.end(), sinceId,
                                 [](std::uint64_t v, const Stored& x) { return v < x.id; });
     for (; pos != window_.end() && out.size() < max; ++pos)
@@ -484,11 +533,27 @@ std::vector<Exchange> Collector::recent(std::uint64_t sinceId, std::size_t max) 
 }
 
 std::optional<Exchange> Collector::get(std::uint64_t id) const {
-    std::lock_guard lock(mutex_);
-    auto pos = std::lower_bound(window_.begin(), window_.end(), id,
-                                [](const Stored& x, std::uint64_t v) { return x.id < v; });
-    if (pos == window_.end() || pos->id != id) return std::nullopt;
-    return pos->decode();
+    {
+        std::lock_guard lock(mutex_);
+        auto pos = std::lower_bound(window_.begin(), window_.end(), id,
+                                    [](const Stored& x, std::uint64_t v) { return x.id < v; });
+        if (pos != window_.end() && pos->id == id) return pos->decode();
+        if (!reader_ || id >= nextId_) return std::nullopt;
+    }
+    std::lock_guard r(readerMutex_);
+    return reader_->get(id);
+}
+
+bool Collector::saveCopy(const std::string& path, std::string& error) {
+    if (!reader_) {
+        error = "capture has no session file";
+        return false;
+    }
+    drainNow();
+    std::lock_guard r(readerMutex_);
+    if (reader_->copyTo(path)) return true;
+    error = reader_->error();
+    return false;
 }
 
 stats::Report Collector::report() const {
@@ -519,6 +584,8 @@ std::uint64_t Collector::dropped() const {
 }
 
 std::uint64_t Collector::oldestId() const {
+    if (reader_)
+        if (const std::uint64_t id = storeOldest_.load(std::memory_order_relaxed)) return id;
     std::lock_guard lock(mutex_);
     return window_.empty() ? 0 : window_.front().id;
 }
@@ -526,6 +593,11 @@ std::uint64_t Collector::oldestId() const {
 std::uint64_t Collector::captured() const {
     std::lock_guard lock(mutex_);
     return captured_;
+}
+
+std::uint64_t Collector::lastId() const {
+    std::lock_guard lock(mutex_);
+    return nextId_ - 1;
 }
 
 std::string Collector::storeError() const {

@@ -9,6 +9,8 @@
 #include <portico/config/config.h>
 #include <portico/stats/report.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -36,8 +38,14 @@ public:
     stats::Report report() const;
     std::uint64_t dropped() const;
     std::uint64_t captured() const;
-    /// Id of the oldest record in the window; 0 when the window is empty.
+    /// Id of the newest record (0 when none); with a session file, ids continue across restarts.
+    std::uint64_t lastId() const;
+    /// Id of the oldest record that get() can return (in the session file when there is one, else
+    /// in the window); 0 when there is none.
     std::uint64_t oldestId() const;
+    /// A consistent copy of the session file at `path` (which must not exist). False with `error`
+    /// when there is no session file or the copy failed.
+    bool saveCopy(const std::string& path, std::string& error);
     std::string storeError() const;
 
 private:
@@ -45,9 +53,16 @@ private:
     bool drain();      // collector thread or under drainMutex_; true if a ring had more than one batch
     void tickSeries(); // once a second
     void tickScopes(); // the per-vhost and per-route series, from tickSeries
+    void trimWindow(); // under mutex_
+    void maybeEvict(); // under drainMutex_: the session file's size cap (store_max_bytes)
 
     config::Capture cfg_;
-    std::unique_ptr<Store> store_;
+    std::unique_ptr<Store> store_;  // written by the collector thread (or under drainMutex_) only
+    std::unique_ptr<Store> reader_; // the same file read-only, for get() and recent() past the window
+    mutable std::mutex readerMutex_;
+    std::atomic<std::uint64_t> storeOldest_{0}; // lowest id in the file after eviction
+    std::chrono::steady_clock::time_point lastEvictCheck_{};
+    static constexpr std::chrono::milliseconds kEvictEvery{1000};
     std::vector<Recorder*> recorders_;
     std::thread thread_;
     std::mutex drainMutex_;    // one drain at a time

@@ -194,6 +194,22 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string& error) 
     return s;
 }
 
+std::unique_ptr<Store> Store::openReadOnly(const std::string& path, std::string& error) {
+    std::unique_ptr<Store> s(new Store());
+    s->path_ = path;
+    if (sqlite3_open_v2(path.c_str(), &s->db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+        error = path + ": " + (s->db_ ? sqlite3_errmsg(s->db_) : "cannot open");
+        return nullptr;
+    }
+    sqlite3_busy_timeout(s->db_, 2000);
+    if (!s->exec("PRAGMA cache_size=-2048")) {
+        error = path + ": " + s->error_;
+        return nullptr;
+    }
+    return s;
+}
+
 Store::~Store() {
     if (inTransaction_) commit();
     sqlite3_finalize(insert_);
@@ -309,15 +325,32 @@ bool Store::update(const Exchange& e) {
     return true;
 }
 
-std::vector<Exchange> Store::load(std::uint64_t sinceId, std::size_t max) {
+std::vector<Exchange> Store::load(std::uint64_t sinceId, std::size_t max, bool withBodies) {
+    return select("id > ? ORDER BY id", static_cast<std::int64_t>(sinceId), max, withBodies);
+}
+
+std::optional<Exchange> Store::get(std::uint64_t id) {
+    auto v = select("id = ?", static_cast<std::int64_t>(id), 1, true);
+    if (v.empty()) return std::nullopt;
+    return std::move(v.front());
+}
+
+std::vector<Exchange> Store::select(const std::string& where, std::int64_t arg, std::size_t max,
+                                    bool withBodies) {
     std::vector<Exchange> out;
-    std::string sql = std::string("SELECT ") + kColumns + " FROM exchanges WHERE id > ? ORDER BY id";
+    std::string cols = kColumns;
+    if (!withBodies) // same positions, no bytes read for the large columns
+        for (const char* big : {"request_body,", "response_body,", "messages,"}) {
+            const auto at = cols.find(big);
+            if (at != std::string::npos) cols.replace(at, std::strlen(big) - 1, "NULL");
+        }
+    std::string sql = "SELECT " + cols + " FROM exchanges WHERE " + where;
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
         error_ = sqlite3_errmsg(db_);
         return out;
     }
-    sqlite3_bind_int64(st, 1, static_cast<std::int64_t>(sinceId));
+    sqlite3_bind_int64(st, 1, arg);
     while (out.size() < max && sqlite3_step(st) == SQLITE_ROW) {
         Exchange e;
         int i = 0;
@@ -393,25 +426,64 @@ std::string Store::meta(const std::string& key) {
     return v;
 }
 
-std::uint64_t Store::count() {
+std::uint64_t Store::scalar(const char* sql) {
     sqlite3_stmt* st = nullptr;
     std::uint64_t n = 0;
-    if (sqlite3_prepare_v2(db_, "SELECT count(*) FROM exchanges", -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
+    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         n = static_cast<std::uint64_t>(sqlite3_column_int64(st, 0));
     sqlite3_finalize(st);
     return n;
 }
 
-std::uint64_t Store::maxId() {
+std::uint64_t Store::count() { return scalar("SELECT count(*) FROM exchanges"); }
+std::uint64_t Store::maxId() { return scalar("SELECT coalesce(max(id), 0) FROM exchanges"); }
+std::uint64_t Store::minId() { return scalar("SELECT coalesce(min(id), 0) FROM exchanges"); }
+
+std::uint64_t Store::usedBytes() {
+    const std::uint64_t pages = scalar("PRAGMA page_count");
+    const std::uint64_t free = scalar("PRAGMA freelist_count");
+    return (pages > free ? pages - free : 0) * scalar("PRAGMA page_size");
+}
+
+std::uint64_t Store::evict(std::uint64_t maxBytes) {
+    if (maxBytes == 0) return 0;
+    if (!commit()) return 0;
+    const std::uint64_t used = usedBytes();
+    if (used <= maxBytes) return 0;
+    const std::uint64_t lo = minId(), hi = maxId();
+    if (!lo) return 0;
+    // Ids are consecutive apart from what eviction removed at the front, so hi − lo + 1 counts the
+    // records (count(*) would scan them all). Go to 90 % of the cap in one step, so a file at the
+    // cap does not evict on every commit.
+    const std::uint64_t records = hi - lo + 1;
+    const double share = 1.0 - 0.9 * double(maxBytes) / double(used);
+    const std::uint64_t drop =
+        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(double(records) * share));
     sqlite3_stmt* st = nullptr;
-    std::uint64_t n = 0;
-    if (sqlite3_prepare_v2(db_, "SELECT coalesce(max(id), 0) FROM exchanges", -1, &st, nullptr) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        n = static_cast<std::uint64_t>(sqlite3_column_int64(st, 0));
+    if (sqlite3_prepare_v2(db_, "DELETE FROM exchanges WHERE id < ?", -1, &st, nullptr) != SQLITE_OK) {
+        error_ = sqlite3_errmsg(db_);
+        return 0;
+    }
+    sqlite3_bind_int64(st, 1, static_cast<std::int64_t>(lo + drop));
+    const bool ok = sqlite3_step(st) == SQLITE_DONE;
+    if (!ok) error_ = sqlite3_errmsg(db_);
+    const auto n = static_cast<std::uint64_t>(sqlite3_changes(db_));
     sqlite3_finalize(st);
-    return n;
+    return ok ? n : 0;
+}
+
+bool Store::copyTo(const std::string& to) {
+    if (!commit()) return false;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, "VACUUM INTO ?", -1, &st, nullptr) != SQLITE_OK) {
+        error_ = sqlite3_errmsg(db_);
+        return false;
+    }
+    sqlite3_bind_text(st, 1, to.data(), static_cast<int>(to.size()), SQLITE_TRANSIENT);
+    const bool ok = sqlite3_step(st) == SQLITE_DONE;
+    if (!ok) error_ = to + ": " + sqlite3_errmsg(db_);
+    sqlite3_finalize(st);
+    return ok;
 }
 
 std::string Store::integrityCheck() {

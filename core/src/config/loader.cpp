@@ -47,9 +47,9 @@ using Keys = std::span<const std::string_view>;
 constexpr std::string_view kTopKeys[] = {"workers",       "listen", "limits", "access_log", "compression",
                                          "server_header", "vhosts", "http2",  "capture"};
 constexpr std::string_view kTopNotYet[] = {"live_reload"};
-constexpr std::string_view kCaptureKeys[] = {"enabled",       "max_records",  "max_bytes",
-                                             "ring_records",  "record_bytes", "body_bytes",
-                                             "server_timing", "store",        "ws_messages"};
+constexpr std::string_view kCaptureKeys[] = {
+    "enabled",    "max_records",   "max_bytes", "ring_records", "record_bytes",
+    "body_bytes", "server_timing", "store",     "ws_messages",  "store_max_bytes"};
 constexpr std::string_view kListenKeys[] = {"address", "tls"};
 constexpr std::string_view kTlsKeys[] = {"cert", "key"};
 constexpr std::string_view kHttp2Keys[] = {
@@ -1021,6 +1021,13 @@ void Loader::readCapture(const Value& v, Capture& c) {
             if (auto n = integer(e.value, 0, 1000000)) c.wsMessages = static_cast<std::uint64_t>(*n);
         } else if (e.key == "server_timing") {
             if (auto b = boolean(e.value)) c.serverTiming = *b;
+        } else if (e.key == "store_max_bytes") {
+            if (auto n = size(e.value, 0)) {
+                if (*n != 0 && *n < (1u << 20))
+                    error(e.value, "at least 1 MiB (or 0 for no cap)");
+                else
+                    c.storeMaxBytes = *n;
+            }
         } else if (e.key == "store") {
             if (e.value.node.IsScalar() && !e.value.node.Scalar().empty()) {
                 fs::path p(e.value.node.Scalar());

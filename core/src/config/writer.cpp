@@ -323,6 +323,7 @@ void emitCapture(YAML::Emitter& out, const Capture& c, const std::string& base) 
     if (c.serverTiming != d.serverTiming)
         keys.emplace_back("server_timing", c.serverTiming ? "true" : "false");
     if (!c.store.empty()) keys.emplace_back("store", relativePath(c.store, base));
+    if (c.storeMaxBytes != d.storeMaxBytes) keys.emplace_back("store_max_bytes", formatSize(c.storeMaxBytes));
     if (keys.empty()) {
         if (c.enabled) out << YAML::Key << "capture" << YAML::Value << true;
         return;

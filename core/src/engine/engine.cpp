@@ -152,13 +152,16 @@ struct Engine::Impl {
     std::condition_variable watchCv;
     bool watchStop = false;
 
-    std::shared_ptr<tls::LocalCa> ca;              // opened on first use of `tls: auto`
-    std::unique_ptr<capture::Collector> collector; // from start() until the next start()
+    std::shared_ptr<tls::LocalCa> ca; // opened on first use of `tls: auto`
+    // From start() until the next start(). Shared: readers of records (which may wait on the
+    // session file) hold it without holding `mutex`; one replaced under them is already stopped.
+    std::shared_ptr<capture::Collector> collector;
 
     std::shared_ptr<ws::Hub> hub = std::make_shared<ws::Hub>();
     std::uint64_t liveBatchesAtStop = 0;
     std::unique_ptr<handlers::LiveReloadWatcher> liveReload; // while running
     Engine::LiveReloadObserver liveReloadObserver;           // set before start
+    std::string sessionStore;                                // used when capture.store is ""
 
     /// Static roots of the vhosts with live reload: what the watcher watches.
     static std::vector<std::string> liveReloadRoots(const config::Config& c) {
@@ -300,11 +303,12 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
     auto snap = d_->snapshot(config, d_->listeners, error);
     if (!snap) return fail();
     std::unique_ptr<capture::Store> store;
-    if (!config->capture.store.empty()) {
-        store = capture::Store::open(config->capture.store, error);
+    if (const std::string& file = config->capture.store.empty() ? d_->sessionStore : config->capture.store;
+        !file.empty()) {
+        store = capture::Store::open(file, error);
         if (!store) return fail();
     }
-    d_->collector = std::make_unique<capture::Collector>(config->capture, std::move(store));
+    d_->collector = std::make_shared<capture::Collector>(config->capture, std::move(store));
     std::vector<capture::Recorder*> recorders;
     for (auto& w : d_->workers)
         recorders.push_back(&w->recorder());
@@ -427,13 +431,35 @@ Counters Engine::counters() const {
 }
 
 std::vector<capture::Exchange> Engine::recentExchanges(std::uint64_t sinceId, std::size_t max) const {
-    std::lock_guard lock(d_->mutex);
-    return d_->collector ? d_->collector->recent(sinceId, max) : std::vector<capture::Exchange>{};
+    std::shared_ptr<capture::Collector> collector;
+    {
+        std::lock_guard lock(d_->mutex);
+        collector = d_->collector;
+    }
+    return collector ? collector->recent(sinceId, max) : std::vector<capture::Exchange>{};
 }
 
 std::optional<capture::Exchange> Engine::exchange(std::uint64_t id) const {
+    std::shared_ptr<capture::Collector> collector;
+    {
+        std::lock_guard lock(d_->mutex);
+        collector = d_->collector;
+    }
+    return collector ? collector->get(id) : std::nullopt;
+}
+
+void Engine::setSessionStore(const std::string& path) {
     std::lock_guard lock(d_->mutex);
-    return d_->collector ? d_->collector->get(id) : std::nullopt;
+    d_->sessionStore = path;
+}
+
+bool Engine::saveCapture(const std::string& path, std::string& error) {
+    std::lock_guard lock(d_->mutex);
+    if (!d_->collector) {
+        error = "the server is not running";
+        return false;
+    }
+    return d_->collector->saveCopy(path, error);
 }
 
 stats::Report Engine::stats() const {
@@ -449,6 +475,11 @@ std::uint64_t Engine::droppedRecords() const {
 std::uint64_t Engine::oldestCapturedId() const {
     std::lock_guard lock(d_->mutex);
     return d_->collector ? d_->collector->oldestId() : 0;
+}
+
+std::uint64_t Engine::lastCapturedId() const {
+    std::lock_guard lock(d_->mutex);
+    return d_->collector ? d_->collector->lastId() : 0;
 }
 
 std::uint64_t Engine::capturedRecords() const {

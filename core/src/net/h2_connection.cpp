@@ -19,6 +19,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 
@@ -29,9 +30,11 @@ namespace portico::net {
 namespace asio = boost::asio;
 
 namespace {
-constexpr std::size_t kOutHighWater = 64 * 1024; // stop pulling frames from nghttp2 above this
-constexpr int kReadsPerTurn = 4;                 // then let other connections of the worker run
-constexpr std::size_t kCipherInBytes = 2048;     // TLS input read by Asio (see waitRead)
+constexpr std::size_t kOutHighWater = 64 * 1024;        // stop pulling frames from nghttp2 above this
+constexpr int kReadsPerTurn = 4;                        // then let other connections of the worker run
+constexpr std::size_t kCipherInBytes = 2048;            // TLS input read by Asio (see waitRead)
+constexpr auto kLingerTime = std::chrono::seconds(2);   // lingering close after a GOAWAY, at most
+constexpr std::size_t kLingerBytesPerTurn = 256 * 1024; // then let other connections run
 
 // Connection-specific fields (RFC 9113 §8.2.2) that a handler's field block may carry but an
 // HTTP/2 response must not.
@@ -307,6 +310,10 @@ void H2Connection::start() {
 
 void H2Connection::waitRead() {
     if (closed_ || reading_) return;
+    if (lingering_) {
+        discard();
+        return;
+    }
     reading_ = true;
     if (transportPending(ssl_)) {
         // Input is still buffered: take it on the next turn. What the socket held at the last
@@ -353,6 +360,10 @@ void H2Connection::waitRead() {
 
 void H2Connection::onReadable() {
     if (closed_) return;
+    if (lingering_) { // a TLS read that was pending when the lingering began
+        discard();
+        return;
+    }
     worker_.refreshSnapshot(); // an event entering the worker (see Worker::refreshSnapshot)
     if (!in_.allocated()) in_ = worker_.buffers().acquire();
     worker_.beginTurn(); // the requests read in this turn of the event loop share file lookups
@@ -383,12 +394,47 @@ void H2Connection::endSession(ssize_t error) {
     if (error == NGHTTP2_ERR_FLOODED) worker_.counters().h2Abuse.fetch_add(1, std::memory_order_relaxed);
     nghttp2_session_terminate_session(session_, error == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
                                                                              : NGHTTP2_PROTOCOL_ERROR);
-    flush();
-    abort();
+    flush(); // → closeIfDone → lingerThenClose once the GOAWAY is out
+    if (!lingering_ && !writing_) abort();
+}
+
+void H2Connection::lingerThenClose() {
+    // After the GOAWAY: half-close and discard what the client still sends for a moment (RFC 9113
+    // §6.8; the lingering close of RFC 9112 §9.6). Closing with unread bytes makes the kernel
+    // send a reset, and a reset can destroy the GOAWAY before the client has read it.
+    if (closed_ || lingering_) return;
+    lingering_ = true;
+    worker_.buffers().release(in_);
+    worker_.buffers().release(out_);
+    ::shutdown(socket_.native_handle(), SHUT_WR);
+    deadline_ = Clock::now() + kLingerTime;
+    if (!reading_) discard();
+}
+
+void H2Connection::discard() {
+    if (closed_) return;
+    char buf[4096];
+    for (std::size_t total = 0; total < kLingerBytesPerTurn;) {
+        const ssize_t n = ::recv(socket_.native_handle(), buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) {
+            total += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        abort(); // the client closed (or reset): done
+        return;
+    }
+    reading_ = true;
+    socket_.async_wait(Connection::Socket::wait_read,
+                       [s = shared_from_this()](const boost::system::error_code& ec) {
+                           s->reading_ = false;
+                           if (ec || s->closed_) return;
+                           s->discard();
+                       });
 }
 
 void H2Connection::flush() {
-    if (closed_ || writing_) return;
+    if (closed_ || writing_ || lingering_) return;
     const int fd = socket_.native_handle();
     for (;;) {
         while (out_.size() < kOutHighWater) {
@@ -457,7 +503,7 @@ void H2Connection::waitWrite() {
 
 void H2Connection::closeIfDone() {
     if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0 && out_.empty())
-        abort();
+        lingerThenClose();
 }
 
 int H2Connection::onBeginFrame(std::uint8_t type) {
@@ -1247,6 +1293,10 @@ void H2Connection::logExchange(const Stream& s) {
 
 void H2Connection::checkDeadline(Clock::time_point now) {
     if (closed_) return;
+    if (lingering_) {
+        if (now >= deadline_) abort();
+        return;
+    }
     // No stream for a tick: OpenSSL's record buffers go back (flush() set deadline_ to
     // idle_timeout from then; before the first request it is header_timeout, shorter).
     if (ssl_ && streams_.empty() && !writing_ &&

@@ -77,6 +77,8 @@ private:
     std::int64_t captureStats(Stream& s);                  // capture only; returns its clock reading (ns)
     void captureStream(Stream& s, std::string_view error); // capture only
     void closeIfDone();
+    void lingerThenClose(); // after the GOAWAY: half-close, discard input, then close
+    void discard();         // the lingering close's reads
     void startProxy(Stream& s, const http::Request& req);
     bool streamsBody(const Stream& s);
     bool submitTrailers(Stream& s);
@@ -134,6 +136,7 @@ private:
     bool writing_ = false;      // waiting for the socket to become writable
     bool draining_ = false;     // GOAWAY sent
     bool calmed_ = false;       // GOAWAY(ENHANCE_YOUR_CALM) queued for server-sent resets
+    bool lingering_ = false;    // GOAWAY sent, write side shut: discarding input until EOF or deadline
     bool bodyTimedOut_ = false; // a stream was answered 408 by body_timeout (onResponseEnd looks)
 };
 

@@ -30,6 +30,12 @@ public:
     static std::optional<Filter> parse(std::string_view expr, std::string& error);
     bool matches(const Exchange& e) const;
     bool empty() const { return terms_.empty(); }
+    /// True when a term reads headers (`header:`): matching needs the full record, not a row.
+    bool readsHeaders() const {
+        for (const auto& t : terms_)
+            if (t.key == "header") return true;
+        return false;
+    }
 
     struct Term {
         bool negate = false;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ public:
     /// Opens or creates `path` (WAL, synchronous=NORMAL) and its schema. Null with `error` set
     /// ("FILE: unable to open database file", "FILE: not a Portico session file") on failure.
     static std::unique_ptr<Store> open(const std::string& path, std::string& error);
+    /// Opens an existing session file for reading only, beside its writer (WAL lets a reader and
+    /// the writer work at once; the reader sees what the writer has committed). Null with `error`
+    /// set on failure.
+    static std::unique_ptr<Store> openReadOnly(const std::string& path, std::string& error);
     ~Store();
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
@@ -37,10 +42,25 @@ public:
     /// Commits the current transaction (a new one starts on the next write).
     bool commit();
 
-    /// Records with id > `sinceId`, in id order, at most `max`.
-    std::vector<Exchange> load(std::uint64_t sinceId = 0, std::size_t max = ~std::size_t{0});
+    /// Records with id > `sinceId`, in id order, at most `max`. `withBodies` false leaves the
+    /// bodies and messages empty (their sizes stay): what a table row and the filter read.
+    std::vector<Exchange> load(std::uint64_t sinceId = 0, std::size_t max = ~std::size_t{0},
+                               bool withBodies = true);
+    /// The record `id`; nullopt when it is not in the file.
+    std::optional<Exchange> get(std::uint64_t id);
     std::uint64_t count();
     std::uint64_t maxId();
+    std::uint64_t minId(); ///< 0 when empty
+    /// Bytes the records occupy in the file: (page_count − freelist_count) × page_size.
+    std::uint64_t usedBytes();
+    /// Oldest-first eviction: when usedBytes() exceeds `maxBytes` (> 0), deletes the oldest
+    /// records until about 90 % of it is used (the freed pages are reused by later inserts, so the
+    /// file stops growing). Returns how many records were deleted; commits.
+    std::uint64_t evict(std::uint64_t maxBytes);
+    /// A consistent copy of the whole file at `to` (SQLite's VACUUM INTO; the target must not
+    /// exist). False with error() on failure.
+    bool copyTo(const std::string& to);
+    const std::string& path() const { return path_; }
     /// PRAGMA integrity_check: "ok" or SQLite's report.
     std::string integrityCheck();
     const std::string& error() const { return error_; }
@@ -51,6 +71,9 @@ private:
     bool begin();
     bool migrate();
     bool bind(sqlite3_stmt* st, const Exchange& e, bool withId);
+    std::vector<Exchange> select(const std::string& where, std::int64_t arg, std::size_t max,
+                                 bool withBodies);
+    std::uint64_t scalar(const char* sql);
     sqlite3* db_ = nullptr;
     sqlite3_stmt* insert_ = nullptr;
     sqlite3_stmt* replace_ = nullptr;

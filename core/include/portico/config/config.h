@@ -110,6 +110,10 @@ struct Capture {
     std::uint64_t wsMessages = 1000;
     bool serverTiming = false; ///< add a `Server-Timing` response header with the server phases
     std::string store;         ///< SQLite session file (absolute after loading); "" = none
+    /// Size cap of the session file (bytes of records, ≥ 1 MiB; 0 = none): past it the oldest
+    /// records are deleted (oldest first, to about 90 % of the cap). Also the cap of the GUI's
+    /// temporary session.
+    std::uint64_t storeMaxBytes = 1ull << 30;
 };
 
 /// Static files from a folder (`static:` action, or a vhost's own `root`).

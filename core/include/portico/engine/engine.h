@@ -109,14 +109,24 @@ public:
 
     // ---- capture (config `capture:`; docs/capture.md) ----
     // A collector thread drains the workers' rings every 50 ms into a bounded window
-    // (capture.max_records / capture.max_bytes) and, with capture.store, a SQLite session file.
-    // The window, statistics and counts stay readable after stop() until the next start().
+    // (capture.max_records / capture.max_bytes) and, with capture.store (or the session file set
+    // by setSessionStore), a SQLite session file capped at capture.store_max_bytes. Reads go to
+    // the window first and then to the file. The window, statistics and counts stay readable after
+    // stop() until the next start().
 
+    /// The session file used when a config has no capture.store (the desktop app's temporary
+    /// session): "" for none. Takes effect at the next start().
+    void setSessionStore(const std::string& path);
     /// Captured exchanges with id > `sinceId`, oldest first, at most `max` (ids increase by one
-    /// per record; a gap means records left the window).
+    /// per record; a gap means records left the window and the file). Records read back from the
+    /// session file come without bodies and messages (exchange() has them).
     std::vector<capture::Exchange> recentExchanges(std::uint64_t sinceId, std::size_t max = 1000) const;
-    /// One exchange of the window by id; nullopt when it is not (or no longer) there.
+    /// One exchange by id, from the window or the session file; nullopt when it is in neither.
     std::optional<capture::Exchange> exchange(std::uint64_t id) const;
+    /// A consistent copy of the session file at `path` (must not exist yet), e.g. to keep the
+    /// desktop app's temporary session. False with `error` when there is no session file or the
+    /// copy failed.
+    bool saveCapture(const std::string& path, std::string& error);
     /// Latency statistics since start: overall, per vhost, per route, and the last 300 s.
     /// Every exchange counts, including those whose record was dropped.
     stats::Report stats() const;
@@ -124,8 +134,12 @@ public:
     std::uint64_t droppedRecords() const;
     /// Records that reached the collector since start.
     std::uint64_t capturedRecords() const;
-    /// Id of the oldest record still in the window (capture.max_records / max_bytes); 0 when the
-    /// window is empty. Records with smaller ids have left it: a view should drop their rows.
+    /// Id of the newest record, 0 when none. Without a session file ids begin at 1 at every
+    /// start(); with one they continue after the file's newest.
+    std::uint64_t lastCapturedId() const;
+    /// Id of the oldest record exchange() can still return (the session file's oldest when there
+    /// is one, else the window's); 0 when there is none. Records with smaller ids are gone: a view
+    /// should drop their rows.
     std::uint64_t oldestCapturedId() const;
     /// Drains the rings now (tests, before reading the window at a known point).
     void flushCapture();
