@@ -290,6 +290,61 @@ void printLateness(const char* label, const std::vector<double>& late) {
                 late.empty() ? 0.0 : *std::max_element(late.begin(), late.end()));
 }
 
+// Resident memory of this process (VmRSS, VmHWM from /proc/self/status), MiB.
+std::pair<double, double> residentMiB() {
+    QFile f(QStringLiteral("/proc/self/status"));
+    double rss = 0, peak = 0;
+    if (f.open(QIODevice::ReadOnly))
+        for (const QByteArray& line : f.readAll().split('\n')) {
+            const QList<QByteArray> parts = line.simplified().split(' ');
+            if (parts.size() < 2) continue;
+            if (parts[0] == "VmRSS:") rss = parts[1].toDouble() / 1024;
+            if (parts[0] == "VmHWM:") peak = parts[1].toDouble() / 1024;
+        }
+    return {rss, peak};
+}
+
+// After the load: the table catches up with the session file, then what a million rows cost —
+// memory, a filter over all of them, a sort, and inspecting the oldest row (read back from the file).
+void reportVolume(MainWindow& window, ServerController& server) {
+    TrafficPage* page = window.trafficPage();
+    TrafficModel* model = page->model();
+    server.engine().flushCapture();
+    QElapsedTimer wait;
+    wait.start();
+    const std::uint64_t newest = server.engine().lastCapturedId();
+    while (wait.elapsed() < 60000 && model->rowCount() > 0 && model->idAt(model->rowCount() - 1) < newest)
+        waitMs(50);
+    const double caughtUp = double(wait.elapsed()) / 1000;
+    const auto [rss, peak] = residentMiB();
+    const QFileInfo file(server.sessionFile());
+    std::printf(
+        "volume: table rows %d (caught up %.1f s after the load), rows use %.0f MiB; process RSS %.0f MiB "
+        "(peak %.0f MiB); session file %.0f MiB\n",
+        model->rowCount(), caughtUp, double(model->memoryBytes()) / (1 << 20), rss, peak,
+        double(file.size()) / (1 << 20));
+    auto timed = [](auto&& f) {
+        QElapsedTimer t;
+        t.start();
+        f();
+        return double(t.nsecsElapsed()) / 1e6;
+    };
+    for (const char* expr : {"status:200", "path:/nope", "-method:GET url:portico"}) {
+        const double ms = timed([&] {
+            page->setFilterText(QString::fromLatin1(expr));
+            page->applyFilter();
+        });
+        std::printf("filter %-26s %8.0f ms, %d rows shown\n", expr, ms, model->rowCount());
+    }
+    page->setFilterText({});
+    page->applyFilter();
+    const double sortMs = timed([&] { model->sort(TrafficModel::Duration, Qt::DescendingOrder); });
+    const double backMs = timed([&] { model->sort(TrafficModel::Time, Qt::AscendingOrder); });
+    const double inspectMs = timed([&] { page->selectRow(0); });
+    std::printf("sort by duration %.0f ms, back to time %.0f ms; inspect the oldest row %.1f ms (%s)\n",
+                sortMs, backMs, inspectMs, page->inspector()->exchange() ? "shown" : "NOT shown");
+}
+
 // The window on the Traffic tab with capture on (the worst case for the UI thread: every exchange
 // comes through the 30 Hz feed), a 10 ms timer, and the load generator at full speed.
 int measureResponsiveness(MainWindow& window, ServerController& server, double seconds) {
@@ -336,6 +391,7 @@ int measureResponsiveness(MainWindow& window, ServerController& server, double s
         static_cast<unsigned long long>(window.trafficPage()->skipped()),
         static_cast<unsigned long long>(server.engine().capturedRecords()),
         static_cast<unsigned long long>(server.engine().droppedRecords()));
+    reportVolume(window, server);
     return 0;
 }
 

@@ -354,8 +354,7 @@ void TrafficModel::sort(int column, Qt::SortOrder order) {
     relayout([&] {
         m_sortColumn = column;
         m_sortOrder = order;
-        std::stable_sort(m_rows.begin(), m_rows.end(),
-                         [this](const Row* a, const Row* b) { return less(a, b); });
+        std::sort(m_rows.begin(), m_rows.end(), [this](const Row* a, const Row* b) { return less(a, b); });
     });
 }
 
@@ -403,10 +402,10 @@ void TrafficModel::insertShown(std::vector<const Row*>& shown) {
         m_rows.insert(m_rows.begin(), shown.rbegin(), shown.rend());
         endInsertRows();
     } else {
-        std::stable_sort(shown.begin(), shown.end(),
-                         [this](const Row* a, const Row* b) { return less(a, b); });
+        std::sort(shown.begin(), shown.end(), [this](const Row* a, const Row* b) { return less(a, b); });
         relayout([&] {
-            std::deque<const Row*> merged;
+            std::vector<const Row*> merged;
+            merged.reserve(m_rows.size() + shown.size());
             std::merge(m_rows.begin(), m_rows.end(), shown.begin(), shown.end(), std::back_inserter(merged),
                        [this](const Row* a, const Row* b) { return less(a, b); });
             m_rows.swap(merged);
@@ -523,7 +522,8 @@ void TrafficModel::updateRows(const std::vector<TrafficRow>& rows) {
         }
         std::sort(shownMoved.begin(), shownMoved.end(),
                   [this](const Row* a, const Row* b) { return less(a, b); });
-        std::deque<const Row*> merged;
+        std::vector<const Row*> merged;
+        merged.reserve(m_rows.size() + shownMoved.size());
         std::merge(m_rows.begin(), m_rows.end(), shownMoved.begin(), shownMoved.end(),
                    std::back_inserter(merged), [this](const Row* a, const Row* b) { return less(a, b); });
         m_rows.swap(merged);
@@ -548,7 +548,9 @@ void TrafficModel::setFilter(std::optional<capture::Filter> filter, const Detail
     ++m_generation;
     beginResetModel();
     m_rows.clear();
+    m_rows.shrink_to_fit();
     if (!m_filter) {
+        m_rows.reserve(m_all.size());
         for (const auto& r : m_all)
             m_rows.push_back(&r);
     } else if (!details || !m_filter->readsHeaders() || m_all.empty()) {
@@ -582,8 +584,7 @@ void TrafficModel::setFilter(std::optional<capture::Filter> filter, const Detail
         }
     }
     if (!(naturalOrder() && m_sortOrder == Qt::AscendingOrder))
-        std::stable_sort(m_rows.begin(), m_rows.end(),
-                         [this](const Row* a, const Row* b) { return less(a, b); });
+        std::sort(m_rows.begin(), m_rows.end(), [this](const Row* a, const Row* b) { return less(a, b); });
     endResetModel();
 }
 

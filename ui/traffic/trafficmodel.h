@@ -138,8 +138,8 @@ private:
     void relayout(const std::function<void()>& change);
     void trim();
 
-    std::deque<Row> m_all;         ///< stable addresses: push_back/pop_front only, ids increasing
-    std::deque<const Row*> m_rows; ///< the shown ones, in the sort order
+    std::deque<Row> m_all;          ///< stable addresses: push_back/pop_front only, ids increasing
+    std::vector<const Row*> m_rows; ///< the shown ones, in the sort order
     std::vector<std::string> m_strings;
     std::unordered_map<std::string, std::uint32_t> m_stringIndex;
     struct Chunk {
