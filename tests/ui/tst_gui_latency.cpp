@@ -9,9 +9,12 @@
 #include <portico/stats/report.h>
 
 #include <QComboBox>
+#include <QLabel>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <qcustomplot.h>
 
 using namespace portico;
 using portico::ui::LatencyPage;
@@ -97,6 +100,25 @@ private slots:
         QCOMPARE(page.histogramTotal(), double(fast->count));
         QCOMPARE(page.markerMs(50), fast->histogram.valueAtPercentile(50) / 1e6);
         QVERIFY(page.markerMs(50) < 20.0);
+        // The axis follows the data (not a fixed 0.001–300 ms), and the marker labels sit in
+        // opaque boxes so a line or bar under them does not cross the text.
+        auto plot = page.findChild<QCustomPlot*>("latencyHistogram");
+        QVERIFY(plot);
+        const QCPRange x = plot->xAxis->range();
+        QVERIFY2(x.lower <= page.markerMs(50) && x.upper >= page.markerMs(99) && x.upper < 20.0 * 10 &&
+                     x.lower > page.markerMs(50) / 100,
+                 qPrintable(QString("%1..%2").arg(x.lower).arg(x.upper)));
+        int labels = 0;
+        for (int i = 0; i < plot->itemCount(); ++i)
+            if (auto* text = qobject_cast<QCPItemText*>(plot->item(i))) {
+                ++labels;
+                QVERIFY(text->brush().style() != Qt::NoBrush && text->brush().color().alpha() > 200);
+            }
+        QCOMPARE(labels, 3);
+        // What the figure measures is said next to it.
+        auto measures = page.findChild<QLabel*>("latencyMeasures");
+        QVERIFY(measures && measures->text().contains("first byte") &&
+                measures->text().contains("ready to write"));
 
         QVERIFY(page.selectSource("Server: all"));
         QVERIFY2(page.timelineTitle().contains("all vhosts"), qPrintable(page.timelineTitle()));
@@ -144,6 +166,7 @@ private slots:
 
         // Switching to the runs view and back keeps working (no runs: the histogram is empty).
         QVERIFY(page.selectSource("Load-test runs"));
+        QVERIFY(measures->text().startsWith("Load-test latency: measured by the client"));
         QCOMPARE(page.histogramPoints(), 0);
         QCOMPARE(page.markerMs(50), -1.0);
         QVERIFY(page.selectSource("Server: route slow"));

@@ -586,6 +586,28 @@ private slots:
         QVERIFY2(message.contains(QString("#%1 has left the capture").arg(selected)), qPrintable(message));
     }
 
+    // 4xx and 5xx rows are coloured, and readable: WCAG AA's 4.5:1 against both row colours.
+    void errorRowsAreReadable() {
+        TrafficPage page(m_server.get());
+        send("/nope", 1);
+        feed(page, 1);
+        auto luminance = [](const QColor& c) {
+            auto lin = [](double v) { return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+            return 0.2126 * lin(c.redF()) + 0.7152 * lin(c.greenF()) + 0.0722 * lin(c.blueF());
+        };
+        auto contrast = [&](const QColor& a, const QColor& b) {
+            const double x = luminance(a), y = luminance(b);
+            return (std::max(x, y) + 0.05) / (std::min(x, y) + 0.05);
+        };
+        const QColor fg =
+            page.model()->data(page.model()->index(0, TrafficModel::Status), Qt::ForegroundRole).value<QBrush>().color();
+        QVERIFY(fg != page.view()->palette().color(QPalette::Text)); // it is marked
+        for (auto role : {QPalette::Base, QPalette::AlternateBase}) {
+            const double ratio = contrast(fg, page.view()->palette().color(role));
+            QVERIFY2(ratio >= 4.5, qPrintable(QString("%1:1 on %2").arg(ratio).arg(int(role))));
+        }
+    }
+
     // Sorting: a header click orders the rows by that column (ties by capture order), the
     // selected exchange stays selected, new and completed rows are merged into the order, and
     // Time puts capture order back (descending: newest on top).

@@ -127,9 +127,14 @@ LatencyPage::LatencyPage(ServerController* server, QWidget* parent) : QWidget(pa
     m_empty = new QLabel(
         tr("No latency data yet: run a load test (Load test tab) and its histogram appears here."));
     m_empty->setAlignment(Qt::AlignCenter);
+    // What the figures measure, next to them: server and client latencies are different things.
+    m_measures = new QLabel;
+    m_measures->setObjectName("latencyMeasures");
+    m_measures->setWordWrap(true);
 
     auto layout = new QVBoxLayout(this);
     layout->addLayout(sourceBar);
+    layout->addWidget(m_measures);
     layout->addWidget(m_empty);
     layout->addWidget(m_histogram, 3);
     layout->addWidget(m_percentiles, 2);
@@ -270,12 +275,20 @@ void LatencyPage::drawMarkers(const stats::Histogram& histogram) {
         label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
         label->setPadding(QMargins(4, 0, 0, 0));
         label->setColor(kMarkerColors[i]);
+        // Readable where it crosses a bar or another marker's line: an opaque box with a border
+        // in the marker's colour.
+        label->setBrush(QBrush(QColor(255, 255, 255, 235)));
+        label->setPen(QPen(kMarkerColors[i], 1));
+        label->setPadding(QMargins(4, 1, 4, 1));
         label->setText(QString("p%1 %2").arg(kPercentiles[i]).arg(latencyText(v)));
     }
 }
 
 void LatencyPage::rebuildServer() {
     m_empty->setText(tr("No requests served yet: send some to the server and their latency appears here."));
+    m_measures->setText(tr("Server latency: from the request's first byte to its response being ready to "
+                           "write, measured inside the server (mock latency included; the network and the "
+                           "client's own time are not)."));
     const stats::GroupStats* scope = selectedScope();
     const bool has = scope && scope->histogram.count() > 0;
     m_empty->setVisible(!has);
@@ -325,6 +338,9 @@ void LatencyPage::rebuild() {
     m_timeline->setVisible(false);
     m_empty->setText(
         tr("No latency data yet: run a load test (Load test tab) and its histogram appears here."));
+    m_measures->setText(tr("Load-test latency: measured by the client, from sending a request (with a "
+                           "rate: from the time it was due, so a stalled server shows) to the last byte "
+                           "of its response."));
     m_empty->setVisible(m_runs.isEmpty());
     m_histogram->setVisible(!m_runs.isEmpty());
     const int selected = m_run->currentIndex();

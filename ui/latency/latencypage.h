@@ -74,6 +74,7 @@ private:
     QCustomPlot* m_histogram = nullptr;
     QCustomPlot* m_percentiles = nullptr;
     QLabel* m_empty = nullptr;
+    QLabel* m_measures = nullptr; ///< what the shown latency measures (server or client)
     QTimer* m_replot = nullptr;
     QMap<int, double> m_markers;
     bool m_dirty = false;
