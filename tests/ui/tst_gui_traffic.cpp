@@ -586,6 +586,21 @@ private slots:
         QVERIFY2(message.contains(QString("#%1 has left the capture").arg(selected)), qPrintable(message));
     }
 
+    // First start: an empty table with capture on says how to fill it (the server's own URL); the
+    // hint goes with the first row.
+    void emptyTableSaysHowToFillIt() {
+        TrafficPage page(m_server.get());
+        auto hint = page.findChild<QLabel*>("trafficEmptyHint");
+        QVERIFY(hint);
+        QVERIFY(!hint->isHidden());
+        QVERIFY2(hint->text().contains(m_server->firstHttpUrl()), qPrintable(hint->text()));
+        send("/hello", 1);
+        feed(page, 1);
+        QVERIFY(hint->isHidden());
+        page.clearRows();
+        QVERIFY(!hint->isHidden());
+    }
+
     // 4xx and 5xx rows are coloured, and readable: WCAG AA's 4.5:1 against both row colours.
     void errorRowsAreReadable() {
         TrafficPage page(m_server.get());

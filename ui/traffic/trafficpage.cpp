@@ -86,6 +86,13 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     offLayout->addWidget(enable);
     connect(enable, &QPushButton::clicked, this, &TrafficPage::enableCapture);
 
+    // First start: an empty table says how to fill it.
+    m_emptyHint = new QLabel;
+    m_emptyHint->setObjectName("trafficEmptyHint");
+    m_emptyHint->setWordWrap(true);
+    m_emptyHint->setOpenExternalLinks(true);
+    m_emptyHint->setTextInteractionFlags(Qt::TextBrowserInteraction);
+
     m_view = new QTableView;
     m_view->setObjectName("trafficTable");
     m_view->setModel(m_model);
@@ -135,6 +142,7 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     auto layout = new QVBoxLayout(this);
     layout->addLayout(bar);
     layout->addWidget(m_captureOff);
+    layout->addWidget(m_emptyHint);
     layout->addWidget(m_splitter, 1);
 
     connect(m_pause, &QPushButton::toggled, this, &TrafficPage::setPaused);
@@ -184,6 +192,7 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     });
 
     connect(server, &ServerController::configChanged, this, &TrafficPage::updateCaptureState);
+    connect(server, &ServerController::listenersChanged, this, &TrafficPage::updateEmptyHint);
     m_feed = new TrafficFeed(&server->engine());
     m_feed->setParent(this);
     connect(m_feed, &TrafficFeed::ready, this, &TrafficPage::drain); // queued from the feed thread
@@ -377,6 +386,7 @@ void TrafficPage::showCurrent() {
 }
 
 void TrafficPage::updateCount() {
+    updateEmptyHint();
     const int shown = m_model->rowCount();
     const auto total = qulonglong(m_model->totalRows());
     QString text = std::size_t(shown) == m_model->totalRows()
@@ -394,6 +404,18 @@ void TrafficPage::updateCount() {
 void TrafficPage::updateCaptureState() {
     const auto cfg = m_server->config();
     m_captureOff->setVisible(!cfg || !cfg->capture.enabled);
+    updateEmptyHint();
+}
+
+void TrafficPage::updateEmptyHint() {
+    const auto cfg = m_server->config();
+    const QString url = m_server->firstHttpUrl();
+    const bool show = cfg && cfg->capture.enabled && m_model->totalRows() == 0 && !url.isEmpty();
+    if (show)
+        m_emptyHint->setText(tr("Nothing captured yet. Open <a href=\"%1\">%1</a> in a browser, or run "
+                                "<code>curl %1</code>: each request appears here as it is served.")
+                                 .arg(url.toHtmlEscaped()));
+    m_emptyHint->setVisible(show);
 }
 
 void TrafficPage::enableCapture() {

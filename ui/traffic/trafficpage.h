@@ -76,6 +76,7 @@ signals:
 private:
     void showCurrent();
     void updateCaptureState();
+    void updateEmptyHint();
     void updateCount();
     void updateDropped();
     void enableCapture();
@@ -93,6 +94,7 @@ private:
     QLabel* m_count = nullptr;
     QLabel* m_dropped = nullptr;
     QWidget* m_captureOff = nullptr;
+    QLabel* m_emptyHint = nullptr; ///< shown while capture is on and nothing was captured
     TrafficFeed* m_feed = nullptr;
     QTimer* m_statusTimer = nullptr;
     QTimer* m_filterDelay = nullptr;
