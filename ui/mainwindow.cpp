@@ -21,6 +21,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -45,7 +46,15 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_latency = new LatencyPage(server);
     m_tabs->addTab(m_sites, tr("Sites"));
     m_tabs->addTab(m_traffic, tr("Traffic"));
-    m_tabs->addTab(m_load, tr("Load test"));
+    // The load test's form, run and history are taller than a small screen (800×500 logical
+    // pixels at 2× on 1600×1000): it scrolls there instead of making the window's minimum
+    // height exceed the screen.
+    m_loadScroll = new QScrollArea;
+    m_loadScroll->setObjectName("loadTestScroll");
+    m_loadScroll->setWidgetResizable(true);
+    m_loadScroll->setFrameShape(QFrame::NoFrame);
+    m_loadScroll->setWidget(m_load);
+    m_tabs->addTab(m_loadScroll, tr("Load test"));
     m_tabs->addTab(m_latency, tr("Latency"));
     setCentralWidget(m_tabs);
     connect(m_load, &LoadTestPage::runFinished, m_latency, &LatencyPage::addRun);
@@ -128,7 +137,7 @@ void MainWindow::buildMenus() {
     traffic->addAction(tr("Save capture &as…"), m_traffic, &TrafficPage::saveCaptureDialog);
     QMenu* load = menuBar()->addMenu(tr("&Load test"));
     load->addAction(tr("&Start"), QKeySequence(Qt::CTRL | Qt::Key_T), this, [this] {
-        m_tabs->setCurrentWidget(m_load);
+        m_tabs->setCurrentWidget(m_loadScroll);
         m_load->start();
     });
     load->addAction(tr("S&top"), QKeySequence(Qt::CTRL | Qt::Key_Period), m_load, &LoadTestPage::stop);
@@ -198,7 +207,7 @@ bool MainWindow::showTab(const QString& name) {
         const int total = std::max(m_traffic->splitter()->height(), 600); // not laid out before show()
         m_traffic->splitter()->setSizes({total / 3, total - total / 3});
     } else if (n == "load" || n == "loadtest" || n == "load-test")
-        m_tabs->setCurrentWidget(m_load);
+        m_tabs->setCurrentWidget(m_loadScroll);
     else if (n == "latency")
         m_tabs->setCurrentWidget(m_latency);
     else

@@ -4,6 +4,7 @@
 #include <QMainWindow>
 
 class QLabel;
+class QScrollArea;
 class QTabWidget;
 class QTimer;
 
@@ -59,6 +60,7 @@ private:
     QTabWidget* m_tabs = nullptr;
     SitesPage* m_sites = nullptr;
     TrafficPage* m_traffic = nullptr;
+    QScrollArea* m_loadScroll = nullptr; ///< the Load test tab: m_load, scrolled on small screens
     LoadTestPage* m_load = nullptr;
     LatencyPage* m_latency = nullptr;
     QLabel* m_listeners = nullptr;

@@ -9,8 +9,8 @@
 #include <portico/stats/report.h>
 
 #include <QComboBox>
-#include <QLabel>
 #include <QFile>
+#include <QLabel>
 #include <QTemporaryDir>
 #include <QtTest>
 

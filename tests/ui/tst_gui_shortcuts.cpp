@@ -25,11 +25,14 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QShortcut>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <QTreeWidget>
 #include <QUrl>
 #include <QtTest>
 
@@ -185,6 +188,29 @@ private slots:
         m_window.reset();
         m_server.reset();
         QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join('\n')));
+    }
+
+    // The window fits a small screen: at QT_SCALE_FACTOR=2 on 1600×1000 (800×500 logical pixels)
+    // the minimum size leaves Apply reachable; and at 1100 px wide the Sites form needs no
+    // horizontal scroll bar.
+    void windowFitsSmallScreens() {
+        for (const char* tab : {"sites", "traffic", "load", "latency"}) {
+            QVERIFY(m_window->showTab(tab));
+            const QSize min = m_window->minimumSizeHint().expandedTo(m_window->minimumSize());
+            QVERIFY2(min.width() <= 800 && min.height() <= 500,
+                     qPrintable(QString("%1: %2×%3").arg(tab).arg(min.width()).arg(min.height())));
+        }
+        QVERIFY(m_window->showTab("sites"));
+        m_window->resize(1100, 700);
+        auto tree = m_window->sitesPage()->findChild<QTreeWidget*>();
+        QVERIFY(tree && tree->topLevelItemCount() > 0 && tree->topLevelItem(0)->childCount() > 0);
+        tree->setCurrentItem(tree->topLevelItem(0)->child(0)); // the route form, the widest
+        QApplication::processEvents();
+        for (auto* scroll : m_window->sitesPage()->findChildren<QScrollArea*>())
+            if (scroll->isVisible())
+                QVERIFY2(
+                    !scroll->horizontalScrollBar()->isVisible(),
+                    qPrintable(QString("needs %1 px more").arg(scroll->horizontalScrollBar()->maximum())));
     }
 
     // On every tab, each key sequence is bound once among the shortcuts that can fire there.

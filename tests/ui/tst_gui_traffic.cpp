@@ -614,8 +614,10 @@ private slots:
             const double x = luminance(a), y = luminance(b);
             return (std::max(x, y) + 0.05) / (std::min(x, y) + 0.05);
         };
-        const QColor fg =
-            page.model()->data(page.model()->index(0, TrafficModel::Status), Qt::ForegroundRole).value<QBrush>().color();
+        const QColor fg = page.model()
+                              ->data(page.model()->index(0, TrafficModel::Status), Qt::ForegroundRole)
+                              .value<QBrush>()
+                              .color();
         QVERIFY(fg != page.view()->palette().color(QPalette::Text)); // it is marked
         for (auto role : {QPalette::Base, QPalette::AlternateBase}) {
             const double ratio = contrast(fg, page.view()->palette().color(role));

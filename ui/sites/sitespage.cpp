@@ -13,6 +13,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -228,7 +229,7 @@ SitesPage::SitesPage(ServerController* server, QWidget* parent) : QWidget(parent
     m_tree->setHeaderLabels({tr("Site / route"), tr("Action"), tr("Methods")});
     m_tree->setUniformRowHeights(true);
     m_tree->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
-    m_tree->setMinimumWidth(420);
+    m_tree->setMinimumWidth(300);
 
     auto addSite = new QPushButton(tr("Add site"));
     m_addRoute = new QPushButton(tr("Add route"));
@@ -255,6 +256,7 @@ SitesPage::SitesPage(ServerController* server, QWidget* parent) : QWidget(parent
     m_forms->addWidget(empty);
     m_forms->addWidget(buildVhostForm());
     m_forms->addWidget(buildRouteForm());
+    alignFormLabels(m_forms);
     auto scroll = new QScrollArea;
     scroll->setWidgetResizable(true);
     scroll->setWidget(m_forms);
@@ -314,12 +316,30 @@ SitesPage::SitesPage(ServerController* server, QWidget* parent) : QWidget(parent
     onServerConfigChanged();
 }
 
+void SitesPage::alignFormLabels(QWidget* root) {
+    // Every form of the page (the site's, the route's and each action's, nested in the route's)
+    // gets one label width, so that all fields start at the same x.
+    const QList<QFormLayout*> forms = root->findChildren<QFormLayout*>();
+    int width = 0;
+    QList<QWidget*> labels;
+    for (QFormLayout* form : forms)
+        for (int r = 0; r < form->rowCount(); ++r)
+            if (QLayoutItem* item = form->itemAt(r, QFormLayout::LabelRole); item && item->widget()) {
+                labels << item->widget();
+                width = std::max(width, item->widget()->sizeHint().width());
+            }
+    for (QWidget* label : labels)
+        label->setMinimumWidth(width);
+}
+
 QWidget* SitesPage::row(const QString& key, QWidget* editor, QHash<QString, Field>& fields) {
     auto box = new QWidget;
     auto v = new QVBoxLayout(box);
     v->setContentsMargins(0, 0, 0, 0);
     v->setSpacing(2);
-    v->addWidget(editor);
+    // Top-aligned: a row given more height than its editor's maximum (the text boxes) keeps the
+    // editor next to its label instead of centring it below.
+    v->addWidget(editor, 0, Qt::AlignTop);
     auto error = new QLabel;
     error->setObjectName("error:" + key);
     error->setWordWrap(true);
@@ -413,19 +433,24 @@ QWidget* SitesPage::buildRouteForm() {
     form->addRow(tr("Match"), row("path", matchBox, f));
     f["path"].editor = path;
 
+    // Two rows of five: one row of nine was the form's widest line and pushed it behind a
+    // horizontal scroll bar on a 1100 px window.
     auto methodsBox = new QWidget;
-    auto methodsLayout = new QHBoxLayout(methodsBox);
+    auto methodsLayout = new QGridLayout(methodsBox);
     methodsLayout->setContentsMargins(0, 0, 0, 0);
+    methodsLayout->setHorizontalSpacing(12);
+    int methodIndex = 0;
     for (http::Method m : kMethods) {
         auto c = new QCheckBox(q(std::string(http::methodToken(m))));
         c->setObjectName("method:" + c->text());
         connect(c, &QCheckBox::toggled, this, [this] {
             if (!m_loading) commitForm();
         });
-        methodsLayout->addWidget(c);
+        methodsLayout->addWidget(c, methodIndex / 5, methodIndex % 5);
+        ++methodIndex;
         m_methods << c;
     }
-    methodsLayout->addStretch();
+    methodsLayout->setColumnStretch(5, 1);
     methodsBox->setToolTip(tr("None checked: every method"));
     form->addRow(tr("Methods"), row("methods", methodsBox, f));
     form->addRow(tr("Name"), row("name", lineEdit("name", f, tr("label for logs and the GUI")), f));

@@ -65,6 +65,7 @@ private:
 
     QWidget* buildVhostForm();
     QWidget* buildRouteForm();
+    static void alignFormLabels(QWidget* root);
     QWidget* row(const QString& key, QWidget* editor, QHash<QString, Field>& fields);
     QLineEdit* lineEdit(const QString& key, QHash<QString, Field>& fields, const QString& placeholder = {});
     QPlainTextEdit* textEdit(const QString& key, QHash<QString, Field>& fields,
