@@ -129,6 +129,8 @@ private:
     void storeTarget(Row& r, std::string_view s);
     void freeChunks();
     Row compact(const TrafficRow& t);
+    template <class Out>
+    void copyFields(const Row& r, Out& out) const; ///< into a TrafficRow or a capture::Exchange
     TrafficRow expand(const Row& r) const;
     bool matches(const Row& r) const;
     bool less(const Row* a, const Row* b) const; ///< the current sort
