@@ -2,6 +2,7 @@
 #include "capture/collector.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace portico::capture {
 
@@ -512,19 +513,24 @@ std::vector<Exchange> Collector::recent(std::uint64_t sinceId, std::size_t max) 
     std::unique_lock lock(mutex_);
     std::vector<Exchange> out;
     // Records older than the window are read back from the session file (without their bodies:
-    // callers of recent() want rows; get() has the rest).
-    if (reader_ && (window_.empty() || sinceId + 1 < window_.front().id)) {
+    // callers of recent() want rows; get() has the rest). Every id below the window's front is
+    // committed there (the window lets a record go only after its commit); the window may move on
+    // while the file is read, so look again until the read reaches it or the file has no more.
+    while (reader_ && out.size() < max && (window_.empty() || sinceId + 1 < window_.front().id)) {
         const std::uint64_t front = window_.empty() ? ~std::uint64_t{0} : window_.front().id;
         lock.unlock();
+        std::vector<Exchange> older;
         {
             std::lock_guard r(readerMutex_);
-            out = reader_->load(sinceId, max, false);
+            older = reader_->load(sinceId, max - out.size(), false);
         }
-        std::erase_if(out, [front](const Exchange& e) { return e.id >= front; });
-        if (out.size() >= max) return out;
-        if (!out.empty()) sinceId = out.back().id;
+        std::erase_if(older, [front](const Exchange& e) { return e.id >= front; });
         lock.lock();
+        if (older.empty()) break; // evicted, or nothing newer in the file: the window follows
+        sinceId = older.back().id;
+        out.insert(out.end(), std::make_move_iterator(older.begin()), std::make_move_iterator(older.end()));
     }
+    if (out.size() >= max) return out;
     auto pos = std::upper_bound(window_.begin(), window_.end(), sinceId,
                                 [](std::uint64_t v, const Stored& x) { return v < x.id; });
     for (; pos != window_.end() && out.size() < max; ++pos)
