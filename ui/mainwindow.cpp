@@ -129,6 +129,8 @@ void MainWindow::buildMenus() {
     traffic->addAction(tr("Copy as c&url"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), inspector,
                        &InspectorWidget::copyAsCurl);
     traffic->addAction(tr("Copy as &Python"), inspector, &InspectorWidget::copyAsPython);
+    traffic->addAction(tr("Copy as fe&tch"), inspector, &InspectorWidget::copyAsFetch);
+    traffic->addAction(tr("Copy as HTTP&ie"), inspector, &InspectorWidget::copyAsHttpie);
     // Ctrl+R is Resend's on this tab (updateContextShortcuts); the menu shows it there.
     m_resend = traffic->addAction(tr("&Resend"), inspector, &InspectorWidget::resend);
     traffic->addAction(tr("&Edit and resend…"), inspector, &InspectorWidget::editAndResend);

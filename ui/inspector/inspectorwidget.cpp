@@ -5,6 +5,7 @@
 #include "editresenddialog.h"
 #include "jsonpretty.h"
 #include "servercontroller.h"
+#include "textdiff.h"
 #include "timelinewidget.h"
 #include "traffic/trafficmodel.h"
 
@@ -18,12 +19,16 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMenu>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSplitter>
+#include <QStringDecoder>
+#include <QSyntaxHighlighter>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QThread>
+#include <QToolButton>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -70,6 +75,71 @@ void addPair(QTreeWidgetItem* parent, const QString& name, const QString& value)
     item->setToolTip(1, value);
 }
 
+bool isHttp2(const capture::Exchange& e) {
+    return e.protocol == capture::Protocol::Http2 || e.protocol == capture::Protocol::Grpc ||
+           e.httpVersion == 20;
+}
+
+std::string lowered(std::string s) {
+    for (char& c : s)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return s;
+}
+
+// HTTP/2 field lists: names lower-case, pseudo-header fields first (`first` in this order, taken
+// from the list or else from `built`), then the list's other pseudo-header fields, then the rest.
+std::vector<capture::Header> h2Fields(const std::vector<capture::Header>& list,
+                                      const std::vector<capture::Header>& built) {
+    std::vector<capture::Header> pseudo, regular;
+    for (const auto& h : list)
+        (h.name.starts_with(':') ? pseudo : regular).push_back({lowered(h.name), h.value});
+    std::vector<capture::Header> out;
+    for (const auto& b : built) {
+        auto it = std::find_if(pseudo.begin(), pseudo.end(), [&](const auto& h) { return h.name == b.name; });
+        if (it != pseudo.end()) {
+            out.push_back(*it);
+            pseudo.erase(it);
+        } else if (!b.value.empty()) {
+            out.push_back(b);
+        }
+    }
+    out.insert(out.end(), pseudo.begin(), pseudo.end());
+    out.insert(out.end(), regular.begin(), regular.end());
+    return out;
+}
+
+// Printable UTF-8 (tabs and line ends allowed): what the Compare tab diffs by line.
+bool diffableText(const std::string& bytes) {
+    const QByteArray raw = QByteArray::fromStdString(bytes);
+    QStringDecoder decoder(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);
+    const QString text = decoder(raw);
+    if (decoder.hasError()) return false;
+    return std::none_of(text.begin(), text.end(), [](QChar c) {
+        return (c.unicode() < 0x20 && c != '\n' && c != '\r' && c != '\t') || c.unicode() == 0x7f;
+    });
+}
+
+// Colours the unified diff: removed lines red, added green, hunk headers blue.
+class DiffHighlighter : public QSyntaxHighlighter {
+public:
+    using QSyntaxHighlighter::QSyntaxHighlighter;
+
+protected:
+    void highlightBlock(const QString& text) override {
+        if (text.startsWith(QLatin1String("---")) || text.startsWith(QLatin1String("+++"))) {
+            QTextCharFormat f;
+            f.setFontWeight(QFont::Bold);
+            setFormat(0, int(text.size()), f);
+        } else if (text.startsWith('-') || text.startsWith('+') || text.startsWith(QLatin1String("@@"))) {
+            QTextCharFormat f;
+            f.setForeground(text.startsWith('-')   ? QColor(0xc0, 0x20, 0x20)
+                            : text.startsWith('+') ? QColor(0x1a, 0x7f, 0x37)
+                                                   : QColor(0x30, 0x60, 0xc0));
+            setFormat(0, int(text.size()), f);
+        }
+    }
+};
+
 } // namespace
 
 InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
@@ -92,12 +162,24 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     m_python->setObjectName("inspectorPython");
     m_python->setToolTip(tr("Copy a Python 3 script (standard library only) that repeats this request"));
     connect(m_python, &QPushButton::clicked, this, &InspectorWidget::copyAsPython);
+    m_copyMore = new QToolButton;
+    m_copyMore->setObjectName("inspectorCopyMore");
+    m_copyMore->setText(tr("Copy as…"));
+    m_copyMore->setToolTip(tr("Copy this request as JavaScript fetch() or an HTTPie command"));
+    m_copyMore->setPopupMode(QToolButton::InstantPopup);
+    auto copyMenu = new QMenu(m_copyMore);
+    copyMenu->addAction(tr("Copy as fetch (JavaScript)"), this, &InspectorWidget::copyAsFetch)
+        ->setObjectName("inspectorCopyFetch");
+    copyMenu->addAction(tr("Copy as HTTPie"), this, &InspectorWidget::copyAsHttpie)
+        ->setObjectName("inspectorCopyHttpie");
+    m_copyMore->setMenu(copyMenu);
     connect(m_resend, &QPushButton::clicked, this, &InspectorWidget::resend);
     connect(m_edit, &QPushButton::clicked, this, &InspectorWidget::editAndResend);
     auto bar = new QHBoxLayout;
     bar->addWidget(m_summary, 1);
     bar->addWidget(m_curl);
     bar->addWidget(m_python);
+    bar->addWidget(m_copyMore);
     bar->addWidget(m_resend);
     bar->addWidget(m_edit);
 
@@ -169,10 +251,21 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     m_compare->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     m_compare->verticalHeader()->hide();
     m_compare->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_compareDiff = new QPlainTextEdit;
+    m_compareDiff->setObjectName("inspectorCompareDiff");
+    m_compareDiff->setReadOnly(true);
+    m_compareDiff->setLineWrapMode(QPlainTextEdit::NoWrap);
+    m_compareDiff->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    new DiffHighlighter(m_compareDiff->document());
+    auto compareSplit = new QSplitter(Qt::Vertical);
+    compareSplit->addWidget(m_compare);
+    compareSplit->addWidget(m_compareDiff);
+    compareSplit->setStretchFactor(0, 1);
+    compareSplit->setStretchFactor(1, 3);
     m_comparePage = new QWidget;
     auto compareLayout = new QVBoxLayout(m_comparePage);
     compareLayout->addWidget(m_compareSummary);
-    compareLayout->addWidget(m_compare, 1);
+    compareLayout->addWidget(compareSplit, 1);
 
     m_tabs = new QTabWidget;
     m_tabs->setObjectName("inspectorTabs");
@@ -277,26 +370,70 @@ void InspectorWidget::fillHeaders(const capture::Exchange& e) {
     if (e.flags & capture::kHeadersTruncated)
         addPair(general, tr("Note"), tr("headers were cut to fit the record"));
 
-    QTreeWidgetItem* request = section(
-        m_headers,
-        tr("Request headers (%1, %2)").arg(e.requestHeaders.size()).arg(formatBytes(e.requestHeadersSize)));
-    for (const auto& h : e.requestHeaders)
-        addPair(request, qs(h.name), qs(h.value));
-    if (!e.requestTrailers.empty()) {
-        QTreeWidgetItem* trailers = section(m_headers, tr("Request trailers"));
-        for (const auto& h : e.requestTrailers)
-            addPair(trailers, qs(h.name), qs(h.value));
+    // HTTP/1.x: the head's bytes as received / sent; HTTP/2: the HPACK-decoded size (name and
+    // value bytes of every field, pseudo-header fields included). 0: not recorded (an old or
+    // imported record).
+    const bool h2 = isHttp2(e);
+    auto title = [&](const QString& what, std::size_t count, std::uint64_t size) {
+        if (!size) return tr("%1 (%2)").arg(what).arg(count);
+        return h2 ? tr("%1 (%2, %3 HPACK-decoded)").arg(what).arg(count).arg(formatBytes(size))
+                  : tr("%1 (%2, %3)").arg(what).arg(count).arg(formatBytes(size));
+    };
+    auto fill = [](QTreeWidgetItem* parent, const std::vector<capture::Header>& list) {
+        for (const auto& h : list)
+            addPair(parent, qs(h.name), qs(h.value));
+    };
+    const std::vector<capture::Header> requestFields = requestHeadersAsSent(e);
+    fill(section(m_headers, title(tr("Request headers"), requestFields.size(), e.requestHeadersSize)),
+         requestFields);
+    if (!e.requestTrailers.empty())
+        fill(section(m_headers, tr("Request trailers")),
+             h2 ? h2Fields(e.requestTrailers, {}) : e.requestTrailers);
+    const std::vector<capture::Header> responseFields = responseHeadersAsSent(e);
+    fill(section(m_headers, title(tr("Response headers"), responseFields.size(), e.responseHeadersSize)),
+         responseFields);
+    if (!e.responseTrailers.empty())
+        fill(section(m_headers, tr("Response trailers")),
+             h2 ? h2Fields(e.responseTrailers, {}) : e.responseTrailers);
+}
+
+std::vector<capture::Header> InspectorWidget::requestHeadersAsSent(const capture::Exchange& e) {
+    if (!isHttp2(e)) return e.requestHeaders;
+    // RFC 9113 §8.3.1. The record keeps :authority in `authority`, which is Host's value when the
+    // client sent Host instead: then there was no :authority on the wire.
+    const bool hostField = std::any_of(e.requestHeaders.begin(), e.requestHeaders.end(),
+                                       [](const auto& h) { return lowered(h.name) == "host"; });
+    return h2Fields(e.requestHeaders, {{":method", e.method},
+                                       {":scheme", e.scheme},
+                                       {":authority", hostField ? std::string() : e.authority},
+                                       {":path", e.target}});
+}
+
+std::vector<capture::Header> InspectorWidget::responseHeadersAsSent(const capture::Exchange& e) {
+    if (!isHttp2(e)) return e.responseHeaders;
+    return h2Fields(e.responseHeaders, {{":status", e.status ? std::to_string(e.status) : std::string()}});
+}
+
+QString InspectorWidget::bodyDiff(const capture::Exchange& before, const capture::Exchange& after) {
+    if (!diffableText(before.responseBody) || !diffableText(after.responseBody)) return {};
+    std::string a = before.responseBody, b = after.responseBody;
+    // Both JSON: re-indented as sent, so a one-line body differs line by line.
+    if (isJson(a) && isJson(b)) {
+        const JsonPretty pa = prettyPrintJson(a), pb = prettyPrintJson(b);
+        if (pa.ok && pb.ok) {
+            a = pa.text + "\n";
+            b = pb.text + "\n";
+        }
     }
-    QTreeWidgetItem* response = section(m_headers, tr("Response headers (%1, %2)")
-                                                       .arg(e.responseHeaders.size())
-                                                       .arg(formatBytes(e.responseHeadersSize)));
-    for (const auto& h : e.responseHeaders)
-        addPair(response, qs(h.name), qs(h.value));
-    if (!e.responseTrailers.empty()) {
-        QTreeWidgetItem* trailers = section(m_headers, tr("Response trailers"));
-        for (const auto& h : e.responseTrailers)
-            addPair(trailers, qs(h.name), qs(h.value));
-    }
+    auto label = [](const char* what, const capture::Exchange& e) {
+        std::string l = std::string(what) + " (" + std::to_string(e.responseBodySize) + " bytes";
+        if (e.responseBody.size() < e.responseBodySize)
+            l += ", first " + std::to_string(e.responseBody.size()) + " captured";
+        return l + ")";
+    };
+    const TextDiff d = unifiedDiff(a, b, label("original", before), label("resent", after));
+    if (!d.ok || d.same) return {};
+    return qs(d.text);
 }
 
 void InspectorWidget::fillPhases(const capture::Exchange& e) {
@@ -422,6 +559,7 @@ void InspectorWidget::updateActions() {
     const bool have = m_exchange.has_value();
     m_curl->setEnabled(have);
     m_python->setEnabled(have);
+    m_copyMore->setEnabled(have);
     // A refused exchange (no request line was read) has nothing to resend.
     const bool canResend = have && !m_exchange->method.empty() && !m_exchange->target.empty() && !m_thread &&
                            !resendTarget().isEmpty();
@@ -454,6 +592,20 @@ void InspectorWidget::copyAsPython() {
     QApplication::clipboard()->setText(
         QString::fromStdString(capture::toPython(*m_exchange, {}, caFileFor(*m_exchange))));
     emit notice(tr("Copied a Python script for #%1").arg(m_exchange->id));
+}
+
+void InspectorWidget::copyAsFetch() {
+    if (!m_exchange) return;
+    QApplication::clipboard()->setText(
+        QString::fromStdString(capture::toFetch(*m_exchange, {}, caFileFor(*m_exchange))));
+    emit notice(tr("Copied a fetch() call for #%1").arg(m_exchange->id));
+}
+
+void InspectorWidget::copyAsHttpie() {
+    if (!m_exchange) return;
+    QApplication::clipboard()->setText(
+        QString::fromStdString(capture::toHttpie(*m_exchange, {}, caFileFor(*m_exchange))));
+    emit notice(tr("Copied the HTTPie command for #%1").arg(m_exchange->id));
 }
 
 bool InspectorWidget::resend() { return resendWith({}); }
@@ -494,6 +646,8 @@ void InspectorWidget::showCompare() {
     if (!r.ok()) {
         m_compareSummary->setText(tr("Resend to %1 failed: %2").arg(m_resentTo, qs(r.error)));
         m_compare->setRowCount(0);
+        m_compareDiff->clear();
+        m_compareDiff->hide();
         return;
     }
     const auto& n = r.exchange;
@@ -503,15 +657,27 @@ void InspectorWidget::showCompare() {
             .arg(n.status)
             .arg(formatDuration(n.durationNs()),
                  r.differences.empty()
-                     ? tr("same status, headers and body")
+                     ? tr("no differences (same status, headers and body)")
                      : (r.differences.size() == 1 ? tr("1 difference")
                                                   : tr("%1 differences").arg(r.differences.size()))));
+    // A text body difference is shown as a unified diff below the table (its row then says so);
+    // a binary one keeps the byte summary (sizes, the first differing byte).
+    const bool bodyDiffers = std::any_of(r.differences.begin(), r.differences.end(),
+                                         [](const auto& d) { return d.what == "body"; });
+    const QString diff = bodyDiffers && m_exchange ? bodyDiff(*m_exchange, n) : QString();
+    m_compareDiff->setPlainText(diff);
+    m_compareDiff->setVisible(!diff.isEmpty());
     m_compare->setRowCount(int(r.differences.size()));
     for (int i = 0; i < int(r.differences.size()); ++i) {
         const auto& d = r.differences[std::size_t(i)];
+        QString before = qs(d.before), after = qs(d.after);
+        if (d.what == "body" && !diff.isEmpty()) {
+            before = tr("%1 bytes · diff below").arg(m_exchange->responseBodySize);
+            after = tr("%1 bytes · diff below").arg(n.responseBodySize);
+        }
         m_compare->setItem(i, 0, new QTableWidgetItem(qs(d.what)));
-        m_compare->setItem(i, 1, new QTableWidgetItem(qs(d.before)));
-        m_compare->setItem(i, 2, new QTableWidgetItem(qs(d.after)));
+        m_compare->setItem(i, 1, new QTableWidgetItem(before));
+        m_compare->setItem(i, 2, new QTableWidgetItem(after));
     }
 }
 

@@ -1,5 +1,6 @@
 // InspectorWidget: one exchange in detail — headers, bodies, WebSocket and gRPC messages, the timeline
-// waterfall — and the actions on it: copy as curl, resend, edit and resend, compare.
+// waterfall — and the actions on it: copy as curl, Python, fetch or HTTPie, resend, edit and
+// resend, compare.
 #pragma once
 
 #include <portico/capture/exchange.h>
@@ -14,6 +15,7 @@
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
+class QToolButton;
 class QTabWidget;
 class QTableWidget;
 class QThread;
@@ -56,9 +58,26 @@ public:
     /// listeners, once the CA exists); "" otherwise.
     std::string caFileFor(const capture::Exchange& e) const;
 
+    /// The request header fields as the Headers tab lists them: for HTTP/2 and gRPC as on the
+    /// wire — names lower-case, the pseudo-header fields first (:method, :scheme, :authority,
+    /// :path; built from the record's method, scheme, authority and target when the list lacks
+    /// them, :authority left out when the client sent Host instead); HTTP/1.x as received.
+    static std::vector<capture::Header> requestHeadersAsSent(const capture::Exchange& e);
+    /// The response's: for HTTP/2 and gRPC lower-case with :status first (built from `status`
+    /// when missing); HTTP/1.x as sent.
+    static std::vector<capture::Header> responseHeadersAsSent(const capture::Exchange& e);
+    /// The Compare tab's body section for two exchanges whose response bodies differ: a unified
+    /// diff (textdiff.h) of the two bodies, JSON re-indented first (jsonpretty.h) so a one-line
+    /// JSON body differs by line; "" when either body is binary (not printable UTF-8) or the
+    /// bodies are too long to diff by line (the byte summary stays).
+    static QString bodyDiff(const capture::Exchange& before, const capture::Exchange& after);
+    QPlainTextEdit* compareDiff() const { return m_compareDiff; }
+
 public slots:
     void copyAsCurl();
     void copyAsPython();
+    void copyAsFetch();
+    void copyAsHttpie();
     /// Sends the request again on a worker thread; resendFinished() when the answer is in.
     bool resend();
     bool resendWith(const capture::ReplayOptions& overrides);
@@ -100,6 +119,8 @@ private:
     QWidget* m_comparePage = nullptr;
     QLabel* m_compareSummary = nullptr;
     QTableWidget* m_compare = nullptr;
+    QPlainTextEdit* m_compareDiff = nullptr;
+    QToolButton* m_copyMore = nullptr; ///< "Copy as…": fetch and HTTPie
 
     QThread* m_thread = nullptr;
     std::shared_ptr<capture::ReplayResult> m_pending;

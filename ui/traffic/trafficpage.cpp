@@ -288,6 +288,8 @@ QMenu* TrafficPage::contextMenuFor(int row) {
     });
     add(tr("Copy as curl"), "copyCurl", [this] { m_inspector->copyAsCurl(); });
     add(tr("Copy as Python"), "copyPython", [this] { m_inspector->copyAsPython(); });
+    add(tr("Copy as fetch"), "copyFetch", [this] { m_inspector->copyAsFetch(); });
+    add(tr("Copy as HTTPie"), "copyHttpie", [this] { m_inspector->copyAsHttpie(); });
     add(tr("Resend"), "resend", [this] {
         m_inspector->resend();
     })->setEnabled(!r->method.empty() && !r->target.empty() && !m_inspector->isResending());

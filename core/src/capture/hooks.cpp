@@ -152,18 +152,33 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
         forEachField(eol == std::string_view::npos ? std::string_view() : head.substr(eol + 2),
                      [&](std::string_view n, std::string_view v) { w.pair(list, n, v); });
     } else if (in.res) {
-        // HTTP/2: what submit() sends, in its order.
+        // HTTP/2: what H2Connection::submit() sends, in its order: names lower-cased, the
+        // connection-specific fields left out (RFC 9113 §8.2.2). The size is the HPACK-decoded
+        // one: name and value bytes of every field.
+        std::uint64_t size = 0;
+        std::string lowered;
+        auto add = [&](std::string_view n, std::string_view v) {
+            lowered.assign(n);
+            for (char& c : lowered)
+                if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+            if (lowered == "connection" || lowered == "keep-alive" || lowered == "proxy-connection" ||
+                lowered == "transfer-encoding" || lowered == "upgrade")
+                return;
+            size += lowered.size() + v.size();
+            w.pair(list, lowered, v);
+        };
         char status[4] = {};
         std::to_chars(status, status + 3, in.res->status);
-        w.pair(list, ":status", std::string_view(status, 3));
-        if (in.res->serverHeader) w.pair(list, "server", "Portico/" PORTICO_VERSION);
-        forEachField(in.res->fieldBlock(),
-                     [&](std::string_view n, std::string_view v) { w.pair(list, n, v); });
+        add(":status", std::string_view(status, 3));
+        if (!in.h2Date.empty()) add("date", in.h2Date);
+        if (in.res->serverHeader) add("server", "Portico/" PORTICO_VERSION);
+        forEachField(in.res->fieldBlock(), add);
         if (in.responseHasBody) {
             char len[24];
             auto r = std::to_chars(len, len + sizeof len, in.res->bodyLength());
-            w.pair(list, "content-length", std::string_view(len, static_cast<std::size_t>(r.ptr - len)));
+            add("content-length", std::string_view(len, static_cast<std::size_t>(r.ptr - len)));
         }
+        h->responseHeadersSize = size;
     }
     const std::size_t bodyCap = cc.cfg.bodyBytes;
     // Request body prefix, then response body prefix; each leaves room for the other's length.

@@ -36,6 +36,9 @@ struct ExchangeInput {
     std::string_view method, target, authority, scheme; ///< override req's when non-empty (HTTP/2)
     const http::Response* res = nullptr;
     std::string_view responseHead; ///< HTTP/1.1: the serialized head as sent ("HTTP/1.1 200 OK\r\n...")
+    std::string_view h2Date;       ///< HTTP/2: the `date` value the response was sent with ("" = none)
+    /// HTTP/1.1: bytes of the request head as received; HTTP/2: its HPACK-decoded size (name and
+    /// value bytes of every field, pseudo-header fields included).
     std::uint64_t requestHeadBytes = 0;
     std::uint64_t requestBodySize = 0;
     std::uint64_t responseBodySize = 0;

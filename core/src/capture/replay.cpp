@@ -712,17 +712,159 @@ std::string toPython(const Exchange& e, std::string_view baseUrl, std::string_vi
     return py;
 }
 
-std::string toCurl(const Exchange& e, std::string_view baseUrl, std::string_view caFile) {
-    auto quote = [](std::string_view s) {
-        std::string o = "'";
-        for (char c : s) {
-            if (c == '\'')
-                o += "'\\''";
+namespace {
+// POSIX sh single quotes: '...' with each ' as '\''.
+std::string shellQuote(std::string_view s) {
+    std::string o = "'";
+    for (char c : s) {
+        if (c == '\'')
+            o += "'\\''";
+        else
+            o += c;
+    }
+    return o + "'";
+}
+
+// Whether a body can be given as text on a command line (else it goes through printf escapes).
+bool printableBody(std::string_view body) {
+    return std::all_of(body.begin(), body.end(), [](char c) {
+        auto u = static_cast<unsigned char>(c);
+        return u >= 0x20 || c == '\n' || c == '\r' || c == '\t';
+    });
+}
+
+// `printf 'ESCAPES' | ` that writes `body` byte for byte (octal escapes).
+std::string printfPipe(std::string_view body) {
+    std::string esc;
+    char b[8];
+    for (unsigned char c : body) {
+        std::snprintf(b, sizeof b, "\\%03o", c);
+        esc += b;
+    }
+    return "printf '" + esc + "' | ";
+}
+
+// Length of the UTF-8 sequence starting at s[i] (1 to 4), or 0 when it is not well-formed.
+std::size_t utf8Length(std::string_view s, std::size_t i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return 0;
+    for (std::size_t k = 1; k < n; ++k)
+        if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+    if (n == 2 && c < 0xc2) return 0; // overlong
+    return n;
+}
+
+// A JavaScript string literal "..." (JSON-style escapes). `byteString`: every byte one code unit
+// (bytes >= 0x80 as \xHH, what a Headers value is); else UTF-8 text kept as written, U+2028 and
+// U+2029 escaped. Returns "" when !byteString and `s` is not UTF-8.
+std::string jsLiteral(std::string_view s, bool byteString) {
+    std::string o = "\"";
+    char b[8];
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c == '"' || c == '\\') {
+            o += '\\';
+            o += static_cast<char>(c);
+        } else if (c == '\n') {
+            o += "\\n";
+        } else if (c == '\r') {
+            o += "\\r";
+        } else if (c == '\t') {
+            o += "\\t";
+        } else if (c < 0x20 || c == 0x7f) {
+            std::snprintf(b, sizeof b, "\\x%02x", c);
+            o += b;
+        } else if (c < 0x80) {
+            o += static_cast<char>(c);
+        } else if (byteString) {
+            std::snprintf(b, sizeof b, "\\x%02x", c);
+            o += b;
+        } else {
+            const std::size_t n = utf8Length(s, i);
+            if (n == 0) return {};
+            const std::string_view seq = s.substr(i, n);
+            if (seq == "\xe2\x80\xa8")
+                o += "\\u2028";
+            else if (seq == "\xe2\x80\xa9")
+                o += "\\u2029";
             else
-                o += c;
+                o += seq;
+            i += n - 1;
         }
-        return o + "'";
-    };
+    }
+    return o + "\"";
+}
+} // namespace
+
+std::string toFetch(const Exchange& e, std::string_view baseUrl, std::string_view caFile) {
+    const std::string url = copyUrl(e, baseUrl);
+    const std::string method = e.method.empty() ? std::string("GET") : e.method;
+    std::string js;
+    if (!caFile.empty() && url.starts_with("https://"))
+        js += "// Node does not trust Portico's local CA by default: run with\n"
+              "// NODE_EXTRA_CA_CERTS=" +
+              shellQuote(caFile) +
+              " node FILE.js\n"
+              "// (a browser trusts it after `portico cert install`).\n";
+    std::string headers;
+    for (const auto& h : e.requestHeaders) {
+        if (clientOwned(lower(h.name))) continue;
+        headers += "    " + jsLiteral(h.name, true) + ": " + jsLiteral(h.value, true) + ",\n";
+    }
+    std::string body;
+    const std::string upper = [&] {
+        std::string u = method;
+        for (char& c : u)
+            c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        return u;
+    }();
+    if (!e.requestBody.empty() && (upper == "GET" || upper == "HEAD")) {
+        js += "// The captured request had a body of " + std::to_string(e.requestBody.size()) +
+              " bytes; fetch() sends none with " + upper + ".\n";
+    } else if (!e.requestBody.empty()) {
+        body = printableBody(e.requestBody) ? jsLiteral(e.requestBody, false) : std::string();
+        if (body.empty()) {
+            body = "new Uint8Array([";
+            for (std::size_t i = 0; i < e.requestBody.size(); ++i)
+                body += (i ? "," : "") + std::to_string(static_cast<unsigned char>(e.requestBody[i]));
+            body += "])";
+        }
+    }
+    std::string urlLiteral = jsLiteral(url, false);
+    if (urlLiteral.empty()) urlLiteral = jsLiteral(url, true);
+    js += "fetch(" + urlLiteral + ", {\n  method: " + jsLiteral(method, true) + ",\n";
+    js += headers.empty() ? "  headers: {},\n" : "  headers: {\n" + headers + "  },\n";
+    if (!body.empty()) js += "  body: " + body + ",\n";
+    js += "}).then(async (response) => {\n"
+          "  console.log(response.status, response.statusText);\n"
+          "  console.log(await response.text());\n"
+          "});\n";
+    return js;
+}
+
+std::string toHttpie(const Exchange& e, std::string_view baseUrl, std::string_view caFile) {
+    const std::string url = copyUrl(e, baseUrl);
+    std::string cmd = "http";
+    if (!caFile.empty() && url.starts_with("https://")) cmd += " --verify=" + shellQuote(caFile);
+    const bool raw = !e.requestBody.empty() && printableBody(e.requestBody);
+    if (raw) cmd += " --raw " + shellQuote(e.requestBody);
+    cmd += " " + shellQuote(e.method.empty() ? std::string("GET") : e.method) + " " + shellQuote(url);
+    for (const auto& h : e.requestHeaders) {
+        if (clientOwned(lower(h.name))) continue;
+        // HTTPie's request items: `Name:value`; `Name;` sends an empty value (`Name:` would
+        // remove the header); `:=` would make a JSON field, so a leading '=' is escaped.
+        if (h.value.empty())
+            cmd += " " + shellQuote(h.name + ";");
+        else
+            cmd += " " + shellQuote(h.name + ":" + (h.value.front() == '=' ? "\\" : "") + h.value);
+    }
+    if (!e.requestBody.empty() && !raw) cmd = printfPipe(e.requestBody) + cmd;
+    return cmd;
+}
+
+std::string toCurl(const Exchange& e, std::string_view baseUrl, std::string_view caFile) {
+    auto quote = shellQuote;
     const std::string url = copyUrl(e, baseUrl);
     std::string cmd = "curl";
     if (!caFile.empty() && url.starts_with("https://")) cmd += " --cacert " + quote(caFile);
@@ -735,21 +877,10 @@ std::string toCurl(const Exchange& e, std::string_view baseUrl, std::string_view
         cmd += " -H " + quote(h.name + ": " + h.value);
     }
     if (!e.requestBody.empty()) {
-        bool printable = std::all_of(e.requestBody.begin(), e.requestBody.end(), [](char c) {
-            auto u = static_cast<unsigned char>(c);
-            return u >= 0x20 || c == '\n' || c == '\r' || c == '\t';
-        });
-        if (printable) {
+        if (printableBody(e.requestBody))
             cmd += " --data-binary " + quote(e.requestBody);
-        } else {
-            std::string esc;
-            char b[8];
-            for (unsigned char c : e.requestBody) {
-                std::snprintf(b, sizeof b, "\\%03o", c);
-                esc += b;
-            }
-            cmd = "printf '" + esc + "' | " + cmd + " --data-binary @-";
-        }
+        else
+            cmd = printfPipe(e.requestBody) + cmd + " --data-binary @-";
     }
     return cmd;
 }

@@ -1376,16 +1376,26 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     std::vector<http::Header>& trailers = worker_.h2Trailers();
     headers.clear();
     trailers.clear();
+    // The request's HPACK-decoded size: the pseudo-header fields (kept apart, in Stream) and the rest.
+    std::uint64_t headBytes = 0;
+    if (!s.method.empty()) headBytes += 7 + s.method.size();
+    if (!s.scheme.empty()) headBytes += 7 + s.scheme.size();
+    if (!s.authority.empty()) headBytes += 10 + s.authority.size();
+    if (!s.path.empty()) headBytes += 5 + s.path.size();
     for (const auto& f : s.fields) {
         http::Header h{std::string_view(s.arena).substr(f.name, f.nameLen),
                        std::string_view(s.arena).substr(f.value, f.valueLen)};
         (f.trailer ? trailers : headers).push_back(h);
+        if (!f.trailer) headBytes += f.nameLen + f.valueLen;
     }
     http::Request req;
     req.headers = headers;
     req.trailers = trailers;
     req.body = s.capBody;
     capture::ExchangeInput in;
+    in.requestHeadBytes = headBytes;
+    if (const std::string_view date = worker_.dateLine(); date.size() > 8)
+        in.h2Date = date.substr(6, date.size() - 8); // "Date: ...\r\n", as submit() sends it
     in.protocol = capture::Protocol::Http2;
     in.httpVersion = 20;
     in.streamId = static_cast<std::uint32_t>(s.id);

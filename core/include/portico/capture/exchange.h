@@ -116,14 +116,17 @@ struct Exchange {
     std::vector<Header> requestTrailers;
     std::string requestBody;           ///< prefix of at most capture.body_bytes
     std::uint64_t requestBodySize = 0; ///< bytes of the whole (decoded) request body
-    std::uint64_t requestHeadersSize =
-        0;          ///< bytes of the request head as received (HTTP/1.1), HPACK-decoded size (HTTP/2)
-    int status = 0; ///< 0: no response (connection reset, stream reset)
+    /// Bytes of the request head as received (HTTP/1.1); HPACK-decoded size (HTTP/2: name and value
+    /// bytes of every field, pseudo-header fields included); 0 = not recorded.
+    std::uint64_t requestHeadersSize = 0;
+    int status = 0;                      ///< 0: no response (connection reset, stream reset)
     std::vector<Header> responseHeaders; ///< as sent, Date/Server/Content-Length included
     /// The trailer section after the response body (RFC 9113 §8.1); recorded for gRPC calls only.
     std::vector<Header> responseTrailers;
     std::string responseBody;           ///< prefix of at most capture.body_bytes
     std::uint64_t responseBodySize = 0; ///< bytes of the whole response body
+    /// Bytes of the response head as sent, status line to the last field's CRLF (HTTP/1.1);
+    /// HPACK-decoded size as for requestHeadersSize (HTTP/2); 0 = not recorded.
     std::uint64_t responseHeadersSize = 0;
     std::string error;              ///< "" or why the exchange did not complete normally
     std::uint32_t flags = 0;        ///< ExchangeFlags
