@@ -156,7 +156,7 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
         // connection-specific fields left out (RFC 9113 §8.2.2). The size is the HPACK-decoded
         // one: name and value bytes of every field.
         std::uint64_t size = 0;
-        std::string lowered;
+        static thread_local std::string lowered; // keeps its capacity: no allocation per record
         auto add = [&](std::string_view n, std::string_view v) {
             lowered.assign(n);
             for (char& c : lowered)
