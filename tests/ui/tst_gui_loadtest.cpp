@@ -2,7 +2,10 @@
 // completes with the server's own count, the UI thread keeps running timers meanwhile, and the
 // latency plot holds the run's histogram and percentile markers; the run history lists the panel's
 // runs, `portico bench`'s runs and unreadable files, overlays and compares two runs; the eleven-route
-// suite runs from the panel. Every test has its own history folder ($PORTICO_DATA_DIR).
+// suite runs from the panel. The form checks each field as it is typed and remembers the URL and
+// duration (QSettings, in a scratch folder here); a run shows live p50/p99 and a latency histogram,
+// a new run clears the last one's figures, a stopped run is marked so in Run and History, and both
+// show one timestamp per run. Every test has its own history folder ($PORTICO_DATA_DIR).
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
 #include "loadtest/runhistoryview.h"
@@ -17,8 +20,13 @@
 #include <QFile>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSettings>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -58,6 +66,30 @@ private:
         return page.lastSavedId();
     }
 
+    // Replaces a field's text as typed, key by key.
+    static void type(QLineEdit* edit, const QString& text) {
+        edit->selectAll();
+        edit->del();
+        QTest::keyClicks(edit, text);
+    }
+    static void type(QSpinBox* box, const QString& text) {
+        box->selectAll();
+        QTest::keyClick(box, Qt::Key_Delete);
+        QTest::keyClicks(box, text);
+    }
+
+    // Starts a 60 s run (ended by stop() in the tests) and waits until the server answered some.
+    bool startLongRun(LoadTestPage& page) {
+        page.findChild<QLineEdit*>("loadUrl")->setText(m_server->firstHttpUrl() + "hello");
+        page.findChild<QLineEdit*>("loadDuration")->setText("60s");
+        page.findChild<QSpinBox*>("loadCount")->setValue(0);
+        page.findChild<QSpinBox*>("loadConnections")->setValue(2);
+        page.findChild<QSpinBox*>("loadThreads")->setValue(1);
+        const std::uint64_t before = m_server->counters().requests;
+        if (!page.start()) return false;
+        return QTest::qWaitFor([&] { return m_server->counters().requests > before + 100; }, 20000);
+    }
+
     static int rowOf(QTableWidget* table, const QString& id) {
         for (int r = 0; r < table->rowCount(); ++r)
             if (table->item(r, 0) && table->item(r, 0)->data(Qt::UserRole).toString() == id) return r;
@@ -67,6 +99,11 @@ private:
 private slots:
     void initTestCase() {
         QVERIFY(m_dir.isValid());
+        // The form's settings go to a scratch folder, never the user's.
+        QStandardPaths::setTestModeEnabled(true);
+        QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_dir.path() + "/settings");
+        QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_dir.path() + "/settings");
+        QVERIFY2(QSettings().fileName().startsWith(m_dir.path()), qPrintable(QSettings().fileName()));
         freshDataDir();
         QFile f(m_dir.path() + "/portico.yaml");
         QVERIFY(f.open(QIODevice::WriteOnly));
@@ -79,6 +116,9 @@ private slots:
     }
 
     void cleanupTestCase() { m_server.reset(); }
+
+    // Each test starts from the defaults: no remembered URL or duration.
+    void init() { QSettings().remove("loadTest"); }
 
     void defaultsPointAtTheServer() {
         LoadTestPage page(m_server.get());
@@ -400,8 +440,304 @@ private slots:
         LoadTestPage page(m_server.get());
         page.findChild<QLineEdit*>("loadDuration")->setText("10");
         QVERIFY(!page.start());
-        QVERIFY(page.findChild<QLabel*>("loadFormError")->text().contains("Duration"));
+        auto durationError = page.findChild<QLabel*>("loadDurationError");
+        QVERIFY(durationError);
+        QVERIFY2(durationError->text().contains("add a unit"), qPrintable(durationError->text()));
+        QVERIFY(!page.findChild<QPushButton*>("loadStart")->isEnabled());
         QVERIFY(!page.isRunning());
+        load::Options o;
+        QString error;
+        QVERIFY(!page.options(o, error));
+        QVERIFY2(error.startsWith("Duration: "), qPrintable(error));
+    }
+
+    // Each field's error is under that field as it is typed; Start is off while one is invalid.
+    void fieldErrorsShowAtTheFieldWhileTyping() {
+        LoadTestPage page(m_server.get());
+        page.show();
+        auto start = page.findChild<QPushButton*>("loadStart");
+        auto formError = page.findChild<QLabel*>("loadFormError");
+        auto url = page.findChild<QLineEdit*>("loadUrl");
+        auto urlError = page.findChild<QLabel*>("loadUrlError");
+        auto duration = page.findChild<QLineEdit*>("loadDuration");
+        auto durationError = page.findChild<QLabel*>("loadDurationError");
+        auto warmup = page.findChild<QLineEdit*>("loadWarmup");
+        auto warmupError = page.findChild<QLabel*>("loadWarmupError");
+        auto connections = page.findChild<QSpinBox*>("loadConnections");
+        auto connectionsError = page.findChild<QLabel*>("loadConnectionsError");
+        auto count = page.findChild<QSpinBox*>("loadCount");
+        QVERIFY(urlError && durationError && warmupError && connectionsError);
+        QVERIFY(page.formValid());
+        QVERIFY(start->isEnabled());
+        QVERIFY(urlError->isHidden() && durationError->isHidden() && connectionsError->isHidden());
+
+        type(url, "htp://127.0.0.1/");
+        QVERIFY(!urlError->isHidden());
+        QVERIFY2(urlError->text().contains("bad URL"), qPrintable(urlError->text()));
+        QVERIFY(!start->isEnabled());
+        type(url, m_server->firstHttpUrl() + "hello");
+        QVERIFY(urlError->isHidden());
+        QVERIFY(start->isEnabled());
+
+        // Whole units by design: a fraction is refused with the spelling to use.
+        type(duration, "0.3s");
+        QVERIFY(!durationError->isHidden());
+        QVERIFY2(durationError->text().contains("use whole units: 300ms"), qPrintable(durationError->text()));
+        QVERIFY(!start->isEnabled());
+        QVERIFY(!page.start());
+        QVERIFY(!page.isRunning());
+        QVERIFY(formError->text().isEmpty()); // the error is at its field, not under the form
+        type(duration, "10");
+        QVERIFY2(durationError->text().contains("add a unit: 10s"), qPrintable(durationError->text()));
+        type(duration, "1500ms");
+        QVERIFY(durationError->isHidden());
+        QVERIFY(start->isEnabled());
+        // No duration and no count: the run would not end.
+        type(duration, "");
+        QVERIFY(!durationError->isHidden());
+        QVERIFY(!start->isEnabled());
+        count->setValue(100);
+        QVERIFY(durationError->isHidden());
+        QVERIFY(start->isEnabled());
+        type(warmup, "1.5s");
+        QVERIFY2(warmupError->text().contains("use whole units: 1500ms"), qPrintable(warmupError->text()));
+        QVERIFY(!start->isEnabled());
+        type(warmup, "1s");
+        QVERIFY(warmupError->isHidden());
+
+        // Out of range as typed: below and above 1..100000.
+        const QString range = QString("%1 to %2").arg(QLocale().toString(1), QLocale().toString(100000));
+        type(connections, "0");
+        QVERIFY(!connectionsError->isHidden());
+        QVERIFY2(connectionsError->text().contains(range), qPrintable(connectionsError->text()));
+        QVERIFY(!start->isEnabled());
+        QVERIFY(!page.findChild<QPushButton*>("loadSuiteStart")->isEnabled());
+        type(connections, "200000");
+        QVERIFY2(connectionsError->text().contains("out of range"), qPrintable(connectionsError->text()));
+        QVERIFY(!start->isEnabled());
+        type(connections, "8");
+        QVERIFY(connectionsError->isHidden());
+        QCOMPARE(connections->value(), 8);
+        QVERIFY(start->isEnabled());
+        QVERIFY(page.findChild<QPushButton*>("loadSuiteStart")->isEnabled());
+        QVERIFY(page.formValid());
+    }
+
+    void durationFieldParsing() {
+        std::chrono::nanoseconds d{0};
+        QString error;
+        QVERIFY(ui::parseDurationField("250ms", false, d, error));
+        QCOMPARE(d, std::chrono::milliseconds(250));
+        QVERIFY(ui::parseDurationField("", true, d, error));
+        QCOMPARE(d.count(), 0);
+        QVERIFY(!ui::parseDurationField("", false, d, error));
+        const std::pair<const char*, const char*> refused[] = {
+            {"0.3s", "use whole units: 300ms"},        {"1.5m", "use whole units: 90s"},
+            {"2.5ms", "use whole units: 2500us"},      {"0,5h", "use whole units: 30m"},
+            {"10 s", "no space before the unit: 10s"}, {"10", "add a unit: 10s"},
+            {"-1s", "must not be negative"},           {"ten", "a whole number and a unit"}};
+        for (const auto& [text, why] : refused) {
+            error.clear();
+            QVERIFY2(!ui::parseDurationField(text, true, d, error), text);
+            QVERIFY2(error.contains(why), qPrintable(QString("%1: %2").arg(text, error)));
+        }
+    }
+
+    // The URL and the duration come back in a new window (QSettings); this server's own default URL
+    // is not pinned, so it follows the server's port.
+    void urlAndDurationAreRemembered() {
+        const QString remembered = "http://127.0.0.1:1/remembered";
+        {
+            LoadTestPage page(m_server.get());
+            type(page.findChild<QLineEdit*>("loadUrl"), remembered);
+            type(page.findChild<QLineEdit*>("loadDuration"), "750ms");
+        }
+        {
+            LoadTestPage page(m_server.get());
+            QCOMPARE(page.findChild<QLineEdit*>("loadUrl")->text(), remembered);
+            QCOMPARE(page.findChild<QLineEdit*>("loadDuration")->text(), QString("750ms"));
+            type(page.findChild<QLineEdit*>("loadUrl"), m_server->firstHttpUrl() + "hello");
+            type(page.findChild<QLineEdit*>("loadDuration"), "2s");
+            // Text set by code (screenshots, tests) is not the user's: not kept.
+            page.findChild<QLineEdit*>("loadDuration")->setText("9s");
+        }
+        {
+            LoadTestPage page(m_server.get());
+            QCOMPARE(page.findChild<QLineEdit*>("loadUrl")->text(), m_server->firstHttpUrl() + "hello");
+            QCOMPARE(page.findChild<QLineEdit*>("loadDuration")->text(), QString("2s"));
+            type(page.findChild<QLineEdit*>("loadUrl"), m_server->firstHttpUrl());
+            // An invalid duration is not kept.
+            type(page.findChild<QLineEdit*>("loadDuration"), "0.5s");
+        }
+        QVERIFY(!QSettings().contains("loadTest/url"));
+        QCOMPARE(QSettings().value("loadTest/duration").toString(), QString("2s"));
+        LoadTestPage page(m_server.get());
+        QCOMPARE(page.findChild<QLineEdit*>("loadUrl")->text(), m_server->firstHttpUrl());
+        QCOMPARE(page.findChild<QLineEdit*>("loadDuration")->text(), QString("2s"));
+    }
+
+    // Start clears the last run's figures, plots and text before the new one's come in.
+    void startClearsThePreviousRun() {
+        freshDataDir();
+        LoadTestPage page(m_server.get());
+        page.show();
+        QVERIFY(!panelRun(page, 2000, 2).isEmpty());
+        auto summary = page.findChild<QLabel*>("loadSummary");
+        auto text = page.findChild<QPlainTextEdit*>("loadText");
+        auto rate = page.findChild<QCustomPlot*>("loadRatePlot");
+        QVERIFY(!summary->text().isEmpty());
+        QVERIFY(!text->toPlainText().isEmpty());
+        QVERIFY(rate->graph(0)->dataCount() > 0);
+        auto latency = page.findChild<QCustomPlot*>("loadLatencyPlot");
+        const int latencyBefore = latency ? latency->graph(0)->dataCount() : -1;
+
+        page.findChild<QLineEdit*>("loadDuration")->setText("60s");
+        page.findChild<QSpinBox*>("loadCount")->setValue(0);
+        QSignalSpy finished(&page, &LoadTestPage::runFinished);
+        QVERIFY(page.start());
+        QCOMPARE(summary->text(), QString());
+        QCOMPARE(text->toPlainText(), QString());
+        QCOMPARE(rate->graph(0)->dataCount(), 0);
+        QCOMPARE(page.findChild<QProgressBar*>("loadProgress")->value(), 0);
+        QVERIFY(latencyBefore > 0); // the first run's histogram was drawn, and is gone
+        QCOMPARE(latency->graph(0)->dataCount(), 0);
+        page.stop();
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 20000);
+    }
+
+    // While a run goes: the generator's p50/p99 in the live line and its histogram in the plot.
+    void liveLatencyDuringTheRun() {
+        freshDataDir();
+        LoadTestPage page(m_server.get());
+        page.show();
+        QSignalSpy finished(&page, &LoadTestPage::runFinished);
+        QVERIFY(startLongRun(page));
+        QTRY_VERIFY_WITH_TIMEOUT(page.findChild<QLabel*>("loadLive")->text().contains("p99"), 20000);
+        QVERIFY(page.isRunning());
+        const QString live = page.findChild<QLabel*>("loadLive")->text();
+        QVERIFY2(QRegularExpression(R"(p50 [0-9.]+ ms · p99 [0-9.]+ ms)").match(live).hasMatch(),
+                 qPrintable(live));
+        auto latency = page.findChild<QCustomPlot*>("loadLatencyPlot");
+        QTRY_VERIFY_WITH_TIMEOUT(latency->graph(0)->dataCount() > 0, 20000);
+        QVERIFY(page.isRunning());
+        double total = 0;
+        for (auto it = latency->graph(0)->data()->constBegin(); it != latency->graph(0)->data()->constEnd();
+             ++it)
+            total += it->value;
+        QVERIFY(total > 0);
+        QTRY_VERIFY_WITH_TIMEOUT(page.findChild<QCustomPlot*>("loadRatePlot")->graph(0)->dataCount() > 0,
+                                 20000);
+        QVERIFY(page.isRunning());
+        page.stop();
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 20000);
+        // The run's own histogram replaces the live one: every completed request is in it.
+        total = 0;
+        for (auto it = latency->graph(0)->data()->constBegin(); it != latency->graph(0)->data()->constEnd();
+             ++it)
+            total += it->value;
+        QCOMPARE(total, double(page.runs().first().result->latency->count()));
+    }
+
+    // Stop: the Run area and History say "stopped", not "Finished" at 100 %.
+    void stoppedRunIsMarkedStopped() {
+        freshDataDir();
+        LoadTestPage page(m_server.get());
+        page.show();
+        QSignalSpy finished(&page, &LoadTestPage::runFinished);
+        QVERIFY(startLongRun(page));
+        page.stop();
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 20000);
+        QVERIFY(page.runs().first().stopped);
+        const QString live = page.findChild<QLabel*>("loadLive")->text();
+        QVERIFY2(live.contains("Stopped") && !live.contains("Finished"), qPrintable(live));
+        QVERIFY(page.findChild<QProgressBar*>("loadProgress")->value() < 1000);
+        auto table = page.findChild<QTableWidget*>("loadResults");
+        QCOMPARE(table->item(0, 11)->text(), QString("stopped"));
+
+        const QString id = page.lastSavedId();
+        QVERIFY2(!id.isEmpty(), qPrintable(page.lastSaveError()));
+        auto history = page.history()->table();
+        QTRY_VERIFY(rowOf(history, id) >= 0);
+        QCOMPARE(history->item(rowOf(history, id), 2)->text(), QString("/hello (stopped)"));
+
+        // A run that reaches its bound is "finished" in both.
+        const QString done = panelRun(page, 300, 1);
+        QVERIFY(!done.isEmpty());
+        QVERIFY(!page.runs().last().stopped);
+        QCOMPARE(table->item(1, 11)->text(), QString("finished"));
+        QVERIFY(page.findChild<QLabel*>("loadLive")->text().contains("Finished"));
+        QTRY_VERIFY(rowOf(history, done) >= 0);
+        QCOMPARE(history->item(rowOf(history, done), 2)->text(), QString("/hello"));
+    }
+
+    // The Run table and History show the same time for a run, in the same format.
+    void runAndHistoryShowOneTimestamp() {
+        freshDataDir();
+        LoadTestPage page(m_server.get());
+        page.show();
+        const QString id = panelRun(page, 300, 1);
+        QVERIFY(!id.isEmpty());
+        auto history = page.history()->table();
+        QTRY_VERIFY(rowOf(history, id) >= 0);
+        const QString when = page.findChild<QTableWidget*>("loadResults")->item(0, 1)->text();
+        QCOMPARE(when, page.runs().first().when);
+        QVERIFY2(QRegularExpression(R"(^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$)").match(when).hasMatch(),
+                 qPrintable(when));
+        QCOMPARE(history->item(rowOf(history, id), 0)->text(), when);
+    }
+
+    // The last 100 ms slot is cut short by the end of the run: scaled by the time it covers, or left
+    // out when that is too short to be a rate; never drawn as a drop to about 0.
+    void throughputLastSlotIsNotADrop() {
+        using std::chrono::milliseconds;
+        auto check = [](const ui::ThroughputSeries& series, QVector<double> keys, QVector<double> values) {
+            QCOMPARE(series.keys.size(), keys.size());
+            QCOMPARE(series.values.size(), values.size());
+            for (int i = 0; i < keys.size(); ++i) {
+                QCOMPARE(series.keys[i], keys[i]);
+                QCOMPARE(series.values[i], values[i]);
+            }
+        };
+        // A duration bound: the last slot holds only what was in flight at the end (2 requests in
+        // 1 ms); drawn, it would be a drop to 20 req/s.
+        check(ui::throughputSeries({100, 100, 100, 2}, milliseconds(301)), {0.05, 0.15, 0.25},
+              {1000, 1000, 1000});
+        // A count bound ending 70 ms into the last slot: scaled by those 70 ms.
+        check(ui::throughputSeries({100, 100, 70}, milliseconds(270)), {0.05, 0.15, 0.235},
+              {1000, 1000, 1000});
+        // A slot without answers inside the run is a real 0.
+        check(ui::throughputSeries({100, 0, 100}, milliseconds(300)), {0.05, 0.15, 0.25}, {1000, 0, 1000});
+        // A run shorter than a slot keeps its only point.
+        check(ui::throughputSeries({5}, milliseconds(20)), {0.01}, {250});
+        QVERIFY(ui::throughputSeries({}, milliseconds(0)).keys.isEmpty());
+    }
+
+    // The plot of a duration-bound run holds that series: no point past the end of the run.
+    void throughputPlotEndsWithTheRun() {
+        freshDataDir();
+        LoadTestPage page(m_server.get());
+        page.show();
+        page.findChild<QLineEdit*>("loadUrl")->setText(m_server->firstHttpUrl() + "hello");
+        page.findChild<QLineEdit*>("loadDuration")->setText("500ms");
+        page.findChild<QSpinBox*>("loadConnections")->setValue(2);
+        page.findChild<QSpinBox*>("loadThreads")->setValue(1);
+        QSignalSpy finished(&page, &LoadTestPage::runFinished);
+        QVERIFY(page.start());
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 30000);
+        const load::Result& r = *page.runs().first().result;
+        QCPGraph* g = page.findChild<QCustomPlot*>("loadRatePlot")->graph(0);
+        QVERIFY(g->dataCount() > 0);
+        for (int i = 0; i < g->dataCount(); ++i)
+            QVERIFY2(g->data()->at(i)->key < std::chrono::duration<double>(r.measured).count(),
+                     qPrintable(QString("point at %1 s, run measured %2 s")
+                                    .arg(g->data()->at(i)->key)
+                                    .arg(std::chrono::duration<double>(r.measured).count())));
+        const auto expected = ui::throughputSeries(r.perSlot, r.measured);
+        QCOMPARE(g->dataCount(), int(expected.keys.size()));
+        for (int i = 0; i < g->dataCount(); ++i) {
+            QCOMPARE(g->data()->at(i)->key, expected.keys[i]);
+            QCOMPARE(g->data()->at(i)->value, expected.values[i]);
+        }
     }
 };
 

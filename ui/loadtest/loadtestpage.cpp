@@ -1,5 +1,6 @@
-// LoadTestPage: the load generator and the suite on a worker thread, live progress from the engine's
-// counters, runs saved in the history folder that `portico bench` shares.
+// LoadTestPage: the load generator and the suite on a worker thread, fields checked as they change,
+// live progress, rate, p50/p99 and latency histogram from the generator's own totals (load::Live),
+// runs saved in the history folder that `portico bench` shares.
 #include "loadtestpage.h"
 
 #include "runhistoryview.h"
@@ -13,6 +14,7 @@
 #include <qcustomplot.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <QComboBox>
 #include <QCoreApplication>
@@ -28,6 +30,8 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
+#include <QSettings>
 #include <QShortcut>
 #include <QSpinBox>
 #include <QSplitter>
@@ -44,13 +48,40 @@ namespace {
 
 QString ms(std::uint64_t ns) { return QString::number(ns / 1e6, 'f', ns < 10'000'000 ? 3 : 1); }
 
-QSpinBox* spin(int min, int max, int value, const QString& name) {
+constexpr int kBinsPerDecade = 20; // latency histogram bins
+const QColor kRed(192, 57, 43);
+const char* const kUrlKey = "loadTest/url";
+const char* const kDurationKey = "loadTest/duration";
+
+// A number field whose valid range is [min, max]. The box itself takes up to 999,999,999 so that a
+// value above the range can be typed and explained at the field instead of being swallowed.
+QSpinBox* spin(int min, int max, int value, const QString& name, const QString& label) {
     auto s = new QSpinBox;
-    s->setRange(min, max);
+    s->setRange(min, std::max(max, 999'999'999));
     s->setValue(value);
     s->setObjectName(name);
     s->setGroupSeparatorShown(true);
+    s->setProperty("validMin", min);
+    s->setProperty("validMax", max);
+    s->setProperty("fieldName", label);
+    s->setToolTip(QObject::tr("%1 to %2").arg(QLocale().toString(min), QLocale().toString(max)));
     return s;
+}
+
+struct DurationUnit {
+    const char* name;
+    std::uint64_t ns;
+};
+// Largest first: a fraction is spelled in the largest unit that makes it whole.
+constexpr DurationUnit kDurationUnits[] = {
+    {"h", 3'600'000'000'000ull}, {"m", 60'000'000'000ull}, {"s", 1'000'000'000ull},
+    {"ms", 1'000'000ull},        {"us", 1'000ull},         {"ns", 1ull}};
+
+std::uint64_t unitNs(const QString& unit) {
+    if (unit == QStringLiteral("µs")) return 1'000;
+    for (const auto& u : kDurationUnits)
+        if (unit == QLatin1String(u.name)) return u.ns;
+    return 0;
 }
 
 // The suite vhost's config: installed next to the demo, else the source tree's.
@@ -88,6 +119,79 @@ std::string startSuiteServer(engine::Engine& engine, const QString& file, std::s
 
 } // namespace
 
+ThroughputSeries throughputSeries(const std::vector<std::uint64_t>& perSlot,
+                                  std::chrono::nanoseconds measured) {
+    ThroughputSeries series;
+    const double slot = std::chrono::duration<double>(load::Result::kSlot).count();
+    const double total = std::chrono::duration<double>(measured).count();
+    for (std::size_t i = 0; i < perSlot.size(); ++i) {
+        const double start = double(i) * slot;
+        const double covered = std::min(slot, total - start);
+        // A slot the run ended early in: too short a part to be a rate (after a duration bound it
+        // holds only the requests that were in flight) unless it is all there is.
+        if (covered <= 0 || (covered < slot / 2 && i > 0)) break;
+        series.keys << start + covered / 2;
+        series.values << double(perSlot[i]) / covered;
+    }
+    return series;
+}
+
+bool parseDurationField(const QString& text, bool emptyAllowed, std::chrono::nanoseconds& out,
+                        QString& error) {
+    const QString t = text.trimmed();
+    out = std::chrono::nanoseconds(0);
+    if (t.isEmpty()) {
+        if (emptyAllowed) return true;
+        error = QObject::tr("required, e.g. 10s or 500ms");
+        return false;
+    }
+    config::Duration d{0};
+    if (config::parseDuration(t.toStdString(), d)) {
+        out = d;
+        return true;
+    }
+    static const QRegularExpression fraction(R"(^(\d*)[.,](\d+)\s*(ns|us|µs|ms|s|m|h)$)");
+    static const QRegularExpression spaced(R"(^(\d+)\s+(ns|us|µs|ms|s|m|h)$)");
+    static const QRegularExpression number(R"(^\d+$)");
+    if (const auto m = fraction.match(t); m.hasMatch()) {
+        // Whole units by design (as in the config file): say which spelling is meant.
+        const std::uint64_t factor = unitNs(m.captured(3));
+        const QString digits = m.captured(2).left(12);
+        std::uint64_t scale = 1;
+        for (int i = 0; i < digits.size(); ++i)
+            scale *= 10;
+        const std::uint64_t whole = m.captured(1).toULongLong();
+        const std::uint64_t part = digits.toULongLong();
+        const long double ns = (long double)whole * factor + (long double)part * factor / scale;
+        QString spelled;
+        if (ns >= 1 && ns < 1e19L && std::fmod(ns, 1.0L) == 0) {
+            const auto total = std::uint64_t(ns);
+            for (const auto& u : kDurationUnits)
+                if (total % u.ns == 0) {
+                    spelled = QString::number(total / u.ns) + QLatin1String(u.name);
+                    break;
+                }
+        }
+        error = spelled.isEmpty() ? QObject::tr("no fractions; use whole units, e.g. 300ms")
+                                  : QObject::tr("no fractions; use whole units: %1").arg(spelled);
+        return false;
+    }
+    if (const auto m = spaced.match(t); m.hasMatch()) {
+        error = QObject::tr("no space before the unit: %1%2").arg(m.captured(1), m.captured(2));
+        return false;
+    }
+    if (number.match(t).hasMatch()) {
+        error = QObject::tr("add a unit: %1s or %1ms").arg(t);
+        return false;
+    }
+    if (t.startsWith('-')) {
+        error = QObject::tr("must not be negative");
+        return false;
+    }
+    error = QObject::tr("write a whole number and a unit (ns, us, ms, s, m, h), e.g. 10s or 500ms");
+    return false;
+}
+
 LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(parent), m_server(server) {
     qRegisterMetaType<LoadRun>();
     m_url = new QLineEdit;
@@ -95,36 +199,84 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     m_method = new QComboBox;
     m_method->setObjectName("loadMethod");
     m_method->addItems({"GET", "HEAD", "POST", "PUT", "DELETE"});
-    m_connections = spin(1, 100000, 16, "loadConnections");
-    m_threads = spin(1, 256, qBound(1, QThread::idealThreadCount() / 2, 4), "loadThreads");
-    m_pipeline = spin(1, 1024, 1, "loadPipeline");
+    m_connections = spin(1, 100000, 16, "loadConnections", tr("Connections"));
+    m_threads = spin(1, 256, qBound(1, QThread::idealThreadCount() / 2, 4), "loadThreads", tr("Threads"));
+    m_pipeline = spin(1, 1024, 1, "loadPipeline", tr("Pipeline"));
     m_duration = new QLineEdit("5s");
     m_duration->setObjectName("loadDuration");
     m_duration->setPlaceholderText(tr("e.g. 10s (empty: bounded by count)"));
-    m_count = spin(0, 2'000'000'000, 0, "loadCount");
+    m_duration->setProperty("fieldName", tr("Duration"));
+    m_duration->setToolTip(tr("A whole number and a unit: 10s, 500ms, 2m"));
+    m_count = new QSpinBox;
+    m_count->setObjectName("loadCount");
+    m_count->setRange(0, 2'000'000'000);
+    m_count->setGroupSeparatorShown(true);
+    m_count->setProperty("validMin", 0);
+    m_count->setProperty("validMax", 2'000'000'000);
+    m_count->setProperty("fieldName", tr("Requests"));
     m_count->setSpecialValueText(tr("no limit"));
-    m_rate = spin(0, 10'000'000, 0, "loadRate");
+    m_rate = spin(0, 10'000'000, 0, "loadRate", tr("Arrival rate"));
     m_rate->setSpecialValueText(tr("as fast as possible (closed model)"));
     m_rate->setSuffix(tr(" req/s"));
     m_warmup = new QLineEdit;
     m_warmup->setObjectName("loadWarmup");
     m_warmup->setPlaceholderText(tr("none"));
+    m_warmup->setProperty("fieldName", tr("Warm-up"));
+    m_warmup->setToolTip(m_duration->toolTip());
+    m_url->setProperty("fieldName", tr("URL"));
     m_formError = new QLabel;
     m_formError->setObjectName("loadFormError");
     m_formError->setStyleSheet("QLabel { color: #c0392b; }");
     m_formError->setWordWrap(true);
 
+    // The last URL and duration typed or run (the URL only when it is not this server's default).
+    {
+        QSettings settings;
+        const QString url = settings.value(kUrlKey).toString();
+        if (!url.isEmpty()) {
+            m_url->setText(url);
+            m_url->setModified(true); // kept when the server's listeners change
+        }
+        const QString duration = settings.value(kDurationKey).toString();
+        if (!duration.isEmpty()) m_duration->setText(duration);
+    }
+
     auto form = new QFormLayout;
-    form->addRow(tr("URL"), m_url);
+    // Each field with its error right under it (hidden while the field is valid).
+    auto addField = [&](const QString& label, QWidget* field) {
+        auto error = new QLabel;
+        error->setObjectName(field->objectName() + "Error");
+        error->setStyleSheet("QLabel { color: #c0392b; }");
+        error->setWordWrap(true);
+        error->hide();
+        auto box = new QWidget;
+        auto boxLayout = new QVBoxLayout(box);
+        boxLayout->setContentsMargins(0, 0, 0, 0);
+        boxLayout->setSpacing(2);
+        boxLayout->addWidget(field);
+        boxLayout->addWidget(error);
+        form->addRow(label, box);
+        m_fieldErrors << qMakePair(field, error);
+    };
+    addField(tr("URL"), m_url);
     form->addRow(tr("Method"), m_method);
-    form->addRow(tr("Connections"), m_connections);
-    form->addRow(tr("Threads"), m_threads);
-    form->addRow(tr("Pipeline"), m_pipeline);
-    form->addRow(tr("Duration"), m_duration);
-    form->addRow(tr("Requests"), m_count);
-    form->addRow(tr("Arrival rate"), m_rate);
-    form->addRow(tr("Warm-up"), m_warmup);
-    form->addRow(m_formError);
+    addField(tr("Connections"), m_connections);
+    addField(tr("Threads"), m_threads);
+    addField(tr("Pipeline"), m_pipeline);
+    addField(tr("Duration"), m_duration);
+    addField(tr("Requests"), m_count);
+    addField(tr("Arrival rate"), m_rate);
+    addField(tr("Warm-up"), m_warmup);
+    for (QLineEdit* edit : {m_url, m_duration, m_warmup})
+        connect(edit, &QLineEdit::textChanged, this, &LoadTestPage::validateForm);
+    // A spin box signals only acceptable values; its editor also signals "0" or "" as typed.
+    for (QSpinBox* box : {m_connections, m_threads, m_pipeline, m_count, m_rate}) {
+        connect(box, &QSpinBox::textChanged, this, &LoadTestPage::validateForm);
+        if (auto editor = box->findChild<QLineEdit*>())
+            connect(editor, &QLineEdit::textChanged, this, &LoadTestPage::validateForm);
+    }
+    connect(m_url, &QLineEdit::textEdited, this, &LoadTestPage::saveFormSettings);
+    connect(m_duration, &QLineEdit::textEdited, this, &LoadTestPage::saveFormSettings);
 
     m_start = new QPushButton(tr("Start"));
     m_start->setObjectName("loadStart");
@@ -157,6 +309,7 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->addLayout(form);
     leftLayout->addLayout(buttons);
+    leftLayout->addWidget(m_formError);
     leftLayout->addWidget(m_progress);
     leftLayout->addWidget(m_live);
     leftLayout->addWidget(m_summary);
@@ -176,11 +329,45 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     m_plot->plotLayout()->addElement(
         0, 0, new QCPTextElement(m_plot, tr("Throughput"), QFont(font().family(), 10, QFont::Bold)));
 
-    m_table = new QTableWidget(0, 11);
+    // Latency distribution: live from the generator's histogram, then the run's own.
+    m_latencyPlot = new QCustomPlot;
+    m_latencyPlot->setObjectName("loadLatencyPlot");
+    m_latencyPlot->setMinimumHeight(220);
+    QCPGraph* bins = m_latencyPlot->addGraph();
+    bins->setName(tr("requests"));
+    bins->setLineStyle(QCPGraph::lsStepCenter);
+    bins->setPen(QPen(QColor(142, 68, 173), 1.5));
+    bins->setBrush(QColor(142, 68, 173, 50));
+    m_latencyPlot->xAxis->setScaleType(QCPAxis::stLogarithmic);
+    m_latencyPlot->xAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    m_latencyPlot->xAxis->setNumberFormat("gb");
+    m_latencyPlot->xAxis->setLabel(tr("latency (ms, log scale)"));
+    m_latencyPlot->yAxis->setLabel(tr("requests"));
+    m_latencyPlot->yAxis->setNumberFormat("gb");
+    m_latencyPlot->plotLayout()->insertRow(0);
+    m_latencyPlot->plotLayout()->addElement(
+        0, 0,
+        new QCPTextElement(m_latencyPlot, tr("Latency histogram"), QFont(font().family(), 10, QFont::Bold)));
+    const QColor markerColors[] = {QColor(39, 174, 96), kRed};
+    for (int i = 0; i < 2; ++i) {
+        m_markerLines[i] = new QCPItemStraightLine(m_latencyPlot);
+        m_markerLines[i]->setPen(QPen(markerColors[i], 1.5, Qt::DashLine));
+        m_markerLabels[i] = new QCPItemText(m_latencyPlot);
+        m_markerLabels[i]->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        m_markerLabels[i]->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        m_markerLabels[i]->setPadding(QMargins(4, 0, 0, 0));
+        m_markerLabels[i]->setColor(markerColors[i]);
+        m_markerLines[i]->setVisible(false);
+        m_markerLabels[i]->setVisible(false);
+    }
+
+    m_table = new QTableWidget(0, 12);
     m_table->setObjectName("loadResults");
     m_table->setHorizontalHeaderLabels({tr("#"), tr("When"), tr("Target"), tr("Conns"), tr("Completed"),
                                         tr("Req/s"), tr("p50 ms"), tr("p90 ms"), tr("p99 ms"), tr("Max ms"),
-                                        tr("Errors")});
+                                        tr("Errors"), tr("Status")});
+    m_table->horizontalHeaderItem(11)->setToolTip(
+        tr("finished: the run reached its bound; stopped: Stop ended it early"));
     m_table->verticalHeader()->hide();
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -193,8 +380,11 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     m_text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_text->setPlaceholderText(tr("The summary of the last run appears here."));
 
+    auto plots = new QSplitter;
+    plots->addWidget(m_plot);
+    plots->addWidget(m_latencyPlot);
     auto runView = new QSplitter(Qt::Vertical);
-    runView->addWidget(m_plot);
+    runView->addWidget(plots);
     runView->addWidget(m_table);
     runView->addWidget(m_text);
     runView->setStretchFactor(0, 2);
@@ -263,6 +453,7 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     connect(m_timer, &QTimer::timeout, this, &LoadTestPage::tick);
     connect(m_server, &ServerController::listenersChanged, this, &LoadTestPage::resetDefaults);
     resetDefaults();
+    validateForm();
 }
 
 LoadTestPage::~LoadTestPage() {
@@ -279,7 +470,81 @@ void LoadTestPage::resetDefaults() {
     if (!url.isEmpty() && (m_url->text().isEmpty() || !m_url->isModified())) m_url->setText(url);
 }
 
+QString LoadTestPage::fieldError(const QWidget* field) const {
+    if (field == m_url) {
+        const std::string url = m_url->text().trimmed().toStdString();
+        if (url.empty()) return tr("required, e.g. http://127.0.0.1:8080/");
+        load::Url parsed;
+        std::string why;
+        return load::parseUrl(url, parsed, why) ? QString() : QString::fromStdString(why);
+    }
+    if (field == m_duration || field == m_warmup) {
+        std::chrono::nanoseconds d{0};
+        QString error;
+        if (!parseDurationField(static_cast<const QLineEdit*>(field)->text(), true, d, error)) return error;
+        if (field == m_duration && d.count() == 0 && m_count->value() == 0 && fieldError(m_count).isEmpty())
+            return tr("give a time (e.g. 10s) or a number of requests: a run must end");
+        return {};
+    }
+    if (auto box = qobject_cast<const QSpinBox*>(field)) {
+        const qlonglong min = box->property("validMin").toLongLong();
+        const qlonglong max = box->property("validMax").toLongLong();
+        const QString range = tr("%1 to %2").arg(QLocale().toString(min), QLocale().toString(max));
+        if (!box->specialValueText().isEmpty() && box->text() == box->specialValueText()) return {};
+        const QString text = box->cleanText().trimmed();
+        if (text.isEmpty()) return tr("required: %1").arg(range);
+        bool ok = false;
+        qlonglong v = box->locale().toLongLong(text, &ok);
+        if (!ok) v = text.toLongLong(&ok);
+        if (!ok) return tr("a whole number, %1").arg(range);
+        if (v < min || v > max) return tr("out of range: %1").arg(range);
+        return {};
+    }
+    return {};
+}
+
+bool LoadTestPage::formValid() const {
+    for (const auto& [field, label] : m_fieldErrors)
+        if (!fieldError(field).isEmpty()) return false;
+    return true;
+}
+
+int LoadTestPage::validateForm() {
+    int bad = 0;
+    for (const auto& [field, label] : m_fieldErrors) {
+        const QString error = fieldError(field);
+        label->setText(error);
+        label->setVisible(!error.isEmpty());
+        bad += error.isEmpty() ? 0 : 1;
+    }
+    setRunning(isRunning());
+    return bad;
+}
+
+void LoadTestPage::saveFormSettings() {
+    QSettings settings;
+    const QString url = m_url->text().trimmed();
+    if (fieldError(m_url).isEmpty()) {
+        if (url != m_server->firstHttpUrl())
+            settings.setValue(kUrlKey, url);
+        else
+            settings.remove(kUrlKey); // this server's default follows its port
+    }
+    std::chrono::nanoseconds d{0};
+    QString ignored;
+    const QString duration = m_duration->text().trimmed();
+    if (!duration.isEmpty() && parseDurationField(duration, false, d, ignored))
+        settings.setValue(kDurationKey, duration);
+}
+
 bool LoadTestPage::options(load::Options& o, QString& error) const {
+    for (const auto& [field, label] : m_fieldErrors) {
+        const QString e = fieldError(field);
+        if (!e.isEmpty()) {
+            error = field->property("fieldName").toString() + ": " + e;
+            return false;
+        }
+    }
     load::RequestSpec spec;
     spec.url = m_url->text().trimmed().toStdString();
     spec.method = m_method->currentText().toStdString();
@@ -290,26 +555,10 @@ bool LoadTestPage::options(load::Options& o, QString& error) const {
     o.pipeline = unsigned(m_pipeline->value());
     o.count = std::uint64_t(m_count->value());
     o.rate = m_rate->value();
-    config::Duration d{0};
-    const QString duration = m_duration->text().trimmed();
-    if (!duration.isEmpty() && !config::parseDuration(duration.toStdString(), d)) {
-        error = tr("Duration: write e.g. 10s or 500ms, got '%1'").arg(duration);
-        return false;
-    }
-    o.duration = d;
-    const QString warmup = m_warmup->text().trimmed();
-    d = config::Duration(0);
-    if (!warmup.isEmpty() && !config::parseDuration(warmup.toStdString(), d)) {
-        error = tr("Warm-up: write e.g. 1s, got '%1'").arg(warmup);
-        return false;
-    }
-    o.warmup = d;
-    load::Url parsed;
+    QString ignored;
+    parseDurationField(m_duration->text(), true, o.duration, ignored);
+    parseDurationField(m_warmup->text(), true, o.warmup, ignored);
     std::string why;
-    if (!load::parseUrl(spec.url, parsed, why)) {
-        error = QString::fromStdString(why);
-        return false;
-    }
     if (!load::validate(o, why)) {
         error = QString::fromStdString(why);
         return false;
@@ -322,39 +571,55 @@ bool LoadTestPage::start() {
     load::Options o;
     QString error;
     if (!options(o, error)) {
-        m_formError->setText(error);
+        // The fields say what is wrong (Start is disabled meanwhile); this is for the shortcut.
+        validateForm();
+        for (const auto& [field, label] : m_fieldErrors)
+            if (!label->text().isEmpty()) {
+                field->setFocus();
+                break;
+            }
+        if (formValid()) m_formError->setText(error); // not a single field's fault
         return false;
     }
     m_formError->clear();
-    // Live numbers come from the engine's counters when the target is this server.
-    load::Url target;
-    std::string why;
-    load::parseUrl(o.requests.front().url, target, why);
-    m_targetIsServer = false;
-    for (const auto& ep : m_server->engine().endpoints())
-        if (!ep.tls && ep.port == target.port) m_targetIsServer = true;
+    clearRunView();
     m_running = o;
     m_abort = false;
     m_pending = std::make_shared<load::Result>();
     m_saved = std::make_shared<Saved>();
+    m_liveRun = std::make_shared<load::Live>();
     auto result = m_pending;
     auto saved = m_saved;
+    auto live = m_liveRun;
     const std::atomic<bool>* abort = &m_abort;
     const auto dir = m_historyDir;
-    // Saved like `portico bench` saves (also when stopped early), on the worker: the JSON of a big
-    // histogram is not written on the UI thread.
-    m_thread = QThread::create([o, result, saved, abort, dir] {
-        *result = load::run(o, abort);
+    // Saved like `portico bench` saves (also when stopped early, then labelled so), on the worker:
+    // the JSON of a big histogram is not written on the UI thread.
+    m_thread = QThread::create([o, result, saved, abort, dir, live] {
+        *result = load::run(o, abort, live.get());
         if (!result->ok()) return;
+        // Stopped = the abort flag ended it before its bound (not a Stop pressed as it ended anyway).
+        const bool countReached = o.count && result->requests.started >= o.count;
+        const bool durationReached = o.duration.count() > 0 && result->measured >= o.duration;
+        saved->stopped = abort->load() && !countReached && !durationReached;
+        std::string label;
+        if (saved->stopped) {
+            load::Url u;
+            std::string ignored;
+            label = (load::parseUrl(o.requests.front().url, u, ignored) ? u.target : std::string("run")) +
+                    kStoppedLabelSuffix;
+        }
         load::RunRecord record;
-        if (load::saveRun(*result, dir, "", &record, saved->error)) saved->id = record.id;
+        if (load::saveRun(*result, dir, label, &record, saved->error)) {
+            saved->id = record.id;
+            saved->savedAt = record.savedAt;
+        }
     });
     m_thread->setObjectName("portico-load");
     connect(m_thread, &QThread::finished, this, &LoadTestPage::onFinished);
-    m_startRequests = m_lastRequests = m_server->live().requests;
-    m_lastMs = 0;
+    m_lastCompleted = m_rateCompleted = m_liveDone = 0;
+    m_lastSampleMs = m_lastRateMs = -1;
     m_rateNow = 0;
-    m_plot->graph(0)->data()->clear();
     m_clock.start();
     m_thread->start();
     m_timer->start();
@@ -366,12 +631,39 @@ bool LoadTestPage::start() {
 }
 
 void LoadTestPage::setRunning(bool running) {
-    m_start->setEnabled(!running);
-    m_suiteStart->setEnabled(!running);
+    if (!m_start || !m_suiteStart || !m_stop) return; // still building the page
+    m_start->setEnabled(!running && formValid());
+    // The suite takes connections, threads and pipeline from the form.
+    const bool suiteFields = fieldError(m_connections).isEmpty() && fieldError(m_threads).isEmpty() &&
+                             fieldError(m_pipeline).isEmpty();
+    m_suiteStart->setEnabled(!running && suiteFields);
     m_stop->setEnabled(running);
 }
 
+void LoadTestPage::clearRunView() {
+    // Nothing of the previous run stays on screen while the next one goes.
+    m_summary->clear();
+    m_text->clear();
+    m_table->clearSelection();
+    m_plot->graph(0)->data()->clear();
+    m_plot->replot();
+    m_latencyPlot->graph(0)->data()->clear();
+    for (int i = 0; i < 2; ++i) {
+        m_markerLines[i]->setVisible(false);
+        m_markerLabels[i]->setVisible(false);
+    }
+    m_latencyPlot->replot();
+}
+
 bool LoadTestPage::suiteOptions(load::Options& o, QString& error) const {
+    for (const QWidget* field : {static_cast<QWidget*>(m_connections), static_cast<QWidget*>(m_threads),
+                                 static_cast<QWidget*>(m_pipeline)}) {
+        const QString e = fieldError(field);
+        if (!e.isEmpty()) {
+            error = field->property("fieldName").toString() + ": " + e;
+            return false;
+        }
+    }
     o = load::Options{};
     o.connections = unsigned(m_connections->value());
     o.threads = unsigned(qMin(m_threads->value(), m_connections->value()));
@@ -572,33 +864,91 @@ void LoadTestPage::tick() {
                             .arg(now / 1000.0, 0, 'f', 1));
         return;
     }
+    // The workers publish about 4 times a second; reading more often only costs merges.
+    if (m_lastSampleMs < 0 || now - m_lastSampleMs >= 250) sampleLive(now);
     const double total = double((m_running.warmup + m_running.duration).count()) / 1e6;
     double fraction = total > 0 ? now / total : 0;
-    if (m_targetIsServer) {
-        // Sampled off the UI thread: the engine's mutex is busy while the server is.
-        const std::uint64_t requests = std::max(m_server->live().requests, m_lastRequests);
-        if (now - m_lastMs >= 100) {
-            m_rateNow = double(requests - m_lastRequests) * 1000.0 / double(now - m_lastMs);
-            m_plot->graph(0)->addData(now / 1000.0, m_rateNow);
-            m_lastRequests = requests;
-            m_lastMs = now;
-            if (m_plot->isVisible()) {
-                m_plot->rescaleAxes();
-                m_plot->yAxis->setRangeLower(0);
-                m_plot->replot(QCustomPlot::rpQueuedReplot);
-            }
-        }
-        const std::uint64_t done = requests - m_startRequests;
-        if (m_running.count) fraction = qMax(fraction, double(done) / double(m_running.count));
-        m_live->setText(tr("%1 s · %2 requests · %3 req/s (server side)")
-                            .arg(now / 1000.0, 0, 'f', 1)
-                            .arg(QLocale().toString(qulonglong(done)))
-                            .arg(QLocale().toString(m_rateNow, 'f', 0)));
-    } else {
-        m_live->setText(tr("%1 s · live numbers are shown for this server's own listeners only")
-                            .arg(now / 1000.0, 0, 'f', 1));
-    }
+    if (m_running.count) fraction = qMax(fraction, double(m_liveDone) / double(m_running.count));
     m_progress->setValue(int(qBound(0.0, fraction, 1.0) * 1000));
+}
+
+void LoadTestPage::sampleLive(qint64 nowMs) {
+    m_lastSampleMs = nowMs;
+    if (!m_liveRun) return;
+    if (!m_liveLatency) m_liveLatency = std::make_unique<stats::Histogram>();
+    const load::Live::Totals t = m_liveRun->totals(m_liveLatency.get());
+    if (!t.started) {
+        m_live->setText(tr("%1 s · connecting…").arg(nowMs / 1000.0, 0, 'f', 1));
+        return;
+    }
+    m_liveDone = t.completed + t.failed;
+    const double elapsed = std::chrono::duration<double>(t.elapsed).count();
+    const double warmup = std::chrono::duration<double>(m_running.warmup).count();
+    const qint64 elapsedMs = qint64(elapsed * 1000);
+    if (elapsed < warmup) {
+        m_live->setText(tr("%1 s · warm-up (not measured)").arg(elapsed, 0, 'f', 1));
+        return;
+    }
+    // Throughput: one point per half second of measured completions (finer would show the
+    // threads' publishing rhythm, not the server's).
+    if (m_lastRateMs < 0) {
+        m_lastRateMs = elapsedMs;
+        m_rateCompleted = t.completed;
+    } else if (elapsedMs - m_lastRateMs >= 500) {
+        m_rateNow = double(t.completed - m_rateCompleted) * 1000.0 / double(elapsedMs - m_lastRateMs);
+        const double mid = (m_lastRateMs + elapsedMs) / 2000.0 - warmup;
+        m_plot->graph(0)->addData(qMax(0.0, mid), m_rateNow);
+        m_lastRateMs = elapsedMs;
+        m_rateCompleted = t.completed;
+        if (m_plot->isVisible()) {
+            m_plot->rescaleAxes();
+            m_plot->yAxis->setRangeLower(0);
+            m_plot->replot(QCustomPlot::rpQueuedReplot);
+        }
+    }
+    QString text = tr("%1 s · %2 requests · %3 req/s")
+                       .arg(elapsed - warmup, 0, 'f', 1)
+                       .arg(QLocale().toString(qulonglong(t.completed)))
+                       .arg(QLocale().toString(m_rateNow, 'f', 0));
+    if (t.completed) text += tr(" · p50 %1 ms · p99 %2 ms").arg(ms(t.p50Ns), ms(t.p99Ns));
+    if (t.failed) text += tr(" · %1 failed").arg(QLocale().toString(qulonglong(t.failed)));
+    if (!m_abort) m_live->setText(text); // else it keeps saying that it is stopping
+    if (m_lastCompleted != t.completed) drawLatency(*m_liveLatency);
+    m_lastCompleted = t.completed;
+}
+
+void LoadTestPage::drawLatency(const stats::Histogram& h) {
+    // HDR buckets are far finer than a screen: summed into log-spaced bins (as the Latency tab).
+    QMap<int, double> bins;
+    h.forEachBucket([&](const stats::Histogram::Bucket& b) {
+        const double mid = (double(b.lowestNs) + double(b.highestNs)) / 2.0 / 1e6;
+        bins[int(std::floor(std::log10(mid) * kBinsPerDecade))] += double(b.count);
+    });
+    QVector<double> keys, values;
+    for (auto it = bins.begin(); it != bins.end(); ++it) {
+        keys << std::pow(10.0, (it.key() + 0.5) / kBinsPerDecade);
+        values << it.value();
+    }
+    m_latencyPlot->graph(0)->setData(keys, values, true);
+    const bool any = h.count() > 0;
+    if (any) {
+        m_latencyPlot->rescaleAxes();
+        m_latencyPlot->yAxis->setRange(0, m_latencyPlot->yAxis->range().upper * 1.25);
+        const QCPRange x = m_latencyPlot->xAxis->range();
+        m_latencyPlot->xAxis->setRange(x.lower / 1.5, x.upper * 1.5);
+    }
+    const double percentiles[] = {50, 99};
+    for (int i = 0; i < 2; ++i) {
+        const double v = double(h.valueAtPercentile(percentiles[i])) / 1e6;
+        m_markerLines[i]->point1->setCoords(v, 0);
+        m_markerLines[i]->point2->setCoords(v, 1);
+        m_markerLabels[i]->position->setCoords(v, 0.03 + 0.08 * i);
+        m_markerLabels[i]->setText(
+            tr("p%1 %2 ms").arg(percentiles[i]).arg(ms(h.valueAtPercentile(percentiles[i]))));
+        m_markerLines[i]->setVisible(any);
+        m_markerLabels[i]->setVisible(any);
+    }
+    if (m_latencyPlot->isVisible()) m_latencyPlot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void LoadTestPage::onFinished() {
@@ -606,6 +956,7 @@ void LoadTestPage::onFinished() {
     m_thread->deleteLater();
     m_thread = nullptr;
     setRunning(false);
+    m_liveRun.reset();
     std::shared_ptr<const load::Result> result = std::move(m_pending);
     const auto saved = std::move(m_saved);
     if (!result->ok()) {
@@ -613,10 +964,15 @@ void LoadTestPage::onFinished() {
         m_progress->setValue(0);
         return;
     }
-    m_progress->setValue(1000);
-    LoadRun run{int(m_runs.size()) + 1, QTime::currentTime().toString("HH:mm:ss"), result};
+    // A stopped run's bar stays where it was: it did not run to its bound.
+    if (!saved->stopped) m_progress->setValue(1000);
+    // One time for the run, in History's format: its save time (the end time if it was not saved).
+    const QString when = historyTime(saved->savedAt.empty()
+                                         ? QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString()
+                                         : saved->savedAt);
+    LoadRun run{int(m_runs.size()) + 1, when, saved->stopped, result};
     m_runs << run;
-    showResult(*result);
+    showResult(*result, saved->stopped);
     m_lastSavedId = QString::fromStdString(saved->id);
     m_lastSaveError = QString::fromStdString(saved->error);
     if (!m_lastSavedId.isEmpty())
@@ -626,12 +982,10 @@ void LoadTestPage::onFinished() {
     emit runFinished(run);
 }
 
-void LoadTestPage::showResult(const load::Result& r) {
-    // The generator's own time series replaces the live estimate.
-    m_plot->graph(0)->data()->clear();
-    const double slot = std::chrono::duration<double>(load::Result::kSlot).count();
-    for (std::size_t i = 0; i < r.perSlot.size(); ++i)
-        m_plot->graph(0)->addData((i + 0.5) * slot, r.perSlot[i] / slot);
+void LoadTestPage::showResult(const load::Result& r, bool stopped) {
+    // The generator's own time series replaces the live estimate, and its histogram the live one.
+    const ThroughputSeries series = throughputSeries(r.perSlot, r.measured);
+    m_plot->graph(0)->setData(series.keys, series.values, true);
     m_plot->rescaleAxes();
     m_plot->yAxis->setRangeLower(0);
     m_plot->replot();
@@ -650,18 +1004,31 @@ void LoadTestPage::showResult(const load::Result& r) {
                             ms(h.valueAtPercentile(90)),
                             ms(h.valueAtPercentile(99)),
                             ms(h.max()),
-                            QString::number(errors)};
+                            QString::number(errors),
+                            stopped ? tr("stopped") : tr("finished")};
     for (int c = 0; c < cells.size(); ++c) {
         auto item = new QTableWidgetItem(cells[c]);
-        if (c >= 3) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        if (c >= 3 && c < 11) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        if (c == 11 && stopped) item->setForeground(QColor(211, 84, 0));
         m_table->setItem(row, c, item);
     }
     m_table->selectRow(row);
     m_text->setPlainText(QString::fromStdString(load::summaryText(r)));
-    m_live->setText((r.requests.completed == 1 ? tr("Finished: %1 request in %2 s.")
-                                               : tr("Finished: %1 requests in %2 s."))
-                        .arg(QLocale().toString(qulonglong(r.requests.completed)))
-                        .arg(std::chrono::duration<double>(r.measured).count(), 0, 'f', 2));
+    drawLatency(h);
+    const QString requests = QLocale().toString(qulonglong(r.requests.completed));
+    const double seconds = std::chrono::duration<double>(r.measured).count();
+    if (stopped)
+        m_live->setText(
+            (r.requests.completed == 1
+                 ? tr("Stopped by the user: %1 request in %2 s (the run did not reach its bound).")
+                 : tr("Stopped by the user: %1 requests in %2 s (the run did not reach its bound)."))
+                .arg(requests)
+                .arg(seconds, 0, 'f', 2));
+    else
+        m_live->setText((r.requests.completed == 1 ? tr("Finished: %1 request in %2 s.")
+                                                   : tr("Finished: %1 requests in %2 s."))
+                            .arg(requests)
+                            .arg(seconds, 0, 'f', 2));
     m_summary->setText(tr("<table cellspacing=6><tr><td><b>%1</b><br>req/s</td><td><b>%2</b><br>p50 ms</td>"
                           "<td><b>%3</b><br>p90 ms</td><td><b>%4</b><br>p99 "
                           "ms</td><td><b>%5</b><br>errors</td></tr></table>")

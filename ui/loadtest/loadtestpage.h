@@ -1,18 +1,28 @@
-// The Load test tab: a form over load::Options, Start/Stop, live progress and rate, results table;
-// the run history (shared with `portico bench`) with overlay and comparison; the benchmark suite.
+// The Load test tab: a form over load::Options checked as you type, Start/Stop, live progress, rate,
+// p50/p99 and latency histogram, results table; the run history (shared with `portico bench`) with
+// overlay and comparison; the benchmark suite.
 #pragma once
 
 #include <portico/load/result.h>
+#include <portico/load/runner.h>
 #include <portico/load/suite.h>
 
 #include <QElapsedTimer>
+#include <QList>
+#include <QPair>
+#include <QVector>
 #include <QWidget>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 class QComboBox;
+class QCPItemStraightLine;
+class QCPItemText;
 class QCustomPlot;
 class QLabel;
 class QLineEdit;
@@ -33,9 +43,29 @@ class ServerController;
 /// One finished run, as kept in the session's history.
 struct LoadRun {
     int number = 0;
+    /// When it was saved, as the History view shows it (historyTime(): "2026-12-01 00:45:12", local
+    /// time); the end time in that format when it could not be saved.
     QString when;
+    bool stopped = false; ///< ended by Stop (or by closing the window) before its bound
     std::shared_ptr<const load::Result> result;
 };
+
+/// The throughput plot's points from a run's 100 ms slots (load::Result::perSlot, `measured`): x =
+/// the middle of the part of the slot that was measured (s), y = requests/s over that part. The
+/// last slot is usually cut short by the end of the run: it is scaled by the time it covers, or left
+/// out when that is under half a slot (after a duration bound it holds only the requests that were
+/// in flight), so it is not drawn as a drop to about 0. A run shorter than half a slot keeps it.
+struct ThroughputSeries {
+    QVector<double> keys, values;
+};
+ThroughputSeries throughputSeries(const std::vector<std::uint64_t>& perSlot,
+                                  std::chrono::nanoseconds measured);
+
+/// A duration field's value ("10s", "500ms", "2m": a whole number and a unit, ns us ms s m h). Empty
+/// text is 0 when `emptyAllowed`. False with `error` (without the field's name) otherwise; a
+/// fraction gets the whole-unit spelling ("0.3s" -> "use whole units: 300ms").
+bool parseDurationField(const QString& text, bool emptyAllowed, std::chrono::nanoseconds& out,
+                        QString& error);
 
 /// One route's row of the suite table (copied out of the worker thread's SuiteRun).
 struct SuiteRow {
@@ -47,10 +77,14 @@ struct SuiteRow {
 };
 
 /// Runs load::run (or load::runSuite) on a worker thread (never the UI thread); Stop sets its abort
-/// flag. While it runs, a 30 Hz timer updates the progress bar and, when the target is this server,
-/// the live request rate read from the engine's counters. Every finished run, and every suite that
-/// ran to the end, is saved in the history folder (load::saveRun / saveSuite, as `portico bench`
-/// does; default load::defaultHistoryDir()) on the worker thread, then listed in the History tab.
+/// flag. Every field is checked as it changes: its error is shown under it and Start is disabled
+/// while one is invalid. The URL and duration are kept in QSettings ("loadTest/url",
+/// "loadTest/duration") as the user edits them (not when set by code, e.g. for screenshots). While a run
+/// goes, a 30 Hz timer updates the progress bar, and about 4 times a second the generator's live totals
+/// (load::Live) give the request rate, p50/p99 and the latency histogram. Every finished run (marked
+/// "stopped" when Stop ended it), and every suite that ran to the end, is saved in the history folder
+/// (load::saveRun / saveSuite, as `portico bench` does; default load::defaultHistoryDir()) on the worker
+/// thread, then listed in the History tab.
 class LoadTestPage : public QWidget {
     Q_OBJECT
 
@@ -61,8 +95,10 @@ public:
     /// A run or a suite is in progress (one at a time).
     bool isRunning() const { return m_thread != nullptr; }
     const QList<LoadRun>& runs() const { return m_runs; }
-    /// The form as load options; false with `error` when a field is not valid.
+    /// The form as load options; false with `error` (the first field's error) when a field is not valid.
     bool options(load::Options& out, QString& error) const;
+    /// Every field is valid (what Start's enabled state follows when no run is going).
+    bool formValid() const;
     /// The suite's options: connections, threads and pipeline from the form, the suite's per-route
     /// duration (closed model, no count). False with `error` when a field is not valid.
     bool suiteOptions(load::Options& out, QString& error) const;
@@ -97,12 +133,20 @@ public:
     QString lastSaveError() const { return m_lastSaveError; }
 
 private:
+    /// Checks every field, shows each one's error under it, enables Start accordingly; the number
+    /// of invalid fields.
+    int validateForm();
+    QString fieldError(const QWidget* field) const;
+    void saveFormSettings();
+    void clearRunView();
+    void sampleLive(qint64 nowMs);
+    void drawLatency(const stats::Histogram& histogram);
     void tick();
     void onFinished();
     void onSuiteFinished();
     void addSuiteRow(int index, const SuiteRow& row);
     void resetDefaults();
-    void showResult(const load::Result& r);
+    void showResult(const load::Result& r, bool stopped);
     void setRunning(bool running);
 
     ServerController* m_server;
@@ -115,6 +159,8 @@ private:
     QSpinBox* m_count = nullptr;
     QSpinBox* m_rate = nullptr;
     QLineEdit* m_warmup = nullptr;
+    /// Each field's error label, shown under it (object name: the field's + "Error").
+    QList<QPair<QWidget*, QLabel*>> m_fieldErrors;
     QLabel* m_formError = nullptr;
     QPushButton* m_start = nullptr;
     QPushButton* m_stop = nullptr;
@@ -122,6 +168,9 @@ private:
     QLabel* m_live = nullptr;
     QLabel* m_summary = nullptr;
     QCustomPlot* m_plot = nullptr;
+    QCustomPlot* m_latencyPlot = nullptr;
+    QCPItemStraightLine* m_markerLines[2] = {}; ///< p50, p99 on the latency histogram
+    QCPItemText* m_markerLabels[2] = {};
     QTableWidget* m_table = nullptr;
     QPlainTextEdit* m_text = nullptr;
     QTimer* m_timer = nullptr;
@@ -130,12 +179,15 @@ private:
     std::atomic<bool> m_abort{false};
     std::shared_ptr<load::Result> m_pending; ///< written by the worker, read after it finished
     load::Options m_running;
-    bool m_targetIsServer = false;
+    std::shared_ptr<load::Live> m_liveRun; ///< fed by the worker, read by sampleLive()
+    std::unique_ptr<stats::Histogram> m_liveLatency;
     QElapsedTimer m_clock;
-    std::uint64_t m_startRequests = 0;
-    std::uint64_t m_lastRequests = 0;
-    qint64 m_lastMs = 0;
+    std::uint64_t m_lastCompleted = 0;
+    qint64 m_lastSampleMs = 0; ///< last read of m_liveRun
+    qint64 m_lastRateMs = 0;   ///< last throughput point
+    std::uint64_t m_rateCompleted = 0;
     double m_rateNow = 0;
+    std::uint64_t m_liveDone = 0; ///< completed + failed so far (progress of a count-bound run)
     QList<LoadRun> m_runs;
 
     std::filesystem::path m_historyDir;
@@ -158,6 +210,8 @@ private:
         std::string suiteError, suiteBaseUrl;
         double geometricMean = 0;
         bool suiteAborted = false;
+        bool stopped = false; ///< a load run ended by the abort flag before its bound
+        std::string savedAt;  ///< ISO 8601 UTC of the save
     };
     std::shared_ptr<Saved> m_saved;
     QString m_lastSavedId, m_lastSaveError;

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string_view>
 
 namespace portico::ui {
 
@@ -29,6 +30,7 @@ namespace {
 const QColor kColors[] = {QColor(41, 128, 185), QColor(211, 84, 0)};
 const QColor kBad(192, 57, 43);
 const QColor kGood(39, 174, 96);
+const QColor kStopped(211, 84, 0);
 
 enum Column {
     ColSaved,
@@ -55,11 +57,6 @@ std::uint64_t percentile(const load::RunRecord& r, const char* key) {
     return 0;
 }
 
-QString savedLocal(const std::string& iso) {
-    QDateTime t = QDateTime::fromString(QString::fromStdString(iso), Qt::ISODate);
-    return t.isValid() ? t.toLocalTime().toString("yyyy-MM-dd HH:mm:ss") : QString::fromStdString(iso);
-}
-
 QString modelText(const load::RunRecord& r) {
     if (r.model == "open") return QObject::tr("open %1/s").arg(QLocale().toString(r.rate, 'f', 0));
     return QString::fromStdString(r.model.empty() ? "closed" : r.model);
@@ -82,6 +79,17 @@ QTableWidgetItem* cell(const QString& text, bool number) {
 }
 
 } // namespace
+
+QString historyTime(const std::string& isoUtc) {
+    QDateTime t = QDateTime::fromString(QString::fromStdString(isoUtc), Qt::ISODate);
+    return t.isValid() ? t.toLocalTime().toString("yyyy-MM-dd HH:mm:ss") : QString::fromStdString(isoUtc);
+}
+
+bool isStoppedLabel(const std::string& label) {
+    const std::string_view suffix = kStoppedLabelSuffix;
+    return label.size() >= suffix.size() &&
+           label.compare(label.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
+}
 
 PercentileCurve percentileCurve(const std::vector<stats::Histogram::Bucket>& buckets, std::uint64_t maxNs) {
     PercentileCurve c;
@@ -308,13 +316,19 @@ void RunHistoryView::showListing(load::HistoryListing listing, const QStringList
         }
         const load::RunRecord& r = *e.run;
         const bool suite = r.kind == "suite";
-        auto saved = cell(savedLocal(r.savedAt), false);
+        auto saved = cell(historyTime(r.savedAt), false);
         saved->setData(kIdRole, QString::fromStdString(r.id));
         saved->setData(kFileRole, QString::fromStdString(r.file.string()));
         saved->setToolTip(QString::fromStdString(r.id));
         m_table->setItem(row, ColSaved, saved);
         m_table->setItem(row, ColKind, cell(QString::fromStdString(r.kind), false));
-        m_table->setItem(row, ColLabel, cell(QString::fromStdString(r.label), false));
+        auto label = cell(QString::fromStdString(r.label), false);
+        if (isStoppedLabel(r.label)) {
+            label->setForeground(kStopped);
+            label->setToolTip(
+                tr("Stopped by the user before its bound: the figures cover the part that ran"));
+        }
+        m_table->setItem(row, ColLabel, label);
         m_table->setItem(row, ColTarget, cell(QString::fromStdString(r.target), false));
         m_table->setItem(
             row, ColModel,
@@ -496,7 +510,7 @@ void RunHistoryView::drawCurves(const std::vector<load::RunRecord>& chosen,
         const QString tag = chosen.size() == 2 ? (i == 0 ? "A: " : "B: ") : QString();
         // Short enough for the legend; the ID is in the table and the hint above.
         g->setName(tag + tr("%1 · %2 conn · %3 req/s")
-                             .arg(savedLocal(chosen[i].savedAt).mid(11))
+                             .arg(historyTime(chosen[i].savedAt).mid(11))
                              .arg(chosen[i].connections)
                              .arg(QLocale().toString(chosen[i].requestsPerSecond, 'f', 0)));
         g->setData(c.keys, c.values, true);

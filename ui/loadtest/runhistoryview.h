@@ -38,6 +38,16 @@ struct PercentileCurve {
 PercentileCurve percentileCurve(const std::vector<stats::Histogram::Bucket>& buckets,
                                 std::uint64_t maxNs = 0);
 
+/// How the Run and History views show when a run was saved: `isoUtc` ("2026-11-30T23:45:12Z", as
+/// load::RunRecord::savedAt) in local time, "2026-12-01 00:45:12". Unparsable text is returned as is.
+QString historyTime(const std::string& isoUtc);
+
+/// The label a run stopped by the user is saved with: its derived label plus this suffix
+/// ("/hello (stopped)"), so History (and `portico bench --history`) can tell it from a run that
+/// reached its bound.
+inline constexpr char kStoppedLabelSuffix[] = " (stopped)";
+bool isStoppedLabel(const std::string& label);
+
 /// Lists `load::scanHistory(dir)` in a table (date, kind, target, model, connections, measured
 /// time, req/s, p50, p99, failed requests; an unreadable file as one red row with its reason), newest
 /// first. Reading the folder and the selected runs' histograms happens on worker threads; the view

@@ -1023,14 +1023,17 @@ std::string probeH2c(tcp::socket& sock, const std::string& address) {
 
 } // namespace
 
-Live::Totals Live::totals() const {
+Live::Totals Live::totals(stats::Histogram* latency) const {
     Totals t;
+    if (latency) latency->reset();
     std::lock_guard lock(mutex_);
     if (!started_) return t;
     t.started = true;
     t.address = address_;
     t.elapsed = std::chrono::steady_clock::now() - start_;
-    auto merged = std::make_unique<stats::Histogram>();
+    std::unique_ptr<stats::Histogram> own;
+    if (!latency) own = std::make_unique<stats::Histogram>();
+    stats::Histogram* merged = latency ? latency : own.get();
     for (std::size_t i = 0; i < latency_.size(); ++i) {
         merged->merge(*latency_[i]);
         t.completed += completed_[i];

@@ -29,7 +29,9 @@ public:
         std::uint64_t p50Ns = 0, p99Ns = 0;  ///< latency so far (corrected in the open model), ns
     };
     /// Merges the threads' latest publications; costs a histogram merge per thread (~264 KiB each).
-    Totals totals() const;
+    /// When `latency` is given, the merged latency histogram of the measured requests so far is also
+    /// written there (reset first; left empty before the run started), e.g. for a live plot.
+    Totals totals(stats::Histogram* latency = nullptr) const;
 
     // For the runner.
     void begin(std::size_t threads, std::string address, std::chrono::steady_clock::time_point start);
