@@ -372,6 +372,25 @@ private slots:
         QCOMPARE(cmp->item(3, 2)->text(), QString::number(newer.percentiles[3].second / 1e6, 'f', 3));
         QCOMPARE(cmp->item(6, 1)->text(), QString("0"));
         QVERIFY(!cmp->isColumnHidden(2));
+        // "better" / "worse" are readable: WCAG AA's 4.5:1 against both row colours.
+        auto luminance = [](const QColor& c) {
+            auto lin = [](double v) { return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+            return 0.2126 * lin(c.redF()) + 0.7152 * lin(c.greenF()) + 0.0722 * lin(c.blueF());
+        };
+        int verdicts = 0;
+        for (int r = 0; r < cmp->rowCount(); ++r)
+            for (int c = 0; c < cmp->columnCount(); ++c) {
+                const QTableWidgetItem* item = cmp->item(r, c);
+                if (!item || (item->text() != "better" && item->text() != "worse")) continue;
+                ++verdicts;
+                const double fg = luminance(item->foreground().color());
+                for (auto role : {QPalette::Base, QPalette::AlternateBase}) {
+                    const double bg = luminance(cmp->palette().color(role));
+                    const double ratio = (std::max(fg, bg) + 0.05) / (std::min(fg, bg) + 0.05);
+                    QVERIFY2(ratio >= 4.5, qPrintable(item->text() + QString(" %1:1").arg(ratio)));
+                }
+            }
+        QVERIFY(verdicts > 0);
 
         // One run: one curve, no B column.
         const int before = shown.count();
