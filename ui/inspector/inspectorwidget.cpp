@@ -580,33 +580,18 @@ std::string InspectorWidget::caFileFor(const capture::Exchange& e) const {
     return std::filesystem::exists(path, ec) ? path.string() : std::string();
 }
 
-void InspectorWidget::copyAsCurl() {
+void InspectorWidget::copyAs(std::string (*make)(const capture::Exchange&, std::string_view,
+                                                 std::string_view),
+                             const QString& copied) {
     if (!m_exchange) return;
-    QApplication::clipboard()->setText(
-        QString::fromStdString(capture::toCurl(*m_exchange, {}, caFileFor(*m_exchange))));
-    emit notice(tr("Copied the curl command for #%1").arg(m_exchange->id));
+    QApplication::clipboard()->setText(QString::fromStdString(make(*m_exchange, {}, caFileFor(*m_exchange))));
+    emit notice(copied.arg(m_exchange->id));
 }
 
-void InspectorWidget::copyAsPython() {
-    if (!m_exchange) return;
-    QApplication::clipboard()->setText(
-        QString::fromStdString(capture::toPython(*m_exchange, {}, caFileFor(*m_exchange))));
-    emit notice(tr("Copied a Python script for #%1").arg(m_exchange->id));
-}
-
-void InspectorWidget::copyAsFetch() {
-    if (!m_exchange) return;
-    QApplication::clipboard()->setText(
-        QString::fromStdString(capture::toFetch(*m_exchange, {}, caFileFor(*m_exchange))));
-    emit notice(tr("Copied a fetch() call for #%1").arg(m_exchange->id));
-}
-
-void InspectorWidget::copyAsHttpie() {
-    if (!m_exchange) return;
-    QApplication::clipboard()->setText(
-        QString::fromStdString(capture::toHttpie(*m_exchange, {}, caFileFor(*m_exchange))));
-    emit notice(tr("Copied the HTTPie command for #%1").arg(m_exchange->id));
-}
+void InspectorWidget::copyAsCurl() { copyAs(&capture::toCurl, tr("Copied the curl command for #%1")); }
+void InspectorWidget::copyAsPython() { copyAs(&capture::toPython, tr("Copied a Python script for #%1")); }
+void InspectorWidget::copyAsFetch() { copyAs(&capture::toFetch, tr("Copied a fetch() call for #%1")); }
+void InspectorWidget::copyAsHttpie() { copyAs(&capture::toHttpie, tr("Copied the HTTPie command for #%1")); }
 
 bool InspectorWidget::resend() { return resendWith({}); }
 

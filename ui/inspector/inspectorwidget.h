@@ -57,6 +57,9 @@ public:
     /// The local CA certificate to name in a copy of `e` (https to this server's `tls: auto`
     /// listeners, once the CA exists); "" otherwise.
     std::string caFileFor(const capture::Exchange& e) const;
+    /// One of capture's copy generators (toCurl, toPython, ...) to the clipboard; `copied` takes the id.
+    void copyAs(std::string (*make)(const capture::Exchange&, std::string_view, std::string_view),
+                const QString& copied);
 
     /// The request header fields as the Headers tab lists them: for HTTP/2 and gRPC as on the
     /// wire — names lower-case, the pseudo-header fields first (:method, :scheme, :authority,

@@ -446,23 +446,29 @@ std::size_t TrafficModel::dropBefore(std::uint64_t keepFrom) {
     return count;
 }
 
-bool TrafficModel::update(const TrafficRow& row) {
-    if (m_all.empty() || row.id < m_all.front().id || row.id > m_all.back().id) return false;
-    auto pos = std::lower_bound(m_all.begin(), m_all.end(), row.id,
+TrafficModel::Row* TrafficModel::find(std::uint64_t id) {
+    auto pos = std::lower_bound(m_all.begin(), m_all.end(), id,
                                 [](const Row& r, std::uint64_t v) { return r.id < v; });
-    if (pos == m_all.end() || pos->id != row.id) return false;
-    Row& r = *pos;
+    return pos != m_all.end() && pos->id == id ? &*pos : nullptr;
+}
+
+void TrafficModel::complete(Row& r, const TrafficRow& row) {
+    // What a newer version of a record changes (the path and the rest stay).
+    r.durationNs = row.durationNs;
+    r.responseBodySize = row.responseBodySize;
+    r.status = row.status;
+    r.flags = row.flags;
+    r.error = intern(row.error);
+}
+
+bool TrafficModel::update(const TrafficRow& row) {
+    Row* found = find(row.id);
+    if (!found) return false;
+    Row& r = *found;
     const bool moves = !naturalOrder() && (r.durationNs != row.durationNs || r.status != row.status ||
                                            r.responseBodySize != row.responseBodySize);
-    auto apply = [&] {
-        r.durationNs = row.durationNs;
-        r.responseBodySize = row.responseBodySize;
-        r.status = row.status;
-        r.flags = row.flags;
-        r.error = intern(row.error);
-    };
     if (!moves) {
-        apply();
+        complete(r, row);
         if (const int shown = rowOfId(row.id); shown >= 0)
             emit dataChanged(index(shown, 0), index(shown, ColumnCount - 1));
         return true;
@@ -470,7 +476,7 @@ bool TrafficModel::update(const TrafficRow& row) {
     relayout([&] {
         const int at = rowOfId(row.id);
         if (at >= 0) m_rows.erase(m_rows.begin() + at);
-        apply();
+        complete(r, row);
         if (at >= 0)
             m_rows.insert(std::upper_bound(m_rows.begin(), m_rows.end(), &r,
                                            [this](const Row* a, const Row* b) { return less(a, b); }),
@@ -489,13 +495,12 @@ void TrafficModel::updateRows(const std::vector<TrafficRow>& rows) {
     // Sorted by a column the update can change: one pass takes the changed rows out, one merge
     // puts them back in order.
     relayout([&] {
+        std::vector<std::pair<Row*, const TrafficRow*>> changes;
+        for (const auto& row : rows)
+            if (Row* r = find(row.id)) changes.emplace_back(r, &row);
         std::vector<const Row*> moved;
-        for (const auto& row : rows) {
-            auto pos = std::lower_bound(m_all.begin(), m_all.end(), row.id,
-                                        [](const Row& r, std::uint64_t v) { return r.id < v; });
-            if (pos == m_all.end() || pos->id != row.id) continue;
-            moved.push_back(&*pos);
-        }
+        for (const auto& [r, row] : changes)
+            moved.push_back(r);
         std::sort(moved.begin(), moved.end());
         std::vector<const Row*> shownMoved;
         std::erase_if(m_rows, [&](const Row* r) {
@@ -503,16 +508,8 @@ void TrafficModel::updateRows(const std::vector<TrafficRow>& rows) {
             if (hit) shownMoved.push_back(r);
             return hit;
         });
-        for (const auto& row : rows) {
-            auto pos = std::lower_bound(m_all.begin(), m_all.end(), row.id,
-                                        [](const Row& r, std::uint64_t v) { return r.id < v; });
-            if (pos == m_all.end() || pos->id != row.id) continue;
-            pos->durationNs = row.durationNs;
-            pos->responseBodySize = row.responseBodySize;
-            pos->status = row.status;
-            pos->flags = row.flags;
-            pos->error = intern(row.error);
-        }
+        for (const auto& [r, row] : changes)
+            complete(*r, *row);
         std::sort(shownMoved.begin(), shownMoved.end(),
                   [this](const Row* a, const Row* b) { return less(a, b); });
         std::vector<const Row*> merged;

@@ -129,6 +129,8 @@ private:
     void storeTarget(Row& r, std::string_view s);
     void freeChunks();
     Row compact(const TrafficRow& t);
+    Row* find(std::uint64_t id);                    ///< the kept row of `id`, or null
+    void complete(Row& r, const TrafficRow& newer); ///< the fields a newer version changes
     template <class Out>
     void copyFields(const Row& r, Out& out) const; ///< into a TrafficRow or a capture::Exchange
     TrafficRow expand(const Row& r) const;

@@ -156,6 +156,12 @@ struct Engine::Impl {
     // From start() until the next start(). Shared: readers of records (which may wait on the
     // session file) hold it without holding `mutex`; one replaced under them is already stopped.
     std::shared_ptr<capture::Collector> collector;
+    // The current collector, taken under `mutex`, for readers of records (who may wait on the
+    // session file and must not hold the mutex meanwhile).
+    std::shared_ptr<capture::Collector> currentCollector() {
+        std::lock_guard lock(mutex);
+        return collector;
+    }
 
     std::shared_ptr<ws::Hub> hub = std::make_shared<ws::Hub>();
     std::uint64_t liveBatchesAtStop = 0;
@@ -431,21 +437,13 @@ Counters Engine::counters() const {
 }
 
 std::vector<capture::Exchange> Engine::recentExchanges(std::uint64_t sinceId, std::size_t max) const {
-    std::shared_ptr<capture::Collector> collector;
-    {
-        std::lock_guard lock(d_->mutex);
-        collector = d_->collector;
-    }
-    return collector ? collector->recent(sinceId, max) : std::vector<capture::Exchange>{};
+    const auto c = d_->currentCollector();
+    return c ? c->recent(sinceId, max) : std::vector<capture::Exchange>{};
 }
 
 std::optional<capture::Exchange> Engine::exchange(std::uint64_t id) const {
-    std::shared_ptr<capture::Collector> collector;
-    {
-        std::lock_guard lock(d_->mutex);
-        collector = d_->collector;
-    }
-    return collector ? collector->get(id) : std::nullopt;
+    const auto c = d_->currentCollector();
+    return c ? c->get(id) : std::nullopt;
 }
 
 void Engine::setSessionStore(const std::string& path) {
