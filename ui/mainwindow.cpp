@@ -21,6 +21,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
@@ -90,7 +91,12 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     buildMenus();
 
     QSettings settings;
-    if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1280, 800);
+    // The size the user left, or 1280×800; either way no larger than the screen's free area (at
+    // QT_SCALE_FACTOR=2 a 1600×1000 screen is 800×500), so the title bar and Apply stay reachable.
+    const QRect room = screen()->availableGeometry();
+    if (!restoreGeometry(settings.value("window/geometry").toByteArray()))
+        resize(QSize(1280, 800).boundedTo(room.size() * 9 / 10).expandedTo(minimumSizeHint()));
+    if (width() > room.width() || height() > room.height()) resize(size().boundedTo(room.size()));
     m_traffic->splitter()->restoreState(settings.value("window/trafficSplitter").toByteArray());
     connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::updateContextShortcuts);
     updateContextShortcuts();

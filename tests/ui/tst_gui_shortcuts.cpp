@@ -25,8 +25,10 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSettings>
 #include <QShortcut>
 #include <QSignalSpy>
 #include <QTableView>
@@ -155,6 +157,10 @@ private:
 
 private slots:
     void initTestCase() {
+        // Settings (the saved window size) in the scratch folder, not the user's.
+        QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_dir.path() + "/settings");
+        QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_dir.path() + "/settings");
+        QVERIFY2(QSettings().fileName().startsWith(m_dir.path()), qPrintable(QSettings().fileName()));
         g_previous = qInstallMessageHandler(collect);
         QDesktopServices::setUrlHandler("file", this, "openUrl");
     }
@@ -211,6 +217,34 @@ private slots:
                 QVERIFY2(
                     !scroll->horizontalScrollBar()->isVisible(),
                     qPrintable(QString("needs %1 px more").arg(scroll->horizontalScrollBar()->maximum())));
+    }
+
+    // The size the user left comes back at the next start, also at QT_SCALE_FACTOR=2 (the
+    // "ui/tst_gui_shortcuts@2x" run, a 1600×1000 screen); a first start fits the screen.
+    void windowSizeComesBack() {
+        QSettings settings;
+        settings.remove("window/geometry");
+        const QRect screen = m_window->screen()->availableGeometry();
+        {
+            MainWindow first(m_server.get());
+            first.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&first));
+            QVERIFY2(screen.contains(first.frameGeometry()), qPrintable(QString("%1×%2 on a %3×%4 screen")
+                                                                            .arg(first.width())
+                                                                            .arg(first.height())
+                                                                            .arg(screen.width())
+                                                                            .arg(screen.height())));
+            const QSize wanted(std::min(760, screen.width() - 20), std::min(470, screen.height() - 20));
+            first.resize(wanted);
+            QTRY_COMPARE(first.size(), wanted);
+            QVERIFY(first.close());
+        }
+        QVERIFY2(QSettings().contains("window/geometry"), "closing the window saved no geometry");
+        MainWindow second(m_server.get());
+        second.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&second));
+        QTRY_COMPARE(second.size(),
+                     QSize(std::min(760, screen.width() - 20), std::min(470, screen.height() - 20)));
     }
 
     // On every tab, each key sequence is bound once among the shortcuts that can fire there.

@@ -171,6 +171,31 @@ private slots:
         QCOMPARE(page.model()->rowCount(), 62);
     }
 
+    // The filter box keeps its width while counts grow and while an error shows (issue: it moved
+    // under the cursor as rows arrived).
+    void filterBoxKeepsItsWidth() {
+        TrafficPage page(m_server.get());
+        page.resize(1200, 700);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        auto* box = page.findChild<QLineEdit*>("trafficFilter");
+        QVERIFY(box);
+        const int width = box->width();
+        QVERIFY2(width >= box->fontMetrics().averageCharWidth() * 24, qPrintable(QString::number(width)));
+        send("/hello", 3);
+        feed(page, 3);
+        QApplication::processEvents();
+        QCOMPARE(box->width(), width);
+        page.setFilterText("status:>=400");
+        QApplication::processEvents();
+        QVERIFY(page.findChild<QLabel*>("trafficCount")->text().contains("0 of 3"));
+        QCOMPARE(box->width(), width);
+        page.setFilterText("stauts:>=400 and a long tail of words to make the error message wide");
+        QApplication::processEvents();
+        QVERIFY(page.findChild<QLabel*>("trafficFilterError")->isVisible());
+        QCOMPARE(box->width(), width);
+    }
+
     void inspectorShowsHeadersBodyAndTimeline() {
         TrafficPage page(m_server.get());
         send("/json", 3);

@@ -65,14 +65,23 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     m_dropped->setToolTip(tr("The server's capture rings were full: these exchanges were counted in the "
                              "statistics but their details were not recorded (capture.ring_records)"));
     m_dropped->hide();
+    // The filter box keeps one width (room for a long filter, narrower on a small window): counts
+    // and errors that change as traffic arrives never move it. Its error goes on the row below;
+    // the counts take the rest of the bar and are clipped, not the box, when the window is narrow.
+    m_filter->setMinimumWidth(m_filter->fontMetrics().averageCharWidth() * 24);
+    m_filter->setMaximumWidth(m_filter->fontMetrics().averageCharWidth() * 84);
+    m_filter->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    m_count->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_dropped->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_filterError->setWordWrap(true);
     auto bar = new QHBoxLayout;
-    bar->addWidget(m_filter, 3);
-    bar->addWidget(m_filterError, 2);
+    bar->addWidget(m_filter, 4);
     bar->addWidget(m_pause);
     bar->addWidget(m_clear);
     bar->addWidget(m_export);
-    bar->addWidget(m_count);
-    bar->addWidget(m_dropped);
+    bar->addSpacing(8);
+    bar->addWidget(m_count, 1);
+    bar->addWidget(m_dropped, 1);
 
     m_captureOff = new QWidget;
     m_captureOff->setObjectName("trafficCaptureOff");
@@ -141,6 +150,7 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
 
     auto layout = new QVBoxLayout(this);
     layout->addLayout(bar);
+    layout->addWidget(m_filterError);
     layout->addWidget(m_captureOff);
     layout->addWidget(m_emptyHint);
     layout->addWidget(m_splitter, 1);
