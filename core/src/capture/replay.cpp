@@ -1,6 +1,7 @@
 // Replay over a blocking, deadline-bounded client (HTTP/1.1 or HTTP/2 on nghttp2, cleartext or
 // TLS through net/transport.h and the shared client TLS context); comparison; curl command lines.
 #include <portico/capture/replay.h>
+#include <portico/http1/response_parser.h>
 
 #include "capture/recorder.h"
 #include "client/connect.h"
@@ -496,80 +497,56 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
         in.append(buf, static_cast<std::size_t>(n));
         return 1;
     };
-    std::size_t headEnd;
-    for (;;) {
-        headEnd = in.find("\r\n\r\n");
-        if (headEnd != std::string::npos) {
-            // Interim 1xx responses are skipped.
-            if (in.size() > 9 && in[9] == '1' && in.compare(9, 3, "101") != 0) {
-                in.erase(0, headEnd + 4);
-                continue;
-            }
+    // The response, through the one HTTP/1 response parser (interim 1xx skipped).
+    http1::ResponseParser parser;
+    parser.begin(e.method == "HEAD", http1::ResponseParser::Deliver::Events);
+    std::string body;
+    std::size_t at = 0; // parsed bytes of `in`
+    bool eof = false;
+    for (bool done = false; !done;) {
+        std::size_t used = 0;
+        const auto st = parser.parse(in.data() + at, in.size() - at, used);
+        at += used;
+        switch (st) {
+        case http1::ResponseParser::Status::Head: {
+            const auto& h = parser.head();
+            if (h.interim()) break;
+            e.status = h.status;
+            e.responseHeadersSize = used;
+            http1::forEachResponseField(h.fields, [&](std::string_view name, std::string_view value) {
+                e.responseHeaders.push_back({std::string(name), std::string(value)});
+            });
+            if (h.status == 101) done = true; // nothing of the new protocol is replayed
             break;
         }
-        int rc = readMore();
-        if (rc <= 0) {
-            r.error = rc == 0 ? "the server closed without a response" : "no response within the timeout";
+        case http1::ResponseParser::Status::Body:
+            body.append(parser.body());
+            break;
+        case http1::ResponseParser::Status::Complete:
+            done = true;
+            break;
+        case http1::ResponseParser::Status::Error:
+            r.error = std::string("bad response: ") + parser.error();
             return r;
+        case http1::ResponseParser::Status::NeedMore: {
+            if (eof) {
+                if (parser.completesAtEof()) {
+                    done = true;
+                    break;
+                }
+                r.error = e.status ? "truncated body" : "the server closed without a response";
+                return r;
+            }
+            in.erase(0, at);
+            at = 0;
+            const int rc = readMore();
+            if (rc < 0) {
+                r.error = e.status ? "the body did not arrive within the timeout" : "no response within the timeout";
+                return r;
+            }
+            eof = rc == 0;
+            break;
         }
-    }
-    std::string_view head(in.data(), headEnd);
-    if (head.size() < 12 || !head.starts_with("HTTP/1.")) {
-        r.error = "not an HTTP/1.x response";
-        return r;
-    }
-    e.status = std::atoi(std::string(head.substr(9, 3)).c_str());
-    e.responseHeadersSize = headEnd + 2;
-    std::string_view lines = head.substr(std::min(head.size(), head.find("\r\n") + 2));
-    while (!lines.empty()) {
-        auto eol = lines.find("\r\n");
-        std::string_view line = lines.substr(0, eol);
-        lines.remove_prefix(eol == std::string_view::npos ? lines.size() : eol + 2);
-        auto colon = line.find(':');
-        if (colon == std::string_view::npos) continue;
-        std::string_view v = line.substr(colon + 1);
-        while (!v.empty() && v.front() == ' ')
-            v.remove_prefix(1);
-        e.responseHeaders.push_back({std::string(line.substr(0, colon)), std::string(v)});
-    }
-    in.erase(0, headEnd + 4);
-    const bool noBody = e.method == "HEAD" || e.status == 204 || e.status == 304 || e.status < 200;
-    std::string body;
-    if (!noBody) {
-        std::string te = lower(e.responseHeader("transfer-encoding"));
-        std::string_view cl = e.responseHeader("content-length");
-        if (te.find("chunked") != std::string::npos) {
-            for (;;) {
-                auto eol = in.find("\r\n");
-                if (eol == std::string::npos) {
-                    if (readMore() <= 0) {
-                        r.error = "truncated chunked body";
-                        return r;
-                    }
-                    continue;
-                }
-                std::size_t size = std::strtoull(in.c_str(), nullptr, 16);
-                if (size == 0) break;
-                while (in.size() < eol + 2 + size + 2)
-                    if (readMore() <= 0) {
-                        r.error = "truncated chunked body";
-                        return r;
-                    }
-                body.append(in, eol + 2, size);
-                in.erase(0, eol + 2 + size + 2);
-            }
-        } else if (!cl.empty()) {
-            const std::size_t want = std::strtoull(std::string(cl).c_str(), nullptr, 10);
-            while (in.size() < want)
-                if (readMore() <= 0) {
-                    r.error = "truncated body";
-                    return r;
-                }
-            body = in.substr(0, want);
-        } else {
-            while (readMore() > 0) {
-            }
-            body = in;
         }
     }
     e.set(Phase::ResponseDone, nowNs());

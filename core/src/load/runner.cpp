@@ -4,7 +4,7 @@
 // transport); HTTP/2 is an nghttp2 client session fed with mem_recv and drained with mem_send.
 #include <portico/load/runner.h>
 
-#include "response_parser.h"
+#include <portico/http1/response_parser.h>
 
 #include "client/connect.h"
 #include "net/drained.h"
@@ -44,6 +44,7 @@ namespace portico::load {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+using http1::ResponseParser;
 
 namespace {
 
