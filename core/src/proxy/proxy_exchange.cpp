@@ -167,7 +167,6 @@ asio::execution_context::id Deadlines::id;
 
 namespace {
 constexpr std::size_t kReadChunk = 16 * 1024;
-constexpr std::size_t kMaxHead = 64 * 1024;
 // A pooled connection idle for less than this is reused without probing it (Exchange::pick).
 constexpr std::chrono::milliseconds kFreshIdle{100};
 struct Pools {
@@ -267,7 +266,6 @@ void park(UpstreamPool& pool, Exchange::Socket& socket, std::chrono::nanoseconds
                            served);
 }
 
-bool iequal(std::string_view a, std::string_view b) { return http::iequals(a, b); }
 
 using detail::hopByHop;
 
@@ -308,8 +306,8 @@ std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<
         // RFC 6455 §4.1: GET with Upgrade: websocket and Connection: upgrade.
         bool upgrade = false, connection = false;
         for (const auto& h : req.headers) {
-            if (iequal(h.name, "upgrade") && containsToken(h.value, "websocket")) upgrade = true;
-            if (iequal(h.name, "connection") && containsToken(h.value, "upgrade")) connection = true;
+            if (http::iequals(h.name, "upgrade") && containsToken(h.value, "websocket")) upgrade = true;
+            if (http::iequals(h.name, "connection") && containsToken(h.value, "upgrade")) connection = true;
         }
         x->upgrade_ = upgrade && connection && req.method == http::Method::Get;
     }
@@ -348,16 +346,16 @@ void Exchange::buildRequest(const http::Request& req, bool tls) {
     std::string_view xff;
     std::string_view via;
     for (const auto& h : req.headers)
-        if (iequal(h.name, "connection")) connection = h.value;
+        if (http::iequals(h.name, "connection")) connection = h.value;
     for (const auto& h : req.headers) {
-        if (hopByHop(h.name) || namedIn(connection, h.name) || iequal(h.name, "host") ||
-            iequal(h.name, "content-length") || (!h.name.empty() && h.name.front() == ':'))
+        if (hopByHop(h.name) || namedIn(connection, h.name) || http::iequals(h.name, "host") ||
+            http::iequals(h.name, "content-length") || (!h.name.empty() && h.name.front() == ':'))
             continue;
-        if (iequal(h.name, "x-forwarded-for")) {
+        if (http::iequals(h.name, "x-forwarded-for")) {
             xff = h.value;
             continue;
         }
-        if (iequal(h.name, "via")) {
+        if (http::iequals(h.name, "via")) {
             via = h.value;
             continue;
         }
@@ -368,7 +366,7 @@ void Exchange::buildRequest(const http::Request& req, bool tls) {
     }
     // TE: trailers is end-to-end in meaning (gRPC needs it), the rest of TE is not (§7.6.1).
     for (const auto& h : req.headers)
-        if (iequal(h.name, "te") && containsToken(h.value, "trailers")) r.append("TE: trailers\r\n");
+        if (http::iequals(h.name, "te") && containsToken(h.value, "trailers")) r.append("TE: trailers\r\n");
     if (upgrade_) r.append("Connection: Upgrade\r\nUpgrade: websocket\r\n");
     r.append("Host: ");
     r.append(action_.changeOrigin || req.host.empty() ? std::string_view(action_.upstreams.front().authority)
@@ -415,8 +413,8 @@ void Exchange::buildRequest(const http::Request& req, bool tls) {
         std::string_view length;
         bool te = false;
         for (const auto& h : req.headers) {
-            if (iequal(h.name, "content-length")) length = h.value;
-            if (iequal(h.name, "transfer-encoding")) te = true;
+            if (http::iequals(h.name, "content-length")) length = h.value;
+            if (http::iequals(h.name, "transfer-encoding")) te = true;
         }
         std::uint64_t n = 0;
         auto [end, err] = std::from_chars(length.data(), length.data() + length.size(), n);
@@ -533,6 +531,8 @@ void Exchange::connect() {
 
 void Exchange::send() {
     stage_ = Stage::Sending;
+    parser_.begin(headRequest_, http1::ResponseParser::Deliver::Events);
+    carry_.clear();
     if (sink_) sink_->onUpstreamConnected();
     arm(action_.responseTimeout);
     if (streaming_) {
@@ -656,7 +656,7 @@ void Exchange::requestEnd(std::span<const http::Header> trailers) {
     if (chunkedUp_) {
         // RFC 9110 §6.5.1: fields that frame, route or authenticate never go in trailers.
         for (const auto& t : trailers) {
-            if (hopByHop(t.name) || iequal(t.name, "content-length") || iequal(t.name, "host")) continue;
+            if (hopByHop(t.name) || http::iequals(t.name, "content-length") || http::iequals(t.name, "host")) continue;
             trailerBlock_.append(t.name);
             trailerBlock_.append(": ");
             trailerBlock_.append(t.value);
@@ -681,7 +681,7 @@ void Exchange::read() {
                                                                          std::size_t n) {
         if (self->cancelled_ || self->stage_ == Stage::Done) return;
         if (e == asio::error::operation_aborted) return;
-        if (e == asio::error::eof && self->stage_ == Stage::Body && self->framing_ == Framing::UntilClose) {
+        if (e == asio::error::eof && self->stage_ == Stage::Body && self->parser_.completesAtEof()) {
             self->finish(false);
             return;
         }
@@ -710,7 +710,9 @@ void Exchange::onRead(std::size_t n) {
         // Bytes after the head start the body.
         data = std::string_view(head_).substr(buffered_);
         stage_ = Stage::Body;
-        if (framing_ == Framing::None) {
+        if (parser_.head().framing == http1::ResponseHead::Framing::None) {
+            std::size_t used = 0; // the parser's Complete
+            parser_.parse(data.data(), 0, used);
             finish(keepAlive_ && data.empty());
             return;
         }
@@ -726,176 +728,111 @@ void Exchange::onRead(std::size_t n) {
     }
 }
 
-// Parses the response head in head_. True when it is complete and handed to the sink; buffered_
-// is then the offset of the first body byte in head_.
+// Parses the response head in head_ (http1::ResponseParser). True when it is complete and handed
+// to the sink; buffered_ is then the offset of the first body byte in head_.
 bool Exchange::parseHead() {
+    std::size_t at = 0; // interim heads before it
     for (;;) {
-        auto end = head_.find("\r\n\r\n");
-        if (end == std::string::npos) {
-            if (head_.size() > kMaxHead)
-                fail(502, "response head larger than 64 KiB", false);
-            else
-                read();
+        std::size_t used = 0;
+        const auto st = parser_.parse(head_.data() + at, head_.size() - at, used);
+        if (st == http1::ResponseParser::Status::NeedMore) {
+            if (at) head_.erase(0, at);
+            read();
             return false;
         }
-        std::string_view head(head_.data(), end + 2);
-        auto eol = head.find("\r\n");
-        std::string_view line = head.substr(0, eol);
-        if (!line.starts_with("HTTP/1.") || line.size() < 12 || line[8] != ' ') {
-            fail(502, "not an HTTP/1.x response", false);
+        if (st != http1::ResponseParser::Status::Head) {
+            fail(502, std::string("bad response: ") + parser_.error(), false);
             return false;
         }
-        int status = 0;
-        auto [p, ec] = std::from_chars(line.data() + 9, line.data() + 12, status);
-        if (ec != std::errc{} || p != line.data() + 12 || status < 100) {
-            fail(502, "bad status line", false);
-            return false;
-        }
-        if (status >= 100 && status < 200) {
-            if (status == 101 && !upgrade_) {
+        const http1::ResponseHead& h = parser_.head();
+        at += used;
+        if (h.interim()) continue; // the parser reads the final head next
+        if (h.status == 101) {
+            if (!upgrade_) {
                 fail(502, "upstream switched protocols (not supported on this route)", false);
                 return false;
             }
-            if (status == 101) {
-                fields_.clear();
-                std::string_view connection;
-                std::string_view fieldsText = head.substr(eol + 2);
-                detail::forEachField(fieldsText, [&](std::string_view name, std::string_view value) {
-                    if (iequal(name, "connection")) connection = value;
-                });
-                detail::forEachField(fieldsText, [&](std::string_view name, std::string_view value) {
-                    if (hopByHop(name) || namedIn(connection, name) || iequal(name, "content-length")) return;
-                    fields_.append(name);
-                    fields_.append(": ");
-                    fields_.append(value);
-                    fields_.append("\r\n");
-                });
-                stage_ = Stage::Done;
-                disarm();
-                std::string leftover = head_.substr(end + 4);
-                Sink* sink = sink_;
-                sink_ = nullptr;
-                auto keep = std::move(owner_);
-                if (sink) sink->onUpstreamUpgrade(fields_, std::move(socket_), leftover);
-                return false;
-            }
-            head_.erase(0, end + 4); // interim response: skip it
-            continue;
+            fields_.clear();
+            http1::forEachResponseField(h.fields, [&](std::string_view name, std::string_view value) {
+                if (hopByHop(name) || namedIn(h.connection, name) || http::iequals(name, "content-length")) return;
+                fields_.append(name);
+                fields_.append(": ");
+                fields_.append(value);
+                fields_.append("\r\n");
+            });
+            stage_ = Stage::Done;
+            disarm();
+            std::string leftover = head_.substr(at);
+            Sink* sink = sink_;
+            sink_ = nullptr;
+            auto keep = std::move(owner_);
+            if (sink) sink->onUpstreamUpgrade(fields_, std::move(socket_), leftover);
+            return false;
         }
-        status_ = status;
-        keepAlive_ = line[7] == '1';
-        std::string_view fieldsText = head.substr(eol + 2);
-        std::string_view connection;
-        std::optional<std::uint64_t> length;
-        bool chunked = false;
-        // First pass: framing and Connection.
-        for (std::string_view rest = fieldsText; !rest.empty();) {
-            auto e = rest.find("\r\n");
-            std::string_view f = rest.substr(0, e);
-            rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
-            auto colon = f.find(':');
-            if (colon == std::string_view::npos) continue;
-            std::string_view name = f.substr(0, colon), value = f.substr(colon + 1);
-            while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-                value.remove_prefix(1);
-            while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
-                value.remove_suffix(1);
-            if (iequal(name, "connection")) connection = value;
-            if (iequal(name, "transfer-encoding")) chunked = true;
-            if (iequal(name, "content-length")) {
-                std::uint64_t v = 0;
-                auto [q, err] = std::from_chars(value.data(), value.data() + value.size(), v);
-                if (err != std::errc{} || q != value.data() + value.size() || (length && *length != v)) {
-                    fail(502, "invalid Content-Length in the response", false);
-                    return false;
-                }
-                length = v;
-            }
-        }
-        if (containsToken(connection, "close")) keepAlive_ = false;
-        if (containsToken(connection, "keep-alive") && line[7] == '0') keepAlive_ = true;
+        status_ = h.status;
+        keepAlive_ = h.keepAlive;
         fields_.clear();
-        for (std::string_view rest = fieldsText; !rest.empty();) {
-            auto e = rest.find("\r\n");
-            std::string_view f = rest.substr(0, e);
-            rest.remove_prefix(e == std::string_view::npos ? rest.size() : e + 2);
-            auto colon = f.find(':');
-            if (colon == std::string_view::npos || colon == 0) continue;
-            std::string_view name = f.substr(0, colon);
-            if (hopByHop(name) || namedIn(connection, name) || iequal(name, "content-length")) continue;
+        for (std::string_view rest = h.fields; !rest.empty();) {
+            const auto nl = rest.find('\n');
+            std::string_view f = rest.substr(0, nl);
+            rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+            if (!f.empty() && f.back() == '\r') f.remove_suffix(1);
+            const std::string_view name = f.substr(0, f.find(':'));
+            if (hopByHop(name) || namedIn(h.connection, name) || http::iequals(name, "content-length")) continue;
             fields_.append(f);
             fields_.append("\r\n");
         }
-        const bool noBody = headRequest_ || status == 204 || status == 304;
-        if (noBody) {
-            framing_ = Framing::None;
-        } else if (chunked) {
-            framing_ = Framing::Chunked; // RFC 9112 §6.3: chunked wins over Content-Length
-            chunked_.reset(~0ull);
-            length.reset();
-        } else if (length) {
-            framing_ = *length ? Framing::Length : Framing::None;
-            remaining_ = *length;
-        } else {
-            framing_ = Framing::UntilClose;
-            keepAlive_ = false;
-        }
-        buffered_ = end + 4;
+        using Framing = http1::ResponseHead::Framing;
+        const bool noBody = headRequest_ || h.status == 204 || h.status == 304;
+        const auto told = noBody || h.framing != Framing::Chunked ? h.contentLength : std::nullopt;
+        buffered_ = at;
         disarm();
-        const auto told = noBody ? length : (chunked ? std::nullopt : length);
         // No body, or a Content-Length body whose first bytes came with the head: onRead goes on
         // to finish() or deliver() at once, so the head can leave with them in one write.
-        if (framing_ == Framing::None || (framing_ == Framing::Length && head_.size() > buffered_))
-            sink_->onUpstreamHeadBodyFollows(status, fields_, told);
+        if (h.framing == Framing::None || (h.framing == Framing::ContentLength && head_.size() > buffered_))
+            sink_->onUpstreamHeadBodyFollows(h.status, fields_, told);
         else
-            sink_->onUpstreamHead(status, fields_, told);
+            sink_->onUpstreamHead(h.status, fields_, told);
         return !cancelled_;
     }
 }
 
-// Passes body bytes on; false when the exchange ended or paused (then resume() reads on).
+// Passes body bytes on (http1::ResponseParser's body pieces); false when the exchange ended or
+// paused (then resume() reads on). A chunk-size line cut by the read waits in carry_.
 bool Exchange::deliver(std::string_view data) {
     bool more = true;
-    switch (framing_) {
-    case Framing::Length: {
-        std::string_view take =
-            data.substr(0, static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, data.size())));
-        remaining_ -= take.size();
-        if (!take.empty()) more = sink_->onUpstreamBody(take);
-        if (cancelled_) return false;
-        if (remaining_ == 0) {
-            finish(keepAlive_ && take.size() == data.size());
-            return false;
-        }
-        break;
+    if (!carry_.empty()) {
+        carry_.append(data);
+        data = carry_;
     }
-    case Framing::Chunked: {
-        chunkOut_.clear();
+    std::size_t at = 0;
+    for (;;) {
         std::size_t used = 0;
-        http1::ParseError err;
-        // The decoder needs the trailer section whole: unconsumed bytes wait for the next read.
-        std::string& carry = carry_;
-        carry.append(data);
-        auto st = chunked_.decode(carry, chunkOut_, used, err);
-        if (st == http1::ChunkedDecoder::Status::Error) {
-            fail(0, "bad chunked framing from the upstream", false);
+        const auto st = parser_.parse(data.data() + at, data.size() - at, used);
+        at += used;
+        if (st == http1::ResponseParser::Status::Body) {
+            more = sink_->onUpstreamBody(parser_.body()) && more;
+            if (cancelled_) return false;
+            continue;
+        }
+        if (st == http1::ResponseParser::Status::Complete) {
+            const bool clean = at == data.size();
+            carry_.clear();
+            finish(keepAlive_ && clean);
             return false;
         }
-        carry.erase(0, used);
-        if (!chunkOut_.empty()) more = sink_->onUpstreamBody(chunkOut_);
-        if (cancelled_) return false;
-        if (st == http1::ChunkedDecoder::Status::Done) {
-            finish(keepAlive_ && carry.empty());
+        if (st == http1::ResponseParser::Status::Error) {
+            carry_.clear();
+            fail(0, std::string("bad response body framing: ") + parser_.error(), false);
             return false;
         }
-        break;
+        break; // NeedMore
     }
-    case Framing::UntilClose:
-        if (!data.empty()) more = sink_->onUpstreamBody(data);
-        if (cancelled_) return false;
-        break;
-    case Framing::None:
-        break;
+    if (at < data.size()) {
+        std::string rest(data.substr(at));
+        carry_ = std::move(rest);
+    } else {
+        carry_.clear();
     }
     if (!more) {
         paused_ = true;

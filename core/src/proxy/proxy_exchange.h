@@ -6,6 +6,7 @@
 #include <portico/config/config.h>
 #include <portico/http/message.h>
 #include <portico/http1/parser.h>
+#include <portico/http1/response_parser.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -269,11 +270,8 @@ private:
     std::size_t buffered_ = 0;
     std::string head_;   // response head so far
     std::string fields_; // filtered fields for the sink
-    std::string chunkOut_;
-    std::string carry_; // chunked bytes not decoded yet
-    http1::ChunkedDecoder chunked_;
-    enum class Framing : std::uint8_t { None, Length, Chunked, UntilClose } framing_ = Framing::None;
-    std::uint64_t remaining_ = 0;
+    std::string carry_; // body bytes the parser could not use yet (a chunk-size line cut by a read)
+    http1::ResponseParser parser_;
     int status_ = 0;
     Stage stage_ = Stage::Connecting;
     std::uint32_t served_ = 0; // responses the upstream connection carried before this one
