@@ -1,4 +1,5 @@
 // Collector thread: drain rings → window (+ store), completions, 1 s time series.
+#include <portico/http/ascii.h>
 #include "capture/collector.h"
 
 #include <algorithm>
@@ -51,13 +52,7 @@ std::string Exchange::url() const {
 }
 
 namespace {
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-            return false;
-    return true;
-}
+using http::iequals;
 std::string_view find(const std::vector<Header>& h, std::string_view name) {
     for (const auto& x : h)
         if (iequals(x.name, name)) return x.value;

@@ -1,4 +1,5 @@
 // The capture filter language (filter.h).
+#include <portico/http/ascii.h>
 #include <portico/capture/filter.h>
 
 #include <algorithm>
@@ -11,15 +12,10 @@ namespace {
 constexpr std::string_view kKeys[] = {"status", "method",   "path",   "url",   "host",  "vhost",
                                       "route",  "protocol", "client", "error", "header"};
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
+using http::lower;
 
 bool contains(std::string_view hay, std::string_view needle) {
-    return lower(hay).find(lower(needle)) != std::string::npos;
+    return http::ifind(hay, needle) != std::string_view::npos;
 }
 
 std::size_t distance(std::string_view a, std::string_view b) {

@@ -353,7 +353,7 @@ std::string toHar(const std::vector<Exchange>& exchanges, const HarOptions& opti
         res["httpVersion"] = versionText(e);
         json setCookies = json::array();
         for (const auto& h : e.responseHeaders) {
-            if (h.name.size() != 10 || strncasecmp(h.name.c_str(), "set-cookie", 10) != 0) continue;
+            if (!http::iequals(h.name, "set-cookie")) continue;
             std::string_view v = h.value;
             auto semi = v.find(';');
             std::string_view pair = v.substr(0, semi);
@@ -366,9 +366,7 @@ std::string toHar(const std::vector<Exchange>& exchanges, const HarOptions& opti
                 std::string a = trim(attrs.substr(0, s2));
                 attrs.remove_prefix(s2 == std::string_view::npos ? attrs.size() : s2 + 1);
                 auto e2 = a.find('=');
-                std::string key = a.substr(0, e2);
-                for (char& ch : key)
-                    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                const std::string key = http::lower(a.substr(0, e2));
                 if (key == "path" && e2 != std::string::npos)
                     c["path"] = a.substr(e2 + 1);
                 else if (key == "domain" && e2 != std::string::npos)
@@ -717,9 +715,7 @@ HarImport fromHar(std::string_view text) {
             } else {
                 e.target = url;
             }
-            std::string hv = str(*req, "httpVersion", "HTTP/1.1");
-            for (char& c : hv)
-                c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+            const std::string hv = http::upper(str(*req, "httpVersion", "HTTP/1.1"));
             if (hv.find("2") != std::string::npos && hv.find("1.") == std::string::npos) {
                 e.protocol = Protocol::Http2;
                 e.httpVersion = 20;

@@ -1,6 +1,8 @@
 // Replay over a blocking, deadline-bounded client (HTTP/1.1 or HTTP/2 on nghttp2, cleartext or
 // TLS through net/transport.h and the shared client TLS context); comparison; curl command lines.
+#include <portico/http/ascii.h>
 #include <portico/capture/replay.h>
+#include <portico/http/url.h>
 #include <portico/http1/response_parser.h>
 
 #include "capture/recorder.h"
@@ -30,53 +32,27 @@ namespace portico::capture {
 
 namespace {
 using tcp = boost::asio::ip::tcp;
-std::string lower(std::string_view s) {
-    std::string o(s);
-    for (char& c : o)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return o;
-}
+using http::lower;
 
-struct Url {
-    std::string scheme, host, port, prefix;
+// Replay's base URL (http/url.h's parser): `prefix` is its path without a trailing '/', put before
+// each replayed target.
+struct Url : http::Url {
+    std::string prefix;
 };
 bool parseBase(std::string_view u, Url& out, std::string& error) {
-    auto p = u.find("://");
+    const auto p = u.find("://");
     if (p == std::string_view::npos) {
         error = "not a URL: " + std::string(u);
         return false;
     }
-    out.scheme = lower(u.substr(0, p));
-    std::string_view rest = u.substr(p + 3);
-    auto slash = rest.find('/');
-    std::string_view auth = rest.substr(0, slash);
-    out.prefix = slash == std::string_view::npos ? "" : std::string(rest.substr(slash));
+    if (const std::string scheme = lower(u.substr(0, p)); scheme != "http" && scheme != "https") {
+        error = scheme + ": only http:// and https:// targets can be replayed";
+        return false;
+    }
+    if (!http::parseUrl(u, out, error)) return false;
+    out.prefix = out.target;
     while (!out.prefix.empty() && out.prefix.back() == '/')
         out.prefix.pop_back();
-    if (!auth.empty() && auth.front() == '[') {
-        auto close = auth.find(']');
-        out.host = std::string(auth.substr(1, close - 1));
-        if (close + 1 < auth.size() && auth[close + 1] == ':') out.port = std::string(auth.substr(close + 2));
-    } else {
-        auto colon = auth.rfind(':');
-        out.host = std::string(auth.substr(0, colon));
-        if (colon != std::string_view::npos) out.port = std::string(auth.substr(colon + 1));
-    }
-    if (out.port.empty()) out.port = out.scheme == "https" ? "443" : "80";
-    if (out.scheme != "http" && out.scheme != "https") {
-        error = out.scheme + ": only http:// and https:// targets can be replayed";
-        return false;
-    }
-    if (out.host.empty()) {
-        error = "no host in " + std::string(u);
-        return false;
-    }
-    unsigned port = 0;
-    auto [end, ec] = std::from_chars(out.port.data(), out.port.data() + out.port.size(), port);
-    if (ec != std::errc{} || end != out.port.data() + out.port.size() || port == 0 || port > 65535) {
-        error = "the port in " + std::string(u) + " must be a number from 1 to 65535, got '" + out.port + "'";
-        return false;
-    }
     return true;
 }
 
@@ -86,7 +62,7 @@ std::vector<tcp::endpoint> targetEndpoints(const Url& url, bool allowRemote, boo
                                            std::string& error) {
     std::string resolveError;
     auto endpoints =
-        client::resolve(url.host, static_cast<std::uint16_t>(std::stoul(url.port)), resolveError);
+        client::resolve(url.host, url.port, resolveError);
     if (endpoints.empty()) {
         error = resolveError;
         return {};
@@ -381,7 +357,7 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     Stream io{fd, nullptr, &dl};
-    const std::string address = url.host + ":" + url.port;
+    const std::string address = url.host + ":" + std::to_string(url.port);
     bool h2 = options.protocol == ReplayProtocol::H2;
     if (https) {
         SSL* ssl = SSL_new(clientTls->ctx.get());
@@ -419,9 +395,9 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     e.httpVersion = h2 ? 20 : 11;
     e.streamId = 1;
     e.scheme = url.scheme;
-    e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]:" + url.port
-                                                          : url.host + ":" + url.port;
-    if (url.port == (https ? "443" : "80"))
+    const std::string port = std::to_string(url.port);
+    e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]:" + port : url.host + ":" + port;
+    if (url.port == (https ? 443 : 80))
         e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
     e.method = options.method.value_or(original.method.empty() ? std::string("GET") : original.method);
     std::string target = options.target.value_or(original.target);
@@ -790,12 +766,7 @@ std::string toFetch(const Exchange& e, std::string_view baseUrl, std::string_vie
         headers += "    " + jsLiteral(h.name, true) + ": " + jsLiteral(h.value, true) + ",\n";
     }
     std::string body;
-    const std::string upper = [&] {
-        std::string u = method;
-        for (char& c : u)
-            c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        return u;
-    }();
+    const std::string upper = http::upper(method);
     if (!e.requestBody.empty() && (upper == "GET" || upper == "HEAD")) {
         js += "// The captured request had a body of " + std::to_string(e.requestBody.size()) +
               " bytes; fetch() sends none with " + upper + ".\n";

@@ -138,19 +138,8 @@ std::string suggestion(std::string_view word, Keys candidates) {
     return " (did you mean '" + best + "'?)";
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
-
-std::string upper(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-    return out;
-}
+using http::lower;
+using http::upper;
 
 bool isIdentifier(std::string_view s) {
     if (s.empty()) return false;

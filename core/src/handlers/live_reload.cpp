@@ -1,5 +1,6 @@
 // Live reload: snippet, injection point (HTML tokenizer subset, LRL-01) and the inotify watcher.
 #include "handlers/live_reload.h"
+#include <portico/http/json_text.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -98,22 +99,6 @@ std::size_t rawTextEnd(std::string_view s, std::size_t from, std::string_view na
 constexpr std::string_view kRawText[] = {"script", "style",  "textarea", "title",
                                          "xmp",    "iframe", "noembed",  "noframes"};
 
-std::string jsonEscape(std::string_view s) {
-    std::string out;
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
-}
 
 bool ignoredName(std::string_view name) {
     return name.empty() || name.front() == '.' || name.back() == '~' || name == "4913" ||
@@ -286,7 +271,7 @@ struct LiveReloadWatcher::Impl {
         for (const std::string& p : pending) {
             if (paths.size() == 20) break;
             if (!paths.empty()) json += ',';
-            json += '"' + jsonEscape(p) + '"';
+            http::appendJsonString(json, p);
             paths.push_back(p);
         }
         json += "]}";

@@ -1,5 +1,6 @@
 // The built-in extension → media type table used by the static file handler.
 #include <portico/handlers/mime.h>
+#include <portico/http/ascii.h>
 
 #include <cstddef>
 
@@ -68,18 +69,8 @@ constexpr Entry kTable[] = {
 
 constexpr std::string_view kOctetStream = "application/octet-stream";
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool iequal(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower(b[i])) return false;
-    return true;
-}
-
-bool startsWith(std::string_view s, std::string_view prefix) {
-    return s.size() >= prefix.size() && iequal(s.substr(0, prefix.size()), prefix);
-}
+using http::istartsWith;
+constexpr auto iequal = [](std::string_view a, std::string_view b) { return http::iequals(a, b); };
 
 bool endsWith(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && iequal(s.substr(s.size() - suffix.size()), suffix);
@@ -103,7 +94,7 @@ bool isCompressibleType(std::string_view contentType) {
     std::string_view t = contentType.substr(0, contentType.find(';'));
     while (!t.empty() && (t.back() == ' ' || t.back() == '\t'))
         t.remove_suffix(1);
-    if (startsWith(t, "text/")) return true;
+    if (istartsWith(t, "text/")) return true;
     if (endsWith(t, "+json") || endsWith(t, "+xml")) return true;
     return iequal(t, "application/javascript") || iequal(t, "application/json") ||
            iequal(t, "application/xml") || iequal(t, "application/wasm") || iequal(t, "font/ttf") ||

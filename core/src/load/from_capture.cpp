@@ -1,3 +1,4 @@
+#include <portico/http/ascii.h>
 #include <portico/load/from_capture.h>
 
 #include <algorithm>
@@ -8,16 +9,8 @@
 namespace portico::load {
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
+using http::iequals;
+using http::lower;
 
 // Tokens of a Connection field value, lower-cased.
 void connectionTokens(std::string_view v, std::vector<std::string>& out) {

@@ -1,13 +1,15 @@
 // Internal JSON text helpers shared by the load module's writers (result.cpp, suite.cpp, history.cpp).
 #pragma once
 
+#include <portico/http/json_text.h>
+
 #include <string>
 #include <string_view>
 
 namespace portico::load::detail {
 
 /// Appends `s` as a JSON string literal (quotes, escapes; UTF-8 passes through).
-void appendJsonString(std::string& out, std::string_view s);
+using http::appendJsonString;
 /// A number as JSON: shortest round-trip form; non-finite values as 0.
 std::string jsonNumber(double v);
 

@@ -3,6 +3,8 @@
 
 #include "json_text.h"
 
+#include <portico/http/json_text.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -23,37 +25,8 @@ std::string num(std::uint64_t v) { return std::to_string(v); }
 // Percentile keys as JSON object names: "50", "99.9", "99.99", "100".
 std::string percentileKey(double p) { return num(p); }
 
-void appendString(std::string& out, std::string_view s) {
-    out += '"';
-    for (unsigned char c : s) {
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (c < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            } else {
-                out += static_cast<char>(c); // UTF-8 passes through
-            }
-        }
-    }
-    out += '"';
-}
+using http::appendJsonString;
+constexpr auto appendString = [](std::string& out, std::string_view s) { appendJsonString(out, s); };
 
 bool isTls(const Options& o) {
     return !o.requests.empty() && o.requests.front().url.size() >= 6 &&
@@ -132,7 +105,6 @@ std::string bytes(double b) {
 } // namespace
 
 namespace detail {
-void appendJsonString(std::string& out, std::string_view s) { appendString(out, s); }
 std::string jsonNumber(double v) { return std::isfinite(v) ? num(v) : std::string("0"); }
 } // namespace detail
 

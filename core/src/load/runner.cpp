@@ -940,9 +940,7 @@ void prepareH2(Prepared& p, const RequestSpec& spec, const Url& url) {
     add(":authority", authority);
     add(":path", url.target);
     for (const auto& [name, value] : spec.headers) {
-        std::string lower = name;
-        for (auto& c : lower)
-            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const std::string lower = http::lower(name);
         if (lower == "host" || lower == "connection" || lower == "keep-alive" ||
             lower == "proxy-connection" || lower == "upgrade" ||
             (lower == "te" && !http::iequals(value, "trailers")))

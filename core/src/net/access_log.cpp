@@ -1,5 +1,6 @@
 // Access-log formatting (CLF / JSON lines) and the writer thread.
 #include "net/access_log.h"
+#include <portico/http/json_text.h>
 
 #include <cerrno>
 #include <cstring>
@@ -8,38 +9,8 @@
 namespace portico::net {
 namespace {
 
-void appendJsonString(std::string& out, std::string_view s) {
-    out += '"';
-    for (unsigned char c : s) {
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (c < 0x20 || c >= 0x7f) {
-                // Bytes from the wire need not be UTF-8: escape everything non-ASCII as \u00XX.
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            } else {
-                out += static_cast<char>(c);
-            }
-        }
-    }
-    out += '"';
-}
+// Request fields come from the wire and need not be UTF-8.
+void appendJsonString(std::string& out, std::string_view s) { http::appendJsonString(out, s, http::JsonBytes::Ascii); }
 
 // CLF quotes fields; escape quotes, backslashes and control bytes as nginx does (\xHH).
 void appendClfQuoted(std::string& out, std::string_view s) {

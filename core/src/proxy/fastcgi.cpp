@@ -22,7 +22,6 @@ constexpr std::uint8_t kBeginRequest = 1, kEndRequest = 3, kParams = 4, kStdin =
 constexpr std::size_t kMaxHead = 64 * 1024;
 constexpr std::size_t kReadChunk = 16 * 1024;
 
-bool iequal(std::string_view a, std::string_view b) { return http::iequals(a, b); }
 
 void record(std::string& out, std::uint8_t type, std::string_view content) {
     const std::size_t n = content.size();
@@ -142,12 +141,12 @@ void FastCgiCall::build(const http::Request& req, bool tls) {
     param(params, "REQUEST_SCHEME", tls ? "https" : "http");
     std::string_view contentType;
     for (const auto& h : req.headers)
-        if (iequal(h.name, "content-type")) contentType = h.value;
+        if (http::iequals(h.name, "content-type")) contentType = h.value;
     param(params, "CONTENT_TYPE", contentType);
     param(params, "CONTENT_LENGTH", req.body.empty() ? std::string() : std::to_string(req.body.size()));
     std::string name;
     for (const auto& h : req.headers) {
-        if (iequal(h.name, "content-type") || iequal(h.name, "content-length") || iequal(h.name, "proxy") ||
+        if (http::iequals(h.name, "content-type") || http::iequals(h.name, "content-length") || http::iequals(h.name, "proxy") ||
             (!h.name.empty() && h.name.front() == ':'))
             continue; // HTTP_PROXY would be httpoxy (CVE-2016-5385)
         name = "HTTP_";
@@ -316,7 +315,7 @@ bool FastCgiCall::parseHead() {
         std::string_view name = line.substr(0, colon), value = line.substr(colon + 1);
         while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
             value.remove_prefix(1);
-        if (iequal(name, "status")) {
+        if (http::iequals(name, "status")) {
             auto [p, ec] =
                 std::from_chars(value.data(), value.data() + std::min<std::size_t>(3, value.size()), status);
             if (ec != std::errc{} || status < 100 || status > 599) {
@@ -326,14 +325,14 @@ bool FastCgiCall::parseHead() {
             haveStatus = true;
             continue;
         }
-        if (iequal(name, "location")) location = true;
-        if (iequal(name, "content-length")) {
+        if (http::iequals(name, "location")) location = true;
+        if (http::iequals(name, "content-length")) {
             std::uint64_t v = 0;
             auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
             if (ec == std::errc{} && p == value.data() + value.size()) length = v;
             continue;
         }
-        if (iequal(name, "connection") || iequal(name, "transfer-encoding") || iequal(name, "keep-alive"))
+        if (http::iequals(name, "connection") || http::iequals(name, "transfer-encoding") || http::iequals(name, "keep-alive"))
             continue;
         fields_.append(name);
         fields_.append(": ");

@@ -49,10 +49,9 @@ std::string key(const config::Upstream& u) {
            std::to_string(u.port);
 }
 
-bool iequal(std::string_view a, std::string_view b) { return http::iequals(a, b); }
 
 // RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop.
-bool hopByHop(std::string_view name) { return detail::hopByHop(name) || iequal(name, "http2-settings"); }
+bool hopByHop(std::string_view name) { return detail::hopByHop(name) || http::iequals(name, "http2-settings"); }
 
 bool hasToken(std::string_view list, std::string_view name) { return detail::listHasToken(list, name); }
 
@@ -597,27 +596,27 @@ void H2Call::build(const http::Request& req, bool tls) {
     add(arena_, head_, ":path", path);
     std::string_view connection, xff, via, contentLength;
     for (const auto& h : req.headers)
-        if (iequal(h.name, "connection")) connection = h.value;
+        if (http::iequals(h.name, "connection")) connection = h.value;
     bool teTrailers = false;
     for (const auto& h : req.headers) {
-        if (iequal(h.name, "te") && hasToken(h.value, "trailers")) teTrailers = true;
-        if (hopByHop(h.name) || hasToken(connection, h.name) || iequal(h.name, "host") ||
+        if (http::iequals(h.name, "te") && hasToken(h.value, "trailers")) teTrailers = true;
+        if (hopByHop(h.name) || hasToken(connection, h.name) || http::iequals(h.name, "host") ||
             (!h.name.empty() && h.name.front() == ':'))
             continue;
-        if (iequal(h.name, "content-length")) {
+        if (http::iequals(h.name, "content-length")) {
             contentLength = h.value;
             continue;
         }
-        if (iequal(h.name, "x-forwarded-for")) {
+        if (http::iequals(h.name, "x-forwarded-for")) {
             xff = h.value;
             continue;
         }
-        if (iequal(h.name, "via")) {
+        if (http::iequals(h.name, "via")) {
             via = h.value;
             continue;
         }
-        if (iequal(h.name, "content-type") && h.value.starts_with("application/grpc")) grpc_ = true;
-        if (iequal(h.name, "grpc-timeout")) {
+        if (http::iequals(h.name, "content-type") && h.value.starts_with("application/grpc")) grpc_ = true;
+        if (http::iequals(h.name, "grpc-timeout")) {
             grpcTimeout_ = parseGrpcTimeout(h.value);
             if (action_.grpcTimeoutMax.count() > 0 && grpcTimeout_ && *grpcTimeout_ > action_.grpcTimeoutMax)
                 continue; // replaced by the cap below
@@ -675,7 +674,7 @@ void H2Call::build(const http::Request& req, bool tls) {
                                   req.method != http::Method::Options && req.method != http::Method::Delete))
             add(arena_, head_, "content-length", std::to_string(req.body.size()));
         for (const auto& t : req.trailers)
-            if (!hopByHop(t.name) && !iequal(t.name, "content-length"))
+            if (!hopByHop(t.name) && !http::iequals(t.name, "content-length"))
                 add(trailerArena_, trailers_, t.name, t.value);
     }
 }
@@ -833,7 +832,7 @@ void H2Call::requestBody(std::string_view data) {
 void H2Call::requestEnd(std::span<const http::Header> trailers) {
     if (cancelled_ || done_ || bodyEnded_) return;
     for (const auto& t : trailers)
-        if (!hopByHop(t.name) && !iequal(t.name, "content-length"))
+        if (!hopByHop(t.name) && !http::iequals(t.name, "content-length"))
             add(trailerArena_, trailers_, t.name, t.value);
     bodyEnded_ = true;
     if (id_ > 0 && deferred_ && conn_ && !conn_->dead()) {

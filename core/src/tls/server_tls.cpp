@@ -1,4 +1,5 @@
 // OpenSSL server contexts for a listener (see server_tls.h).
+#include <portico/http/ascii.h>
 #include "tls/server_tls.h"
 
 #include "tls/socket_bio.h"
@@ -33,12 +34,7 @@ std::string lastSslError() {
     return e == 0 ? "unknown error" : (colon == std::string::npos ? s : s.substr(colon + 1));
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
+using http::lower;
 
 // "a.example.test" matches "*.example.test" (one or more labels, as the router's wildcard names).
 bool nameMatches(std::string_view pattern, std::string_view name) {

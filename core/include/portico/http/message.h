@@ -1,6 +1,8 @@
 // The request/response model shared by every protocol (RFC 9110 semantics, no wire format).
 #pragma once
 
+#include <portico/http/ascii.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -34,19 +36,6 @@ bool validAuthority(std::string_view value);
 
 /// Standard reason phrase for `status` (100..599); "Unknown" for unregistered codes.
 std::string_view reasonPhrase(int status);
-
-/// Case-insensitive ASCII comparison, for field names (RFC 9110 §5.1). Inline: most calls compare
-/// names of different lengths and end at the size test.
-inline bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        const auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
-        // Equal, or the same letter in either case: only letters have a lowercase in a..z.
-        if (x != y && ((x | 0x20) != (y | 0x20) || static_cast<unsigned char>((x | 0x20) - 'a') > 'z' - 'a'))
-            return false;
-    }
-    return true;
-}
 
 /// One field line. Both views point into the connection's read buffer; value has no surrounding OWS.
 struct Header {

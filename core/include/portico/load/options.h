@@ -1,6 +1,8 @@
 // What a load run sends and how: target URLs, requests, connections, threads, model and bounds.
 #pragma once
 
+#include <portico/http/url.h>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -10,22 +12,9 @@
 
 namespace portico::load {
 
-/// A target URL, `http[s]://HOST[:PORT][/PATH][?QUERY]` (RFC 3986 §3; userinfo and fragments refused).
-struct Url {
-    std::string scheme;     ///< "http" or "https" (TLS, see Options::insecure and Options::caFile)
-    std::string host;       ///< name or IP literal, IPv6 without brackets
-    std::uint16_t port = 0; ///< explicit port or the scheme's default (80, 443)
-    std::string target;     ///< origin-form request-target: path and query, "/" if the URL has no path
-    std::string authority;  ///< Host field value: host as written (IPv6 in brackets) and ":PORT" if given
-
-    /// "scheme://authority" — what requests of one run must share.
-    std::string origin() const { return scheme + "://" + authority; }
-};
-
-/// Parses `text` into `out`. False with a one-line `error` ("bad URL 'x': ...") when the scheme is not
-/// http/https, the host is empty, the port is not 1..65535, or it contains userinfo, a fragment,
-/// whitespace or control characters.
-bool parseUrl(std::string_view text, Url& out, std::string& error);
+/// Targets are parsed by the clients' one URL parser (http/url.h).
+using Url = http::Url;
+using http::parseUrl;
 
 /// One kind of request of a run. Requests are picked at random in proportion to `weight`.
 struct RequestSpec {
