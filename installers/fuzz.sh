@@ -19,7 +19,7 @@ set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-http1_parser h2_session ws_frames ws_observer config_loader har_import route_pattern}
+targets=${*:-http1_parser http1_response h2_session ws_frames ws_observer config_loader har_import route_pattern}
 jobs=${FUZZ_JOBS:-1}
 case $jobs in '' | *[!0-9]* | 0) echo "fuzz.sh: FUZZ_JOBS must be a whole number >= 1" >&2; exit 2 ;; esac
 runs=${FUZZ_RUNS:--1}

@@ -66,7 +66,6 @@ Parsed feed(const std::string& input, std::size_t step, std::vector<bool> heads 
     return out;
 }
 
-
 // What Deliver::Events reports: each head, each response's body (the Body pieces joined), and what
 // follows a 101.
 struct Events {
@@ -215,7 +214,8 @@ std::string generate(std::mt19937& rng, bool headRequest, std::string& body) {
         if (!headRequest) {
             std::size_t at = 0;
             while (at < body.size()) {
-                const std::size_t n = std::min<std::size_t>(body.size() - at, 1 + static_cast<std::size_t>(pick(700)));
+                const std::size_t n =
+                    std::min<std::size_t>(body.size() - at, 1 + static_cast<std::size_t>(pick(700)));
                 char hex[32];
                 std::snprintf(hex, sizeof hex, pick(2) ? "%zx" : "%zX", n);
                 r += hex;
@@ -387,10 +387,13 @@ private slots:
         QVERIFY(!r.error);
         QVERIFY(r.heads[0].framing == ResponseHead::Framing::UntilClose);
         // Chunked framing needs CRLF (a bare LF lets two parsers disagree, CVE-2025-22871).
-        QVERIFY(feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\nok\r\n0\r\n\r\n", 0).error);
-        QVERIFY(feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\n0\r\n\r\n", 0).error);
+        QVERIFY(
+            feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\nok\r\n0\r\n\r\n", 0).error);
+        QVERIFY(
+            feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\n0\r\n\r\n", 0).error);
         // Sixteen hex digits overflow the cap.
-        QVERIFY(feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1000000000000000\r\n", 0).error);
+        QVERIFY(
+            feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1000000000000000\r\n", 0).error);
     }
 
     // Differential: generated responses (every framing, HEAD, interim, HTTP/1.0, binary bodies) fed
@@ -404,9 +407,13 @@ private slots:
             std::string body;
             const std::string input = generate(rng, headRequest, body);
             const Oracle o = beastParse(input, headRequest);
-            QVERIFY2(o.ok, qPrintable(QString("beast refused #%1: %2").arg(i).arg(QByteArray::fromStdString(input).left(200).toPercentEncoding())));
+            QVERIFY2(o.ok,
+                     qPrintable(QString("beast refused #%1: %2")
+                                    .arg(i)
+                                    .arg(QByteArray::fromStdString(input).left(200).toPercentEncoding())));
             const auto r = feedEvents(input, 1 + rng() % 64, headRequest);
-            QVERIFY2(!r.error, qPrintable(QString("#%1: %2").arg(i).arg(QString::fromStdString(r.errorText))));
+            QVERIFY2(!r.error,
+                     qPrintable(QString("#%1: %2").arg(i).arg(QString::fromStdString(r.errorText))));
             QVERIFY(!r.heads.empty() && r.bodies.size() == 1);
             QCOMPARE(r.heads.back().status, o.status);
             QCOMPARE(r.bodies[0].size(), o.body.size());
@@ -432,13 +439,15 @@ private slots:
             }
             const Oracle mo = beastParse(m, headRequest);
             const auto mr = feedEvents(m, 1 + rng() % 64, headRequest);
-            if (mo.ok && !mr.error && !mr.upgraded && mr.bodies.size() == 1 && mr.heads.back().status == mo.status) {
+            if (mo.ok && !mr.error && !mr.upgraded && mr.bodies.size() == 1 &&
+                mr.heads.back().status == mo.status) {
                 QVERIFY2(mr.bodies[0] == mo.body,
                          qPrintable(QString("mutated #%1: %2 vs Beast %3 bytes; input %4")
                                         .arg(i)
                                         .arg(mr.bodies[0].size())
                                         .arg(mo.body.size())
-                                        .arg(QString::fromLatin1(QByteArray::fromStdString(m).left(300).toPercentEncoding()))));
+                                        .arg(QString::fromLatin1(
+                                            QByteArray::fromStdString(m).left(300).toPercentEncoding()))));
                 ++mutatedBoth;
             }
         }

@@ -1,7 +1,7 @@
 // Replay over a blocking, deadline-bounded client (HTTP/1.1 or HTTP/2 on nghttp2, cleartext or
 // TLS through net/transport.h and the shared client TLS context); comparison; curl command lines.
-#include <portico/http/ascii.h>
 #include <portico/capture/replay.h>
+#include <portico/http/ascii.h>
 #include <portico/http/url.h>
 #include <portico/http1/response_parser.h>
 
@@ -61,8 +61,7 @@ bool parseBase(std::string_view u, Url& out, std::string& error) {
 std::vector<tcp::endpoint> targetEndpoints(const Url& url, bool allowRemote, bool& allLoopback,
                                            std::string& error) {
     std::string resolveError;
-    auto endpoints =
-        client::resolve(url.host, url.port, resolveError);
+    auto endpoints = client::resolve(url.host, url.port, resolveError);
     if (endpoints.empty()) {
         error = resolveError;
         return {};
@@ -396,7 +395,8 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     e.streamId = 1;
     e.scheme = url.scheme;
     const std::string port = std::to_string(url.port);
-    e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]:" + port : url.host + ":" + port;
+    e.authority =
+        url.host.find(':') != std::string::npos ? "[" + url.host + "]:" + port : url.host + ":" + port;
     if (url.port == (https ? 443 : 80))
         e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
     e.method = options.method.value_or(original.method.empty() ? std::string("GET") : original.method);
@@ -517,7 +517,8 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
             at = 0;
             const int rc = readMore();
             if (rc < 0) {
-                r.error = e.status ? "the body did not arrive within the timeout" : "no response within the timeout";
+                r.error = e.status ? "the body did not arrive within the timeout"
+                                   : "no response within the timeout";
                 return r;
             }
             eof = rc == 0;

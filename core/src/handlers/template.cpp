@@ -1,5 +1,6 @@
 // The {{…}} placeholders of respond bodies, respond header values and redirect targets.
 #include "handlers/actions.h"
+#include <portico/http/ascii.h>
 
 #include "handlers/http_util.h"
 
@@ -8,12 +9,7 @@
 namespace portico::handlers {
 namespace {
 
-int hexValue(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
+using http::hexValue;
 
 // application/x-www-form-urlencoded decoding: '+' is a space; a bad escape stays literal.
 void formDecode(std::string_view in, std::string& out) {

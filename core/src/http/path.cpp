@@ -1,18 +1,9 @@
 // Request path decoding and dot-segment removal, so that routing and the file handler see one
 // canonical path and can never be walked out of a root by an encoded "..".
+#include <portico/http/ascii.h>
 #include <portico/http/path.h>
 
 namespace portico::http {
-namespace {
-
-int hexValue(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-} // namespace
 
 PathError normalizePath(std::string_view raw, std::string& out) {
     out.clear();

@@ -9,13 +9,7 @@ namespace portico::http1 {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
+constexpr auto trim = http::trimOws;
 
 // Calls fn(token) for each comma-separated, trimmed, non-empty token of a list field (RFC 9110 §5.6.1).
 template <class F> void forEachToken(std::string_view v, F&& fn) {
@@ -46,7 +40,8 @@ std::size_t findHeadEnd(const char* data, std::size_t size, std::size_t from) {
         if (!nl) return 0;
         const char* next = nl + 1;
         if (next < end && *next == '\n') return static_cast<std::size_t>(next + 1 - data);
-        if (next + 1 < end && next[0] == '\r' && next[1] == '\n') return static_cast<std::size_t>(next + 2 - data);
+        if (next + 1 < end && next[0] == '\r' && next[1] == '\n')
+            return static_cast<std::size_t>(next + 2 - data);
         if (next >= end || (next + 1 >= end && *next == '\r')) return 0;
         p = next;
     }
@@ -92,7 +87,8 @@ ResponseParser::Status ResponseParser::parseHead(const char* data, std::size_t s
     scanned_ = 0;
     std::string_view head(data, end);
     // Status line: HTTP/1.x SP 3DIGIT [SP reason] (RFC 9112 §4).
-    if (head.size() < 12 || head.substr(0, 7) != "HTTP/1." || head[7] < '0' || head[7] > '9' || head[8] != ' ')
+    if (head.size() < 12 || head.substr(0, 7) != "HTTP/1." || head[7] < '0' || head[7] > '9' ||
+        head[8] != ' ')
         return fail("not an HTTP/1.x status line");
     int st = 0;
     for (int i = 9; i < 12; ++i) {
@@ -144,7 +140,8 @@ ResponseParser::Status ResponseParser::parseHead(const char* data, std::size_t s
                 // transfer-coding = token *( OWS ";" OWS transfer-parameter ) (RFC 9112 §7)
                 const std::string_view name = trim(tok.substr(0, tok.find(';')));
                 ok = ok && isToken(name);
-                for (auto semi = tok.find(';'); semi != std::string_view::npos; semi = tok.find(';', semi + 1)) {
+                for (auto semi = tok.find(';'); semi != std::string_view::npos;
+                     semi = tok.find(';', semi + 1)) {
                     const std::string_view param = tok.substr(semi + 1, tok.find(';', semi + 1) - semi - 1);
                     const auto eq = param.find('=');
                     ok = ok && eq != std::string_view::npos && isToken(trim(param.substr(0, eq))) &&

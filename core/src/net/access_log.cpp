@@ -10,7 +10,9 @@ namespace portico::net {
 namespace {
 
 // Request fields come from the wire and need not be UTF-8.
-void appendJsonString(std::string& out, std::string_view s) { http::appendJsonString(out, s, http::JsonBytes::Ascii); }
+void appendJsonString(std::string& out, std::string_view s) {
+    http::appendJsonString(out, s, http::JsonBytes::Ascii);
+}
 
 // CLF quotes fields; escape quotes, backslashes and control bytes as nginx does (\xHH).
 void appendClfQuoted(std::string& out, std::string_view s) {

@@ -49,9 +49,10 @@ std::string key(const config::Upstream& u) {
            std::to_string(u.port);
 }
 
-
 // RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop.
-bool hopByHop(std::string_view name) { return detail::hopByHop(name) || http::iequals(name, "http2-settings"); }
+bool hopByHop(std::string_view name) {
+    return detail::hopByHop(name) || http::iequals(name, "http2-settings");
+}
 
 bool hasToken(std::string_view list, std::string_view name) { return detail::listHasToken(list, name); }
 
@@ -582,17 +583,7 @@ void H2Call::build(const http::Request& req, bool tls) {
         action_.changeOrigin || req.host.empty() ? std::string_view(action_.upstreams.front().authority)
                                                  : req.host);
     std::string path;
-    std::string_view raw = req.rawPath;
-    if (!action_.stripPrefix.empty() && raw.starts_with(action_.stripPrefix)) {
-        raw.remove_prefix(action_.stripPrefix.size());
-        if (!action_.stripPrefix.ends_with('/') && !raw.empty() && raw.front() != '/') raw = req.rawPath;
-    }
-    if (raw.empty() || raw.front() != '/') path.push_back('/');
-    path.append(raw);
-    if (!req.query.empty()) {
-        path.push_back('?');
-        path.append(req.query);
-    }
+    detail::appendUpstreamTarget(path, action_, req);
     add(arena_, head_, ":path", path);
     std::string_view connection, xff, via, contentLength;
     for (const auto& h : req.headers)

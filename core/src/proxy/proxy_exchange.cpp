@@ -266,7 +266,6 @@ void park(UpstreamPool& pool, Exchange::Socket& socket, std::chrono::nanoseconds
                            served);
 }
 
-
 using detail::hopByHop;
 
 bool namedIn(std::string_view connectionValue, std::string_view name) {
@@ -329,18 +328,7 @@ void Exchange::buildRequest(const http::Request& req, bool tls) {
     r.reserve(512 + req.body.size());
     r.append(req.methodToken);
     r.push_back(' ');
-    // The path as received (still percent-encoded), minus strip_prefix, plus the query.
-    std::string_view path = req.rawPath;
-    if (!action_.stripPrefix.empty() && path.starts_with(action_.stripPrefix)) {
-        path.remove_prefix(action_.stripPrefix.size());
-        if (!action_.stripPrefix.ends_with('/') && !path.empty() && path.front() != '/') path = req.rawPath;
-    }
-    if (path.empty() || path.front() != '/') r.push_back('/');
-    r.append(path);
-    if (!req.query.empty()) {
-        r.push_back('?');
-        r.append(req.query);
-    }
+    detail::appendUpstreamTarget(r, action_, req);
     r.append(" HTTP/1.1\r\n");
     std::string_view connection;
     std::string_view xff;
@@ -656,7 +644,8 @@ void Exchange::requestEnd(std::span<const http::Header> trailers) {
     if (chunkedUp_) {
         // RFC 9110 §6.5.1: fields that frame, route or authenticate never go in trailers.
         for (const auto& t : trailers) {
-            if (hopByHop(t.name) || http::iequals(t.name, "content-length") || http::iequals(t.name, "host")) continue;
+            if (hopByHop(t.name) || http::iequals(t.name, "content-length") || http::iequals(t.name, "host"))
+                continue;
             trailerBlock_.append(t.name);
             trailerBlock_.append(": ");
             trailerBlock_.append(t.value);
@@ -676,29 +665,30 @@ void Exchange::read() {
             tReadBuffers.pop_back();
         }
     }
-    socket_.async_read_some(asio::buffer(buffer_.get(), kReadChunk), [self = shared_from_this()](
-                                                                         const boost::system::error_code& e,
-                                                                         std::size_t n) {
-        if (self->cancelled_ || self->stage_ == Stage::Done) return;
-        if (e == asio::error::operation_aborted) return;
-        if (e == asio::error::eof && self->stage_ == Stage::Body && self->parser_.completesAtEof()) {
-            self->finish(false);
-            return;
-        }
-        if (e) {
-            const bool retry = self->reused_ && self->idempotent_ && !self->gotBytes_ && !self->bodyStarted_;
-            if (self->stage_ == Stage::Body)
-                self->fail(0, "upstream closed mid-body: " + e.message(), false);
-            else
-                self->fail(502,
-                           e == asio::error::eof ? "closed the connection without a response"
-                                                 : "connection lost: " + e.message(),
-                           retry);
-            return;
-        }
-        if (n < kReadChunk) net::markDrained(self->socket_); // the next read waits (net/drained.h)
-        self->onRead(n);
-    });
+    socket_.async_read_some(
+        asio::buffer(buffer_.get(), kReadChunk),
+        [self = shared_from_this()](const boost::system::error_code& e, std::size_t n) {
+            if (self->cancelled_ || self->stage_ == Stage::Done) return;
+            if (e == asio::error::operation_aborted) return;
+            if (e == asio::error::eof && self->stage_ == Stage::Body && self->parser_.completesAtEof()) {
+                self->finish(false);
+                return;
+            }
+            if (e) {
+                const bool retry =
+                    self->reused_ && self->idempotent_ && !self->gotBytes_ && !self->bodyStarted_;
+                if (self->stage_ == Stage::Body)
+                    self->fail(0, "upstream closed mid-body: " + e.message(), false);
+                else
+                    self->fail(502,
+                               e == asio::error::eof ? "closed the connection without a response"
+                                                     : "connection lost: " + e.message(),
+                               retry);
+                return;
+            }
+            if (n < kReadChunk) net::markDrained(self->socket_); // the next read waits (net/drained.h)
+            self->onRead(n);
+        });
 }
 
 void Exchange::onRead(std::size_t n) {
@@ -754,7 +744,8 @@ bool Exchange::parseHead() {
             }
             fields_.clear();
             http1::forEachResponseField(h.fields, [&](std::string_view name, std::string_view value) {
-                if (hopByHop(name) || namedIn(h.connection, name) || http::iequals(name, "content-length")) return;
+                if (hopByHop(name) || namedIn(h.connection, name) || http::iequals(name, "content-length"))
+                    return;
                 fields_.append(name);
                 fields_.append(": ");
                 fields_.append(value);
@@ -778,7 +769,8 @@ bool Exchange::parseHead() {
             rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
             if (!f.empty() && f.back() == '\r') f.remove_suffix(1);
             const std::string_view name = f.substr(0, f.find(':'));
-            if (hopByHop(name) || namedIn(h.connection, name) || http::iequals(name, "content-length")) continue;
+            if (hopByHop(name) || namedIn(h.connection, name) || http::iequals(name, "content-length"))
+                continue;
             fields_.append(f);
             fields_.append("\r\n");
         }
@@ -934,6 +926,20 @@ bool listHasToken(std::string_view list, std::string_view token) {
         list.remove_prefix(comma + 1);
     }
     return false;
+}
+
+void appendUpstreamTarget(std::string& out, const config::ProxyAction& action, const http::Request& req) {
+    std::string_view path = req.rawPath;
+    if (!action.stripPrefix.empty() && path.starts_with(action.stripPrefix)) {
+        path.remove_prefix(action.stripPrefix.size());
+        if (!action.stripPrefix.ends_with('/') && !path.empty() && path.front() != '/') path = req.rawPath;
+    }
+    if (path.empty() || path.front() != '/') out.push_back('/');
+    out.append(path);
+    if (!req.query.empty()) {
+        out.push_back('?');
+        out.append(req.query);
+    }
 }
 
 bool hopByHop(std::string_view name) {

@@ -164,6 +164,11 @@ template <class Fn> void forEachField(std::string_view block, Fn&& fn) {
         fn(line.substr(0, colon), value);
     }
 }
+/// Appends the request-target sent upstream: the path as received (still percent-encoded) minus
+/// the route's strip_prefix (kept whole when the prefix does not end at a segment boundary), always
+/// starting with '/', then '?' and the query if there is one.
+void appendUpstreamTarget(std::string& out, const config::ProxyAction& action, const http::Request& req);
+
 } // namespace detail
 
 /// The fields a proxied response carries downstream, as fn(name, value) calls: the upstream's
@@ -270,7 +275,7 @@ private:
     std::size_t buffered_ = 0;
     std::string head_;   // response head so far
     std::string fields_; // filtered fields for the sink
-    std::string carry_; // body bytes the parser could not use yet (a chunk-size line cut by a read)
+    std::string carry_;  // body bytes the parser could not use yet (a chunk-size line cut by a read)
     http1::ResponseParser parser_;
     int status_ = 0;
     Stage stage_ = Stage::Connecting;

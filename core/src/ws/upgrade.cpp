@@ -5,6 +5,7 @@
 #include "net/worker.h"
 #include "ws/hub.h"
 
+#include <portico/http/ascii.h>
 #include <portico/ws/websocket.h>
 
 #include <arpa/inet.h>
@@ -30,20 +31,7 @@ const config::WebSocketAction& liveReloadAction() {
     return a;
 }
 
-std::string lowerCopy(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
+constexpr auto trim = http::trimOws;
 
 // Calls fn(element) for every element of the comma-separated lists in all fields named `name`.
 template <class Fn> void forEachListItem(const http::Request& req, std::string_view name, Fn fn) {
@@ -76,17 +64,17 @@ HostPort splitHost(std::string_view h) {
     HostPort out;
     if (h.starts_with("[")) {
         std::size_t close = h.find(']');
-        if (close == std::string_view::npos) return {lowerCopy(h), ""};
-        out.host = lowerCopy(h.substr(1, close - 1));
+        if (close == std::string_view::npos) return {http::lower(h), ""};
+        out.host = http::lower(h.substr(1, close - 1));
         if (close + 1 < h.size() && h[close + 1] == ':') out.port = std::string(h.substr(close + 2));
         return out;
     }
     std::size_t colon = h.rfind(':');
     if (colon != std::string_view::npos && h.find(':') == colon) {
-        out.host = lowerCopy(h.substr(0, colon));
+        out.host = http::lower(h.substr(0, colon));
         out.port = std::string(h.substr(colon + 1));
     } else {
-        out.host = lowerCopy(h);
+        out.host = http::lower(h);
     }
     if (!out.host.empty() && out.host.back() == '.') out.host.pop_back();
     return out;
@@ -100,7 +88,7 @@ bool isIpLiteral(const std::string& h) {
 
 // "https://Example.test:443" → "https://example.test" (default port dropped); "" if not an origin.
 std::string normaliseOrigin(std::string_view origin) {
-    std::string o = lowerCopy(trim(origin));
+    std::string o = http::lower(trim(origin));
     std::size_t sep = o.find("://");
     if (sep == std::string::npos) return {};
     std::string scheme = o.substr(0, sep);

@@ -57,4 +57,21 @@ inline std::size_t ifind(std::string_view hay, std::string_view needle) {
     return std::string_view::npos;
 }
 
+/// `s` without the optional whitespace (SP, HTAB; RFC 9110 §5.6.3) at either end.
+constexpr std::string_view trimOws(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+/// The value of a hex digit (0-9, a-f, A-F), or -1 for any other byte.
+constexpr int hexValue(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
 } // namespace portico::http
