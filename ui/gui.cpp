@@ -13,7 +13,7 @@
 #include "traffic/trafficpage.h"
 
 #include <portico/engine/engine.h>
-#include <portico/load/runner.h>
+#include <portico/engine/jobs.h>
 
 #include <QApplication>
 #include <QComboBox>
@@ -96,7 +96,7 @@ bool captureInMemory(ServerController& server) {
 // Runs `options` on a worker thread while the event loop keeps turning; returns its result.
 std::shared_ptr<load::Result> runLoad(const load::Options& options) {
     auto result = std::make_shared<load::Result>();
-    QThread* thread = QThread::create([options, result] { *result = load::run(options); });
+    QThread* thread = QThread::create([options, result] { *result = engine::runLoad(options).result; });
     QEventLoop loop;
     QObject::connect(thread, &QThread::finished, &loop, &QEventLoop::quit);
     thread->start();
@@ -145,7 +145,7 @@ void demoTraffic(ServerController& server, double seconds) {
     h2.streams = 2;
     h2.connections = 1;
     h2.rate = 8;
-    QThread* second = QThread::create([h2] { load::run(h2); });
+    QThread* second = QThread::create([h2] { engine::runLoad(h2); });
     second->start();
     runLoad(o);
     second->wait();
@@ -367,7 +367,7 @@ int measureResponsiveness(MainWindow& window, ServerController& server, double s
     const double cpuBefore = threadCpuMs();
     QElapsedTimer wall;
     wall.start();
-    QThread* thread = QThread::create([o, result] { *result = load::run(o); });
+    QThread* thread = QThread::create([o, result] { *result = engine::runLoad(o).result; });
     thread->start();
     std::vector<double> late;
     while (!thread->isFinished()) {

@@ -2,7 +2,8 @@
 // header fields shown as on the wire (lower-case, pseudo-header fields first, HPACK-decoded sizes)
 // while HTTP/1.1 heads stay as received; Compare saying "no differences" and showing a text body
 // difference as a unified diff (JSON re-indented first), with the line diff's own checks; Copy as
-// fetch and Copy as HTTPie (quoting, method, URL, body), run as copied where the tool is here.
+// fetch and Copy as HTTPie (quoting, method, URL, body), run as copied where the tool is here;
+// closing the inspector cancels a resend that is still waiting.
 #include "inspector/inspectorwidget.h"
 #include "inspector/textdiff.h"
 #include "servercontroller.h"
@@ -15,6 +16,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
 #include <QMenu>
@@ -386,6 +388,31 @@ private slots:
                 QVERIFY(!table->item(row, 2)->text().contains("at byte"));
             }
         QVERIFY(bodyRow);
+    }
+
+    // Closing the inspector while a resend waits (here for a connect that never completes, 10 s
+    // allowed) cancels it instead of waiting for its timeout.
+    void closingCancelsAResend() {
+        test::StuckListener stuck;
+        QVERIFY(stuck.port());
+        capture::Exchange e;
+        e.method = "GET";
+        e.scheme = "http";
+        e.authority = "127.0.0.1";
+        e.target = "/json";
+        e.requestHeaders = {{"Host", "127.0.0.1"}};
+        auto inspector = std::make_unique<InspectorWidget>(nullptr);
+        inspector->showExchange(e);
+        capture::ReplayOptions to;
+        to.baseUrl = "http://127.0.0.1:" + std::to_string(stuck.port());
+        QVERIFY(inspector->resendWith(to));
+        QVERIFY(inspector->isResending());
+        QTest::qWait(300);
+        QVERIFY(inspector->isResending());
+        QElapsedTimer closing;
+        closing.start();
+        inspector.reset();
+        QVERIFY2(closing.elapsed() < 2000, qPrintable(QString::number(closing.elapsed())));
     }
 
     void binaryBodiesKeepTheByteSummary() {

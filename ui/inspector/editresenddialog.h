@@ -2,7 +2,7 @@
 #pragma once
 
 #include <portico/capture/exchange.h>
-#include <portico/capture/replay.h>
+#include <portico/capture/replay_types.h>
 
 #include <QDialog>
 
@@ -21,8 +21,9 @@ public:
     EditResendDialog(const capture::Exchange& original, const QString& baseUrl, QWidget* parent = nullptr);
 
     /// The edits as replay overrides: the URL (as baseUrl + target), the method, every header
-    /// (those removed in the editor are sent as empty values, which replay() drops; Host,
-    /// Content-Length and the other fields the sender owns are handled by replay()) and the body.
+    /// (those removed in the editor are sent as empty values, which the resend drops; Host,
+    /// Content-Length and the other fields the sender owns are handled by the resend, see
+    /// capture::ReplayOptions) and the body.
     capture::ReplayOptions options() const;
 
     /// "http://h:1/p?q" → base "http://h:1" and target "/p?q"; false with `error` when it is not an

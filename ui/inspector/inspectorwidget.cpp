@@ -1,4 +1,4 @@
-// InspectorWidget: filling the panes from an Exchange; resend on a worker thread.
+// InspectorWidget: filling the panes from an Exchange; resend (engine/jobs.h) on a worker thread.
 #include "inspectorwidget.h"
 
 #include "bodyview.h"
@@ -9,7 +9,9 @@
 #include "timelinewidget.h"
 #include "traffic/trafficmodel.h"
 
+#include <portico/capture/copy_as.h>
 #include <portico/capture/har.h>
+#include <portico/engine/jobs.h>
 #include <portico/tls/local_ca.h>
 
 #include <QApplication>
@@ -287,7 +289,10 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
 }
 
 InspectorWidget::~InspectorWidget() {
-    if (m_thread) m_thread->wait(); // replay is bounded by its timeout
+    if (!m_thread) return;
+    m_cancel->cancel(); // the resend closes its socket and returns at once
+    m_thread->wait();
+    delete m_thread;
 }
 
 QString InspectorWidget::resendTarget() const {
@@ -603,10 +608,13 @@ bool InspectorWidget::resendWith(const capture::ReplayOptions& overrides) {
     m_resentTo = QString::fromStdString(options.baseUrl);
     options.timeout = std::chrono::milliseconds(10000);
     m_pending = std::make_shared<capture::ReplayResult>();
+    m_cancel = std::make_shared<engine::Cancel>();
     auto result = m_pending;
+    auto cancel = m_cancel;
     const capture::Exchange original = *m_exchange;
-    // Network I/O never runs on the UI thread: replay blocks (bounded by its timeout).
-    m_thread = QThread::create([original, options, result] { *result = capture::replay(original, options); });
+    // Network I/O never runs on the UI thread: resend blocks (bounded by its timeout).
+    m_thread = QThread::create(
+        [original, options, result, cancel] { *result = engine::resend(original, options, cancel.get()); });
     connect(m_thread, &QThread::finished, this, &InspectorWidget::onResendDone);
     m_compareSummary->setText(tr("Resending…"));
     updateActions();
@@ -619,6 +627,7 @@ void InspectorWidget::onResendDone() {
     m_thread = nullptr;
     m_resent = std::move(*m_pending);
     m_pending.reset();
+    m_cancel.reset();
     showCompare();
     m_tabs->setCurrentWidget(m_comparePage);
     updateActions();

@@ -5,7 +5,7 @@
 
 #include <portico/capture/exchange.h>
 #include <portico/capture/grpc.h>
-#include <portico/capture/replay.h>
+#include <portico/capture/replay_types.h>
 
 #include <QWidget>
 
@@ -20,6 +20,10 @@ class QTabWidget;
 class QTableWidget;
 class QThread;
 class QTreeWidget;
+
+namespace portico::engine {
+class Cancel;
+}
 
 namespace portico::ui {
 
@@ -81,7 +85,8 @@ public slots:
     void copyAsPython();
     void copyAsFetch();
     void copyAsHttpie();
-    /// Sends the request again on a worker thread; resendFinished() when the answer is in.
+    /// Sends the request again (engine::resend) on a worker thread; resendFinished() when the answer
+    /// is in.
     bool resend();
     bool resendWith(const capture::ReplayOptions& overrides);
     void editAndResend();
@@ -127,6 +132,9 @@ private:
 
     QThread* m_thread = nullptr;
     std::shared_ptr<capture::ReplayResult> m_pending;
+    /// The resend's cancel (engine::Cancel, shared with its worker thread): the destructor cancels
+    /// a resend still going, so closing the window does not wait for the resend's timeout.
+    std::shared_ptr<engine::Cancel> m_cancel;
     QString m_resentTo;
     QPushButton* m_python = nullptr; ///< the base URL of the last resend (the dialog may change it)
 };

@@ -1,6 +1,6 @@
-// LoadTestPage: the load generator and the suite on a worker thread, fields checked as they change,
-// live progress, rate, p50/p99 and latency histogram from the generator's own totals (load::Live),
-// runs saved in the history folder that `portico bench` shares.
+// LoadTestPage: the load generator and the suite (engine/jobs.h) on a worker thread, fields checked
+// as they change, live progress, rate, p50/p99 and latency histogram from the generator's own totals
+// (load::Live), runs saved in the history folder that `portico bench` shares.
 #include "loadtestpage.h"
 
 #include "runhistoryview.h"
@@ -8,8 +8,8 @@
 
 #include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/engine/jobs.h>
 #include <portico/load/history.h>
-#include <portico/load/runner.h>
 
 #include <qcustomplot.h>
 
@@ -458,7 +458,7 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
 
 LoadTestPage::~LoadTestPage() {
     if (m_thread) {
-        m_abort = true;
+        m_cancel->cancel();
         m_thread->wait();
         delete m_thread;
     }
@@ -584,24 +584,23 @@ bool LoadTestPage::start() {
     m_formError->clear();
     clearRunView();
     m_running = o;
-    m_abort = false;
+    m_cancel = std::make_shared<engine::Cancel>();
     m_pending = std::make_shared<load::Result>();
     m_saved = std::make_shared<Saved>();
     m_liveRun = std::make_shared<load::Live>();
     auto result = m_pending;
     auto saved = m_saved;
     auto live = m_liveRun;
-    const std::atomic<bool>* abort = &m_abort;
+    auto cancel = m_cancel;
     const auto dir = m_historyDir;
     // Saved like `portico bench` saves (also when stopped early, then labelled so), on the worker:
     // the JSON of a big histogram is not written on the UI thread.
-    m_thread = QThread::create([o, result, saved, abort, dir, live] {
-        *result = load::run(o, abort, live.get());
+    m_thread = QThread::create([o, result, saved, cancel, dir, live] {
+        engine::LoadRun run = engine::runLoad(o, cancel.get(), live.get());
+        *result = std::move(run.result);
         if (!result->ok()) return;
-        // Stopped = the abort flag ended it before its bound (not a Stop pressed as it ended anyway).
-        const bool countReached = o.count && result->requests.started >= o.count;
-        const bool durationReached = o.duration.count() > 0 && result->measured >= o.duration;
-        saved->stopped = abort->load() && !countReached && !durationReached;
+        // Stopped = Stop ended it before its bound (not a Stop pressed as it ended anyway).
+        saved->stopped = run.stopped;
         std::string label;
         if (saved->stopped) {
             load::Url u;
@@ -716,7 +715,7 @@ bool LoadTestPage::startSuite() {
     }
     m_formError->clear();
     m_running = o;
-    m_abort = false;
+    m_cancel = std::make_shared<engine::Cancel>();
     m_suiteRunning = true;
     m_suiteRouteDuration = o.duration;
     m_suiteDone = 0;
@@ -727,9 +726,9 @@ bool LoadTestPage::startSuite() {
     m_suiteSummary->setText(tr("Running the suite…"));
     m_saved = std::make_shared<Saved>();
     auto saved = m_saved;
-    const std::atomic<bool>* abort = &m_abort;
+    auto cancel = m_cancel;
     const auto dir = m_historyDir;
-    m_thread = QThread::create([this, o, url, configFile, saved, abort, dir] {
+    m_thread = QThread::create([this, o, url, configFile, saved, cancel, dir] {
         engine::Engine server; // only when no URL is given
         std::string base = url;
         if (base.empty()) {
@@ -752,12 +751,12 @@ bool LoadTestPage::startSuite() {
             QMetaObject::invokeMethod(
                 this, [this, i, row] { addSuiteRow(int(i), row); }, Qt::QueuedConnection);
         };
-        const load::SuiteResult suite = load::runSuite(base, o, abort, progress);
+        const load::SuiteResult suite = engine::runLoadSuite(base, o, cancel.get(), progress);
         server.stop();
         saved->suiteBaseUrl = suite.baseUrl;
         saved->suiteError = suite.error;
         saved->geometricMean = suite.geometricMean();
-        saved->suiteAborted = abort->load() || suite.runs.size() < load::suiteRoutes().size();
+        saved->suiteAborted = cancel->cancelled() || suite.runs.size() < load::suiteRoutes().size();
         if (suite.ok() && !saved->suiteAborted) { // as the CLI: a stopped suite is not saved
             load::RunRecord record;
             const std::string label = url.empty() ? "suite (built-in server)" : "suite";
@@ -845,7 +844,7 @@ bool LoadTestPage::showView(const QString& name) {
 
 void LoadTestPage::stop() {
     if (!m_thread) return;
-    m_abort = true;
+    m_cancel->cancel();
     m_live->setText(tr("Stopping (in-flight requests get the stop grace)…"));
 }
 
@@ -912,7 +911,7 @@ void LoadTestPage::sampleLive(qint64 nowMs) {
                        .arg(QLocale().toString(m_rateNow, 'f', 0));
     if (t.completed) text += tr(" · p50 %1 ms · p99 %2 ms").arg(ms(t.p50Ns), ms(t.p99Ns));
     if (t.failed) text += tr(" · %1 failed").arg(QLocale().toString(qulonglong(t.failed)));
-    if (!m_abort) m_live->setText(text); // else it keeps saying that it is stopping
+    if (!m_cancel->cancelled()) m_live->setText(text); // else it keeps saying that it is stopping
     if (m_lastCompleted != t.completed) drawLatency(*m_liveLatency);
     m_lastCompleted = t.completed;
 }

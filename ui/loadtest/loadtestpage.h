@@ -3,8 +3,9 @@
 // overlay and comparison; the benchmark suite.
 #pragma once
 
+#include <portico/engine/jobs.h>
+#include <portico/load/live.h>
 #include <portico/load/result.h>
-#include <portico/load/runner.h>
 #include <portico/load/suite.h>
 
 #include <QElapsedTimer>
@@ -76,9 +77,9 @@ struct SuiteRow {
     QString error;                  ///< the route could not run
 };
 
-/// Runs load::run (or load::runSuite) on a worker thread (never the UI thread); Stop sets its abort
-/// flag. Every field is checked as it changes: its error is shown under it and Start is disabled
-/// while one is invalid. The URL and duration are kept in QSettings ("loadTest/url",
+/// Runs engine::runLoad (or engine::runLoadSuite) on a worker thread (never the UI thread); Stop
+/// cancels it (engine::Cancel). Every field is checked as it changes: its error is shown under it and Start
+/// is disabled while one is invalid. The URL and duration are kept in QSettings ("loadTest/url",
 /// "loadTest/duration") as the user edits them (not when set by code, e.g. for screenshots). While a run
 /// goes, a 30 Hz timer updates the progress bar, and about 4 times a second the generator's live totals
 /// (load::Live) give the request rate, p50/p99 and the latency histogram. Every finished run (marked
@@ -176,7 +177,8 @@ private:
     QTimer* m_timer = nullptr;
 
     QThread* m_thread = nullptr;
-    std::atomic<bool> m_abort{false};
+    /// The run's or suite's cancel (a new one per run; shared with its worker thread).
+    std::shared_ptr<engine::Cancel> m_cancel = std::make_shared<engine::Cancel>();
     std::shared_ptr<load::Result> m_pending; ///< written by the worker, read after it finished
     load::Options m_running;
     std::shared_ptr<load::Live> m_liveRun; ///< fed by the worker, read by sampleLive()
@@ -210,7 +212,7 @@ private:
         std::string suiteError, suiteBaseUrl;
         double geometricMean = 0;
         bool suiteAborted = false;
-        bool stopped = false; ///< a load run ended by the abort flag before its bound
+        bool stopped = false; ///< a load run ended by Stop before its bound (engine::LoadRun::stopped)
         std::string savedAt;  ///< ISO 8601 UTC of the save
     };
     std::shared_ptr<Saved> m_saved;

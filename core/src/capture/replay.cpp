@@ -6,6 +6,7 @@
 #include <portico/http1/response_parser.h>
 
 #include "capture/recorder.h"
+#include "capture/replay_cancel.h"
 #include "client/connect.h"
 #include "net/transport.h"
 #include "tls/client_tls.h"
@@ -75,25 +76,40 @@ std::vector<tcp::endpoint> targetEndpoints(const Url& url, bool allowRemote, boo
     return endpoints;
 }
 
+// The time an exchange has left, and the caller's cancel descriptor (-1 for none; readable once
+// cancelled) that every wait watches next to the socket.
 class Deadline {
 public:
-    explicit Deadline(std::chrono::milliseconds t) : end_(std::chrono::steady_clock::now() + t) {}
+    Deadline(std::chrono::milliseconds t, int cancelFd)
+        : end_(std::chrono::steady_clock::now() + t), cancelFd_(cancelFd) {}
     int msLeft() const {
         auto d =
             std::chrono::duration_cast<std::chrono::milliseconds>(end_ - std::chrono::steady_clock::now())
                 .count();
         return d < 0 ? 0 : static_cast<int>(d);
     }
+    int cancelFd() const { return cancelFd_; }
 
 private:
     std::chrono::steady_clock::time_point end_;
+    int cancelFd_;
 };
 
+bool readable(int fd) {
+    if (fd < 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, 0) < 0)
+        if (errno != EINTR) return false;
+    return (p.revents & POLLIN) != 0;
+}
+
+// True when `fd` is ready for `events`; false on timeout, error or cancel.
 bool waitFd(int fd, short events, const Deadline& dl) {
-    pollfd p{fd, events, 0};
+    pollfd p[2] = {{fd, events, 0}, {dl.cancelFd(), POLLIN, 0}};
+    const nfds_t n = dl.cancelFd() >= 0 ? 2 : 1;
     for (;;) {
-        int r = ::poll(&p, 1, dl.msLeft());
-        if (r > 0) return true;
+        int r = ::poll(p, n, dl.msLeft());
+        if (r > 0) return n < 2 || !(p[1].revents & POLLIN);
         if (r == 0) return false;
         if (errno != EINTR) return false;
     }
@@ -284,7 +300,9 @@ std::string checkReplayTarget(std::string_view baseUrl, bool allowRemote) {
     return error;
 }
 
-ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
+namespace {
+
+ReplayResult replayOnce(const Exchange& original, const ReplayOptions& options, int cancelFd) {
     ReplayResult r;
     Exchange& e = r.exchange;
     std::string base =
@@ -335,12 +353,12 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
         clientTls = tls::makeClientTls(to, r.error);
         if (!clientTls) return r;
     }
-    Deadline dl(options.timeout);
+    Deadline dl(options.timeout, cancelFd);
     e.set(Phase::Accepted, nowNs());
     std::string failures;
     tcp::endpoint reached;
-    const int fd =
-        client::connectFd(endpoints, std::chrono::milliseconds(dl.msLeft()), false, reached, failures);
+    const int fd = client::connectFd(endpoints, std::chrono::milliseconds(dl.msLeft()), false, reached,
+                                     failures, cancelFd);
     if (fd < 0) {
         r.error = client::cannotConnect(url.host, failures);
         return r;
@@ -534,6 +552,29 @@ ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
     }
     e.responseBody = std::move(body);
     r.differences = compare(original, e);
+    return r;
+}
+
+} // namespace
+
+ReplayResult replay(const Exchange& original, const ReplayOptions& options) {
+    return replay(original, options, -1);
+}
+
+ReplayResult replay(const Exchange& original, const ReplayOptions& options, int cancelFd) {
+    ReplayResult r;
+    if (readable(cancelFd)) {
+        r.error = "cancelled";
+        return r;
+    }
+    r = replayOnce(original, options, cancelFd);
+    // Every wait ends at once on a cancel, with its own error ("no response within the timeout");
+    // what the caller asked for is the better reason. A response read in full before the cancel
+    // was seen stays.
+    if (!r.ok() && readable(cancelFd)) {
+        r.error = "cancelled";
+        r.differences.clear();
+    }
     return r;
 }
 

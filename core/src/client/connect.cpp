@@ -142,7 +142,7 @@ void asyncConnect(StreamSocket& socket, std::vector<tcp::endpoint> endpoints, Co
 }
 
 int connectFd(const std::vector<tcp::endpoint>& endpoints, std::chrono::nanoseconds timeout, bool blocking,
-              tcp::endpoint& connected, std::string& failures) {
+              tcp::endpoint& connected, std::string& failures, int cancelFd) {
     using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + timeout;
     if (endpoints.empty()) failures = "no address";
@@ -165,9 +165,14 @@ int connectFd(const std::vector<tcp::endpoint>& endpoints, std::chrono::nanoseco
                     const auto left =
                         std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
                     if (left <= 0) break;
-                    pollfd p{fd, POLLOUT, 0};
-                    const int n = ::poll(&p, 1, static_cast<int>(left));
+                    pollfd p[2] = {{fd, POLLOUT, 0}, {cancelFd, POLLIN, 0}};
+                    const int n = ::poll(p, cancelFd >= 0 ? 2 : 1, static_cast<int>(left));
                     if (n < 0 && errno == EINTR) continue;
+                    if (n > 0 && cancelFd >= 0 && (p[1].revents & POLLIN)) {
+                        ::close(fd);
+                        addFailure(failures, ep, "cancelled");
+                        return -1;
+                    }
                     if (n > 0) {
                         socklen_t len = sizeof err;
                         if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;

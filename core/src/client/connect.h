@@ -61,8 +61,10 @@ void asyncConnect(StreamSocket& socket, std::vector<tcp::endpoint> endpoints, Co
 /// Synchronous form for command-line clients (replay, the load generator's pre-flight): the
 /// descriptor of a connected TCP socket (close-on-exec; O_NONBLOCK unless `blocking`) and the
 /// endpoint it reached, or -1 with `failures` as above. `timeout` bounds the whole; the last
-/// address gets what remains, the others at most kAttemptTimeout each.
+/// address gets what remains, the others at most kAttemptTimeout each. `cancelFd`, when not -1, is
+/// watched next to each attempt: once it is readable the attempt's socket is closed and -1 returned
+/// at once (`failures` ends with "ADDRESS: cancelled").
 int connectFd(const std::vector<tcp::endpoint>& endpoints, std::chrono::nanoseconds timeout, bool blocking,
-              tcp::endpoint& connected, std::string& failures);
+              tcp::endpoint& connected, std::string& failures, int cancelFd = -1);
 
 } // namespace portico::client

@@ -1,51 +1,19 @@
 // Runs a bounded load test (HTTP/1.1 keep-alive with pipelining or HTTP/2 with streams, cleartext or
-// TLS) and returns its result.
+// TLS) and returns its result; runs the benchmark suite. These open sockets: the desktop app goes
+// through engine/jobs.h instead (the data types are in options.h, result.h, live.h and suite.h).
 #pragma once
 
+#include <portico/load/live.h>
 #include <portico/load/options.h>
 #include <portico/load/result.h>
-
-#include <portico/stats/histogram.h>
+#include <portico/load/suite.h>
 
 #include <atomic>
-#include <chrono>
-#include <memory>
-#include <mutex>
+#include <cstddef>
+#include <functional>
 #include <string>
-#include <vector>
 
 namespace portico::load {
-
-/// What a load test shows while it runs (`portico bench`'s live line): each worker thread publishes
-/// its measured counts and latency histogram about 4 times a second; any thread may read totals().
-class Live {
-public:
-    struct Totals {
-        bool started = false;                ///< the run began (the address answered); false until then
-        std::string address;                 ///< the endpoint used, as in Result::address
-        std::chrono::nanoseconds elapsed{0}; ///< since the start (warm-up included)
-        std::uint64_t completed = 0;         ///< measured requests answered so far
-        std::uint64_t failed = 0;            ///< measured requests lost to errors so far
-        std::uint64_t p50Ns = 0, p99Ns = 0;  ///< latency so far (corrected in the open model), ns
-    };
-    /// Merges the threads' latest publications; costs a histogram merge per thread (~264 KiB each).
-    /// When `latency` is given, the merged latency histogram of the measured requests so far is also
-    /// written there (reset first; left empty before the run started), e.g. for a live plot.
-    Totals totals(stats::Histogram* latency = nullptr) const;
-
-    // For the runner.
-    void begin(std::size_t threads, std::string address, std::chrono::steady_clock::time_point start);
-    void publish(std::size_t thread, const stats::Histogram& latency, std::uint64_t completed,
-                 std::uint64_t failed);
-
-private:
-    mutable std::mutex mutex_;
-    bool started_ = false;
-    std::string address_;
-    std::chrono::steady_clock::time_point start_;
-    std::vector<std::unique_ptr<stats::Histogram>> latency_;
-    std::vector<std::uint64_t> completed_, failed_;
-};
 
 /// Runs `options` to the end and returns the result; blocks the calling thread for about
 /// warm-up + duration (+ at most stopGrace). Errors are returned in `Result::error`, never thrown:
@@ -68,5 +36,14 @@ private:
 ///
 /// `live`, when given, is fed while the run goes (see Live).
 Result run(const Options& options, const std::atomic<bool>* abort = nullptr, Live* live = nullptr);
+
+/// Runs every route of `suiteRoutes()` against `baseUrl` (`http[s]://HOST[:PORT]`, a path other
+/// than "/" is refused) with `base`'s connections, threads, bounds, model, protocol and TLS options
+/// (its `requests` are ignored). Blocks for about routes × (warm-up + duration). `progress`, if
+/// set, is called on the calling thread after each route with its index (0-based) and run. Setting
+/// `*abort` ends the current route early and skips the rest.
+SuiteResult runSuite(const std::string& baseUrl, const Options& base,
+                     const std::atomic<bool>* abort = nullptr,
+                     const std::function<void(std::size_t, const SuiteRun&)>& progress = {});
 
 } // namespace portico::load

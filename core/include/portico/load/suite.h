@@ -1,12 +1,14 @@
 // The benchmark suite: eleven routes of the `bench-suite` demo vhost
-// (resources/bench-suite/portico.yaml), run one after another with the same load options.
+// (resources/bench-suite/portico.yaml), run one after another with the same load options. The routes,
+// results and their table and JSON; running the suite is load::runSuite (runner.h), which opens
+// sockets, or engine::runLoadSuite (engine/jobs.h) in the desktop app.
 #pragma once
 
 #include <portico/load/options.h>
 #include <portico/load/result.h>
 
-#include <atomic>
-#include <functional>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,15 +52,6 @@ struct SuiteResult {
 
 /// Default base URL of the suite vhost (its config listens there).
 inline constexpr const char* kSuiteDefaultUrl = "http://127.0.0.1:8090";
-
-/// Runs every route of `suiteRoutes()` against `baseUrl` (`http[s]://HOST[:PORT]`, a path other
-/// than "/" is refused) with `base`'s connections, threads, bounds, model, protocol and TLS options
-/// (its `requests` are ignored). Blocks for about routes × (warm-up + duration). `progress`, if
-/// set, is called on the calling thread after each route with its index (0-based) and run. Setting
-/// `*abort` ends the current route early and skips the rest.
-SuiteResult runSuite(const std::string& baseUrl, const Options& base,
-                     const std::atomic<bool>* abort = nullptr,
-                     const std::function<void(std::size_t, const SuiteRun&)>& progress = {});
 
 /// The table: one line per route (name, req/s, p50, p99, non-2xx/3xx + failed), then the geometric
 /// mean of req/s.
