@@ -28,6 +28,8 @@ const QSet<QString> kAllowed = {
     "portico/config/config.h",        "portico/config/loader.h",
     "portico/config/writer.h",        "portico/handlers/mime.h",
     "portico/http/message.h",         "portico/http/path.h",
+    "portico/http/ascii.h",           "portico/http/url.h",
+    "portico/http/json_text.h",       "portico/http1/response_parser.h",
     "portico/http1/parser.h",         "portico/load/from_capture.h",
     "portico/load/history.h",         "portico/load/live.h",
     "portico/load/options.h",         "portico/load/result.h",
