@@ -2,7 +2,7 @@
 // the whole process's operator new is counted while a keep-alive client repeats requests; for
 // HTTP/2, the blocks nghttp2 takes from malloc through Portico's block cache; for TLS, what OpenSSL
 // takes from malloc (its memory functions are replaced before it allocates anything).
-#include "net/h2_mem.h"
+#include "io/h2_mem.h"
 #include "raw_client.h"
 #include "test_support.h"
 
@@ -251,7 +251,7 @@ private slots:
 
     // HTTP/2 (h2c with prior knowledge) in steady state: nghttp2's per-request blocks (about five:
     // the stream, its HEADERS and DATA items, the response's header list) come from the worker's
-    // block cache (core/src/net/h2_mem.h), not from malloc. h2load on one connection: 20,000
+    // block cache (core/src/io/h2_mem.h), not from malloc. h2load on one connection: 20,000
     // requests take from malloc what 200 take (the connection's session and tables only).
     void h2RequestsTakeNothingFromMalloc_data() {
         QTest::addColumn<QString>("path");
@@ -265,14 +265,14 @@ private slots:
         QFETCH(QString, path);
         const QString url = QString("http://127.0.0.1:%1%2").arg(port_).arg(path);
         auto run = [&](int n) -> std::uint64_t {
-            const std::uint64_t before = net::h2mem::systemAllocations();
+            const std::uint64_t before = io::h2mem::systemAllocations();
             auto r =
                 test::runProcess("h2load", {"-n", QString::number(n), "-c", "1", "-m", "16", url}, {}, 60000);
             if (r.exitCode != 0 || !r.out.contains(QString("%1 succeeded, 0 failed").arg(n).toUtf8())) {
                 qWarning("%s%s", r.out.constData(), r.err.constData());
                 return ~0ull;
             }
-            return net::h2mem::systemAllocations() - before;
+            return io::h2mem::systemAllocations() - before;
         };
         QVERIFY(run(2000) != ~0ull); // warms the worker's lists
         const std::uint64_t few = run(200);

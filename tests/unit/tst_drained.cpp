@@ -1,7 +1,7 @@
-// net::markDrained (core/src/net/drained.h): after a short read, the next async_read_some waits for
+// io::markDrained (core/src/io/drained.h): after a short read, the next async_read_some waits for
 // the peer without a speculative recv. recv is counted by defining it in this executable (Asio calls
 // ::recv; this definition takes precedence over libc's).
-#include "net/drained.h"
+#include "io/drained.h"
 
 #include <QtTest>
 #include <boost/asio/io_context.hpp>
@@ -59,7 +59,7 @@ class TestDrained : public QObject {
     int recvCallsWhileWaiting(bool drained) {
         Pair p;
         if (!p.ready) return -1;
-        if (drained) portico::net::markDrained(p.server);
+        if (drained) portico::io::markDrained(p.server);
 
         p.io.restart();
         std::size_t got = 0;
@@ -88,9 +88,9 @@ private slots:
         for (const bool eof : {false, true}) {
             Pair p;
             QVERIFY(p.ready);
-            QVERIFY(!portico::net::stillDrained(p.server)); // not marked yet
-            portico::net::markDrained(p.server);
-            QVERIFY(portico::net::stillDrained(p.server));
+            QVERIFY(!portico::io::stillDrained(p.server)); // not marked yet
+            portico::io::markDrained(p.server);
+            QVERIFY(portico::io::stillDrained(p.server));
             // Something to keep the reactor turning while nothing is pending on the server side.
             asio::steady_timer tick(p.io);
             auto spin = [&] {
@@ -100,12 +100,12 @@ private slots:
                 p.io.run();
             };
             spin();
-            QVERIFY(portico::net::stillDrained(p.server)); // quiet: no event
+            QVERIFY(portico::io::stillDrained(p.server)); // quiet: no event
             if (eof)
                 p.client.shutdown(tcp::socket::shutdown_send);
             else
                 asio::write(p.client, asio::buffer("d", 1));
-            QTRY_VERIFY_WITH_TIMEOUT((spin(), !portico::net::stillDrained(p.server)), 5000);
+            QTRY_VERIFY_WITH_TIMEOUT((spin(), !portico::io::stillDrained(p.server)), 5000);
         }
 #else
         QSKIP("markDrained compiles to nothing with this Boost/reactor");

@@ -1,7 +1,7 @@
-// The per-thread block cache behind nghttp2's allocations (core/src/net/h2_mem.h): malloc, free,
+// The per-thread block cache behind nghttp2's allocations (core/src/io/h2_mem.h): malloc, free,
 // calloc and realloc semantics, reuse of freed blocks, the per-class bound, frees on another
 // thread, and a real nghttp2 session running on it.
-#include "net/h2_mem.h"
+#include "io/h2_mem.h"
 
 #include <QtTest>
 
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-using namespace portico::net;
+using namespace portico::io;
 
 class TestH2Mem : public QObject {
     Q_OBJECT

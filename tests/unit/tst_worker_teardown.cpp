@@ -29,7 +29,7 @@ private slots:
         net::SnapshotSlot slot; // empty: nothing here reads a snapshot
         auto worker = std::make_unique<net::Worker>(0, slot, nullptr);
         {
-            net::IoBuffer warm = worker->buffers().acquire(); // the pool's free list gets storage
+            io::IoBuffer warm = worker->buffers().acquire(); // the pool's free list gets storage
             worker->buffers().release(warm);
         }
         // What ~Connection does: give buffers back to the pool and count itself out.
@@ -37,7 +37,7 @@ private slots:
             net::Worker* worker;
             int* destroyed;
             ~Probe() {
-                net::IoBuffer b = worker->buffers().acquire();
+                io::IoBuffer b = worker->buffers().acquire();
                 worker->buffers().release(b);
                 worker->counters().open.fetch_sub(1, std::memory_order_relaxed);
                 ++*destroyed;

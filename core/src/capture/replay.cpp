@@ -1,5 +1,5 @@
 // Replay over a blocking, deadline-bounded client (HTTP/1.1 or HTTP/2 on nghttp2, cleartext or
-// TLS through net/transport.h and the shared client TLS context); comparison; curl command lines.
+// TLS through io/transport.h and the shared client TLS context); comparison; curl command lines.
 #include <portico/capture/replay.h>
 #include <portico/http/ascii.h>
 #include <portico/http/url.h>
@@ -8,7 +8,7 @@
 #include "capture/recorder.h"
 #include "capture/replay_cancel.h"
 #include "client/connect.h"
-#include "net/transport.h"
+#include "io/transport.h"
 #include "tls/client_tls.h"
 
 #include <nghttp2/nghttp2.h>
@@ -123,13 +123,13 @@ struct Stream {
     // Whole buffer written; false on error or timeout.
     bool writeAll(std::string_view data) {
         while (!data.empty()) {
-            net::IoResult r = net::transportWrite(fd, ssl, data.data(), data.size());
-            if (r.status == net::IoStatus::Ok) {
+            io::IoResult r = io::transportWrite(fd, ssl, data.data(), data.size());
+            if (r.status == io::IoStatus::Ok) {
                 data.remove_prefix(r.n);
                 continue;
             }
-            if (r.status == net::IoStatus::WantWrite && waitFd(fd, POLLOUT, *dl)) continue;
-            if (r.status == net::IoStatus::WantRead && waitFd(fd, POLLIN, *dl)) continue;
+            if (r.status == io::IoStatus::WantWrite && waitFd(fd, POLLOUT, *dl)) continue;
+            if (r.status == io::IoStatus::WantRead && waitFd(fd, POLLIN, *dl)) continue;
             return false;
         }
         return true;
@@ -137,11 +137,11 @@ struct Stream {
     // > 0 bytes read, 0 end of stream, -1 error or timeout.
     long read(char* buf, std::size_t len) {
         for (;;) {
-            net::IoResult r = net::transportRead(fd, ssl, buf, len);
-            if (r.status == net::IoStatus::Ok) return static_cast<long>(r.n);
-            if (r.status == net::IoStatus::Eof) return 0;
-            if (r.status == net::IoStatus::WantRead && waitFd(fd, POLLIN, *dl)) continue;
-            if (r.status == net::IoStatus::WantWrite && waitFd(fd, POLLOUT, *dl)) continue;
+            io::IoResult r = io::transportRead(fd, ssl, buf, len);
+            if (r.status == io::IoStatus::Ok) return static_cast<long>(r.n);
+            if (r.status == io::IoStatus::Eof) return 0;
+            if (r.status == io::IoStatus::WantRead && waitFd(fd, POLLIN, *dl)) continue;
+            if (r.status == io::IoStatus::WantWrite && waitFd(fd, POLLOUT, *dl)) continue;
             return -1;
         }
     }

@@ -215,16 +215,22 @@ bool readRecord(const YAML::Node& doc, const fs::path& file, RunRecord& out, std
     return true;
 }
 
-} // namespace
-
-bool loadRun(const fs::path& file, RunRecord& out, std::string& error) {
-    YAML::Node doc;
+// Reads a saved run's YAML; false with "FILE: not a saved run (why)" when it does not parse.
+bool loadDocument(const fs::path& file, YAML::Node& doc, std::string& error) {
     try {
         doc = YAML::LoadFile(file.string());
     } catch (const YAML::Exception& e) {
         error = file.string() + ": not a saved run (" + e.msg + ")";
         return false;
     }
+    return true;
+}
+
+} // namespace
+
+bool loadRun(const fs::path& file, RunRecord& out, std::string& error) {
+    YAML::Node doc;
+    if (!loadDocument(file, doc, error)) return false;
     // A well-formed file of the wrong shape ("options": 5, "routes": [1]) makes yaml-cpp throw on
     // subscripts; such a file is bad input, reported like any other.
     try {
@@ -277,12 +283,7 @@ bool loadLatencyBuckets(const fs::path& file, std::vector<stats::Histogram::Buck
                         std::string& error) {
     out.clear();
     YAML::Node doc;
-    try {
-        doc = YAML::LoadFile(file.string());
-    } catch (const YAML::Exception& e) {
-        error = file.string() + ": not a saved run (" + e.msg + ")";
-        return false;
-    }
+    if (!loadDocument(file, doc, error)) return false;
     try {
         if (!doc.IsMap() || !doc["schema"]) {
             error = file.string() + ": not a saved run";

@@ -7,9 +7,9 @@
 #include <portico/http1/response_parser.h>
 
 #include "client/connect.h"
-#include "net/drained.h"
-#include "net/h2_mem.h"
-#include "net/transport.h"
+#include "io/drained.h"
+#include "io/h2_mem.h"
+#include "io/transport.h"
 #include "tls/client_tls.h"
 
 #include <portico/http/message.h>
@@ -78,10 +78,8 @@ struct Plan {
     std::vector<std::uint32_t> cumulativeWeights;
     tcp::endpoint endpoint;
     bool h2 = false;
-    SSL_CTX* ssl = nullptr; // https: shared by every connection (SSL_new is thread-safe)
-    std::string sni;        // SNI host name; empty for IP literals
-    std::string verifyHost; // name or IP checked against the certificate; empty = --insecure
-    bool verifyIp = false;  // verifyHost is an IP literal
+    SSL_CTX* ssl = nullptr;              // https: shared by every connection (SSL_new is thread-safe)
+    const tls::ClientTls* tls = nullptr; // https: SNI and the certificate check per connection
     nghttp2_session_callbacks* h2Callbacks = nullptr;
     const std::atomic<bool>* abort = nullptr;
     Live* live = nullptr; // fed about 4 times a second when given
@@ -462,14 +460,7 @@ void Conn::startTls() {
         connectFailed();
         return;
     }
-    if (!plan.sni.empty()) SSL_set_tlsext_host_name(ssl, plan.sni.c_str());
-    if (!plan.verifyHost.empty()) {
-        if (plan.verifyIp)
-            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), plan.verifyHost.c_str());
-        else
-            SSL_set1_host(ssl, plan.verifyHost.c_str());
-    }
-    SSL_set_connect_state(ssl);
+    plan.tls->prepare(ssl); // SNI, host check, connect state
     handshake();
 }
 
@@ -508,7 +499,7 @@ void Conn::onConnected() {
     state = State::Open;
     ++worker.openConns;
     if (worker.plan.h2) {
-        nghttp2_session_client_new3(&h2, worker.plan.h2Callbacks, this, nullptr, net::h2mem::allocator());
+        nghttp2_session_client_new3(&h2, worker.plan.h2Callbacks, this, nullptr, io::h2mem::allocator());
         // h2load's defaults: stream and connection windows of 2^30-1, no server push.
         const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (1u << 30) - 1}};
@@ -540,7 +531,7 @@ void Conn::armTimer(Ns at) {
 void Conn::read() {
     if (ssl) {
         // OpenSSL reads the socket itself; bytes it already decrypted never make the socket readable.
-        if (net::transportPending(ssl)) {
+        if (io::transportPending(ssl)) {
             asio::post(worker.io, [this, gen = generation] {
                 if (gen == generation) onReadableTls();
             });
@@ -570,8 +561,8 @@ void Conn::onRead(const boost::system::error_code& ec, std::size_t n) {
         return;
     }
     // A short read drained the socket: the next read waits for the server without a recv that
-    // would fail with EAGAIN (net/drained.h), a syscall per response saved on the client side.
-    if (n < readAsked) net::markDrained(socket);
+    // would fail with EAGAIN (io/drained.h), a syscall per response saved on the client side.
+    if (n < readAsked) io::markDrained(socket);
     if (!onData(n)) return; // the connection was closed
     read();
     fill();
@@ -581,13 +572,13 @@ void Conn::onReadableTls() {
     const std::uint64_t gen = generation;
     for (;;) {
         const auto r =
-            net::transportRead(socket.native_handle(), ssl, readBuf.get() + readEnd, kReadBuffer - readEnd);
-        if (r.status == net::IoStatus::Ok) {
+            io::transportRead(socket.native_handle(), ssl, readBuf.get() + readEnd, kReadBuffer - readEnd);
+        if (r.status == io::IoStatus::Ok) {
             if (!onData(r.n) || gen != generation) return;
             continue;
         }
-        if (r.status == net::IoStatus::WantRead) break;
-        if (r.status == net::IoStatus::WantWrite) {
+        if (r.status == io::IoStatus::WantRead) break;
+        if (r.status == io::IoStatus::WantWrite) {
             socket.async_wait(tcp::socket::wait_write, [this, gen](const boost::system::error_code& ec) {
                 if (gen != generation) return;
                 if (ec)
@@ -598,7 +589,7 @@ void Conn::onReadableTls() {
             fill();
             return;
         }
-        onReadError(r.status == net::IoStatus::Eof);
+        onReadError(r.status == io::IoStatus::Eof);
         return;
     }
     read();
@@ -866,16 +857,16 @@ void Conn::flush() {
     if (writeWaiting || state != State::Open) return;
     const int fd = socket.native_handle();
     while (written < writeBuf.size()) {
-        const auto r = net::transportWrite(fd, ssl, writeBuf.data() + written, writeBuf.size() - written);
-        if (r.status == net::IoStatus::Ok) {
+        const auto r = io::transportWrite(fd, ssl, writeBuf.data() + written, writeBuf.size() - written);
+        if (r.status == io::IoStatus::Ok) {
             written += r.n;
             worker.bytesWritten += r.n;
             continue;
         }
-        if (r.status == net::IoStatus::WantRead || r.status == net::IoStatus::WantWrite) {
+        if (r.status == io::IoStatus::WantRead || r.status == io::IoStatus::WantWrite) {
             writeWaiting = true;
-            socket.async_wait(r.status == net::IoStatus::WantRead ? tcp::socket::wait_read
-                                                                  : tcp::socket::wait_write,
+            socket.async_wait(r.status == io::IoStatus::WantRead ? tcp::socket::wait_read
+                                                                 : tcp::socket::wait_write,
                               [this, gen = generation](const boost::system::error_code& ec) {
                                   if (gen != generation) return;
                                   writeWaiting = false;
@@ -967,32 +958,17 @@ std::string probeTls(const Plan& plan, tcp::socket& sock, const std::string& add
     if (!ssl) return "TLS: " + sslErrorText();
     std::unique_ptr<SSL, void (*)(SSL*)> guard(ssl, SSL_free);
     SSL_set_fd(ssl, sock.native_handle());
-    if (!plan.sni.empty()) SSL_set_tlsext_host_name(ssl, plan.sni.c_str());
-    if (!plan.verifyHost.empty()) {
-        if (plan.verifyIp)
-            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), plan.verifyHost.c_str());
-        else
-            SSL_set1_host(ssl, plan.verifyHost.c_str());
-    }
+    plan.tls->prepare(ssl);
     if (SSL_connect(ssl) != 1) {
-        const long verify = SSL_get_verify_result(ssl);
-        if (!plan.verifyHost.empty() && verify != X509_V_OK) {
-            ERR_clear_error();
-            return "TLS handshake with " + address +
-                   " failed: certificate verification: " + X509_verify_cert_error_string(verify) + " (host " +
-                   plan.verifyHost +
-                   "); trust its CA with --cacert FILE (portico cert export FILE writes Portico's) or "
-                   "pass --insecure";
-        }
-        return "TLS handshake with " + address + " failed: " + sslErrorText();
+        const bool certificate = !plan.tls->verifyHost.empty() && SSL_get_verify_result(ssl) != X509_V_OK;
+        return tls::handshakeError(ssl, *plan.tls, address) +
+               (certificate
+                    ? "; trust its CA with --cacert FILE (portico cert export FILE writes Portico's) or "
+                      "pass --insecure"
+                    : "");
     }
-    if (plan.h2) {
-        const unsigned char* alpn = nullptr;
-        unsigned len = 0;
-        SSL_get0_alpn_selected(ssl, &alpn, &len);
-        if (len != 2 || std::memcmp(alpn, "h2", 2) != 0)
-            return "the server at " + address + " did not negotiate HTTP/2 (ALPN h2) over TLS";
-    }
+    if (plan.h2 && tls::selectedAlpn(ssl) != "h2")
+        return "the server at " + address + " did not negotiate HTTP/2 (ALPN h2) over TLS";
     SSL_shutdown(ssl);
     ERR_clear_error();
     return {};
@@ -1081,9 +1057,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
         std::string tlsError;
         clientTls = tls::makeClientTls(to, tlsError);
         if (!clientTls) return refuse(tlsError);
-        plan.sni = clientTls->sni;
-        plan.verifyHost = clientTls->verifyHost;
-        plan.verifyIp = clientTls->verifyIp;
+        plan.tls = clientTls.get();
         plan.ssl = clientTls->ctx.get();
     }
     std::unique_ptr<nghttp2_session_callbacks, void (*)(nghttp2_session_callbacks*)> h2Callbacks(

@@ -1,10 +1,10 @@
 // HTTP/1.1 connection state machine: non-blocking reads, pipelined dispatch, batched writes, sendfile.
 #include "net/connection.h"
-#include "net/drained.h"
+#include "io/drained.h"
 
 #include "capture/hooks.h"
+#include "io/transport.h"
 #include "net/h2_connection.h"
-#include "net/transport.h"
 #include "net/worker.h"
 #include "proxy/tunnel.h"
 #include "tls/server_tls.h"
@@ -34,7 +34,7 @@ namespace {
 constexpr std::size_t kMaxBatchBytes = 256 * 1024;    // flush pipelined output once this much is queued
 constexpr std::uint64_t kInlineFileBytes = 16 * 1024; // smaller file bodies are copied, not sendfile'd
 constexpr auto kLingerTime = std::chrono::seconds(2);
-constexpr auto kParkAfter = kReleaseIdleAfter; // idle this long → buffers back to the pool
+constexpr auto kParkAfter = io::kReleaseIdleAfter; // idle this long → buffers back to the pool
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"; // RFC 9113 §3.4
 constexpr std::size_t kTlsFileChunk = 64 * 1024; // file bytes read per TLS write (sendfile needs cleartext)
 // A streamed request body: reading from the client pauses while this many bytes wait for the
@@ -55,7 +55,7 @@ void logHandshakeFailure(const std::string& client) {
     std::fprintf(stderr, "portico: TLS handshake with %s failed: %s\n", client.c_str(), reason);
 }
 
-void appendNumber(IoBuffer& out, std::uint64_t n) {
+void appendNumber(io::IoBuffer& out, std::uint64_t n) {
     char buf[24];
     auto r = std::to_chars(buf, buf + sizeof buf, n);
     out.append(buf, static_cast<std::size_t>(r.ptr - buf));
@@ -192,7 +192,7 @@ void Connection::waitRead() {
     if (ssl() && phase_ != Phase::Closing) {
         // TLS: OpenSSL reads the socket itself. Decrypted bytes it still holds would never make
         // the socket readable, so they are taken at once.
-        if (transportPending(ssl())) {
+        if (io::transportPending(ssl())) {
             asio::post(worker_.io(), [self = shared_from_this()] { self->onReadable({}); });
             return;
         }
@@ -266,7 +266,7 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
         return;
     }
     in_.commit(n);
-    if (n < readAsked_) markDrained(socket_); // the next read waits for the client (drained.h)
+    if (n < readAsked_) io::markDrained(socket_); // the next read waits for the client (drained.h)
     worker_.beginTurn(); // the requests read in this turn of the event loop share file lookups
     const auto& limits = worker_.snapshot().config->limits;
     if (in_.size() > maxBufferedBytes(limits)) {
@@ -321,22 +321,22 @@ void Connection::onReadable(const boost::system::error_code& ec) {
     }
     room = std::min<std::size_t>(room, std::numeric_limits<std::uint32_t>::max());
     readAsked_ = static_cast<std::uint32_t>(room);
-    IoResult r = transportRead(socket_.native_handle(), ssl(), p, room);
+    io::IoResult r = io::transportRead(socket_.native_handle(), ssl(), p, room);
     switch (r.status) {
-    case IoStatus::Ok:
+    case io::IoStatus::Ok:
         onRead({}, r.n);
         return;
-    case IoStatus::WantRead:
+    case io::IoStatus::WantRead:
         if (in_.empty()) worker_.buffers().release(in_);
         waitRead();
         return;
-    case IoStatus::WantWrite: // TLS needs to write first (e.g. a key update)
+    case io::IoStatus::WantWrite: // TLS needs to write first (e.g. a key update)
         socket_.async_wait(
             Socket::wait_write,
             [self = shared_from_this()](const boost::system::error_code& ec) { self->onReadable(ec); });
         return;
-    case IoStatus::Eof: // peer closed its side
-    case IoStatus::Error:
+    case io::IoStatus::Eof: // peer closed its side
+    case io::IoStatus::Error:
         abort();
         return;
     }
@@ -786,24 +786,24 @@ void Connection::pumpUpload() {
             in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
             p = in_.writable(room);
         }
-        const IoResult res = transportRead(socket_.native_handle(), ssl(), p, room);
+        const io::IoResult res = io::transportRead(socket_.native_handle(), ssl(), p, room);
         switch (res.status) {
-        case IoStatus::Ok:
+        case io::IoStatus::Ok:
             in_.commit(res.n);
             r.uploadDeadline = Clock::now() + worker_.snapshot().config->limits.bodyTimeout;
             feedUpload();
             continue;
-        case IoStatus::WantRead:
+        case io::IoStatus::WantRead:
             waitUpload();
             return;
-        case IoStatus::WantWrite: // TLS needs to write first
+        case io::IoStatus::WantWrite: // TLS needs to write first
             socket_.async_wait(Socket::wait_write,
                                [self = shared_from_this()](const boost::system::error_code& ec) {
                                    if (!ec && !self->closed_) self->pumpUpload();
                                });
             return;
-        case IoStatus::Eof: // the client gave up mid-body: the upstream request is cancelled
-        case IoStatus::Error:
+        case io::IoStatus::Eof: // the client gave up mid-body: the upstream request is cancelled
+        case io::IoStatus::Error:
             abort();
             return;
         }
@@ -811,7 +811,7 @@ void Connection::pumpUpload() {
 }
 
 void Connection::waitUpload() {
-    if (ssl() && transportPending(ssl())) {
+    if (ssl() && io::transportPending(ssl())) {
         asio::post(worker_.io(), [self = shared_from_this()] { self->pumpUpload(); });
         return;
     }
@@ -1194,12 +1194,13 @@ Connection::Flush Connection::flushNow() {
         while (!out_.empty()) {
             std::string_view d = out_.unread();
             // MSG_MORE when a file follows: the head and the first file bytes leave in one segment.
-            IoResult r = transportWrite(fd, ssl(), d.data(), d.size(), sendingFile());
-            if (r.status == IoStatus::Ok) {
+            io::IoResult r = io::transportWrite(fd, ssl(), d.data(), d.size(), sendingFile());
+            if (r.status == io::IoStatus::Ok) {
                 out_.consume(r.n);
                 continue;
             }
-            if (r.status == IoStatus::WantWrite || r.status == IoStatus::WantRead) return Flush::Blocked;
+            if (r.status == io::IoStatus::WantWrite || r.status == io::IoStatus::WantRead)
+                return Flush::Blocked;
             return Flush::Failed;
         }
         if (!ssl() || !sendingFile()) break;
@@ -1265,7 +1266,7 @@ void Connection::checkDeadline(Clock::time_point now) {
         socket_.cancel(ec);
     }
     // TLS does not park: its record buffers go back to OpenSSL's allocator instead.
-    if (idleATick) transportReleaseIdleBuffers(ssl()); // nothing for cleartext (ssl() null)
+    if (idleATick) io::transportReleaseIdleBuffers(ssl()); // nothing for cleartext (ssl() null)
     if (rareIf() && rareIf()->uploading && now >= rareIf()->uploadDeadline) {
         // No request body bytes for body_timeout while the exchange waits for them.
         worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);

@@ -1,7 +1,7 @@
 // One HTTP/1.1 connection: reads, parses pipelined requests, dispatches, writes (RFC 9112).
 #pragma once
 
-#include "net/io_buffer.h"
+#include "io/io_buffer.h"
 #include "net/session.h"
 #include "proxy/proxy_exchange.h"
 
@@ -188,8 +188,8 @@ private:
 
     Worker& worker_;
     Socket socket_;
-    IoBuffer in_;
-    IoBuffer out_;
+    io::IoBuffer in_;
+    io::IoBuffer out_;
     std::unique_ptr<Extra> extra_;
     Clock::time_point deadline_ = Clock::time_point::max();
     Clock::time_point requestStart_;

@@ -3,9 +3,9 @@
 #include "net/h2_connection.h"
 
 #include "capture/hooks.h"
-#include "net/drained.h"
-#include "net/h2_mem.h"
-#include "net/transport.h"
+#include "io/drained.h"
+#include "io/h2_mem.h"
+#include "io/transport.h"
 #include "net/worker.h"
 #include "proxy/h2_upstream.h"
 #include "tls/socket_bio.h"
@@ -275,7 +275,7 @@ void H2Connection::start() {
     resetRefill_ = Clock::now();
     controlTokens_ = static_cast<double>(h2.maxControlFrames);
     controlRefill_ = resetRefill_;
-    int rc = nghttp2_session_server_new3(&session_, callbacks.cbs, this, opt, h2mem::allocator());
+    int rc = nghttp2_session_server_new3(&session_, callbacks.cbs, this, opt, io::h2mem::allocator());
     nghttp2_option_del(opt);
     if (rc != 0) {
         abort();
@@ -315,7 +315,7 @@ void H2Connection::waitRead() {
         return;
     }
     reading_ = true;
-    if (transportPending(ssl_)) {
+    if (io::transportPending(ssl_)) {
         // Input is still buffered: take it on the next turn. What the socket held at the last
         // read is not known any more then (bytes may arrive, and their epoll edge pass, before it),
         // so the next read of the socket must not be skipped as drained.
@@ -332,7 +332,7 @@ void H2Connection::waitRead() {
         // syscall (drained.h) and performs it when bytes arrive: one recv per turn, where OpenSSL
         // reading the socket itself and async_wait cost a recv→EAGAIN and an epoll_ctl on top.
         if (!cipherIn_) cipherIn_ = std::make_unique<char[]>(kCipherInBytes);
-        if (bio_->drained) markDrained(socket_);
+        if (bio_->drained) io::markDrained(socket_);
         bio_->readPending = true;
         socket_.async_read_some(asio::buffer(cipherIn_.get(), kCipherInBytes),
                                 [s = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
@@ -370,9 +370,9 @@ void H2Connection::onReadable() {
     for (int i = 0; i < kReadsPerTurn; ++i) {
         std::size_t room = 0;
         char* p = in_.writable(room);
-        IoResult r = transportRead(socket_.native_handle(), ssl_, p, room);
-        if (r.status == IoStatus::WantRead) break;
-        if (r.status != IoStatus::Ok) {
+        io::IoResult r = io::transportRead(socket_.native_handle(), ssl_, p, room);
+        if (r.status == io::IoStatus::WantRead) break;
+        if (r.status != io::IoStatus::Ok) {
             abort();
             return;
         }
@@ -450,12 +450,12 @@ void H2Connection::flush() {
         }
         if (out_.empty()) break;
         std::string_view d = out_.unread();
-        IoResult r = transportWrite(fd, ssl_, d.data(), d.size());
-        if (r.status == IoStatus::Ok) {
+        io::IoResult r = io::transportWrite(fd, ssl_, d.data(), d.size());
+        if (r.status == io::IoStatus::Ok) {
             out_.consume(r.n);
             continue;
         }
-        if (r.status == IoStatus::WantWrite || r.status == IoStatus::WantRead) {
+        if (r.status == io::IoStatus::WantWrite || r.status == io::IoStatus::WantRead) {
             waitWrite();
             return;
         }
@@ -1300,8 +1300,8 @@ void H2Connection::checkDeadline(Clock::time_point now) {
     // No stream for a tick: OpenSSL's record buffers go back (flush() set deadline_ to
     // idle_timeout from then; before the first request it is header_timeout, shorter).
     if (ssl_ && streams_.empty() && !writing_ &&
-        deadline_ - worker_.snapshot().config->limits.idleTimeout + kReleaseIdleAfter < now)
-        transportReleaseIdleBuffers(ssl_);
+        deadline_ - worker_.snapshot().config->limits.idleTimeout + io::kReleaseIdleAfter < now)
+        io::transportReleaseIdleBuffers(ssl_);
     if (now < deadline_) return;
     worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
     if (!writing_) {

@@ -2,8 +2,8 @@
 // prior-knowledge preface. Every stream runs the same routing and handlers as HTTP/1.1.
 #pragma once
 
+#include "io/io_buffer.h"
 #include "net/connection.h"
-#include "net/io_buffer.h"
 #include "net/session.h"
 #include "proxy/proxy_exchange.h"
 
@@ -102,8 +102,8 @@ private:
     tls::SocketBioState* bio_ = nullptr; // ssl_'s socket BIO (owned by ssl_); null for h2c
     std::unique_ptr<char[]> cipherIn_;   // TLS bytes the last Asio read took (kCipherInBytes)
     nghttp2_session* session_ = nullptr;
-    IoBuffer in_;
-    IoBuffer out_;
+    io::IoBuffer in_;
+    io::IoBuffer out_;
     std::string clientAddress_;
     std::vector<std::unique_ptr<Stream>> streams_; // open streams (at most max_concurrent_streams)
     std::unique_ptr<capture::ConnCapture> cap_;    // null unless capture was on at accept

@@ -155,7 +155,8 @@ void Worker::runSync(const std::function<void()>& fn) {
 
 void Worker::accept(Listener& l) {
     l.acceptor.async_accept(
-        io_, inSlot(*l.acceptOp, [this, &l](const boost::system::error_code& ec, Connection::Socket socket) {
+        io_,
+        io::inSlot(*l.acceptOp, [this, &l](const boost::system::error_code& ec, Connection::Socket socket) {
             if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
             if (!ec) {
                 counters_.accepted.fetch_add(1, std::memory_order_relaxed);

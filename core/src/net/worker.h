@@ -2,10 +2,10 @@
 #pragma once
 
 #include "capture/recorder.h"
+#include "io/io_buffer.h"
+#include "io/slot_allocator.h"
 #include "net/access_log.h"
-#include "net/io_buffer.h"
 #include "net/session.h"
-#include "net/slot_allocator.h"
 #include "net/snapshot.h"
 
 #include <portico/handlers/dispatch.h>
@@ -77,7 +77,7 @@ public:
 
     // ---- used by connections (worker thread only) ----
     boost::asio::io_context& io() { return io_; }
-    BufferPool& buffers() { return pool_; }
+    io::BufferPool& buffers() { return pool_; }
     /// Takes the snapshot the engine published last, if it changed. Called only where an event
     /// enters the worker (a connection's read completion, an accept, the ticker), never in the
     /// middle of handling one: a route, an action or a limit read from snapshot() stays valid (and
@@ -100,7 +100,7 @@ public:
         if (turnOpen_) return;
         turnOpen_ = true;
         handlerState_.newTurn();
-        boost::asio::post(io_, inSlot(turnEnd_, [this] { turnOpen_ = false; }));
+        boost::asio::post(io_, io::inSlot(turnEnd_, [this] { turnOpen_ = false; }));
     }
     http1::RequestHead& head() { return head_; }
     http::Request& request() { return request_; }
@@ -138,7 +138,7 @@ private:
         std::string host;
         std::uint16_t port;
         boost::asio::ip::tcp::acceptor acceptor;
-        std::list<HandlerSlot>::iterator acceptOp; // its pending accept operation (slot_allocator.h)
+        std::list<io::HandlerSlot>::iterator acceptOp; // its pending accept operation (slot_allocator.h)
     };
     void accept(Listener& l);
     void watchParked();
@@ -154,10 +154,10 @@ private:
     // accept aborted by closing its acceptor after the loop stopped): declared before io_, so it is
     // freed after io_ has destroyed those operations. In the Listener itself, it was freed first and
     // the queue kept a dangling operation (heap-use-after-free, ASan, `portico serve` on SIGTERM).
-    std::list<HandlerSlot> acceptSlots_;
+    std::list<io::HandlerSlot> acceptSlots_;
     // The handler that ends a turn lives in turnEnd_ (one is pending at most): a post per turn
     // through Asio's recycling cache would take the block another operation needs (slot_allocator.h).
-    HandlerSlot turnEnd_;
+    io::HandlerSlot turnEnd_;
     WorkerIo io_{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
     boost::asio::steady_timer ticker_;
@@ -165,7 +165,7 @@ private:
     bool parkWatched_ = false;                     // its async_wait is pending
     std::list<Listener> listeners_;
     std::thread thread_;
-    BufferPool pool_{16 * 1024};
+    io::BufferPool pool_{16 * 1024};
     handlers::WorkerState handlerState_;
     http1::RequestHead head_;
     http::Request request_;

@@ -2,8 +2,8 @@
 #include "proxy/h2_upstream.h"
 
 #include "client/connect.h"
-#include "net/h2_mem.h"
-#include "net/transport.h"
+#include "io/h2_mem.h"
+#include "io/transport.h"
 #include "proxy/fastcgi.h"
 #include "tls/suites.h"
 
@@ -327,7 +327,7 @@ void H2Conn::ready() {
     nghttp2_option_new(&opt);
     // WINDOW_UPDATE only for bytes the downstream took: the backpressure of a slow reader.
     nghttp2_option_set_no_auto_window_update(opt, 1);
-    int rc = nghttp2_session_client_new3(&session_, callbacks, this, opt, net::h2mem::allocator());
+    int rc = nghttp2_session_client_new3(&session_, callbacks, this, opt, io::h2mem::allocator());
     nghttp2_option_del(opt);
     if (rc != 0) {
         die(502, "cannot create an HTTP/2 session");
@@ -369,7 +369,7 @@ void H2Conn::attach(const std::shared_ptr<H2Call>& call) {
 void H2Conn::waitRead() {
     if (dead_ || reading_) return;
     reading_ = true;
-    if (net::transportPending(ssl_)) {
+    if (io::transportPending(ssl_)) {
         asio::post(io_, [self = shared_from_this()] {
             self->reading_ = false;
             self->onReadable();
@@ -388,14 +388,14 @@ void H2Conn::onReadable() {
     if (dead_) return;
     in_.resize(kReadChunk);
     for (int i = 0; i < kReadsPerTurn; ++i) {
-        net::IoResult r = net::transportRead(socket_.native_handle(), ssl_, in_.data(), in_.size());
-        if (r.status == net::IoStatus::WantRead) break;
-        if (r.status == net::IoStatus::WantWrite) {
+        io::IoResult r = io::transportRead(socket_.native_handle(), ssl_, in_.data(), in_.size());
+        if (r.status == io::IoStatus::WantRead) break;
+        if (r.status == io::IoStatus::WantWrite) {
             waitWrite();
             break;
         }
-        if (r.status != net::IoStatus::Ok) {
-            die(502, r.status == net::IoStatus::Eof ? "the upstream closed the connection"
+        if (r.status != io::IoStatus::Ok) {
+            die(502, r.status == io::IoStatus::Eof ? "the upstream closed the connection"
                                                     : "connection lost (read error)");
             return;
         }
@@ -429,9 +429,9 @@ void H2Conn::flush() {
             out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
         }
         if (outOffset_ == out_.size()) break;
-        net::IoResult r = net::transportWrite(socket_.native_handle(), ssl_, out_.data() + outOffset_,
+        io::IoResult r = io::transportWrite(socket_.native_handle(), ssl_, out_.data() + outOffset_,
                                               out_.size() - outOffset_);
-        if (r.status == net::IoStatus::Ok) {
+        if (r.status == io::IoStatus::Ok) {
             outOffset_ += r.n;
             if (outOffset_ == out_.size()) {
                 out_.clear();
@@ -439,7 +439,7 @@ void H2Conn::flush() {
             }
             continue;
         }
-        if (r.status == net::IoStatus::WantWrite || r.status == net::IoStatus::WantRead) {
+        if (r.status == io::IoStatus::WantWrite || r.status == io::IoStatus::WantRead) {
             waitWrite();
             return;
         }

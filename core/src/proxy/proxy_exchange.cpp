@@ -2,7 +2,7 @@
 #include "proxy/proxy_exchange.h"
 
 #include "client/connect.h"
-#include "net/drained.h"
+#include "io/drained.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -454,11 +454,11 @@ bool Exchange::reusePooled(std::chrono::steady_clock::time_point now) {
         // syscall (a fifth of a proxied exchange's), so a connection goes without when it was
         // already reused once (its upstream keeps connections alive), was pooled less than
         // kFreshIdle ago, and no read event reached it since its last response
-        // (net::stillDrained: the reactor saw no byte and no end of file). If the upstream closed
+        // (io::stillDrained: the reactor saw no byte and no end of file). If the upstream closed
         // it in between after all, an idempotent request is retried on a new connection (as nginx
         // does); others get 502. An upstream that closes right after each response without
         // saying so is always probed: its end of file may not have reached the reactor yet.
-        if ((served >= 2 && now - since < kFreshIdle && net::stillDrained(socket_)) || quiet(socket_)) {
+        if ((served >= 2 && now - since < kFreshIdle && io::stillDrained(socket_)) || quiet(socket_)) {
             reused_ = true;
             served_ = served;
             send();
@@ -686,7 +686,7 @@ void Exchange::read() {
                                retry);
                 return;
             }
-            if (n < kReadChunk) net::markDrained(self->socket_); // the next read waits (net/drained.h)
+            if (n < kReadChunk) io::markDrained(self->socket_); // the next read waits (io/drained.h)
             self->onRead(n);
         });
 }
@@ -903,7 +903,7 @@ void sweepIdleConnections(std::chrono::steady_clock::time_point now) {
         std::erase_if(pool->idle, [&](IdleConnection& c) {
             // One that no read event reached since its last response is quiet; the others are
             // probed (an event the reactor has not picked up yet is seen by the next tick).
-            if (c.expires > now && (net::stillDrained(c.socket) || quiet(c.socket))) return false;
+            if (c.expires > now && (io::stillDrained(c.socket) || quiet(c.socket))) return false;
             boost::system::error_code ec;
             c.socket.close(ec);
             return true;

@@ -192,7 +192,7 @@ class Deadlines;     // proxy_exchange.cpp
 
 /// Closes the calling thread's pooled HTTP/1.1 upstream connections whose route's `idle_timeout`
 /// has passed at `now`, and those the upstream closed or wrote to while they waited (a
-/// recv(MSG_PEEK) for each one a read event reached, net::stillDrained). The worker calls it from
+/// recv(MSG_PEEK) for each one a read event reached, io::stillDrained). The worker calls it from
 /// its tick (every 250 ms), so a pooled connection outlives its idle_timeout by at most a tick and
 /// never sits in CLOSE_WAIT for longer.
 void sweepIdleConnections(std::chrono::steady_clock::time_point now);

@@ -1,7 +1,7 @@
 // Byte pipe between a client and an upstream after a WebSocket upgrade (see tunnel.h).
 #include "proxy/tunnel.h"
 
-#include "net/transport.h"
+#include "io/transport.h"
 #include "net/worker.h"
 #include "ws/observer.h"
 
@@ -126,15 +126,15 @@ private:
         SSL* dstSsl = d.fromClient ? nullptr : ssl_;
         for (int turns = 0; turns < 16; ++turns) {
             if (d.off < d.buf.size()) {
-                net::IoResult r = net::transportWrite(dst.native_handle(), dstSsl, d.buf.data() + d.off,
+                io::IoResult r = io::transportWrite(dst.native_handle(), dstSsl, d.buf.data() + d.off,
                                                       d.buf.size() - d.off);
-                if (r.status == net::IoStatus::Ok) {
+                if (r.status == io::IoStatus::Ok) {
                     d.off += r.n;
                     continue;
                 }
-                if (r.status == net::IoStatus::WantWrite || r.status == net::IoStatus::WantRead) {
+                if (r.status == io::IoStatus::WantWrite || r.status == io::IoStatus::WantRead) {
                     wait(d, dst,
-                         r.status == net::IoStatus::WantWrite ? Socket::wait_write : Socket::wait_read);
+                         r.status == io::IoStatus::WantWrite ? Socket::wait_write : Socket::wait_read);
                     return;
                 }
                 abort();
@@ -153,18 +153,18 @@ private:
                 return;
             }
             d.buf.resize(kChunk);
-            net::IoResult r = net::transportRead(src.native_handle(), srcSsl, d.buf.data(), kChunk);
-            if (r.status == net::IoStatus::Ok) {
+            io::IoResult r = io::transportRead(src.native_handle(), srcSsl, d.buf.data(), kChunk);
+            if (r.status == io::IoStatus::Ok) {
                 d.buf.resize(r.n);
                 if (cap_) cap_->observe(d.fromClient, d.buf);
                 continue;
             }
             d.buf.clear();
-            if (r.status == net::IoStatus::WantRead || r.status == net::IoStatus::WantWrite) {
-                wait(d, src, r.status == net::IoStatus::WantRead ? Socket::wait_read : Socket::wait_write);
+            if (r.status == io::IoStatus::WantRead || r.status == io::IoStatus::WantWrite) {
+                wait(d, src, r.status == io::IoStatus::WantRead ? Socket::wait_read : Socket::wait_write);
                 return;
             }
-            if (r.status == net::IoStatus::Eof) {
+            if (r.status == io::IoStatus::Eof) {
                 d.eof = true;
                 continue;
             }

@@ -79,7 +79,7 @@ SSL_CTX* newContext(bool h2, std::string& error) {
                         SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
     // Partial writes: a non-blocking SSL_write returns after each record it could send. Record
     // buffers stay while a connection is busy and are given back once it is idle (connections call
-    // net::transportReleaseIdleBuffers), not after every read and write as SSL_MODE_RELEASE_BUFFERS
+    // io::transportReleaseIdleBuffers), not after every read and write as SSL_MODE_RELEASE_BUFFERS
     // would.
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     // Read whole socket buffers into OpenSSL (one read(2) for several records instead of two per

@@ -6,7 +6,7 @@
 // Asio's async_wait re-arms epoll with an epoll_ctl per wait. An HTTP/2 connection under load paid
 // three syscalls per read turn for one useful read. With draining tracked, a short read (fewer bytes
 // than OpenSSL asked for) ends the turn; the connection then waits with an Asio async_read_some
-// into its own buffer, which the epoll reactor queues without a syscall (net/drained.h) and
+// into its own buffer, which the epoll reactor queues without a syscall (io/drained.h) and
 // performs when bytes arrive: one recv per turn, as h2o and nginx do.
 //
 // Draining is tracked only after trackDrained(): the HTTP/2 connection opts in because it always

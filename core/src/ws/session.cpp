@@ -3,7 +3,7 @@
 #include "ws/session.h"
 
 #include "net/snapshot.h"
-#include "net/transport.h"
+#include "io/transport.h"
 #include "net/worker.h"
 #include "ws/codec.h"
 
@@ -101,7 +101,7 @@ void WsSession::waitRead() {
     }
     if (in_.empty()) worker_.buffers().release(in_); // idle sessions hold no buffer
     reading_ = true;
-    if (net::transportPending(ssl_)) {
+    if (io::transportPending(ssl_)) {
         asio::post(worker_.io(), [self = shared_from_this()] {
             self->reading_ = false;
             self->onReadable({});
@@ -140,8 +140,8 @@ void WsSession::onReadable(const boost::system::error_code& ec) {
             in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
             p = in_.writable(room);
         }
-        net::IoResult r = net::transportRead(fd, ssl_, p, room);
-        if (r.status == net::IoStatus::Ok) {
+        io::IoResult r = io::transportRead(fd, ssl_, p, room);
+        if (r.status == io::IoStatus::Ok) {
             in_.commit(r.n);
             lastInput_ = worker_.now();
             pingSent_ = false;
@@ -150,7 +150,7 @@ void WsSession::onReadable(const boost::system::error_code& ec) {
             if (r.n < room) break;                     // drained the socket for now
             continue;
         }
-        if (r.status == net::IoStatus::WantRead || r.status == net::IoStatus::WantWrite) break;
+        if (r.status == io::IoStatus::WantRead || r.status == io::IoStatus::WantWrite) break;
         // EOF or error: the peer went away (1006 on its side; nothing to send).
         abort();
         return;
@@ -406,12 +406,12 @@ void WsSession::scheduleFlush() {
 void WsSession::flush() {
     const int fd = socket_.native_handle();
     while (outPos_ < out_.size()) {
-        net::IoResult r = net::transportWrite(fd, ssl_, out_.data() + outPos_, out_.size() - outPos_);
-        if (r.status == net::IoStatus::Ok) {
+        io::IoResult r = io::transportWrite(fd, ssl_, out_.data() + outPos_, out_.size() - outPos_);
+        if (r.status == io::IoStatus::Ok) {
             outPos_ += r.n;
             continue;
         }
-        if (r.status == net::IoStatus::WantWrite || r.status == net::IoStatus::WantRead) {
+        if (r.status == io::IoStatus::WantWrite || r.status == io::IoStatus::WantRead) {
             if (!writing_) {
                 writing_ = true;
                 writeSince_ = Clock::now();
@@ -505,7 +505,7 @@ void WsSession::checkDeadline(Clock::time_point now) {
         return;
     }
     const auto idle = now - lastInput_;
-    if (ssl_ && !writing_ && idle > net::kReleaseIdleAfter) net::transportReleaseIdleBuffers(ssl_);
+    if (ssl_ && !writing_ && idle > io::kReleaseIdleAfter) io::transportReleaseIdleBuffers(ssl_);
     if (idle > action_.idleTimeout) {
         fail(kCloseGoingAway, "idle timeout");
         flush();

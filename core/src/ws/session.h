@@ -3,7 +3,7 @@
 #pragma once
 
 #include "net/connection.h"
-#include "net/io_buffer.h"
+#include "io/io_buffer.h"
 #include "net/session.h"
 #include "ws/hub.h"
 #include "ws/upgrade.h"
@@ -79,7 +79,7 @@ private:
     std::shared_ptr<Hub> hub_;
     std::shared_ptr<Room> room_;
     Room::Slot* slot_ = nullptr;
-    net::IoBuffer in_;       // pooled; held only while bytes wait in it
+    io::IoBuffer in_;       // pooled; held only while bytes wait in it
     std::string out_;        // queued frames; keeps its capacity (room members get many small writes)
     std::size_t outPos_ = 0; // bytes of out_ already written
     std::unique_ptr<Inflater> inflater_;

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace portico::net {
+namespace portico::io {
 
 /// Bytes in [begin, end) are unread data; [end, capacity) is free space for the next read.
 class IoBuffer {
@@ -129,4 +129,4 @@ private:
     std::vector<IoBuffer> free_;
 };
 
-} // namespace portico::net
+} // namespace portico::io

@@ -26,7 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace portico::net::h2mem {
+namespace portico::io::h2mem {
 
 /// Largest block (bytes requested) served from the free lists; larger ones are plain malloc.
 inline constexpr std::size_t kMaxCachedBytes = 1024;
@@ -51,4 +51,4 @@ void release(void* p);
 void* allocateZeroed(std::size_t count, std::size_t size);
 void* reallocate(void* p, std::size_t bytes);
 
-} // namespace portico::net::h2mem
+} // namespace portico::io::h2mem

@@ -11,7 +11,7 @@
 
 typedef struct ssl_st SSL;
 
-namespace portico::net {
+namespace portico::io {
 
 /// Outcome of one transport call.
 enum class IoStatus : unsigned char {
@@ -47,4 +47,4 @@ inline constexpr std::chrono::milliseconds kReleaseIdleAfter{200};
 /// and write, two ~17 KiB malloc/free pairs per loop turn under load.)
 void transportReleaseIdleBuffers(SSL* ssl);
 
-} // namespace portico::net
+} // namespace portico::io

@@ -1,5 +1,5 @@
 // The per-thread block cache behind nghttp2's allocations (h2_mem.h).
-#include "net/h2_mem.h"
+#include "io/h2_mem.h"
 
 #include <nghttp2/nghttp2.h>
 
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace portico::net::h2mem {
+namespace portico::io::h2mem {
 namespace {
 
 constexpr std::size_t kHeader = 16; // keeps the payload 16-byte aligned, as malloc's
@@ -184,4 +184,4 @@ void* reallocate(void* p, std::size_t bytes) {
     return q;
 }
 
-} // namespace portico::net::h2mem
+} // namespace portico::io::h2mem

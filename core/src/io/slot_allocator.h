@@ -13,7 +13,7 @@
 #include <memory>
 #include <utility>
 
-namespace portico::net {
+namespace portico::io {
 
 /// Storage for one operation (bytes); an operation that does not fit goes to the heap.
 struct HandlerSlot {
@@ -50,4 +50,4 @@ template <class Handler> InSlot<std::decay_t<Handler>> inSlot(HandlerSlot& slot,
     return {std::forward<Handler>(h), &slot};
 }
 
-} // namespace portico::net
+} // namespace portico::io

@@ -1,5 +1,5 @@
 // Non-blocking transport calls (see transport.h).
-#include "net/transport.h"
+#include "io/transport.h"
 
 #include "tls/socket_bio.h"
 
@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <sys/socket.h>
 
-namespace portico::net {
+namespace portico::io {
 
 namespace {
 IoResult fromSsl(SSL* ssl, int rc) {
@@ -78,4 +78,4 @@ void transportReleaseIdleBuffers(SSL* ssl) {
     if (ssl) SSL_free_buffers(ssl); // 0 (and nothing freed) while a buffer holds bytes
 }
 
-} // namespace portico::net
+} // namespace portico::io

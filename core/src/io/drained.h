@@ -22,7 +22,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/version.hpp>
 
-namespace portico::net {
+namespace portico::io {
 
 #if BOOST_VERSION == 107400 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_DISABLE_EPOLL) &&        \
     !defined(BOOST_ASIO_HAS_IO_URING)
@@ -67,4 +67,4 @@ template <class Socket> inline void markDrained(Socket&) {}
 template <class Socket> inline bool stillDrained(Socket&) { return false; } // unknown: probe
 #endif
 
-} // namespace portico::net
+} // namespace portico::io

@@ -1,0 +1,143 @@
+// The core's folders depend on each other one way (shared/DESIGN.md, "layout v2"; the core
+// redesign issue): read from every #include under core/src and core/include/portico,
+// - no file in a bottom folder (http, config, io, tls, http1, http2, client) includes anything
+//   from a top one (net, server, serve, proxy, capture, load, engine);
+// - no two folders include each other, directly or through others (no cycle).
+// Edges the redesign has not removed yet are listed in kPending with the reason; an edge missing
+// from the list fails, and so does a listed edge that is gone (take it off the list).
+#include "test_support.h"
+
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QMap>
+#include <QRegularExpression>
+#include <QSet>
+#include <QtTest>
+
+namespace {
+
+const QSet<QString> kBottom = {"http", "config", "io", "tls", "http1", "http2", "client"};
+const QSet<QString> kTop = {"net", "server", "serve", "proxy", "capture", "load", "engine"};
+
+// Folder edges (from → to) still to remove, and why they exist today.
+const QMap<QString, QString> kPending = {
+    {"config->capture", "loader.cpp validates gRPC schemas while parsing (config validation step)"},
+    {"config->routing", "loader.cpp checks route patterns while parsing (config validation step)"},
+    {"config->tls", "loader.cpp checks cert/key pairs while parsing (config validation step)"},
+    {"config->http1", "loader.cpp reads the parser limits' defaults (config validation step)"},
+    {"net->proxy", "the sessions implement proxy::Sink (serve/ step: one ResponseWriter)"},
+    {"proxy->net", "the proxy reaches the worker and session types (serve/ step)"},
+    {"net->ws", "HTTP/1.1 hands the socket to a WebSocket session (serve/ step)"},
+    {"ws->net", "the WebSocket session is a worker session (serve/ step)"},
+};
+
+// The folder a core file belongs to.
+QString folderOf(const QString& relative) {
+    // src/<folder>/..., include/portico/<folder>/...
+    const QStringList parts = relative.split('/');
+    if (parts.size() >= 3 && parts[0] == "src") return parts[1];
+    if (parts.size() >= 4 && parts[0] == "include") return parts[2];
+    return {};
+}
+
+// Every folder → folders it includes from (itself left out).
+QMap<QString, QSet<QString>> folderEdges(const QDir& core, QStringList& where) {
+    static const QRegularExpression include(QStringLiteral("^\\s*#\\s*include\\s*[<\"]([^>\"]+)[>\"]"));
+    QMap<QString, QSet<QString>> edges;
+    QDirIterator it(core.path(), {"*.h", "*.cpp"}, QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+        const QString file = it.next();
+        const QString rel = core.relativeFilePath(file);
+        const QString from = folderOf(rel);
+        if (from.isEmpty()) continue;
+        QFile f(file);
+        if (!f.open(QIODevice::ReadOnly)) continue;
+        const QStringList lines = QString::fromUtf8(f.readAll()).split('\n');
+        for (int i = 0; i < lines.size(); ++i) {
+            const auto m = include.match(lines[i]);
+            if (!m.hasMatch()) continue;
+            const QString path = m.captured(1);
+            QString to;
+            if (path.startsWith("portico/"))
+                to = path.section('/', 1, 1);
+            else if (path.contains('/') && core.exists("src/" + path))
+                to = path.section('/', 0, 0);
+            if (to.isEmpty() || to == from) continue;
+            if (!edges[from].contains(to)) where << QString("%1:%2 %3->%4").arg(rel).arg(i + 1).arg(from, to);
+            edges[from].insert(to);
+        }
+    }
+    return edges;
+}
+
+// Folders on a cycle through `edges` (Tarjan would do; the graph has about twenty nodes).
+bool reaches(const QMap<QString, QSet<QString>>& edges, const QString& from, const QString& to) {
+    QSet<QString> seen;
+    QStringList stack{from};
+    while (!stack.isEmpty()) {
+        const QString n = stack.takeLast();
+        for (const QString& next : edges.value(n)) {
+            if (next == to) return true;
+            if (!seen.contains(next)) {
+                seen.insert(next);
+                stack << next;
+            }
+        }
+    }
+    return false;
+}
+
+} // namespace
+
+class TestCoreLayers : public QObject {
+    Q_OBJECT
+    QDir core_{portico::test::sourceDir() + "/core"};
+
+private slots:
+    void bottomFoldersIncludeNothingFromTheTop() {
+        QStringList where;
+        const auto edges = folderEdges(core_, where);
+        QVERIFY(edges.size() >= 10);
+        QStringList bad;
+        for (auto it = edges.begin(); it != edges.end(); ++it)
+            for (const QString& to : it.value())
+                if (kBottom.contains(it.key()) && kTop.contains(to) &&
+                    !kPending.contains(it.key() + "->" + to))
+                    for (const QString& w : where)
+                        if (w.endsWith(' ' + it.key() + "->" + to)) bad << w;
+        QVERIFY2(bad.isEmpty(), qPrintable(bad.join('\n')));
+    }
+
+    void noCycleBetweenFolders() {
+        QStringList where;
+        auto edges = folderEdges(core_, where);
+        // Every pending edge still exists (else it comes off the list).
+        for (auto it = kPending.begin(); it != kPending.end(); ++it) {
+            const QString from = it.key().section("->", 0, 0), to = it.key().section("->", 1, 1);
+            QVERIFY2(edges.value(from).contains(to),
+                     qPrintable(it.key() + " is gone: take it off kPending in tst_core_layers.cpp"));
+        }
+        // Without the pending edges, no folder reaches itself.
+        for (auto it = kPending.begin(); it != kPending.end(); ++it)
+            edges[it.key().section("->", 0, 0)].remove(it.key().section("->", 1, 1));
+        QStringList cycles;
+        for (auto it = edges.begin(); it != edges.end(); ++it)
+            for (const QString& to : it.value())
+                if (reaches(edges, to, it.key()))
+                    for (const QString& w : where)
+                        if (w.endsWith(' ' + it.key() + "->" + to)) cycles << w + " (on a cycle)";
+        QVERIFY2(cycles.isEmpty(), qPrintable(cycles.join('\n')));
+    }
+
+    // The new folders of the redesign exist and hold what moved there.
+    void ioHoldsTheTransport() {
+        for (const char* f : {"src/io/transport.h", "src/io/io_buffer.h", "src/io/drained.h",
+                              "src/io/slot_allocator.h", "src/io/h2_mem.h"})
+            QVERIFY2(core_.exists(f), f);
+        QVERIFY(!core_.exists("src/net/transport.h"));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCoreLayers)
+#include "tst_core_layers.moc"
