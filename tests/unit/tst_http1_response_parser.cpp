@@ -383,14 +383,35 @@ private slots:
         QVERIFY(feedEvents("HTTP/1.1 200 OK\r\nContent-Length: 2, 3\r\n\r\nok", 0).error);
         QVERIFY(feedEvents("HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551616\r\n\r\n", 0).error);
         // A coding other than chunked last: the body runs to the close (RFC 9112 §6.3 item 4).
-        r = feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\nzz", 0);
-        QVERIFY(!r.error);
-        QVERIFY(r.heads[0].framing == ResponseHead::Framing::UntilClose);
+        ResponseParser p;
+        const std::string chunkedGzip = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\nzz";
+        p.begin(false, ResponseParser::Deliver::Events);
+        std::size_t used = 0;
+        QVERIFY(p.parse(chunkedGzip.data(), chunkedGzip.size(), used) == ResponseParser::Status::Head);
+        QVERIFY(p.head().framing == ResponseHead::Framing::UntilClose);
+        QVERIFY(p.head().otherCodings && !p.head().keepAlive);
+        // Chunked last after another coding: chunked framing, the bytes still coded.
+        const std::string gzipChunked =
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
+        p.begin(false, ResponseParser::Deliver::Events);
+        QVERIFY(p.parse(gzipChunked.data(), gzipChunked.size(), used) == ResponseParser::Status::Head);
+        QVERIFY(p.head().framing == ResponseHead::Framing::Chunked && p.head().otherCodings);
+        const std::string plain = "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n";
+        p.begin(false, ResponseParser::Deliver::Events);
+        QVERIFY(p.parse(plain.data(), plain.size(), used) == ResponseParser::Status::Head);
+        QVERIFY(p.head().framing == ResponseHead::Framing::Chunked && !p.head().otherCodings);
         // Chunked framing needs CRLF (a bare LF lets two parsers disagree, CVE-2025-22871).
         QVERIFY(
             feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\nok\r\n0\r\n\r\n", 0).error);
         QVERIFY(
             feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\n0\r\n\r\n", 0).error);
+        // Field lines: a token name right before the colon; no obs-fold; no CR or NUL in a value.
+        QVERIFY(feedEvents("HTTP/1.1 200 OK\r\nX-A : 1\r\nContent-Length: 0\r\n\r\n", 0).error);
+        QVERIFY(feedEvents("HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\nContent-Length: 0\r\n\r\n", 0).error);
+        QVERIFY(feedEvents("HTTP/1.1 200 OK\r\nX-A: 1\rSet-Cookie: x\r\nContent-Length: 0\r\n\r\n", 0).error);
+        QVERIFY(feedEvents(std::string("HTTP/1.1 200 OK\r\nX-A: a\0b\r\nContent-Length: 0\r\n\r\n", 48), 0)
+                    .error);
+        QVERIFY(!feedEvents("HTTP/1.1 200 OK\r\nX-A: caf\xc3\xa9\t\r\nContent-Length: 0\r\n\r\n", 0).error);
         // Sixteen hex digits overflow the cap.
         QVERIFY(
             feedEvents("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1000000000000000\r\n", 0).error);

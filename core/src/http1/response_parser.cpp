@@ -121,9 +121,16 @@ ResponseParser::Status ResponseParser::parseHead(const char* data, std::size_t s
         if (line.empty()) break;
         fieldsEnd = lineEnd;
         const auto colon = line.find(':');
-        if (colon == std::string_view::npos || colon == 0) return fail("malformed field line");
+        // field-name = token, no whitespace before the colon (RFC 9112 §5.1); a line starting with
+        // whitespace is obs-fold (§5.2), which a proxy answers with 502.
+        if (colon == std::string_view::npos || !isToken(line.substr(0, colon)))
+            return fail("malformed field line");
         const std::string_view name = line.substr(0, colon);
         const std::string_view value = trim(line.substr(colon + 1));
+        // CR, LF and NUL are never valid in a field value (RFC 9110 §5.5); forwarded, a bare CR
+        // could split the response for a lenient client.
+        if (value.find_first_of(std::string_view("\r\0", 2)) != std::string_view::npos)
+            return fail("invalid character in a field value");
         if (http::iequals(name, "content-length")) {
             bool ok = !value.empty();
             forEachToken(value, [&](std::string_view tok) {
@@ -149,6 +156,7 @@ ResponseParser::Status ResponseParser::parseHead(const char* data, std::size_t s
                 }
                 chunked = http::iequals(name, "chunked") && name.size() == tok.size();
                 teOther = !chunked;
+                if (teOther) h.otherCodings = true;
             });
             if (!ok || (!chunked && !teOther)) return fail("invalid Transfer-Encoding");
         } else if (http::iequals(name, "connection")) {

@@ -560,10 +560,13 @@ void Conn::onRead(const boost::system::error_code& ec, std::size_t n) {
         onReadError(ec == asio::error::eof);
         return;
     }
-    // A short read drained the socket: the next read waits for the server without a recv that
-    // would fail with EAGAIN (io/drained.h), a syscall per response saved on the client side.
-    if (n < readAsked) io::markDrained(socket);
+    const bool drained = n < readAsked;
     if (!onData(n)) return; // the connection was closed
+    // A short read that ended between responses drained the socket: the next read waits for the
+    // server without a recv that would fail with EAGAIN (io/drained.h), a syscall per response
+    // saved on the client side. Not in the middle of a response: the server may close right after
+    // these bytes (a close-delimited body), and a FIN that came with them raises no new edge.
+    if (drained && !parser.started()) io::markDrained(socket);
     read();
     fill();
 }
@@ -663,8 +666,9 @@ bool Conn::processResponses() {
             fail(ErrorKind::Protocol);
             return false;
         }
+        const bool keepAlive = parser.keepAlive(); // complete() resets the parser
         complete(nowNs());
-        if (!parser.keepAlive()) {
+        if (!keepAlive) {
             if (inFlight)
                 fail(ErrorKind::Reset); // the server will not answer the rest
             else {

@@ -686,7 +686,13 @@ void Exchange::read() {
                                retry);
                 return;
             }
-            if (n < kReadChunk) io::markDrained(self->socket_); // the next read waits (io/drained.h)
+            // A short read mid-body drained the socket: the next read waits for the epoll edge
+            // (io/drained.h). Not while the upstream may close right after these bytes (a head,
+            // a close-delimited body, "Connection: close"): a FIN that came with them raises no
+            // new edge, and only the speculative read sees it.
+            if (n < kReadChunk && self->stage_ == Stage::Body && self->keepAlive_ &&
+                !self->parser_.completesAtEof())
+                io::markDrained(self->socket_);
             self->onRead(n);
         });
 }
@@ -760,6 +766,11 @@ bool Exchange::parseHead() {
             if (sink) sink->onUpstreamUpgrade(fields_, std::move(socket_), leftover);
             return false;
         }
+        if (h.otherCodings) {
+            // The client would get coded bytes with nothing saying how they are coded.
+            fail(502, "the upstream applied a transfer coding other than chunked (not supported)", false);
+            return false;
+        }
         status_ = h.status;
         keepAlive_ = h.keepAlive;
         fields_.clear();
@@ -769,7 +780,9 @@ bool Exchange::parseHead() {
             rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
             if (!f.empty() && f.back() == '\r') f.remove_suffix(1);
             const std::string_view name = f.substr(0, f.find(':'));
-            if (hopByHop(name) || namedIn(h.connection, name) || http::iequals(name, "content-length"))
+            // Trailer announces trailers, and an HTTP/1.1 upstream's never reach the client.
+            if (hopByHop(name) || namedIn(h.connection, name) || http::iequals(name, "content-length") ||
+                http::iequals(name, "trailer"))
                 continue;
             fields_.append(f);
             fields_.append("\r\n");

@@ -27,6 +27,10 @@ struct ResponseHead {
     /// How the body ends (RFC 9112 §6.3): none (HEAD, 1xx, 204, 304, Content-Length: 0), after
     /// Content-Length bytes, at the last chunk, or at the connection's close.
     enum class Framing : std::uint8_t { None, ContentLength, Chunked, UntilClose } framing = Framing::None;
+    /// Transfer-Encoding names a coding other than chunked ("gzip, chunked", "chunked, gzip"): the
+    /// body is framed as the last coding says, but its bytes are still coded (a proxy that does
+    /// not decode them answers 502, as nginx does).
+    bool otherCodings = false;
     /// Whether the connection may carry another exchange (RFC 9112 §9.3: 1.1 unless "close", 1.0
     /// only with "keep-alive"; never after a close-delimited body or when Transfer-Encoding and
     /// Content-Length arrive together, §6.3 item 3).
@@ -66,7 +70,8 @@ template <class Fn> void forEachResponseField(std::string_view fields, Fn&& fn) 
 /// error; only `NeedMore`, `Complete` and `Error` are returned.
 ///
 /// Errors (`error()` says which): a status line that is not `HTTP/1.<digit> <3 digits>`, a status
-/// outside 100..599, a field line without a name and colon, a head over `kMaxHead` bytes, a
+/// outside 100..599, a field line without a token name directly followed by ':' (so obs-fold too,
+/// RFC 9112 §5.2), a field value with CR or NUL, a head over `kMaxHead` bytes, a
 /// Content-Length that is not 1*DIGIT (or a list of equal values) or overflows 64 bits, differing
 /// Content-Lengths, a chunk-size line that is not 1-15 hex digits (then BWS, ';' extensions) ended by
 /// CRLF, chunk data not followed by CRLF, a trailer section over `kMaxHead` bytes. A head's lines may
