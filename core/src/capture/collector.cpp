@@ -1,6 +1,6 @@
 // Collector thread: drain rings → window (+ store), completions, 1 s time series.
-#include <portico/http/ascii.h>
 #include "capture/collector.h"
+#include <portico/http/ascii.h>
 
 #include <algorithm>
 #include <iterator>

@@ -1,6 +1,6 @@
 // The capture filter language (filter.h).
-#include <portico/http/ascii.h>
 #include <portico/capture/filter.h>
+#include <portico/http/ascii.h>
 
 #include <algorithm>
 #include <cctype>

@@ -99,7 +99,6 @@ std::size_t rawTextEnd(std::string_view s, std::size_t from, std::string_view na
 constexpr std::string_view kRawText[] = {"script", "style",  "textarea", "title",
                                          "xmp",    "iframe", "noembed",  "noframes"};
 
-
 bool ignoredName(std::string_view name) {
     return name.empty() || name.front() == '.' || name.back() == '~' || name == "4913" ||
            name == "node_modules" || name.ends_with(".swp") || name.ends_with(".swx");

@@ -22,7 +22,6 @@ constexpr std::uint8_t kBeginRequest = 1, kEndRequest = 3, kParams = 4, kStdin =
 constexpr std::size_t kMaxHead = 64 * 1024;
 constexpr std::size_t kReadChunk = 16 * 1024;
 
-
 void record(std::string& out, std::uint8_t type, std::string_view content) {
     const std::size_t n = content.size();
     const unsigned char pad = static_cast<unsigned char>((8 - n % 8) % 8);
@@ -146,8 +145,8 @@ void FastCgiCall::build(const http::Request& req, bool tls) {
     param(params, "CONTENT_LENGTH", req.body.empty() ? std::string() : std::to_string(req.body.size()));
     std::string name;
     for (const auto& h : req.headers) {
-        if (http::iequals(h.name, "content-type") || http::iequals(h.name, "content-length") || http::iequals(h.name, "proxy") ||
-            (!h.name.empty() && h.name.front() == ':'))
+        if (http::iequals(h.name, "content-type") || http::iequals(h.name, "content-length") ||
+            http::iequals(h.name, "proxy") || (!h.name.empty() && h.name.front() == ':'))
             continue; // HTTP_PROXY would be httpoxy (CVE-2016-5385)
         name = "HTTP_";
         for (char c : h.name)
@@ -332,7 +331,8 @@ bool FastCgiCall::parseHead() {
             if (ec == std::errc{} && p == value.data() + value.size()) length = v;
             continue;
         }
-        if (http::iequals(name, "connection") || http::iequals(name, "transfer-encoding") || http::iequals(name, "keep-alive"))
+        if (http::iequals(name, "connection") || http::iequals(name, "transfer-encoding") ||
+            http::iequals(name, "keep-alive"))
             continue;
         fields_.append(name);
         fields_.append(": ");

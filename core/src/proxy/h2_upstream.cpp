@@ -396,7 +396,7 @@ void H2Conn::onReadable() {
         }
         if (r.status != io::IoStatus::Ok) {
             die(502, r.status == io::IoStatus::Eof ? "the upstream closed the connection"
-                                                    : "connection lost (read error)");
+                                                   : "connection lost (read error)");
             return;
         }
         inRecv_ = true;
@@ -430,7 +430,7 @@ void H2Conn::flush() {
         }
         if (outOffset_ == out_.size()) break;
         io::IoResult r = io::transportWrite(socket_.native_handle(), ssl_, out_.data() + outOffset_,
-                                              out_.size() - outOffset_);
+                                            out_.size() - outOffset_);
         if (r.status == io::IoStatus::Ok) {
             outOffset_ += r.n;
             if (outOffset_ == out_.size()) {

@@ -127,7 +127,7 @@ private:
         for (int turns = 0; turns < 16; ++turns) {
             if (d.off < d.buf.size()) {
                 io::IoResult r = io::transportWrite(dst.native_handle(), dstSsl, d.buf.data() + d.off,
-                                                      d.buf.size() - d.off);
+                                                    d.buf.size() - d.off);
                 if (r.status == io::IoStatus::Ok) {
                     d.off += r.n;
                     continue;

@@ -1,6 +1,6 @@
 // OpenSSL server contexts for a listener (see server_tls.h).
-#include <portico/http/ascii.h>
 #include "tls/server_tls.h"
+#include <portico/http/ascii.h>
 
 #include "tls/socket_bio.h"
 #include "tls/suites.h"

@@ -2,8 +2,8 @@
 // (RFC 7692), heartbeat, closing handshake, and the echo / room / live-reload behaviours.
 #include "ws/session.h"
 
-#include "net/snapshot.h"
 #include "io/transport.h"
+#include "net/snapshot.h"
 #include "net/worker.h"
 #include "ws/codec.h"
 
