@@ -55,8 +55,8 @@ public:
     QTableWidget* messagesTable() const { return m_messages; }
     QPlainTextEdit* messageDetail() const { return m_messageDetail; }
     QWidget* messagesPage() const { return m_messagesPage; } ///< the tab holding both
-    /// Where resends go: the server's first cleartext listener ("http://127.0.0.1:8080"); replay
-    /// speaks HTTP/1.1 over plain sockets only.
+    /// Where resends go: the server's first cleartext listener ("http://127.0.0.1:8080"), in the
+    /// over HTTP/1.1 or HTTP/2 as capture::ReplayOptions::protocol says (engine::resend).
     QString resendTarget() const;
     /// The local CA certificate to name in a copy of `e` (https to this server's `tls: auto`
     /// listeners, once the CA exists); "" otherwise.
@@ -135,8 +135,8 @@ private:
     /// The resend's cancel (engine::Cancel, shared with its worker thread): the destructor cancels
     /// a resend still going, so closing the window does not wait for the resend's timeout.
     std::shared_ptr<engine::Cancel> m_cancel;
-    QString m_resentTo;
-    QPushButton* m_python = nullptr; ///< the base URL of the last resend (the dialog may change it)
+    QString m_resentTo; ///< the base URL of the last resend (the dialog may change it)
+    QPushButton* m_python = nullptr;
 };
 
 } // namespace portico::ui
