@@ -55,7 +55,7 @@ public:
     QTableWidget* messagesTable() const { return m_messages; }
     QPlainTextEdit* messageDetail() const { return m_messageDetail; }
     QWidget* messagesPage() const { return m_messagesPage; } ///< the tab holding both
-    /// Where resends go: the server's first cleartext listener ("http://127.0.0.1:8080"), in the
+    /// Where resends go: the server's first cleartext listener ("http://127.0.0.1:8080"), sent
     /// over HTTP/1.1 or HTTP/2 as capture::ReplayOptions::protocol says (engine::resend).
     QString resendTarget() const;
     /// The local CA certificate to name in a copy of `e` (https to this server's `tls: auto`
