@@ -162,6 +162,14 @@ vhosts:
         }
     }
 
+    // CONNECT (authority-form) asks for a tunnel, which an origin server does not offer: 501, as on
+    // HTTP/2 (one serve stage for both), and the connection carries the next request.
+    void connectIs501() {
+        RawReply r = rawExchange(port_, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"
+                                        "GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        QCOMPARE(statusCodes(r.bytes), (QList<int>{501, 200}));
+    }
+
     // Not HTTP at all (a TLS ClientHello on the cleartext port): 400 at once, not 408 later.
     void nonHttpBytesAreRefusedAtOnce() {
         RawReply r = rawExchange(port_, QByteArray("\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03", 11), 700);

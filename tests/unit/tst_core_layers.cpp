@@ -137,6 +137,32 @@ private slots:
             QVERIFY2(core_.exists(f), f);
         QVERIFY(!core_.exists("src/net/transport.h"));
     }
+
+    // Only serve/ chooses vhosts and routes: no other folder of the core calls the router's
+    // selectVhost or match (the sessions call serve::serve and its head-only questions).
+    void onlyServeRoutes() {
+        QVERIFY(core_.exists("src/serve/serve.h"));
+        static const QRegularExpression routing(
+            QStringLiteral("\\b(selectVhost|router\\.match|router\\(\\)\\.match)\\s*\\("));
+        QStringList where;
+        QDirIterator it(core_.filePath("src"), {"*.cpp", "*.h"}, QDir::Files, QDirIterator::Subdirectories);
+        int servesCalls = 0;
+        while (it.hasNext()) {
+            const QString file = it.next();
+            const QString folder = folderOf(core_.relativeFilePath(file));
+            QFile f(file);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QString text = QString::fromUtf8(f.readAll());
+            if (folder == "serve") {
+                servesCalls += int(text.count(routing));
+                continue;
+            }
+            if (folder == "routing") continue; // the router itself
+            if (text.contains(routing)) where << core_.relativeFilePath(file);
+        }
+        QVERIFY(servesCalls >= 3); // the pattern finds what serve/ does
+        QVERIFY2(where.isEmpty(), qPrintable("routes outside serve/: " + where.join(", ")));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestCoreLayers)

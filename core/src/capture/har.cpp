@@ -291,208 +291,234 @@ HarTimings harTimings(const Exchange& e) {
     return t;
 }
 
+namespace {
+
+// HAR 1.2 `request` object of `e` (cookies and query string parsed from what was sent).
+json harRequest(const Exchange& e) {
+    json req;
+    req["method"] = e.method.empty() ? "GET" : e.method;
+    req["url"] = e.protocol == Protocol::WebSocket ? wsUrl(e) : e.url();
+    req["httpVersion"] = versionText(e);
+    json cookies = json::array();
+    for (const auto& h : e.requestHeaders) {
+        if (h.name.size() != 6 || (h.name[0] != 'C' && h.name[0] != 'c') ||
+            std::strncmp(h.name.c_str() + 1, "ookie", 5))
+            continue;
+        std::string_view v = h.value;
+        while (!v.empty()) {
+            auto semi = v.find(';');
+            std::string_view pair = v.substr(0, semi);
+            v.remove_prefix(semi == std::string_view::npos ? v.size() : semi + 1);
+            auto eq = pair.find('=');
+            if (eq == std::string_view::npos) continue;
+            cookies.push_back({{"name", trim(pair.substr(0, eq))}, {"value", trim(pair.substr(eq + 1))}});
+        }
+    }
+    req["cookies"] = cookies;
+    req["headers"] = headerList(e.requestHeaders);
+    json query = json::array();
+    if (auto q = e.target.find('?'); q != std::string::npos) {
+        std::string_view qs = std::string_view(e.target).substr(q + 1);
+        qs = qs.substr(0, qs.find('#'));
+        while (!qs.empty()) {
+            auto amp = qs.find('&');
+            std::string_view kv = qs.substr(0, amp);
+            qs.remove_prefix(amp == std::string_view::npos ? qs.size() : amp + 1);
+            if (kv.empty()) continue;
+            auto eq = kv.find('=');
+            query.push_back(
+                {{"name", percentDecode(kv.substr(0, eq))},
+                 {"value", eq == std::string_view::npos ? std::string() : percentDecode(kv.substr(eq + 1))}});
+        }
+    }
+    req["queryString"] = query;
+    if (e.requestBodySize > 0 || !e.requestBody.empty()) {
+        json pd;
+        std::string_view ct = e.requestHeader("content-type");
+        pd["mimeType"] = std::string(ct);
+        pd["params"] = json::array();
+        if (isText(e.requestBody)) {
+            pd["text"] = e.requestBody;
+        } else {
+            pd["text"] = base64Encode(e.requestBody);
+            pd["_encoding"] = "base64";
+        }
+        req["postData"] = pd;
+    }
+    req["headersSize"] = e.requestHeadersSize ? static_cast<std::int64_t>(e.requestHeadersSize) : -1;
+    req["bodySize"] = static_cast<std::int64_t>(e.requestBodySize);
+    return req;
+}
+
+// HAR 1.2 `response` object of `e` (Set-Cookie attributes, the body as text or base64).
+json harResponse(const Exchange& e) {
+    json res;
+    res["status"] = e.status;
+    res["statusText"] = std::string(reason(e.status));
+    res["httpVersion"] = versionText(e);
+    json setCookies = json::array();
+    for (const auto& h : e.responseHeaders) {
+        if (!http::iequals(h.name, "set-cookie")) continue;
+        std::string_view v = h.value;
+        auto semi = v.find(';');
+        std::string_view pair = v.substr(0, semi);
+        auto eq = pair.find('=');
+        if (eq == std::string_view::npos) continue;
+        json c{{"name", trim(pair.substr(0, eq))}, {"value", trim(pair.substr(eq + 1))}};
+        std::string_view attrs = semi == std::string_view::npos ? std::string_view() : v.substr(semi + 1);
+        while (!attrs.empty()) {
+            auto s2 = attrs.find(';');
+            std::string a = trim(attrs.substr(0, s2));
+            attrs.remove_prefix(s2 == std::string_view::npos ? attrs.size() : s2 + 1);
+            auto e2 = a.find('=');
+            const std::string key = http::lower(a.substr(0, e2));
+            if (key == "path" && e2 != std::string::npos)
+                c["path"] = a.substr(e2 + 1);
+            else if (key == "domain" && e2 != std::string::npos)
+                c["domain"] = a.substr(e2 + 1);
+            else if (key == "httponly")
+                c["httpOnly"] = true;
+            else if (key == "secure")
+                c["secure"] = true;
+        }
+        setCookies.push_back(c);
+    }
+    res["cookies"] = setCookies;
+    res["headers"] = headerList(e.responseHeaders);
+    json content;
+    content["size"] = static_cast<std::int64_t>(e.responseBodySize);
+    std::string_view ct = e.responseHeader("content-type");
+    content["mimeType"] = ct.empty() ? std::string("x-unknown") : std::string(ct);
+    if (!e.responseBody.empty() || e.responseBodySize == 0) {
+        if (isText(e.responseBody)) {
+            content["text"] = e.responseBody;
+        } else {
+            content["text"] = base64Encode(e.responseBody);
+            content["encoding"] = "base64";
+        }
+    }
+    if (e.responseBody.size() < e.responseBodySize)
+        content["comment"] = "first " + std::to_string(e.responseBody.size()) + " of " +
+                             std::to_string(e.responseBodySize) + " bytes (capture.body_bytes)";
+    res["content"] = content;
+    res["redirectURL"] = std::string(e.responseHeader("location"));
+    res["headersSize"] = e.responseHeadersSize ? static_cast<std::int64_t>(e.responseHeadersSize + 2) : -1;
+    res["bodySize"] = e.status == 0 ? -1 : static_cast<std::int64_t>(e.responseBodySize);
+    if (!e.error.empty()) res["_error"] = e.error;
+    return res;
+}
+
+// Portico's own `_portico` object: ids, protocol, TLS, labels, sizes and the phase timestamps.
+json harPortico(const Exchange& e) {
+    json p;
+    p["id"] = e.id;
+    p["connectionId"] = e.connectionId;
+    p["streamId"] = e.streamId;
+    p["protocol"] = protocolName(e.protocol);
+    if (!e.tlsVersion.empty()) p["tlsVersion"] = e.tlsVersion;
+    if (!e.alpn.empty()) p["alpn"] = e.alpn;
+    if (!e.client.empty()) p["client"] = e.client;
+    if (e.localPort) p["localPort"] = e.localPort;
+    if (!e.vhost.empty()) p["vhost"] = e.vhost;
+    if (!e.route.empty()) p["route"] = e.route;
+    if (!e.error.empty()) p["error"] = e.error;
+    p["flags"] = e.flags;
+    p["startedUnixNs"] = e.startedUnixNs;
+    p["scheme"] = e.scheme;
+    p["authority"] = e.authority;
+    p["target"] = e.target;
+    p["requestBodySize"] = e.requestBodySize;
+    p["responseBodySize"] = e.responseBodySize;
+    p["requestHeadersSize"] = e.requestHeadersSize;
+    p["responseHeadersSize"] = e.responseHeadersSize;
+    if (!e.requestTrailers.empty()) p["requestTrailers"] = headerList(e.requestTrailers);
+    json phases = json::object();
+    for (std::size_t i = 0; i < kPhaseCount; ++i)
+        if (e.phases[i] >= 0) phases[std::string(phaseName(static_cast<Phase>(i)))] = e.phases[i];
+    p["phasesNs"] = phases;
+    return p;
+}
+
+// A WebSocket session's messages.
+json harWebSocketMessages(const Exchange& e) {
+    // Chrome's shape (DevTools HARWriter, CDP WebSocketFrame): type, time (Unix seconds),
+    // opcode, data; opcode 1 is text, any other opcode's data is base64. Ours adds the exact
+    // steady-clock time and the whole size (data may be a prefix).
+    json msgs = json::array();
+    for (const auto& m : e.messages) {
+        json j;
+        j["type"] = m.fromClient ? "send" : "receive";
+        j["time"] = static_cast<double>(messageUnixNs(e, m)) / 1e9;
+        j["opcode"] = m.opcode;
+        const bool text = m.opcode == 1 && isUtf8(m.data);
+        j["data"] = text ? m.data : base64Encode(m.data);
+        if (m.opcode == 1 && !text) j["_encoding"] = "base64"; // a prefix cut inside a character
+        j["_timeNs"] = m.timeNs;
+        j["_size"] = m.size;
+        if (m.compressed) j["_compressed"] = true; // permessage-deflate; data and size inflated
+        msgs.push_back(std::move(j));
+    }
+    return msgs;
+}
+
+// A gRPC call's messages, decoded when `options.decodeGrpc`.
+json harGrpcMessages(const Exchange& e, const HarOptions& options) {
+    // One object per Length-Prefixed-Message, in the WebSocket entries' shape: type, time
+    // (Unix seconds), data (always base64: protobuf is binary), and ours: the exact steady
+    // time, Compressed-Flag, Message-Length, and how the message reads.
+    json msgs = json::array();
+    for (const auto& m : e.messages) {
+        json j;
+        j["type"] = m.fromClient ? "send" : "receive";
+        j["time"] = static_cast<double>(messageUnixNs(e, m)) / 1e9;
+        j["data"] = base64Encode(m.data);
+        j["_timeNs"] = m.timeNs;
+        j["_compressedFlag"] = m.opcode;
+        j["_size"] = m.size;
+        if (m.cut) j["_cut"] = true;
+        if (options.decodeGrpc) {
+            const GrpcSchema* schema = options.grpcSchema ? options.grpcSchema(e) : nullptr;
+            const GrpcMessageText t = describeGrpcMessage(e, m, schema);
+            static constexpr const char* kKinds[] = {"json", "raw", "compressed", "malformed"};
+            json d;
+            d["kind"] = kKinds[static_cast<int>(t.kind)];
+            if (!t.type.empty()) d["type"] = t.type;
+            if (!t.text.empty()) d["text"] = t.text;
+            if (!t.note.empty()) d["note"] = t.note;
+            j["_decoded"] = std::move(d);
+        }
+        msgs.push_back(std::move(j));
+    }
+    return msgs;
+}
+
+} // namespace
+
 std::string toHar(const std::vector<Exchange>& exchanges, const HarOptions& options) {
     json entries = json::array();
     for (const Exchange& e : exchanges) {
-        json req;
-        req["method"] = e.method.empty() ? "GET" : e.method;
-        req["url"] = e.protocol == Protocol::WebSocket ? wsUrl(e) : e.url();
-        req["httpVersion"] = versionText(e);
-        json cookies = json::array();
-        for (const auto& h : e.requestHeaders) {
-            if (h.name.size() != 6 || (h.name[0] != 'C' && h.name[0] != 'c') ||
-                std::strncmp(h.name.c_str() + 1, "ookie", 5))
-                continue;
-            std::string_view v = h.value;
-            while (!v.empty()) {
-                auto semi = v.find(';');
-                std::string_view pair = v.substr(0, semi);
-                v.remove_prefix(semi == std::string_view::npos ? v.size() : semi + 1);
-                auto eq = pair.find('=');
-                if (eq == std::string_view::npos) continue;
-                cookies.push_back({{"name", trim(pair.substr(0, eq))}, {"value", trim(pair.substr(eq + 1))}});
-            }
-        }
-        req["cookies"] = cookies;
-        req["headers"] = headerList(e.requestHeaders);
-        json query = json::array();
-        if (auto q = e.target.find('?'); q != std::string::npos) {
-            std::string_view qs = std::string_view(e.target).substr(q + 1);
-            qs = qs.substr(0, qs.find('#'));
-            while (!qs.empty()) {
-                auto amp = qs.find('&');
-                std::string_view kv = qs.substr(0, amp);
-                qs.remove_prefix(amp == std::string_view::npos ? qs.size() : amp + 1);
-                if (kv.empty()) continue;
-                auto eq = kv.find('=');
-                query.push_back({{"name", percentDecode(kv.substr(0, eq))},
-                                 {"value", eq == std::string_view::npos ? std::string()
-                                                                        : percentDecode(kv.substr(eq + 1))}});
-            }
-        }
-        req["queryString"] = query;
-        if (e.requestBodySize > 0 || !e.requestBody.empty()) {
-            json pd;
-            std::string_view ct = e.requestHeader("content-type");
-            pd["mimeType"] = std::string(ct);
-            pd["params"] = json::array();
-            if (isText(e.requestBody)) {
-                pd["text"] = e.requestBody;
-            } else {
-                pd["text"] = base64Encode(e.requestBody);
-                pd["_encoding"] = "base64";
-            }
-            req["postData"] = pd;
-        }
-        req["headersSize"] = e.requestHeadersSize ? static_cast<std::int64_t>(e.requestHeadersSize) : -1;
-        req["bodySize"] = static_cast<std::int64_t>(e.requestBodySize);
-
-        json res;
-        res["status"] = e.status;
-        res["statusText"] = std::string(reason(e.status));
-        res["httpVersion"] = versionText(e);
-        json setCookies = json::array();
-        for (const auto& h : e.responseHeaders) {
-            if (!http::iequals(h.name, "set-cookie")) continue;
-            std::string_view v = h.value;
-            auto semi = v.find(';');
-            std::string_view pair = v.substr(0, semi);
-            auto eq = pair.find('=');
-            if (eq == std::string_view::npos) continue;
-            json c{{"name", trim(pair.substr(0, eq))}, {"value", trim(pair.substr(eq + 1))}};
-            std::string_view attrs = semi == std::string_view::npos ? std::string_view() : v.substr(semi + 1);
-            while (!attrs.empty()) {
-                auto s2 = attrs.find(';');
-                std::string a = trim(attrs.substr(0, s2));
-                attrs.remove_prefix(s2 == std::string_view::npos ? attrs.size() : s2 + 1);
-                auto e2 = a.find('=');
-                const std::string key = http::lower(a.substr(0, e2));
-                if (key == "path" && e2 != std::string::npos)
-                    c["path"] = a.substr(e2 + 1);
-                else if (key == "domain" && e2 != std::string::npos)
-                    c["domain"] = a.substr(e2 + 1);
-                else if (key == "httponly")
-                    c["httpOnly"] = true;
-                else if (key == "secure")
-                    c["secure"] = true;
-            }
-            setCookies.push_back(c);
-        }
-        res["cookies"] = setCookies;
-        res["headers"] = headerList(e.responseHeaders);
-        json content;
-        content["size"] = static_cast<std::int64_t>(e.responseBodySize);
-        std::string_view ct = e.responseHeader("content-type");
-        content["mimeType"] = ct.empty() ? std::string("x-unknown") : std::string(ct);
-        if (!e.responseBody.empty() || e.responseBodySize == 0) {
-            if (isText(e.responseBody)) {
-                content["text"] = e.responseBody;
-            } else {
-                content["text"] = base64Encode(e.responseBody);
-                content["encoding"] = "base64";
-            }
-        }
-        if (e.responseBody.size() < e.responseBodySize)
-            content["comment"] = "first " + std::to_string(e.responseBody.size()) + " of " +
-                                 std::to_string(e.responseBodySize) + " bytes (capture.body_bytes)";
-        res["content"] = content;
-        res["redirectURL"] = std::string(e.responseHeader("location"));
-        res["headersSize"] =
-            e.responseHeadersSize ? static_cast<std::int64_t>(e.responseHeadersSize + 2) : -1;
-        res["bodySize"] = e.status == 0 ? -1 : static_cast<std::int64_t>(e.responseBodySize);
-        if (!e.error.empty()) res["_error"] = e.error;
-
         const HarTimings t = harTimings(e);
         json timings{{"blocked", t.blocked}, {"dns", t.dns},         {"connect", t.connect}, {"send", t.send},
                      {"wait", t.wait},       {"receive", t.receive}, {"ssl", t.ssl}};
         json entry;
         entry["startedDateTime"] = isoTime(e.startedUnixNs);
         entry["time"] = std::round(t.total() * 1000.0) / 1000.0;
-        entry["request"] = req;
-        entry["response"] = res;
+        entry["request"] = harRequest(e);
+        entry["response"] = harResponse(e);
         entry["cache"] = json::object();
         entry["timings"] = timings;
         if (e.connectionId) entry["connection"] = std::to_string(e.connectionId);
-        json p;
-        p["id"] = e.id;
-        p["connectionId"] = e.connectionId;
-        p["streamId"] = e.streamId;
-        p["protocol"] = protocolName(e.protocol);
-        if (!e.tlsVersion.empty()) p["tlsVersion"] = e.tlsVersion;
-        if (!e.alpn.empty()) p["alpn"] = e.alpn;
-        if (!e.client.empty()) p["client"] = e.client;
-        if (e.localPort) p["localPort"] = e.localPort;
-        if (!e.vhost.empty()) p["vhost"] = e.vhost;
-        if (!e.route.empty()) p["route"] = e.route;
-        if (!e.error.empty()) p["error"] = e.error;
-        p["flags"] = e.flags;
-        p["startedUnixNs"] = e.startedUnixNs;
-        p["scheme"] = e.scheme;
-        p["authority"] = e.authority;
-        p["target"] = e.target;
-        p["requestBodySize"] = e.requestBodySize;
-        p["responseBodySize"] = e.responseBodySize;
-        p["requestHeadersSize"] = e.requestHeadersSize;
-        p["responseHeadersSize"] = e.responseHeadersSize;
-        if (!e.requestTrailers.empty()) p["requestTrailers"] = headerList(e.requestTrailers);
-        json phases = json::object();
-        for (std::size_t i = 0; i < kPhaseCount; ++i)
-            if (e.phases[i] >= 0) phases[std::string(phaseName(static_cast<Phase>(i)))] = e.phases[i];
-        p["phasesNs"] = phases;
-        entry["_portico"] = p;
+        entry["_portico"] = harPortico(e);
         if (e.protocol == Protocol::WebSocket) {
             entry["_portico"]["messageCount"] = e.messageCount;
             entry["_resourceType"] = "websocket";
-            // Chrome's shape (DevTools HARWriter, CDP WebSocketFrame): type, time (Unix seconds),
-            // opcode, data; opcode 1 is text, any other opcode's data is base64. Ours adds the exact
-            // steady-clock time and the whole size (data may be a prefix).
-            json msgs = json::array();
-            for (const auto& m : e.messages) {
-                json j;
-                j["type"] = m.fromClient ? "send" : "receive";
-                j["time"] = static_cast<double>(messageUnixNs(e, m)) / 1e9;
-                j["opcode"] = m.opcode;
-                const bool text = m.opcode == 1 && isUtf8(m.data);
-                j["data"] = text ? m.data : base64Encode(m.data);
-                if (m.opcode == 1 && !text) j["_encoding"] = "base64"; // a prefix cut inside a character
-                j["_timeNs"] = m.timeNs;
-                j["_size"] = m.size;
-                if (m.compressed) j["_compressed"] = true; // permessage-deflate; data and size inflated
-                msgs.push_back(std::move(j));
-            }
-            entry["_webSocketMessages"] = std::move(msgs);
+            entry["_webSocketMessages"] = harWebSocketMessages(e);
         }
         if (e.protocol == Protocol::Grpc) {
             entry["_portico"]["messageCount"] = e.messageCount;
             if (!e.responseTrailers.empty())
                 entry["_portico"]["responseTrailers"] = headerList(e.responseTrailers);
-            // One object per Length-Prefixed-Message, in the WebSocket entries' shape: type, time
-            // (Unix seconds), data (always base64: protobuf is binary), and ours: the exact steady
-            // time, Compressed-Flag, Message-Length, and how the message reads.
-            json msgs = json::array();
-            for (const auto& m : e.messages) {
-                json j;
-                j["type"] = m.fromClient ? "send" : "receive";
-                j["time"] = static_cast<double>(messageUnixNs(e, m)) / 1e9;
-                j["data"] = base64Encode(m.data);
-                j["_timeNs"] = m.timeNs;
-                j["_compressedFlag"] = m.opcode;
-                j["_size"] = m.size;
-                if (m.cut) j["_cut"] = true;
-                if (options.decodeGrpc) {
-                    const GrpcSchema* schema = options.grpcSchema ? options.grpcSchema(e) : nullptr;
-                    const GrpcMessageText t = describeGrpcMessage(e, m, schema);
-                    static constexpr const char* kKinds[] = {"json", "raw", "compressed", "malformed"};
-                    json d;
-                    d["kind"] = kKinds[static_cast<int>(t.kind)];
-                    if (!t.type.empty()) d["type"] = t.type;
-                    if (!t.text.empty()) d["text"] = t.text;
-                    if (!t.note.empty()) d["note"] = t.note;
-                    j["_decoded"] = std::move(d);
-                }
-                msgs.push_back(std::move(j));
-            }
-            entry["_grpcMessages"] = std::move(msgs);
+            entry["_grpcMessages"] = harGrpcMessages(e, options);
         }
         entries.push_back(std::move(entry));
     }
@@ -664,6 +690,172 @@ void readGrpcMessages(const json& entry, const std::string& where, Exchange& e,
     }
     e.messageCount = std::max<std::uint64_t>(e.messageCount, e.messages.size());
 }
+
+// `request` → method, URL parts, version, headers, body and sizes.
+void readRequest(const json& req, const std::string& where, Exchange& e, std::vector<std::string>& warnings) {
+    e.method = str(req, "method");
+    if (e.method.empty()) e.method = "GET"; // as when missing, and as the export writes it
+    const std::string url = str(req, "url");
+    if (url.empty()) throw ShapeError{where + ".request.url", "missing"};
+    if (auto p = url.find("://"); p != std::string::npos) {
+        e.scheme = url.substr(0, p);
+        auto slash = url.find('/', p + 3);
+        e.authority = url.substr(p + 3, slash == std::string::npos ? std::string::npos : slash - p - 3);
+        e.target = slash == std::string::npos ? "/" : url.substr(slash);
+    } else {
+        e.target = url;
+    }
+    const std::string hv = http::upper(str(req, "httpVersion", "HTTP/1.1"));
+    if (hv.find("2") != std::string::npos && hv.find("1.") == std::string::npos) {
+        e.protocol = Protocol::Http2;
+        e.httpVersion = 20;
+    } else if (hv == "HTTP/1.0") {
+        e.httpVersion = 10;
+    }
+    e.requestHeaders = headers(req, "headers", where + ".request");
+    if (const json* pd = member(req, "postData"); pd && pd->is_object()) {
+        std::string t = str(*pd, "text");
+        std::string enc = str(*pd, "_encoding", str(*pd, "encoding"));
+        if (enc == "base64") {
+            if (!base64Decode(t, e.requestBody))
+                warnings.push_back(where + ".request.postData: bad base64, kept as text");
+            else
+                t.clear();
+        }
+        if (enc != "base64" || !t.empty()) e.requestBody = t;
+    }
+    e.requestBodySize = count<std::uint64_t>(req, "bodySize", e.requestBody.size());
+    e.requestHeadersSize = count<std::uint64_t>(req, "headersSize", 0);
+}
+
+// `response` → status, headers, body (content.mimeType kept as Content-Type) and sizes.
+void readResponse(const json& res, const std::string& where, Exchange& e,
+                  std::vector<std::string>& warnings) {
+    e.status = count<int>(res, "status", 0);
+    e.responseHeaders = headers(res, "headers", where + ".response");
+    if (const json* c = member(res, "content"); c && c->is_object()) {
+        // content.mimeType is the Content-Type's value (HAR 1.2): kept as that header
+        // when the entry lists none, so an export gives it back instead of x-unknown.
+        const std::string mime = str(*c, "mimeType");
+        const bool typed = std::any_of(e.responseHeaders.begin(), e.responseHeaders.end(),
+                                       [](const auto& h) { return http::iequals(h.name, "content-type"); });
+        if (!mime.empty() && mime != "x-unknown" && !typed)
+            e.responseHeaders.push_back({"Content-Type", mime});
+        std::string t = str(*c, "text");
+        if (str(*c, "encoding") == "base64") {
+            if (!base64Decode(t, e.responseBody)) {
+                warnings.push_back(where + ".response.content: bad base64, kept as text");
+                e.responseBody = t;
+            }
+        } else {
+            e.responseBody = t;
+        }
+        e.responseBodySize = count<std::uint64_t>(*c, "size", e.responseBody.size());
+    }
+    const auto headSize = count<std::uint64_t>(res, "headersSize", 0);
+    e.responseHeadersSize = headSize > 2 ? headSize - 2 : 0;
+    if (const std::string err = str(res, "_error"); !err.empty()) e.error = err;
+}
+
+// `startedDateTime`, `timings`, `time` and `connection` → a synthetic timeline on the wall clock.
+void readTimeline(const json& entry, const std::string& where, Exchange& e,
+                  std::vector<std::string>& warnings) {
+    std::int64_t started = 0;
+    if (!parseIso(str(entry, "startedDateTime"), started))
+        warnings.push_back(where + ".startedDateTime: missing or not ISO 8601; shown as 1970-01-01");
+    e.startedUnixNs = started;
+    // Synthetic timeline on the wall clock: blocked+dns+connect, send, wait, receive.
+    const json* t = member(entry, "timings");
+    auto timing = [&](const char* k) { return t ? num(*t, k, -1) : -1.0; };
+    std::int64_t at = started;
+    for (const char* k : {"blocked", "dns", "connect"})
+        if (timing(k) > 0) at = addNs(at, nsOf(timing(k)));
+    if (timing("connect") >= 0 && timing("ssl") >= 0) {
+        e.set(Phase::Accepted, addNs(addNs(started, nsOf(std::max(0.0, timing("blocked")))),
+                                     nsOf(std::max(0.0, timing("dns")))));
+        e.set(Phase::TlsDone, at);
+    }
+    e.set(Phase::RequestHeaders, at);
+    const double send = timing("send"), wait = timing("wait"), receive = timing("receive");
+    if (send >= 0 && wait >= 0 && receive >= 0) {
+        e.set(Phase::RequestBodyDone, at = addNs(at, nsOf(send)));
+        e.set(Phase::ResponseFirstByte, at = addNs(at, nsOf(wait)));
+        e.set(Phase::ResponseDone, addNs(at, nsOf(receive)));
+    } else {
+        warnings.push_back(where + ".timings: send/wait/receive missing; shown as n/a");
+        const double time = num(entry, "time", -1);
+        if (time >= 0) e.set(Phase::ResponseDone, addNs(at, nsOf(time)));
+    }
+    if (const std::string c = str(entry, "connection"); !c.empty()) {
+        try {
+            e.connectionId = std::stoull(c);
+        } catch (...) {
+            e.connectionId = std::hash<std::string>{}(c)&0xffffffffffffull;
+        }
+    }
+}
+
+// Portico's own `_portico` object restores what HAR cannot carry, exactly.
+void readPortico(const json& p, const std::string& where, Exchange& e) {
+    e.flags = count<std::uint32_t>(p, "flags", 0);
+    e.connectionId = count<std::uint64_t>(p, "connectionId", 0);
+    e.streamId = count<std::uint32_t>(p, "streamId", 0);
+    const std::string proto = str(p, "protocol", "h1");
+    e.protocol = proto == "h2"     ? Protocol::Http2
+                 : proto == "ws"   ? Protocol::WebSocket
+                 : proto == "grpc" ? Protocol::Grpc
+                                   : Protocol::Http1;
+    e.tlsVersion = str(p, "tlsVersion");
+    e.alpn = str(p, "alpn");
+    e.client = str(p, "client");
+    e.localPort = count<std::uint16_t>(p, "localPort", 0);
+    e.vhost = str(p, "vhost");
+    e.route = str(p, "route");
+    e.error = str(p, "error");
+    if (const json* v = member(p, "startedUnixNs"); v && v->is_number_integer())
+        e.startedUnixNs = v->get<std::int64_t>();
+    if (member(p, "scheme")) e.scheme = str(p, "scheme");
+    if (member(p, "authority")) e.authority = str(p, "authority");
+    if (member(p, "target")) e.target = str(p, "target");
+    auto u64 = [&](const char* k, std::uint64_t& dst) {
+        if (const json* v = member(p, k); v && v->is_number_unsigned()) dst = v->get<std::uint64_t>();
+    };
+    u64("requestBodySize", e.requestBodySize);
+    u64("responseBodySize", e.responseBodySize);
+    u64("requestHeadersSize", e.requestHeadersSize);
+    u64("responseHeadersSize", e.responseHeadersSize);
+    u64("messageCount", e.messageCount);
+    if (const json* tr = member(p, "requestTrailers"); tr && tr->is_array())
+        e.requestTrailers = headers(p, "requestTrailers", where + "._portico");
+    if (const json* tr = member(p, "responseTrailers"); tr && tr->is_array())
+        e.responseTrailers = headers(p, "responseTrailers", where + "._portico");
+    if (const json* ph = member(p, "phasesNs"); ph && ph->is_object()) {
+        e.phases.fill(-1);
+        for (std::size_t i = 0; i < kPhaseCount; ++i)
+            if (const json* v = member(*ph, std::string(phaseName(static_cast<Phase>(i))).c_str());
+                v && v->is_number_integer()) // Portico writes integers; a double could overflow
+                e.phases[i] = v->get<std::int64_t>();
+    }
+}
+
+// One `log.entries[i]` (`where`) → an exchange; throws ShapeError when its shape is wrong.
+Exchange readEntry(const json& entry, const std::string& where, std::vector<std::string>& warnings) {
+    Exchange e;
+    e.flags |= kImported;
+    const json* req = member(entry, "request");
+    const json* res = member(entry, "response");
+    if (!req || !req->is_object()) throw ShapeError{where + ".request", "missing or not an object"};
+    readRequest(*req, where, e, warnings);
+    if (res && res->is_object())
+        readResponse(*res, where, e, warnings);
+    else
+        warnings.push_back(where + ": no response");
+    readTimeline(entry, where, e, warnings);
+    if (const json* p = member(entry, "_portico"); p && p->is_object()) readPortico(*p, where, e);
+    readWebSocketMessages(entry, where, e, warnings);
+    readGrpcMessages(entry, where, e, warnings);
+    return e;
+}
 } // namespace
 
 HarImport fromHar(std::string_view text) {
@@ -697,155 +889,7 @@ HarImport fromHar(std::string_view text) {
         for (const auto& entry : *entries) {
             const std::string where = "log.entries[" + std::to_string(index++) + "]";
             if (!entry.is_object()) throw ShapeError{where, "expected an object"};
-            Exchange e;
-            e.flags |= kImported;
-            const json* req = member(entry, "request");
-            const json* res = member(entry, "response");
-            if (!req || !req->is_object()) throw ShapeError{where + ".request", "missing or not an object"};
-            e.method = str(*req, "method");
-            if (e.method.empty()) e.method = "GET"; // as when missing, and as the export writes it
-            const std::string url = str(*req, "url");
-            if (url.empty()) throw ShapeError{where + ".request.url", "missing"};
-            if (auto p = url.find("://"); p != std::string::npos) {
-                e.scheme = url.substr(0, p);
-                auto slash = url.find('/', p + 3);
-                e.authority =
-                    url.substr(p + 3, slash == std::string::npos ? std::string::npos : slash - p - 3);
-                e.target = slash == std::string::npos ? "/" : url.substr(slash);
-            } else {
-                e.target = url;
-            }
-            const std::string hv = http::upper(str(*req, "httpVersion", "HTTP/1.1"));
-            if (hv.find("2") != std::string::npos && hv.find("1.") == std::string::npos) {
-                e.protocol = Protocol::Http2;
-                e.httpVersion = 20;
-            } else if (hv == "HTTP/1.0") {
-                e.httpVersion = 10;
-            }
-            e.requestHeaders = headers(*req, "headers", where + ".request");
-            if (const json* pd = member(*req, "postData"); pd && pd->is_object()) {
-                std::string t = str(*pd, "text");
-                std::string enc = str(*pd, "_encoding", str(*pd, "encoding"));
-                if (enc == "base64") {
-                    if (!base64Decode(t, e.requestBody))
-                        out.warnings.push_back(where + ".request.postData: bad base64, kept as text");
-                    else
-                        t.clear();
-                }
-                if (enc != "base64" || !t.empty()) e.requestBody = t;
-            }
-            e.requestBodySize = count<std::uint64_t>(*req, "bodySize", e.requestBody.size());
-            e.requestHeadersSize = count<std::uint64_t>(*req, "headersSize", 0);
-            if (res && res->is_object()) {
-                e.status = count<int>(*res, "status", 0);
-                e.responseHeaders = headers(*res, "headers", where + ".response");
-                if (const json* c = member(*res, "content"); c && c->is_object()) {
-                    // content.mimeType is the Content-Type's value (HAR 1.2): kept as that header
-                    // when the entry lists none, so an export gives it back instead of x-unknown.
-                    const std::string mime = str(*c, "mimeType");
-                    const bool typed =
-                        std::any_of(e.responseHeaders.begin(), e.responseHeaders.end(),
-                                    [](const auto& h) { return http::iequals(h.name, "content-type"); });
-                    if (!mime.empty() && mime != "x-unknown" && !typed)
-                        e.responseHeaders.push_back({"Content-Type", mime});
-                    std::string t = str(*c, "text");
-                    if (str(*c, "encoding") == "base64") {
-                        if (!base64Decode(t, e.responseBody)) {
-                            out.warnings.push_back(where + ".response.content: bad base64, kept as text");
-                            e.responseBody = t;
-                        }
-                    } else {
-                        e.responseBody = t;
-                    }
-                    e.responseBodySize = count<std::uint64_t>(*c, "size", e.responseBody.size());
-                }
-                const auto headSize = count<std::uint64_t>(*res, "headersSize", 0);
-                e.responseHeadersSize = headSize > 2 ? headSize - 2 : 0;
-                if (const std::string err = str(*res, "_error"); !err.empty()) e.error = err;
-            } else {
-                out.warnings.push_back(where + ": no response");
-            }
-            std::int64_t started = 0;
-            if (!parseIso(str(entry, "startedDateTime"), started))
-                out.warnings.push_back(where +
-                                       ".startedDateTime: missing or not ISO 8601; shown as 1970-01-01");
-            e.startedUnixNs = started;
-            // Synthetic timeline on the wall clock: blocked+dns+connect, send, wait, receive.
-            const json* t = member(entry, "timings");
-            auto timing = [&](const char* k) { return t ? num(*t, k, -1) : -1.0; };
-            std::int64_t at = started;
-            for (const char* k : {"blocked", "dns", "connect"})
-                if (timing(k) > 0) at = addNs(at, nsOf(timing(k)));
-            if (timing("connect") >= 0 && timing("ssl") >= 0) {
-                e.set(Phase::Accepted, addNs(addNs(started, nsOf(std::max(0.0, timing("blocked")))),
-                                             nsOf(std::max(0.0, timing("dns")))));
-                e.set(Phase::TlsDone, at);
-            }
-            e.set(Phase::RequestHeaders, at);
-            const double send = timing("send"), wait = timing("wait"), receive = timing("receive");
-            if (send >= 0 && wait >= 0 && receive >= 0) {
-                e.set(Phase::RequestBodyDone, at = addNs(at, nsOf(send)));
-                e.set(Phase::ResponseFirstByte, at = addNs(at, nsOf(wait)));
-                e.set(Phase::ResponseDone, addNs(at, nsOf(receive)));
-            } else {
-                out.warnings.push_back(where + ".timings: send/wait/receive missing; shown as n/a");
-                const double time = num(entry, "time", -1);
-                if (time >= 0) e.set(Phase::ResponseDone, addNs(at, nsOf(time)));
-            }
-            if (const std::string c = str(entry, "connection"); !c.empty()) {
-                try {
-                    e.connectionId = std::stoull(c);
-                } catch (...) {
-                    e.connectionId = std::hash<std::string>{}(c)&0xffffffffffffull;
-                }
-            }
-            // Portico's own extension restores what HAR cannot carry, exactly.
-            if (const json* p = member(entry, "_portico"); p && p->is_object()) {
-                e.flags = count<std::uint32_t>(*p, "flags", 0);
-                e.connectionId = count<std::uint64_t>(*p, "connectionId", 0);
-                e.streamId = count<std::uint32_t>(*p, "streamId", 0);
-                const std::string proto = str(*p, "protocol", "h1");
-                e.protocol = proto == "h2"     ? Protocol::Http2
-                             : proto == "ws"   ? Protocol::WebSocket
-                             : proto == "grpc" ? Protocol::Grpc
-                                               : Protocol::Http1;
-                e.tlsVersion = str(*p, "tlsVersion");
-                e.alpn = str(*p, "alpn");
-                e.client = str(*p, "client");
-                e.localPort = count<std::uint16_t>(*p, "localPort", 0);
-                e.vhost = str(*p, "vhost");
-                e.route = str(*p, "route");
-                e.error = str(*p, "error");
-                if (const json* v = member(*p, "startedUnixNs"); v && v->is_number_integer())
-                    e.startedUnixNs = v->get<std::int64_t>();
-                if (member(*p, "scheme")) e.scheme = str(*p, "scheme");
-                if (member(*p, "authority")) e.authority = str(*p, "authority");
-                if (member(*p, "target")) e.target = str(*p, "target");
-                auto u64 = [&](const char* k, std::uint64_t& dst) {
-                    if (const json* v = member(*p, k); v && v->is_number_unsigned())
-                        dst = v->get<std::uint64_t>();
-                };
-                u64("requestBodySize", e.requestBodySize);
-                u64("responseBodySize", e.responseBodySize);
-                u64("requestHeadersSize", e.requestHeadersSize);
-                u64("responseHeadersSize", e.responseHeadersSize);
-                u64("messageCount", e.messageCount);
-                if (const json* tr = member(*p, "requestTrailers"); tr && tr->is_array())
-                    e.requestTrailers = headers(*p, "requestTrailers", where + "._portico");
-                if (const json* tr = member(*p, "responseTrailers"); tr && tr->is_array())
-                    e.responseTrailers = headers(*p, "responseTrailers", where + "._portico");
-                if (const json* ph = member(*p, "phasesNs"); ph && ph->is_object()) {
-                    e.phases.fill(-1);
-                    for (std::size_t i = 0; i < kPhaseCount; ++i)
-                        if (const json* v =
-                                member(*ph, std::string(phaseName(static_cast<Phase>(i))).c_str());
-                            v && v->is_number_integer()) // Portico writes integers; a double could overflow
-                            e.phases[i] = v->get<std::int64_t>();
-                }
-            }
-            readWebSocketMessages(entry, where, e, out.warnings);
-            readGrpcMessages(entry, where, e, out.warnings);
-            out.exchanges.push_back(std::move(e));
+            out.exchanges.push_back(readEntry(entry, where, out.warnings));
         }
     } catch (const ShapeError& e) {
         out.exchanges.clear();

@@ -47,8 +47,8 @@ Produced runRoute(const Exchange& ex, http::Response& res) {
         return Produced::Response;
     }
     if (std::holds_alternative<config::WebSocketAction>(route->action)) {
-        // HTTP/1.1 upgrades never get here (the connection answers them); this is HTTP/2, which
-        // has no WebSocket bootstrap here (RFC 8441 is not offered).
+        // HTTP/1.1 upgrades never get here (serve() hands them to the session); this is HTTP/2,
+        // which has no WebSocket bootstrap here (RFC 8441 is not offered).
         Produced p = fail(426, res);
         res.addHeader("Upgrade", "websocket");
         return p;

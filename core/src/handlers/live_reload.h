@@ -11,6 +11,9 @@
 
 namespace portico::handlers {
 
+/// The reserved WebSocket endpoint of vhosts with `live_reload: true` (the snippet connects to it).
+inline constexpr std::string_view kLiveReloadPath = "/__portico/livereload";
+
 /// The snippet injected into HTML: one inline <script> that opens a WebSocket to
 /// /__portico/livereload on the page's own origin (ws: or wss:). Messages are JSON:
 /// {"type":"css","paths":[...]} swaps same-origin stylesheets in place (cache-busting query),

@@ -3,7 +3,9 @@
 
 #include <sys/mman.h>
 
+#include <charconv>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -60,6 +62,12 @@ public:
         end_ += s.size();
     }
     void append(const char* s, std::size_t n) { append(std::string_view(s, n)); }
+    /// Appends `n` in decimal ASCII (at most 20 digits, no sign, no padding).
+    void appendDecimal(std::uint64_t n) {
+        char digits[20];
+        const auto r = std::to_chars(digits, digits + sizeof digits, n);
+        append(digits, static_cast<std::size_t>(r.ptr - digits));
+    }
     /// Makes sure `n` more bytes fit after the unread data (compacting, then growing).
     void ensureRoom(std::size_t n) {
         if (cap_ - end_ >= n) return;

@@ -7,6 +7,7 @@
 #include "net/h2_connection.h"
 #include "net/worker.h"
 #include "proxy/tunnel.h"
+#include "serve/serve.h"
 #include "tls/server_tls.h"
 #include "ws/session.h"
 
@@ -37,10 +38,6 @@ constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr auto kParkAfter = io::kReleaseIdleAfter; // idle this long → buffers back to the pool
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"; // RFC 9113 §3.4
 constexpr std::size_t kTlsFileChunk = 64 * 1024; // file bytes read per TLS write (sendfile needs cleartext)
-// A streamed request body: reading from the client pauses while this many bytes wait for the
-// upstream, and resumes once half of them went up. Bounds an upload's memory per exchange.
-constexpr std::size_t kUploadHighWater = 256 * 1024;
-constexpr int kUploadReadsPerTurn = 32; // reads per wakeup before yielding to other connections
 
 // At most one line per second per process: a scanner must not flood the terminal.
 void logHandshakeFailure(const std::string& client) {
@@ -53,12 +50,6 @@ void logHandshakeFailure(const std::string& client) {
     char reason[256] = "closed during the handshake";
     if (unsigned long e = ERR_peek_last_error()) ERR_error_string_n(e, reason, sizeof reason);
     std::fprintf(stderr, "portico: TLS handshake with %s failed: %s\n", client.c_str(), reason);
-}
-
-void appendNumber(io::IoBuffer& out, std::uint64_t n) {
-    char buf[24];
-    auto r = std::to_chars(buf, buf + sizeof buf, n);
-    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
 // Bound on raw bytes held for one request: the head, a body, and chunk framing around it.
@@ -509,22 +500,13 @@ void Connection::parseAndHandle() {
 
 bool Connection::answerBeforeBody() {
     // RFC 9110 §10.1.1: with "Expect: 100-continue" the server answers the final status at once
-    // when the method, target and fields already decide it, so the client never sends a body that
-    // would be refused. We decide it when routing finds no route for the path (404), none for the
-    // method (405), the static root would refuse the method (405), or the method is unknown (501).
+    // when the method, target and fields already decide it (serve::refusedByHead), so the client
+    // never sends a body that would be refused.
     const Snapshot& snap = worker_.snapshot();
     http1::RequestHead& head = worker_.head();
-    bool refuse = head.method == http::Method::Other;
-    std::string& path = worker_.pathScratch();
-    if (!refuse && http::normalizePath(head.rawPath, path) == http::PathError::None) {
-        std::size_t vh = snap.router.selectVhost(head.host, localPort_);
-        auto kind = snap.router.match(vh, head.method, path).kind;
-        const bool readOnly = head.method == http::Method::Get || head.method == http::Method::Head ||
-                              head.method == http::Method::Options;
-        refuse = kind == routing::RouteResult::Kind::NotFound ||
-                 kind == routing::RouteResult::Kind::MethodNotAllowed ||
-                 (kind == routing::RouteResult::Kind::Fallback && !readOnly); // static files: 405
-    }
+    const serve::Context ctx{*snap.config, snap.router, worker_.handlerState(), localPort_, 1};
+    const bool refuse =
+        serve::refusedByHead(ctx, head.method, head.rawPath, head.host, worker_.pathScratch());
     if (!refuse) return false;
     // The body will never be read, so this connection cannot carry another request.
     head.keepAlive = false;
@@ -578,33 +560,13 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
     servedAny_ = true;
 
     http::Response& res = worker_.response();
-    res.reset();
-    std::string& path = worker_.pathScratch();
-    if (head.method == http::Method::Other) {
-        // RFC 9110 §9.1: a method the server does not implement gets 501 (no route can name one:
-        // the config only accepts the registered methods).
-        handlers::errorResponse(501, res);
-    } else if (head.method == http::Method::Options && head.target == "*") {
-        // OPTIONS * asks about the server as a whole (RFC 9110 §9.3.7).
-        res.status = 204;
-        res.addHeader("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH");
-    } else if (http::normalizePath(head.rawPath, path) != http::PathError::None) {
-        handlers::errorResponse(400, res);
-    } else {
-        req.path = path;
-        std::size_t vh = snap.router.selectVhost(req.host, localPort_);
-        routing::RouteResult rr = snap.router.match(vh, req.method, req.path);
-        if (cap()) {
-            cap()->routeNs = capture::nowNs();
-            cap()->labels = capture::labelsFor(cfg.vhosts[vh], rr);
-        }
-        if (ws::isWebSocketEndpoint(cfg.vhosts[vh], rr, req)) {
-            if (auto up = ws::acceptUpgrade(worker_, vh, rr, req, ssl() != nullptr, res))
-                rare().upgrade = std::move(up);
-        } else {
-            handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
-            handlers::dispatch(ex, res);
-        }
+    const serve::Context ctx{cfg, snap.router, worker_.handlerState(), localPort_, 1};
+    serve::Routed routed;
+    serve::Stamps stamps;
+    if (cap()) stamps = {&cap()->routeNs, &cap()->labels};
+    if (serve::serve(ctx, req, worker_.pathScratch(), res, routed, stamps) == serve::Next::Upgrade) {
+        if (auto up = ws::acceptUpgrade(worker_, routed.vhost, routed.route, req, ssl() != nullptr, res))
+            rare().upgrade = std::move(up);
     }
     if (res.forward) {
         startProxy(req, res, bodyFollows); // not captured yet: the record would need the upstream's side
@@ -615,462 +577,6 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
     const std::size_t headStart = cap() ? out_.size() : 0;
     serialize(req, res);
     if (cap()) captureExchange(req, res, headStart, {});
-}
-
-void Connection::startProxy(const http::Request& req, const http::Response& res, bool bodyFollows) {
-    Rare& r = rare();
-    r.proxyFields.assign(res.fieldBlock());
-    r.proxyServerHeader = res.serverHeader;
-    r.proxyHead = req.method == http::Method::Head;
-    r.proxyMinor = req.versionMinor;
-    r.proxyKeep = req.keepAlive && !worker_.draining();
-    r.proxyChunked = false;
-    r.proxyHeadSent = false;
-    r.proxyPaused = false;
-    http::Request forwarded = req;
-    if (r.clientAddress.empty()) {
-        boost::system::error_code ec;
-        auto remote = socket_.remote_endpoint(ec);
-        if (!ec) r.clientAddress = remote.address().to_string();
-    }
-    forwarded.clientAddress = r.clientAddress;
-    r.proxyTrailers.clear();
-    auto& pr = r.proxyRecord;
-    if (worker_.accessLog() || cap()) { // read by finishProxied only
-        pr.method.assign(req.methodToken);
-        pr.target.assign(req.target);
-        pr.host.assign(req.host);
-        pr.referer.assign(req.header("Referer"));
-        pr.userAgent.assign(req.header("User-Agent"));
-    }
-    pr.headers.clear();
-    pr.body.clear();
-    pr.bodySize = req.body.size();
-    pr.status = 0;
-    pr.responseHead.clear();
-    pr.responseBody.clear();
-    pr.responseBytes = 0;
-    pr.upstreamNs = pr.upstreamByteNs = -1;
-    if (cap()) {
-        for (const auto& h : req.headers)
-            pr.headers.emplace_back(h.name, h.value);
-        pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap()->cfg.bodyBytes)));
-    }
-    r.proxy = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
-                             *static_cast<const config::ProxyAction*>(res.forward), forwarded,
-                             ssl() != nullptr, this, bodyFollows);
-    phase_ = Phase::Proxy;
-    deadline_ = Clock::time_point::max();
-}
-
-// Does the request whose head was just parsed go to a route that streams request bodies
-// (proxy::streamsRequestBody)? One route match, only for bodies that did not come with their head.
-bool Connection::proxiesBody() {
-    const Snapshot& snap = worker_.snapshot();
-    http1::RequestHead& head = worker_.head();
-    if (head.method == http::Method::Other || head.method == http::Method::Connect) return false;
-    // An Upgrade request keeps the buffered path (`ws: true` hands the socket over on a 101).
-    for (std::size_t i = 0; i < head.headerCount; ++i)
-        if (http::iequals(head.headers[i].name, "upgrade")) return false;
-    std::string& path = worker_.pathScratch();
-    if (http::normalizePath(head.rawPath, path) != http::PathError::None) return false;
-    const std::size_t vh = snap.router.selectVhost(head.host, localPort_);
-    const routing::RouteResult rr = snap.router.match(vh, head.method, path);
-    if (rr.kind != routing::RouteResult::Kind::Matched || !rr.route) return false;
-    const auto* px = std::get_if<config::ProxyAction>(&rr.route->action);
-    return px && proxy::streamsRequestBody(*px);
-}
-
-// The request's body did not come with its head and its route proxies: the exchange starts now and
-// the body follows as it arrives (Forward::requestBody), reading from the client only while less
-// than kUploadHighWater bytes wait for the upstream. False (nothing done) for any other route: the
-// body is read whole first, as before. `headBytes`: the head's size at the start of in_.
-bool Connection::startUpload(std::size_t headBytes) {
-    if (!proxiesBody()) return false;
-    const http1::RequestHead& head = worker_.head();
-    const bool chunked = head.framing == http1::RequestHead::Framing::Chunked;
-    const std::uint64_t length = head.contentLength;
-    handle({}, {}, true);
-    if (!proxying()) {
-        // Answered without its body after all (cannot happen within one snapshot): the body is
-        // never read, so the connection cannot carry another request.
-        closeAfterWrite_ = true;
-        in_.clear();
-        resetBodyState();
-        return true;
-    }
-    Rare& r = *rareIf();
-    r.uploading = true;
-    r.uploadPaused = false;
-    r.uploadHeld = 0;
-    r.uploadDeadline = Clock::now() + worker_.snapshot().config->limits.bodyTimeout;
-    if (chunked) {
-        // The decoder already took r.chunkPos bytes after the head; what it decoded goes first.
-        in_.consume(headBytes + r.chunkPos);
-        r.chunkPos = 0;
-        r.uploadLeft = 0;
-        if (!r.chunkBody.empty()) {
-            std::string first;
-            first.swap(r.chunkBody);
-            giveUpload(first);
-        }
-    } else {
-        in_.consume(headBytes);
-        r.uploadLeft = length;
-    }
-    feedUpload();
-    if (uploading() && !closed_) waitUpload();
-    return true;
-}
-
-// Body bytes to the exchange, and to the record (size, a bounded prefix for the capture).
-void Connection::giveUpload(std::string_view data) {
-    if (data.empty()) return;
-    Rare& r = *rareIf();
-    r.uploadHeld += data.size();
-    auto& pr = r.proxyRecord;
-    pr.bodySize += data.size();
-    if (cap() && pr.body.size() < cap()->cfg.bodyBytes)
-        pr.body.append(data.substr(0, cap()->cfg.bodyBytes - pr.body.size()));
-    r.proxy->requestBody(data); // copies; never calls back from inside
-}
-
-// Hands the body bytes in in_ to the exchange (de-chunked); ends the upload at the body's end.
-// Bytes after the body (a pipelined request) stay in in_.
-void Connection::feedUpload() {
-    Rare& r = *rareIf();
-    if (!r.uploading || in_.empty()) return;
-    if (!r.chunkActive) {
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(in_.size(), r.uploadLeft));
-        giveUpload(in_.unread().substr(0, n));
-        in_.consume(n);
-        r.uploadLeft -= n;
-        if (r.uploadLeft == 0) endUpload({});
-        return;
-    }
-    std::size_t used = 0;
-    http1::ParseError err;
-    r.chunkBody.clear();
-    const auto cs = r.chunked.decode(in_.unread(), r.chunkBody, used, err);
-    if (cs == http1::ChunkedDecoder::Status::Error) {
-        worker_.counters().parseErrors.fetch_add(1, std::memory_order_relaxed);
-        failUpload(err.status, err.reason);
-        return;
-    }
-    giveUpload(r.chunkBody);
-    r.chunkBody.clear();
-    if (cs == http1::ChunkedDecoder::Status::Done)
-        endUpload(r.chunked.trailers()); // they point into in_: copied before it moves on
-    in_.consume(used);
-}
-
-// Reads body bytes and hands them on until the socket has no more (then waits), the body ends,
-// or kUploadHighWater bytes wait upstream (then onRequestBodyConsumed resumes it).
-void Connection::pumpUpload() {
-    for (int round = 0;; ++round) {
-        if (closed_ || !uploading()) return;
-        Rare& r = *rareIf();
-        if (r.uploadHeld >= kUploadHighWater) {
-            r.uploadPaused = true; // the upstream is slower: the client waits (TCP backpressure)
-            r.uploadDeadline = Clock::time_point::max();
-            return;
-        }
-        if (round == kUploadReadsPerTurn) {
-            asio::post(worker_.io(), [self = shared_from_this()] { self->pumpUpload(); });
-            return;
-        }
-        if (!in_.allocated()) in_ = worker_.buffers().acquire();
-        std::size_t room = 0;
-        char* p = in_.writable(room);
-        if (room < 1024) {
-            in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
-            p = in_.writable(room);
-        }
-        const io::IoResult res = io::transportRead(socket_.native_handle(), ssl(), p, room);
-        switch (res.status) {
-        case io::IoStatus::Ok:
-            in_.commit(res.n);
-            r.uploadDeadline = Clock::now() + worker_.snapshot().config->limits.bodyTimeout;
-            feedUpload();
-            continue;
-        case io::IoStatus::WantRead:
-            waitUpload();
-            return;
-        case io::IoStatus::WantWrite: // TLS needs to write first
-            socket_.async_wait(Socket::wait_write,
-                               [self = shared_from_this()](const boost::system::error_code& ec) {
-                                   if (!ec && !self->closed_) self->pumpUpload();
-                               });
-            return;
-        case io::IoStatus::Eof: // the client gave up mid-body: the upstream request is cancelled
-        case io::IoStatus::Error:
-            abort();
-            return;
-        }
-    }
-}
-
-void Connection::waitUpload() {
-    if (ssl() && io::transportPending(ssl())) {
-        asio::post(worker_.io(), [self = shared_from_this()] { self->pumpUpload(); });
-        return;
-    }
-    socket_.async_wait(Socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-        if (!ec && !self->closed_) self->pumpUpload();
-    });
-}
-
-void Connection::endUpload(std::span<const http::Header> trailers) {
-    Rare& r = *rareIf();
-    r.uploading = false;
-    r.uploadDeadline = Clock::time_point::max();
-    if (cap()) cap()->bodyDoneNs = capture::nowNs();
-    r.proxy->requestEnd(trailers);
-    resetBodyState();
-}
-
-// The exchange ended (answered, or failed) while the client was still sending the body: the rest
-// is never read, so the connection closes after the response.
-void Connection::stopUpload() {
-    if (!uploading()) return;
-    Rare& r = *rareIf();
-    r.uploading = false;
-    r.uploadDeadline = Clock::time_point::max();
-    r.proxyKeep = false;
-    resetBodyState();
-}
-
-// The body broke off here (bad chunked framing → 400, past max_body_bytes → 413, body_timeout →
-// 408): the upstream request is cancelled; the client gets `status` and a close, or, when the
-// upstream's response has started already, an aborted connection.
-void Connection::failUpload(int status, std::string_view why) {
-    Rare& r = *rareIf();
-    stopUpload();
-    if (auto x = std::move(r.proxy)) x->cancel();
-    r.proxyPaused = false;
-    if (r.proxyHeadSent) {
-        finishProxied(why);
-        abort();
-        return;
-    }
-    answerProxied(status, {});
-}
-
-void Connection::onRequestBodyConsumed(std::size_t n) {
-    if (!rareIf()) return;
-    Rare& r = *rareIf();
-    r.uploadHeld -= std::min(n, r.uploadHeld);
-    if (r.uploading && r.uploadPaused && r.uploadHeld <= kUploadHighWater / 2) {
-        r.uploadPaused = false;
-        r.uploadDeadline = Clock::now() + worker_.snapshot().config->limits.bodyTimeout;
-        // Posted: an HTTP/2 upstream reports this from inside its session's send.
-        asio::post(worker_.io(), [self = shared_from_this()] { self->pumpUpload(); });
-    }
-}
-
-void Connection::onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) {
-    onUpstreamHeadBodyFollows(status, fields, length);
-    pumpProxy();
-}
-
-// Queues the response head; the body bytes that follow (onUpstreamBody) or the end (onUpstreamEnd)
-// write it together with them.
-void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
-                                           std::optional<std::uint64_t> length) {
-    Rare& r = *rareIf();
-    if (!out_.allocated()) out_ = worker_.buffers().acquire();
-    const bool noBody = status < 200 || status == 204 || status == 304;
-    const std::size_t headStart = out_.size();
-    r.proxyRecord.status = status;
-    if (cap()) r.proxyRecord.upstreamByteNs = capture::nowNs();
-    out_.append("HTTP/1.1 ");
-    appendNumber(out_, static_cast<std::uint64_t>(status));
-    out_.append(" ");
-    out_.append(http::reasonPhrase(status));
-    out_.append("\r\n");
-    out_.append(worker_.dateLine());
-    if (r.proxyServerHeader) out_.append("Server: Portico/" PORTICO_VERSION "\r\n");
-    proxy::mergeResponseFields(fields, r.proxyFields, [&](std::string_view name, std::string_view value) {
-        out_.append(name);
-        out_.append(": ");
-        out_.append(value);
-        out_.append("\r\n");
-    });
-    if (!noBody) {
-        if (length) {
-            out_.append("Content-Length: ");
-            appendNumber(out_, *length);
-            out_.append("\r\n");
-        } else if (!r.proxyHead && r.proxyMinor >= 1) {
-            out_.append("Transfer-Encoding: chunked\r\n");
-            r.proxyChunked = true;
-        } else if (!r.proxyHead) {
-            r.proxyKeep = false; // an HTTP/1.0 client: the close ends the body
-        }
-    }
-    if (!r.proxyKeep)
-        out_.append("Connection: close\r\n");
-    else if (r.proxyMinor == 0)
-        out_.append("Connection: keep-alive\r\n");
-    out_.append("\r\n");
-    if (cap()) r.proxyRecord.responseHead.assign(out_.unread().substr(headStart));
-    r.proxyHeadSent = true;
-}
-
-bool Connection::onUpstreamBody(std::string_view data) {
-    Rare& r = *rareIf();
-    if (r.proxyHead) return true;
-    r.proxyRecord.responseBytes += data.size();
-    if (cap() && r.proxyRecord.responseBody.size() < cap()->cfg.bodyBytes)
-        r.proxyRecord.responseBody.append(
-            data.substr(0, cap()->cfg.bodyBytes - r.proxyRecord.responseBody.size()));
-    if (!out_.allocated()) out_ = worker_.buffers().acquire();
-    if (r.proxyChunked) {
-        char size[20];
-        auto e = std::to_chars(size, size + sizeof size, data.size(), 16);
-        out_.append(size, static_cast<std::size_t>(e.ptr - size));
-        out_.append("\r\n");
-    }
-    out_.append(data);
-    if (r.proxyChunked) out_.append("\r\n");
-    return pumpProxy();
-}
-
-void Connection::onUpstreamEnd() {
-    Rare& r = *rareIf();
-    stopUpload();
-    if (r.proxyChunked && !r.proxyHead) {
-        if (!out_.allocated()) out_ = worker_.buffers().acquire();
-        out_.append("0\r\n");
-        out_.append(r.proxyTrailers); // RFC 9112 §7.1.2: the trailer section of the last chunk
-        out_.append("\r\n");
-    }
-    auto done = std::move(r.proxy); // the exchange is finished; released when this returns
-    r.proxyPaused = false;
-    finishProxied({});
-    if (!r.proxyKeep) closeAfterWrite_ = true;
-    phase_ = Phase::Write;
-    if (!writeWaiting_) drive();
-}
-
-void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream,
-                                   std::string_view leftover) {
-    // The upstream accepted the WebSocket upgrade: the 101 goes to the client and both sockets
-    // become a tunnel (proxy/tunnel.h); this object is finished, as after startWebSocket.
-    Rare& r = *rareIf();
-    auto done = std::move(r.proxy);
-    std::string toClient(out_.allocated() ? out_.unread() : std::string_view());
-    toClient.append("HTTP/1.1 101 Switching Protocols\r\n");
-    proxy::mergeResponseFields(fields, r.proxyFields, [&](std::string_view name, std::string_view value) {
-        toClient.append(name);
-        toClient.append(": ");
-        toClient.append(value);
-        toClient.append("\r\n");
-    });
-    toClient.append("Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
-    r.proxyRecord.status = 101;
-    if (cap()) {
-        r.proxyRecord.upstreamByteNs = capture::nowNs();
-        std::string_view head = std::string_view(toClient).substr(toClient.find("HTTP/1.1 101"));
-        r.proxyRecord.responseHead.assign(head.substr(0, head.find("\r\n\r\n") + 2));
-    }
-    capture::WsCapturePtr wsCapture;
-    finishProxied({}, cap() ? &wsCapture : nullptr);
-    // RFC 7692 §5: RSV1 marks compressed messages once the upstream accepted permessage-deflate.
-    bool deflate = false;
-    if (wsCapture)
-        proxy::detail::forEachField(fields, [&](std::string_view name, std::string_view value) {
-            if (!http::iequals(name, "sec-websocket-extensions")) return;
-            std::string v(value);
-            for (char& c : v)
-                c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-            deflate = deflate || v.find("permessage-deflate") != std::string::npos;
-        });
-    proxy::startTunnel(worker_, std::move(socket_), ssl(), std::move(upstream), toClient, leftover,
-                       in_.allocated() ? in_.unread() : std::string_view(), std::move(wsCapture), deflate);
-    if (extra_) extra_->ssl = nullptr;
-    closed_ = true;
-    deadline_ = Clock::time_point::max();
-    releaseBuffers();
-}
-
-void Connection::onUpstreamConnected() {
-    if (cap()) rareIf()->proxyRecord.upstreamNs = capture::nowNs();
-}
-
-void Connection::onUpstreamTrailers(std::string_view fields) {
-    // Only a chunked body has room for them; fields that would change the framing never pass.
-    proxy::detail::forEachField(fields, [&](std::string_view name, std::string_view value) {
-        if (http::iequals(name, "content-length") || http::iequals(name, "transfer-encoding")) return;
-        std::string& t = rareIf()->proxyTrailers;
-        t.append(name);
-        t.append(": ");
-        t.append(value);
-        t.append("\r\n");
-    });
-}
-
-void Connection::onUpstreamError(int status, const std::string& message) {
-    Rare& r = *rareIf();
-    stopUpload();
-    auto done = std::move(r.proxy);
-    r.proxyPaused = false;
-    if (status == 0 || r.proxyHeadSent) {
-        finishProxied(message);
-        abort(); // mid-body: the promised framing cannot be kept
-        return;
-    }
-    answerProxied(status, message);
-}
-
-// A proxied exchange's answer made here (502/504 from the upstream's side, 400/408/413 from the
-// request body's): `status` with `message` (or the default error body), then what the exchange's
-// end does (the record, the write; a close when the request body was left unread).
-void Connection::answerProxied(int status, const std::string& message) {
-    Rare& r = *rareIf();
-    http::Response& res = worker_.response();
-    res.reset();
-    handlers::errorResponse(status, res);
-    if (!message.empty())
-        res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +
-                    "\n");
-    http::Request req;
-    req.keepAlive = r.proxyKeep;
-    req.versionMinor = r.proxyMinor;
-    req.method = r.proxyHead ? http::Method::Head : http::Method::Get;
-    const std::size_t headStart = out_.allocated() ? out_.size() : 0;
-    serialize(req, res);
-    r.proxyRecord.status = status;
-    r.proxyRecord.responseBytes = res.bodyLength();
-    if (cap()) {
-        std::string_view sent = out_.unread().substr(headStart);
-        r.proxyRecord.responseHead.assign(sent.substr(0, sent.find("\r\n\r\n") + 2));
-        r.proxyRecord.responseBody.assign(res.bodyView());
-    }
-    finishProxied({});
-    phase_ = Phase::Write;
-    if (!writeWaiting_) drive();
-}
-
-// Writes what the proxied response queued. False (the exchange pauses) while the client is slower
-// than the upstream and the output buffer is past its mark.
-bool Connection::pumpProxy() {
-    constexpr std::size_t kHighWater = 256 * 1024;
-    switch (flushNow()) {
-    case Flush::Failed:
-        abort();
-        return false;
-    case Flush::Blocked:
-        waitWrite();
-        if (out_.size() >= kHighWater) {
-            rareIf()->proxyPaused = true;
-            return false;
-        }
-        return true;
-    case Flush::Done:
-        break;
-    }
-    return true;
 }
 
 void Connection::logExchange(const http::Request& req, const http::Response& res) {
@@ -1112,7 +618,7 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
     const int status = res.status;
     const bool noBody = status < 200 || status == 204 || status == 304;
     out_.append("HTTP/1.1 ");
-    appendNumber(out_, static_cast<std::uint64_t>(status));
+    out_.appendDecimal(static_cast<std::uint64_t>(status));
     out_.append(" ");
     out_.append(http::reasonPhrase(status));
     out_.append("\r\n");
@@ -1121,7 +627,7 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
     out_.append(res.fieldBlock());
     if (!noBody) {
         out_.append("Content-Length: ");
-        appendNumber(out_, res.bodyLength());
+        out_.appendDecimal(res.bodyLength());
         out_.append("\r\n");
     }
     if (!keep)

@@ -1,6 +1,7 @@
 // HTTP/2 server connection on nghttp2 (RFC 9113): frames in through mem_recv, out through
 // mem_send into one buffer that is written once per loop turn.
 #include "net/h2_connection.h"
+#include "net/h2_stream.h"
 
 #include "capture/hooks.h"
 #include "io/drained.h"
@@ -8,6 +9,7 @@
 #include "io/transport.h"
 #include "net/worker.h"
 #include "proxy/h2_upstream.h"
+#include "serve/serve.h"
 #include "tls/socket_bio.h"
 
 #include <portico/handlers/dispatch.h>
@@ -120,119 +122,6 @@ struct Callbacks {
     ~Callbacks() { nghttp2_session_callbacks_del(cbs); }
 };
 } // namespace
-
-// A proxied stream's side of proxy::Exchange: body bytes wait in `pending` until nghttp2 pulls
-// them (readBody); the exchange pauses while more than kProxyHighWater bytes wait.
-struct H2Connection::ProxySink final : proxy::Sink {
-    static constexpr std::size_t kProxyHighWater = 256 * 1024;
-    H2Connection* conn = nullptr;
-    std::int32_t id = 0;
-    std::shared_ptr<proxy::Forward> exchange;
-    std::string extra; // vhost/route headers
-    bool serverHeader = true;
-    std::optional<std::uint64_t> length;
-    std::string pending;
-    std::size_t offset = 0;
-    std::string trailers;                    // the upstream's trailer section ("name: value\r\n" lines)
-    std::uint64_t sentBytes = 0;             // body bytes handed to nghttp2
-    std::string capBody;                     // capture only: a prefix of the response body
-    capture::GrpcCapture* capGrpc = nullptr; // capture only: the call's messages (owned by the Stream)
-    bool done = false;
-    bool paused = false;
-    bool deferred = false;
-    bool headSent = false;
-    bool headersOnly = false; // one HEADERS frame with END_STREAM (gRPC Trailers-Only)
-    bool grpc = false;        // content-type application/grpc*: resets pass through as they are
-
-    void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> len) override;
-    bool onUpstreamBody(std::string_view data) override;
-    void onUpstreamEnd() override;
-    void onUpstreamError(int status, const std::string& message) override;
-    void onUpstreamConnected() override;
-    void onUpstreamTrailers(std::string_view fields) override { trailers.assign(fields); }
-    void onUpstreamHeadersOnly(int status, std::string_view fields) override;
-    void onUpstreamReset(std::uint32_t code, bool sent, const std::string& message) override;
-    void onRequestBodyConsumed(std::size_t n) override {
-        nghttp2_session_consume(conn->session_, id, n);
-        conn->flush();
-    }
-    void wake() {
-        if (deferred) {
-            deferred = false;
-            nghttp2_session_resume_data(conn->session_, id);
-        }
-        conn->flush();
-    }
-    ~ProxySink() override {
-        if (exchange) exchange->cancel();
-    }
-};
-
-struct H2Connection::Stream {
-    /// Back to a fresh stream for `streamId`, keeping every buffer's capacity.
-    void reuse(std::int32_t streamId) {
-        id = streamId;
-        arena.clear();
-        fields.clear();
-        method.clear();
-        path.clear();
-        scheme.clear();
-        authority.clear();
-        if (body.capacity() > 64 * 1024) std::string().swap(body);
-        body.clear();
-        fieldBytes = 0;
-        earlyStatus = 0;
-        dispatched = false;
-        streaming = false;
-        head = false;
-        res.reset();
-        sent = 0;
-        timer.reset();
-        proxy.reset();
-        start = Clock::now();
-        target.clear();
-        host.clear();
-        capHeadNs = capBodyNs = capRouteNs = capFirstByteNs = capUpstreamNs = capUpstreamByteNs = -1;
-        capLabels = {};
-        capBody.clear();
-        capBodySize = 0;
-        capGrpc.reset();
-        lastInput = start;
-        delayed = false;
-        bodyTimedOut = false;
-    }
-    struct Field {
-        std::uint32_t name, nameLen, value, valueLen;
-        bool trailer;
-    };
-    std::int32_t id = 0;
-    std::string arena; // field names and values as received
-    std::vector<Field> fields;
-    std::string method, path, scheme, authority;
-    std::string body;
-    std::uint64_t fieldBytes = 0;
-    int earlyStatus = 0; // decided while receiving (413, 431)
-    bool dispatched = false;
-    bool streaming = false; // the request body goes upstream as it arrives (HTTP/2 upstream)
-    bool head = false;
-    http::Response res;
-    std::uint64_t sent = 0; // body bytes handed to nghttp2
-    std::optional<asio::steady_timer> timer;
-    bool delayed = false;             // the response waits for its `latency` (timer)
-    bool bodyTimedOut = false;        // answered 408 by body_timeout: RST_STREAM(NO_ERROR) after it
-    std::unique_ptr<ProxySink> proxy; // a `proxy:` route's exchange in progress
-    Clock::time_point start = Clock::now();
-    Clock::time_point lastInput = start; // opened, or its last body bytes (body_timeout)
-    std::string target;                  // for the access log
-    std::string host;
-    // Capture (only when the connection captures).
-    std::int64_t capHeadNs = -1, capBodyNs = -1, capRouteNs = -1, capFirstByteNs = -1;
-    std::int64_t capUpstreamNs = -1, capUpstreamByteNs = -1;
-    capture::RouteLabels capLabels;
-    std::string capBody;           // request body prefix
-    std::uint64_t capBodySize = 0; // request body bytes (a streamed body counts them for max_body_bytes too)
-    std::unique_ptr<capture::GrpcCapture> capGrpc; // a gRPC call's messages
-};
 
 H2Connection::H2Connection(Worker& worker, Connection::Socket socket, SSL* ssl, std::uint16_t localPort,
                            std::string_view received)
@@ -548,137 +437,6 @@ void H2Connection::onResponseEnd(std::int32_t id) {
 }
 
 namespace {
-// A frame head's fields (RFC 9113 §4.1): 24-bit length, type, 31-bit stream id; `at` 9 reads the
-// stream dependency of a PRIORITY frame's payload.
-std::size_t frameLength(const std::uint8_t* h) {
-    return (std::size_t{h[0]} << 16) | (std::size_t{h[1]} << 8) | h[2];
-}
-std::int32_t streamIdAt(const std::uint8_t* h, std::size_t at = 5) {
-    return static_cast<std::int32_t>(((std::uint32_t{h[at]} << 24) | (std::uint32_t{h[at + 1]} << 16) |
-                                      (std::uint32_t{h[at + 2]} << 8) | h[at + 3]) &
-                                     0x7fffffffu);
-}
-} // namespace
-
-ssize_t H2Connection::feed(const std::uint8_t* p, std::size_t n) {
-    const std::uint8_t* const end = p + n;
-    const std::uint8_t* run = p; // walked, not yet given to nghttp2
-    auto give = [&](const std::uint8_t* from, std::size_t len) -> ssize_t {
-        return len ? nghttp2_session_mem_recv(session_, from, len) : 0;
-    };
-    while (p < end) {
-        if (passLeft_ > 0) {
-            const std::size_t take = std::min<std::size_t>(passLeft_, static_cast<std::size_t>(end - p));
-            passLeft_ -= take;
-            p += take;
-            continue;
-        }
-        // A frame head: 9 bytes, and a PRIORITY frame's 5-byte payload with it.
-        const std::uint8_t* head = p;
-        std::size_t want = 9;
-        const auto wanted = [](const std::uint8_t* h) {
-            return h[3] == NGHTTP2_PRIORITY && frameLength(h) == 5 ? std::size_t{14} : std::size_t{9};
-        };
-        if (headHave_ == 0 && static_cast<std::size_t>(end - p) >= 9 &&
-            static_cast<std::size_t>(end - p) >= (want = wanted(p))) {
-            p += want; // whole in this read: checked in place
-        } else {
-            // Split across reads: gathered in head_, given to nghttp2 on its own once complete.
-            if (ssize_t r = give(run, static_cast<std::size_t>(p - run)); r < 0) return r;
-            while (p < end && headHave_ < (headHave_ >= 9 ? wanted(head_) : std::size_t{9}))
-                head_[headHave_++] = *p++;
-            run = p;
-            if (headHave_ < 9 || headHave_ < wanted(head_)) break;
-            head = head_;
-            want = headHave_;
-            headHave_ = 0;
-        }
-        const std::size_t len = frameLength(head);
-        const std::uint8_t type = head[3];
-        const std::int32_t id = streamIdAt(head);
-        // A frame on a stream the walk has seen opened is judged with nghttp2's state after every
-        // frame before it: those go to nghttp2 first.
-        const bool needsState = ((type == NGHTTP2_DATA || type == NGHTTP2_HEADERS) && id != 0 && (id & 1) &&
-                                 id <= walkedMaxId_) ||
-                                type == NGHTTP2_PRIORITY;
-        if (needsState && head != head_) {
-            if (ssize_t r = give(run, static_cast<std::size_t>(head - run)); r < 0) return r;
-            run = head;
-        }
-        if (type == NGHTTP2_HEADERS && (id & 1) && id > walkedMaxId_) walkedMaxId_ = id;
-        const int verdict = needsState ? checkFrame(type, id, len, head) : 0;
-        if (verdict < 0) {
-            nghttp2_session_terminate_session(session_, static_cast<std::uint32_t>(-verdict));
-            return NGHTTP2_ERR_CALLBACK_FAILURE;
-        }
-        if (verdict > 0)
-            nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, static_cast<std::uint32_t>(verdict));
-        if (head == head_) {
-            if (ssize_t r = give(head_, want); r < 0) return r;
-        }
-        passLeft_ = len - (want - 9);
-    }
-    if (ssize_t r = give(run, static_cast<std::size_t>(p - run)); r < 0) return r;
-    return static_cast<ssize_t>(n);
-}
-
-int H2Connection::checkFrame(std::uint8_t type, std::int32_t id, std::size_t len, const std::uint8_t* head) {
-    if (type == NGHTTP2_PRIORITY) {
-        if (id == 0) return -NGHTTP2_PROTOCOL_ERROR; // §6.3
-        if (len != 5) return 0;                      // nghttp2 answers FRAME_SIZE_ERROR
-        const std::int32_t dep = streamIdAt(head, 9);
-        if (dep != id) return 0;
-        // §5.3.1: a stream error; RST_STREAM may not name an idle stream (§6.4), so a PRIORITY
-        // frame for one that does not exist ends the connection instead.
-        return nghttp2_session_find_stream(session_, id) ? NGHTTP2_PROTOCOL_ERROR : -NGHTTP2_PROTOCOL_ERROR;
-    }
-    if (nghttp2_session_find_stream(session_, id)) return 0; // open: nghttp2 applies §5.1
-    switch (closedHow(id)) {
-    case Closed::WeReset:
-        return 0; // §5.1: frames after our RST_STREAM may still be in flight; nghttp2 ignores them
-    case Closed::PeerReset:
-        // §5.1: after the peer's RST_STREAM, a stream error; HEADERS cannot reopen it.
-        return type == NGHTTP2_DATA ? NGHTTP2_STREAM_CLOSED : -NGHTTP2_STREAM_CLOSED;
-    case Closed::Normal:
-        return -NGHTTP2_STREAM_CLOSED; // §5.1: frames after END_STREAM on a closed stream
-    case Closed::Unknown:
-        break;
-    }
-    // Never opened (skipped by a higher id, so implicitly closed: §5.1.1) or closed long ago.
-    return type == NGHTTP2_HEADERS ? -NGHTTP2_PROTOCOL_ERROR : -NGHTTP2_STREAM_CLOSED;
-}
-
-H2Connection::Closed H2Connection::closedHow(std::int32_t id) const {
-    for (std::int32_t r : resetByUs_)
-        if (r == id) return Closed::WeReset;
-    for (const ClosedStream& c : closedStreams_)
-        if (c.id == id) return c.how;
-    return Closed::Unknown;
-}
-
-void H2Connection::onResetReceived(std::int32_t id) {
-    closingId_ = id;
-    closingHow_ = Closed::PeerReset;
-}
-
-void H2Connection::onResetSent(std::int32_t id) {
-    resetByUs_[resetNext_++ % resetByUs_.size()] = id;
-    const auto& h2 = worker_.snapshot().config->http2;
-    if (calmed_) return;
-    if (!takeToken(resetTokens_, resetRefill_, static_cast<double>(h2.resetBurst),
-                   static_cast<double>(h2.resetRate))) {
-        calmed_ = true; // once: terminate_session queues a GOAWAY, the close follows
-        enhanceYourCalm();
-    }
-}
-
-int H2Connection::enhanceYourCalm() {
-    worker_.counters().h2Abuse.fetch_add(1, std::memory_order_relaxed);
-    nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
-    return NGHTTP2_ERR_CALLBACK_FAILURE;
-}
-
-namespace {
 // Finished streams are kept per worker thread and reused, so a stream allocates nothing once
 // the pool is warm (their buffers keep their capacity).
 constexpr std::size_t kStreamPoolMax = 512;
@@ -765,22 +523,16 @@ int H2Connection::onHeadersEnd(std::int32_t id, bool endStream) {
 
 bool H2Connection::streamsBody(const Stream& s) {
     const Snapshot& snap = worker_.snapshot();
-    const http::Method m = http::methodFromToken(s.method);
-    if (m == http::Method::Other || m == http::Method::Connect) return false;
-    std::string_view target = s.path;
-    std::string& path = worker_.pathScratch();
-    if (http::normalizePath(target.substr(0, target.find('?')), path) != http::PathError::None) return false;
     std::string_view host = s.authority;
     if (host.empty()) {
         for (const auto& f : s.fields)
             if (!f.trailer && std::string_view(s.arena).substr(f.name, f.nameLen) == "host")
                 host = std::string_view(s.arena).substr(f.value, f.valueLen);
     }
-    const std::size_t vh = snap.router.selectVhost(host, localPort_);
-    routing::RouteResult rr = snap.router.match(vh, m, path);
-    if (rr.kind != routing::RouteResult::Kind::Matched || !rr.route) return false;
-    const auto* px = std::get_if<config::ProxyAction>(&rr.route->action);
-    return px && proxy::streamsRequestBody(*px);
+    const std::string_view target = s.path;
+    const serve::Context ctx{*snap.config, snap.router, worker_.handlerState(), localPort_, 2};
+    return serve::streamsRequestBody(ctx, http::methodFromToken(s.method), target.substr(0, target.find('?')),
+                                     host, false, worker_.pathScratch());
 }
 
 int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t len) {
@@ -903,29 +655,11 @@ void H2Connection::dispatch(Stream& s) {
     s.host = std::string(req.host);
 
     http::Response& res = s.res;
-    res.reset();
-    std::string& path = worker_.pathScratch();
-    if (req.method == http::Method::Other) {
-        handlers::errorResponse(501, res);
-    } else if (req.method == http::Method::Options && target == "*") {
-        res.status = 204;
-        res.addHeader("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH");
-    } else if (req.method == http::Method::Connect) {
-        // Extended CONNECT (RFC 8441) is not offered, so CONNECT has no target here.
-        handlers::errorResponse(501, res);
-    } else if (http::normalizePath(req.rawPath, path) != http::PathError::None) {
-        handlers::errorResponse(400, res);
-    } else {
-        req.path = path;
-        std::size_t vh = snap.router.selectVhost(req.host, localPort_);
-        routing::RouteResult rr = snap.router.match(vh, req.method, req.path);
-        if (cap_) {
-            s.capRouteNs = capture::nowNs();
-            s.capLabels = capture::labelsFor(cfg.vhosts[vh], rr);
-        }
-        handlers::Exchange ex{cfg, cfg.vhosts[vh], rr, req, worker_.handlerState()};
-        handlers::dispatch(ex, res);
-    }
+    const serve::Context ctx{cfg, snap.router, worker_.handlerState(), localPort_, 2};
+    serve::Routed routed;
+    serve::Stamps stamps;
+    if (cap_) stamps = {&s.capRouteNs, &s.capLabels};
+    serve::serve(ctx, req, worker_.pathScratch(), res, routed, stamps);
     if (cap_ && !s.streaming) {
         s.capBodySize = s.body.size();
         s.capBody.assign(s.body, 0, std::min<std::size_t>(s.body.size(), cap_->cfg.bodyBytes));
@@ -968,139 +702,6 @@ void H2Connection::dispatch(Stream& s) {
     // Submitted at once: the statistics' reading is the response's first byte (a clock read less).
     if (statsNs >= 0) s.capFirstByteNs = statsNs;
     submit(s);
-}
-
-void H2Connection::startProxy(Stream& s, const http::Request& req) {
-    auto sink = std::make_unique<ProxySink>();
-    sink->conn = this;
-    sink->id = s.id;
-    sink->extra.assign(s.res.fieldBlock());
-    sink->serverHeader = s.res.serverHeader;
-    for (const auto& h : req.headers)
-        if (h.name == "content-type" && h.value.starts_with("application/grpc")) sink->grpc = true;
-    if (cap_ && sink->grpc) {
-        // A gRPC call: its record carries the messages both ways (capture only).
-        s.capGrpc = std::make_unique<capture::GrpcCapture>(cap_->cfg.bodyBytes, cap_->cfg.wsMessages);
-        sink->capGrpc = s.capGrpc.get();
-        if (!s.streaming) capture::grpcData(*s.capGrpc, true, s.body);
-    }
-    ProxySink* raw = sink.get();
-    s.proxy = std::move(sink);
-    const auto& action = *static_cast<const config::ProxyAction*>(s.res.forward);
-    if (s.streaming && !proxy::streamsRequestBody(action)) {
-        // The config changed between the head and the dispatch; cannot happen within one
-        // snapshot, but never forward a body we do not have.
-        s.streaming = false;
-    }
-    raw->exchange = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(), action, req,
-                                   ssl_ != nullptr, raw, s.streaming);
-}
-
-void H2Connection::ProxySink::onUpstreamConnected() {
-    if (!conn->cap_) return;
-    if (Stream* s = conn->stream(id)) s->capUpstreamNs = capture::nowNs();
-}
-
-void H2Connection::ProxySink::onUpstreamHeadersOnly(int status, std::string_view fields) {
-    headersOnly = true;
-    done = true;
-    exchange.reset();
-    onUpstreamHead(status, fields, std::nullopt);
-}
-
-void H2Connection::ProxySink::onUpstreamReset(std::uint32_t code, bool sent, const std::string& message) {
-    // gRPC's PROTOCOL-HTTP2.md maps the code to the call's status at the client, so a gRPC call
-    // gets the upstream's reset as it was; other requests get a 502 while nothing was sent.
-    if (!sent && !headSent && !grpc && code != NGHTTP2_REFUSED_STREAM) {
-        onUpstreamError(502, message);
-        return;
-    }
-    exchange.reset();
-    H2Connection* c = conn;
-    if (!c->stream(id)) return;
-    nghttp2_submit_rst_stream(c->session_, NGHTTP2_FLAG_NONE, id, code);
-    c->flush();
-}
-
-void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields,
-                                             std::optional<std::uint64_t> len) {
-    Stream* s = conn->stream(id);
-    if (!s) return;
-    http::Response& res = s->res;
-    res.reset();
-    res.status = status;
-    res.serverHeader = serverHeader;
-    proxy::mergeResponseFields(
-        fields, extra, [&](std::string_view name, std::string_view value) { res.addHeader(name, value); });
-    length = len;
-    headSent = true;
-    if (conn->cap_) s->capUpstreamByteNs = capture::nowNs();
-    conn->submit(*s);
-    conn->flush();
-}
-
-bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
-    pending.append(data);
-    if (conn->cap_) {
-        if (capBody.size() < conn->cap_->cfg.bodyBytes)
-            capBody.append(data.substr(0, conn->cap_->cfg.bodyBytes - capBody.size()));
-        if (capGrpc) capture::grpcData(*capGrpc, false, data);
-    }
-    const bool full = pending.size() - offset >= kProxyHighWater;
-    if (full) paused = true;
-    wake(); // may end the stream and destroy this sink: nothing is touched after it
-    return !full;
-}
-
-void H2Connection::ProxySink::onUpstreamEnd() {
-    done = true;
-    exchange.reset();
-    wake();
-}
-
-void H2Connection::ProxySink::onUpstreamError(int status, const std::string& message) {
-    exchange.reset();
-    H2Connection* c = conn;
-    Stream* s = c->stream(id);
-    if (!s) return;
-    if (status == 0 || headSent) {
-        nghttp2_submit_rst_stream(c->session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
-        c->flush();
-        return;
-    }
-    if (grpc) {
-        // A gRPC client reads the reason from grpc-message, not from an HTML-ish body: answer
-        // Trailers-Only with UNAVAILABLE (502) or DEADLINE_EXCEEDED (504), message percent-encoded
-        // (gRPC over HTTP/2, "Responses").
-        std::string fields = "content-type: application/grpc\r\ngrpc-status: ";
-        fields += status == 504 ? "4" : "14";
-        fields += "\r\ngrpc-message: ";
-        static constexpr char kHex[] = "0123456789ABCDEF";
-        const std::string text =
-            std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message;
-        for (unsigned char ch : text) {
-            if (ch >= 0x20 && ch <= 0x7e && ch != '%') {
-                fields.push_back(static_cast<char>(ch));
-            } else {
-                fields.push_back('%');
-                fields.push_back(kHex[ch >> 4]);
-                fields.push_back(kHex[ch & 15]);
-            }
-        }
-        fields += "\r\n";
-        s->capUpstreamByteNs = -1;
-        onUpstreamHeadersOnly(200, fields); // may end the stream and destroy this sink
-        return;
-    }
-    s->res.reset();
-    handlers::errorResponse(status, s->res);
-    s->res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +
-                   "\n");
-    auto self = std::move(s->proxy); // back to a plain response; destroyed at the end of this call
-    c->logExchange(*s);
-    if (c->cap_) s->capFirstByteNs = c->captureStats(*s);
-    c->submit(*s);
-    c->flush();
 }
 
 void H2Connection::submit(Stream& s) {
@@ -1359,88 +960,5 @@ void H2Connection::abort() {
 }
 
 // ---- capture (only with capture on) ----
-
-std::int64_t H2Connection::captureStats(Stream& s) {
-    const std::int64_t now = capture::nowNs();
-    const std::int64_t start = s.capHeadNs >= 0 ? s.capHeadNs : now;
-    capture::recordStats(*cap_->rec, s.capLabels,
-                         static_cast<std::uint64_t>(now - start) +
-                             static_cast<std::uint64_t>(s.res.delay.count()),
-                         s.res.fate == http::Response::Fate::Drop ? 0 : s.res.status);
-    return now;
-}
-
-void H2Connection::captureStream(Stream& s, std::string_view error) {
-    if (s.capHeadNs < 0) return; // already captured, or began before capture
-    std::vector<http::Header>& headers = worker_.h2Headers();
-    std::vector<http::Header>& trailers = worker_.h2Trailers();
-    headers.clear();
-    trailers.clear();
-    // The request's HPACK-decoded size: the pseudo-header fields (kept apart, in Stream) and the rest.
-    std::uint64_t headBytes = 0;
-    if (!s.method.empty()) headBytes += 7 + s.method.size();
-    if (!s.scheme.empty()) headBytes += 7 + s.scheme.size();
-    if (!s.authority.empty()) headBytes += 10 + s.authority.size();
-    if (!s.path.empty()) headBytes += 5 + s.path.size();
-    for (const auto& f : s.fields) {
-        http::Header h{std::string_view(s.arena).substr(f.name, f.nameLen),
-                       std::string_view(s.arena).substr(f.value, f.valueLen)};
-        (f.trailer ? trailers : headers).push_back(h);
-        if (!f.trailer) headBytes += f.nameLen + f.valueLen;
-    }
-    http::Request req;
-    req.headers = headers;
-    req.trailers = trailers;
-    req.body = s.capBody;
-    capture::ExchangeInput in;
-    in.requestHeadBytes = headBytes;
-    if (const std::string_view date = worker_.dateLine(); date.size() > 8)
-        in.h2Date = date.substr(6, date.size() - 8); // "Date: ...\r\n", as submit() sends it
-    in.protocol = capture::Protocol::Http2;
-    in.httpVersion = 20;
-    in.streamId = static_cast<std::uint32_t>(s.id);
-    in.ssl = ssl_;
-    in.localPort = localPort_;
-    in.req = &req;
-    in.method = s.method;
-    in.target = s.path;
-    in.authority = s.host.empty() ? std::string_view(s.authority) : std::string_view(s.host);
-    in.scheme = s.scheme;
-    const ProxySink* proxied = s.proxy.get();
-    // A proxied stream has answered only once the upstream's head went out: a call the client
-    // cancelled before it is recorded with no status, not the 200 a Response starts with.
-    const bool answered =
-        s.dispatched && s.res.fate != http::Response::Fate::Drop && (!proxied || proxied->headSent);
-    in.res = answered ? &s.res : nullptr;
-    const bool noBody = s.head || s.res.status < 200 || s.res.status == 204 || s.res.status == 304;
-    in.responseHasBody = answered && !noBody;
-    in.responseBodySize = in.responseHasBody ? (proxied ? proxied->sentBytes : s.sent) : 0;
-    in.requestBodySize = s.capBodySize;
-    in.error = s.dispatched && s.res.fate == http::Response::Fate::Drop
-                   ? std::string_view("stream reset (fault injection)")
-               : !error.empty() ? error
-               : (!proxied && in.responseHasBody && s.sent < s.res.bodyLength())
-                   ? std::string_view("stream closed before the whole body was sent")
-                   : std::string_view();
-    in.labels = s.capLabels;
-    in.requestStartNs = s.capHeadNs;
-    in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = s.capHeadNs;
-    in.phases[static_cast<std::size_t>(capture::Phase::RequestBodyDone)] = s.capBodyNs;
-    in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = s.capRouteNs;
-    in.phases[static_cast<std::size_t>(capture::Phase::UpstreamConnected)] = s.capUpstreamNs;
-    in.phases[static_cast<std::size_t>(capture::Phase::UpstreamFirstByte)] = s.capUpstreamByteNs;
-    if (answered) {
-        in.phases[static_cast<std::size_t>(capture::Phase::ResponseFirstByte)] = s.capFirstByteNs;
-        if (error.empty())
-            in.phases[static_cast<std::size_t>(capture::Phase::ResponseDone)] = capture::nowNs();
-    }
-    if (s.capGrpc) {
-        in.protocol = capture::Protocol::Grpc;
-        capture::writeGrpcRecord(*cap_, in, *s.capGrpc, proxied ? std::string_view(proxied->trailers) : "");
-    } else if (capture::writeRecord(*cap_, 0, in)) {
-        cap_->rec->publish(1);
-    }
-    s.capHeadNs = -1;
-}
 
 } // namespace portico::net

@@ -1,6 +1,7 @@
 // Opening handshake checks and negotiation (RFC 6455 §4.2.1-§4.2.2, §9.1; RFC 7692 §5, §7.1).
 #include "ws/upgrade.h"
 
+#include "handlers/live_reload.h"
 #include "net/snapshot.h"
 #include "net/worker.h"
 #include "ws/hub.h"
@@ -246,13 +247,6 @@ bool servedHost(const config::Config& config, std::string_view host) {
     return false;
 }
 
-bool isWebSocketEndpoint(const config::Vhost& vhost, const routing::RouteResult& route,
-                         const http::Request& req) {
-    if (vhost.liveReload && req.path == kLiveReloadPath) return true;
-    return route.kind == routing::RouteResult::Kind::Matched && route.route &&
-           std::holds_alternative<config::WebSocketAction>(route.route->action);
-}
-
 std::unique_ptr<Accepted> acceptUpgrade(net::Worker& worker, std::size_t vhostIndex,
                                         const routing::RouteResult& route, const http::Request& req, bool tls,
                                         http::Response& res) {
@@ -260,7 +254,7 @@ std::unique_ptr<Accepted> acceptUpgrade(net::Worker& worker, std::size_t vhostIn
     const config::Config& cfg = *snap->config;
     const config::Vhost& vhost = cfg.vhosts[vhostIndex];
     auto a = std::make_unique<Accepted>();
-    a->liveReload = vhost.liveReload && req.path == kLiveReloadPath;
+    a->liveReload = vhost.liveReload && req.path == handlers::kLiveReloadPath;
     if (a->liveReload) {
         a->action = &liveReloadAction();
         a->route = Hub::kLiveReloadRoute;

@@ -17,9 +17,6 @@ class Worker;
 
 namespace portico::ws {
 
-/// The reserved live-reload endpoint of vhosts with `live_reload: true`.
-inline constexpr std::string_view kLiveReloadPath = "/__portico/livereload";
-
 /// A handshake that was accepted: what the session needs once the 101 is queued.
 struct Accepted {
     std::shared_ptr<const net::Snapshot> snapshot; ///< keeps `action` and the hub alive
@@ -36,14 +33,10 @@ struct Accepted {
     capture::WsCapturePtr capture; ///< the session's capture record (null when capture is off)
 };
 
-/// Whether `req` (routed to `route` in `vhost`) is for a WebSocket endpoint: a `websocket` route, or
-/// the live-reload endpoint of a vhost that has it. Cheap; false for everything else.
-bool isWebSocketEndpoint(const config::Vhost& vhost, const routing::RouteResult& route,
-                         const http::Request& req);
-
-/// Answers a request for a WebSocket endpoint (isWebSocketEndpoint). On success `res` holds the 101
-/// (Upgrade, Connection, Sec-WebSocket-Accept, and the selected Sec-WebSocket-Protocol /
-/// Sec-WebSocket-Extensions) and the result is non-null; otherwise `res` holds the refusal:
+/// Answers a request for a WebSocket endpoint (serve::isWebSocketEndpoint; serve() returned Next::Upgrade).
+/// On success `res` holds the 101 (Upgrade, Connection, Sec-WebSocket-Accept, and the selected
+/// Sec-WebSocket-Protocol / Sec-WebSocket-Extensions) and the result is non-null; otherwise `res` holds the
+/// refusal:
 ///  - 405 + Allow: GET for other methods;
 ///  - 426 + "Upgrade: websocket" for a request that is no WebSocket upgrade (RFC 9110 §15.5.22);
 ///  - 426 + "Sec-WebSocket-Version: 13" for another version (§4.4);

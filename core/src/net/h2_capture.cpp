@@ -1,0 +1,95 @@
+// Capture of HTTP/2 exchanges: the statistics reading and the record of each stream.
+#include "net/h2_connection.h"
+#include "net/h2_stream.h"
+
+#include "capture/hooks.h"
+#include "net/worker.h"
+
+#include <nghttp2/nghttp2.h>
+
+namespace portico::net {
+
+std::int64_t H2Connection::captureStats(Stream& s) {
+    const std::int64_t now = capture::nowNs();
+    const std::int64_t start = s.capHeadNs >= 0 ? s.capHeadNs : now;
+    capture::recordStats(*cap_->rec, s.capLabels,
+                         static_cast<std::uint64_t>(now - start) +
+                             static_cast<std::uint64_t>(s.res.delay.count()),
+                         s.res.fate == http::Response::Fate::Drop ? 0 : s.res.status);
+    return now;
+}
+
+void H2Connection::captureStream(Stream& s, std::string_view error) {
+    if (s.capHeadNs < 0) return; // already captured, or began before capture
+    std::vector<http::Header>& headers = worker_.h2Headers();
+    std::vector<http::Header>& trailers = worker_.h2Trailers();
+    headers.clear();
+    trailers.clear();
+    // The request's HPACK-decoded size: the pseudo-header fields (kept apart, in Stream) and the rest.
+    std::uint64_t headBytes = 0;
+    if (!s.method.empty()) headBytes += 7 + s.method.size();
+    if (!s.scheme.empty()) headBytes += 7 + s.scheme.size();
+    if (!s.authority.empty()) headBytes += 10 + s.authority.size();
+    if (!s.path.empty()) headBytes += 5 + s.path.size();
+    for (const auto& f : s.fields) {
+        http::Header h{std::string_view(s.arena).substr(f.name, f.nameLen),
+                       std::string_view(s.arena).substr(f.value, f.valueLen)};
+        (f.trailer ? trailers : headers).push_back(h);
+        if (!f.trailer) headBytes += f.nameLen + f.valueLen;
+    }
+    http::Request req;
+    req.headers = headers;
+    req.trailers = trailers;
+    req.body = s.capBody;
+    capture::ExchangeInput in;
+    in.requestHeadBytes = headBytes;
+    if (const std::string_view date = worker_.dateLine(); date.size() > 8)
+        in.h2Date = date.substr(6, date.size() - 8); // "Date: ...\r\n", as submit() sends it
+    in.protocol = capture::Protocol::Http2;
+    in.httpVersion = 20;
+    in.streamId = static_cast<std::uint32_t>(s.id);
+    in.ssl = ssl_;
+    in.localPort = localPort_;
+    in.req = &req;
+    in.method = s.method;
+    in.target = s.path;
+    in.authority = s.host.empty() ? std::string_view(s.authority) : std::string_view(s.host);
+    in.scheme = s.scheme;
+    const ProxySink* proxied = s.proxy.get();
+    // A proxied stream has answered only once the upstream's head went out: a call the client
+    // cancelled before it is recorded with no status, not the 200 a Response starts with.
+    const bool answered =
+        s.dispatched && s.res.fate != http::Response::Fate::Drop && (!proxied || proxied->headSent);
+    in.res = answered ? &s.res : nullptr;
+    const bool noBody = s.head || s.res.status < 200 || s.res.status == 204 || s.res.status == 304;
+    in.responseHasBody = answered && !noBody;
+    in.responseBodySize = in.responseHasBody ? (proxied ? proxied->sentBytes : s.sent) : 0;
+    in.requestBodySize = s.capBodySize;
+    in.error = s.dispatched && s.res.fate == http::Response::Fate::Drop
+                   ? std::string_view("stream reset (fault injection)")
+               : !error.empty() ? error
+               : (!proxied && in.responseHasBody && s.sent < s.res.bodyLength())
+                   ? std::string_view("stream closed before the whole body was sent")
+                   : std::string_view();
+    in.labels = s.capLabels;
+    in.requestStartNs = s.capHeadNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = s.capHeadNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::RequestBodyDone)] = s.capBodyNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = s.capRouteNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::UpstreamConnected)] = s.capUpstreamNs;
+    in.phases[static_cast<std::size_t>(capture::Phase::UpstreamFirstByte)] = s.capUpstreamByteNs;
+    if (answered) {
+        in.phases[static_cast<std::size_t>(capture::Phase::ResponseFirstByte)] = s.capFirstByteNs;
+        if (error.empty())
+            in.phases[static_cast<std::size_t>(capture::Phase::ResponseDone)] = capture::nowNs();
+    }
+    if (s.capGrpc) {
+        in.protocol = capture::Protocol::Grpc;
+        capture::writeGrpcRecord(*cap_, in, *s.capGrpc, proxied ? std::string_view(proxied->trailers) : "");
+    } else if (capture::writeRecord(*cap_, 0, in)) {
+        cap_->rec->publish(1);
+    }
+    s.capHeadNs = -1;
+}
+
+} // namespace portico::net

@@ -1,0 +1,147 @@
+// A proxied HTTP/2 stream: starting the forward, and the stream's proxy::Sink, which hands the
+// upstream's head, body, trailers and resets to nghttp2 with backpressure.
+#include "net/h2_connection.h"
+#include "net/h2_stream.h"
+
+#include "capture/hooks.h"
+#include "net/worker.h"
+#include "proxy/h2_upstream.h"
+
+#include <nghttp2/nghttp2.h>
+
+namespace portico::net {
+
+void H2Connection::startProxy(Stream& s, const http::Request& req) {
+    auto sink = std::make_unique<ProxySink>();
+    sink->conn = this;
+    sink->id = s.id;
+    sink->extra.assign(s.res.fieldBlock());
+    sink->serverHeader = s.res.serverHeader;
+    for (const auto& h : req.headers)
+        if (h.name == "content-type" && h.value.starts_with("application/grpc")) sink->grpc = true;
+    if (cap_ && sink->grpc) {
+        // A gRPC call: its record carries the messages both ways (capture only).
+        s.capGrpc = std::make_unique<capture::GrpcCapture>(cap_->cfg.bodyBytes, cap_->cfg.wsMessages);
+        sink->capGrpc = s.capGrpc.get();
+        if (!s.streaming) capture::grpcData(*s.capGrpc, true, s.body);
+    }
+    ProxySink* raw = sink.get();
+    s.proxy = std::move(sink);
+    const auto& action = *static_cast<const config::ProxyAction*>(s.res.forward);
+    if (s.streaming && !proxy::streamsRequestBody(action)) {
+        // The config changed between the head and the dispatch; cannot happen within one
+        // snapshot, but never forward a body we do not have.
+        s.streaming = false;
+    }
+    raw->exchange = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(), action, req,
+                                   ssl_ != nullptr, raw, s.streaming);
+}
+
+void H2Connection::ProxySink::onUpstreamConnected() {
+    if (!conn->cap_) return;
+    if (Stream* s = conn->stream(id)) s->capUpstreamNs = capture::nowNs();
+}
+
+void H2Connection::ProxySink::onUpstreamHeadersOnly(int status, std::string_view fields) {
+    headersOnly = true;
+    done = true;
+    exchange.reset();
+    onUpstreamHead(status, fields, std::nullopt);
+}
+
+void H2Connection::ProxySink::onUpstreamReset(std::uint32_t code, bool sent, const std::string& message) {
+    // gRPC's PROTOCOL-HTTP2.md maps the code to the call's status at the client, so a gRPC call
+    // gets the upstream's reset as it was; other requests get a 502 while nothing was sent.
+    if (!sent && !headSent && !grpc && code != NGHTTP2_REFUSED_STREAM) {
+        onUpstreamError(502, message);
+        return;
+    }
+    exchange.reset();
+    H2Connection* c = conn;
+    if (!c->stream(id)) return;
+    nghttp2_submit_rst_stream(c->session_, NGHTTP2_FLAG_NONE, id, code);
+    c->flush();
+}
+
+void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields,
+                                             std::optional<std::uint64_t> len) {
+    Stream* s = conn->stream(id);
+    if (!s) return;
+    http::Response& res = s->res;
+    res.reset();
+    res.status = status;
+    res.serverHeader = serverHeader;
+    proxy::mergeResponseFields(
+        fields, extra, [&](std::string_view name, std::string_view value) { res.addHeader(name, value); });
+    length = len;
+    headSent = true;
+    if (conn->cap_) s->capUpstreamByteNs = capture::nowNs();
+    conn->submit(*s);
+    conn->flush();
+}
+
+bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
+    pending.append(data);
+    if (conn->cap_) {
+        if (capBody.size() < conn->cap_->cfg.bodyBytes)
+            capBody.append(data.substr(0, conn->cap_->cfg.bodyBytes - capBody.size()));
+        if (capGrpc) capture::grpcData(*capGrpc, false, data);
+    }
+    const bool full = pending.size() - offset >= kProxyHighWater;
+    if (full) paused = true;
+    wake(); // may end the stream and destroy this sink: nothing is touched after it
+    return !full;
+}
+
+void H2Connection::ProxySink::onUpstreamEnd() {
+    done = true;
+    exchange.reset();
+    wake();
+}
+
+void H2Connection::ProxySink::onUpstreamError(int status, const std::string& message) {
+    exchange.reset();
+    H2Connection* c = conn;
+    Stream* s = c->stream(id);
+    if (!s) return;
+    if (status == 0 || headSent) {
+        nghttp2_submit_rst_stream(c->session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
+        c->flush();
+        return;
+    }
+    if (grpc) {
+        // A gRPC client reads the reason from grpc-message, not from an HTML-ish body: answer
+        // Trailers-Only with UNAVAILABLE (502) or DEADLINE_EXCEEDED (504), message percent-encoded
+        // (gRPC over HTTP/2, "Responses").
+        std::string fields = "content-type: application/grpc\r\ngrpc-status: ";
+        fields += status == 504 ? "4" : "14";
+        fields += "\r\ngrpc-message: ";
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        const std::string text =
+            std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message;
+        for (unsigned char ch : text) {
+            if (ch >= 0x20 && ch <= 0x7e && ch != '%') {
+                fields.push_back(static_cast<char>(ch));
+            } else {
+                fields.push_back('%');
+                fields.push_back(kHex[ch >> 4]);
+                fields.push_back(kHex[ch & 15]);
+            }
+        }
+        fields += "\r\n";
+        s->capUpstreamByteNs = -1;
+        onUpstreamHeadersOnly(200, fields); // may end the stream and destroy this sink
+        return;
+    }
+    s->res.reset();
+    handlers::errorResponse(status, s->res);
+    s->res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +
+                   "\n");
+    auto self = std::move(s->proxy); // back to a plain response; destroyed at the end of this call
+    c->logExchange(*s);
+    if (c->cap_) s->capFirstByteNs = c->captureStats(*s);
+    c->submit(*s);
+    c->flush();
+}
+
+} // namespace portico::net
