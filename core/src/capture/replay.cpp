@@ -302,57 +302,213 @@ std::string checkReplayTarget(std::string_view baseUrl, bool allowRemote) {
 
 namespace {
 
+// Why `original` cannot be replayed ("" when it can): WebSocket sessions and gRPC calls (their
+// messages are not resent), records without a request line, bodies the capture cut.
+std::string refusal(const Exchange& original, const ReplayOptions& options) {
+    if (original.protocol == Protocol::WebSocket || original.protocol == Protocol::Grpc)
+        return std::string(original.protocol == Protocol::WebSocket ? "a WebSocket session" : "a gRPC call") +
+               " cannot be replayed (its messages are not resent)";
+    if (original.method.empty() || original.target.empty())
+        // Refused before its request line was read (a 400 for a garbled line): nothing to resend.
+        return "no request line was recorded (the exchange was refused before it was read); not replayed";
+    if (!options.body &&
+        (original.flags & kRequestBodyTruncated || original.requestBody.size() < original.requestBodySize))
+        return "the captured request body was cut at " + std::to_string(original.requestBody.size()) +
+               " of " + std::to_string(original.requestBodySize) +
+               " bytes (capture.body_bytes); not replayed";
+    return {};
+}
+
+// The client TLS context for an https replay (ALPN from options.protocol; verification off for
+// loopback targets unless options.verifyTls). Null with `error` set on failure.
+std::unique_ptr<tls::ClientTls> replayTls(const Url& url, const ReplayOptions& options, bool allLoopback,
+                                          std::string& error) {
+    tls::ClientTlsOptions to;
+    to.host = url.host;
+    switch (options.protocol) {
+    case ReplayProtocol::Auto:
+        to.alpn = {"h2", "http/1.1"};
+        break;
+    case ReplayProtocol::Http1:
+        to.alpn = {"http/1.1"};
+        break;
+    case ReplayProtocol::H2:
+        to.alpn = {"h2"};
+        break;
+    }
+    to.insecure = !(options.verifyTls || !allLoopback);
+    to.caFile = options.caFile;
+    return tls::makeClientTls(to, error);
+}
+
+// The TLS handshake on `io.fd` within the deadline; records TlsDone, version and ALPN in `e`.
+// "" on success, else the reason.
+std::string handshake(Stream& io, SSL* ssl, const tls::ClientTls& clientTls, const std::string& address,
+                      Exchange& e) {
+    clientTls.prepare(ssl);
+    for (;;) {
+        const int rc = SSL_do_handshake(ssl);
+        if (rc == 1) break;
+        const int err = SSL_get_error(ssl, rc);
+        if (err == SSL_ERROR_WANT_READ && waitFd(io.fd, POLLIN, *io.dl)) continue;
+        if (err == SSL_ERROR_WANT_WRITE && waitFd(io.fd, POLLOUT, *io.dl)) continue;
+        return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE
+                   ? "TLS handshake with " + address + ": timed out"
+                   : tls::handshakeError(ssl, clientTls, address);
+    }
+    e.set(Phase::TlsDone, nowNs());
+    const char* version = SSL_get_version(ssl);
+    e.tlsVersion = version ? version : "";
+    e.alpn = tls::selectedAlpn(ssl);
+    io.ssl = ssl;
+    return {};
+}
+
+// The request to send: `original` with the options' method, target, headers and body applied.
+// The fields the sender owns (Host, Content-Length, connection-specific ones) are recomputed; an
+// edited Host (or :authority) is the one sent.
+void buildRequest(const Exchange& original, const ReplayOptions& options, const Url& url, bool h2,
+                  Exchange& e) {
+    const bool https = url.scheme == "https";
+    e.protocol = h2 ? Protocol::Http2 : Protocol::Http1;
+    e.httpVersion = h2 ? 20 : 11;
+    e.streamId = 1;
+    e.scheme = url.scheme;
+    const std::string port = std::to_string(url.port);
+    e.authority =
+        url.host.find(':') != std::string::npos ? "[" + url.host + "]:" + port : url.host + ":" + port;
+    if (url.port == (https ? 443 : 80))
+        e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
+    e.method = options.method.value_or(original.method.empty() ? std::string("GET") : original.method);
+    std::string target = options.target.value_or(original.target);
+    if (auto p = target.find("://"); p != std::string::npos) {
+        auto slash = target.find('/', p + 3);
+        target = slash == std::string::npos ? "/" : target.substr(slash);
+    }
+    if (target.empty()) target = "/";
+    e.target = url.prefix + target;
+    e.requestBody = options.body.value_or(original.requestBody);
+    e.requestBodySize = e.requestBody.size();
+    static constexpr std::string_view kSkip[] = {
+        "host",           "connection", "keep-alive", "proxy-connection", "transfer-encoding",
+        "content-length", "upgrade",    "te",         "http2-settings"};
+    auto owned = [](const std::string& n) {
+        return n.empty() || n[0] == ':' ||
+               std::find(std::begin(kSkip), std::end(kSkip), n) != std::end(kSkip);
+    };
+    for (const auto& o : options.headers) {
+        const std::string n = lower(o.name);
+        if ((n == "host" || n == ":authority") && !o.value.empty()) e.authority = o.value;
+    }
+    e.requestHeaders.push_back({"Host", e.authority});
+    for (const auto& h : original.requestHeaders) {
+        const std::string n = lower(h.name);
+        if (owned(n)) continue;
+        bool overridden = false;
+        for (const auto& o : options.headers)
+            if (lower(o.name) == n) overridden = true;
+        if (!overridden) e.requestHeaders.push_back(h);
+    }
+    for (const auto& o : options.headers)
+        if (!o.value.empty() && !owned(lower(o.name))) e.requestHeaders.push_back(o);
+    const bool hasBody =
+        !e.requestBody.empty() || e.method == "POST" || e.method == "PUT" || e.method == "PATCH";
+    if (hasBody) e.requestHeaders.push_back({"Content-Length", std::to_string(e.requestBody.size())});
+}
+
+// One HTTP/1.1 exchange on `io` (Connection: close): sends `e`'s request, reads the response
+// through the one HTTP/1 response parser (interim 1xx skipped; a 101 ends it) into `e`, the whole
+// body into `body`. "" on success, else the reason.
+std::string exchangeH1(Stream& io, Exchange& e, std::string& body) {
+    e.requestHeaders.push_back({"Connection", "close"});
+    std::string wire = e.method + " " + e.target + " HTTP/1.1\r\n";
+    for (const auto& h : e.requestHeaders)
+        wire += h.name + ": " + h.value + "\r\n";
+    wire += "\r\n";
+    e.requestHeadersSize = wire.size();
+    wire += e.requestBody;
+    e.startedUnixNs = unixNowNs();
+    e.set(Phase::RequestHeaders, nowNs());
+    if (!io.writeAll(wire)) return "send: the connection failed or timed out";
+    e.set(Phase::RequestBodyDone, nowNs());
+
+    std::string in;
+    char buf[16384];
+    auto readMore = [&]() -> int { // 1 data, 0 eof, -1 error/timeout
+        const long n = io.read(buf, sizeof buf);
+        if (n <= 0) return n == 0 ? 0 : -1;
+        if (e.at(Phase::ResponseFirstByte) < 0) e.set(Phase::ResponseFirstByte, nowNs());
+        in.append(buf, static_cast<std::size_t>(n));
+        return 1;
+    };
+    http1::ResponseParser parser;
+    parser.begin(e.method == "HEAD", http1::ResponseParser::Deliver::Events);
+    std::size_t at = 0; // parsed bytes of `in`
+    bool eof = false;
+    for (bool done = false; !done;) {
+        std::size_t used = 0;
+        const auto st = parser.parse(in.data() + at, in.size() - at, used);
+        at += used;
+        switch (st) {
+        case http1::ResponseParser::Status::Head: {
+            const auto& h = parser.head();
+            if (h.interim()) break;
+            e.status = h.status;
+            e.responseHeadersSize = used;
+            http1::forEachResponseField(h.fields, [&](std::string_view name, std::string_view value) {
+                e.responseHeaders.push_back({std::string(name), std::string(value)});
+            });
+            if (h.status == 101) done = true; // nothing of the new protocol is replayed
+            break;
+        }
+        case http1::ResponseParser::Status::Body:
+            body.append(parser.body());
+            break;
+        case http1::ResponseParser::Status::Complete:
+            done = true;
+            break;
+        case http1::ResponseParser::Status::Error:
+            return std::string("bad response: ") + parser.error();
+        case http1::ResponseParser::Status::NeedMore: {
+            if (eof) {
+                if (parser.completesAtEof()) {
+                    done = true;
+                    break;
+                }
+                return e.status ? "truncated body" : "the server closed without a response";
+            }
+            in.erase(0, at);
+            at = 0;
+            const int rc = readMore();
+            if (rc < 0)
+                return e.status ? "the body did not arrive within the timeout"
+                                : "no response within the timeout";
+            eof = rc == 0;
+            break;
+        }
+        }
+    }
+    e.set(Phase::ResponseDone, nowNs());
+    return {};
+}
+
 ReplayResult replayOnce(const Exchange& original, const ReplayOptions& options, int cancelFd) {
     ReplayResult r;
     Exchange& e = r.exchange;
-    std::string base =
+    if (r.error = refusal(original, options); !r.error.empty()) return r;
+    const std::string base =
         options.baseUrl.empty()
             ? (original.scheme.empty() ? std::string("http") : original.scheme) + "://" + original.authority
             : options.baseUrl;
     Url url;
-    if (original.protocol == Protocol::WebSocket || original.protocol == Protocol::Grpc) {
-        r.error =
-            std::string(original.protocol == Protocol::WebSocket ? "a WebSocket session" : "a gRPC call") +
-            " cannot be replayed (its messages are not resent)";
-        return r;
-    }
-    if (original.method.empty() || original.target.empty()) {
-        // Refused before its request line was read (a 400 for a garbled line): nothing to resend.
-        r.error = "no request line was recorded (the exchange was refused before it was read); not replayed";
-        return r;
-    }
     if (!parseBase(base, url, r.error)) return r;
-    if (!options.body &&
-        (original.flags & kRequestBodyTruncated || original.requestBody.size() < original.requestBodySize)) {
-        r.error = "the captured request body was cut at " + std::to_string(original.requestBody.size()) +
-                  " of " + std::to_string(original.requestBodySize) +
-                  " bytes (capture.body_bytes); not replayed";
-        return r;
-    }
     bool allLoopback = false;
     const auto endpoints = targetEndpoints(url, options.allowRemote, allLoopback, r.error);
     if (endpoints.empty()) return r;
     const bool https = url.scheme == "https";
     std::unique_ptr<tls::ClientTls> clientTls;
-    if (https) {
-        tls::ClientTlsOptions to;
-        to.host = url.host;
-        switch (options.protocol) {
-        case ReplayProtocol::Auto:
-            to.alpn = {"h2", "http/1.1"};
-            break;
-        case ReplayProtocol::Http1:
-            to.alpn = {"http/1.1"};
-            break;
-        case ReplayProtocol::H2:
-            to.alpn = {"h2"};
-            break;
-        }
-        to.insecure = !(options.verifyTls || !allLoopback);
-        to.caFile = options.caFile;
-        clientTls = tls::makeClientTls(to, r.error);
-        if (!clientTls) return r;
-    }
+    if (https && !(clientTls = replayTls(url, options, allLoopback, r.error))) return r;
+
     Deadline dl(options.timeout, cancelFd);
     e.set(Phase::Accepted, nowNs());
     std::string failures;
@@ -383,168 +539,19 @@ ReplayResult replayOnce(const Exchange& original, const ReplayOptions& options, 
             return r;
         }
         closer.ssl = ssl;
-        clientTls->prepare(ssl);
-        for (;;) {
-            const int rc = SSL_do_handshake(ssl);
-            if (rc == 1) break;
-            const int err = SSL_get_error(ssl, rc);
-            if (err == SSL_ERROR_WANT_READ && waitFd(fd, POLLIN, dl)) continue;
-            if (err == SSL_ERROR_WANT_WRITE && waitFd(fd, POLLOUT, dl)) continue;
-            r.error = err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE
-                          ? "TLS handshake with " + address + ": timed out"
-                          : tls::handshakeError(ssl, *clientTls, address);
-            return r;
-        }
-        e.set(Phase::TlsDone, nowNs());
-        const char* version = SSL_get_version(ssl);
-        e.tlsVersion = version ? version : "";
-        e.alpn = tls::selectedAlpn(ssl);
+        if (r.error = handshake(io, ssl, *clientTls, address, e); !r.error.empty()) return r;
         if (options.protocol == ReplayProtocol::H2 && e.alpn != "h2") {
             r.error = "the server at " + address + " did not negotiate HTTP/2 (ALPN h2) over TLS";
             return r;
         }
         h2 = e.alpn == "h2";
-        io.ssl = ssl;
     }
 
-    // The request.
-    e.protocol = h2 ? Protocol::Http2 : Protocol::Http1;
-    e.httpVersion = h2 ? 20 : 11;
-    e.streamId = 1;
-    e.scheme = url.scheme;
-    const std::string port = std::to_string(url.port);
-    e.authority =
-        url.host.find(':') != std::string::npos ? "[" + url.host + "]:" + port : url.host + ":" + port;
-    if (url.port == (https ? 443 : 80))
-        e.authority = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
-    e.method = options.method.value_or(original.method.empty() ? std::string("GET") : original.method);
-    std::string target = options.target.value_or(original.target);
-    if (auto p = target.find("://"); p != std::string::npos) {
-        auto slash = target.find('/', p + 3);
-        target = slash == std::string::npos ? "/" : target.substr(slash);
-    }
-    if (target.empty()) target = "/";
-    e.target = url.prefix + target;
-    e.requestBody = options.body.value_or(original.requestBody);
-    e.requestBodySize = e.requestBody.size();
-    static constexpr std::string_view kSkip[] = {
-        "host",           "connection", "keep-alive", "proxy-connection", "transfer-encoding",
-        "content-length", "upgrade",    "te",         "http2-settings"};
-    auto owned = [](const std::string& n) {
-        return n.empty() || n[0] == ':' ||
-               std::find(std::begin(kSkip), std::end(kSkip), n) != std::end(kSkip);
-    };
-    // An edited Host (or :authority, as an HTTP/2 record shows it) is the one Host sent.
-    for (const auto& o : options.headers) {
-        const std::string n = lower(o.name);
-        if ((n == "host" || n == ":authority") && !o.value.empty()) e.authority = o.value;
-    }
-    e.requestHeaders.push_back({"Host", e.authority});
-    for (const auto& h : original.requestHeaders) {
-        const std::string n = lower(h.name);
-        if (owned(n)) continue;
-        bool overridden = false;
-        for (const auto& o : options.headers)
-            if (lower(o.name) == n) overridden = true;
-        if (!overridden) e.requestHeaders.push_back(h);
-    }
-    for (const auto& o : options.headers)
-        if (!o.value.empty() && !owned(lower(o.name))) e.requestHeaders.push_back(o);
-    const bool hasBody =
-        !e.requestBody.empty() || e.method == "POST" || e.method == "PUT" || e.method == "PATCH";
-    if (hasBody) e.requestHeaders.push_back({"Content-Length", std::to_string(e.requestBody.size())});
-    if (h2) {
-        if (std::string err = exchangeH2(io, e, url.scheme); !err.empty()) {
-            r.error = std::move(err);
-            return r;
-        }
-        e.responseBodySize = e.responseBody.size();
-        if (e.responseBody.size() > options.bodyBytes) {
-            e.responseBody.resize(options.bodyBytes);
-            e.flags |= kResponseBodyTruncated;
-        }
-        r.differences = compare(original, e);
-        return r;
-    }
-    e.requestHeaders.push_back({"Connection", "close"});
-    std::string wire = e.method + " " + e.target + " HTTP/1.1\r\n";
-    for (const auto& h : e.requestHeaders)
-        wire += h.name + ": " + h.value + "\r\n";
-    wire += "\r\n";
-    e.requestHeadersSize = wire.size();
-    wire += e.requestBody;
-    e.startedUnixNs = unixNowNs();
-    e.set(Phase::RequestHeaders, nowNs());
-    if (!io.writeAll(wire)) {
-        r.error = "send: the connection failed or timed out";
-        return r;
-    }
-    e.set(Phase::RequestBodyDone, nowNs());
-
-    // The response.
-    std::string in;
-    char buf[16384];
-    auto readMore = [&]() -> int { // 1 data, 0 eof, -1 error/timeout
-        const long n = io.read(buf, sizeof buf);
-        if (n <= 0) return n == 0 ? 0 : -1;
-        if (e.at(Phase::ResponseFirstByte) < 0) e.set(Phase::ResponseFirstByte, nowNs());
-        in.append(buf, static_cast<std::size_t>(n));
-        return 1;
-    };
-    // The response, through the one HTTP/1 response parser (interim 1xx skipped).
-    http1::ResponseParser parser;
-    parser.begin(e.method == "HEAD", http1::ResponseParser::Deliver::Events);
+    buildRequest(original, options, url, h2, e);
     std::string body;
-    std::size_t at = 0; // parsed bytes of `in`
-    bool eof = false;
-    for (bool done = false; !done;) {
-        std::size_t used = 0;
-        const auto st = parser.parse(in.data() + at, in.size() - at, used);
-        at += used;
-        switch (st) {
-        case http1::ResponseParser::Status::Head: {
-            const auto& h = parser.head();
-            if (h.interim()) break;
-            e.status = h.status;
-            e.responseHeadersSize = used;
-            http1::forEachResponseField(h.fields, [&](std::string_view name, std::string_view value) {
-                e.responseHeaders.push_back({std::string(name), std::string(value)});
-            });
-            if (h.status == 101) done = true; // nothing of the new protocol is replayed
-            break;
-        }
-        case http1::ResponseParser::Status::Body:
-            body.append(parser.body());
-            break;
-        case http1::ResponseParser::Status::Complete:
-            done = true;
-            break;
-        case http1::ResponseParser::Status::Error:
-            r.error = std::string("bad response: ") + parser.error();
-            return r;
-        case http1::ResponseParser::Status::NeedMore: {
-            if (eof) {
-                if (parser.completesAtEof()) {
-                    done = true;
-                    break;
-                }
-                r.error = e.status ? "truncated body" : "the server closed without a response";
-                return r;
-            }
-            in.erase(0, at);
-            at = 0;
-            const int rc = readMore();
-            if (rc < 0) {
-                r.error = e.status ? "the body did not arrive within the timeout"
-                                   : "no response within the timeout";
-                return r;
-            }
-            eof = rc == 0;
-            break;
-        }
-        }
-    }
-    e.set(Phase::ResponseDone, nowNs());
+    r.error = h2 ? exchangeH2(io, e, url.scheme) : exchangeH1(io, e, body);
+    if (!r.error.empty()) return r;
+    if (h2) body = std::move(e.responseBody);
     e.responseBodySize = body.size();
     if (body.size() > options.bodyBytes) {
         body.resize(options.bodyBytes);
