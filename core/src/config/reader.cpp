@@ -334,8 +334,34 @@ private:
                    std::vector<SourceMap::RouteSource>& sources);
     bool parseMatch(const Entry& e, const GroupContext& group, Route& r, RouteShape& shape);
     std::optional<std::uint32_t> methods(const Value& v);
-    std::optional<Action> readAction(const Entry& e, const RouteShape& shape);
-    std::optional<Action> readWebSocket(const Value& v, const RouteShape& shape);
+    // One reader per route action; kActions lists them by key.
+    std::optional<Action> readStatic(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readRespond(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readRedirect(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readProxy(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readFastCgi(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readWebSocket(const Entry& e, const RouteShape& shape);
+    void upstreamUrl(const Value& v, ProxyAction& px);
+    bool readProxyKey(const Entry& k, ProxyAction& px);
+    void fastCgiAddress(const Value& v, FastCgi& f);
+
+    using ActionReader = std::optional<Action> (Reader::*)(const Entry&, const RouteShape&);
+    struct ActionKind {
+        std::string_view key;
+        ActionReader read;
+    };
+    /// The route actions: key → reader (the keys are also in kRouteKeys).
+    static constexpr ActionKind kActions[] = {
+        {"static", &Reader::readStatic},       {"respond", &Reader::readRespond},
+        {"redirect", &Reader::readRedirect},   {"proxy", &Reader::readProxy},
+        {"grpc", &Reader::readProxy},          {"fastcgi", &Reader::readFastCgi},
+        {"websocket", &Reader::readWebSocket},
+    };
+    static const ActionKind* actionKind(std::string_view key) {
+        for (const ActionKind& a : kActions)
+            if (a.key == key) return &a;
+        return nullptr;
+    }
     /// Notes where the value at `path` starts (the first time only: a duplicate key is an error).
     void note(const Value& v) { map_.values.emplace(v.path, locate(v.mark)); }
 
@@ -1254,279 +1280,291 @@ std::optional<std::uint32_t> Reader::methods(const Value& v) {
     return mask;
 }
 
-std::optional<Action> Reader::readAction(const Entry& e, const RouteShape& shape) {
+// Route actions: one reader per action kind, listed in Reader::kActions (name → reader), the way
+// nginx modules declare their directives in one table.
+
+std::optional<Action> Reader::readStatic(const Entry& e, const RouteShape&) {
     const std::size_t before = errors_.size();
-    if (e.key == "static") {
-        StaticAction st;
-        bool sawRoot = false;
-        if (!e.value.node.IsMap()) {
-            error(e.value, "expected a map such as {root: ./site}, got " + describe(e.value.node));
-            return std::nullopt;
-        }
-        readMap(e.value, kStaticKeys, [&](const Entry& k) {
-            if (k.key == "root") sawRoot = true;
-            return readStaticKey(k, st);
-        });
-        if (!sawRoot) {
-            error(e.value, "static needs a `root:` directory");
-            return std::nullopt;
-        }
-        if (errors_.size() != before || st.root.empty()) return std::nullopt;
-        return st;
+    StaticAction st;
+    bool sawRoot = false;
+    if (!e.value.node.IsMap()) {
+        error(e.value, "expected a map such as {root: ./site}, got " + describe(e.value.node));
+        return std::nullopt;
     }
-    if (e.key == "respond") {
-        RespondAction rs;
-        std::optional<Value> latency, latencyMax, body, file;
-        readMap(e.value, kRespondKeys, [&](const Entry& k) {
-            const Value& val = k.value;
-            if (k.key == "status") {
-                if (auto s = status(val, 200, 599)) rs.status = *s;
-            } else if (k.key == "headers") {
-                if (auto h = headers(val, &shape)) rs.headers = std::move(*h);
-            } else if (k.key == "body") {
-                body = val;
-                if (auto s = string(val)) {
-                    rs.body = *s;
-                    checkTemplates(val, rs.body, shape);
-                }
-            } else if (k.key == "file") {
-                file = val;
-                if (auto p = absolute(val)) rs.bodyFile = *p;
-            } else if (k.key == "latency") {
-                latency = val;
-                if (auto d = duration(val, true)) rs.latency = *d;
-            } else if (k.key == "latency_max") {
-                latencyMax = val;
-                if (auto d = duration(val, true)) rs.latencyMax = *d;
-            } else if (k.key == "drop_rate") {
-                if (auto d = number(val, 0, 1)) rs.dropRate = *d;
-            } else if (k.key == "error_rate") {
-                if (auto d = number(val, 0, 1)) rs.errorRate = *d;
-            } else if (k.key == "error_status") {
-                if (auto s = status(val, 400, 599)) rs.errorStatus = *s;
-            } else {
-                return false;
-            }
-            return true;
-        });
-        if (body && file) error(*file, "use either `body` or `file`, not both");
-        if (latencyMax && rs.latencyMax < rs.latency)
-            error(*latencyMax, "latency_max must be at least latency");
-        if (errors_.size() != before) return std::nullopt;
-        return rs;
+    readMap(e.value, kStaticKeys, [&](const Entry& k) {
+        if (k.key == "root") sawRoot = true;
+        return readStaticKey(k, st);
+    });
+    if (!sawRoot) {
+        error(e.value, "static needs a `root:` directory");
+        return std::nullopt;
     }
-    if (e.key == "fastcgi") {
-        ProxyAction px;
-        FastCgi& f = px.fastcgi;
-        if (!e.value.node.IsMap()) {
-            error(e.value, "fastcgi needs a map: {address: 127.0.0.1:9000, root: ./php}");
-            return std::nullopt;
-        }
-        readMap(e.value, kFastCgiKeys, [&](const Entry& k) {
-            const Value& val = k.value;
-            if (k.key == "address") {
-                auto s = string(val);
-                if (!s) return true;
-                f.address = *s;
-                if (s->starts_with("unix:")) {
-                    fs::path p(s->substr(5));
-                    if (p.empty()) {
-                        error(val, "unix: needs a socket path, got '" + *s + "'");
-                        return true;
-                    }
-                    if (p.is_relative()) p = baseDir_ / p;
-                    f.socketPath = normalise(p);
-                    return true;
-                }
-                auto colon = s->rfind(':');
-                std::string host = colon == std::string::npos ? std::string() : s->substr(0, colon);
-                if (host.size() > 1 && host.front() == '[' && host.back() == ']')
-                    host = host.substr(1, host.size() - 2);
-                int port = 0;
-                const char* b = s->data() + (colon == std::string::npos ? 0 : colon + 1);
-                auto [end, ec] = std::from_chars(b, s->data() + s->size(), port);
-                if (host.empty() || ec != std::errc{} || end != s->data() + s->size() || port < 1 ||
-                    port > 65535) {
-                    error(val, "expected HOST:PORT or unix:PATH, got '" + *s + "'");
-                    return true;
-                }
-                f.host = host;
-                f.port = static_cast<std::uint16_t>(port);
-            } else if (k.key == "root") {
-                if (auto d = absolute(val)) f.root = *d;
-            } else if (k.key == "index") {
-                if (auto s = string(val)) f.index = *s;
-            } else if (k.key == "extension") {
-                if (auto s = string(val)) {
-                    if (s->empty() || s->find('/') != std::string::npos)
-                        error(val, "extension must be a non-empty suffix like .php, got '" + *s + "'");
-                    else
-                        f.extension = *s;
-                }
-            } else if (k.key == "connect_timeout") {
-                if (auto d = duration(val, false)) px.connectTimeout = *d;
-            } else if (k.key == "response_timeout") {
-                if (auto d = duration(val, false)) px.responseTimeout = *d;
-            } else {
-                return false;
+    if (errors_.size() != before || st.root.empty()) return std::nullopt;
+    return st;
+}
+
+std::optional<Action> Reader::readRespond(const Entry& e, const RouteShape& shape) {
+    const std::size_t before = errors_.size();
+    RespondAction rs;
+    std::optional<Value> latency, latencyMax, body, file;
+    readMap(e.value, kRespondKeys, [&](const Entry& k) {
+        const Value& val = k.value;
+        if (k.key == "status") {
+            if (auto s = status(val, 200, 599)) rs.status = *s;
+        } else if (k.key == "headers") {
+            if (auto h = headers(val, &shape)) rs.headers = std::move(*h);
+        } else if (k.key == "body") {
+            body = val;
+            if (auto s = string(val)) {
+                rs.body = *s;
+                checkTemplates(val, rs.body, shape);
             }
-            return true;
-        });
-        if (!e.value.node["address"]) error(e.value, "fastcgi needs `address:` (HOST:PORT or unix:PATH)");
-        if (!e.value.node["root"])
-            error(e.value, "fastcgi needs `root:` (the document root the server sees)");
-        if (errors_.size() != before) return std::nullopt;
-        return px;
-    }
-    if (e.key == "proxy" || e.key == "grpc") {
-        ProxyAction px;
-        px.grpc = e.key == "grpc";
-        auto upstreamUrl = [&](const Value& val) {
-            auto s = string(val);
-            if (!s) return;
-            std::string url = *s;
-            Upstream::Protocol protocol = Upstream::Protocol::Http1;
-            std::size_t schemeEnd = url.find("://");
-            std::string rest;
-            if (url.starts_with("http://")) {
-                protocol = Upstream::Protocol::Http1;
-            } else if (url.starts_with("h2c://")) {
-                protocol = Upstream::Protocol::H2c;
-            } else if (url.starts_with("https://")) {
-                protocol = Upstream::Protocol::H2;
-            } else if (px.grpc && schemeEnd == std::string::npos) {
-                protocol = Upstream::Protocol::H2c; // `grpc: 127.0.0.1:50051`
-                schemeEnd = 0;
-            } else {
-                error(val, std::string("expected an upstream URL ") +
-                               (px.grpc ? "h2c://HOST:PORT or https://HOST:PORT"
-                                        : "http://HOST:PORT, h2c://HOST:PORT or https://HOST:PORT") +
-                               ", got '" + url + "'");
-                return;
-            }
-            if (px.grpc && protocol == Upstream::Protocol::Http1) {
-                error(val, "gRPC needs HTTP/2: use h2c://HOST:PORT or https://HOST:PORT, got '" + url + "'");
-                return;
-            }
-            if (!px.upstreams.empty() && px.upstreams.front().protocol != protocol) {
-                error(val, "all upstreams of a route must use the same scheme, got '" + url + "'");
-                return;
-            }
-            rest = schemeEnd == 0 ? url : url.substr(schemeEnd + 3);
-            while (!rest.empty() && rest.back() == '/')
-                rest.pop_back();
-            if (rest.find('/') != std::string::npos || rest.find('?') != std::string::npos || rest.empty()) {
-                error(
-                    val,
-                    "an upstream is SCHEME://HOST[:PORT] without a path (use strip_prefix to rewrite paths), "
-                    "got '" +
-                        url + "'");
-                return;
-            }
-            Upstream u;
-            u.protocol = protocol;
-            if (protocol == Upstream::Protocol::H2) u.port = 443;
-            u.authority = rest;
-            std::string host = rest, port;
-            if (rest.front() == '[') {
-                auto close = rest.find(']');
-                if (close == std::string::npos) {
-                    error(val, "unclosed '[' in '" + url + "'");
-                    return;
-                }
-                host = rest.substr(1, close - 1);
-                if (close + 1 < rest.size()) {
-                    if (rest[close + 1] != ':') {
-                        error(val, "expected ':' after ']' in '" + url + "'");
-                        return;
-                    }
-                    port = rest.substr(close + 2);
-                }
-            } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
-                host = rest.substr(0, colon);
-                port = rest.substr(colon + 1);
-            }
-            if (!port.empty()) {
-                int n = 0;
-                auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
-                if (ec != std::errc{} || end != port.data() + port.size() || n < 1 || n > 65535) {
-                    error(val, "upstream port must be 1..65535, got '" + port + "'");
-                    return;
-                }
-                u.port = static_cast<std::uint16_t>(n);
-            }
-            if (host.empty()) {
-                error(val, "upstream needs a host, got '" + url + "'");
-                return;
-            }
-            u.host = host;
-            px.upstreams.push_back(std::move(u));
-        };
-        if (e.value.node.IsScalar()) {
-            upstreamUrl(e.value);
+        } else if (k.key == "file") {
+            file = val;
+            if (auto p = absolute(val)) rs.bodyFile = *p;
+        } else if (k.key == "latency") {
+            latency = val;
+            if (auto d = duration(val, true)) rs.latency = *d;
+        } else if (k.key == "latency_max") {
+            latencyMax = val;
+            if (auto d = duration(val, true)) rs.latencyMax = *d;
+        } else if (k.key == "drop_rate") {
+            if (auto d = number(val, 0, 1)) rs.dropRate = *d;
+        } else if (k.key == "error_rate") {
+            if (auto d = number(val, 0, 1)) rs.errorRate = *d;
+        } else if (k.key == "error_status") {
+            if (auto s = status(val, 400, 599)) rs.errorStatus = *s;
         } else {
-            readMap(e.value, kProxyKeys, [&](const Entry& k) {
-                const Value& val = k.value;
-                if (k.key == "upstream") {
-                    if (val.node.IsSequence()) {
-                        if (val.node.size() == 0) error(val, "at least one upstream is required");
-                        for (std::size_t i = 0; i < val.node.size(); ++i)
-                            upstreamUrl(Value{val.node[i], item(val.path, i), val.node[i].Mark()});
-                    } else {
-                        upstreamUrl(val);
-                    }
-                } else if (k.key == "strip_prefix") {
-                    if (auto s = string(val)) {
-                        if (s->empty() || s->front() != '/')
-                            error(val, "strip_prefix must start with '/', got '" + *s + "'");
-                        else
-                            px.stripPrefix = *s;
-                    }
-                } else if (k.key == "change_origin") {
-                    if (auto b = boolean(val)) px.changeOrigin = *b;
-                } else if (k.key == "forwarded") {
-                    if (auto b = boolean(val)) px.forwarded = *b;
-                } else if (k.key == "connect_timeout") {
-                    if (auto d = duration(val, false)) px.connectTimeout = *d;
-                } else if (k.key == "response_timeout") {
-                    if (auto d = duration(val, false)) px.responseTimeout = *d;
-                } else if (k.key == "fail_timeout") {
-                    if (auto d = duration(val, true)) px.failTimeout = *d;
-                } else if (k.key == "idle_timeout") {
-                    if (auto d = duration(val, false)) px.idleTimeout = *d;
-                } else if (k.key == "keepalive") {
-                    if (auto n = integer(val, 0, 100000)) px.keepalive = static_cast<std::uint32_t>(*n);
-                } else if (k.key == "grpc_timeout_max") {
-                    if (auto d = duration(val, true)) px.grpcTimeoutMax = *d;
-                } else if (k.key == "ws") {
-                    if (auto b = boolean(val)) px.ws = *b;
-                } else if (k.key == "descriptor_set") {
-                    if (!px.grpc) {
-                        error(val, "descriptor_set belongs to grpc: routes");
-                    } else if (auto s = string(val)) {
-                        fs::path p(*s);
-                        if (p.is_relative()) p = baseDir_ / p;
-                        if (s->empty())
-                            error(val, "descriptor_set needs a file (protoc --include_imports "
-                                       "--descriptor_set_out=FILE)");
-                        else
-                            px.descriptorSet = p.lexically_normal().string(); // loaded by validate
-                    }
-                } else {
-                    return false;
-                }
-                return true;
-            });
-            if (!e.value.node["upstream"] && e.value.node.IsMap())
-                error(e.value, e.key + " needs `upstream:`");
-            if (px.ws && !px.upstreams.empty() && px.upstreams.front().protocol != Upstream::Protocol::Http1)
-                error(e.value, "ws: true needs http:// upstreams (WebSocket upgrades are HTTP/1.1)");
+            return false;
         }
-        if (errors_.size() != before) return std::nullopt;
-        return px;
+        return true;
+    });
+    if (body && file) error(*file, "use either `body` or `file`, not both");
+    if (latencyMax && rs.latencyMax < rs.latency) error(*latencyMax, "latency_max must be at least latency");
+    if (errors_.size() != before) return std::nullopt;
+    return rs;
+}
+
+/// `address:` of a fastcgi action: HOST:PORT ("[::1]:9000" too) or unix:PATH.
+void Reader::fastCgiAddress(const Value& val, FastCgi& f) {
+    auto s = string(val);
+    if (!s) return;
+    f.address = *s;
+    if (s->starts_with("unix:")) {
+        fs::path p(s->substr(5));
+        if (p.empty()) {
+            error(val, "unix: needs a socket path, got '" + *s + "'");
+            return;
+        }
+        if (p.is_relative()) p = baseDir_ / p;
+        f.socketPath = normalise(p);
+        return;
     }
-    if (e.key == "websocket") return readWebSocket(e.value, shape);
-    // redirect
+    auto colon = s->rfind(':');
+    std::string host = colon == std::string::npos ? std::string() : s->substr(0, colon);
+    if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    int port = 0;
+    const char* b = s->data() + (colon == std::string::npos ? 0 : colon + 1);
+    auto [end, ec] = std::from_chars(b, s->data() + s->size(), port);
+    if (host.empty() || ec != std::errc{} || end != s->data() + s->size() || port < 1 || port > 65535) {
+        error(val, "expected HOST:PORT or unix:PATH, got '" + *s + "'");
+        return;
+    }
+    f.host = host;
+    f.port = static_cast<std::uint16_t>(port);
+}
+
+std::optional<Action> Reader::readFastCgi(const Entry& e, const RouteShape&) {
+    const std::size_t before = errors_.size();
+    ProxyAction px;
+    FastCgi& f = px.fastcgi;
+    if (!e.value.node.IsMap()) {
+        error(e.value, "fastcgi needs a map: {address: 127.0.0.1:9000, root: ./php}");
+        return std::nullopt;
+    }
+    readMap(e.value, kFastCgiKeys, [&](const Entry& k) {
+        const Value& val = k.value;
+        if (k.key == "address") {
+            fastCgiAddress(val, f);
+        } else if (k.key == "root") {
+            if (auto d = absolute(val)) f.root = *d;
+        } else if (k.key == "index") {
+            if (auto s = string(val)) f.index = *s;
+        } else if (k.key == "extension") {
+            if (auto s = string(val)) {
+                if (s->empty() || s->find('/') != std::string::npos)
+                    error(val, "extension must be a non-empty suffix like .php, got '" + *s + "'");
+                else
+                    f.extension = *s;
+            }
+        } else if (k.key == "connect_timeout") {
+            if (auto d = duration(val, false)) px.connectTimeout = *d;
+        } else if (k.key == "response_timeout") {
+            if (auto d = duration(val, false)) px.responseTimeout = *d;
+        } else {
+            return false;
+        }
+        return true;
+    });
+    if (!e.value.node["address"]) error(e.value, "fastcgi needs `address:` (HOST:PORT or unix:PATH)");
+    if (!e.value.node["root"]) error(e.value, "fastcgi needs `root:` (the document root the server sees)");
+    if (errors_.size() != before) return std::nullopt;
+    return px;
+}
+
+/// One upstream URL of a proxy or grpc action, appended to `px.upstreams` when it reads.
+void Reader::upstreamUrl(const Value& val, ProxyAction& px) {
+    auto s = string(val);
+    if (!s) return;
+    std::string url = *s;
+    Upstream::Protocol protocol = Upstream::Protocol::Http1;
+    std::size_t schemeEnd = url.find("://");
+    if (url.starts_with("http://")) {
+        protocol = Upstream::Protocol::Http1;
+    } else if (url.starts_with("h2c://")) {
+        protocol = Upstream::Protocol::H2c;
+    } else if (url.starts_with("https://")) {
+        protocol = Upstream::Protocol::H2;
+    } else if (px.grpc && schemeEnd == std::string::npos) {
+        protocol = Upstream::Protocol::H2c; // `grpc: 127.0.0.1:50051`
+        schemeEnd = 0;
+    } else {
+        error(val, std::string("expected an upstream URL ") +
+                       (px.grpc ? "h2c://HOST:PORT or https://HOST:PORT"
+                                : "http://HOST:PORT, h2c://HOST:PORT or https://HOST:PORT") +
+                       ", got '" + url + "'");
+        return;
+    }
+    if (px.grpc && protocol == Upstream::Protocol::Http1) {
+        error(val, "gRPC needs HTTP/2: use h2c://HOST:PORT or https://HOST:PORT, got '" + url + "'");
+        return;
+    }
+    if (!px.upstreams.empty() && px.upstreams.front().protocol != protocol) {
+        error(val, "all upstreams of a route must use the same scheme, got '" + url + "'");
+        return;
+    }
+    std::string rest = schemeEnd == 0 ? url : url.substr(schemeEnd + 3);
+    while (!rest.empty() && rest.back() == '/')
+        rest.pop_back();
+    if (rest.find('/') != std::string::npos || rest.find('?') != std::string::npos || rest.empty()) {
+        error(val, "an upstream is SCHEME://HOST[:PORT] without a path (use strip_prefix to rewrite paths), "
+                   "got '" +
+                       url + "'");
+        return;
+    }
+    Upstream u;
+    u.protocol = protocol;
+    if (protocol == Upstream::Protocol::H2) u.port = 443;
+    u.authority = rest;
+    std::string host = rest, port;
+    if (rest.front() == '[') {
+        auto close = rest.find(']');
+        if (close == std::string::npos) {
+            error(val, "unclosed '[' in '" + url + "'");
+            return;
+        }
+        host = rest.substr(1, close - 1);
+        if (close + 1 < rest.size()) {
+            if (rest[close + 1] != ':') {
+                error(val, "expected ':' after ']' in '" + url + "'");
+                return;
+            }
+            port = rest.substr(close + 2);
+        }
+    } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+        host = rest.substr(0, colon);
+        port = rest.substr(colon + 1);
+    }
+    if (!port.empty()) {
+        int n = 0;
+        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+        if (ec != std::errc{} || end != port.data() + port.size() || n < 1 || n > 65535) {
+            error(val, "upstream port must be 1..65535, got '" + port + "'");
+            return;
+        }
+        u.port = static_cast<std::uint16_t>(n);
+    }
+    if (host.empty()) {
+        error(val, "upstream needs a host, got '" + url + "'");
+        return;
+    }
+    u.host = host;
+    px.upstreams.push_back(std::move(u));
+}
+
+/// One key of a proxy or grpc map; false for an unknown key.
+bool Reader::readProxyKey(const Entry& k, ProxyAction& px) {
+    const Value& val = k.value;
+    if (k.key == "upstream") {
+        if (val.node.IsSequence()) {
+            if (val.node.size() == 0) error(val, "at least one upstream is required");
+            for (std::size_t i = 0; i < val.node.size(); ++i)
+                upstreamUrl(Value{val.node[i], item(val.path, i), val.node[i].Mark()}, px);
+        } else {
+            upstreamUrl(val, px);
+        }
+    } else if (k.key == "strip_prefix") {
+        if (auto s = string(val)) {
+            if (s->empty() || s->front() != '/')
+                error(val, "strip_prefix must start with '/', got '" + *s + "'");
+            else
+                px.stripPrefix = *s;
+        }
+    } else if (k.key == "change_origin") {
+        if (auto b = boolean(val)) px.changeOrigin = *b;
+    } else if (k.key == "forwarded") {
+        if (auto b = boolean(val)) px.forwarded = *b;
+    } else if (k.key == "connect_timeout") {
+        if (auto d = duration(val, false)) px.connectTimeout = *d;
+    } else if (k.key == "response_timeout") {
+        if (auto d = duration(val, false)) px.responseTimeout = *d;
+    } else if (k.key == "fail_timeout") {
+        if (auto d = duration(val, true)) px.failTimeout = *d;
+    } else if (k.key == "idle_timeout") {
+        if (auto d = duration(val, false)) px.idleTimeout = *d;
+    } else if (k.key == "keepalive") {
+        if (auto n = integer(val, 0, 100000)) px.keepalive = static_cast<std::uint32_t>(*n);
+    } else if (k.key == "grpc_timeout_max") {
+        if (auto d = duration(val, true)) px.grpcTimeoutMax = *d;
+    } else if (k.key == "ws") {
+        if (auto b = boolean(val)) px.ws = *b;
+    } else if (k.key == "descriptor_set") {
+        if (!px.grpc) {
+            error(val, "descriptor_set belongs to grpc: routes");
+        } else if (auto s = string(val)) {
+            fs::path p(*s);
+            if (p.is_relative()) p = baseDir_ / p;
+            if (s->empty())
+                error(val,
+                      "descriptor_set needs a file (protoc --include_imports --descriptor_set_out=FILE)");
+            else
+                px.descriptorSet = p.lexically_normal().string(); // loaded by validate
+        }
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/// `proxy:` and `grpc:` (the same model; grpc needs HTTP/2 upstreams).
+std::optional<Action> Reader::readProxy(const Entry& e, const RouteShape&) {
+    const std::size_t before = errors_.size();
+    ProxyAction px;
+    px.grpc = e.key == "grpc";
+    if (e.value.node.IsScalar()) {
+        upstreamUrl(e.value, px);
+    } else {
+        readMap(e.value, kProxyKeys, [&](const Entry& k) { return readProxyKey(k, px); });
+        if (!e.value.node["upstream"] && e.value.node.IsMap()) error(e.value, e.key + " needs `upstream:`");
+        if (px.ws && !px.upstreams.empty() && px.upstreams.front().protocol != Upstream::Protocol::Http1)
+            error(e.value, "ws: true needs http:// upstreams (WebSocket upgrades are HTTP/1.1)");
+    }
+    if (errors_.size() != before) return std::nullopt;
+    return px;
+}
+
+std::optional<Action> Reader::readRedirect(const Entry& e, const RouteShape& shape) {
+    const std::size_t before = errors_.size();
     RedirectAction rd;
     bool sawTo = false;
     if (!e.value.node.IsMap()) {
@@ -1563,7 +1601,8 @@ std::optional<Action> Reader::readAction(const Entry& e, const RouteShape& shape
     return rd;
 }
 
-std::optional<Action> Reader::readWebSocket(const Value& v, const RouteShape& shape) {
+std::optional<Action> Reader::readWebSocket(const Entry& e, const RouteShape& shape) {
+    const Value& v = e.value;
     const std::size_t before = errors_.size();
     WebSocketAction ws;
     auto mode = [&](const Value& m) {
@@ -1658,8 +1697,7 @@ void Reader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
                     match = e;
                 return true;
             }
-            if (e.key == "static" || e.key == "respond" || e.key == "redirect" || e.key == "proxy" ||
-                e.key == "websocket" || e.key == "grpc" || e.key == "fastcgi") {
+            if (actionKind(e.key)) {
                 if (action)
                     errorAtKey(e, "a route takes exactly one action; this one already has '" + action->key +
                                       "'");
@@ -1706,7 +1744,7 @@ void Reader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
     }
     if (methodMask) r.methods = *methodMask;
     if (action) {
-        if (auto a = readAction(*action, shape)) r.action = std::move(*a);
+        if (auto a = (this->*actionKind(action->key)->read)(*action, shape)) r.action = std::move(*a);
     } else if (!unsupported) {
         error(v, "a route needs an action: static, respond, redirect, proxy, grpc, fastcgi or websocket");
     }
