@@ -4,11 +4,11 @@
 
 #include <portico/capture/filter.h>
 #include <portico/capture/session_file.h>
-#include <portico/config/loader.h>
 #include <portico/load/from_capture.h>
 #include <portico/load/history.h>
 #include <portico/load/runner.h>
 #include <portico/load/suite.h>
+#include <portico/validate/load.h>
 
 #include <atomic>
 #include <cerrno>

@@ -3,9 +3,9 @@
 #include "cli_checks.h"
 #include "commands.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 #include <portico/tls/local_ca.h>
+#include <portico/validate/load.h>
 
 #include <CLI/CLI.hpp>
 

@@ -1,8 +1,8 @@
 // ServerController: engine start/publish/stop, YAML save, and the project file watcher.
 #include "servercontroller.h"
 
-#include <portico/config/loader.h>
 #include <portico/config/writer.h>
+#include <portico/validate/load.h>
 
 #include <QCoreApplication>
 #include <QDir>

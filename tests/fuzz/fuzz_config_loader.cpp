@@ -3,8 +3,8 @@
 // writer and loads again (the GUI's save path).
 #include "fuzz_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/config/writer.h>
+#include <portico/validate/load.h>
 
 #include <string>
 

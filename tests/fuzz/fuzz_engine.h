@@ -5,8 +5,8 @@
 
 #include "fuzz_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

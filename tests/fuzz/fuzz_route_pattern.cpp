@@ -5,9 +5,9 @@
 // refused route has a located error; parameter values point into the matched path.
 #include "fuzz_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/http/path.h>
 #include <portico/routing/router.h>
+#include <portico/validate/load.h>
 
 #include <nlohmann/json.hpp>
 

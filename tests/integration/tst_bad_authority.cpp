@@ -4,8 +4,8 @@
 // is forwarded to the upstream either way. Valid forms (empty Host, "[::1]:8080") still pass.
 #include "test_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <QProcess>
 #include <QTemporaryDir>

@@ -8,8 +8,8 @@
 #include <portico/capture/har.h>
 #include <portico/capture/replay.h>
 #include <portico/capture/store.h>
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -6,8 +6,8 @@
 #include "test_support.h"
 
 #include <portico/capture/grpc.h>
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <QProcess>
 #include <QTemporaryDir>

@@ -7,8 +7,8 @@
 
 #include <portico/capture/har.h>
 #include <portico/capture/replay.h>
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <QFile>
 #include <QTemporaryDir>

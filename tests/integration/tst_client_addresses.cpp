@@ -8,9 +8,9 @@
 #include "test_support.h"
 
 #include <portico/capture/replay.h>
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 #include <portico/load/runner.h>
+#include <portico/validate/load.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/v6_only.hpp>

@@ -1,8 +1,8 @@
 // Publishing new config snapshots while clients hammer the server loses no request and tears none.
 #include "raw_client.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <QtTest>
 

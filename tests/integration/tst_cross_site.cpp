@@ -6,8 +6,8 @@
 // pass, and no response carries `Access-Control-Allow-Origin: *`.
 #include "test_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <QDir>
 #include <QFile>

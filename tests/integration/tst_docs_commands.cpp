@@ -15,8 +15,8 @@
 // (Config snippets: tst_config's docExamples.)
 #include "test_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/config/writer.h>
+#include <portico/validate/load.h>
 
 #include <QDir>
 #include <QDirIterator>

@@ -5,9 +5,9 @@
 // (not stopped, also when cancelled after it); a suite cancelled before it starts.
 #include "test_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 #include <portico/engine/jobs.h>
+#include <portico/validate/load.h>
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -5,8 +5,8 @@
 // stream) keep working.
 #include "test_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <QProcess>
 #include <QRegularExpression>

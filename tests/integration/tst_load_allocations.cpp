@@ -1,9 +1,9 @@
 // The load generator allocates nothing per request in steady state: the whole process's operator new
 // is counted over a short and a long run against an in-process portico; the difference, spread over
 // the extra requests, must be near zero (setup costs the same in both runs).
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 #include <portico/load/runner.h>
+#include <portico/validate/load.h>
 
 #include <QtTest>
 

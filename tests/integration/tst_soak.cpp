@@ -10,8 +10,8 @@
 #include "test_support.h"
 
 #include <portico/capture/store.h>
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <QtTest>
 

@@ -7,9 +7,9 @@
 // and `Connection: close` responses end a load-test connection without counting errors.
 #include "test_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 #include <portico/load/runner.h>
+#include <portico/validate/load.h>
 
 #include <QElapsedTimer>
 #include <QTemporaryDir>

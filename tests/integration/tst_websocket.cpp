@@ -4,8 +4,8 @@
 // and room statistics are checked on an in-process engine.
 #include "test_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include <QProcess>
 #include <QTemporaryDir>

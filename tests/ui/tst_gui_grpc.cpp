@@ -8,7 +8,7 @@
 #include "servercontroller.h"
 #include "test_support.h"
 
-#include <portico/config/loader.h>
+#include <portico/validate/load.h>
 
 #include <QPlainTextEdit>
 #include <QProcess>

@@ -5,7 +5,7 @@
 #include "servercontroller.h"
 #include "sites/sitespage.h"
 
-#include <portico/config/loader.h>
+#include <portico/validate/load.h>
 
 #include <QCheckBox>
 #include <QComboBox>

@@ -11,9 +11,9 @@
 // standing for the folder's absolute path.
 #include "test_support.h"
 
-#include <portico/config/loader.h>
 #include <portico/config/writer.h>
 #include <portico/http/message.h>
+#include <portico/validate/load.h>
 
 #include <QDir>
 #include <QFile>

@@ -7,8 +7,8 @@
 #include <portico/capture/grpc.h>
 #include <portico/capture/har.h>
 #include <portico/capture/store.h>
-#include <portico/config/loader.h>
 #include <portico/config/writer.h>
+#include <portico/validate/load.h>
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -6,10 +6,10 @@
 #include "runhistoryview.h"
 #include "servercontroller.h"
 
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
 #include <portico/engine/jobs.h>
 #include <portico/load/history.h>
+#include <portico/validate/load.h>
 
 #include <qcustomplot.h>
 

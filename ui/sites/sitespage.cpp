@@ -3,9 +3,9 @@
 
 #include "servercontroller.h"
 
-#include <portico/config/loader.h>
 #include <portico/config/writer.h>
 #include <portico/http/message.h>
+#include <portico/validate/load.h>
 
 #include <QCheckBox>
 #include <QComboBox>

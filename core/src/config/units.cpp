@@ -1,5 +1,5 @@
 // Parsing of the size ("16KiB") and duration ("250ms") values used throughout the config file.
-#include <portico/config/loader.h>
+#include <portico/config/reader.h>
 
 #include <charconv>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The engine facade: owns the workers, publishes config snapshots, reloads the config file, drains.
-#include <portico/config/loader.h>
 #include <portico/engine/engine.h>
+#include <portico/validate/load.h>
 
 #include "capture/collector.h"
 #include "client/connect.h"

@@ -59,6 +59,10 @@ struct Http2 {
         1000; ///< PING/SETTINGS frames at once (and a tenth of it per second after)
 };
 
+/// The most field lines a request head may have: the upper bound of `limits.max_header_count`
+/// (the HTTP/1 parser keeps its fields in an array of this size, http1::kMaxHeaders).
+inline constexpr std::uint64_t kMaxHeaderCount = 128;
+
 /// Parser limits and timeouts (`limits:` in YAML). Sizes in bytes, durations in nanoseconds.
 struct Limits {
     std::uint64_t maxRequestLineBytes = 8 * 1024;  ///< → 414

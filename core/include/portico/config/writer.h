@@ -1,4 +1,4 @@
-// YAML config writing (yaml-cpp's emitter): the inverse of loader.h, used by the GUI's Save.
+// YAML config writing (yaml-cpp's emitter): the inverse of reader.h, used by the GUI's Save.
 #pragma once
 
 #include <portico/config/config.h>

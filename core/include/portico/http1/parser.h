@@ -1,6 +1,7 @@
 // Zero-copy HTTP/1.1 request parser (RFC 9112): request line, field lines, message framing, chunked.
 #pragma once
 
+#include <portico/config/config.h>
 #include <portico/http/message.h>
 
 #include <array>
@@ -21,7 +22,7 @@ struct ParserLimits {
 };
 
 /// Hard capacity of the per-request field array (also caps trailers).
-inline constexpr std::size_t kMaxHeaders = 128;
+inline constexpr std::size_t kMaxHeaders = config::kMaxHeaderCount;
 
 /// A parse failure: the status to answer with (400, 413, 414, 431, 501, 505) and a short reason for
 /// logs. Every error closes the connection after the response (the framing can no longer be trusted).

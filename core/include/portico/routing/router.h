@@ -2,6 +2,7 @@
 #pragma once
 
 #include <portico/config/config.h>
+#include <portico/config/pattern.h>
 #include <portico/http/message.h>
 
 #include <cstdint>
@@ -17,7 +18,7 @@ struct Param {
     std::string_view value;
 };
 
-inline constexpr std::size_t kMaxParams = 16;
+inline constexpr std::size_t kMaxParams = config::kMaxRouteParams;
 
 /// Room for kMaxParams captures, indexed like an array. Not zeroed when made: a RouteResult is
 /// made for every request, and zeroing these 512 bytes (and copying them out of the match) took

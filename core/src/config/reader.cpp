@@ -1,13 +1,8 @@
-// Loads a YAML config file into the Config model, validating it and collecting every located error.
-#include <portico/capture/grpc.h>
-#include <portico/config/loader.h>
+// Reads a YAML config file into the Config model and a SourceMap, collecting every located reading
+// error. What needs other modules or the disk is checked by validate/ (portico/validate/validate.h).
+#include <portico/config/pattern.h>
+#include <portico/config/reader.h>
 #include <portico/http/message.h>
-#include <portico/http1/parser.h>
-#include <portico/routing/router.h>
-
-#include "routing/regex.h"
-
-#include <portico/tls/local_ca.h>
 
 #include <yaml-cpp/anchor.h>
 #include <yaml-cpp/eventhandler.h>
@@ -35,6 +30,23 @@ std::string ConfigError::toString() const {
     if (!path.empty()) out += path + ": ";
     out += message;
     return out;
+}
+
+Location SourceMap::at(std::string_view path) const {
+    auto it = values.find(path);
+    if (it == values.end()) return Location{file, 0, 0};
+    return it->second;
+}
+
+std::string SourceMap::routePath(std::size_t vhost, std::size_t route) const {
+    if (vhost < routes.size() && route < routes[vhost].size()) return routes[vhost][route].path;
+    return "vhosts[" + std::to_string(vhost) + "].routes[" + std::to_string(route) + "]";
+}
+
+std::string SourceMap::matchPath(std::size_t vhost, std::size_t route) const {
+    if (vhost < routes.size() && route < routes[vhost].size())
+        return routes[vhost][route].path + "." + routes[vhost][route].matchKey;
+    return routePath(vhost, route) + ".path";
 }
 
 namespace {
@@ -141,16 +153,6 @@ std::string suggestion(std::string_view word, Keys candidates) {
 using http::lower;
 using http::upper;
 
-bool isIdentifier(std::string_view s) {
-    if (s.empty()) return false;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        char c = s[i];
-        bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
-    }
-    return true;
-}
-
 /// RFC 9110 §5.6.2 token.
 bool isToken(std::string_view s) {
     if (s.empty()) return false;
@@ -209,13 +211,6 @@ struct GroupContext {
     int depth = 0;
 };
 
-/// Where a flattened route came from, for the duplicate check.
-struct RouteOrigin {
-    std::string path;      ///< "vhosts[0].routes[2]"
-    std::string matchPath; ///< "vhosts[0].routes[2].path"
-    YAML::Mark mark;       ///< of the path/location value
-};
-
 /// Joins a group prefix and a route path: "/api" + "/users" → "/api/users"; "/api" + "/" → "/api"
 /// for patterns and exact paths (which name one resource) and "/api/" for prefixes.
 std::string joinPrefix(const std::string& prefix, const std::string& path, MatchKind kind) {
@@ -250,42 +245,6 @@ constexpr std::uint32_t kAllMethods = [] {
     return m;
 }();
 
-/// The methods a route answers (0 in the model means every method). HEAD is not added for GET:
-/// the router lets a route naming HEAD beat a GET route of the same path.
-std::uint32_t effectiveMethods(std::uint32_t mask) { return mask == 0 ? kAllMethods : mask; }
-
-/// Key under which two routes would match exactly the same requests.
-std::string duplicateKey(const Route& r) {
-    switch (r.kind) {
-    case MatchKind::Pattern: {
-        // Parameter names do not change what a pattern matches: "/u/:id" == "/u/:name".
-        std::string out;
-        std::size_t start = 0;
-        while (start < r.path.size()) {
-            std::size_t slash = r.path.find('/', start + 1);
-            std::string_view seg(r.path.data() + start,
-                                 (slash == std::string::npos ? r.path.size() : slash) - start);
-            out += seg.size() > 1 && seg[1] == ':' ? std::string_view("/:") : seg;
-            if (slash == std::string::npos) break;
-            start = slash;
-        }
-        // The router ignores a trailing slash in a pattern: "/about/" is "/about".
-        if (out.size() > 1 && out.back() == '/') out.pop_back();
-        return "pattern " + out;
-    }
-    case MatchKind::Exact:
-        return "exact " + r.path;
-    case MatchKind::Prefix:
-    case MatchKind::PrefixNoRegex:
-        return "prefix " + r.path; // nginx also refuses "/x" next to "^~ /x"
-    case MatchKind::Regex:
-        return "regex " + r.path;
-    case MatchKind::RegexCaseless:
-        return "iregex " + r.path;
-    }
-    return {};
-}
-
 /// A hint for the two syntax errors people make most in this file: tabs, and unquoted IPv6
 /// addresses ("- [::1]:8080" starts a YAML flow list). Looks at the error's line and the one before
 /// it, since yaml-cpp often reports the position where the next token starts.
@@ -310,11 +269,13 @@ std::string syntaxHint(std::string_view text, const YAML::Mark& mark) {
     return {};
 }
 
-class Loader {
+class Reader {
 public:
-    Loader(std::string file, fs::path baseDir) : file_(std::move(file)), baseDir_(std::move(baseDir)) {}
+    Reader(std::string file, fs::path baseDir) : file_(std::move(file)), baseDir_(std::move(baseDir)) {
+        map_.file = file_;
+    }
 
-    LoadResult run(std::string_view text, std::string sourcePath);
+    ReadResult run(std::string_view text, std::string sourcePath);
 
 private:
     /// A node with its path in the document and the position errors about it point at.
@@ -350,7 +311,7 @@ private:
     std::optional<std::uint64_t> size(const Value& v, std::uint64_t min);
     std::optional<Duration> duration(const Value& v, bool zeroAllowed);
     std::optional<int> status(const Value& v, int min, int max);
-    std::optional<std::string> existing(const Value& v, bool directory);
+    std::optional<std::string> absolute(const Value& v);
     std::optional<HeaderList> headers(const Value& v, const RouteShape* templates);
     void checkTemplates(const Value& v, std::string_view text, const RouteShape& shape);
 
@@ -363,39 +324,64 @@ private:
     void readHttp2(const Value& v, Http2& h);
     void readCapture(const Value& v, Capture& c);
     std::optional<TlsFiles> readTlsFiles(const Value& v);
-    void readVhost(const Value& v, Vhost& vh);
+    void readVhost(const Value& v, Vhost& vh, std::vector<SourceMap::RouteSource>& sources);
     bool readStaticKey(const Entry& e, StaticAction& st);
-    void checkSpaFallback(const Value& v, const StaticAction& st);
     void readRoutes(const Value& v, const GroupContext& group, std::vector<Route>& out,
-                    std::vector<RouteOrigin>& origins);
+                    std::vector<SourceMap::RouteSource>& sources);
     void readRoute(const Value& v, const GroupContext& group, std::vector<Route>& out,
-                   std::vector<RouteOrigin>& origins);
+                   std::vector<SourceMap::RouteSource>& sources);
     void readGroup(const Value& v, const GroupContext& group, std::vector<Route>& out,
-                   std::vector<RouteOrigin>& origins);
+                   std::vector<SourceMap::RouteSource>& sources);
     bool parseMatch(const Entry& e, const GroupContext& group, Route& r, RouteShape& shape);
-    bool checkPattern(const Value& v, const std::string& pattern, RouteShape& shape);
     std::optional<std::uint32_t> methods(const Value& v);
-    std::optional<Action> readAction(const Entry& e, const RouteShape& shape);
-    std::optional<Action> readWebSocket(const Value& v, const RouteShape& shape);
-    void checkDuplicateRoutes(const std::vector<Route>& routes, const std::vector<RouteOrigin>& origins);
-    void checkVhosts(const Config& c, const std::vector<Value>& vhostValues);
+    // One reader per route action; kActions lists them by key.
+    std::optional<Action> readStatic(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readRespond(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readRedirect(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readProxy(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readFastCgi(const Entry& e, const RouteShape& shape);
+    std::optional<Action> readWebSocket(const Entry& e, const RouteShape& shape);
+    void upstreamUrl(const Value& v, ProxyAction& px);
+    bool readProxyKey(const Entry& k, ProxyAction& px);
+    void fastCgiAddress(const Value& v, FastCgi& f);
+
+    using ActionReader = std::optional<Action> (Reader::*)(const Entry&, const RouteShape&);
+    struct ActionKind {
+        std::string_view key;
+        ActionReader read;
+    };
+    /// The route actions: key → reader (the keys are also in kRouteKeys).
+    static constexpr ActionKind kActions[] = {
+        {"static", &Reader::readStatic},       {"respond", &Reader::readRespond},
+        {"redirect", &Reader::readRedirect},   {"proxy", &Reader::readProxy},
+        {"grpc", &Reader::readProxy},          {"fastcgi", &Reader::readFastCgi},
+        {"websocket", &Reader::readWebSocket},
+    };
+    static const ActionKind* actionKind(std::string_view key) {
+        for (const ActionKind& a : kActions)
+            if (a.key == key) return &a;
+        return nullptr;
+    }
+    /// Notes where the value at `path` starts (the first time only: a duplicate key is an error).
+    void note(const Value& v) { map_.values.emplace(v.path, locate(v.mark)); }
 
     std::string file_;
     fs::path baseDir_;
     std::vector<ConfigError> errors_;
+    SourceMap map_;
 };
 
-void Loader::error(const YAML::Mark& mark, const std::string& path, std::string message) {
+void Reader::error(const YAML::Mark& mark, const std::string& path, std::string message) {
     errors_.push_back(ConfigError{locate(mark), path, std::move(message)});
 }
 
-Location Loader::locate(const YAML::Mark& mark) const {
+Location Reader::locate(const YAML::Mark& mark) const {
     // yaml-cpp marks are 0-based; a node built without a position has -1.
     if (mark.line < 0) return Location{file_, 1, 1};
     return Location{file_, mark.line + 1, mark.column + 1};
 }
 
-bool Loader::readMap(const Value& v, Keys known, const std::function<bool(const Entry&)>& visit, Keys notYet,
+bool Reader::readMap(const Value& v, Keys known, const std::function<bool(const Entry&)>& visit, Keys notYet,
                      std::string_view notYetHint) {
     if (v.node.IsNull()) return true; // "key:" with nothing is an empty map
     if (!v.node.IsMap()) {
@@ -416,6 +402,7 @@ bool Loader::readMap(const Value& v, Keys known, const std::function<bool(const 
         YAML::Mark mark = it->second.Mark();
         if (it->second.IsNull() && (mark.line != k.Mark().line || mark.line < 0)) mark = k.Mark();
         Entry e{key, k.Mark(), Value{it->second, child(v.path, key), mark}};
+        note(e.value);
         if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
             errorAtKey(e, "duplicate key '" + key + "'");
             continue;
@@ -430,7 +417,7 @@ bool Loader::readMap(const Value& v, Keys known, const std::function<bool(const 
     return true;
 }
 
-std::optional<std::vector<Loader::Value>> Loader::list(const Value& v, bool scalarAllowed) {
+std::optional<std::vector<Reader::Value>> Reader::list(const Value& v, bool scalarAllowed) {
     std::vector<Value> out;
     if (v.node.IsNull()) return out;
     if (v.node.IsScalar() && scalarAllowed) {
@@ -446,11 +433,12 @@ std::optional<std::vector<Loader::Value>> Loader::list(const Value& v, bool scal
         YAML::Node n = v.node[i];
         YAML::Mark mark = n.Mark().line >= 0 && !n.IsNull() ? n.Mark() : v.mark;
         out.push_back(Value{n, item(v.path, i), mark});
+        note(out.back());
     }
     return out;
 }
 
-std::optional<std::string> Loader::string(const Value& v) {
+std::optional<std::string> Reader::string(const Value& v) {
     if (v.node.IsNull()) {
         error(v, "missing value");
         return std::nullopt;
@@ -462,7 +450,7 @@ std::optional<std::string> Loader::string(const Value& v) {
     return v.node.Scalar();
 }
 
-std::optional<std::vector<std::string>> Loader::strings(const Value& v) {
+std::optional<std::vector<std::string>> Reader::strings(const Value& v) {
     auto items = list(v, true);
     if (!items) return std::nullopt;
     std::vector<std::string> out;
@@ -478,7 +466,7 @@ std::optional<std::vector<std::string>> Loader::strings(const Value& v) {
     return out;
 }
 
-std::optional<bool> Loader::boolean(const Value& v) {
+std::optional<bool> Reader::boolean(const Value& v) {
     if (v.node.IsScalar()) {
         bool b = false;
         if (YAML::convert<bool>::decode(v.node, b)) return b;
@@ -487,7 +475,7 @@ std::optional<bool> Loader::boolean(const Value& v) {
     return std::nullopt;
 }
 
-std::optional<std::int64_t> Loader::integer(const Value& v, std::int64_t min, std::int64_t max) {
+std::optional<std::int64_t> Reader::integer(const Value& v, std::int64_t min, std::int64_t max) {
     auto s = string(v);
     if (!s) return std::nullopt;
     std::int64_t n = 0;
@@ -503,7 +491,7 @@ std::optional<std::int64_t> Loader::integer(const Value& v, std::int64_t min, st
     return n;
 }
 
-std::optional<double> Loader::number(const Value& v, double min, double max) {
+std::optional<double> Reader::number(const Value& v, double min, double max) {
     auto s = string(v);
     if (!s) return std::nullopt;
     double d = 0;
@@ -521,7 +509,7 @@ std::optional<double> Loader::number(const Value& v, double min, double max) {
     return d;
 }
 
-std::optional<std::uint64_t> Loader::size(const Value& v, std::uint64_t min) {
+std::optional<std::uint64_t> Reader::size(const Value& v, std::uint64_t min) {
     auto s = string(v);
     if (!s) return std::nullopt;
     std::uint64_t bytes = 0;
@@ -536,7 +524,7 @@ std::optional<std::uint64_t> Loader::size(const Value& v, std::uint64_t min) {
     return bytes;
 }
 
-std::optional<Duration> Loader::duration(const Value& v, bool zeroAllowed) {
+std::optional<Duration> Reader::duration(const Value& v, bool zeroAllowed) {
     auto s = string(v);
     if (!s) return std::nullopt;
     Duration d{};
@@ -557,7 +545,7 @@ std::optional<Duration> Loader::duration(const Value& v, bool zeroAllowed) {
     return d;
 }
 
-std::optional<int> Loader::status(const Value& v, int min, int max) {
+std::optional<int> Reader::status(const Value& v, int min, int max) {
     auto s = string(v);
     if (!s) return std::nullopt;
     int n = 0;
@@ -581,7 +569,7 @@ std::optional<int> Loader::status(const Value& v, int min, int max) {
     return n;
 }
 
-std::optional<std::string> Loader::existing(const Value& v, bool directory) {
+std::optional<std::string> Reader::absolute(const Value& v) {
     auto s = string(v);
     if (!s) return std::nullopt;
     if (s->empty()) {
@@ -590,25 +578,10 @@ std::optional<std::string> Loader::existing(const Value& v, bool directory) {
     }
     fs::path p(*s);
     if (p.is_relative()) p = baseDir_ / p;
-    std::string abs = normalise(p);
-    std::error_code ec;
-    fs::file_status st = fs::status(abs, ec);
-    if (!fs::exists(st)) {
-        error(v, std::string(directory ? "directory" : "file") + " '" + abs + "' does not exist");
-        return std::nullopt;
-    }
-    if (directory && !fs::is_directory(st)) {
-        error(v, "'" + abs + "' is not a directory");
-        return std::nullopt;
-    }
-    if (!directory && !fs::is_regular_file(st)) {
-        error(v, "'" + abs + "' is not a regular file");
-        return std::nullopt;
-    }
-    return abs;
+    return normalise(p);
 }
 
-std::optional<HeaderList> Loader::headers(const Value& v, const RouteShape* templates) {
+std::optional<HeaderList> Reader::headers(const Value& v, const RouteShape* templates) {
     HeaderList out;
     bool ok = true;
     readMap(v, {}, [&](const Entry& e) {
@@ -652,7 +625,7 @@ std::optional<HeaderList> Loader::headers(const Value& v, const RouteShape* temp
     return out;
 }
 
-void Loader::checkTemplates(const Value& v, std::string_view text, const RouteShape& shape) {
+void Reader::checkTemplates(const Value& v, std::string_view text, const RouteShape& shape) {
     static constexpr std::string_view kKnown =
         "{{param.NAME}}, {{param.*}}, {{query.NAME}}, {{header.NAME}}, {{method}}, {{path}}, {{body}}";
     std::size_t pos = 0;
@@ -699,9 +672,8 @@ void Loader::checkTemplates(const Value& v, std::string_view text, const RouteSh
     }
 }
 
-void Loader::readTop(const Value& v, Config& c) {
+void Reader::readTop(const Value& v, Config& c) {
     bool sawListen = false, sawVhosts = false;
-    std::vector<Value> vhostValues;
     bool isMap = readMap(
         v, kTopKeys,
         [&](const Entry& e) {
@@ -738,9 +710,9 @@ void Loader::readTop(const Value& v, Config& c) {
                 if (items->empty()) error(val, "at least one vhost is required");
                 for (const Value& item : *items) {
                     Vhost vh;
-                    readVhost(item, vh);
+                    map_.routes.emplace_back();
+                    readVhost(item, vh, map_.routes.back());
                     c.vhosts.push_back(std::move(vh));
-                    vhostValues.push_back(item);
                 }
             } else {
                 return false;
@@ -749,12 +721,14 @@ void Loader::readTop(const Value& v, Config& c) {
         },
         kTopNotYet);
     if (!isMap) return;
-    if (!sawListen) c.listen.push_back(Listen{});
+    if (!sawListen) {
+        c.listen.push_back(Listen{});
+        map_.listen.push_back("listen");
+    }
     if (!sawVhosts) error(v, "no vhosts: add at least one under `vhosts:` (e.g. `vhosts: [{root: ./site}]`)");
-    checkVhosts(c, vhostValues);
 }
 
-void Loader::readListen(const Value& v, std::vector<Listen>& out) {
+void Reader::readListen(const Value& v, std::vector<Listen>& out) {
     auto items = list(v, true);
     if (!items) return;
     if (items->empty()) error(v, "at least one listener is required");
@@ -802,26 +776,12 @@ void Loader::readListen(const Value& v, std::vector<Listen>& out) {
         }
         if (!l) continue;
         l->where = locate(item.mark);
-        for (const Listen& other : out) {
-            // "localhost" is 127.0.0.1 and ::1: it overlaps either.
-            auto covers = [](const std::string& a, const std::string& b) {
-                return a == b || (a == "localhost" && (b == "127.0.0.1" || b == "::1"));
-            };
-            if ((covers(other.host, l->host) || covers(l->host, other.host)) && other.port == l->port &&
-                l->port != 0) {
-                const bool v6 = l->host.find(':') != std::string::npos;
-                error(item, "duplicate listener " + (v6 ? "[" + l->host + "]" : l->host) + ":" +
-                                std::to_string(l->port) + " (already on line " +
-                                std::to_string(other.where.line) + ")");
-                l.reset();
-                break;
-            }
-        }
-        if (l) out.push_back(*l);
+        out.push_back(*l);
+        map_.listen.push_back(item.path);
     }
 }
 
-std::optional<Listen> Loader::parseAddress(const Value& v) {
+std::optional<Listen> Reader::parseAddress(const Value& v) {
     auto s = string(v);
     if (!s) return std::nullopt;
     std::string text = *s;
@@ -875,7 +835,7 @@ std::optional<Listen> Loader::parseAddress(const Value& v) {
     return l;
 }
 
-void Loader::readLimits(const Value& v, Limits& l) {
+void Reader::readLimits(const Value& v, Limits& l) {
     readMap(v, kLimitKeys, [&](const Entry& e) {
         const Value& val = e.value;
         auto setSize = [&](std::uint64_t& field, std::uint64_t min) {
@@ -893,7 +853,7 @@ void Loader::readLimits(const Value& v, Limits& l) {
         else if (e.key == "max_header_bytes")
             setSize(l.maxHeaderBytes, 64);
         else if (e.key == "max_header_count")
-            setCount(l.maxHeaderCount, 1, static_cast<std::int64_t>(http1::kMaxHeaders));
+            setCount(l.maxHeaderCount, 1, static_cast<std::int64_t>(kMaxHeaderCount));
         else if (e.key == "max_body_bytes")
             setSize(l.maxBodyBytes, 0);
         else if (e.key == "max_ranges")
@@ -916,7 +876,7 @@ void Loader::readLimits(const Value& v, Limits& l) {
     });
 }
 
-void Loader::readAccessLog(const Value& v, AccessLog& a) {
+void Reader::readAccessLog(const Value& v, AccessLog& a) {
     // Writing an access_log section means "log": combined to stdout unless said otherwise.
     a.format = AccessLog::Format::Combined;
     a.path = "-";
@@ -948,15 +908,7 @@ void Loader::readAccessLog(const Value& v, AccessLog& a) {
             }
             fs::path p(*s);
             if (p.is_relative()) p = baseDir_ / p;
-            std::string abs = normalise(p);
-            std::error_code ec;
-            fs::path dir = fs::path(abs).parent_path();
-            if (!fs::is_directory(dir, ec))
-                error(e.value, "directory '" + dir.string() + "' does not exist");
-            else if (fs::is_directory(abs, ec))
-                error(e.value, "'" + abs + "' is a directory");
-            else
-                a.path = abs;
+            a.path = normalise(p); // its folder is checked by validate
         } else {
             return false;
         }
@@ -964,7 +916,7 @@ void Loader::readAccessLog(const Value& v, AccessLog& a) {
     });
 }
 
-void Loader::readCompression(const Value& v, Compression& c) {
+void Reader::readCompression(const Value& v, Compression& c) {
     readMap(v, kCompressionKeys, [&](const Entry& e) {
         if (e.key == "enabled") {
             if (auto b = boolean(e.value)) c.enabled = *b;
@@ -981,7 +933,7 @@ void Loader::readCompression(const Value& v, Compression& c) {
     });
 }
 
-void Loader::readCapture(const Value& v, Capture& c) {
+void Reader::readCapture(const Value& v, Capture& c) {
     // `capture: true` / `capture: false` is short for `{enabled: ...}`.
     if (v.node.IsScalar()) {
         if (auto b = boolean(v)) c.enabled = *b;
@@ -1021,11 +973,7 @@ void Loader::readCapture(const Value& v, Capture& c) {
             if (e.value.node.IsScalar() && !e.value.node.Scalar().empty()) {
                 fs::path p(e.value.node.Scalar());
                 if (p.is_relative()) p = baseDir_ / p;
-                c.store = normalise(p);
-                std::error_code ec;
-                if (!fs::is_directory(fs::path(c.store).parent_path(), ec))
-                    error(e.value,
-                          "directory '" + fs::path(c.store).parent_path().string() + "' does not exist");
+                c.store = normalise(p); // its folder is checked by validate
             } else {
                 error(e.value, "expected a file name");
             }
@@ -1037,7 +985,7 @@ void Loader::readCapture(const Value& v, Capture& c) {
     if (c.bodyBytes > c.recordBytes) c.bodyBytes = c.recordBytes;
 }
 
-void Loader::readHttp2(const Value& v, Http2& h) {
+void Reader::readHttp2(const Value& v, Http2& h) {
     constexpr std::int64_t kMaxWindow = 0x7fffffff; // RFC 9113 §6.9.1
     readMap(v, kHttp2Keys, [&](const Entry& e) {
         if (e.key == "enabled") {
@@ -1073,41 +1021,28 @@ void Loader::readHttp2(const Value& v, Http2& h) {
     });
 }
 
-std::optional<TlsFiles> Loader::readTlsFiles(const Value& v) {
+std::optional<TlsFiles> Reader::readTlsFiles(const Value& v) {
     TlsFiles f;
     f.where = locate(v.mark);
-    std::optional<Value> certValue;
     bool ok = true;
     readMap(v, kTlsKeys, [&](const Entry& e) {
         if (e.key != "cert" && e.key != "key") return false;
-        auto p = existing(e.value, false);
-        if (!p) {
+        auto p = absolute(e.value);
+        if (!p)
             ok = false;
-        } else if (e.key == "cert") {
-            f.cert = *p;
-            certValue = e.value;
-        } else {
-            f.key = *p;
-        }
+        else
+            (e.key == "cert" ? f.cert : f.key) = *p;
         return true;
     });
     if (!ok) return std::nullopt;
-    if (f.cert.empty() || f.key.empty()) {
-        error(v, f.cert.empty() ? "needs `cert:` (the certificate chain, PEM)"
-                                : "needs `key:` (the private key, PEM)");
-        return std::nullopt;
-    }
-    if (std::string problem = tls::checkCertKeyPair(f.cert, f.key); !problem.empty()) {
-        error(*certValue, problem);
-        return std::nullopt;
-    }
+    // Validate checks that both are given, exist and pair (a missing file is the one error then).
     return f;
 }
 
-bool Loader::readStaticKey(const Entry& e, StaticAction& st) {
+bool Reader::readStaticKey(const Entry& e, StaticAction& st) {
     const Value& val = e.value;
     if (e.key == "root") {
-        if (auto p = existing(val, true)) st.root = *p;
+        if (auto p = absolute(val)) st.root = *p;
     } else if (e.key == "index") {
         if (auto names = strings(val)) {
             st.index.clear();
@@ -1133,23 +1068,10 @@ bool Loader::readStaticKey(const Entry& e, StaticAction& st) {
     return true;
 }
 
-void Loader::checkSpaFallback(const Value& v, const StaticAction& st) {
-    if (st.spaFallback.empty() || st.root.empty()) return;
-    std::string_view relative = st.spaFallback;
-    while (relative.starts_with("/"))
-        relative.remove_prefix(1);
-    std::string file = normalise(fs::path(st.root) / relative);
-    std::error_code ec;
-    if (!file.starts_with(st.root))
-        error(v, "spa_fallback must stay inside the root");
-    else if (!fs::is_regular_file(file, ec))
-        error(v, "spa_fallback file '" + file + "' does not exist");
-}
-
-void Loader::readVhost(const Value& v, Vhost& vh) {
+void Reader::readVhost(const Value& v, Vhost& vh, std::vector<SourceMap::RouteSource>& sources) {
     vh.where = locate(v.mark);
     StaticAction st;
-    std::optional<Value> rootValue, spaValue;
+    std::optional<Value> rootValue;
     std::vector<Entry> needRoot;
     std::optional<Value> routesValue;
     bool isMap = readMap(
@@ -1162,7 +1084,6 @@ void Loader::readVhost(const Value& v, Vhost& vh) {
             } else if (e.key == "index" || e.key == "listing" || e.key == "spa_fallback" ||
                        e.key == "follow_symlinks") {
                 needRoot.push_back(e);
-                if (e.key == "spa_fallback") spaValue = val;
                 readStaticKey(e, st);
             } else if (e.key == "names") {
                 auto names = strings(val);
@@ -1218,7 +1139,7 @@ void Loader::readVhost(const Value& v, Vhost& vh) {
                                    "error_pages keys are statuses from 400 to 599, got '" + page.key + "'");
                         return true;
                     }
-                    if (auto file = existing(page.value, false)) vh.errorPages[code] = *file;
+                    if (auto file = absolute(page.value)) vh.errorPages[code] = *file;
                     return true;
                 });
             } else if (e.key == "server_header") {
@@ -1242,83 +1163,23 @@ void Loader::readVhost(const Value& v, Vhost& vh) {
         kVhostNotYet);
     if (!isMap) return;
     if (rootValue) {
-        if (!st.root.empty()) {
-            if (spaValue) checkSpaFallback(*spaValue, st);
-            vh.root = st;
-        }
+        if (!st.root.empty()) vh.root = st;
     } else {
         for (const Entry& e : needRoot)
             errorAtKey(e, "'" + e.key + "' applies to the vhost's `root`, which is not set");
     }
-    if (routesValue) {
-        std::vector<RouteOrigin> origins;
-        readRoutes(*routesValue, GroupContext{}, vh.routes, origins);
-        checkDuplicateRoutes(vh.routes, origins);
-    }
+    if (routesValue) readRoutes(*routesValue, GroupContext{}, vh.routes, sources);
 }
 
-void Loader::readRoutes(const Value& v, const GroupContext& group, std::vector<Route>& out,
-                        std::vector<RouteOrigin>& origins) {
+void Reader::readRoutes(const Value& v, const GroupContext& group, std::vector<Route>& out,
+                        std::vector<SourceMap::RouteSource>& sources) {
     auto items = list(v, false);
     if (!items) return;
     for (const Value& item : *items)
-        readRoute(item, group, out, origins);
+        readRoute(item, group, out, sources);
 }
 
-bool Loader::checkPattern(const Value& v, const std::string& pattern, RouteShape& shape) {
-    if (!pattern.starts_with("/")) {
-        std::string hint;
-        for (std::string_view m : {"=", "^~", "~*", "~"})
-            if (pattern.starts_with(m) && pattern.size() > m.size() && pattern[m.size()] != ' ') {
-                hint = " (put a space after the modifier: '" + std::string(m) + " " +
-                       pattern.substr(m.size()) + "')";
-                break;
-            }
-        error(v, "a path pattern must start with '/', got '" + pattern + "'" + hint);
-        return false;
-    }
-    shape.pattern = true;
-    std::size_t start = 1;
-    while (true) {
-        std::size_t slash = pattern.find('/', start);
-        bool last = slash == std::string::npos;
-        std::string seg = pattern.substr(start, last ? std::string::npos : slash - start);
-        if (seg.empty() && !last) {
-            error(v, "empty segment ('//') in '" + pattern + "'; request paths never contain one");
-            return false;
-        }
-        if (seg.starts_with(":")) {
-            std::string name = seg.substr(1);
-            if (!isIdentifier(name)) {
-                error(v, "parameter ':" + name + "' in '" + pattern +
-                             "' needs a name made of letters, digits and '_' (e.g. :id)");
-                return false;
-            }
-            if (std::find(shape.params.begin(), shape.params.end(), name) != shape.params.end()) {
-                error(v, "parameter ':" + name + "' appears twice in '" + pattern + "'");
-                return false;
-            }
-            shape.params.push_back(name);
-        } else if (seg.find('*') != std::string::npos) {
-            if (seg != "*" || !last) {
-                error(v, "'*' is only allowed as the whole last segment (e.g. /assets/*), got '" + pattern +
-                             "'");
-                return false;
-            }
-            shape.wildcard = true;
-        }
-        if (shape.params.size() + (shape.wildcard ? 1 : 0) > routing::kMaxParams) {
-            error(v,
-                  "'" + pattern + "' has more than " + std::to_string(routing::kMaxParams) + " parameters");
-            return false;
-        }
-        if (last) break;
-        start = slash + 1;
-    }
-    return true;
-}
-
-bool Loader::parseMatch(const Entry& e, const GroupContext& group, Route& r, RouteShape& shape) {
+bool Reader::parseMatch(const Entry& e, const GroupContext& group, Route& r, RouteShape& shape) {
     auto spec = string(e.value);
     if (!spec) return false;
     bool location = e.key == "location";
@@ -1356,9 +1217,15 @@ bool Loader::parseMatch(const Entry& e, const GroupContext& group, Route& r, Rou
     }
     std::string path = joinPrefix(group.prefix, rest, kind);
     switch (kind) {
-    case MatchKind::Pattern:
-        if (!checkPattern(e.value, path, shape)) return false;
+    case MatchKind::Pattern: {
+        // Reported by validate; the reader only needs the parameters for {{param.NAME}}.
+        PatternShape ps;
+        shape.pattern = path.starts_with("/");
+        shape.unknown = !checkPattern(path, ps).empty();
+        shape.params = std::move(ps.params);
+        shape.wildcard = ps.wildcard;
         break;
+    }
     case MatchKind::Exact:
     case MatchKind::Prefix:
     case MatchKind::PrefixNoRegex:
@@ -1373,16 +1240,8 @@ bool Loader::parseMatch(const Entry& e, const GroupContext& group, Route& r, Rou
         }
         break;
     case MatchKind::Regex:
-    case MatchKind::RegexCaseless: {
-        // Compiled as the router will compile it (PCRE2, same flags), so the router cannot fail.
-        routing::Regex::CompileError failure;
-        if (!routing::Regex::compile(path, kind == MatchKind::RegexCaseless, &failure)) {
-            error(e.value, "invalid regular expression '" + path + "' at offset " +
-                               std::to_string(failure.offset) + ": " + failure.message);
-            return false;
-        }
-        break;
-    }
+    case MatchKind::RegexCaseless:
+        break; // compiled by validate, as the router will compile it
     }
     r.kind = kind;
     r.path = path;
@@ -1390,7 +1249,7 @@ bool Loader::parseMatch(const Entry& e, const GroupContext& group, Route& r, Rou
     return true;
 }
 
-std::optional<std::uint32_t> Loader::methods(const Value& v) {
+std::optional<std::uint32_t> Reader::methods(const Value& v) {
     auto items = list(v, true);
     if (!items) return std::nullopt;
     if (items->empty()) {
@@ -1421,285 +1280,291 @@ std::optional<std::uint32_t> Loader::methods(const Value& v) {
     return mask;
 }
 
-std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape) {
+// Route actions: one reader per action kind, listed in Reader::kActions (name → reader), the way
+// nginx modules declare their directives in one table.
+
+std::optional<Action> Reader::readStatic(const Entry& e, const RouteShape&) {
     const std::size_t before = errors_.size();
-    if (e.key == "static") {
-        StaticAction st;
-        std::optional<Value> spa;
-        bool sawRoot = false;
-        if (!e.value.node.IsMap()) {
-            error(e.value, "expected a map such as {root: ./site}, got " + describe(e.value.node));
-            return std::nullopt;
-        }
-        readMap(e.value, kStaticKeys, [&](const Entry& k) {
-            if (k.key == "root") sawRoot = true;
-            if (k.key == "spa_fallback") spa = k.value;
-            return readStaticKey(k, st);
-        });
-        if (!sawRoot) {
-            error(e.value, "static needs a `root:` directory");
-            return std::nullopt;
-        }
-        if (spa) checkSpaFallback(*spa, st);
-        if (errors_.size() != before || st.root.empty()) return std::nullopt;
-        return st;
+    StaticAction st;
+    bool sawRoot = false;
+    if (!e.value.node.IsMap()) {
+        error(e.value, "expected a map such as {root: ./site}, got " + describe(e.value.node));
+        return std::nullopt;
     }
-    if (e.key == "respond") {
-        RespondAction rs;
-        std::optional<Value> latency, latencyMax, body, file;
-        readMap(e.value, kRespondKeys, [&](const Entry& k) {
-            const Value& val = k.value;
-            if (k.key == "status") {
-                if (auto s = status(val, 200, 599)) rs.status = *s;
-            } else if (k.key == "headers") {
-                if (auto h = headers(val, &shape)) rs.headers = std::move(*h);
-            } else if (k.key == "body") {
-                body = val;
-                if (auto s = string(val)) {
-                    rs.body = *s;
-                    checkTemplates(val, rs.body, shape);
-                }
-            } else if (k.key == "file") {
-                file = val;
-                if (auto p = existing(val, false)) rs.bodyFile = *p;
-            } else if (k.key == "latency") {
-                latency = val;
-                if (auto d = duration(val, true)) rs.latency = *d;
-            } else if (k.key == "latency_max") {
-                latencyMax = val;
-                if (auto d = duration(val, true)) rs.latencyMax = *d;
-            } else if (k.key == "drop_rate") {
-                if (auto d = number(val, 0, 1)) rs.dropRate = *d;
-            } else if (k.key == "error_rate") {
-                if (auto d = number(val, 0, 1)) rs.errorRate = *d;
-            } else if (k.key == "error_status") {
-                if (auto s = status(val, 400, 599)) rs.errorStatus = *s;
-            } else {
-                return false;
-            }
-            return true;
-        });
-        if (body && file) error(*file, "use either `body` or `file`, not both");
-        if (latencyMax && rs.latencyMax < rs.latency)
-            error(*latencyMax, "latency_max must be at least latency");
-        if (errors_.size() != before) return std::nullopt;
-        return rs;
+    readMap(e.value, kStaticKeys, [&](const Entry& k) {
+        if (k.key == "root") sawRoot = true;
+        return readStaticKey(k, st);
+    });
+    if (!sawRoot) {
+        error(e.value, "static needs a `root:` directory");
+        return std::nullopt;
     }
-    if (e.key == "fastcgi") {
-        ProxyAction px;
-        FastCgi& f = px.fastcgi;
-        if (!e.value.node.IsMap()) {
-            error(e.value, "fastcgi needs a map: {address: 127.0.0.1:9000, root: ./php}");
-            return std::nullopt;
-        }
-        readMap(e.value, kFastCgiKeys, [&](const Entry& k) {
-            const Value& val = k.value;
-            if (k.key == "address") {
-                auto s = string(val);
-                if (!s) return true;
-                f.address = *s;
-                if (s->starts_with("unix:")) {
-                    fs::path p(s->substr(5));
-                    if (p.empty()) {
-                        error(val, "unix: needs a socket path, got '" + *s + "'");
-                        return true;
-                    }
-                    if (p.is_relative()) p = baseDir_ / p;
-                    f.socketPath = normalise(p);
-                    return true;
-                }
-                auto colon = s->rfind(':');
-                std::string host = colon == std::string::npos ? std::string() : s->substr(0, colon);
-                if (host.size() > 1 && host.front() == '[' && host.back() == ']')
-                    host = host.substr(1, host.size() - 2);
-                int port = 0;
-                const char* b = s->data() + (colon == std::string::npos ? 0 : colon + 1);
-                auto [end, ec] = std::from_chars(b, s->data() + s->size(), port);
-                if (host.empty() || ec != std::errc{} || end != s->data() + s->size() || port < 1 ||
-                    port > 65535) {
-                    error(val, "expected HOST:PORT or unix:PATH, got '" + *s + "'");
-                    return true;
-                }
-                f.host = host;
-                f.port = static_cast<std::uint16_t>(port);
-            } else if (k.key == "root") {
-                if (auto d = existing(val, true)) f.root = *d;
-            } else if (k.key == "index") {
-                if (auto s = string(val)) f.index = *s;
-            } else if (k.key == "extension") {
-                if (auto s = string(val)) {
-                    if (s->empty() || s->find('/') != std::string::npos)
-                        error(val, "extension must be a non-empty suffix like .php, got '" + *s + "'");
-                    else
-                        f.extension = *s;
-                }
-            } else if (k.key == "connect_timeout") {
-                if (auto d = duration(val, false)) px.connectTimeout = *d;
-            } else if (k.key == "response_timeout") {
-                if (auto d = duration(val, false)) px.responseTimeout = *d;
-            } else {
-                return false;
+    if (errors_.size() != before || st.root.empty()) return std::nullopt;
+    return st;
+}
+
+std::optional<Action> Reader::readRespond(const Entry& e, const RouteShape& shape) {
+    const std::size_t before = errors_.size();
+    RespondAction rs;
+    std::optional<Value> latency, latencyMax, body, file;
+    readMap(e.value, kRespondKeys, [&](const Entry& k) {
+        const Value& val = k.value;
+        if (k.key == "status") {
+            if (auto s = status(val, 200, 599)) rs.status = *s;
+        } else if (k.key == "headers") {
+            if (auto h = headers(val, &shape)) rs.headers = std::move(*h);
+        } else if (k.key == "body") {
+            body = val;
+            if (auto s = string(val)) {
+                rs.body = *s;
+                checkTemplates(val, rs.body, shape);
             }
-            return true;
-        });
-        if (!e.value.node["address"]) error(e.value, "fastcgi needs `address:` (HOST:PORT or unix:PATH)");
-        if (!e.value.node["root"])
-            error(e.value, "fastcgi needs `root:` (the document root the server sees)");
-        if (errors_.size() != before) return std::nullopt;
-        return px;
-    }
-    if (e.key == "proxy" || e.key == "grpc") {
-        ProxyAction px;
-        px.grpc = e.key == "grpc";
-        auto upstreamUrl = [&](const Value& val) {
-            auto s = string(val);
-            if (!s) return;
-            std::string url = *s;
-            Upstream::Protocol protocol = Upstream::Protocol::Http1;
-            std::size_t schemeEnd = url.find("://");
-            std::string rest;
-            if (url.starts_with("http://")) {
-                protocol = Upstream::Protocol::Http1;
-            } else if (url.starts_with("h2c://")) {
-                protocol = Upstream::Protocol::H2c;
-            } else if (url.starts_with("https://")) {
-                protocol = Upstream::Protocol::H2;
-            } else if (px.grpc && schemeEnd == std::string::npos) {
-                protocol = Upstream::Protocol::H2c; // `grpc: 127.0.0.1:50051`
-                schemeEnd = 0;
-            } else {
-                error(val, std::string("expected an upstream URL ") +
-                               (px.grpc ? "h2c://HOST:PORT or https://HOST:PORT"
-                                        : "http://HOST:PORT, h2c://HOST:PORT or https://HOST:PORT") +
-                               ", got '" + url + "'");
-                return;
-            }
-            if (px.grpc && protocol == Upstream::Protocol::Http1) {
-                error(val, "gRPC needs HTTP/2: use h2c://HOST:PORT or https://HOST:PORT, got '" + url + "'");
-                return;
-            }
-            if (!px.upstreams.empty() && px.upstreams.front().protocol != protocol) {
-                error(val, "all upstreams of a route must use the same scheme, got '" + url + "'");
-                return;
-            }
-            rest = schemeEnd == 0 ? url : url.substr(schemeEnd + 3);
-            while (!rest.empty() && rest.back() == '/')
-                rest.pop_back();
-            if (rest.find('/') != std::string::npos || rest.find('?') != std::string::npos || rest.empty()) {
-                error(
-                    val,
-                    "an upstream is SCHEME://HOST[:PORT] without a path (use strip_prefix to rewrite paths), "
-                    "got '" +
-                        url + "'");
-                return;
-            }
-            Upstream u;
-            u.protocol = protocol;
-            if (protocol == Upstream::Protocol::H2) u.port = 443;
-            u.authority = rest;
-            std::string host = rest, port;
-            if (rest.front() == '[') {
-                auto close = rest.find(']');
-                if (close == std::string::npos) {
-                    error(val, "unclosed '[' in '" + url + "'");
-                    return;
-                }
-                host = rest.substr(1, close - 1);
-                if (close + 1 < rest.size()) {
-                    if (rest[close + 1] != ':') {
-                        error(val, "expected ':' after ']' in '" + url + "'");
-                        return;
-                    }
-                    port = rest.substr(close + 2);
-                }
-            } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
-                host = rest.substr(0, colon);
-                port = rest.substr(colon + 1);
-            }
-            if (!port.empty()) {
-                int n = 0;
-                auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
-                if (ec != std::errc{} || end != port.data() + port.size() || n < 1 || n > 65535) {
-                    error(val, "upstream port must be 1..65535, got '" + port + "'");
-                    return;
-                }
-                u.port = static_cast<std::uint16_t>(n);
-            }
-            if (host.empty()) {
-                error(val, "upstream needs a host, got '" + url + "'");
-                return;
-            }
-            u.host = host;
-            px.upstreams.push_back(std::move(u));
-        };
-        if (e.value.node.IsScalar()) {
-            upstreamUrl(e.value);
+        } else if (k.key == "file") {
+            file = val;
+            if (auto p = absolute(val)) rs.bodyFile = *p;
+        } else if (k.key == "latency") {
+            latency = val;
+            if (auto d = duration(val, true)) rs.latency = *d;
+        } else if (k.key == "latency_max") {
+            latencyMax = val;
+            if (auto d = duration(val, true)) rs.latencyMax = *d;
+        } else if (k.key == "drop_rate") {
+            if (auto d = number(val, 0, 1)) rs.dropRate = *d;
+        } else if (k.key == "error_rate") {
+            if (auto d = number(val, 0, 1)) rs.errorRate = *d;
+        } else if (k.key == "error_status") {
+            if (auto s = status(val, 400, 599)) rs.errorStatus = *s;
         } else {
-            readMap(e.value, kProxyKeys, [&](const Entry& k) {
-                const Value& val = k.value;
-                if (k.key == "upstream") {
-                    if (val.node.IsSequence()) {
-                        if (val.node.size() == 0) error(val, "at least one upstream is required");
-                        for (std::size_t i = 0; i < val.node.size(); ++i)
-                            upstreamUrl(Value{val.node[i], item(val.path, i), val.node[i].Mark()});
-                    } else {
-                        upstreamUrl(val);
-                    }
-                } else if (k.key == "strip_prefix") {
-                    if (auto s = string(val)) {
-                        if (s->empty() || s->front() != '/')
-                            error(val, "strip_prefix must start with '/', got '" + *s + "'");
-                        else
-                            px.stripPrefix = *s;
-                    }
-                } else if (k.key == "change_origin") {
-                    if (auto b = boolean(val)) px.changeOrigin = *b;
-                } else if (k.key == "forwarded") {
-                    if (auto b = boolean(val)) px.forwarded = *b;
-                } else if (k.key == "connect_timeout") {
-                    if (auto d = duration(val, false)) px.connectTimeout = *d;
-                } else if (k.key == "response_timeout") {
-                    if (auto d = duration(val, false)) px.responseTimeout = *d;
-                } else if (k.key == "fail_timeout") {
-                    if (auto d = duration(val, true)) px.failTimeout = *d;
-                } else if (k.key == "idle_timeout") {
-                    if (auto d = duration(val, false)) px.idleTimeout = *d;
-                } else if (k.key == "keepalive") {
-                    if (auto n = integer(val, 0, 100000)) px.keepalive = static_cast<std::uint32_t>(*n);
-                } else if (k.key == "grpc_timeout_max") {
-                    if (auto d = duration(val, true)) px.grpcTimeoutMax = *d;
-                } else if (k.key == "ws") {
-                    if (auto b = boolean(val)) px.ws = *b;
-                } else if (k.key == "descriptor_set") {
-                    if (!px.grpc) {
-                        error(val, "descriptor_set belongs to grpc: routes");
-                    } else if (auto s = string(val)) {
-                        fs::path p(*s);
-                        if (p.is_relative()) p = baseDir_ / p;
-                        std::string why;
-                        if (s->empty())
-                            error(val, "descriptor_set needs a file (protoc --include_imports "
-                                       "--descriptor_set_out=FILE)");
-                        else if (!capture::GrpcSchema::load(p.lexically_normal().string(), why))
-                            error(val, why);
-                        else
-                            px.descriptorSet = p.lexically_normal().string();
-                    }
-                } else {
-                    return false;
-                }
-                return true;
-            });
-            if (!e.value.node["upstream"] && e.value.node.IsMap())
-                error(e.value, e.key + " needs `upstream:`");
-            if (px.ws && !px.upstreams.empty() && px.upstreams.front().protocol != Upstream::Protocol::Http1)
-                error(e.value, "ws: true needs http:// upstreams (WebSocket upgrades are HTTP/1.1)");
+            return false;
         }
-        if (errors_.size() != before) return std::nullopt;
-        return px;
+        return true;
+    });
+    if (body && file) error(*file, "use either `body` or `file`, not both");
+    if (latencyMax && rs.latencyMax < rs.latency) error(*latencyMax, "latency_max must be at least latency");
+    if (errors_.size() != before) return std::nullopt;
+    return rs;
+}
+
+/// `address:` of a fastcgi action: HOST:PORT ("[::1]:9000" too) or unix:PATH.
+void Reader::fastCgiAddress(const Value& val, FastCgi& f) {
+    auto s = string(val);
+    if (!s) return;
+    f.address = *s;
+    if (s->starts_with("unix:")) {
+        fs::path p(s->substr(5));
+        if (p.empty()) {
+            error(val, "unix: needs a socket path, got '" + *s + "'");
+            return;
+        }
+        if (p.is_relative()) p = baseDir_ / p;
+        f.socketPath = normalise(p);
+        return;
     }
-    if (e.key == "websocket") return readWebSocket(e.value, shape);
-    // redirect
+    auto colon = s->rfind(':');
+    std::string host = colon == std::string::npos ? std::string() : s->substr(0, colon);
+    if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    int port = 0;
+    const char* b = s->data() + (colon == std::string::npos ? 0 : colon + 1);
+    auto [end, ec] = std::from_chars(b, s->data() + s->size(), port);
+    if (host.empty() || ec != std::errc{} || end != s->data() + s->size() || port < 1 || port > 65535) {
+        error(val, "expected HOST:PORT or unix:PATH, got '" + *s + "'");
+        return;
+    }
+    f.host = host;
+    f.port = static_cast<std::uint16_t>(port);
+}
+
+std::optional<Action> Reader::readFastCgi(const Entry& e, const RouteShape&) {
+    const std::size_t before = errors_.size();
+    ProxyAction px;
+    FastCgi& f = px.fastcgi;
+    if (!e.value.node.IsMap()) {
+        error(e.value, "fastcgi needs a map: {address: 127.0.0.1:9000, root: ./php}");
+        return std::nullopt;
+    }
+    readMap(e.value, kFastCgiKeys, [&](const Entry& k) {
+        const Value& val = k.value;
+        if (k.key == "address") {
+            fastCgiAddress(val, f);
+        } else if (k.key == "root") {
+            if (auto d = absolute(val)) f.root = *d;
+        } else if (k.key == "index") {
+            if (auto s = string(val)) f.index = *s;
+        } else if (k.key == "extension") {
+            if (auto s = string(val)) {
+                if (s->empty() || s->find('/') != std::string::npos)
+                    error(val, "extension must be a non-empty suffix like .php, got '" + *s + "'");
+                else
+                    f.extension = *s;
+            }
+        } else if (k.key == "connect_timeout") {
+            if (auto d = duration(val, false)) px.connectTimeout = *d;
+        } else if (k.key == "response_timeout") {
+            if (auto d = duration(val, false)) px.responseTimeout = *d;
+        } else {
+            return false;
+        }
+        return true;
+    });
+    if (!e.value.node["address"]) error(e.value, "fastcgi needs `address:` (HOST:PORT or unix:PATH)");
+    if (!e.value.node["root"]) error(e.value, "fastcgi needs `root:` (the document root the server sees)");
+    if (errors_.size() != before) return std::nullopt;
+    return px;
+}
+
+/// One upstream URL of a proxy or grpc action, appended to `px.upstreams` when it reads.
+void Reader::upstreamUrl(const Value& val, ProxyAction& px) {
+    auto s = string(val);
+    if (!s) return;
+    std::string url = *s;
+    Upstream::Protocol protocol = Upstream::Protocol::Http1;
+    std::size_t schemeEnd = url.find("://");
+    if (url.starts_with("http://")) {
+        protocol = Upstream::Protocol::Http1;
+    } else if (url.starts_with("h2c://")) {
+        protocol = Upstream::Protocol::H2c;
+    } else if (url.starts_with("https://")) {
+        protocol = Upstream::Protocol::H2;
+    } else if (px.grpc && schemeEnd == std::string::npos) {
+        protocol = Upstream::Protocol::H2c; // `grpc: 127.0.0.1:50051`
+        schemeEnd = 0;
+    } else {
+        error(val, std::string("expected an upstream URL ") +
+                       (px.grpc ? "h2c://HOST:PORT or https://HOST:PORT"
+                                : "http://HOST:PORT, h2c://HOST:PORT or https://HOST:PORT") +
+                       ", got '" + url + "'");
+        return;
+    }
+    if (px.grpc && protocol == Upstream::Protocol::Http1) {
+        error(val, "gRPC needs HTTP/2: use h2c://HOST:PORT or https://HOST:PORT, got '" + url + "'");
+        return;
+    }
+    if (!px.upstreams.empty() && px.upstreams.front().protocol != protocol) {
+        error(val, "all upstreams of a route must use the same scheme, got '" + url + "'");
+        return;
+    }
+    std::string rest = schemeEnd == 0 ? url : url.substr(schemeEnd + 3);
+    while (!rest.empty() && rest.back() == '/')
+        rest.pop_back();
+    if (rest.find('/') != std::string::npos || rest.find('?') != std::string::npos || rest.empty()) {
+        error(val, "an upstream is SCHEME://HOST[:PORT] without a path (use strip_prefix to rewrite paths), "
+                   "got '" +
+                       url + "'");
+        return;
+    }
+    Upstream u;
+    u.protocol = protocol;
+    if (protocol == Upstream::Protocol::H2) u.port = 443;
+    u.authority = rest;
+    std::string host = rest, port;
+    if (rest.front() == '[') {
+        auto close = rest.find(']');
+        if (close == std::string::npos) {
+            error(val, "unclosed '[' in '" + url + "'");
+            return;
+        }
+        host = rest.substr(1, close - 1);
+        if (close + 1 < rest.size()) {
+            if (rest[close + 1] != ':') {
+                error(val, "expected ':' after ']' in '" + url + "'");
+                return;
+            }
+            port = rest.substr(close + 2);
+        }
+    } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+        host = rest.substr(0, colon);
+        port = rest.substr(colon + 1);
+    }
+    if (!port.empty()) {
+        int n = 0;
+        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+        if (ec != std::errc{} || end != port.data() + port.size() || n < 1 || n > 65535) {
+            error(val, "upstream port must be 1..65535, got '" + port + "'");
+            return;
+        }
+        u.port = static_cast<std::uint16_t>(n);
+    }
+    if (host.empty()) {
+        error(val, "upstream needs a host, got '" + url + "'");
+        return;
+    }
+    u.host = host;
+    px.upstreams.push_back(std::move(u));
+}
+
+/// One key of a proxy or grpc map; false for an unknown key.
+bool Reader::readProxyKey(const Entry& k, ProxyAction& px) {
+    const Value& val = k.value;
+    if (k.key == "upstream") {
+        if (val.node.IsSequence()) {
+            if (val.node.size() == 0) error(val, "at least one upstream is required");
+            for (std::size_t i = 0; i < val.node.size(); ++i)
+                upstreamUrl(Value{val.node[i], item(val.path, i), val.node[i].Mark()}, px);
+        } else {
+            upstreamUrl(val, px);
+        }
+    } else if (k.key == "strip_prefix") {
+        if (auto s = string(val)) {
+            if (s->empty() || s->front() != '/')
+                error(val, "strip_prefix must start with '/', got '" + *s + "'");
+            else
+                px.stripPrefix = *s;
+        }
+    } else if (k.key == "change_origin") {
+        if (auto b = boolean(val)) px.changeOrigin = *b;
+    } else if (k.key == "forwarded") {
+        if (auto b = boolean(val)) px.forwarded = *b;
+    } else if (k.key == "connect_timeout") {
+        if (auto d = duration(val, false)) px.connectTimeout = *d;
+    } else if (k.key == "response_timeout") {
+        if (auto d = duration(val, false)) px.responseTimeout = *d;
+    } else if (k.key == "fail_timeout") {
+        if (auto d = duration(val, true)) px.failTimeout = *d;
+    } else if (k.key == "idle_timeout") {
+        if (auto d = duration(val, false)) px.idleTimeout = *d;
+    } else if (k.key == "keepalive") {
+        if (auto n = integer(val, 0, 100000)) px.keepalive = static_cast<std::uint32_t>(*n);
+    } else if (k.key == "grpc_timeout_max") {
+        if (auto d = duration(val, true)) px.grpcTimeoutMax = *d;
+    } else if (k.key == "ws") {
+        if (auto b = boolean(val)) px.ws = *b;
+    } else if (k.key == "descriptor_set") {
+        if (!px.grpc) {
+            error(val, "descriptor_set belongs to grpc: routes");
+        } else if (auto s = string(val)) {
+            fs::path p(*s);
+            if (p.is_relative()) p = baseDir_ / p;
+            if (s->empty())
+                error(val,
+                      "descriptor_set needs a file (protoc --include_imports --descriptor_set_out=FILE)");
+            else
+                px.descriptorSet = p.lexically_normal().string(); // loaded by validate
+        }
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/// `proxy:` and `grpc:` (the same model; grpc needs HTTP/2 upstreams).
+std::optional<Action> Reader::readProxy(const Entry& e, const RouteShape&) {
+    const std::size_t before = errors_.size();
+    ProxyAction px;
+    px.grpc = e.key == "grpc";
+    if (e.value.node.IsScalar()) {
+        upstreamUrl(e.value, px);
+    } else {
+        readMap(e.value, kProxyKeys, [&](const Entry& k) { return readProxyKey(k, px); });
+        if (!e.value.node["upstream"] && e.value.node.IsMap()) error(e.value, e.key + " needs `upstream:`");
+        if (px.ws && !px.upstreams.empty() && px.upstreams.front().protocol != Upstream::Protocol::Http1)
+            error(e.value, "ws: true needs http:// upstreams (WebSocket upgrades are HTTP/1.1)");
+    }
+    if (errors_.size() != before) return std::nullopt;
+    return px;
+}
+
+std::optional<Action> Reader::readRedirect(const Entry& e, const RouteShape& shape) {
+    const std::size_t before = errors_.size();
     RedirectAction rd;
     bool sawTo = false;
     if (!e.value.node.IsMap()) {
@@ -1736,7 +1601,8 @@ std::optional<Action> Loader::readAction(const Entry& e, const RouteShape& shape
     return rd;
 }
 
-std::optional<Action> Loader::readWebSocket(const Value& v, const RouteShape& shape) {
+std::optional<Action> Reader::readWebSocket(const Entry& e, const RouteShape& shape) {
+    const Value& v = e.value;
     const std::size_t before = errors_.size();
     WebSocketAction ws;
     auto mode = [&](const Value& m) {
@@ -1806,8 +1672,8 @@ std::optional<Action> Loader::readWebSocket(const Value& v, const RouteShape& sh
     return ws;
 }
 
-void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Route>& out,
-                       std::vector<RouteOrigin>& origins) {
+void Reader::readRoute(const Value& v, const GroupContext& group, std::vector<Route>& out,
+                       std::vector<SourceMap::RouteSource>& sources) {
     if (!v.node.IsMap()) {
         error(v, "expected a route (a map with path:, location: or group:), got " + describe(v.node));
         return;
@@ -1831,8 +1697,7 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
                     match = e;
                 return true;
             }
-            if (e.key == "static" || e.key == "respond" || e.key == "redirect" || e.key == "proxy" ||
-                e.key == "websocket" || e.key == "grpc" || e.key == "fastcgi") {
+            if (actionKind(e.key)) {
                 if (action)
                     errorAtKey(e, "a route takes exactly one action; this one already has '" + action->key +
                                       "'");
@@ -1868,18 +1733,18 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
         if (action) others.push_back(*action);
         for (const Entry& o : others)
             errorAtKey(o, "a group entry takes only `group:`; put '" + o.key + "' on the routes inside it");
-        readGroup(match->value, group, out, origins);
+        readGroup(match->value, group, out, sources);
         return;
     }
     RouteShape shape;
     bool matchOk = parseMatch(*match, group, r, shape);
-    shape.unknown = !matchOk;
+    if (!matchOk) shape.unknown = true;
     if (headersValue) {
         if (auto h = headers(*headersValue, nullptr)) r.headers = std::move(*h);
     }
     if (methodMask) r.methods = *methodMask;
     if (action) {
-        if (auto a = readAction(*action, shape)) r.action = std::move(*a);
+        if (auto a = (this->*actionKind(action->key)->read)(*action, shape)) r.action = std::move(*a);
     } else if (!unsupported) {
         error(v, "a route needs an action: static, respond, redirect, proxy, grpc, fastcgi or websocket");
     }
@@ -1887,11 +1752,11 @@ void Loader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
     // both; any error refuses the whole config anyway.
     if (!matchOk || (methodsSeen && !methodMask)) return;
     out.push_back(std::move(r));
-    origins.push_back(RouteOrigin{v.path, match->value.path, match->value.mark});
+    sources.push_back(SourceMap::RouteSource{v.path, match->key});
 }
 
-void Loader::readGroup(const Value& v, const GroupContext& group, std::vector<Route>& out,
-                       std::vector<RouteOrigin>& origins) {
+void Reader::readGroup(const Value& v, const GroupContext& group, std::vector<Route>& out,
+                       std::vector<SourceMap::RouteSource>& sources) {
     if (!v.node.IsMap()) {
         error(v, "expected {prefix: /api, routes: [...]}, got " + describe(v.node));
         return;
@@ -1906,12 +1771,16 @@ void Loader::readGroup(const Value& v, const GroupContext& group, std::vector<Ro
         if (e.key == "prefix") {
             auto p = string(e.value);
             if (!p) return true;
-            RouteShape shape;
+            PatternShape shape;
+            std::string problem;
             if (!p->starts_with("/")) {
                 error(e.value, "group prefix must start with '/', got '" + *p + "'");
             } else if (p->find('*') != std::string::npos) {
                 error(e.value, "group prefix cannot contain '*'");
-            } else if (checkPattern(e.value, joinPrefix(group.prefix, *p, MatchKind::Pattern), shape)) {
+            } else if (problem = checkPattern(joinPrefix(group.prefix, *p, MatchKind::Pattern), shape);
+                       !problem.empty()) {
+                error(e.value, problem); // the group's routes are not read: they would all repeat it
+            } else {
                 inner = GroupContext{joinPrefix(group.prefix, *p, MatchKind::Pattern),
                                      group.prefixHasParams || !shape.params.empty(), group.depth + 1};
             }
@@ -1924,61 +1793,11 @@ void Loader::readGroup(const Value& v, const GroupContext& group, std::vector<Ro
     });
     if (!v.node["prefix"]) error(v, "group needs a `prefix:` (e.g. /api)");
     if (!routes) error(v, "group needs `routes:`");
-    if (inner && routes) readRoutes(*routes, *inner, out, origins);
-}
-
-void Loader::checkDuplicateRoutes(const std::vector<Route>& routes, const std::vector<RouteOrigin>& origins) {
-    for (std::size_t i = 1; i < routes.size(); ++i) {
-        std::string key = duplicateKey(routes[i]);
-        for (std::size_t j = 0; j < i; ++j) {
-            std::uint32_t overlap = effectiveMethods(routes[i].methods) & effectiveMethods(routes[j].methods);
-            if (!overlap || duplicateKey(routes[j]) != key) continue;
-            std::string methodsText =
-                overlap == kAllMethods ? std::string("every method") : http::allowHeaderValue(overlap);
-            error(origins[i].mark, origins[i].matchPath,
-                  "duplicate route '" + routes[i].spec + "' for " + methodsText + ": " + origins[j].path +
-                      " (line " + std::to_string(routes[j].where.line) + ") already matches it");
-            break;
-        }
-    }
-}
-
-void Loader::checkVhosts(const Config& c, const std::vector<Value>& vhostValues) {
-    const Vhost* firstDefault = nullptr;
-    bool anyPortZero =
-        std::any_of(c.listen.begin(), c.listen.end(), [](const Listen& l) { return l.port == 0; });
-    for (std::size_t i = 0; i < c.vhosts.size() && i < vhostValues.size(); ++i) {
-        const Vhost& vh = c.vhosts[i];
-        const Value& v = vhostValues[i];
-        if (!v.node.IsMap()) continue;
-        if (vh.isDefault) {
-            if (firstDefault)
-                error(Value{v.node["default"], child(v.path, "default"), v.node["default"].Mark()},
-                      "only one vhost can be the default; vhost at line " +
-                          std::to_string(firstDefault->where.line) + " already is");
-            else
-                firstDefault = &vh;
-        }
-        if (vh.port && !anyPortZero && std::none_of(c.listen.begin(), c.listen.end(), [&](const Listen& l) {
-                return l.port == *vh.port;
-            }))
-            error(Value{v.node["port"], child(v.path, "port"), v.node["port"].Mark()},
-                  "no listener on port " + std::to_string(*vh.port) + " (add it under `listen:`)");
-        for (std::size_t j = 0; j < i; ++j) {
-            const Vhost& other = c.vhosts[j];
-            if (other.port != vh.port) continue;
-            for (const std::string& name : vh.names) {
-                if (std::find(other.names.begin(), other.names.end(), name) == other.names.end()) continue;
-                error(Value{v.node["names"], child(v.path, "names"), v.node["names"].Mark()},
-                      "name '" + name + "' is already used by " + item("vhosts", j) + " (line " +
-                          std::to_string(other.where.line) + ")");
-            }
-        }
-    }
+    if (inner && routes) readRoutes(*routes, *inner, out, sources);
 }
 
 // Documents in a YAML stream, counted from parser events (at most 3 are read). `stuck`: the parser
-// began a document where the previous one began, i.e. it made no progress (see Loader::run).
+// began a document where the previous one began, i.e. it made no progress (see Reader::run).
 struct DocumentScan {
     int documents = 0;
     YAML::Mark second; // where the second document starts
@@ -2019,7 +1838,7 @@ DocumentScan scanDocuments(std::string_view text) {
     return scan;
 }
 
-LoadResult Loader::run(std::string_view text, std::string sourcePath) {
+ReadResult Reader::run(std::string_view text, std::string sourcePath) {
     auto config = std::make_shared<Config>();
     config->sourcePath = std::move(sourcePath);
     try {
@@ -2042,16 +1861,10 @@ LoadResult Loader::run(std::string_view text, std::string sourcePath) {
     } catch (const YAML::Exception& e) {
         error(e.mark, "", "YAML error: " + e.msg);
     }
-    LoadResult result;
-    if (!errors_.empty()) {
-        std::stable_sort(errors_.begin(), errors_.end(), [](const ConfigError& a, const ConfigError& b) {
-            return std::tie(a.where.line, a.where.column) < std::tie(b.where.line, b.where.column);
-        });
-        result.errors = std::move(errors_);
-        return result;
-    }
-    result.config = std::move(config);
-    return result;
+    std::stable_sort(errors_.begin(), errors_.end(), [](const ConfigError& a, const ConfigError& b) {
+        return std::tie(a.where.line, a.where.column) < std::tie(b.where.line, b.where.column);
+    });
+    return ReadResult{std::move(config), std::move(map_), std::move(errors_)};
 }
 
 fs::path absoluteDir(const std::string& dir) {
@@ -2062,27 +1875,9 @@ fs::path absoluteDir(const std::string& dir) {
 
 } // namespace
 
-LoadResult loadConfigText(std::string_view text, const std::string& fileName, const std::string& baseDir) {
-    return Loader(fileName, absoluteDir(baseDir)).run(text, fileName);
-}
-
-LoadResult loadConfigFile(const std::string& path) {
-    std::error_code ec;
-    std::string abs = normalise(fs::absolute(path, ec));
-    std::ifstream in;
-    if (fs::is_regular_file(abs, ec)) in.open(abs, std::ios::binary);
-    std::ostringstream data;
-    if (in) data << in.rdbuf();
-    if (!in.is_open() || in.bad()) {
-        int err = errno;
-        std::string why = fs::is_directory(abs, ec) ? "is a directory"
-                          : !fs::exists(abs, ec)    ? "no such file"
-                                                    : std::strerror(err);
-        LoadResult r;
-        r.errors.push_back(ConfigError{Location{path, 0, 0}, "", "cannot read config file: " + why});
-        return r;
-    }
-    return Loader(path, fs::path(abs).parent_path()).run(data.str(), abs);
+ReadResult readConfigText(std::string_view text, const std::string& fileName, const std::string& baseDir,
+                          const std::string& sourcePath) {
+    return Reader(fileName, absoluteDir(baseDir)).run(text, sourcePath);
 }
 
 std::shared_ptr<const Config> configForDirectory(const std::string& dir, const std::string& host,
