@@ -228,11 +228,10 @@ Exchange Collector::Stored::decode() const {
     return e;
 }
 
-bool Collector::drain() {
+bool Collector::takeFromRings(std::vector<Stored>& batch,
+                              std::vector<std::pair<unsigned, Completion>>& completions,
+                              std::vector<std::pair<unsigned, FullRecord>>& fulls) {
     bool more = false;
-    std::vector<Stored> batch;
-    std::vector<std::pair<unsigned, Completion>> completions;
-    std::vector<std::pair<unsigned, FullRecord>> fulls;
     for (auto* rec : recorders_) {
         Ring* ring = rec->ringForReader();
         if (!ring) continue;
@@ -253,23 +252,14 @@ bool Collector::drain() {
         if (auto* f = rec->fullForReader())
             f->drain([&](FullRecord&& x) { fulls.emplace_back(w, std::move(x)); });
     }
-    if (batch.empty() && completions.empty() && fulls.empty()) return false;
-    // Ids in the order the exchanges started, not worker by worker: one drain holds records of
-    // every worker from the last 50 ms.
-    std::stable_sort(batch.begin(), batch.end(), [](const Stored& a, const Stored& b) {
-        return a.head.startedUnixNs < b.head.startedUnixNs;
-    });
-    std::unique_lock lock(mutex_);
-    for (auto& st : batch) {
-        const unsigned w = static_cast<unsigned>(st.id >> 48);
-        const std::uint64_t seq = st.id & ((1ull << 48) - 1);
-        st.id = nextId_++;
-        if (st.head.flags & kIncomplete) awaiting_[{w, seq}] = st.id;
-    }
-    // Whole records (WebSocket sessions): a final version replaces the one published at open, under
-    // its id, wherever it is (this batch, the window, or only the store); else it is a new record.
-    std::vector<const Stored*> updated;
-    std::vector<Exchange> storeOnlyUpdates;
+    return more;
+}
+
+// Whole records (WebSocket sessions): a final version replaces the one published at open, under
+// its id, wherever it is (this batch, the window, or only the store); else it is a new record.
+void Collector::applyFullRecords(std::vector<std::pair<unsigned, FullRecord>>& fulls,
+                                 std::vector<Stored>& batch, std::vector<const Stored*>& updated,
+                                 std::vector<Exchange>& storeOnlyUpdates) {
     for (auto& [w, f] : fulls) {
         if (!f.record) continue;
         std::shared_ptr<const Exchange> rec(std::move(f.record));
@@ -301,7 +291,11 @@ bool Collector::drain() {
     }
     while (awaitingFull_.size() > 100000)
         awaitingFull_.erase(awaitingFull_.begin());
-    // Completions edit records of this batch or of the window (and the store).
+}
+
+// Completions edit records of this batch or of the window (and the store).
+void Collector::applyCompletions(const std::vector<std::pair<unsigned, Completion>>& completions,
+                                 std::vector<Stored>& batch, std::vector<const Stored*>& updated) {
     for (auto& [w, c] : completions) {
         auto it = awaiting_.find({w, c.seq});
         if (it == awaiting_.end()) continue;
@@ -327,6 +321,30 @@ bool Collector::drain() {
     // Incomplete records older than the window's reach are never completed; forget old keys.
     while (awaiting_.size() > 100000)
         awaiting_.erase(awaiting_.begin());
+}
+
+bool Collector::drain() {
+    std::vector<Stored> batch;
+    std::vector<std::pair<unsigned, Completion>> completions;
+    std::vector<std::pair<unsigned, FullRecord>> fulls;
+    const bool more = takeFromRings(batch, completions, fulls);
+    if (batch.empty() && completions.empty() && fulls.empty()) return false;
+    // Ids in the order the exchanges started, not worker by worker: one drain holds records of
+    // every worker from the last 50 ms.
+    std::stable_sort(batch.begin(), batch.end(), [](const Stored& a, const Stored& b) {
+        return a.head.startedUnixNs < b.head.startedUnixNs;
+    });
+    std::unique_lock lock(mutex_);
+    for (auto& st : batch) {
+        const unsigned w = static_cast<unsigned>(st.id >> 48);
+        const std::uint64_t seq = st.id & ((1ull << 48) - 1);
+        st.id = nextId_++;
+        if (st.head.flags & kIncomplete) awaiting_[{w, seq}] = st.id;
+    }
+    std::vector<const Stored*> updated;
+    std::vector<Exchange> storeOnlyUpdates;
+    applyFullRecords(fulls, batch, updated, storeOnlyUpdates);
+    applyCompletions(completions, batch, updated);
     // The store is written outside mutex_ (readers of the window do not wait on SQLite); the
     // window keeps every record until the store has committed it, so a reader always finds a
     // record in one of them.

@@ -50,7 +50,16 @@ public:
 
 private:
     void run();
-    bool drain();      // collector thread or under drainMutex_; true if a ring had more than one batch
+    bool drain(); // collector thread or under drainMutex_; true if a ring had more than one batch
+    struct Stored;
+    // drain()'s steps: what the rings hold; whole records (WebSocket sessions) and completions
+    // applied to this batch, the window or (whole records only) the store; under mutex_ but the first.
+    bool takeFromRings(std::vector<Stored>& batch, std::vector<std::pair<unsigned, Completion>>& completions,
+                       std::vector<std::pair<unsigned, FullRecord>>& fulls);
+    void applyFullRecords(std::vector<std::pair<unsigned, FullRecord>>& fulls, std::vector<Stored>& batch,
+                          std::vector<const Stored*>& updated, std::vector<Exchange>& storeOnlyUpdates);
+    void applyCompletions(const std::vector<std::pair<unsigned, Completion>>& completions,
+                          std::vector<Stored>& batch, std::vector<const Stored*>& updated);
     void tickSeries(); // once a second
     void tickScopes(); // the per-vhost and per-route series, from tickSeries
     void trimWindow(); // under mutex_

@@ -62,6 +62,46 @@ bool parseDecimal(std::string_view s, std::uint64_t& out) {
     return true;
 }
 
+// A Transfer-Encoding value: every transfer-coding a token with well-formed parameters
+// (transfer-coding = token *( OWS ";" OWS transfer-parameter ), RFC 9112 §7). `chunked`: the last
+// coding is a bare "chunked"; `teOther`: it is something else (any coding seen sets one of them
+// per token, the last one wins); `other`: some coding other than chunked was seen. False when the
+// value is malformed or empty.
+bool readTransferEncoding(std::string_view value, bool& chunked, bool& teOther, bool& other) {
+    bool ok = true;
+    forEachToken(value, [&](std::string_view tok) {
+        const std::string_view name = trim(tok.substr(0, tok.find(';')));
+        ok = ok && isToken(name);
+        for (auto semi = tok.find(';'); semi != std::string_view::npos; semi = tok.find(';', semi + 1)) {
+            const std::string_view param = tok.substr(semi + 1, tok.find(';', semi + 1) - semi - 1);
+            const auto eq = param.find('=');
+            ok = ok && eq != std::string_view::npos && isToken(trim(param.substr(0, eq))) &&
+                 !trim(param.substr(eq + 1)).empty();
+        }
+        chunked = http::iequals(name, "chunked") && name.size() == tok.size();
+        teOther = !chunked;
+        if (teOther) other = true;
+    });
+    return ok && (chunked || teOther);
+}
+
+// The message body length of `h` (RFC 9112 §6.3), and whether the connection can be reused after it.
+void setFraming(ResponseHead& h, bool headRequest, bool chunked, bool teOther) {
+    if (h.status < 200 || headRequest || h.status == 204 || h.status == 304) {
+        h.framing = ResponseHead::Framing::None;
+    } else if (chunked || teOther) {
+        // Transfer-Encoding overrides Content-Length; the pair smells of smuggling: no reuse.
+        if (h.contentLength) h.keepAlive = false;
+        h.framing = chunked ? ResponseHead::Framing::Chunked : ResponseHead::Framing::UntilClose;
+        if (teOther) h.keepAlive = false;
+    } else if (h.contentLength) {
+        h.framing = *h.contentLength ? ResponseHead::Framing::ContentLength : ResponseHead::Framing::None;
+    } else {
+        h.framing = ResponseHead::Framing::UntilClose;
+        h.keepAlive = false;
+    }
+}
+
 } // namespace
 
 void ResponseParser::begin(bool headRequest, Deliver deliver) {
@@ -142,23 +182,8 @@ ResponseParser::Status ResponseParser::parseHead(const char* data, std::size_t s
             });
             if (!ok || !h.contentLength) return fail("invalid Content-Length");
         } else if (http::iequals(name, "transfer-encoding")) {
-            bool ok = true;
-            forEachToken(value, [&](std::string_view tok) {
-                // transfer-coding = token *( OWS ";" OWS transfer-parameter ) (RFC 9112 §7)
-                const std::string_view name = trim(tok.substr(0, tok.find(';')));
-                ok = ok && isToken(name);
-                for (auto semi = tok.find(';'); semi != std::string_view::npos;
-                     semi = tok.find(';', semi + 1)) {
-                    const std::string_view param = tok.substr(semi + 1, tok.find(';', semi + 1) - semi - 1);
-                    const auto eq = param.find('=');
-                    ok = ok && eq != std::string_view::npos && isToken(trim(param.substr(0, eq))) &&
-                         !trim(param.substr(eq + 1)).empty();
-                }
-                chunked = http::iequals(name, "chunked") && name.size() == tok.size();
-                teOther = !chunked;
-                if (teOther) h.otherCodings = true;
-            });
-            if (!ok || (!chunked && !teOther)) return fail("invalid Transfer-Encoding");
+            if (!readTransferEncoding(value, chunked, teOther, h.otherCodings))
+                return fail("invalid Transfer-Encoding");
         } else if (http::iequals(name, "connection")) {
             h.connection = value;
             forEachToken(value, [&](std::string_view tok) {
@@ -171,20 +196,7 @@ ResponseParser::Status ResponseParser::parseHead(const char* data, std::size_t s
     }
     h.fields = std::string_view(fieldsBegin, static_cast<std::size_t>(fieldsEnd - fieldsBegin));
     used = end;
-    // Message body length, RFC 9112 §6.3.
-    if (st < 200 || headRequest_ || st == 204 || st == 304) {
-        h.framing = ResponseHead::Framing::None;
-    } else if (chunked || teOther) {
-        // Transfer-Encoding overrides Content-Length; the pair smells of smuggling: no reuse.
-        if (h.contentLength) h.keepAlive = false;
-        h.framing = chunked ? ResponseHead::Framing::Chunked : ResponseHead::Framing::UntilClose;
-        if (teOther) h.keepAlive = false;
-    } else if (h.contentLength) {
-        h.framing = *h.contentLength ? ResponseHead::Framing::ContentLength : ResponseHead::Framing::None;
-    } else {
-        h.framing = ResponseHead::Framing::UntilClose;
-        h.keepAlive = false;
-    }
+    setFraming(h, headRequest_, chunked, teOther);
     head_ = h;
     switch (h.framing) {
     case ResponseHead::Framing::None:

@@ -4,10 +4,7 @@
 #include "client/connect.h"
 #include "io/h2_mem.h"
 #include "io/transport.h"
-#include "proxy/fastcgi.h"
-#include "tls/suites.h"
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 
@@ -52,29 +49,6 @@ std::string key(const config::Upstream& u) {
 // RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop.
 bool hopByHop(std::string_view name) {
     return detail::hopByHop(name) || http::iequals(name, "http2-settings");
-}
-
-bool hasToken(std::string_view list, std::string_view name) { return detail::listHasToken(list, name); }
-
-const char* errorName(std::uint32_t code) { return nghttp2_http2_strerror(code); }
-
-// One per worker thread, freed when the thread ends (a raw thread_local pointer leaked it: LSan).
-SSL_CTX* clientContext() {
-    struct Free {
-        void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
-    };
-    thread_local std::unique_ptr<SSL_CTX, Free> ctx{[] {
-        SSL_CTX* c = SSL_CTX_new(TLS_client_method());
-        SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
-        SSL_CTX_set_ciphersuites(c, tls::kTls13Suites);
-        // A dev server's upstreams use local or self-signed certificates: not verified.
-        SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nullptr);
-        SSL_CTX_set_mode(c, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
-        static const unsigned char alpn[] = {2, 'h', '2'};
-        SSL_CTX_set_alpn_protos(c, alpn, sizeof alpn);
-        return c;
-    }()};
-    return ctx.get();
 }
 
 // ---- one stream ----
@@ -273,7 +247,7 @@ void H2Conn::start() {
 
 void H2Conn::handshake() {
     if (!ssl_) {
-        ssl_ = SSL_new(clientContext());
+        ssl_ = SSL_new(h2UpstreamTlsContext());
         SSL_set_fd(ssl_, socket_.native_handle());
         boost::system::error_code ec;
         asio::ip::make_address(host_, ec);
@@ -590,8 +564,8 @@ void H2Call::build(const http::Request& req, bool tls) {
         if (http::iequals(h.name, "connection")) connection = h.value;
     bool teTrailers = false;
     for (const auto& h : req.headers) {
-        if (http::iequals(h.name, "te") && hasToken(h.value, "trailers")) teTrailers = true;
-        if (hopByHop(h.name) || hasToken(connection, h.name) || http::iequals(h.name, "host") ||
+        if (http::iequals(h.name, "te") && detail::listHasToken(h.value, "trailers")) teTrailers = true;
+        if (hopByHop(h.name) || detail::listHasToken(connection, h.name) || http::iequals(h.name, "host") ||
             (!h.name.empty() && h.name.front() == ':'))
             continue;
         if (http::iequals(h.name, "content-length")) {
@@ -938,7 +912,7 @@ void H2Call::onClose(std::uint32_t code) {
         return;
     }
     if (code == NGHTTP2_REFUSED_STREAM && retry(true)) return;
-    std::string why = "reset the stream (" + std::string(errorName(code)) + ")";
+    std::string why = "reset the stream (" + std::string(nghttp2_http2_strerror(code)) + ")";
     if (code == NGHTTP2_NO_ERROR) why = "closed the stream without ending the response";
     deliverReset(code == NGHTTP2_NO_ERROR ? static_cast<std::uint32_t>(NGHTTP2_INTERNAL_ERROR) : code, why);
 }
@@ -1010,30 +984,6 @@ void H2Call::cancel() {
 
 } // namespace
 
-std::optional<std::chrono::nanoseconds> parseGrpcTimeout(std::string_view value) {
-    if (value.size() < 2 || value.size() > 9) return std::nullopt;
-    std::uint64_t n = 0;
-    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size() - 1, n);
-    if (ec != std::errc{} || p != value.data() + value.size() - 1) return std::nullopt;
-    using namespace std::chrono;
-    switch (value.back()) {
-    case 'H':
-        return duration_cast<nanoseconds>(hours(n));
-    case 'M':
-        return duration_cast<nanoseconds>(minutes(n));
-    case 'S':
-        return duration_cast<nanoseconds>(seconds(n));
-    case 'm':
-        return duration_cast<nanoseconds>(milliseconds(n));
-    case 'u':
-        return duration_cast<nanoseconds>(microseconds(n));
-    case 'n':
-        return nanoseconds(n);
-    default:
-        return std::nullopt;
-    }
-}
-
 std::shared_ptr<Forward> startH2(asio::io_context& io, std::shared_ptr<void> owner,
                                  std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
                                  const http::Request& req, bool tls, Sink* sink, bool bodyFollows) {
@@ -1045,20 +995,6 @@ std::shared_ptr<Forward> startH2(asio::io_context& io, std::shared_ptr<void> own
     call->build(req, tls);
     asio::post(io, [call] { call->pick(); });
     return call;
-}
-
-bool streamsRequestBody(const config::ProxyAction& action) {
-    return action.fastcgi.address.empty() && !action.upstreams.empty();
-}
-
-std::shared_ptr<Forward> forward(asio::io_context& io, std::shared_ptr<void> owner,
-                                 std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
-                                 const http::Request& req, bool tls, Sink* sink, bool bodyFollows) {
-    if (!action.fastcgi.address.empty())
-        return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
-    if (!action.upstreams.empty() && action.upstreams.front().protocol != config::Upstream::Protocol::Http1)
-        return startH2(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
-    return Exchange::start(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
 }
 
 } // namespace portico::proxy

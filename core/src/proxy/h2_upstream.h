@@ -4,6 +4,8 @@
 
 #include "proxy/proxy_exchange.h"
 
+#include <openssl/ssl.h>
+
 namespace portico::proxy {
 
 /// Forwards `req` as one stream on an HTTP/2 connection to one of `action`'s upstreams (all h2c://
@@ -30,6 +32,11 @@ namespace portico::proxy {
 std::shared_ptr<Forward> startH2(boost::asio::io_context& io, std::shared_ptr<void> owner,
                                  std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
                                  const http::Request& req, bool tls, Sink* sink, bool bodyFollows);
+
+/// The TLS client context of h2 (https://) upstreams, one per worker thread (freed when the
+/// thread ends): TLS 1.2+, ALPN "h2", certificates not verified (a dev server's upstreams use
+/// local or self-signed ones).
+SSL_CTX* h2UpstreamTlsContext();
 
 /// Parses a gRPC `grpc-timeout` value ("1-8 digits" + H, M, S, m, u or n); nullopt if invalid.
 std::optional<std::chrono::nanoseconds> parseGrpcTimeout(std::string_view value);

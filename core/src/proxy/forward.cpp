@@ -1,0 +1,73 @@
+// The reverse proxy's front: which upstream protocol a route's request goes to (forward), whether
+// its body can stream, the h2 upstreams' TLS context, and gRPC's timeout header.
+#include "proxy/fastcgi.h"
+#include "proxy/h2_upstream.h"
+#include "tls/suites.h"
+
+#include <openssl/ssl.h>
+
+#include <charconv>
+#include <chrono>
+#include <memory>
+
+namespace portico::proxy {
+namespace asio = boost::asio;
+
+std::optional<std::chrono::nanoseconds> parseGrpcTimeout(std::string_view value) {
+    if (value.size() < 2 || value.size() > 9) return std::nullopt;
+    std::uint64_t n = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size() - 1, n);
+    if (ec != std::errc{} || p != value.data() + value.size() - 1) return std::nullopt;
+    using namespace std::chrono;
+    switch (value.back()) {
+    case 'H':
+        return duration_cast<nanoseconds>(hours(n));
+    case 'M':
+        return duration_cast<nanoseconds>(minutes(n));
+    case 'S':
+        return duration_cast<nanoseconds>(seconds(n));
+    case 'm':
+        return duration_cast<nanoseconds>(milliseconds(n));
+    case 'u':
+        return duration_cast<nanoseconds>(microseconds(n));
+    case 'n':
+        return nanoseconds(n);
+    default:
+        return std::nullopt;
+    }
+}
+
+// One per worker thread, freed when the thread ends (a raw thread_local pointer leaked it: LSan).
+SSL_CTX* h2UpstreamTlsContext() {
+    struct Free {
+        void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
+    };
+    thread_local std::unique_ptr<SSL_CTX, Free> ctx{[] {
+        SSL_CTX* c = SSL_CTX_new(TLS_client_method());
+        SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
+        SSL_CTX_set_ciphersuites(c, tls::kTls13Suites);
+        // A dev server's upstreams use local or self-signed certificates: not verified.
+        SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nullptr);
+        SSL_CTX_set_mode(c, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
+        static const unsigned char alpn[] = {2, 'h', '2'};
+        SSL_CTX_set_alpn_protos(c, alpn, sizeof alpn);
+        return c;
+    }()};
+    return ctx.get();
+}
+
+bool streamsRequestBody(const config::ProxyAction& action) {
+    return action.fastcgi.address.empty() && !action.upstreams.empty();
+}
+
+std::shared_ptr<Forward> forward(asio::io_context& io, std::shared_ptr<void> owner,
+                                 std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
+                                 const http::Request& req, bool tls, Sink* sink, bool bodyFollows) {
+    if (!action.fastcgi.address.empty())
+        return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
+    if (!action.upstreams.empty() && action.upstreams.front().protocol != config::Upstream::Protocol::Http1)
+        return startH2(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
+    return Exchange::start(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
+}
+
+} // namespace portico::proxy
