@@ -86,8 +86,8 @@ std::string methodsText(std::uint32_t mask, std::vector<std::string>& out) {
     return {};
 }
 
-void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
-    out << YAML::BeginMap;
+// The route's `path:` or `location:` key, with its nginx modifier.
+void emitMatch(YAML::Emitter& out, const Route& r) {
     switch (r.kind) {
     case MatchKind::Pattern:
         out << YAML::Key << "path" << YAML::Value << r.path;
@@ -108,6 +108,129 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
         out << YAML::Key << "location" << YAML::Value << "~* " + r.path;
         break;
     }
+}
+
+void emitRespond(YAML::Emitter& out, const RespondAction& rs, const fs::path& base) {
+    const RespondAction defaults;
+    out << YAML::Key << "respond" << YAML::Value << YAML::BeginMap;
+    if (rs.status != defaults.status) out << YAML::Key << "status" << YAML::Value << rs.status;
+    if (!rs.headers.empty()) {
+        out << YAML::Key << "headers" << YAML::Value;
+        emitHeaders(out, rs.headers);
+    }
+    if (!rs.bodyFile.empty())
+        out << YAML::Key << "file" << YAML::Value << relativePath(rs.bodyFile, base);
+    else if (!rs.body.empty())
+        out << YAML::Key << "body" << YAML::Value
+            << (rs.body.find('\n') != std::string::npos ? YAML::DoubleQuoted : YAML::SingleQuoted) << rs.body;
+    if (rs.latency.count()) out << YAML::Key << "latency" << YAML::Value << formatDuration(rs.latency);
+    if (rs.latencyMax > rs.latency)
+        out << YAML::Key << "latency_max" << YAML::Value << formatDuration(rs.latencyMax);
+    if (rs.dropRate > 0) out << YAML::Key << "drop_rate" << YAML::Value << rs.dropRate;
+    if (rs.errorRate > 0) out << YAML::Key << "error_rate" << YAML::Value << rs.errorRate;
+    if (rs.errorStatus != defaults.errorStatus)
+        out << YAML::Key << "error_status" << YAML::Value << rs.errorStatus;
+    out << YAML::EndMap;
+}
+
+void emitRedirect(YAML::Emitter& out, const RedirectAction& rd) {
+    out << YAML::Key << "redirect" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "to" << YAML::Value << rd.to;
+    if (rd.status != RedirectAction{}.status) out << YAML::Key << "status" << YAML::Value << rd.status;
+    out << YAML::EndMap;
+}
+
+void emitWebSocket(YAML::Emitter& out, const WebSocketAction& ws) {
+    const WebSocketAction defaults;
+    out << YAML::Key << "websocket" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "mode" << YAML::Value << (ws.mode == WebSocketAction::Mode::Room ? "room" : "echo");
+    if (ws.roomParam != defaults.roomParam) out << YAML::Key << "room_param" << YAML::Value << ws.roomParam;
+    if (!ws.origins.empty()) out << YAML::Key << "origins" << YAML::Value << YAML::Flow << ws.origins;
+    if (!ws.subprotocols.empty())
+        out << YAML::Key << "subprotocols" << YAML::Value << YAML::Flow << ws.subprotocols;
+    if (ws.maxMessageBytes != defaults.maxMessageBytes)
+        out << YAML::Key << "max_message_bytes" << YAML::Value << formatSize(ws.maxMessageBytes);
+    if (ws.compression != defaults.compression)
+        out << YAML::Key << "compression" << YAML::Value << ws.compression;
+    if (ws.pingInterval != defaults.pingInterval)
+        out << YAML::Key << "ping_interval" << YAML::Value << formatDuration(ws.pingInterval);
+    if (ws.idleTimeout != defaults.idleTimeout)
+        out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(ws.idleTimeout);
+    out << YAML::EndMap;
+}
+
+// A ProxyAction with a FastCGI address: the `fastcgi:` action.
+void emitFastCgi(YAML::Emitter& out, const ProxyAction& fc, const fs::path& base) {
+    const ProxyAction defaults;
+    const FastCgi& f = fc.fastcgi;
+    out << YAML::Key << "fastcgi" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "address" << YAML::Value
+        << (f.socketPath.empty() ? f.address : "unix:" + relativePath(f.socketPath, base));
+    out << YAML::Key << "root" << YAML::Value << relativePath(f.root, base);
+    if (f.index != FastCgi{}.index) out << YAML::Key << "index" << YAML::Value << f.index;
+    if (f.extension != FastCgi{}.extension) out << YAML::Key << "extension" << YAML::Value << f.extension;
+    if (fc.connectTimeout != defaults.connectTimeout)
+        out << YAML::Key << "connect_timeout" << YAML::Value << formatDuration(fc.connectTimeout);
+    if (fc.responseTimeout != defaults.responseTimeout)
+        out << YAML::Key << "response_timeout" << YAML::Value << formatDuration(fc.responseTimeout);
+    out << YAML::EndMap;
+}
+
+void emitProxy(YAML::Emitter& out, const ProxyAction& px, const fs::path& base) {
+    const ProxyAction defaults;
+    out << YAML::Key << (px.grpc ? "grpc" : "proxy") << YAML::Value << YAML::Flow << YAML::BeginMap;
+    std::vector<std::string> urls;
+    for (const auto& u : px.upstreams)
+        urls.push_back((u.protocol == Upstream::Protocol::H2c  ? "h2c://"
+                        : u.protocol == Upstream::Protocol::H2 ? "https://"
+                                                               : "http://") +
+                       u.authority);
+    out << YAML::Key << "upstream" << YAML::Value;
+    if (urls.size() == 1)
+        out << urls.front();
+    else
+        out << YAML::Flow << urls;
+    if (!px.stripPrefix.empty()) out << YAML::Key << "strip_prefix" << YAML::Value << px.stripPrefix;
+    if (px.changeOrigin) out << YAML::Key << "change_origin" << YAML::Value << true;
+    if (px.forwarded) out << YAML::Key << "forwarded" << YAML::Value << true;
+    if (px.connectTimeout != defaults.connectTimeout)
+        out << YAML::Key << "connect_timeout" << YAML::Value << formatDuration(px.connectTimeout);
+    if (px.responseTimeout != defaults.responseTimeout)
+        out << YAML::Key << "response_timeout" << YAML::Value << formatDuration(px.responseTimeout);
+    if (px.failTimeout != defaults.failTimeout)
+        out << YAML::Key << "fail_timeout" << YAML::Value << formatDuration(px.failTimeout);
+    if (px.idleTimeout != defaults.idleTimeout)
+        out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(px.idleTimeout);
+    if (px.keepalive != defaults.keepalive) out << YAML::Key << "keepalive" << YAML::Value << px.keepalive;
+    if (px.grpcTimeoutMax != defaults.grpcTimeoutMax)
+        out << YAML::Key << "grpc_timeout_max" << YAML::Value << formatDuration(px.grpcTimeoutMax);
+    if (px.ws) out << YAML::Key << "ws" << YAML::Value << true;
+    if (!px.descriptorSet.empty())
+        out << YAML::Key << "descriptor_set" << YAML::Value << relativePath(px.descriptorSet, base);
+    out << YAML::EndMap;
+}
+
+void emitAction(YAML::Emitter& out, const Action& action, const fs::path& base) {
+    if (const auto* st = std::get_if<StaticAction>(&action)) {
+        out << YAML::Key << "static" << YAML::Value << YAML::BeginMap;
+        emitStaticKeys(out, *st, base);
+        out << YAML::EndMap;
+    } else if (const auto* rs = std::get_if<RespondAction>(&action)) {
+        emitRespond(out, *rs, base);
+    } else if (const auto* rd = std::get_if<RedirectAction>(&action)) {
+        emitRedirect(out, *rd);
+    } else if (const auto* ws = std::get_if<WebSocketAction>(&action)) {
+        emitWebSocket(out, *ws);
+    } else if (const auto* fc = std::get_if<ProxyAction>(&action); fc && !fc->fastcgi.address.empty()) {
+        emitFastCgi(out, *fc, base);
+    } else if (const auto* px = std::get_if<ProxyAction>(&action)) {
+        emitProxy(out, *px, base);
+    }
+}
+
+void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
+    out << YAML::BeginMap;
+    emitMatch(out, r);
     if (!r.name.empty()) out << YAML::Key << "name" << YAML::Value << r.name;
     if (r.methods) {
         std::vector<std::string> methods;
@@ -119,104 +242,7 @@ void emitRoute(YAML::Emitter& out, const Route& r, const fs::path& base) {
         emitHeaders(out, r.headers);
     }
     if (r.serverHeader) out << YAML::Key << "server_header" << YAML::Value << *r.serverHeader;
-    if (const auto* st = std::get_if<StaticAction>(&r.action)) {
-        out << YAML::Key << "static" << YAML::Value << YAML::BeginMap;
-        emitStaticKeys(out, *st, base);
-        out << YAML::EndMap;
-    } else if (const auto* rs = std::get_if<RespondAction>(&r.action)) {
-        const RespondAction defaults;
-        out << YAML::Key << "respond" << YAML::Value << YAML::BeginMap;
-        if (rs->status != defaults.status) out << YAML::Key << "status" << YAML::Value << rs->status;
-        if (!rs->headers.empty()) {
-            out << YAML::Key << "headers" << YAML::Value;
-            emitHeaders(out, rs->headers);
-        }
-        if (!rs->bodyFile.empty())
-            out << YAML::Key << "file" << YAML::Value << relativePath(rs->bodyFile, base);
-        else if (!rs->body.empty())
-            out << YAML::Key << "body" << YAML::Value
-                << (rs->body.find('\n') != std::string::npos ? YAML::DoubleQuoted : YAML::SingleQuoted)
-                << rs->body;
-        if (rs->latency.count()) out << YAML::Key << "latency" << YAML::Value << formatDuration(rs->latency);
-        if (rs->latencyMax > rs->latency)
-            out << YAML::Key << "latency_max" << YAML::Value << formatDuration(rs->latencyMax);
-        if (rs->dropRate > 0) out << YAML::Key << "drop_rate" << YAML::Value << rs->dropRate;
-        if (rs->errorRate > 0) out << YAML::Key << "error_rate" << YAML::Value << rs->errorRate;
-        if (rs->errorStatus != defaults.errorStatus)
-            out << YAML::Key << "error_status" << YAML::Value << rs->errorStatus;
-        out << YAML::EndMap;
-    } else if (const auto* rd = std::get_if<RedirectAction>(&r.action)) {
-        out << YAML::Key << "redirect" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        out << YAML::Key << "to" << YAML::Value << rd->to;
-        if (rd->status != RedirectAction{}.status) out << YAML::Key << "status" << YAML::Value << rd->status;
-        out << YAML::EndMap;
-    } else if (const auto* ws = std::get_if<WebSocketAction>(&r.action)) {
-        const WebSocketAction defaults;
-        out << YAML::Key << "websocket" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        out << YAML::Key << "mode" << YAML::Value
-            << (ws->mode == WebSocketAction::Mode::Room ? "room" : "echo");
-        if (ws->roomParam != defaults.roomParam)
-            out << YAML::Key << "room_param" << YAML::Value << ws->roomParam;
-        if (!ws->origins.empty()) out << YAML::Key << "origins" << YAML::Value << YAML::Flow << ws->origins;
-        if (!ws->subprotocols.empty())
-            out << YAML::Key << "subprotocols" << YAML::Value << YAML::Flow << ws->subprotocols;
-        if (ws->maxMessageBytes != defaults.maxMessageBytes)
-            out << YAML::Key << "max_message_bytes" << YAML::Value << formatSize(ws->maxMessageBytes);
-        if (ws->compression != defaults.compression)
-            out << YAML::Key << "compression" << YAML::Value << ws->compression;
-        if (ws->pingInterval != defaults.pingInterval)
-            out << YAML::Key << "ping_interval" << YAML::Value << formatDuration(ws->pingInterval);
-        if (ws->idleTimeout != defaults.idleTimeout)
-            out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(ws->idleTimeout);
-        out << YAML::EndMap;
-    } else if (const auto* fc = std::get_if<ProxyAction>(&r.action); fc && !fc->fastcgi.address.empty()) {
-        const ProxyAction defaults;
-        const FastCgi& f = fc->fastcgi;
-        out << YAML::Key << "fastcgi" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        out << YAML::Key << "address" << YAML::Value
-            << (f.socketPath.empty() ? f.address : "unix:" + relativePath(f.socketPath, base));
-        out << YAML::Key << "root" << YAML::Value << relativePath(f.root, base);
-        if (f.index != FastCgi{}.index) out << YAML::Key << "index" << YAML::Value << f.index;
-        if (f.extension != FastCgi{}.extension) out << YAML::Key << "extension" << YAML::Value << f.extension;
-        if (fc->connectTimeout != defaults.connectTimeout)
-            out << YAML::Key << "connect_timeout" << YAML::Value << formatDuration(fc->connectTimeout);
-        if (fc->responseTimeout != defaults.responseTimeout)
-            out << YAML::Key << "response_timeout" << YAML::Value << formatDuration(fc->responseTimeout);
-        out << YAML::EndMap;
-    } else if (const auto* px = std::get_if<ProxyAction>(&r.action)) {
-        const ProxyAction defaults;
-        out << YAML::Key << (px->grpc ? "grpc" : "proxy") << YAML::Value << YAML::Flow << YAML::BeginMap;
-        std::vector<std::string> urls;
-        for (const auto& u : px->upstreams)
-            urls.push_back((u.protocol == Upstream::Protocol::H2c  ? "h2c://"
-                            : u.protocol == Upstream::Protocol::H2 ? "https://"
-                                                                   : "http://") +
-                           u.authority);
-        out << YAML::Key << "upstream" << YAML::Value;
-        if (urls.size() == 1)
-            out << urls.front();
-        else
-            out << YAML::Flow << urls;
-        if (!px->stripPrefix.empty()) out << YAML::Key << "strip_prefix" << YAML::Value << px->stripPrefix;
-        if (px->changeOrigin) out << YAML::Key << "change_origin" << YAML::Value << true;
-        if (px->forwarded) out << YAML::Key << "forwarded" << YAML::Value << true;
-        if (px->connectTimeout != defaults.connectTimeout)
-            out << YAML::Key << "connect_timeout" << YAML::Value << formatDuration(px->connectTimeout);
-        if (px->responseTimeout != defaults.responseTimeout)
-            out << YAML::Key << "response_timeout" << YAML::Value << formatDuration(px->responseTimeout);
-        if (px->failTimeout != defaults.failTimeout)
-            out << YAML::Key << "fail_timeout" << YAML::Value << formatDuration(px->failTimeout);
-        if (px->idleTimeout != defaults.idleTimeout)
-            out << YAML::Key << "idle_timeout" << YAML::Value << formatDuration(px->idleTimeout);
-        if (px->keepalive != defaults.keepalive)
-            out << YAML::Key << "keepalive" << YAML::Value << px->keepalive;
-        if (px->grpcTimeoutMax != defaults.grpcTimeoutMax)
-            out << YAML::Key << "grpc_timeout_max" << YAML::Value << formatDuration(px->grpcTimeoutMax);
-        if (px->ws) out << YAML::Key << "ws" << YAML::Value << true;
-        if (!px->descriptorSet.empty())
-            out << YAML::Key << "descriptor_set" << YAML::Value << relativePath(px->descriptorSet, base);
-        out << YAML::EndMap;
-    }
+    emitAction(out, r.action, base);
     out << YAML::EndMap;
 }
 
