@@ -245,8 +245,17 @@ void MainWindow::openFolder() {
 void MainWindow::openPath(const QString& path) {
     QString error;
     if (!m_server->open(path, &error)) {
-        QMessageBox::warning(this, tr("Cannot open"), tr("%1:\n%2").arg(path, error));
-        return;
+        // A file whose problems are all in vhosts and routes opens in the form with them shown on
+        // the fields; anything else (syntax, listeners, an unreadable file) is refused as before.
+        std::shared_ptr<config::Config> draft;
+        std::vector<config::ConfigError> problems;
+        QString why;
+        if (!m_server->openDraft(path, draft, problems, &why)) {
+            QMessageBox::warning(this, tr("Cannot open"), tr("%1:\n%2").arg(path, error));
+            return;
+        }
+        m_sites->openDraft(*draft, problems);
+        m_tabs->setCurrentWidget(m_sites);
     }
     QSettings settings;
     QStringList recent = settings.value("recentProjects").toStringList();

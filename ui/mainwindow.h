@@ -32,6 +32,10 @@ public:
     /// Every menu action with a shortcut, as "Menu › Item" → keys (the Help › Keyboard shortcuts
     /// list, and what tests press).
     QList<QPair<QString, QKeySequence>> shortcuts() const;
+    /// Opens a config file or a folder (File › Open, the recent list, the command line). A file the
+    /// server refuses for problems in its vhosts and routes opens in the Sites form with the problems
+    /// on the fields (SitesPage::openDraft); any other refusal is a message box.
+    void openPath(const QString& path);
 
 public slots:
     /// Help menu: the shortcut list, the About box (Portico, Qt and the core's library versions),
@@ -49,7 +53,6 @@ private:
     void buildMenus();
     void openProject();
     void openFolder();
-    void openPath(const QString& path);
     void updateListeners();
     void updateRate();
     void updateRecentMenu();

@@ -1,8 +1,10 @@
 // ServerController: engine start/publish/stop, YAML save, and the project file watcher.
 #include "servercontroller.h"
 
+#include <portico/config/reader.h>
 #include <portico/config/writer.h>
 #include <portico/validate/load.h>
+#include <portico/validate/validate.h>
 
 #include <QCoreApplication>
 #include <QDir>
@@ -169,6 +171,38 @@ bool ServerController::open(const QString& path, QString* error, bool movePortIf
     watch();
     emit configChanged();
     emit listenersChanged();
+    return true;
+}
+
+bool ServerController::openDraft(const QString& path, std::shared_ptr<config::Config>& draft,
+                                 std::vector<config::ConfigError>& errors, QString* error) {
+    const QFileInfo info(path);
+    QFile f(info.absoluteFilePath());
+    if (info.isDir() || !f.open(QIODevice::ReadOnly)) {
+        if (error) *error = tr("cannot read %1").arg(path);
+        return false;
+    }
+    const QByteArray text = f.readAll();
+    const std::string file = info.absoluteFilePath().toStdString();
+    auto read = config::readConfigText(text.toStdString(), file, info.absolutePath().toStdString(), file);
+    errors = read.errors;
+    for (auto& e : validate::validate(*read.config, read.map))
+        errors.push_back(std::move(e));
+    const bool formCanFix = !errors.empty() && std::all_of(errors.begin(), errors.end(), [](const auto& e) {
+        return std::string_view(e.path).starts_with("vhosts[");
+    });
+    if (!formCanFix) {
+        QStringList lines;
+        for (const auto& e : errors)
+            lines << QString::fromStdString(e.toString());
+        if (error) *error = lines.isEmpty() ? tr("nothing to fix in the form") : lines.join('\n');
+        return false;
+    }
+    draft = read.config;
+    m_configPath = info.absoluteFilePath();
+    m_folder.clear();
+    m_lastWritten = text;
+    watch();
     return true;
 }
 

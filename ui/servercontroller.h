@@ -2,6 +2,7 @@
 #pragma once
 
 #include <portico/config/config.h>
+#include <portico/config/reader.h>
 #include <portico/engine/engine.h>
 
 #include <QObject>
@@ -39,6 +40,14 @@ public:
     /// Loads `path` (a YAML file, or a folder to serve without a file) and starts serving it.
     /// When a configured port is taken and `movePortIfTaken`, tries the next ones (in memory only).
     bool open(const QString& path, QString* error, bool movePortIfTaken = true);
+
+    /// A config file that open() refused, read for the form: the config as read (values that did not
+    /// read keep their defaults) and every reading and validation error. Only when every error is in
+    /// a vhost or route (`vhosts[...]`), which the Sites form can edit; otherwise false with `error`
+    /// (unreadable file, YAML syntax, listeners, limits). On success the project's file becomes
+    /// `path` (Apply saves there) while the engine keeps serving what it served before.
+    bool openDraft(const QString& path, std::shared_ptr<config::Config>& draft,
+                   std::vector<config::ConfigError>& errors, QString* error);
 
     /// Validated snapshot → engine (live, no restart) and, when the project has a file and `save`,
     /// → the file.

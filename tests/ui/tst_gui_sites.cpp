@@ -7,6 +7,7 @@
 
 #include <portico/validate/load.h>
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -17,6 +18,7 @@
 #include <QPushButton>
 #include <QTcpSocket>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 #include <variant>
@@ -247,6 +249,85 @@ private slots:
         socket.connectToHost("127.0.0.1", port());
         QVERIFY(socket.waitForConnected(3000));
         QCOMPARE(exchange(socket, "/hello").body, QByteArray("old\n"));
+    }
+
+    // A config file with bad values opens in the form with the errors on their fields (not a
+    // refusal dialog); the server keeps serving the old config until they are fixed and applied,
+    // and Apply saves to the opened file.
+    void badFileOpensInTheFormWithItsErrors() {
+        const QString bad = m_dir.path() + "/bad.yaml";
+        writeFile(bad, "listen: [127.0.0.1:0]\n"
+                       "vhosts:\n"
+                       "  - names: [localhost, 127.0.0.1]\n"
+                       "    root: ./site\n"
+                       "    routes:\n"
+                       "      - path: /hello\n"
+                       "        respond: {status: abc, body: \"fixed\\n\"}\n"
+                       "      - path: /users/:id/*/x\n"
+                       "        respond: {body: user}\n");
+        QVERIFY(!config::loadConfigFile(bad.toStdString()).ok());
+        MainWindow window(m_server.get());
+        window.show();
+        // A refusal would be a modal box: close it so the test fails instead of hanging.
+        QTimer::singleShot(5000, [] {
+            if (QWidget* w = QApplication::activeModalWidget()) w->close();
+        });
+        window.openPath(bad);
+        QVERIFY(!QApplication::activeModalWidget());
+        QCOMPARE(m_server->configPath(), QFileInfo(bad).absoluteFilePath());
+        SitesPage* page = window.sitesPage();
+        QVERIFY(page->isVisible());
+        auto find = [&](const QString& name) { return page->findChild<QWidget*>(name); };
+        auto error = [&](const QString& key) { return page->findChild<QLabel*>("error:" + key); };
+        // The first problem's route is shown: the status that did not read.
+        QVERIFY2(error("respond.status")->isVisible(), qPrintable(page->problems().join('\n')));
+        QVERIFY2(!error("respond.status")->text().isEmpty(), "no message");
+        QCOMPARE(page->problems().size(), 2);
+        QVERIFY(!page->findChild<QPushButton*>("applyButton")->isEnabled());
+        QLabel* notice = page->findChild<QLabel*>("sitesNotice");
+        QVERIFY(notice && notice->isVisible());
+        QVERIFY2(notice->text().contains("bad.yaml was not applied: 2 problems"), qPrintable(notice->text()));
+
+        // Still serving the old config.
+        QTcpSocket socket;
+        socket.connectToHost("127.0.0.1", port());
+        QVERIFY(socket.waitForConnected(3000));
+        QCOMPARE(exchange(socket, "/hello").body, QByteArray("old\n"));
+
+        // Fix both in the form.
+        auto type = [&](const QString& key, const QString& text) {
+            auto* edit = qobject_cast<QLineEdit*>(find(key));
+            QVERIFY2(edit, qPrintable(key));
+            typeInto(edit, text);
+        };
+        type("respond.status", "201");
+        QVERIFY(!error("respond.status")->isVisible());
+        QCOMPARE(page->problems().size(), 1);
+        page->select(0, 1);
+        QVERIFY(error("path")->isVisible());
+        QVERIFY2(error("path")->text().contains("only allowed as the whole last segment"),
+                 qPrintable(error("path")->text()));
+        type("path", "/users/:id");
+        QVERIFY2(page->problems().isEmpty(), qPrintable(page->problems().join('\n')));
+        QVERIFY(page->findChild<QPushButton*>("applyButton")->isEnabled());
+        QVERIFY(page->apply());
+
+        const Reply fixed = exchange(socket, "/hello");
+        QCOMPARE(fixed.status, 201);
+        QCOMPARE(fixed.body, QByteArray("fixed\n"));
+        auto saved = config::loadConfigFile(bad.toStdString());
+        QVERIFY2(saved.ok(), saved.errors.empty() ? "" : saved.errors.front().toString().c_str());
+        QCOMPARE(saved.config->vhosts[0].routes.size(), std::size_t(2));
+
+        // A file the form cannot fix (YAML syntax) is still refused, and nothing changes.
+        const QString broken = m_dir.path() + "/broken.yaml";
+        writeFile(broken, "vhosts: [\n");
+        std::shared_ptr<config::Config> draft;
+        std::vector<config::ConfigError> problems;
+        QString why;
+        QVERIFY(!m_server->openDraft(broken, draft, problems, &why));
+        QVERIFY(!why.isEmpty());
+        QCOMPARE(m_server->configPath(), QFileInfo(bad).absoluteFilePath());
     }
 
     void revertRestoresPublished() {

@@ -1010,17 +1010,17 @@ void SitesPage::showErrors() {
     QSet<QString> shown;
     for (auto it = fields.begin(); it != fields.end(); ++it) {
         QString message = m_fieldErrors.value(prefix + it.key());
-        if (message.isEmpty() && !prefix.isEmpty()) {
-            // The loader's paths: "respond.status", "path" or "location" for the match, and
-            // deeper ones such as "respond.headers.X-Foo".
-            for (auto e = m_loadErrors.begin(); e != m_loadErrors.end(); ++e) {
+        // The core's paths: "respond.status", "path" or "location" for the match, and deeper ones
+        // such as "respond.headers.X-Foo" (the loader's, and a refused file's reading errors).
+        for (const QMap<QString, QString>* errors : {&m_fieldErrors, &m_loadErrors}) {
+            for (auto e = errors->begin(); message.isEmpty() && !prefix.isEmpty() && e != errors->end();
+                 ++e) {
                 if (!e.key().startsWith(prefix)) continue;
                 QString rest = e.key().mid(prefix.size());
                 if (rest == "location") rest = "path";
                 if (rest == it.key() || rest.startsWith(it.key() + '.') || rest.startsWith(it.key() + '[')) {
                     message = e.value();
                     shown.insert(e.key());
-                    break;
                 }
             }
         }
@@ -1198,6 +1198,37 @@ void SitesPage::removeSelected() {
     m_fieldErrors.clear();
     validate();
     rebuildTree();
+}
+
+void SitesPage::openDraft(const config::Config& draft, const std::vector<config::ConfigError>& errors) {
+    m_draft = draft;
+    m_fieldErrors.clear();
+    validate();
+    // Reading errors (the value did not read and shows its default) stay until the user edits that
+    // vhost or route; validation errors come back from validate() on every edit.
+    for (const auto& e : errors)
+        if (!m_loadErrors.contains(q(e.path)) && !m_fieldErrors.contains(q(e.path)))
+            m_fieldErrors.insert(q(e.path), q(e.message));
+    m_vhost = m_draft.vhosts.empty() ? -1 : 0;
+    m_route = -1;
+    if (!errors.empty()) {
+        // Open where the first problem is.
+        static const QRegularExpression where(
+            QStringLiteral("^vhosts\\[(\\d+)\\](?:\\.routes\\[(\\d+)\\])?"));
+        const auto m = where.match(q(errors.front().path));
+        if (m.hasMatch()) {
+            m_vhost = qMin(m.captured(1).toInt(), int(m_draft.vhosts.size()) - 1);
+            m_route = m.captured(2).isEmpty() ? -1 : m.captured(2).toInt();
+            if (m_vhost >= 0 && m_route >= int(m_draft.vhosts[m_vhost].routes.size())) m_route = -1;
+        }
+    }
+    rebuildTree();
+    select(m_vhost, m_route);
+    const QString count = errors.size() == 1 ? tr("1 problem") : tr("%1 problems").arg(errors.size());
+    showNotice(tr("%1 was not applied: %2, shown on the fields. Fix them and Apply; until then the server "
+                  "keeps serving what it served.")
+                   .arg(QFileInfo(m_server->configPath()).fileName(), count),
+               true);
 }
 
 bool SitesPage::addFolder(const QString& dir) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <portico/config/config.h>
+#include <portico/config/reader.h>
 
 #include <QHash>
 #include <QMap>
@@ -44,6 +45,10 @@ public:
     void select(int vhost, int route = -1);
     /// Adds a vhost serving `dir` (NAME.localhost) and applies it at once (drag and drop).
     bool addFolder(const QString& dir);
+    /// Shows `draft` (a config file the server refused, ServerController::openDraft) in the form
+    /// with `errors` on the fields they name; Apply stays off until they are fixed. The server
+    /// keeps serving what it served.
+    void openDraft(const config::Config& draft, const std::vector<config::ConfigError>& errors);
 
 public slots:
     bool apply();

@@ -25,10 +25,23 @@ constexpr std::string_view kWebSocketKeys[] = {"mode",          "room_param",   
 } // namespace
 
 const Reader::ActionKind Reader::kActions[] = {
-    {"static", &Reader::readStatic},       {"respond", &Reader::readRespond},
-    {"redirect", &Reader::readRedirect},   {"proxy", &Reader::readProxy},
-    {"grpc", &Reader::readProxy},          {"fastcgi", &Reader::readFastCgi},
-    {"websocket", &Reader::readWebSocket},
+    {"static", &Reader::readStatic, [] { return Action(StaticAction{}); }},
+    {"respond", &Reader::readRespond, [] { return Action(RespondAction{}); }},
+    {"redirect", &Reader::readRedirect, [] { return Action(RedirectAction{}); }},
+    {"proxy", &Reader::readProxy, [] { return Action(ProxyAction{}); }},
+    {"grpc", &Reader::readProxy,
+     [] {
+         ProxyAction p;
+         p.grpc = true;
+         return Action(p);
+     }},
+    {"fastcgi", &Reader::readFastCgi,
+     [] {
+         ProxyAction p;
+         p.fastcgi.address = "127.0.0.1:9000"; // php-fpm's default listen address (marks the kind)
+         return Action(p);
+     }},
+    {"websocket", &Reader::readWebSocket, [] { return Action(WebSocketAction{}); }},
 };
 
 const Reader::ActionKind* Reader::actionKind(std::string_view key) {
@@ -87,7 +100,6 @@ std::optional<Action> Reader::readStatic(const Entry& e, const RouteShape&) {
 }
 
 std::optional<Action> Reader::readRespond(const Entry& e, const RouteShape& shape) {
-    const std::size_t before = errors_.size();
     RespondAction rs;
     std::optional<Value> latency, latencyMax, body, file;
     readMap(e.value, kRespondKeys, [&](const Entry& k) {
@@ -124,7 +136,7 @@ std::optional<Action> Reader::readRespond(const Entry& e, const RouteShape& shap
     });
     if (body && file) error(*file, "use either `body` or `file`, not both");
     if (latencyMax && rs.latencyMax < rs.latency) error(*latencyMax, "latency_max must be at least latency");
-    if (errors_.size() != before) return std::nullopt;
+    // With errors: the action as far as it read (the config is refused; the GUI's form shows it).
     return rs;
 }
 
@@ -347,7 +359,6 @@ std::optional<Action> Reader::readProxy(const Entry& e, const RouteShape&) {
 }
 
 std::optional<Action> Reader::readRedirect(const Entry& e, const RouteShape& shape) {
-    const std::size_t before = errors_.size();
     RedirectAction rd;
     bool sawTo = false;
     if (!e.value.node.IsMap()) {
@@ -380,13 +391,12 @@ std::optional<Action> Reader::readRedirect(const Entry& e, const RouteShape& sha
         return true;
     });
     if (!sawTo) error(e.value, "redirect needs `to:`");
-    if (errors_.size() != before) return std::nullopt;
+    // With errors: the action as far as it read (the config is refused; the GUI's form shows it).
     return rd;
 }
 
 std::optional<Action> Reader::readWebSocket(const Entry& e, const RouteShape& shape) {
     const Value& v = e.value;
-    const std::size_t before = errors_.size();
     WebSocketAction ws;
     auto mode = [&](const Value& m) {
         auto s = string(m);
@@ -451,7 +461,7 @@ std::optional<Action> Reader::readWebSocket(const Entry& e, const RouteShape& sh
             std::find(shape.params.begin(), shape.params.end(), ws.roomParam) == shape.params.end())
             error(*roomParam, "the route has no parameter ':" + ws.roomParam + "' to name the room");
     }
-    if (errors_.size() != before) return std::nullopt;
+    // With errors: the action as far as it read (the config is refused; the GUI's form shows it).
     return ws;
 }
 

@@ -357,7 +357,11 @@ void Reader::readRoute(const Value& v, const GroupContext& group, std::vector<Ro
     }
     if (methodMask) r.methods = *methodMask;
     if (action) {
-        if (auto a = (this->*actionKind(action->key)->read)(*action, shape)) r.action = std::move(*a);
+        const ActionKind* kind = actionKind(action->key);
+        if (auto a = (this->*kind->read)(*action, shape))
+            r.action = std::move(*a);
+        else
+            r.action = kind->empty(); // partial config: the kind as written, its values at their defaults
     } else if (!unsupported) {
         error(v, "a route needs an action: static, respond, redirect, proxy, grpc, fastcgi or websocket");
     }

@@ -127,6 +127,9 @@ private:
     struct ActionKind {
         std::string_view key;
         ActionReader read;
+        /// The kind with every value at its default: what a route whose action did not read holds,
+        /// so a refused file read for the GUI's form shows the route as written.
+        Action (*empty)();
     };
     /// The route actions: key → reader (the keys are also in kRouteKeys); in read_actions.cpp.
     static const ActionKind kActions[];
