@@ -256,6 +256,7 @@ void MainWindow::openPath(const QString& path) {
         }
         m_sites->openDraft(*draft, problems);
         m_tabs->setCurrentWidget(m_sites);
+        return; // not a recent or last project until it opens: a start with it would be refused
     }
     QSettings settings;
     QStringList recent = settings.value("recentProjects").toStringList();

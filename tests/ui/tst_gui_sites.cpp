@@ -16,6 +16,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -266,6 +267,11 @@ private slots:
                        "      - path: /users/:id/*/x\n"
                        "        respond: {body: user}\n");
         QVERIFY(!config::loadConfigFile(bad.toStdString()).ok());
+        // The app's settings in the test's folder: a refused file must not become the last project
+        // (the next start would be refused).
+        QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_dir.path() + "/settings");
+        QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_dir.path() + "/settings");
+        QVERIFY2(QSettings().fileName().startsWith(m_dir.path()), qPrintable(QSettings().fileName()));
         MainWindow window(m_server.get());
         window.show();
         // A refusal would be a modal box: close it so the test fails instead of hanging.
@@ -275,6 +281,9 @@ private slots:
         window.openPath(bad);
         QVERIFY(!QApplication::activeModalWidget());
         QCOMPARE(m_server->configPath(), QFileInfo(bad).absoluteFilePath());
+        QVERIFY(
+            !QSettings().value("recentProjects").toStringList().contains(QFileInfo(bad).absoluteFilePath()));
+        QVERIFY(QSettings().value("lastProject").toString() != QFileInfo(bad).absoluteFilePath());
         SitesPage* page = window.sitesPage();
         QVERIFY(page->isVisible());
         auto find = [&](const QString& name) { return page->findChild<QWidget*>(name); };
