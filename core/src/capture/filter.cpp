@@ -1,6 +1,7 @@
 // The capture filter language (filter.h).
 #include <portico/capture/filter.h>
 #include <portico/http/ascii.h>
+#include <portico/http/spelling.h>
 
 #include <algorithm>
 #include <cctype>
@@ -18,21 +19,6 @@ bool contains(std::string_view hay, std::string_view needle) {
     return http::ifind(hay, needle) != std::string_view::npos;
 }
 
-std::size_t distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> d(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j)
-        d[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t prev = d[0];
-        d[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            std::size_t cur = d[j];
-            d[j] = std::min({d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            prev = cur;
-        }
-    }
-    return d[b.size()];
-}
 } // namespace
 
 std::optional<Filter> Filter::parse(std::string_view expr, std::string& error) {
@@ -63,8 +49,8 @@ std::optional<Filter> Filter::parse(std::string_view expr, std::string& error) {
             t.key = lower(word);
             if (std::find(std::begin(kKeys), std::end(kKeys), t.key) == std::end(kKeys)) {
                 std::string hint;
-                for (auto k : kKeys)
-                    if (distance(k, t.key) <= 2) hint = " (did you mean '" + std::string(k) + "'?)";
+                if (auto k = http::closestWord(t.key, kKeys); !k.empty())
+                    hint = " (did you mean '" + std::string(k) + "'?)";
                 return fail(i, "unknown key '" + word + "'" + hint);
             }
             i = j + 1;

@@ -2,6 +2,8 @@
 // helpers the other reader files share (reader_impl.h).
 #include "reader_impl.h"
 
+#include <portico/http/spelling.h>
+
 #include <algorithm>
 #include <charconv>
 #include <sstream>
@@ -14,22 +16,6 @@ namespace {
 constexpr std::string_view kReservedHeaders[] = {"content-length", "transfer-encoding", "connection", "date",
                                                  "server"};
 
-std::size_t editDistance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j)
-        row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
 std::string child(const std::string& path, std::string_view key) {
     return path.empty() ? std::string(key) : path + "." + std::string(key);
 }
@@ -38,21 +24,9 @@ std::string child(const std::string& path, std::string_view key) {
 
 /// " (did you mean 'x'?)" when exactly one candidate is closest and within distance 2, else "".
 std::string suggestion(std::string_view word, Keys candidates) {
-    std::string best;
-    std::size_t bestDistance = 3;
-    bool tie = false;
-    for (std::string_view c : candidates) {
-        std::size_t d = editDistance(word, c);
-        if (d < bestDistance) {
-            bestDistance = d;
-            best = c;
-            tie = false;
-        } else if (d == bestDistance) {
-            tie = true;
-        }
-    }
-    if (best.empty() || tie) return {};
-    return " (did you mean '" + best + "'?)";
+    const std::string_view best = http::closestWord(word, candidates);
+    if (best.empty()) return {};
+    return " (did you mean '" + std::string(best) + "'?)";
 }
 
 /// RFC 9110 §5.6.2 token.
