@@ -165,8 +165,10 @@ void selectDemoRow(TrafficPage* traffic) {
     traffic->selectRow(-1);
 }
 
+// `draftShown`: the Sites form shows a refused file with its problems (runGui), already at the
+// first problem.
 int screenshot(MainWindow& window, ServerController& server, const GuiOptions& options,
-               const QString& historyDir) {
+               const QString& historyDir, bool draftShown) {
     window.resize(1280, 800);
     window.show();
     waitMs(200);
@@ -234,7 +236,7 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
                      options.tab.c_str());
         return 2;
     }
-    if (tab.isEmpty() || tab == "sites") window.sitesPage()->select(0, 0);
+    if ((tab.isEmpty() || tab == "sites") && !draftShown) window.sitesPage()->select(0, 0);
     waitMs(400);
     const QString file = QString::fromStdString(options.screenshot);
     if (!window.grab().save(file, "PNG")) {
@@ -451,30 +453,49 @@ int runGui(int argc, char** argv, const GuiOptions& options) {
     QString project = QString::fromStdString(options.project);
     QSettings settings;
     if (project.isEmpty() && !shot) project = settings.value("lastProject").toString();
-    if (project.isEmpty() || !QFileInfo::exists(project)) {
-        const QString where =
-            shot ? scratch.path() + "/demo"
-                 : QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/portico/demo";
-        project = demoCopy(where);
-    }
+    const QString demoDir =
+        shot ? scratch.path() + "/demo"
+             : QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/portico/demo";
+    if (project.isEmpty() || !QFileInfo::exists(project)) project = demoCopy(demoDir);
 
     ServerController server;
     QString error;
+    // A config file the server refuses does not end the start: the demo serves in its place and
+    // the window shows the refused file as File › Open would (in the Sites form with its problems
+    // on the fields when they are all in vhosts and routes, else a message box). Neither becomes
+    // the last project. A screenshot shows the form, or fails when the form cannot show it.
+    QString refused;
     if (!server.open(project, &error)) {
-        if (shot) {
-            std::fprintf(stderr, "portico: cannot open %s: %s\n", qPrintable(project), qPrintable(error));
+        const QString demo = QFileInfo(project).isFile() ? demoCopy(demoDir) : QString();
+        QString why;
+        if (demo.isEmpty() || !server.open(demo, &why)) {
+            if (shot) {
+                std::fprintf(stderr, "portico: cannot open %s: %s\n", qPrintable(project), qPrintable(error));
+                return 1;
+            }
+            QMessageBox::critical(nullptr, QObject::tr("Portico"),
+                                  QObject::tr("Cannot open %1:\n%2").arg(project, error));
             return 1;
         }
-        QMessageBox::critical(nullptr, QObject::tr("Portico"),
-                              QObject::tr("Cannot open %1:\n%2").arg(project, error));
-        return 1;
+        std::fprintf(stderr, "portico: %s was not applied:\n%s\n", qPrintable(project), qPrintable(error));
+        refused = project;
+    } else if (!shot) {
+        settings.setValue("lastProject", QFileInfo(project).absoluteFilePath());
     }
-    if (!shot) settings.setValue("lastProject", QFileInfo(project).absoluteFilePath());
 
     MainWindow window(&server);
+    if (!refused.isEmpty()) {
+        if (!shot) {
+            window.openPath(refused);
+        } else if (QString why; !window.openDraft(refused, &why)) {
+            std::fprintf(stderr, "portico: cannot open %s: %s\n", qPrintable(refused), qPrintable(why));
+            return 1;
+        }
+    }
     if (options.measureResponsiveness > 0)
         return measureResponsiveness(window, server, options.measureResponsiveness);
-    if (shot) return screenshot(window, server, options, scratch.path() + "/bench-history");
+    if (shot)
+        return screenshot(window, server, options, scratch.path() + "/bench-history", !refused.isEmpty());
     if (!options.tab.empty()) window.showTab(QString::fromStdString(options.tab));
     window.show();
     if (g_quitRequested) return 0; // SIGINT/SIGTERM while starting: close like the window would

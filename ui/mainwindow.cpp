@@ -247,15 +247,8 @@ void MainWindow::openPath(const QString& path) {
     if (!m_server->open(path, &error)) {
         // A file whose problems are all in vhosts and routes opens in the form with them shown on
         // the fields; anything else (syntax, listeners, an unreadable file) is refused as before.
-        std::shared_ptr<config::Config> draft;
-        std::vector<config::ConfigError> problems;
-        QString why;
-        if (!m_server->openDraft(path, draft, problems, &why)) {
+        if (!openDraft(path, nullptr))
             QMessageBox::warning(this, tr("Cannot open"), tr("%1:\n%2").arg(path, error));
-            return;
-        }
-        m_sites->openDraft(*draft, problems);
-        m_tabs->setCurrentWidget(m_sites);
         return; // not a recent or last project until it opens: a start with it would be refused
     }
     QSettings settings;
@@ -265,6 +258,15 @@ void MainWindow::openPath(const QString& path) {
     settings.setValue("recentProjects", recent.mid(0, 8));
     settings.setValue("lastProject", QFileInfo(path).absoluteFilePath());
     updateRecentMenu();
+}
+
+bool MainWindow::openDraft(const QString& path, QString* why) {
+    std::shared_ptr<config::Config> draft;
+    std::vector<config::ConfigError> problems;
+    if (!m_server->openDraft(path, draft, problems, why)) return false;
+    m_sites->openDraft(*draft, problems);
+    m_tabs->setCurrentWidget(m_sites);
+    return true;
 }
 
 void MainWindow::updateRecentMenu() {

@@ -36,6 +36,10 @@ public:
     /// server refuses for problems in its vhosts and routes opens in the Sites form with the problems
     /// on the fields (SitesPage::openDraft); any other refusal is a message box.
     void openPath(const QString& path);
+    /// The draft half of openPath without its message box: when `path` is a config file whose
+    /// problems are all in vhosts and routes, shows it in the Sites form with the problems on the
+    /// fields and returns true; otherwise returns false with the reason in `why`.
+    bool openDraft(const QString& path, QString* why);
 
 public slots:
     /// Help menu: the shortcut list, the About box (Portico, Qt and the core's library versions),

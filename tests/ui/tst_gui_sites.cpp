@@ -4,6 +4,7 @@
 #include "mainwindow.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
+#include "test_support.h"
 
 #include <portico/validate/load.h>
 
@@ -15,6 +16,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QPushButton>
 #include <QSettings>
 #include <QTcpSocket>
@@ -296,6 +298,10 @@ private slots:
         QLabel* notice = page->findChild<QLabel*>("sitesNotice");
         QVERIFY(notice && notice->isVisible());
         QVERIFY2(notice->text().contains("bad.yaml was not applied: 2 problems"), qPrintable(notice->text()));
+        // The problem line names the site, route and field as the form shows them, not a YAML path.
+        const QString line = page->findChild<QLabel*>("sitesProblems")->text();
+        QVERIFY2(line.startsWith("2 problems: localhost, 127.0.0.1 › /hello › Status: "), qPrintable(line));
+        QVERIFY2(!line.contains("vhosts["), qPrintable(line));
 
         // Still serving the old config.
         QTcpSocket socket;
@@ -337,6 +343,48 @@ private slots:
         QVERIFY(!m_server->openDraft(broken, draft, problems, &why));
         QVERIFY(!why.isEmpty());
         QCOMPARE(m_server->configPath(), QFileInfo(bad).absoluteFilePath());
+    }
+
+    // `portico gui BAD.yaml` starts anyway: the demo serves in its place and the window shows the
+    // file in the form with its problems (here as a screenshot, the start path without a display);
+    // the file is not touched. A file the form cannot fix still ends the start with the reason.
+    void startWithBadFileShowsItInTheForm() {
+        const QString bad = m_dir.path() + "/start-bad.yaml";
+        const QByteArray text = "listen: [127.0.0.1:0]\n"
+                                "vhosts:\n"
+                                "  - names: [localhost]\n"
+                                "    routes:\n"
+                                "      - path: /hello\n"
+                                "        respond: {status: 999, body: hi}\n";
+        writeFile(bad, text);
+        auto run = [&](const QString& project, const QString& png) {
+            QProcess p;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert("QT_QPA_PLATFORM", "offscreen");
+            env.insert("XDG_CONFIG_HOME", m_dir.path() + "/xdg-config");
+            env.insert("XDG_DATA_HOME", m_dir.path() + "/xdg-data");
+            p.setProcessEnvironment(env);
+            p.start(test::porticoBinary(), {"gui", project, "--screenshot", png, "--tab", "sites"});
+            if (!p.waitForFinished(120000)) p.kill();
+            return std::make_pair(p.exitCode(), QString::fromUtf8(p.readAllStandardError()));
+        };
+        const QString png = m_dir.path() + "/draft.png";
+        const auto [rc, err] = run(bad, png);
+        QVERIFY2(rc == 0, qPrintable(err));
+        QVERIFY2(err.contains("start-bad.yaml was not applied"), qPrintable(err));
+        QVERIFY2(err.contains("start-bad.yaml:6:") && err.contains("status must be between 100 and 599"),
+                 qPrintable(err));
+        QVERIFY(QFileInfo(png).size() > 0);
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), text);
+
+        const QString broken = m_dir.path() + "/start-broken.yaml";
+        writeFile(broken, "vhosts: [\n");
+        const auto [rc2, err2] = run(broken, m_dir.path() + "/broken.png");
+        QCOMPARE(rc2, 1);
+        QVERIFY2(err2.contains("cannot open") && err2.contains("start-broken.yaml:"), qPrintable(err2));
+        QVERIFY(!QFileInfo::exists(m_dir.path() + "/broken.png"));
     }
 
     void revertRestoresPublished() {

@@ -350,6 +350,32 @@ QWidget* SitesPage::row(const QString& key, QWidget* editor, QHash<QString, Fiel
     return box;
 }
 
+QString SitesPage::fieldName(const QString& path) const {
+    static const QRegularExpression where(
+        QStringLiteral("^vhosts\\[(\\d+)\\](?:\\.routes\\[(\\d+)\\])?\\.?(.*)$"));
+    const auto m = where.match(path);
+    const int vhost = m.hasMatch() ? m.captured(1).toInt() : -1;
+    if (vhost < 0 || vhost >= int(m_draft.vhosts.size())) return path;
+    const int route = m.captured(2).isEmpty() ? -1 : m.captured(2).toInt();
+    if (route >= int(m_draft.vhosts[vhost].routes.size())) return path;
+    QStringList parts{itemText(vhost, -1, nullptr)};
+    if (route >= 0) parts << itemText(vhost, route, nullptr);
+    const QString key = m.captured(3);
+    if (!key.isEmpty()) {
+        QString label = key;
+        const Field field = (route >= 0 ? m_routeFields : m_vhostFields).value(key);
+        if (field.error)
+            for (const QFormLayout* form : findChildren<QFormLayout*>())
+                if (auto* l = qobject_cast<QLabel*>(form->labelForField(field.error->parentWidget()));
+                    l && !l->text().isEmpty()) {
+                    label = l->text();
+                    break;
+                }
+        parts << label;
+    }
+    return parts.join(QStringLiteral(" › "));
+}
+
 QLineEdit* SitesPage::lineEdit(const QString& key, QHash<QString, Field>& fields,
                                const QString& placeholder) {
     auto e = new QLineEdit;
@@ -1033,6 +1059,11 @@ void SitesPage::showErrors() {
         all << it.key() + ": " + it.value();
     for (auto it = m_loadErrors.begin(); it != m_loadErrors.end(); ++it)
         all << it.key() + ": " + it.value();
+    // "PATH: message" with the path named as the form names it (site › route › field label).
+    auto named = [this](const QString& line) {
+        const int colon = line.indexOf(": ");
+        return colon > 0 && line.startsWith("vhosts[") ? fieldName(line.left(colon)) + line.mid(colon) : line;
+    };
     for (int i = 0; i < m_tree->topLevelItemCount(); ++i) {
         QTreeWidgetItem* top = m_tree->topLevelItem(i);
         for (int j = -1; j < top->childCount(); ++j) {
@@ -1043,6 +1074,8 @@ void SitesPage::showErrors() {
             for (const QString& line : all)
                 if (line.startsWith(p) && (j >= 0 || !line.mid(p.size()).startsWith("routes["))) mine << line;
             item->setForeground(0, mine.isEmpty() ? QBrush() : QBrush(QColor("#c0392b")));
+            for (QString& line : mine)
+                line = named(line);
             item->setToolTip(0, mine.join('\n'));
         }
     }
@@ -1050,8 +1083,8 @@ void SitesPage::showErrors() {
     if (all.isEmpty())
         m_problems->setText(hasChanges() ? tr("Unapplied changes.") : QString());
     else
-        m_problems->setText(
-            (all.size() == 1 ? tr("1 problem: %1") : tr("%1 problems: %2").arg(all.size())).arg(all.first()));
+        m_problems->setText((all.size() == 1 ? tr("1 problem: %1") : tr("%1 problems: %2").arg(all.size()))
+                                .arg(named(all.first())));
     m_problems->setStyleSheet(all.isEmpty() ? QString() : QString("QLabel { color: #c0392b; }"));
     updateButtons();
 }

@@ -72,6 +72,10 @@ private:
     QWidget* buildRouteForm();
     static void alignFormLabels(QWidget* root);
     QWidget* row(const QString& key, QWidget* editor, QHash<QString, Field>& fields);
+    /// "localhost › /api/hello/:name › Status" for "vhosts[0].routes[0].respond.status": the site,
+    /// the route and the form's label for the key, as the user sees them; `path` itself when it is
+    /// not a vhost's or route's.
+    QString fieldName(const QString& path) const;
     QLineEdit* lineEdit(const QString& key, QHash<QString, Field>& fields, const QString& placeholder = {});
     QPlainTextEdit* textEdit(const QString& key, QHash<QString, Field>& fields,
                              const QString& placeholder = {});
