@@ -4,6 +4,7 @@
 #include <portico/http/ascii.h>
 #include <portico/http/url.h>
 #include <portico/http1/response_parser.h>
+#include <portico/http2/session.h>
 
 #include "capture/recorder.h"
 #include "capture/replay_cancel.h"
@@ -209,21 +210,20 @@ ssize_t h2ReadBody(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_
 
 // Sends e's request over HTTP/2 and reads the response into e; "" or the error.
 std::string exchangeH2(Stream& io, Exchange& e, const std::string& scheme) {
-    nghttp2_session_callbacks* cbs = nullptr;
-    nghttp2_session_callbacks_new(&cbs);
-    std::unique_ptr<nghttp2_session_callbacks, void (*)(nghttp2_session_callbacks*)> cbGuard(
-        cbs, nghttp2_session_callbacks_del);
-    nghttp2_session_callbacks_set_on_header_callback(cbs, h2OnHeader);
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, h2OnBeginHeaders);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2OnData);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2OnClose);
+    http2::Callbacks callbacks;
+    if (nghttp2_session_callbacks* cbs = callbacks.get()) {
+        nghttp2_session_callbacks_set_on_header_callback(cbs, h2OnHeader);
+        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, h2OnBeginHeaders);
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2OnData);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2OnClose);
+    }
     H2Exchange x;
     x.e = &e;
     x.requestBody = e.requestBody;
-    nghttp2_session* session = nullptr;
-    if (nghttp2_session_client_new(&session, cbs, &x) != 0) return "HTTP/2: cannot create a session";
-    std::unique_ptr<nghttp2_session, void (*)(nghttp2_session*)> guard(session, nghttp2_session_del);
-    nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, nullptr, 0);
+    std::string error;
+    const http2::SessionPtr owned = http2::makeSession(callbacks, &x, {}, error);
+    if (!owned) return error;
+    nghttp2_session* session = owned.get();
 
     // Pseudo-header fields first, then the fields with lower-case names; Host becomes :authority
     // and connection-specific fields are dropped (RFC 9113 §8.2.2, §8.3.1).
@@ -231,21 +231,13 @@ std::string exchangeH2(Stream& io, Exchange& e, const std::string& scheme) {
         {":method", e.method}, {":scheme", scheme}, {":authority", e.authority}, {":path", e.target}};
     for (const auto& h : e.requestHeaders) {
         const std::string n = lower(h.name);
-        if (n == "host" || n == "connection" || n == "keep-alive" || n == "proxy-connection" ||
-            n == "upgrade" || n == "transfer-encoding" || (n == "te" && lower(h.value) != "trailers"))
-            continue;
+        if (n == "host" || http2::isConnectionSpecific(n, h.value)) continue;
         fields.emplace_back(n, h.value);
     }
     std::vector<nghttp2_nv> nva;
     e.requestHeadersSize = 0;
-    for (auto& [n, v] : fields) {
-        nghttp2_nv nv{};
-        nv.name = reinterpret_cast<std::uint8_t*>(n.data());
-        nv.namelen = n.size();
-        nv.value = reinterpret_cast<std::uint8_t*>(v.data());
-        nv.valuelen = v.size();
-        nv.flags = NGHTTP2_NV_FLAG_NONE;
-        nva.push_back(nv);
+    for (const auto& [n, v] : fields) {
+        nva.push_back(http2::field(n, v));
         e.requestHeadersSize += n.size() + v.size();
     }
     e.requestHeaders.clear();

@@ -9,11 +9,11 @@
 
 #include "client/connect.h"
 #include "io/drained.h"
-#include "io/h2_mem.h"
 #include "io/transport.h"
 #include "tls/client_tls.h"
 
 #include <portico/http/message.h>
+#include <portico/http2/session.h>
 
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
@@ -468,12 +468,17 @@ void Conn::onConnected() {
     state = State::Open;
     ++worker.openConns;
     if (worker.plan.h2) {
-        nghttp2_session_client_new3(&h2, worker.plan.h2Callbacks, this, nullptr, io::h2mem::allocator());
         // h2load's defaults: stream and connection windows of 2^30-1, no server push.
-        const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-                                                   {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (1u << 30) - 1}};
-        nghttp2_submit_settings(h2, NGHTTP2_FLAG_NONE, settings, 2);
-        nghttp2_session_set_local_window_size(h2, NGHTTP2_FLAG_NONE, 0, (1 << 30) - 1);
+        http2::SessionSettings settings;
+        settings.streamWindowBytes = (1u << 30) - 1;
+        settings.connectionWindowBytes = (1u << 30) - 1;
+        std::string why;
+        h2 = http2::makeSession(*worker.plan.h2Callbacks, this, settings, why).release();
+        if (!h2) { // out of memory: counted as a connection that failed
+            --worker.openConns;
+            connectFailed();
+            return;
+        }
         freeSlots.clear();
         for (std::size_t i = ring.size(); i-- > 0;)
             freeSlots.push_back(static_cast<std::uint32_t>(i));

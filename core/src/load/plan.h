@@ -7,6 +7,8 @@
 
 #include "tls/client_tls.h"
 
+#include <portico/http2/session.h>
+
 #include <nghttp2/nghttp2.h>
 #include <openssl/ssl.h>
 
@@ -45,7 +47,7 @@ struct Plan {
     bool h2 = false;
     SSL_CTX* ssl = nullptr;              // https: shared by every connection (SSL_new is thread-safe)
     const tls::ClientTls* tls = nullptr; // https: SNI and the certificate check per connection
-    nghttp2_session_callbacks* h2Callbacks = nullptr;
+    const http2::Callbacks* h2Callbacks = nullptr; // set when h2
     const std::atomic<bool>* abort = nullptr;
     Live* live = nullptr; // fed about 4 times a second when given
     Ns start = 0;         // run start (warm-up begins)

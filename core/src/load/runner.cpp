@@ -8,12 +8,12 @@
 
 #include "client/connect.h"
 #include "io/drained.h"
-#include "io/h2_mem.h"
 #include "io/transport.h"
 #include "load/plan.h"
 #include "tls/client_tls.h"
 
 #include <portico/http/message.h>
+#include <portico/http2/session.h>
 
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
@@ -33,6 +33,7 @@
 #include <cstring>
 #include <latch>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include <csignal>
@@ -103,23 +104,14 @@ void prepareH2(Prepared& p, const RequestSpec& spec, const Url& url) {
     add(":path", url.target);
     for (const auto& [name, value] : spec.headers) {
         const std::string lower = http::lower(name);
-        if (lower == "host" || lower == "connection" || lower == "keep-alive" ||
-            lower == "proxy-connection" || lower == "upgrade" ||
-            (lower == "te" && !http::iequals(value, "trailers")))
-            continue;
+        if (lower == "host" || http2::isConnectionSpecific(lower, value)) continue;
         add(std::move(lower), value);
     }
     if (!spec.body.empty()) add("content-length", std::to_string(spec.body.size()));
     p.body = spec.body;
-    for (const auto& [n, v] : pairs) {
-        nghttp2_nv nv{};
-        nv.name = reinterpret_cast<std::uint8_t*>(st[n].data());
-        nv.namelen = st[n].size();
-        nv.value = reinterpret_cast<std::uint8_t*>(st[v].data());
-        nv.valuelen = st[v].size();
-        nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
-        p.nva.push_back(nv);
-    }
+    for (const auto& [n, v] : pairs)
+        p.nva.push_back(
+            http2::field(st[n], st[v], NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE));
 }
 
 // A blocking TLS handshake on a connected socket, so certificate and ALPN problems are reported as
@@ -231,14 +223,12 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
         plan.tls = clientTls.get();
         plan.ssl = clientTls->ctx.get();
     }
-    std::unique_ptr<nghttp2_session_callbacks, void (*)(nghttp2_session_callbacks*)> h2Callbacks(
-        nullptr, nghttp2_session_callbacks_del);
+    std::optional<http2::Callbacks> h2Callbacks;
     if (plan.h2) {
-        nghttp2_session_callbacks* cbs = nullptr;
-        nghttp2_session_callbacks_new(&cbs);
-        h2Callbacks.reset(cbs);
-        detail::setH2Callbacks(cbs);
-        plan.h2Callbacks = cbs;
+        h2Callbacks.emplace();
+        if (!h2Callbacks->get()) return refuse("HTTP/2: out of memory for the callbacks table");
+        detail::setH2Callbacks(h2Callbacks->get());
+        plan.h2Callbacks = &*h2Callbacks;
     }
 
     // Pre-flight: one connection, so "nothing listens there", a certificate that does not verify or a

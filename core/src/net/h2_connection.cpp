@@ -5,7 +5,6 @@
 
 #include "capture/hooks.h"
 #include "io/drained.h"
-#include "io/h2_mem.h"
 #include "io/transport.h"
 #include "net/worker.h"
 #include "proxy/h2_upstream.h"
@@ -14,6 +13,7 @@
 
 #include <portico/handlers/dispatch.h>
 #include <portico/http/path.h>
+#include <portico/http2/session.h>
 
 #include <nghttp2/nghttp2.h>
 #include <openssl/ssl.h>
@@ -37,14 +37,6 @@ constexpr int kReadsPerTurn = 4;                        // then let other connec
 constexpr std::size_t kCipherInBytes = 2048;            // TLS input read by Asio (see waitRead)
 constexpr auto kLingerTime = std::chrono::seconds(2);   // lingering close after a GOAWAY, at most
 constexpr std::size_t kLingerBytesPerTurn = 256 * 1024; // then let other connections run
-
-// Connection-specific fields (RFC 9113 §8.2.2) that a handler's field block may carry but an
-// HTTP/2 response must not.
-bool connectionSpecific(std::string_view name) {
-    return http::iequals(name, "connection") || http::iequals(name, "keep-alive") ||
-           http::iequals(name, "proxy-connection") || http::iequals(name, "transfer-encoding") ||
-           http::iequals(name, "upgrade");
-}
 
 H2Connection* self(void* user) { return static_cast<H2Connection*>(user); }
 
@@ -107,10 +99,10 @@ int onFrameSendCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     return 0;
 }
 
-struct Callbacks {
-    nghttp2_session_callbacks* cbs = nullptr;
+struct Callbacks : http2::Callbacks {
     Callbacks() {
-        nghttp2_session_callbacks_new(&cbs);
+        nghttp2_session_callbacks* cbs = get();
+        if (!cbs) return;
         nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, onBeginFrameCb);
         nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, onBeginHeadersCb);
         nghttp2_session_callbacks_set_on_header_callback(cbs, onHeaderCb);
@@ -119,7 +111,6 @@ struct Callbacks {
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onStreamCloseCb);
         nghttp2_session_callbacks_set_on_frame_send_callback(cbs, onFrameSendCb);
     }
-    ~Callbacks() { nghttp2_session_callbacks_del(cbs); }
 };
 } // namespace
 
@@ -150,38 +141,35 @@ void H2Connection::start() {
     static const Callbacks callbacks;
     const auto& cfg = *worker_.snapshot().config;
     const auto& h2 = cfg.http2;
-    nghttp2_option* opt = nullptr;
-    nghttp2_option_new(&opt);
-    nghttp2_option_set_max_outbound_ack(opt, h2.maxControlFrames);
-    // Our own bounds (onBeginFrame) trip first and answer ENHANCE_YOUR_CALM; nghttp2's stay as a
-    // backstop at twice the figure.
-    nghttp2_option_set_stream_reset_rate_limit(opt, h2.resetBurst * 2, h2.resetRate * 2);
-    nghttp2_option_set_max_continuations(opt, h2.maxContinuations * 2 + 1);
+    http2::SessionSettings settings;
+    settings.side = http2::Side::Server;
+    settings.maxConcurrentStreams = h2.maxConcurrentStreams;
+    settings.streamWindowBytes = h2.initialWindowBytes;
+    settings.connectionWindowBytes = h2.connectionWindowBytes;
+    settings.maxHeaderListBytes =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg.limits.maxHeaderBytes, 0xffffffffu));
+    // RFC 9218 priorities (the `priority` field) instead of RFC 7540's dependency tree, which
+    // RFC 9113 §5.3 deprecates: nghttp2 then keeps no tree and no closed streams for it.
+    settings.noRfc7540Priorities = true;
     // Request bodies are acknowledged (WINDOW_UPDATE) when taken: at once, or for a body that
     // streams to an HTTP/2 upstream when the upstream took it (end-to-end flow control).
-    nghttp2_option_set_no_auto_window_update(opt, 1);
+    settings.manualWindowUpdates = true;
+    settings.maxOutboundAck = h2.maxControlFrames;
+    // Our own bounds (onBeginFrame) trip first and answer ENHANCE_YOUR_CALM; nghttp2's stay as a
+    // backstop at twice the figure.
+    settings.resetBurst = h2.resetBurst * 2;
+    settings.resetRatePerSecond = h2.resetRate * 2;
+    settings.maxContinuations = static_cast<std::uint32_t>(h2.maxContinuations * 2 + 1);
     resetTokens_ = static_cast<double>(h2.resetBurst);
     resetRefill_ = Clock::now();
     controlTokens_ = static_cast<double>(h2.maxControlFrames);
     controlRefill_ = resetRefill_;
-    int rc = nghttp2_session_server_new3(&session_, callbacks.cbs, this, opt, io::h2mem::allocator());
-    nghttp2_option_del(opt);
-    if (rc != 0) {
+    std::string why;
+    session_ = http2::makeSession(callbacks, this, settings, why).release();
+    if (!session_) {
         abort();
         return;
     }
-    const nghttp2_settings_entry settings[] = {
-        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, h2.maxConcurrentStreams},
-        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, h2.initialWindowBytes},
-        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
-         static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg.limits.maxHeaderBytes, 0xffffffffu))},
-        // RFC 9218 priorities (the `priority` field) instead of RFC 7540's dependency tree, which
-        // RFC 9113 §5.3 deprecates: nghttp2 then keeps no tree and no closed streams for it.
-        {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
-    };
-    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
-    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
-                                          static_cast<std::int32_t>(h2.connectionWindowBytes));
     deadline_ = Clock::now() + cfg.limits.headerTimeout;
     // Bytes the HTTP/1.1 side read before it saw the preface.
     if (!in_.empty()) {
@@ -748,7 +736,7 @@ void H2Connection::submit(Stream& s) {
         std::string_view value = line.substr(colon + 1);
         while (!value.empty() && value.front() == ' ')
             value.remove_prefix(1);
-        if (connectionSpecific(name)) continue;
+        if (http2::isConnectionSpecific(name, value)) continue;
         add(name, value, true);
     }
     char lengthText[24];
@@ -761,13 +749,9 @@ void H2Connection::submit(Stream& s) {
             false);
     }
     nghttp2_nv nva[std::size(spans)];
-    for (std::size_t i = 0; i < count; ++i) {
-        nva[i].name = reinterpret_cast<std::uint8_t*>(arena.data() + spans[i].name);
-        nva[i].namelen = spans[i].nameLen;
-        nva[i].value = reinterpret_cast<std::uint8_t*>(arena.data() + spans[i].value);
-        nva[i].valuelen = spans[i].valueLen;
-        nva[i].flags = NGHTTP2_NV_FLAG_NONE;
-    }
+    for (std::size_t i = 0; i < count; ++i)
+        nva[i] = http2::field({arena.data() + spans[i].name, spans[i].nameLen},
+                              {arena.data() + spans[i].value, spans[i].valueLen});
     nghttp2_data_provider provider{};
     provider.read_callback = readBodyCb;
     const bool withBody = !noBody && !s.head && !headersOnly && (proxied || res.bodyLength() > 0);
@@ -780,10 +764,8 @@ bool H2Connection::submitTrailers(Stream& s) {
     if (!p || p->trailers.empty()) return false;
     std::vector<nghttp2_nv> nva;
     proxy::detail::forEachField(p->trailers, [&](std::string_view name, std::string_view value) {
-        if (connectionSpecific(name)) return;
-        nva.push_back({reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-                       reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-                       value.size(), NGHTTP2_NV_FLAG_NONE});
+        if (http2::isConnectionSpecific(name, value)) return;
+        nva.push_back(http2::field(name, value));
     });
     return !nva.empty() && nghttp2_submit_trailer(session_, s.id, nva.data(), nva.size()) == 0;
 }

@@ -2,8 +2,9 @@
 #include "proxy/h2_upstream.h"
 
 #include "client/connect.h"
-#include "io/h2_mem.h"
 #include "io/transport.h"
+
+#include <portico/http2/session.h>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
@@ -288,29 +289,28 @@ void H2Conn::handshake() {
 }
 
 void H2Conn::ready() {
-    static const nghttp2_session_callbacks* callbacks = [] {
-        nghttp2_session_callbacks* cbs = nullptr;
-        nghttp2_session_callbacks_new(&cbs);
+    static const http2::Callbacks callbacks;
+    static const bool set = [] {
+        nghttp2_session_callbacks* cbs = callbacks.get();
+        if (!cbs) return false;
         nghttp2_session_callbacks_set_on_header_callback(cbs, onHeaderCb);
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onFrameRecvCb);
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, onDataChunkCb);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onStreamCloseCb);
-        return cbs;
+        return true;
     }();
-    nghttp2_option* opt = nullptr;
-    nghttp2_option_new(&opt);
+    (void)set;
+    http2::SessionSettings settings;
+    settings.streamWindowBytes = kStreamWindow;
+    settings.connectionWindowBytes = kConnectionWindow;
     // WINDOW_UPDATE only for bytes the downstream took: the backpressure of a slow reader.
-    nghttp2_option_set_no_auto_window_update(opt, 1);
-    int rc = nghttp2_session_client_new3(&session_, callbacks, this, opt, io::h2mem::allocator());
-    nghttp2_option_del(opt);
-    if (rc != 0) {
-        die(502, "cannot create an HTTP/2 session");
+    settings.manualWindowUpdates = true;
+    std::string why;
+    session_ = http2::makeSession(callbacks, this, settings, why).release();
+    if (!session_) {
+        die(502, why);
         return;
     }
-    const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-                                               {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow}};
-    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
-    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
     ready_ = true;
     timer_.cancel();
     auto waiting = std::move(waiting_);
@@ -663,13 +663,9 @@ void H2Call::pick() {
 
 void H2Call::submitOn(H2Conn& conn) {
     std::vector<nghttp2_nv> nva(head_.size());
-    for (std::size_t i = 0; i < head_.size(); ++i) {
-        nva[i].name = reinterpret_cast<std::uint8_t*>(arena_.data() + head_[i].name);
-        nva[i].namelen = head_[i].nameLen;
-        nva[i].value = reinterpret_cast<std::uint8_t*>(arena_.data() + head_[i].value);
-        nva[i].valuelen = head_[i].valueLen;
-        nva[i].flags = NGHTTP2_NV_FLAG_NONE;
-    }
+    for (std::size_t i = 0; i < head_.size(); ++i)
+        nva[i] = http2::field({arena_.data() + head_[i].name, head_[i].nameLen},
+                              {arena_.data() + head_[i].value, head_[i].valueLen});
     nghttp2_data_provider provider{};
     provider.source.ptr = this;
     provider.read_callback = H2Conn::readBodyCb;
@@ -770,13 +766,9 @@ long H2Call::readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags) 
         *flags |= NGHTTP2_DATA_FLAG_EOF;
         if (!trailers_.empty() && conn_) {
             std::vector<nghttp2_nv> nva(trailers_.size());
-            for (std::size_t i = 0; i < trailers_.size(); ++i) {
-                nva[i].name = reinterpret_cast<std::uint8_t*>(trailerArena_.data() + trailers_[i].name);
-                nva[i].namelen = trailers_[i].nameLen;
-                nva[i].value = reinterpret_cast<std::uint8_t*>(trailerArena_.data() + trailers_[i].value);
-                nva[i].valuelen = trailers_[i].valueLen;
-                nva[i].flags = NGHTTP2_NV_FLAG_NONE;
-            }
+            for (std::size_t i = 0; i < trailers_.size(); ++i)
+                nva[i] = http2::field({trailerArena_.data() + trailers_[i].name, trailers_[i].nameLen},
+                                      {trailerArena_.data() + trailers_[i].value, trailers_[i].valueLen});
             if (nghttp2_submit_trailer(conn_->session(), id_, nva.data(), nva.size()) == 0)
                 *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
         }
