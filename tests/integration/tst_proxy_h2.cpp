@@ -126,6 +126,8 @@ vhosts:
         respond: {status: 418, body: "short and stout", headers: {X-Up: "yes"}}
       - path: /slow
         respond: {status: 200, body: slow, latency: 2s}
+      - path: /fields
+        respond: {body: "xff={{header.x-forwarded-for}}|proto={{header.x-forwarded-proto}}|host={{header.x-forwarded-host}}|via={{header.via}}|fwd={{header.forwarded}}|te={{header.te}}|drop={{header.x-drop}}|keep={{header.x-keep}}"}
 )");
         up.close();
         upstream_ = std::make_unique<ServerProcess>(
@@ -159,6 +161,8 @@ vhosts:
         proxy: {upstream: https://127.0.0.1:%2, strip_prefix: /tls, change_origin: true}
       - path: /dead/*
         proxy: h2c://127.0.0.1:%3
+      - path: /fwd/*
+        proxy: {upstream: h2c://127.0.0.1:%1, strip_prefix: /fwd, forwarded: true}
       - path: /impatient/*
         proxy: {upstream: h2c://127.0.0.1:%1, strip_prefix: /impatient, response_timeout: 300ms}
       - path: /idle/*
@@ -194,6 +198,21 @@ vhosts:
             auto n = get("/h2c/missing", mode);
             QCOMPARE(n.status, 404); // the upstream's error passes through
         }
+    }
+
+    // The fields a proxy adds and removes (RFC 9110 §7.6) reach an HTTP/2 upstream as they reach an
+    // HTTP/1.1 one (tst_proxy): received X-Forwarded-For and Via lists extended, X-Forwarded-Proto
+    // and -Host, Forwarded (RFC 7239), TE: trailers kept, fields named in Connection dropped.
+    void forwardingFieldsReachTheUpstream() {
+        const QString host = QStringLiteral("127.0.0.1:%1").arg(server_->port());
+        auto r = get("/fwd/fields", "",
+                     {"-H", "X-Forwarded-For: 10.0.0.1", "-H", "Via: 1.1 edge", "-H", "Connection: X-Drop",
+                      "-H", "X-Drop: 1", "-H", "X-Keep: 2", "-H", "TE: trailers"});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(QString::fromUtf8(r.body),
+                 QStringLiteral("xff=10.0.0.1, 127.0.0.1|proto=http|host=%1|via=1.1 edge, 1.1 portico|"
+                                "fwd=for=127.0.0.1;proto=http;host=\"%1\"|te=trailers|drop=|keep=2")
+                     .arg(host));
     }
 
     void requestBodiesGoUp() {

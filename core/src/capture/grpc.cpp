@@ -1,6 +1,7 @@
 // gRPC messages for readers: the raw protobuf view (`protoc --decode_raw`'s text) and JSON through a
 // FileDescriptorSet (libprotobuf's DescriptorPool, DynamicMessageFactory, MessageToJsonString).
 #include <portico/capture/grpc.h>
+#include <portico/http/json_text.h>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
@@ -128,33 +129,13 @@ bool parseRaw(std::string_view bytes, int budget, std::vector<RawField>& out, st
 // Abseil's CEscape, as protoc prints strings: \n \r \t \" \' \\ and octal for the rest.
 void cEscape(std::string_view s, std::string& out) {
     for (unsigned char c : s) {
-        switch (c) {
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        case '"':
-            out += "\\\"";
-            break;
-        case '\'':
-            out += "\\'";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        default:
-            if (c < 0x20 || c >= 0x7f) {
-                char buf[5];
-                std::snprintf(buf, sizeof buf, "\\%03o", c);
-                out += buf;
-            } else {
-                out.push_back(static_cast<char>(c));
-            }
+        if (http::appendBackslashEscape(out, c, "\"'")) continue;
+        if (c < 0x20 || c >= 0x7f) {
+            char buf[5];
+            std::snprintf(buf, sizeof buf, "\\%03o", c);
+            out += buf;
+        } else {
+            out.push_back(static_cast<char>(c));
         }
     }
 }

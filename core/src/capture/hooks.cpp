@@ -27,25 +27,16 @@ std::string_view phaseName(Phase p) {
 RouteLabels labelsFor(const config::Vhost& vhost, const routing::RouteResult& rr) {
     RouteLabels l;
     l.vhost = vhost.names.empty() ? std::string_view("*") : std::string_view(vhost.names.front());
-    switch (rr.kind) {
-    case routing::RouteResult::Kind::Matched:
-        l.route = rr.route ? (rr.route->name.empty() ? std::string_view(rr.route->spec)
-                                                     : std::string_view(rr.route->name))
-                           : std::string_view("(route)");
-        break;
-    case routing::RouteResult::Kind::Fallback:
-        l.route = "(static)";
-        break;
-    case routing::RouteResult::Kind::NotFound:
-        l.route = "(no route)";
-        break;
-    case routing::RouteResult::Kind::MethodNotAllowed:
-        l.route = "(method not allowed)";
-        break;
-    case routing::RouteResult::Kind::Options:
-        l.route = "(options)";
-        break;
-    }
+    using Kind = routing::RouteResult::Kind;
+    if (rr.kind == Kind::Matched)
+        l.route = !rr.route                ? std::string_view("(route)")
+                  : rr.route->name.empty() ? std::string_view(rr.route->spec)
+                                           : std::string_view(rr.route->name);
+    else
+        l.route = rr.kind == Kind::Fallback           ? "(static)"
+                  : rr.kind == Kind::NotFound         ? "(no route)"
+                  : rr.kind == Kind::MethodNotAllowed ? "(method not allowed)"
+                                                      : "(options)";
     return l;
 }
 
@@ -89,22 +80,7 @@ void recordStats(Recorder& rec, const RouteLabels& labels, std::uint64_t latency
     rec.stats.group(vhost, route)->hist.record(latencyNs, error, clientError);
 }
 
-namespace {
-// "Name: value\r\n" lines of a field block.
-template <class F> void forEachField(std::string_view block, F&& fn) {
-    while (!block.empty()) {
-        auto eol = block.find("\r\n");
-        std::string_view line = block.substr(0, eol);
-        block.remove_prefix(eol == std::string_view::npos ? block.size() : eol + 2);
-        auto colon = line.find(':');
-        if (colon == std::string_view::npos) continue;
-        std::string_view value = line.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-            value.remove_prefix(1);
-        fn(line.substr(0, colon), value);
-    }
-}
-} // namespace
+using http::forEachFieldLine;
 
 namespace {
 void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, const ExchangeInput& in) {
@@ -149,8 +125,8 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
     if (!in.responseHead.empty()) {
         std::string_view head = in.responseHead;
         auto eol = head.find("\r\n");
-        forEachField(eol == std::string_view::npos ? std::string_view() : head.substr(eol + 2),
-                     [&](std::string_view n, std::string_view v) { w.pair(list, n, v); });
+        forEachFieldLine(eol == std::string_view::npos ? std::string_view() : head.substr(eol + 2),
+                         [&](std::string_view n, std::string_view v) { w.pair(list, n, v); });
     } else if (in.res) {
         // HTTP/2: what H2Connection::submit() sends, in its order: names lower-cased, the
         // connection-specific fields left out (RFC 9113 §8.2.2). The size is the HPACK-decoded
@@ -172,7 +148,7 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
         add(":status", std::string_view(status, 3));
         if (!in.h2Date.empty()) add("date", in.h2Date);
         if (in.res->serverHeader) add("server", "Portico/" PORTICO_VERSION);
-        forEachField(in.res->fieldBlock(), add);
+        forEachFieldLine(in.res->fieldBlock(), add);
         if (in.responseHasBody) {
             char len[24];
             auto r = std::to_chars(len, len + sizeof len, in.res->bodyLength());
@@ -225,21 +201,29 @@ bool writeRecord(ConnCapture& cc, std::size_t k, const ExchangeInput& in) {
 
 void WsCaptureDeleter::operator()(WsCapture* c) const { delete c; }
 
-WsCapturePtr wsBegin(ConnCapture& cc, const ExchangeInput& in) {
-    // The upgrade exchange goes through the same slot encoding as any HTTP/1.1 exchange (one copy
-    // of the field rules), into a scratch slot instead of the ring, then becomes the whole record.
+namespace {
+// An exchange through the same slot encoding as the ring's records (one copy of the field rules),
+// into a scratch slot instead of the ring: the start of a record built whole by its session.
+Exchange encodedRecord(ConnCapture& cc, const ExchangeInput& in) {
     const std::size_t cap = std::max<std::size_t>(cc.cfg.recordBytes, 1024);
     auto buf = std::make_unique<char[]>(cap);
     SlotHead head{};
     for (auto& ph : head.phases)
         ph = -1;
     fillSlot(cc, &head, buf.get(), cap, in);
+    return decodeSlot(head, buf.get());
+}
+} // namespace
+
+WsCapturePtr wsBegin(ConnCapture& cc, const ExchangeInput& in) {
+    // The upgrade exchange as any HTTP/1.1 exchange, then the whole session's record.
+    Exchange record = encodedRecord(cc, in);
     WsCapturePtr wc(new WsCapture);
     wc->rec = cc.rec;
     wc->key = cc.rec->newFullKey();
     wc->bodyBytes = cc.cfg.bodyBytes;
     wc->maxMessages = cc.cfg.wsMessages;
-    wc->record = decodeSlot(head, buf.get());
+    wc->record = std::move(record);
     wc->record.protocol = Protocol::WebSocket;
     wc->record.flags |= kIncomplete;
     return wc;
@@ -300,14 +284,7 @@ void grpcData(GrpcCapture& gc, bool fromClient, std::string_view bytes) {
 }
 
 bool writeGrpcRecord(ConnCapture& cc, const ExchangeInput& in, GrpcCapture& gc, std::string_view trailers) {
-    // The HTTP/2 exchange through the slot encoding (one copy of the field rules), into scratch.
-    const std::size_t cap = std::max<std::size_t>(cc.cfg.recordBytes, 1024);
-    auto buf = std::make_unique<char[]>(cap);
-    SlotHead head{};
-    for (auto& ph : head.phases)
-        ph = -1;
-    fillSlot(cc, &head, buf.get(), cap, in);
-    auto rec = std::make_unique<Exchange>(decodeSlot(head, buf.get()));
+    auto rec = std::make_unique<Exchange>(encodedRecord(cc, in));
     rec->protocol = Protocol::Grpc;
     for (bool fromClient : {true, false}) {
         const GrpcMessageSplitter& sp = fromClient ? gc.request : gc.response;
@@ -317,7 +294,7 @@ bool writeGrpcRecord(ConnCapture& cc, const ExchangeInput& in, GrpcCapture& gc, 
     if (gc.count > gc.messages.size()) rec->flags |= kMessagesTruncated;
     rec->messageCount = gc.count;
     rec->messages = std::move(gc.messages);
-    forEachField(trailers, [&](std::string_view n, std::string_view v) {
+    forEachFieldLine(trailers, [&](std::string_view n, std::string_view v) {
         rec->responseTrailers.push_back({std::string(n), std::string(v)});
     });
     return cc.rec->publishFull(cc.rec->newFullKey(), true, std::move(rec));

@@ -2,6 +2,7 @@
 // TLS through io/transport.h and the shared client TLS context); comparison; curl command lines.
 #include <portico/capture/replay.h>
 #include <portico/http/ascii.h>
+#include <portico/http/json_text.h>
 #include <portico/http/url.h>
 #include <portico/http1/response_parser.h>
 #include <portico/http2/session.h>
@@ -659,16 +660,8 @@ bool clientOwned(const std::string& lowerName) {
 std::string pythonLiteral(std::string_view s, bool bytes) {
     std::string o = bytes ? "b'" : "'";
     for (unsigned char c : s) {
-        if (c == '\\' || c == '\'') {
-            o += '\\';
-            o += static_cast<char>(c);
-        } else if (c == '\n') {
-            o += "\\n";
-        } else if (c == '\r') {
-            o += "\\r";
-        } else if (c == '\t') {
-            o += "\\t";
-        } else if (c < 0x20 || c == 0x7f || (bytes && c >= 0x80)) {
+        if (http::appendBackslashEscape(o, c, "'")) continue;
+        if (c < 0x20 || c == 0x7f || (bytes && c >= 0x80)) {
             char b[8];
             std::snprintf(b, sizeof b, "\\x%02x", c);
             o += b;
@@ -757,16 +750,8 @@ std::string jsLiteral(std::string_view s, bool byteString) {
     char b[8];
     for (std::size_t i = 0; i < s.size(); ++i) {
         const auto c = static_cast<unsigned char>(s[i]);
-        if (c == '"' || c == '\\') {
-            o += '\\';
-            o += static_cast<char>(c);
-        } else if (c == '\n') {
-            o += "\\n";
-        } else if (c == '\r') {
-            o += "\\r";
-        } else if (c == '\t') {
-            o += "\\t";
-        } else if (c < 0x20 || c == 0x7f) {
+        if (http::appendBackslashEscape(o, c, "\"")) continue;
+        if (c < 0x20 || c == 0x7f) {
             std::snprintf(b, sizeof b, "\\x%02x", c);
             o += b;
         } else if (c < 0x80) {

@@ -7,29 +7,12 @@ void appendJsonString(std::string& out, std::string_view s, JsonBytes bytes) {
     static constexpr char kHex[] = "0123456789abcdef";
     out += '"';
     for (unsigned char c : s) {
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (c < 0x20 || (c >= 0x7f && bytes == JsonBytes::Ascii)) {
-                const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
-                out.append(esc, sizeof esc);
-            } else {
-                out += static_cast<char>(c);
-            }
+        if (appendBackslashEscape(out, c, "\"")) continue;
+        if (c < 0x20 || (c >= 0x7f && bytes == JsonBytes::Ascii)) {
+            const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+            out.append(esc, sizeof esc);
+        } else {
+            out += static_cast<char>(c);
         }
     }
     out += '"';

@@ -430,6 +430,61 @@ void ChunkedDecoder::reset(std::uint64_t maxBody, std::size_t maxTrailerBytes) {
     trailerCount_ = 0;
 }
 
+const char* ChunkedDecoder::extensionByte(char c) {
+    // chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ) (RFC 9112 §7.1.1),
+    // chunk-ext-val = token / quoted-string. BWS may only precede ';' or '=', not the line end.
+    if (state_ == State::SizeExtQuoted) {
+        if (c == '"')
+            state_ = State::SizeExtAfterQuoted;
+        else if (c == '\\')
+            state_ = State::SizeExtEscape;
+        else if (!is(c, kQdtext))
+            return "invalid quoted chunk-ext value";
+        return nullptr;
+    }
+    if (state_ == State::SizeExtEscape) { // quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text )
+        if (!is(c, kFieldValue)) return "invalid quoted-pair in chunk-ext";
+        state_ = State::SizeExtQuoted;
+        return nullptr;
+    }
+    // Where each kind of byte leads from the other extension states (Failed: refused, with `why`).
+    struct Next {
+        State token, space, semicolon, equals, cr, quote;
+        const char* why;
+    };
+    constexpr State F = State::Failed;
+    static constexpr Next kNext[] = {
+        // {after a tchar, a space or tab (BWS), ';', '=', CR, '"'; why anything else is refused}
+        {F, State::SizeExt, State::SizeExtName, F, F, F, "invalid chunk-ext"},            // SizeExt: only ';'
+        {State::SizeExtInName, State::SizeExtName, F, F, F, F, "invalid chunk-ext name"}, // SizeExtName
+        {State::SizeExtInName, State::SizeExtAfterName, State::SizeExtName, State::SizeExtVal, State::SizeLf,
+         F, "invalid chunk-ext name"}, // SizeExtInName
+        {F, State::SizeExtAfterName, State::SizeExtName, State::SizeExtVal, F, F,
+         "invalid chunk-ext"}, // AfterName
+        {State::SizeExtToken, State::SizeExtVal, F, F, F, State::SizeExtQuoted,
+         "invalid chunk-ext value"}, // Val
+        {State::SizeExtToken, State::SizeExt, State::SizeExtName, F, State::SizeLf, F,
+         "invalid chunk-ext value"}, // SizeExtToken
+        {F, F, F, F, F, F, nullptr}, // SizeExtQuoted (above)
+        {F, F, F, F, F, F, nullptr}, // SizeExtEscape (above)
+        {F, State::SizeExt, State::SizeExtName, F, State::SizeLf, F,
+         "invalid chunk-ext"}, // SizeExtAfterQuoted
+    };
+    static_assert(std::size(kNext) ==
+                  static_cast<int>(State::SizeExtAfterQuoted) - static_cast<int>(State::SizeExt) + 1);
+    const Next& next = kNext[static_cast<int>(state_) - static_cast<int>(State::SizeExt)];
+    const State to = is(c, kTchar) ? next.token
+                     : isWs(c)     ? next.space
+                     : c == ';'    ? next.semicolon
+                     : c == '='    ? next.equals
+                     : c == '\r'   ? next.cr
+                     : c == '"'    ? next.quote
+                                   : F;
+    if (to == F) return c == '\n' ? "bare LF in chunk-ext" : next.why;
+    state_ = to;
+    return nullptr;
+}
+
 ChunkedDecoder::Status ChunkedDecoder::decode(std::string_view in, std::string& out, std::size_t& consumed,
                                               ParseError& error) {
     // Chunk extensions are ignored but still consume bytes; bound them so a peer cannot make us
@@ -478,80 +533,16 @@ ChunkedDecoder::Status ChunkedDecoder::decode(std::string_view in, std::string& 
             else
                 return failAt(400, "invalid chunk size");
             break;
-        // chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ) (RFC 9112 §7.1.1)
-        case State::SizeExt: // BWS: only ';' may follow
-            if (c == ';')
-                state_ = State::SizeExtName;
-            else if (!isWs(c))
-                return failAt(400, c == '\n' ? "bare LF in chunk-ext" : "invalid chunk-ext");
-            break;
-        case State::SizeExtName: // after ';': BWS then a token
-            if (is(c, kTchar))
-                state_ = State::SizeExtInName;
-            else if (!isWs(c))
-                return failAt(400, c == '\n' ? "bare LF in chunk-ext" : "invalid chunk-ext name");
-            break;
+        case State::SizeExt:
+        case State::SizeExtName:
         case State::SizeExtInName:
-            if (is(c, kTchar)) break;
-            if (c == '\r')
-                state_ = State::SizeLf;
-            else if (c == ';')
-                state_ = State::SizeExtName;
-            else if (c == '=')
-                state_ = State::SizeExtVal;
-            else if (isWs(c))
-                state_ = State::SizeExtAfterName;
-            else
-                return failAt(400, c == '\n' ? "bare LF in chunk-ext" : "invalid chunk-ext name");
-            break;
-        case State::SizeExtAfterName: // BWS: only ';' or '=' may follow, not the line end
-            if (c == ';')
-                state_ = State::SizeExtName;
-            else if (c == '=')
-                state_ = State::SizeExtVal;
-            else if (!isWs(c))
-                return failAt(400, c == '\n' ? "bare LF in chunk-ext" : "invalid chunk-ext");
-            break;
-        case State::SizeExtVal: // after '=': BWS then a token or a quoted-string
-            if (c == '"')
-                state_ = State::SizeExtQuoted;
-            else if (is(c, kTchar))
-                state_ = State::SizeExtToken;
-            else if (!isWs(c))
-                return failAt(400, c == '\n' ? "bare LF in chunk-ext" : "invalid chunk-ext value");
-            break;
+        case State::SizeExtAfterName:
+        case State::SizeExtVal:
         case State::SizeExtToken:
-            if (is(c, kTchar)) break;
-            if (c == '\r')
-                state_ = State::SizeLf;
-            else if (c == ';')
-                state_ = State::SizeExtName;
-            else if (isWs(c))
-                state_ = State::SizeExt;
-            else
-                return failAt(400, c == '\n' ? "bare LF in chunk-ext" : "invalid chunk-ext value");
-            break;
         case State::SizeExtQuoted:
-            if (c == '"')
-                state_ = State::SizeExtAfterQuoted;
-            else if (c == '\\')
-                state_ = State::SizeExtEscape;
-            else if (!is(c, kQdtext))
-                return failAt(400, "invalid quoted chunk-ext value");
-            break;
-        case State::SizeExtEscape: // quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text )
-            if (!is(c, kFieldValue)) return failAt(400, "invalid quoted-pair in chunk-ext");
-            state_ = State::SizeExtQuoted;
-            break;
+        case State::SizeExtEscape:
         case State::SizeExtAfterQuoted:
-            if (c == '\r')
-                state_ = State::SizeLf;
-            else if (c == ';')
-                state_ = State::SizeExtName;
-            else if (isWs(c))
-                state_ = State::SizeExt;
-            else
-                return failAt(400, c == '\n' ? "bare LF in chunk-ext" : "invalid chunk-ext");
+            if (const char* why = extensionByte(c)) return failAt(400, why);
             break;
         case State::SizeLf:
             if (c != '\n') return failAt(400, "chunk-size line not ended by CRLF");

@@ -49,6 +49,17 @@ public:
         room = cap_ - end_;
         return data_ + end_;
     }
+    /// Where the next socket read goes: the free space at the end, grown to at least
+    /// max(capacity, 16 KiB) when less than 1 KiB is left (a read that small costs a syscall for
+    /// little). `room` gets the free bytes (≥ 1 KiB). Throws std::bad_alloc like reserve().
+    char* readRoom(std::size_t& room) {
+        char* p = writable(room);
+        if (room < 1024) {
+            ensureRoom(cap_ > 16 * 1024 ? cap_ : 16 * 1024);
+            p = writable(room);
+        }
+        return p;
+    }
     void commit(std::size_t n) { end_ += n; }
     void consume(std::size_t n) {
         begin_ += n;

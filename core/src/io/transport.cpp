@@ -79,3 +79,22 @@ void transportReleaseIdleBuffers(SSL* ssl) {
 }
 
 } // namespace portico::io
+
+namespace portico::io {
+
+Linger discardUnread(int fd, std::size_t maxBytes) {
+    char sink[4096];
+    for (std::size_t total = 0; total < maxBytes;) {
+        const ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n > 0) {
+            total += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Linger::Wait;
+        return Linger::Done;
+    }
+    return Linger::Wait;
+}
+
+} // namespace portico::io

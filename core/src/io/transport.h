@@ -36,6 +36,17 @@ IoResult transportWrite(int fd, SSL* ssl, const char* p, std::size_t len, bool m
 /// records read ahead). False after a read that needed the socket: what is left is part of a record.
 bool transportPending(SSL* ssl);
 
+/// What a lingering close does next after discardUnread().
+enum class Linger : unsigned char {
+    Wait, ///< the socket has nothing more for now: wait until it is readable and call again
+    Done, ///< the peer closed, or the socket failed: close it
+};
+/// A lingering close's read (RFC 9112 §9.6, nginx's lingering_close): reads and throws away what
+/// the peer still sends on non-blocking `fd`, below TLS (the bytes are not looked at), until the
+/// socket would block or is closed, or `maxBytes` were read (then Wait too, so that a peer that
+/// keeps sending shares the worker with the other connections).
+Linger discardUnread(int fd, std::size_t maxBytes = 256 * 1024);
+
 /// How long a connection waits with nothing to do before it gives its buffers back (the pool's
 /// read and write buffers, OpenSSL's record buffers).
 inline constexpr std::chrono::milliseconds kReleaseIdleAfter{200};

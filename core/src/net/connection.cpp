@@ -105,6 +105,16 @@ void Connection::start() {
     waitRead();
 }
 
+void Connection::appendStatusLines(int status, bool serverHeader) {
+    out_.append("HTTP/1.1 ");
+    out_.appendDecimal(static_cast<std::uint64_t>(status));
+    out_.append(" ");
+    out_.append(http::reasonPhrase(status));
+    out_.append("\r\n");
+    out_.append(worker_.dateLine());
+    if (serverHeader) out_.append("Server: Portico/" PORTICO_VERSION "\r\n");
+}
+
 void Connection::handshake() {
     ERR_clear_error();
     int rc = SSL_do_handshake(ssl());
@@ -195,11 +205,7 @@ void Connection::waitRead() {
     }
     if (in_.allocated() && phase_ != Phase::Closing) {
         std::size_t room = 0;
-        char* p = in_.writable(room);
-        if (room < 1024) {
-            in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
-            p = in_.writable(room);
-        }
+        char* p = in_.readRoom(room);
         room = std::min<std::size_t>(room, std::numeric_limits<std::uint32_t>::max());
         readAsked_ = static_cast<std::uint32_t>(room);
         socket_.async_read_some(asio::buffer(p, room),
@@ -288,28 +294,17 @@ void Connection::onReadable(const boost::system::error_code& ec) {
     worker_.refreshSnapshot(); // an event entering the worker (see Worker::refreshSnapshot)
     if (phase_ == Phase::Closing) {
         // Lingering close: discard what the client still sends until it closes or time runs out.
-        char sink[4096];
-        for (;;) {
-            ssize_t n = ::recv(socket_.native_handle(), sink, sizeof sink, 0);
-            if (n > 0) continue;
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                waitRead();
-                return;
-            }
+        if (io::discardUnread(socket_.native_handle()) == io::Linger::Wait)
+            waitRead();
+        else
             abort();
-            return;
-        }
+        return;
     }
     // A parked connection woke up: it holds no buffer (parking needs an empty one), so take a
     // fresh one, read once, and continue as a buffered read would.
     if (!in_.allocated()) in_ = worker_.buffers().acquire();
     std::size_t room = 0;
-    char* p = in_.writable(room);
-    if (room < 1024) {
-        in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
-        p = in_.writable(room);
-    }
+    char* p = in_.readRoom(room);
     room = std::min<std::size_t>(room, std::numeric_limits<std::uint32_t>::max());
     readAsked_ = static_cast<std::uint32_t>(room);
     io::IoResult r = io::transportRead(socket_.native_handle(), ssl(), p, room);
@@ -617,13 +612,7 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
     bool keep = req.keepAlive && !worker_.draining() && res.fate == http::Response::Fate::Normal;
     const int status = res.status;
     const bool noBody = status < 200 || status == 204 || status == 304;
-    out_.append("HTTP/1.1 ");
-    out_.appendDecimal(static_cast<std::uint64_t>(status));
-    out_.append(" ");
-    out_.append(http::reasonPhrase(status));
-    out_.append("\r\n");
-    out_.append(worker_.dateLine());
-    if (res.serverHeader) out_.append("Server: Portico/" PORTICO_VERSION "\r\n");
+    appendStatusLines(status, res.serverHeader);
     out_.append(res.fieldBlock());
     if (!noBody) {
         out_.append("Content-Length: ");

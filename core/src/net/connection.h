@@ -74,6 +74,8 @@ private:
     enum class Flush : std::uint8_t { Done, Blocked, Failed };
 
     void handshake();
+    /// Appends "HTTP/1.1 STATUS REASON", the Date line and, with `serverHeader`, Server to out_.
+    void appendStatusLines(int status, bool serverHeader);
     void startProxy(const http::Request& req, const http::Response& res, bool bodyFollows);
     // Request bodies of proxied routes stream upstream as they arrive (uploads).
     bool proxiesBody();

@@ -185,11 +185,7 @@ void Connection::pumpUpload() {
         }
         if (!in_.allocated()) in_ = worker_.buffers().acquire();
         std::size_t room = 0;
-        char* p = in_.writable(room);
-        if (room < 1024) {
-            in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
-            p = in_.writable(room);
-        }
+        char* p = in_.readRoom(room);
         const io::IoResult res = io::transportRead(socket_.native_handle(), ssl(), p, room);
         switch (res.status) {
         case io::IoStatus::Ok:
@@ -287,13 +283,7 @@ void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
     const std::size_t headStart = out_.size();
     r.proxyRecord.status = status;
     if (cap()) r.proxyRecord.upstreamByteNs = capture::nowNs();
-    out_.append("HTTP/1.1 ");
-    out_.appendDecimal(static_cast<std::uint64_t>(status));
-    out_.append(" ");
-    out_.append(http::reasonPhrase(status));
-    out_.append("\r\n");
-    out_.append(worker_.dateLine());
-    if (r.proxyServerHeader) out_.append("Server: Portico/" PORTICO_VERSION "\r\n");
+    appendStatusLines(status, r.proxyServerHeader);
     proxy::mergeResponseFields(fields, r.proxyFields, [&](std::string_view name, std::string_view value) {
         out_.append(name);
         out_.append(": ");
@@ -383,7 +373,7 @@ void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocke
     // RFC 7692 §5: RSV1 marks compressed messages once the upstream accepted permessage-deflate.
     bool deflate = false;
     if (wsCapture)
-        proxy::detail::forEachField(fields, [&](std::string_view name, std::string_view value) {
+        http::forEachFieldLine(fields, [&](std::string_view name, std::string_view value) {
             if (!http::iequals(name, "sec-websocket-extensions")) return;
             std::string v(value);
             for (char& c : v)
@@ -404,7 +394,7 @@ void Connection::onUpstreamConnected() {
 
 void Connection::onUpstreamTrailers(std::string_view fields) {
     // Only a chunked body has room for them; fields that would change the framing never pass.
-    proxy::detail::forEachField(fields, [&](std::string_view name, std::string_view value) {
+    http::forEachFieldLine(fields, [&](std::string_view name, std::string_view value) {
         if (http::iequals(name, "content-length") || http::iequals(name, "transfer-encoding")) return;
         std::string& t = rareIf()->proxyTrailers;
         t.append(name);

@@ -32,11 +32,10 @@ namespace portico::net {
 namespace asio = boost::asio;
 
 namespace {
-constexpr std::size_t kOutHighWater = 64 * 1024;        // stop pulling frames from nghttp2 above this
-constexpr int kReadsPerTurn = 4;                        // then let other connections of the worker run
-constexpr std::size_t kCipherInBytes = 2048;            // TLS input read by Asio (see waitRead)
-constexpr auto kLingerTime = std::chrono::seconds(2);   // lingering close after a GOAWAY, at most
-constexpr std::size_t kLingerBytesPerTurn = 256 * 1024; // then let other connections run
+constexpr std::size_t kOutHighWater = 64 * 1024;      // stop pulling frames from nghttp2 above this
+constexpr int kReadsPerTurn = 4;                      // then let other connections of the worker run
+constexpr std::size_t kCipherInBytes = 2048;          // TLS input read by Asio (see waitRead)
+constexpr auto kLingerTime = std::chrono::seconds(2); // lingering close after a GOAWAY, at most
 
 H2Connection* self(void* user) { return static_cast<H2Connection*>(user); }
 
@@ -290,14 +289,7 @@ void H2Connection::lingerThenClose() {
 
 void H2Connection::discard() {
     if (closed_) return;
-    char buf[4096];
-    for (std::size_t total = 0; total < kLingerBytesPerTurn;) {
-        const ssize_t n = ::recv(socket_.native_handle(), buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0) {
-            total += static_cast<std::size_t>(n);
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (io::discardUnread(socket_.native_handle()) == io::Linger::Done) {
         abort(); // the client closed (or reset): done
         return;
     }
@@ -725,20 +717,9 @@ void H2Connection::submit(Stream& s) {
     std::string_view date = worker_.dateLine(); // "Date: ...\r\n"
     if (date.size() > 8) add("date", date.substr(6, date.size() - 8), false);
     if (res.serverHeader) add("server", "Portico/" PORTICO_VERSION, false);
-    std::string_view block = res.fieldBlock();
-    while (!block.empty()) {
-        auto eol = block.find("\r\n");
-        std::string_view line = block.substr(0, eol);
-        block.remove_prefix(eol == std::string_view::npos ? block.size() : eol + 2);
-        auto colon = line.find(':');
-        if (colon == std::string_view::npos) continue;
-        std::string_view name = line.substr(0, colon);
-        std::string_view value = line.substr(colon + 1);
-        while (!value.empty() && value.front() == ' ')
-            value.remove_prefix(1);
-        if (http2::isConnectionSpecific(name, value)) continue;
-        add(name, value, true);
-    }
+    http::forEachFieldLine(res.fieldBlock(), [&](std::string_view name, std::string_view value) {
+        if (!http2::isConnectionSpecific(name, value)) add(name, value, true);
+    });
     char lengthText[24];
     const bool proxied = s.proxy != nullptr;
     const bool headersOnly = proxied && s.proxy->headersOnly;
@@ -763,7 +744,7 @@ bool H2Connection::submitTrailers(Stream& s) {
     ProxySink* p = s.proxy.get();
     if (!p || p->trailers.empty()) return false;
     std::vector<nghttp2_nv> nva;
-    proxy::detail::forEachField(p->trailers, [&](std::string_view name, std::string_view value) {
+    http::forEachFieldLine(p->trailers, [&](std::string_view name, std::string_view value) {
         if (http2::isConnectionSpecific(name, value)) return;
         nva.push_back(http2::field(name, value));
     });

@@ -77,6 +77,9 @@ private:
     bool parseHead();
     void fail(int status, const std::string& why);
     void finish();
+    /// Stops the timer, closes the socket and detaches the sink, then (unless cancelled) calls
+    /// tell(sink) with this call kept alive until it returns.
+    template <class Tell> void end(Tell&& tell);
     void arm();
     void connected(const boost::system::error_code& e, const std::string& why);
 
@@ -375,25 +378,23 @@ void FastCgiCall::resume() {
     read();
 }
 
-void FastCgiCall::finish() {
+template <class Tell> void FastCgiCall::end(Tell&& tell) {
     timer_.cancel();
     boost::system::error_code ec;
     socket_.close(ec);
     Sink* sink = sink_;
     sink_ = nullptr;
     auto keep = std::move(owner_);
-    if (sink && !cancelled_) sink->onUpstreamEnd();
+    if (sink && !cancelled_) tell(*sink);
+}
+
+void FastCgiCall::finish() {
+    end([](Sink& sink) { sink.onUpstreamEnd(); });
 }
 
 void FastCgiCall::fail(int status, const std::string& why) {
     done_ = true;
-    timer_.cancel();
-    boost::system::error_code ec;
-    socket_.close(ec);
-    Sink* sink = sink_;
-    sink_ = nullptr;
-    auto keep = std::move(owner_);
-    if (sink && !cancelled_) sink->onUpstreamError(status, "fastcgi " + action_.fastcgi.address + ": " + why);
+    end([&](Sink& sink) { sink.onUpstreamError(status, "fastcgi " + action_.fastcgi.address + ": " + why); });
 }
 
 void FastCgiCall::cancel() {

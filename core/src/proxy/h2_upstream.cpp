@@ -125,6 +125,9 @@ public:
     void armResponse();
     void finish();
     void fail(int status, const std::string& why);
+    /// Detaches the sink, then (unless cancelled) calls tell(sink) with this call kept alive until
+    /// it returns.
+    template <class Tell> void tellSink(Tell&& tell);
     void deliverReset(std::uint32_t code, const std::string& why);
     bool retry(bool allowed);
     std::string where() const {
@@ -559,35 +562,18 @@ void H2Call::build(const http::Request& req, bool tls) {
     std::string path;
     detail::appendUpstreamTarget(path, action_, req);
     add(arena_, head_, ":path", path);
-    std::string_view connection, xff, via, contentLength;
-    for (const auto& h : req.headers)
-        if (http::iequals(h.name, "connection")) connection = h.value;
-    bool teTrailers = false;
-    for (const auto& h : req.headers) {
-        if (http::iequals(h.name, "te") && detail::listHasToken(h.value, "trailers")) teTrailers = true;
-        if (hopByHop(h.name) || detail::listHasToken(connection, h.name) || http::iequals(h.name, "host") ||
-            (!h.name.empty() && h.name.front() == ':'))
-            continue;
-        if (http::iequals(h.name, "content-length")) {
-            contentLength = h.value;
-            continue;
-        }
-        if (http::iequals(h.name, "x-forwarded-for")) {
-            xff = h.value;
-            continue;
-        }
-        if (http::iequals(h.name, "via")) {
-            via = h.value;
-            continue;
-        }
-        if (http::iequals(h.name, "content-type") && h.value.starts_with("application/grpc")) grpc_ = true;
-        if (http::iequals(h.name, "grpc-timeout")) {
-            grpcTimeout_ = parseGrpcTimeout(h.value);
-            if (action_.grpcTimeoutMax.count() > 0 && grpcTimeout_ && *grpcTimeout_ > action_.grpcTimeoutMax)
-                continue; // replaced by the cap below
-        }
-        add(arena_, head_, h.name, h.value);
-    }
+    const detail::RequestFieldsSeen seen =
+        detail::copyEndToEndFields(req, hopByHop, [&](std::string_view name, std::string_view value) {
+            if (http::iequals(name, "content-type") && value.starts_with("application/grpc")) grpc_ = true;
+            if (http::iequals(name, "grpc-timeout")) {
+                grpcTimeout_ = parseGrpcTimeout(value);
+                if (action_.grpcTimeoutMax.count() > 0 && grpcTimeout_ &&
+                    *grpcTimeout_ > action_.grpcTimeoutMax)
+                    return; // replaced by the cap below
+            }
+            add(arena_, head_, name, value);
+        });
+    const std::string_view contentLength = seen.contentLength;
     if (action_.grpcTimeoutMax.count() > 0 && (grpc_ || grpcTimeout_) &&
         (!grpcTimeout_ || *grpcTimeout_ > action_.grpcTimeoutMax)) {
         grpcTimeout_ = action_.grpcTimeoutMax;
@@ -597,39 +583,15 @@ void H2Call::build(const http::Request& req, bool tls) {
                                        : std::to_string(ms / 1000) + "S";
         add(arena_, head_, "grpc-timeout", v);
     }
-    if (teTrailers) add(arena_, head_, "te", "trailers");
+    if (seen.teTrailers) add(arena_, head_, "te", "trailers");
     std::string value;
-    if (!xff.empty()) {
-        value.assign(xff);
-        value.append(", ");
-    }
-    value.append(req.clientAddress.empty() ? std::string_view("unknown") : req.clientAddress);
-    add(arena_, head_, "x-forwarded-for", value);
-    add(arena_, head_, "x-forwarded-proto", tls ? "https" : "http");
-    if (!req.host.empty()) add(arena_, head_, "x-forwarded-host", req.host);
-    value.clear();
-    if (!via.empty()) {
-        value.assign(via);
-        value.append(", ");
-    }
-    value.append(req.versionMajor == 2 ? "2 portico"
-                                       : (req.versionMinor == 0 ? "1.0 portico" : "1.1 portico"));
-    add(arena_, head_, "via", value);
-    if (action_.forwarded) {
-        const bool v6 = req.clientAddress.find(':') != std::string_view::npos;
-        value = "for=";
-        value += v6 ? "\"[" : "";
-        value += req.clientAddress;
-        value += v6 ? "]\"" : "";
-        value += ";proto=";
-        value += tls ? "https" : "http";
-        if (!req.host.empty()) {
-            value += ";host=\"";
-            value += req.host;
-            value += "\"";
-        }
-        add(arena_, head_, "forwarded", value);
-    }
+    detail::addForwardingFields(req, tls, action_, seen, true,
+                                [&](std::string_view name, std::initializer_list<std::string_view> pieces) {
+                                    value.clear();
+                                    for (std::string_view p : pieces)
+                                        value.append(p);
+                                    add(arena_, head_, name, value);
+                                });
     if (bodyFollows_) {
         if (!contentLength.empty()) add(arena_, head_, "content-length", contentLength);
     } else {
@@ -919,6 +881,13 @@ void H2Call::deliverReset(std::uint32_t code, const std::string& why) {
     if (sink) sink->onUpstreamReset(code, headSent_, where() + why);
 }
 
+template <class Tell> void H2Call::tellSink(Tell&& tell) {
+    Sink* sink = sink_;
+    sink_ = nullptr;
+    auto keep = std::move(owner_);
+    if (sink && !cancelled_) tell(*sink);
+}
+
 void H2Call::finish() {
     if (done_) return;
     done_ = true;
@@ -929,10 +898,7 @@ void H2Call::finish() {
         nghttp2_session_consume(conn_->session(), id_ > 0 ? id_ : 0, held_);
         held_ = 0;
     }
-    Sink* sink = sink_;
-    sink_ = nullptr;
-    auto keep = std::move(owner_);
-    if (sink && !cancelled_) sink->onUpstreamEnd();
+    tellSink([](Sink& sink) { sink.onUpstreamEnd(); });
 }
 
 void H2Call::fail(int status, const std::string& why) {
@@ -940,10 +906,7 @@ void H2Call::fail(int status, const std::string& why) {
     done_ = true;
     timer_.cancel();
     deadline_.cancel();
-    Sink* sink = sink_;
-    sink_ = nullptr;
-    auto keep = std::move(owner_);
-    if (sink && !cancelled_) sink->onUpstreamError(status, where() + why);
+    tellSink([&](Sink& sink) { sink.onUpstreamError(status, where() + why); });
 }
 
 void H2Call::resume() {

@@ -330,71 +330,26 @@ void Exchange::buildRequest(const http::Request& req, bool tls) {
     r.push_back(' ');
     detail::appendUpstreamTarget(r, action_, req);
     r.append(" HTTP/1.1\r\n");
-    std::string_view connection;
-    std::string_view xff;
-    std::string_view via;
-    for (const auto& h : req.headers)
-        if (http::iequals(h.name, "connection")) connection = h.value;
-    for (const auto& h : req.headers) {
-        if (hopByHop(h.name) || namedIn(connection, h.name) || http::iequals(h.name, "host") ||
-            http::iequals(h.name, "content-length") || (!h.name.empty() && h.name.front() == ':'))
-            continue;
-        if (http::iequals(h.name, "x-forwarded-for")) {
-            xff = h.value;
-            continue;
-        }
-        if (http::iequals(h.name, "via")) {
-            via = h.value;
-            continue;
-        }
-        r.append(h.name);
+    auto line = [&r](std::string_view name, std::string_view value) {
+        r.append(name);
         r.append(": ");
-        r.append(h.value);
+        r.append(value);
         r.append("\r\n");
-    }
-    // TE: trailers is end-to-end in meaning (gRPC needs it), the rest of TE is not (§7.6.1).
-    for (const auto& h : req.headers)
-        if (http::iequals(h.name, "te") && containsToken(h.value, "trailers")) r.append("TE: trailers\r\n");
+    };
+    const detail::RequestFieldsSeen seen = detail::copyEndToEndFields(req, hopByHop, line);
+    if (seen.teTrailers) r.append("TE: trailers\r\n"); // TE: trailers is end-to-end in meaning (§7.6.1)
     if (upgrade_) r.append("Connection: Upgrade\r\nUpgrade: websocket\r\n");
-    r.append("Host: ");
-    r.append(action_.changeOrigin || req.host.empty() ? std::string_view(action_.upstreams.front().authority)
-                                                      : req.host);
-    r.append("\r\n");
-    r.append("X-Forwarded-For: ");
-    if (!xff.empty()) {
-        r.append(xff);
-        r.append(", ");
-    }
-    r.append(req.clientAddress.empty() ? std::string_view("unknown") : req.clientAddress);
-    r.append("\r\nX-Forwarded-Proto: ");
-    r.append(tls ? "https" : "http");
-    if (!req.host.empty()) {
-        r.append("\r\nX-Forwarded-Host: ");
-        r.append(req.host);
-    }
-    r.append("\r\nVia: ");
-    if (!via.empty()) {
-        r.append(via);
-        r.append(", ");
-    }
-    r.append(req.versionMajor == 2 ? "2 portico" : (req.versionMinor == 0 ? "1.0 portico" : "1.1 portico"));
-    r.append("\r\n");
-    if (action_.forwarded) {
-        // RFC 7239 §4; an IPv6 address is quoted and bracketed.
-        const bool v6 = req.clientAddress.find(':') != std::string_view::npos;
-        r.append("Forwarded: for=");
-        r.append(v6 ? "\"[" : "");
-        r.append(req.clientAddress);
-        r.append(v6 ? "]\"" : "");
-        r.append(";proto=");
-        r.append(tls ? "https" : "http");
-        if (!req.host.empty()) {
-            r.append(";host=\"");
-            r.append(req.host);
-            r.append("\"");
-        }
-        r.append("\r\n");
-    }
+    line("Host", action_.changeOrigin || req.host.empty()
+                     ? std::string_view(action_.upstreams.front().authority)
+                     : req.host);
+    detail::addForwardingFields(req, tls, action_, seen, false,
+                                [&r](std::string_view name, std::initializer_list<std::string_view> pieces) {
+                                    r.append(name);
+                                    r.append(": ");
+                                    for (std::string_view p : pieces)
+                                        r.append(p);
+                                    r.append("\r\n");
+                                });
     if (streaming_) {
         // RFC 9112 §6.1-6.3: the length the client declared, else chunked. A request with both
         // fields never gets here (the HTTP/1.1 parser refuses it, HTTP/2 has no Transfer-Encoding).

@@ -140,20 +140,27 @@ bool FrameObserver::payload(std::string_view chunk) {
     for (std::uint64_t at = got_; !chunk.empty();) {
         const std::size_t n = std::min(chunk.size(), sizeof piece);
         unmaskedCopy(chunk.substr(0, n), at, piece);
-        switch (inflater_->skim(std::string_view(piece, n), false, prefix_, options_.prefixBytes, msgSize_,
-                                options_.maxInflated)) {
-        case Inflater::Result::Ok:
-            break;
-        case Inflater::Result::TooBig:
-            return fail("a compressed message inflates to more than " + std::to_string(options_.maxInflated) +
-                        " bytes");
-        case Inflater::Result::Error:
-            return fail("invalid compressed data");
-        }
+        if (!inflated(
+                static_cast<int>(inflater_->skim(std::string_view(piece, n), false, prefix_,
+                                                 options_.prefixBytes, msgSize_, options_.maxInflated))))
+            return false;
         at += n;
         chunk.remove_prefix(n);
     }
     return true;
+}
+
+bool FrameObserver::inflated(int result) {
+    switch (static_cast<Inflater::Result>(result)) {
+    case Inflater::Result::Ok:
+        return true;
+    case Inflater::Result::TooBig:
+        return fail("a compressed message inflates to more than " + std::to_string(options_.maxInflated) +
+                    " bytes");
+    case Inflater::Result::Error:
+        break;
+    }
+    return fail("invalid compressed data");
 }
 
 bool FrameObserver::endFrame() {
@@ -171,15 +178,9 @@ bool FrameObserver::endFrame() {
     inMessage_ = false;
     if (msgCompressed_) {
         if (!inflater_) inflater_ = std::make_unique<Inflater>(false);
-        switch (inflater_->skim({}, true, prefix_, options_.prefixBytes, msgSize_, options_.maxInflated)) {
-        case Inflater::Result::Ok:
-            break;
-        case Inflater::Result::TooBig:
-            return fail("a compressed message inflates to more than " + std::to_string(options_.maxInflated) +
-                        " bytes");
-        case Inflater::Result::Error:
-            return fail("invalid compressed data");
-        }
+        if (!inflated(static_cast<int>(
+                inflater_->skim({}, true, prefix_, options_.prefixBytes, msgSize_, options_.maxInflated))))
+            return false;
     }
     onMessage_(ObservedMessage{msgOp_, prefix_, msgSize_, msgCompressed_});
     prefix_.clear();

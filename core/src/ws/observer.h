@@ -61,6 +61,9 @@ public:
 private:
     enum class State : std::uint8_t { Header, Payload, Failed };
     bool fail(std::string_view why);
+    /// True for Inflater::Result::Ok; fails the observer for the others (`result` is an
+    /// Inflater::Result, passed as its value so that this header does not need the inflater's).
+    bool inflated(int result);
     bool startHeader(); // the first two header bytes are in
     bool startFrame();  // the whole header is in
     bool payload(std::string_view chunk);

@@ -119,27 +119,16 @@ void WsSession::onReadable(const boost::system::error_code& ec) {
     const int fd = socket_.native_handle();
     if (state_ == State::Closing && shutdownSent_) {
         // Lingering close: discard what the peer still sends until it closes (or time runs out).
-        char sink[4096];
-        for (;;) {
-            ssize_t n = ::recv(fd, sink, sizeof sink, 0);
-            if (n > 0) continue;
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                waitRead();
-                return;
-            }
+        if (io::discardUnread(fd) == io::Linger::Wait)
+            waitRead();
+        else
             abort();
-            return;
-        }
+        return;
     }
     for (int i = 0; i < kReadsPerTurn && state_ != State::Closed; ++i) {
         if (!in_.allocated()) in_ = worker_.buffers().acquire();
         std::size_t room = 0;
-        char* p = in_.writable(room);
-        if (room < 1024) {
-            in_.ensureRoom(std::max<std::size_t>(in_.capacity(), 16 * 1024));
-            p = in_.writable(room);
-        }
+        char* p = in_.readRoom(room);
         io::IoResult r = io::transportRead(fd, ssl_, p, room);
         if (r.status == io::IoStatus::Ok) {
             in_.commit(r.n);

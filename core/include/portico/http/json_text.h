@@ -18,6 +18,32 @@ enum class JsonBytes {
 /// \u00XX.
 void appendJsonString(std::string& out, std::string_view s, JsonBytes bytes = JsonBytes::Utf8);
 
+/// The backslash escapes that JSON, C (protoc's text format), Python and JavaScript string literals
+/// share: `\n` `\r` `\t`, and a backslash before `\` and before each byte in `quotes` (the
+/// literal's quote characters, e.g. "\"" for JSON). Returns false, appending nothing, for any other
+/// byte; the caller writes it (as itself or in its language's numeric escape).
+inline bool appendBackslashEscape(std::string& out, unsigned char c, std::string_view quotes) {
+    switch (c) {
+    case '\n':
+        out += "\\n";
+        return true;
+    case '\r':
+        out += "\\r";
+        return true;
+    case '\t':
+        out += "\\t";
+        return true;
+    case '\\':
+        out += "\\\\";
+        return true;
+    default:
+        if (quotes.find(static_cast<char>(c)) == std::string_view::npos) return false;
+        out += '\\';
+        out += static_cast<char>(c);
+        return true;
+    }
+}
+
 /// `s` as a JSON string literal (quotes included).
 inline std::string jsonString(std::string_view s, JsonBytes bytes = JsonBytes::Utf8) {
     std::string out;

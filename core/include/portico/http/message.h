@@ -147,4 +147,22 @@ private:
     BodyKind bodyKind_ = BodyKind::None;
 };
 
+/// Calls fn(name, value) for each "Name: value\r\n" line of a field block (Response::fieldBlock,
+/// a proxied response's fields or trailers, a captured head), the value without leading spaces or
+/// tabs. Lines without a colon, or with nothing before it, are passed over. The last line may lack
+/// its CRLF.
+template <class Fn> void forEachFieldLine(std::string_view block, Fn&& fn) {
+    while (!block.empty()) {
+        const auto eol = block.find("\r\n");
+        const std::string_view line = block.substr(0, eol);
+        block.remove_prefix(eol == std::string_view::npos ? block.size() : eol + 2);
+        const auto colon = line.find(':');
+        if (colon == std::string_view::npos || colon == 0) continue;
+        std::string_view value = line.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+            value.remove_prefix(1);
+        fn(line.substr(0, colon), value);
+    }
+}
+
 } // namespace portico::http

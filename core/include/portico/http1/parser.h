@@ -133,6 +133,8 @@ private:
         Failed
     };
     Status decodeTrailers(std::string_view in, std::size_t start, std::size_t& consumed, ParseError& error);
+    // One byte of a chunk extension: nullptr after moving on, else why it is refused (400).
+    const char* extensionByte(char c);
     State state_ = State::Size;
     std::uint64_t chunkRemaining_ = 0;
     std::uint64_t total_ = 0;
