@@ -222,7 +222,9 @@ private slots:
     void invalidInputShowsInlineErrorAndBlocksApply() {
         QLineEdit* status = field<QLineEdit>("respond.status");
         typeInto(status, "600");
-        QVERIFY(errorLabel("respond.status")->isVisible());
+        // A range the reader checks: the draft's read-back runs off the UI thread, its answer
+        // comes a moment later.
+        QTRY_VERIFY(errorLabel("respond.status")->isVisible());
         QVERIFY2(errorLabel("respond.status")->text().contains("between 100 and 599"),
                  qPrintable(errorLabel("respond.status")->text()));
         QVERIFY(!applyButton()->isEnabled());
@@ -402,6 +404,42 @@ private slots:
         QVERIFY(!applyButton()->isEnabled());
     }
 
+    void changesAreComparedByValue() {
+        // "Has changes" is the draft against the published config, value by value: an edit undone
+        // by hand is no change, whatever the form rebuilt in between.
+        auto* text = field<QPlainTextEdit>("respond.body");
+        text->setPlainText("something else");
+        QVERIFY(m_page->hasChanges());
+        QVERIFY(applyButton()->isEnabled());
+        text->setPlainText("old\n");
+        QVERIFY(!m_page->hasChanges());
+        QVERIFY(!applyButton()->isEnabled());
+        typeInto(field<QLineEdit>("path"), "/renamed");
+        QVERIFY(m_page->hasChanges());
+        typeInto(field<QLineEdit>("path"), "/hello");
+        QVERIFY(!m_page->hasChanges());
+    }
+
+    void applyWaitsForTheFileCheck() {
+        // A root that does not exist is a file check: it runs off the UI thread, and Apply pressed
+        // before its answer came takes the answer first instead of publishing the draft unchecked.
+        m_page->select(0, -1);
+        typeInto(field<QLineEdit>("root"), "no-such-folder");
+        QVERIFY(m_page->hasChanges());
+        QVERIFY(!m_page->apply());
+        QVERIFY2(m_page->problems().join('\n').contains("no-such-folder"),
+                 qPrintable(m_page->problems().join('\n')));
+        QVERIFY(!applyButton()->isEnabled());
+        QCOMPARE(QString::fromStdString(m_server->config()->vhosts[0].root->root),
+                 QDir(m_dir.path()).canonicalPath() + "/site");
+        // And the answer that arrives later changes nothing.
+        QTest::qWait(50);
+        QVERIFY(!m_page->problems().isEmpty());
+        typeInto(field<QLineEdit>("root"), "site");
+        QTRY_VERIFY(m_page->problems().isEmpty());
+        QVERIFY(!m_page->hasChanges());
+    }
+
     void addRouteAndRemoveRoute() {
         m_page->addRoute();
         typeInto(field<QLineEdit>("path"), "/added");
@@ -562,8 +600,8 @@ private slots:
         QVERIFY(!applyButton()->isEnabled());
         // Mixed schemes: the core's loader refuses, located under the same field.
         upstreams->setPlainText("http://127.0.0.1:8081\nh2c://127.0.0.1:8082");
-        QVERIFY2(errorLabel("proxy.upstream")->text().contains("same scheme"),
-                 qPrintable(errorLabel("proxy.upstream")->text()));
+        QTRY_VERIFY2(errorLabel("proxy.upstream")->text().contains("same scheme"),
+                     qPrintable(errorLabel("proxy.upstream")->text()));
         QVERIFY(!applyButton()->isEnabled());
         upstreams->setPlainText("http://127.0.0.1:8081");
         QVERIFY(!errorLabel("proxy.upstream")->isVisible());

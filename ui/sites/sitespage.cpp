@@ -6,9 +6,11 @@
 #include <portico/config/writer.h>
 #include <portico/http/message.h>
 #include <portico/validate/load.h>
+#include <portico/validate/validate.h>
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -19,12 +21,14 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QPointer>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
 #include <QShortcut>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QThreadPool>
 #include <QTimer>
 #include <QTreeWidget>
 #include <QUrl>
@@ -860,6 +864,10 @@ void SitesPage::commitForm() {
         auto& f = m_routeFields;
         r.kind = kKinds[qBound(0, m_kind->currentIndex(), 5)];
         r.path = s(text(f, "path"));
+        // As the reader sets it from `path:` or `location:` (messages and labels quote it).
+        static constexpr const char* kModifiers[] = {"", "= ", "", "^~ ", "~ ", "~* "};
+        static_assert(int(config::MatchKind::RegexCaseless) == 5);
+        r.spec = kModifiers[int(r.kind)] + r.path;
         r.name = s(text(f, "name"));
         r.methods = 0;
         for (int i = 0; i < m_methods.size(); ++i)
@@ -1011,22 +1019,61 @@ void SitesPage::validate() {
     m_loadErrors.clear();
     m_otherErrors.clear();
     m_validated.reset();
-    const std::string text = config::configToYaml(m_draft, s(m_server->baseDir()));
-    const std::string name =
-        m_server->configPath().isEmpty() ? std::string("portico.yaml") : s(m_server->configPath());
-    auto result = config::loadConfigText(text, name, s(m_server->baseDir()));
-    if (result.ok()) {
-        auto cfg = std::const_pointer_cast<config::Config>(result.config);
-        cfg->sourcePath = s(m_server->configPath());
-        m_validated = cfg;
+    const quint64 generation = ++m_checkGeneration;
+    // On every edit, on this thread: patterns, regexes, duplicates, vhost cross-checks (no disk).
+    addCoreErrors(validate::validate(m_draft, config::SourceMap{}, validate::Checks::NoFiles));
+    m_checking = m_loadErrors.isEmpty() && m_otherErrors.isEmpty();
+    if (m_checking) {
+        // The draft as its file will read back, with every check: roots, files, cert/key pairs and
+        // descriptor sets look at the disk, so off this thread. What reads back is what Apply
+        // publishes and saves, so the file on disk always loads the same config again.
+        QThreadPool::globalInstance()->start(
+            [readBack = draftReadBack(), generation, page = QPointer<SitesPage>(this)] {
+                auto result = readBack();
+                QMetaObject::invokeMethod(
+                    qApp,
+                    [=] {
+                        if (page) page->filesChecked(generation, result.config, result.errors);
+                    },
+                    Qt::QueuedConnection);
+            });
     }
-    for (const auto& e : result.errors) {
+    showErrors();
+}
+
+std::function<config::LoadResult()> SitesPage::draftReadBack() const {
+    return [text = config::configToYaml(m_draft, s(m_server->baseDir())),
+            name = m_server->configPath().isEmpty() ? std::string("portico.yaml") : s(m_server->configPath()),
+            baseDir = s(m_server->baseDir()), sourcePath = s(m_server->configPath())] {
+        auto result = config::loadConfigText(text, name, baseDir);
+        if (result.ok()) std::const_pointer_cast<config::Config>(result.config)->sourcePath = sourcePath;
+        return result;
+    };
+}
+
+void SitesPage::finishCheck() {
+    if (!m_checking) return;
+    const auto result = draftReadBack()();
+    filesChecked(m_checkGeneration, result.config, result.errors);
+}
+
+void SitesPage::addCoreErrors(const std::vector<config::ConfigError>& errors) {
+    for (const auto& e : errors) {
         const QString path = q(e.path);
         if (path.isEmpty())
             m_otherErrors << q(e.message);
-        else if (!m_loadErrors.contains(path))
+        else if (!m_loadErrors.contains(path) && !m_fieldErrors.contains(path))
             m_loadErrors.insert(path, q(e.message));
     }
+}
+
+void SitesPage::filesChecked(quint64 generation, std::shared_ptr<const config::Config> config,
+                             const std::vector<config::ConfigError>& errors) {
+    // The draft changed since (a newer check runs), or finishCheck() took this one already.
+    if (generation != m_checkGeneration || !m_checking) return;
+    m_checking = false;
+    m_validated = std::move(config);
+    addCoreErrors(errors);
     showErrors();
 }
 
@@ -1108,12 +1155,15 @@ void SitesPage::updateCurrentItemText() {
 }
 
 bool SitesPage::hasChanges() const {
-    return q(config::configToYaml(m_draft, s(m_server->baseDir()))) != m_publishedText;
+    // Source positions are not compared (config::Location's operator==).
+    return !m_published || m_draft != *m_published;
 }
 
 bool SitesPage::canApply() const {
-    return m_fieldErrors.isEmpty() && m_loadErrors.isEmpty() && m_otherErrors.isEmpty() && m_validated &&
-           hasChanges();
+    // While the file check runs, Apply stays enabled (no flicker on every keystroke) and, when
+    // pressed, waits for the check's answer (finishCheck).
+    return m_fieldErrors.isEmpty() && m_loadErrors.isEmpty() && m_otherErrors.isEmpty() &&
+           (m_validated || m_checking) && hasChanges();
 }
 
 QStringList SitesPage::problems() const {
@@ -1137,8 +1187,12 @@ void SitesPage::showNotice(const QString& text, bool sticky) {
 }
 
 bool SitesPage::apply() {
+    finishCheck();
     if (!canApply()) return false;
     QString error;
+    // The draft becomes what its file reads back as (what is published), so that once applied it
+    // equals the published config.
+    m_draft = *m_validated;
     if (!m_server->apply(m_validated, &error)) {
         showNotice(tr("Not applied: %1").arg(error), true);
         return false;
@@ -1163,10 +1217,9 @@ void SitesPage::revert() {
 void SitesPage::onServerConfigChanged() {
     auto cfg = m_server->config();
     if (!cfg) return;
-    const bool pending = !m_publishedText.isEmpty() && hasChanges();
-    const QString published = q(config::configToYaml(*cfg, s(m_server->baseDir())));
-    const bool sameAsDraft = published == q(config::configToYaml(m_draft, s(m_server->baseDir())));
-    m_publishedText = published;
+    const bool pending = m_published && hasChanges();
+    const bool sameAsDraft = *cfg == m_draft;
+    m_published = cfg;
     if (pending && !sameAsDraft) {
         // Keep the user's unapplied edits; the notice says the file changed.
         showErrors();

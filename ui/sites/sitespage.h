@@ -3,11 +3,13 @@
 
 #include <portico/config/config.h>
 #include <portico/config/reader.h>
+#include <portico/validate/load.h>
 
 #include <QHash>
 #include <QMap>
 #include <QWidget>
 
+#include <functional>
 #include <memory>
 
 class QCheckBox;
@@ -85,7 +87,19 @@ private:
     void onSelectionChanged();
     void loadForm();
     void commitForm();
+    /// Checks the draft: at once on this thread everything but the disk (validate::Checks::NoFiles),
+    /// then, when that finds nothing, the draft as its file will read back (reader, every check,
+    /// files included) on a pool thread; filesChecked() takes the answer. Apply waits for it.
     void validate();
+    /// Reads the draft back as its file would load (config::loadConfigText); callable on any thread.
+    std::function<config::LoadResult()> draftReadBack() const;
+    /// Takes the running check's answer now, on this thread (Apply, a dropped folder).
+    void finishCheck();
+    void addCoreErrors(const std::vector<config::ConfigError>& errors);
+    /// The pool thread's answer for check number `generation` (older ones are dropped): the config
+    /// Apply publishes, or the errors.
+    void filesChecked(quint64 generation, std::shared_ptr<const config::Config> config,
+                      const std::vector<config::ConfigError>& errors);
     void showErrors();
     void updateButtons();
     /// The banner above the form; `sticky` ones (errors) stay until dismissed, others hide after
@@ -105,7 +119,9 @@ private:
     int m_vhost = -1;
     int m_route = -1;
     bool m_loading = false;
-    QString m_publishedText;
+    std::shared_ptr<const config::Config> m_published; ///< what the server runs ("has changes": draft != it)
+    quint64 m_checkGeneration = 0;                     ///< the latest check started by validate()
+    bool m_checking = false;                           ///< a file check of the draft is running
 
     QTreeWidget* m_tree = nullptr;
     QStackedWidget* m_forms = nullptr;

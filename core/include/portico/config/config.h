@@ -21,6 +21,9 @@ struct Location {
     std::string file;
     int line = 0;
     int column = 0;
+    /// Where a value was written is not part of what it means: two configs that differ only in
+    /// source positions are equal (the GUI's "unapplied changes" compares drafts this way).
+    bool operator==(const Location&) const { return true; }
 };
 
 /// A certificate chain and its private key, both PEM files (absolute paths after loading).
@@ -28,6 +31,7 @@ struct TlsFiles {
     std::string cert; ///< leaf first, then intermediates
     std::string key;
     Location where;
+    bool operator==(const TlsFiles&) const = default;
 };
 
 /// TLS on a listener (`tls: auto` or `tls: {cert: FILE, key: FILE}`). TLS 1.2 and 1.3, ALPN h2 and
@@ -35,6 +39,7 @@ struct TlsFiles {
 struct ListenTls {
     bool autoCa = false; ///< certificates issued on demand by the local development CA
     TlsFiles files;      ///< when !autoCa
+    bool operator==(const ListenTls&) const = default;
 };
 
 /// One listening address. `host` is an IPv4 or IPv6 literal ("127.0.0.1", "::1", "0.0.0.0") or
@@ -44,6 +49,7 @@ struct Listen {
     std::uint16_t port = 8080;    ///< 0 = any free port (tests)
     std::optional<ListenTls> tls; ///< none: cleartext (HTTP/1.1 and h2c with prior knowledge)
     Location where;
+    bool operator==(const Listen&) const = default;
 };
 
 /// HTTP/2 settings (`http2:`), RFC 9113. Abuse beyond these bounds gets GOAWAY(ENHANCE_YOUR_CALM).
@@ -57,6 +63,7 @@ struct Http2 {
     std::uint32_t maxContinuations = 8; ///< CONTINUATION frames after one HEADERS
     std::uint64_t maxControlFrames =
         1000; ///< PING/SETTINGS frames at once (and a tenth of it per second after)
+    bool operator==(const Http2&) const = default;
 };
 
 /// The most field lines a request head may have: the upper bound of `limits.max_header_count`
@@ -77,6 +84,7 @@ struct Limits {
     Duration idleTimeout = std::chrono::seconds(60);   ///< keep-alive idle → silent close
     Duration writeTimeout = std::chrono::seconds(30);  ///< one write stalled → close
     Duration drainTimeout = std::chrono::seconds(5);   ///< graceful stop waits this long for exchanges
+    bool operator==(const Limits&) const = default;
 };
 
 /// Access log (`access_log:`). Written by a background thread, never on the request path.
@@ -87,6 +95,7 @@ struct AccessLog {
     enum class Format : std::uint8_t { Off, Combined, Json, Dev };
     Format format = Format::Off;
     std::string path; ///< "-" = stdout
+    bool operator==(const AccessLog&) const = default;
 };
 
 /// On-the-fly compression of compressible static responses (`compression:`).
@@ -95,6 +104,7 @@ struct Compression {
     std::uint64_t minBytes = 1024; ///< smaller bodies are sent as they are
     int gzipLevel = 6;             ///< 1..9
     int brotliQuality = 5;         ///< 0..11
+    bool operator==(const Compression&) const = default;
 };
 
 /// Capture of exchanges (`capture:`): per-request records with a server-side timeline, latency
@@ -118,6 +128,7 @@ struct Capture {
     /// records are deleted (oldest first, to about 90 % of the cap). Also the cap of the GUI's
     /// temporary session.
     std::uint64_t storeMaxBytes = 1ull << 30;
+    bool operator==(const Capture&) const = default;
 };
 
 /// Static files from a folder (`static:` action, or a vhost's own `root`).
@@ -127,6 +138,7 @@ struct StaticAction {
     bool listing = false;        ///< HTML directory listing when no index file exists
     std::string spaFallback;     ///< path under root served for unknown paths (e.g. "/index.html")
     bool followSymlinks = false; ///< allow symlinks that lead outside root
+    bool operator==(const StaticAction&) const = default;
 };
 
 /// A mocked response (`respond:` action). Body and header values may use templates:
@@ -141,12 +153,14 @@ struct RespondAction {
     double dropRate = 0.0;  ///< 0..1: probability of resetting the connection instead
     double errorRate = 0.0; ///< 0..1: probability of answering `errorStatus` instead
     int errorStatus = 500;
+    bool operator==(const RespondAction&) const = default;
 };
 
 /// A redirect (`redirect:` action). `to` may use the same templates as `respond`.
 struct RedirectAction {
     std::string to;
     int status = 302; ///< one of 301, 302, 303, 307, 308
+    bool operator==(const RedirectAction&) const = default;
 };
 
 /// One upstream of a proxy route: "SCHEME://HOST[:PORT]" (HOST a name or an IP literal).
@@ -161,6 +175,7 @@ struct Upstream {
     std::uint16_t port = 80;
     std::string authority; ///< "host:port" as written (IPv6 in brackets), for Host with change_origin
     Protocol protocol = Protocol::Http1;
+    bool operator==(const Upstream&) const = default;
 };
 
 /// A FastCGI application server (`fastcgi:` action; FastCGI 1.0, responder role), e.g. php-fpm.
@@ -172,6 +187,7 @@ struct FastCgi {
     std::string root; ///< document root as the server sees it (absolute): SCRIPT_FILENAME = root + script
     std::string index = "index.php"; ///< appended to a path ending in '/'
     std::string extension = ".php";  ///< the script is the path up to the first segment ending in it
+    bool operator==(const FastCgi&) const = default;
 };
 
 /// A reverse proxy (`proxy:` action, or `grpc:`, or `fastcgi:`), RFC 9110 §7.6: hop-by-hop fields are removed
@@ -205,6 +221,7 @@ struct ProxyAction {
     std::string descriptorSet;
     bool ws = false; ///< forward WebSocket upgrades (RFC 6455) to an HTTP/1.1 upstream and pipe the bytes
     FastCgi fastcgi; ///< written as `fastcgi:` (address set; `upstreams` is then empty)
+    bool operator==(const ProxyAction&) const = default;
 };
 
 /// A WebSocket endpoint (`websocket:` action; RFC 6455 over an HTTP/1.1 Upgrade, ws:// and wss://).
@@ -230,6 +247,7 @@ struct WebSocketAction {
     bool compression = true;                          ///< accept permessage-deflate (RFC 7692) offers
     Duration pingInterval = std::chrono::seconds(30); ///< PING after this long without input; 0 = never
     Duration idleTimeout = std::chrono::seconds(120); ///< close 1001 after this long without input
+    bool operator==(const WebSocketAction&) const = default;
 };
 
 using Action = std::variant<StaticAction, RespondAction, RedirectAction, ProxyAction, WebSocketAction>;
@@ -254,6 +272,7 @@ struct Route {
     std::optional<bool> serverHeader; ///< overrides the vhost's
     std::string name;                 ///< optional label shown in logs and the GUI
     Location where;
+    bool operator==(const Route&) const = default;
 };
 
 struct Vhost {
@@ -276,6 +295,7 @@ struct Vhost {
     bool crossSiteSubresources = false;
     std::vector<Route> routes; ///< groups are flattened in at load time
     Location where;
+    bool operator==(const Vhost&) const = default;
 };
 
 /// The whole configuration. Published as std::shared_ptr<const Config> and never mutated after.
@@ -290,6 +310,7 @@ struct Config {
     bool serverHeader = true; ///< send "Server: Portico/VERSION"
     std::vector<Vhost> vhosts;
     std::string sourcePath; ///< file it was loaded from ("" if built in code)
+    bool operator==(const Config&) const = default;
 };
 
 } // namespace portico::config
