@@ -560,7 +560,10 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
     serve::Stamps stamps;
     if (cap()) stamps = {&cap()->routeNs, &cap()->labels};
     if (serve::serve(ctx, req, worker_.pathScratch(), res, routed, stamps) == serve::Next::Upgrade) {
-        if (auto up = ws::acceptUpgrade(worker_, routed.vhost, routed.route, req, ssl() != nullptr, res))
+        auto keep = worker_.snapshotPtr();
+        ws::UpgradeContext context{keep, keep->config.get(), keep->hub, worker_.draining()};
+        if (auto up =
+                ws::acceptUpgrade(std::move(context), routed.vhost, routed.route, req, ssl() != nullptr, res))
             rare().upgrade = std::move(up);
     }
     if (res.forward) {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "io/io_buffer.h"
-#include "net/session.h"
+#include "io/session.h"
 #include "proxy/proxy_exchange.h"
 
 #include <portico/http/message.h>
@@ -35,12 +35,11 @@ namespace portico::net {
 
 class Worker;
 
-class Connection final : public Session, public proxy::Sink, public std::enable_shared_from_this<Connection> {
+class Connection final : public io::Session,
+                         public proxy::Sink,
+                         public std::enable_shared_from_this<Connection> {
 public:
-    /// A socket bound to the worker's io_context executor: smaller than one with the polymorphic
-    /// executor, and so are the operations Asio allocates for it.
-    using Socket =
-        boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+    using Socket = io::Socket;
 
     Connection(Worker& worker, Socket socket, std::uint16_t localPort);
     ~Connection();

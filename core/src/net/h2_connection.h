@@ -3,8 +3,8 @@
 #pragma once
 
 #include "io/io_buffer.h"
+#include "io/session.h"
 #include "net/connection.h"
-#include "net/session.h"
 #include "proxy/proxy_exchange.h"
 
 #include <portico/http/message.h>
@@ -32,7 +32,7 @@ namespace portico::net {
 
 class Worker;
 
-class H2Connection final : public Session, public std::enable_shared_from_this<H2Connection> {
+class H2Connection final : public io::Session, public std::enable_shared_from_this<H2Connection> {
 public:
     /// Takes over `socket` (and `ssl`, which it frees; null for h2c). `received` holds bytes the
     /// HTTP/1.1 side already read (the client preface and maybe more).

@@ -3,9 +3,9 @@
 
 #include "capture/recorder.h"
 #include "io/io_buffer.h"
+#include "io/session.h"
 #include "io/slot_allocator.h"
 #include "net/access_log.h"
-#include "net/session.h"
 #include "net/snapshot.h"
 
 #include <portico/handlers/dispatch.h>
@@ -30,6 +30,7 @@
 namespace portico::net {
 
 class Connection;
+using io::Session;
 
 /// Relaxed per-worker counters, summed by the engine.
 struct WorkerCounters {
@@ -54,7 +55,9 @@ public:
     void destroyHandlers() { shutdown(); }
 };
 
-class Worker {
+/// Final, so that the server's own calls (through Worker&) are direct; the sessions of ws/ and
+/// proxy/ see the io::SessionHost part only.
+class Worker final : public io::SessionHost {
 public:
     using Clock = std::chrono::steady_clock;
 
@@ -76,8 +79,8 @@ public:
     void runSync(const std::function<void()>& fn);
 
     // ---- used by connections (worker thread only) ----
-    boost::asio::io_context& io() { return io_; }
-    io::BufferPool& buffers() { return pool_; }
+    boost::asio::io_context& io() override { return io_; }
+    io::BufferPool& buffers() override { return pool_; }
     /// Takes the snapshot the engine published last, if it changed. Called only where an event
     /// enters the worker (a connection's read completion, an accept, the ticker), never in the
     /// middle of handling one: a route, an action or a limit read from snapshot() stays valid (and
@@ -111,8 +114,8 @@ public:
     std::vector<http::Header>& h2Trailers() { return h2Trailers_; }
     std::string& h2Arena() { return h2Arena_; }
     std::string_view dateLine() const { return {date_, dateLen_}; }
-    Clock::time_point now() const { return now_; }
-    bool draining() const { return draining_; }
+    Clock::time_point now() const override { return now_; }
+    bool draining() const override { return draining_; }
     AccessLogger* accessLog() { return log_.get(); }
     WorkerCounters& counters() { return counters_; }
     const WorkerCounters& counters() const { return counters_; }
@@ -121,8 +124,8 @@ public:
     /// Scratch for the Server-Timing value (capture.server_timing).
     std::string& timingScratch() { return timing_; }
 
-    void link(Session* c);
-    void unlink(Session* c);
+    void link(Session* c) override;
+    void unlink(Session* c) override;
     /// Parking: an idle keep-alive socket waits in this worker's park set (an epoll instance of
     /// its own, watched by one Asio wait for all of them) instead of holding a pending Asio
     /// operation (80 bytes of heap per idle connection; memory per idle connection is a benchmark

@@ -2,7 +2,6 @@
 #include "proxy/tunnel.h"
 
 #include "io/transport.h"
-#include "net/worker.h"
 #include "ws/observer.h"
 
 #include <openssl/ssl.h>
@@ -56,10 +55,10 @@ private:
     bool closeSeen_ = false; // the closing handshake began (a Close frame either way)
 };
 
-class Tunnel final : public net::Session, public std::enable_shared_from_this<Tunnel> {
+class Tunnel final : public io::Session, public std::enable_shared_from_this<Tunnel> {
 public:
-    using Socket = net::Connection::Socket;
-    Tunnel(net::Worker& worker, Socket client, SSL* ssl, Socket upstream, capture::WsCapturePtr capture,
+    using Socket = io::Socket;
+    Tunnel(io::SessionHost& worker, Socket client, SSL* ssl, Socket upstream, capture::WsCapturePtr capture,
            bool deflate)
         : worker_(worker), client_(std::move(client)), upstream_(std::move(upstream)), ssl_(ssl) {
         if (capture) cap_ = std::make_unique<TunnelCapture>(std::move(capture), deflate);
@@ -185,7 +184,7 @@ private:
         cap_.reset();
     }
 
-    net::Worker& worker_;
+    io::SessionHost& worker_;
     std::unique_ptr<TunnelCapture> cap_; // null when capture is off
     Socket client_;
     Socket upstream_;
@@ -196,7 +195,7 @@ private:
 };
 } // namespace
 
-void startTunnel(net::Worker& worker, net::Connection::Socket client, SSL* ssl, Exchange::Socket upstream,
+void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, Exchange::Socket upstream,
                  std::string_view toClient, std::string_view leftover, std::string_view toUpstream,
                  capture::WsCapturePtr capture, bool deflate) {
     auto t = std::make_shared<Tunnel>(worker, std::move(client), ssl, std::move(upstream), std::move(capture),

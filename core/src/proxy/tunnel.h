@@ -4,18 +4,14 @@
 #pragma once
 
 #include "capture/hooks.h"
-#include "net/connection.h"
-#include "net/session.h"
+#include "io/session.h"
+#include "proxy/proxy_exchange.h"
 
 #include <memory>
 #include <string>
 #include <string_view>
 
 typedef struct ssl_st SSL;
-
-namespace portico::net {
-class Worker;
-}
 
 namespace portico::proxy {
 
@@ -31,7 +27,7 @@ namespace portico::proxy {
 /// permessage-deflate was negotiated in the 101) and publishes it closed. The observation never
 /// changes what is forwarded; bytes that are not WebSocket frames stop it for this tunnel (the
 /// record's `error` says where and why) and keep flowing.
-void startTunnel(net::Worker& worker, net::Connection::Socket client, SSL* ssl, Exchange::Socket upstream,
+void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, Exchange::Socket upstream,
                  std::string_view toClient, std::string_view leftover, std::string_view toUpstream,
                  capture::WsCapturePtr capture = nullptr, bool deflate = false);
 

@@ -1,7 +1,6 @@
 // Rooms across workers, the live-reload channel, statistics and the capture hook.
 #include "ws/hub.h"
 
-#include "net/worker.h"
 #include "ws/codec.h"
 #include "ws/session.h"
 
@@ -15,7 +14,7 @@ Hub::Hub() = default;
 Hub::~Hub() = default;
 
 std::shared_ptr<Room> Hub::join(const std::string& route, const std::string& name, WsSession* s,
-                                net::Worker& w, Room::Slot*& slot) {
+                                io::SessionHost& w, Room::Slot*& slot) {
     std::shared_ptr<Room> room;
     {
         std::lock_guard lock(mutex_);

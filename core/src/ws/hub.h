@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-namespace portico::net {
-class Worker;
+namespace portico::io {
+class SessionHost;
 }
 
 namespace portico::ws {
@@ -38,7 +38,7 @@ class Room {
 public:
     Room(std::string r, std::string n) : route(std::move(r)), name(std::move(n)) {}
     struct Slot {
-        net::Worker* worker = nullptr;
+        io::SessionHost* worker = nullptr;
         std::vector<WsSession*> members; ///< worker thread only
         std::size_t count = 0;           ///< hub mutex
     };
@@ -62,7 +62,7 @@ public:
 
     /// Adds `s` (owned by `w`; called on w's thread) to the room (route, name), creating it.
     std::shared_ptr<Room> join(const std::string& route, const std::string& name, WsSession* s,
-                               net::Worker& w, Room::Slot*& slot);
+                               io::SessionHost& w, Room::Slot*& slot);
     /// Removes `s` (on its worker's thread); the room goes away with its last member.
     void leave(const std::shared_ptr<Room>& room, Room::Slot* slot, WsSession* s);
     /// Delivers `f` to every member of `room` but `from`. Members on `fromSlot`'s worker (the calling

@@ -3,8 +3,6 @@
 #include "ws/session.h"
 
 #include "io/transport.h"
-#include "net/snapshot.h"
-#include "net/worker.h"
 #include "ws/codec.h"
 
 #include <boost/asio/post.hpp>
@@ -29,15 +27,15 @@ constexpr int kReadsPerTurn = 8;
 inline std::uint16_t be16(const unsigned char* p) { return static_cast<std::uint16_t>((p[0] << 8) | p[1]); }
 } // namespace
 
-void startSession(net::Worker& worker, net::Connection::Socket socket, SSL* ssl,
-                  std::unique_ptr<Accepted> accepted, std::string_view handshake, std::string_view received) {
+void startSession(io::SessionHost& worker, io::Socket socket, SSL* ssl, std::unique_ptr<Accepted> accepted,
+                  std::string_view handshake, std::string_view received) {
     auto s = std::make_shared<WsSession>(worker, std::move(socket), ssl, std::move(accepted));
     s->start(handshake, received);
 }
 
-WsSession::WsSession(net::Worker& worker, Socket socket, SSL* ssl, std::unique_ptr<Accepted> accepted)
+WsSession::WsSession(io::SessionHost& worker, Socket socket, SSL* ssl, std::unique_ptr<Accepted> accepted)
     : worker_(worker), socket_(std::move(socket)), ssl_(ssl), accepted_(std::move(accepted)),
-      cap_(std::move(accepted_->capture)), action_(*accepted_->action), hub_(accepted_->snapshot->hub) {
+      cap_(std::move(accepted_->capture)), action_(*accepted_->action), hub_(accepted_->hub) {
     worker_.link(this);
     id_ = hub_->nextSessionId();
     hub_->open.fetch_add(1, std::memory_order_relaxed);
@@ -489,7 +487,7 @@ void WsSession::checkDeadline(Clock::time_point now) {
         if (now > lingerUntil_) abort();
         return;
     }
-    if (writing_ && now - writeSince_ > accepted_->snapshot->config->limits.writeTimeout) {
+    if (writing_ && now - writeSince_ > accepted_->config->limits.writeTimeout) {
         abort();
         return;
     }

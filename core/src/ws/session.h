@@ -2,9 +2,8 @@
 // ws:// and wss:// share one code path; echo, room and live-reload endpoints.
 #pragma once
 
-#include "net/connection.h"
 #include "io/io_buffer.h"
-#include "net/session.h"
+#include "io/session.h"
 #include "ws/hub.h"
 #include "ws/upgrade.h"
 
@@ -19,12 +18,12 @@ namespace portico::ws {
 
 class Inflater;
 
-class WsSession final : public net::Session, public std::enable_shared_from_this<WsSession> {
+class WsSession final : public io::Session, public std::enable_shared_from_this<WsSession> {
 public:
-    using Socket = net::Connection::Socket;
+    using Socket = io::Socket;
 
     /// Takes over `socket` and `ssl` (freed here; null on cleartext) from an HTTP/1.1 connection.
-    WsSession(net::Worker& worker, Socket socket, SSL* ssl, std::unique_ptr<Accepted> accepted);
+    WsSession(io::SessionHost& worker, Socket socket, SSL* ssl, std::unique_ptr<Accepted> accepted);
     ~WsSession() override;
 
     /// Sends `handshake` (the serialised 101), joins the room, processes `received` (bytes the client
@@ -70,7 +69,7 @@ private:
     void emitMessage(WsMessageEvent::Direction dir, Opcode op, std::string_view payload, std::uint64_t size,
                      bool compressed, std::uint16_t closeCode = 0);
 
-    net::Worker& worker_;
+    io::SessionHost& worker_;
     Socket socket_;
     SSL* ssl_;
     std::unique_ptr<Accepted> accepted_;
@@ -79,7 +78,7 @@ private:
     std::shared_ptr<Hub> hub_;
     std::shared_ptr<Room> room_;
     Room::Slot* slot_ = nullptr;
-    io::IoBuffer in_;       // pooled; held only while bytes wait in it
+    io::IoBuffer in_;        // pooled; held only while bytes wait in it
     std::string out_;        // queued frames; keeps its capacity (room members get many small writes)
     std::size_t outPos_ = 0; // bytes of out_ already written
     std::unique_ptr<Inflater> inflater_;
@@ -107,7 +106,7 @@ private:
 };
 
 /// Hands an upgraded HTTP/1.1 connection over to a new WebSocket session (see Connection).
-void startSession(net::Worker& worker, net::Connection::Socket socket, SSL* ssl,
-                  std::unique_ptr<Accepted> accepted, std::string_view handshake, std::string_view received);
+void startSession(io::SessionHost& worker, io::Socket socket, SSL* ssl, std::unique_ptr<Accepted> accepted,
+                  std::string_view handshake, std::string_view received);
 
 } // namespace portico::ws

@@ -2,8 +2,6 @@
 #include "ws/upgrade.h"
 
 #include "handlers/live_reload.h"
-#include "net/snapshot.h"
-#include "net/worker.h"
 #include "ws/hub.h"
 
 #include <portico/http/ascii.h>
@@ -247,11 +245,10 @@ bool servedHost(const config::Config& config, std::string_view host) {
     return false;
 }
 
-std::unique_ptr<Accepted> acceptUpgrade(net::Worker& worker, std::size_t vhostIndex,
+std::unique_ptr<Accepted> acceptUpgrade(UpgradeContext context, std::size_t vhostIndex,
                                         const routing::RouteResult& route, const http::Request& req, bool tls,
                                         http::Response& res) {
-    auto snap = worker.snapshotPtr();
-    const config::Config& cfg = *snap->config;
+    const config::Config& cfg = *context.config;
     const config::Vhost& vhost = cfg.vhosts[vhostIndex];
     auto a = std::make_unique<Accepted>();
     a->liveReload = vhost.liveReload && req.path == handlers::kLiveReloadPath;
@@ -305,11 +302,11 @@ std::unique_ptr<Accepted> acceptUpgrade(net::Worker& worker, std::size_t vhostIn
             return nullptr;
         }
     }
-    if (worker.draining()) {
+    if (context.draining) {
         refuse(res, 503, "the server is stopping");
         return nullptr;
     }
-    if (!snap->hub) {
+    if (!context.hub) {
         refuse(res, 503, "WebSocket sessions are not available");
         return nullptr;
     }
@@ -335,7 +332,9 @@ std::unique_ptr<Accepted> acceptUpgrade(net::Worker& worker, std::size_t vhostIn
     res.addHeader("Sec-WebSocket-Accept", acceptKey(key));
     if (!a->subprotocol.empty()) res.addHeader("Sec-WebSocket-Protocol", a->subprotocol);
     if (!extensions.empty()) res.addHeader("Sec-WebSocket-Extensions", extensions);
-    a->snapshot = std::move(snap);
+    a->snapshot = std::move(context.keepAlive);
+    a->config = context.config;
+    a->hub = std::move(context.hub);
     a->target = std::string(req.target);
     a->host = std::string(req.host);
     return a;

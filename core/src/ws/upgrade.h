@@ -10,16 +10,15 @@
 #include <memory>
 #include <string>
 
-namespace portico::net {
-struct Snapshot;
-class Worker;
-} // namespace portico::net
-
 namespace portico::ws {
+
+class Hub;
 
 /// A handshake that was accepted: what the session needs once the 101 is queued.
 struct Accepted {
-    std::shared_ptr<const net::Snapshot> snapshot; ///< keeps `action` and the hub alive
+    std::shared_ptr<const void> snapshot; ///< the server's config snapshot: keeps `config`, `action` alive
+    const config::Config* config = nullptr;
+    std::shared_ptr<Hub> hub; ///< the engine's hub (rooms, live reload, counters)
     const config::WebSocketAction* action = nullptr;
     bool liveReload = false;
     std::string route;            ///< Room mode: the route's path (rooms of different routes are distinct)
@@ -47,7 +46,15 @@ struct Accepted {
 ///    a page of this server, and not in the route's `origins` (§10.2; cases HST-01/02);
 ///  - 503 while the server drains.
 /// `tls` tells which scheme the same-origin check expects (https/http).
-std::unique_ptr<Accepted> acceptUpgrade(net::Worker& worker, std::size_t vhostIndex,
+/// What the server's snapshot gives acceptUpgrade: `config` and `hub` stay alive as long as
+/// `keepAlive` (the snapshot itself) does; `hub` null when sessions are not available (503).
+struct UpgradeContext {
+    std::shared_ptr<const void> keepAlive;
+    const config::Config* config = nullptr;
+    std::shared_ptr<Hub> hub;
+    bool draining = false; ///< the server stops: 503
+};
+std::unique_ptr<Accepted> acceptUpgrade(UpgradeContext context, std::size_t vhostIndex,
                                         const routing::RouteResult& route, const http::Request& req, bool tls,
                                         http::Response& res);
 
