@@ -235,6 +235,9 @@ private slots:
         QTest::newRow("unknown method") << "BREW"
                                         << "app.test"
                                         << "/hello" << true;
+        QTest::newRow("CONNECT (501 from its head)") << "CONNECT"
+                                                      << "app.test"
+                                                      << "/hello" << true;
         QTest::newRow("no route") << "POST"
                                   << "app.test"
                                   << "/nowhere" << true;

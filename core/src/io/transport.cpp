@@ -78,10 +78,6 @@ void transportReleaseIdleBuffers(SSL* ssl) {
     if (ssl) SSL_free_buffers(ssl); // 0 (and nothing freed) while a buffer holds bytes
 }
 
-} // namespace portico::io
-
-namespace portico::io {
-
 Linger discardUnread(int fd, std::size_t maxBytes) {
     char sink[4096];
     for (std::size_t total = 0; total < maxBytes;) {

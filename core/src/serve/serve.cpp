@@ -65,7 +65,7 @@ bool streamsRequestBody(const Context& ctx, http::Method method, std::string_vie
 
 bool refusedByHead(const Context& ctx, http::Method method, std::string_view rawPath, std::string_view host,
                    std::string& pathScratch) {
-    if (method == http::Method::Other) return true;
+    if (method == http::Method::Other || method == http::Method::Connect) return true; // 501, as serve()
     if (http::normalizePath(rawPath, pathScratch) != http::PathError::None) return false;
     const std::size_t vh = ctx.router.selectVhost(host, ctx.localPort);
     const auto kind = ctx.router.match(vh, method, pathScratch).kind;

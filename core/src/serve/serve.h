@@ -81,7 +81,7 @@ bool streamsRequestBody(const Context& ctx, http::Method method, std::string_vie
 
 /// Whether a request known by its head only is refused whatever its body (RFC 9110 §10.1.1: the
 /// answer to "Expect: 100-continue" is then the final status, and the body is never read): an
-/// unimplemented method (501), no route for the path (404) or for the method (405), or a method
+/// unimplemented method or CONNECT (501), no route for the path (404) or for the method (405), or a method
 /// other than GET/HEAD/OPTIONS on a vhost's static root (405). A path that does not normalise is
 /// left to serve() (false). `pathScratch` is overwritten.
 bool refusedByHead(const Context& ctx, http::Method method, std::string_view rawPath, std::string_view host,
