@@ -22,6 +22,7 @@
 #include <QMenu>
 #include <QPlainTextEdit>
 #include <QProcessEnvironment>
+#include <QPushButton>
 #include <QRandomGenerator>
 #include <QStandardPaths>
 #include <QTableWidget>
@@ -413,6 +414,44 @@ private slots:
         closing.start();
         inspector.reset();
         QVERIFY2(closing.elapsed() < 2000, qPrintable(QString::number(closing.elapsed())));
+    }
+
+    // While a resend waits, the Resend button reads "Cancel resend" and ends it at once; the
+    // Compare tab says so, and the button resends again afterwards.
+    void resendButtonCancelsAWaitingResend() {
+        test::StuckListener stuck;
+        QVERIFY(stuck.port());
+        capture::Exchange e;
+        e.method = "GET";
+        e.scheme = "http";
+        e.authority = "127.0.0.1";
+        e.target = "/json";
+        e.requestHeaders = {{"Host", "127.0.0.1"}};
+        InspectorWidget inspector(nullptr);
+        inspector.showExchange(e);
+        auto* button = inspector.findChild<QPushButton*>("inspectorResend");
+        QVERIFY(button);
+        capture::ReplayOptions to;
+        to.baseUrl = "http://127.0.0.1:" + std::to_string(stuck.port());
+        QSignalSpy finished(&inspector, &InspectorWidget::resendFinished);
+        QVERIFY(inspector.resendWith(to));
+        QCOMPARE(button->text(), QString("Cancel resend"));
+        QVERIFY(button->isEnabled());
+        QTest::qWait(200);
+        QVERIFY(inspector.isResending());
+        QElapsedTimer waited;
+        waited.start();
+        QTest::mouseClick(button, Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 3000);
+        QVERIFY2(waited.elapsed() < 3000,
+                 qPrintable(QString::number(waited.elapsed()))); // not the 10 s timeout
+        QCOMPARE(finished.front().front().toBool(), false);
+        QVERIFY(!inspector.isResending());
+        QCOMPARE(inspector.lastResend()->error, std::string("cancelled"));
+        auto* summary = inspector.findChild<QLabel*>("inspectorCompareSummary");
+        QVERIFY(summary);
+        QVERIFY2(summary->text().contains("cancelled"), qPrintable(summary->text()));
+        QCOMPARE(button->text(), QString("Resend"));
     }
 
     void binaryBodiesKeepTheByteSummary() {

@@ -175,7 +175,13 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     copyMenu->addAction(tr("Copy as HTTPie"), this, &InspectorWidget::copyAsHttpie)
         ->setObjectName("inspectorCopyHttpie");
     m_copyMore->setMenu(copyMenu);
-    connect(m_resend, &QPushButton::clicked, this, &InspectorWidget::resend);
+    // While a resend waits, the same button cancels it.
+    connect(m_resend, &QPushButton::clicked, this, [this] {
+        if (m_thread)
+            cancelResend();
+        else
+            resend();
+    });
     connect(m_edit, &QPushButton::clicked, this, &InspectorWidget::editAndResend);
     auto bar = new QHBoxLayout;
     bar->addWidget(m_summary, 1);
@@ -568,7 +574,8 @@ void InspectorWidget::updateActions() {
     // A refused exchange (no request line was read) has nothing to resend.
     const bool canResend = have && !m_exchange->method.empty() && !m_exchange->target.empty() && !m_thread &&
                            !resendTarget().isEmpty();
-    m_resend->setEnabled(canResend);
+    m_resend->setText(m_thread ? tr("Cancel resend") : tr("Resend"));
+    m_resend->setEnabled(canResend || (m_thread && !m_cancel->cancelled()));
     m_edit->setEnabled(canResend);
 }
 
@@ -622,6 +629,13 @@ bool InspectorWidget::resendWith(const capture::ReplayOptions& overrides) {
     return true;
 }
 
+void InspectorWidget::cancelResend() {
+    if (!m_thread || m_cancel->cancelled()) return;
+    m_cancel->cancel(); // the resend closes its socket and returns at once
+    m_compareSummary->setText(tr("Cancelling…"));
+    updateActions();
+}
+
 void InspectorWidget::onResendDone() {
     m_thread->deleteLater();
     m_thread = nullptr;
@@ -638,7 +652,9 @@ void InspectorWidget::showCompare() {
     m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), true);
     const auto& r = *m_resent;
     if (!r.ok()) {
-        m_compareSummary->setText(tr("Resend to %1 failed: %2").arg(m_resentTo, qs(r.error)));
+        m_compareSummary->setText(r.error == "cancelled"
+                                      ? tr("Resend to %1 cancelled.").arg(m_resentTo)
+                                      : tr("Resend to %1 failed: %2").arg(m_resentTo, qs(r.error)));
         m_compare->setRowCount(0);
         m_compareDiff->clear();
         m_compareDiff->hide();

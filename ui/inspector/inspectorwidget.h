@@ -89,6 +89,9 @@ public slots:
     /// is in.
     bool resend();
     bool resendWith(const capture::ReplayOptions& overrides);
+    /// Ends a resend that still waits (connect, handshake, answer); the Compare tab then says it
+    /// was cancelled. The Resend button does this while a resend runs ("Cancel resend").
+    void cancelResend();
     void editAndResend();
 
 signals:
