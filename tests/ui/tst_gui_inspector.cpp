@@ -391,17 +391,23 @@ private slots:
         QVERIFY(bodyRow);
     }
 
-    // Closing the inspector while a resend waits (here for a connect that never completes, 10 s
-    // allowed) cancels it instead of waiting for its timeout.
-    void closingCancelsAResend() {
-        test::StuckListener stuck;
-        QVERIFY(stuck.port());
+    // GET /json on 127.0.0.1: what the resend tests send to a listener that never answers.
+    static capture::Exchange getJson() {
         capture::Exchange e;
         e.method = "GET";
         e.scheme = "http";
         e.authority = "127.0.0.1";
         e.target = "/json";
         e.requestHeaders = {{"Host", "127.0.0.1"}};
+        return e;
+    }
+
+    // Closing the inspector while a resend waits (here for a connect that never completes, 10 s
+    // allowed) cancels it instead of waiting for its timeout.
+    void closingCancelsAResend() {
+        test::StuckListener stuck;
+        QVERIFY(stuck.port());
+        const capture::Exchange e = getJson();
         auto inspector = std::make_unique<InspectorWidget>(nullptr);
         inspector->showExchange(e);
         capture::ReplayOptions to;
@@ -421,12 +427,7 @@ private slots:
     void resendButtonCancelsAWaitingResend() {
         test::StuckListener stuck;
         QVERIFY(stuck.port());
-        capture::Exchange e;
-        e.method = "GET";
-        e.scheme = "http";
-        e.authority = "127.0.0.1";
-        e.target = "/json";
-        e.requestHeaders = {{"Host", "127.0.0.1"}};
+        const capture::Exchange e = getJson();
         InspectorWidget inspector(nullptr);
         inspector.showExchange(e);
         auto* button = inspector.findChild<QPushButton*>("inspectorResend");

@@ -236,8 +236,8 @@ private slots:
                                         << "app.test"
                                         << "/hello" << true;
         QTest::newRow("CONNECT (501 from its head)") << "CONNECT"
-                                                      << "app.test"
-                                                      << "/hello" << true;
+                                                     << "app.test"
+                                                     << "/hello" << true;
         QTest::newRow("no route") << "POST"
                                   << "app.test"
                                   << "/nowhere" << true;

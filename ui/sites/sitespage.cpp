@@ -864,10 +864,7 @@ void SitesPage::commitForm() {
         auto& f = m_routeFields;
         r.kind = kKinds[qBound(0, m_kind->currentIndex(), 5)];
         r.path = s(text(f, "path"));
-        // As the reader sets it from `path:` or `location:` (messages and labels quote it).
-        static constexpr const char* kModifiers[] = {"", "= ", "", "^~ ", "~ ", "~* "};
-        static_assert(int(config::MatchKind::RegexCaseless) == 5);
-        r.spec = kModifiers[int(r.kind)] + r.path;
+        r.spec = config::matchSpec(r.kind, r.path); // as the reader sets it (messages and labels quote it)
         r.name = s(text(f, "name"));
         r.methods = 0;
         for (int i = 0; i < m_methods.size(); ++i)

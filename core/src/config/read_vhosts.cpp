@@ -3,6 +3,7 @@
 #include "reader_impl.h"
 
 #include <portico/config/pattern.h>
+#include <portico/config/writer.h>
 
 #include <arpa/inet.h>
 
@@ -47,21 +48,6 @@ std::string joinPrefix(const std::string& prefix, const std::string& path, Match
     if (path == "/" && (kind == MatchKind::Pattern || kind == MatchKind::Exact))
         return base.empty() ? "/" : base;
     return base + path;
-}
-
-std::string_view kindModifier(MatchKind k) {
-    switch (k) {
-    case MatchKind::Exact:
-        return "= ";
-    case MatchKind::PrefixNoRegex:
-        return "^~ ";
-    case MatchKind::Regex:
-        return "~ ";
-    case MatchKind::RegexCaseless:
-        return "~* ";
-    default:
-        return "";
-    }
 }
 
 constexpr std::uint32_t kAllMethods = [] {
@@ -250,7 +236,7 @@ bool Reader::parseMatch(const Entry& e, const GroupContext& group, Route& r, Rou
     }
     r.kind = kind;
     r.path = path;
-    r.spec = group.depth > 0 ? std::string(kindModifier(kind)) + path : *spec;
+    r.spec = group.depth > 0 ? matchSpec(kind, path) : *spec;
     return true;
 }
 

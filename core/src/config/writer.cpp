@@ -88,26 +88,8 @@ std::string methodsText(std::uint32_t mask, std::vector<std::string>& out) {
 
 // The route's `path:` or `location:` key, with its nginx modifier.
 void emitMatch(YAML::Emitter& out, const Route& r) {
-    switch (r.kind) {
-    case MatchKind::Pattern:
-        out << YAML::Key << "path" << YAML::Value << r.path;
-        break;
-    case MatchKind::Exact:
-        out << YAML::Key << "path" << YAML::Value << "= " + r.path;
-        break;
-    case MatchKind::Prefix:
-        out << YAML::Key << "location" << YAML::Value << r.path;
-        break;
-    case MatchKind::PrefixNoRegex:
-        out << YAML::Key << "location" << YAML::Value << "^~ " + r.path;
-        break;
-    case MatchKind::Regex:
-        out << YAML::Key << "location" << YAML::Value << "~ " + r.path;
-        break;
-    case MatchKind::RegexCaseless:
-        out << YAML::Key << "location" << YAML::Value << "~* " + r.path;
-        break;
-    }
+    const bool path = r.kind == MatchKind::Pattern || r.kind == MatchKind::Exact;
+    out << YAML::Key << (path ? "path" : "location") << YAML::Value << matchSpec(r.kind, r.path);
 }
 
 void emitRespond(YAML::Emitter& out, const RespondAction& rs, const fs::path& base) {
@@ -384,6 +366,23 @@ std::string formatDuration(Duration d) {
         for (const auto& [unit, name] : kUnits)
             if (ns % unit == 0) return std::to_string(ns / unit) + name;
     return std::to_string(ns) + "ns";
+}
+
+std::string matchSpec(MatchKind kind, const std::string& path) {
+    switch (kind) {
+    case MatchKind::Exact:
+        return "= " + path;
+    case MatchKind::PrefixNoRegex:
+        return "^~ " + path;
+    case MatchKind::Regex:
+        return "~ " + path;
+    case MatchKind::RegexCaseless:
+        return "~* " + path;
+    case MatchKind::Pattern:
+    case MatchKind::Prefix:
+        break;
+    }
+    return path;
 }
 
 std::string configToYaml(const Config& c, const std::string& baseDir) {

@@ -14,6 +14,11 @@ namespace portico::config {
 /// kept.
 std::string configToYaml(const Config& config, const std::string& baseDir);
 
+/// A route's match as written after `path:` (Pattern, Exact) or `location:` (the others): the
+/// nginx modifier of `kind` ("= ", "^~ ", "~ ", "~* "; none for Pattern and Prefix), then `path`.
+/// Route::spec holds this for a route read from a file.
+std::string matchSpec(MatchKind kind, const std::string& path);
+
 /// Writes configToYaml(config, directory of `path`) to `path` atomically (a temporary file in the
 /// same folder, then rename). False with `error` ("portico.yaml: Permission denied") on failure,
 /// leaving the old file in place.
