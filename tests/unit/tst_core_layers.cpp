@@ -1,8 +1,9 @@
 // The core's folders depend on each other one way (shared/DESIGN.md, "layout v2"; the core
 // redesign issue): read from every #include under core/src and core/include/portico,
 // - no file in a bottom folder (http, config, io, tls, http1, http2, client) includes anything
-//   from a top one (net, server, serve, proxy, capture, load, validate, engine);
-// - no two folders include each other, directly or through others (no cycle).
+//   from a top one (server, serve, proxy, capture, load, validate, engine);
+// - every include points down the order docs/architecture.md gives (kOrder), so no two folders
+//   include each other, directly or through others (no cycle).
 // Edges the redesign has not removed yet are listed in kPending with the reason; an edge missing
 // from the list fails, and so does a listed edge that is gone (take it off the list).
 #include "test_support.h"
@@ -20,11 +21,26 @@ namespace {
 const QSet<QString> kBottom = {"http", "config", "io", "tls", "http1", "http2", "client"};
 // validate sits above the modules whose checks it calls (routing, tls, capture, http1) and below
 // engine; as a top folder, nothing at the bottom may include it.
-const QSet<QString> kTop = {"net", "server", "serve", "proxy", "capture", "load", "validate", "engine"};
+const QSet<QString> kTop = {"server", "serve", "proxy", "capture", "load", "validate", "engine"};
+
+// The folders bottom to top (docs/architecture.md, "Which folder may include which"): a file may
+// include from its own folder and from folders earlier in this list, never from a later one.
+// Folders on one line share a rank and include nothing from each other.
+const QList<QStringList> kOrder = {
+    {"http"},     {"config"},  {"tls"}, {"io"},    {"http1", "http2"}, {"client"}, {"stats", "routing"},
+    {"handlers"}, {"capture"}, {"ws"},  {"proxy"}, {"serve"},          {"server"}, {"load"},
+    {"validate"}, {"engine"},
+};
+
+int rankOf(const QString& folder) {
+    for (int i = 0; i < kOrder.size(); ++i)
+        if (kOrder[i].contains(folder)) return i;
+    return -1;
+}
 
 // Folder edges (from → to) still to remove, and why they exist today.
 // None today: the WebSocket session and the proxy tunnel reach their worker through
-// io::SessionHost, so net/ (the sessions, workers) only includes ws/ and proxy/, never the reverse.
+// io::SessionHost, so server/ (the sessions, workers) only includes ws/ and proxy/, never the reverse.
 const QMap<QString, QString> kPending = {};
 
 // The folder a core file belongs to.
@@ -123,6 +139,35 @@ private slots:
                     for (const QString& w : where)
                         if (w.endsWith(' ' + it.key() + "->" + to)) cycles << w + " (on a cycle)";
         QVERIFY2(cycles.isEmpty(), qPrintable(cycles.join('\n')));
+    }
+
+    // Every folder of core/ has a place in kOrder, and every include points down it.
+    void includesFollowTheOrder() {
+        QStringList where;
+        const auto edges = folderEdges(core_, where);
+        QStringList unplaced, upward;
+        for (const QString& d : QDir(core_.path() + "/src").entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+            if (rankOf(d) < 0) unplaced << d;
+        QVERIFY2(unplaced.isEmpty(), qPrintable("folders missing from kOrder: " + unplaced.join(", ")));
+        int checked = 0;
+        for (auto it = edges.begin(); it != edges.end(); ++it)
+            for (const QString& to : it.value()) {
+                ++checked;
+                if (rankOf(to) < rankOf(it.key())) continue;
+                for (const QString& w : where)
+                    if (w.endsWith(' ' + it.key() + "->" + to)) upward << w;
+            }
+        QVERIFY(checked >= 50); // the include pattern finds the edges
+        QVERIFY2(upward.isEmpty(), qPrintable("includes against the order:\n" + upward.join('\n')));
+    }
+
+    // The server's workers, listeners and sessions live in server/; net/ (which was both the
+    // bottom and the top layer) is gone.
+    void serverHoldsTheWorkersAndSessions() {
+        QVERIFY(!core_.exists("src/net"));
+        for (const char* f : {"src/server/worker.h", "src/server/snapshot.h", "src/server/connection.h",
+                              "src/server/h2_connection.h", "src/server/access_log.h"})
+            QVERIFY2(core_.exists(f), f);
     }
 
     // The new folders of the redesign exist and hold what moved there.

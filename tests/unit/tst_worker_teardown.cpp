@@ -5,8 +5,8 @@
 //   handlers after the members declared after it were gone.
 // - A listener closed twice before its posted erase runs is erased once; one closed before
 //   start() gets no accept (its erase ran first and the accept's completion used the freed entry).
-#include "net/snapshot.h"
-#include "net/worker.h"
+#include "server/snapshot.h"
+#include "server/worker.h"
 
 #include <QtTest>
 
@@ -26,15 +26,15 @@ class TestWorkerTeardown : public QObject {
 
 private slots:
     void queuedHandlersDieWhileTheWorkerIsWhole() {
-        net::SnapshotSlot slot; // empty: nothing here reads a snapshot
-        auto worker = std::make_unique<net::Worker>(0, slot, nullptr);
+        server::SnapshotSlot slot; // empty: nothing here reads a snapshot
+        auto worker = std::make_unique<server::Worker>(0, slot, nullptr);
         {
             io::IoBuffer warm = worker->buffers().acquire(); // the pool's free list gets storage
             worker->buffers().release(warm);
         }
         // What ~Connection does: give buffers back to the pool and count itself out.
         struct Probe {
-            net::Worker* worker;
+            server::Worker* worker;
             int* destroyed;
             ~Probe() {
                 io::IoBuffer b = worker->buffers().acquire();
@@ -55,8 +55,8 @@ private slots:
     }
 
     void listenerClosedTwiceBeforeStart() {
-        net::SnapshotSlot slot;
-        net::Worker worker(0, slot, nullptr);
+        server::SnapshotSlot slot;
+        server::Worker worker(0, slot, nullptr);
         std::string error;
         const std::uint16_t port = worker.openListener("127.0.0.1", 0, error);
         QVERIFY2(port != 0, error.c_str());

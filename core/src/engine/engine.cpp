@@ -5,9 +5,9 @@
 #include "capture/collector.h"
 #include "client/connect.h"
 #include "handlers/live_reload.h"
-#include "net/access_log.h"
-#include "net/snapshot.h"
-#include "net/worker.h"
+#include "server/access_log.h"
+#include "server/snapshot.h"
+#include "server/worker.h"
 #include "tls/server_tls.h"
 #include "ws/hub.h"
 
@@ -139,10 +139,10 @@ struct Engine::Impl {
         std::string note;                   // said once by the CLI and GUI (IPv6 loopback missing)
     };
 
-    net::SnapshotSlot slot;
-    std::vector<std::unique_ptr<net::Worker>> workers;
+    server::SnapshotSlot slot;
+    std::vector<std::unique_ptr<server::Worker>> workers;
     std::vector<BoundListener> listeners;
-    std::shared_ptr<net::AccessLogger> log;
+    std::shared_ptr<server::AccessLogger> log;
     mutable std::mutex mutex; // guards listeners, running, publish
     Counters finalCounters;   // totals of the workers of the last run, kept after stop()
     bool running = false;
@@ -182,9 +182,9 @@ struct Engine::Impl {
     }
 
     /// The snapshot for `config` whose listeners are bound as `bound` (same order as config->listen).
-    std::shared_ptr<net::Snapshot> snapshot(std::shared_ptr<const config::Config> config,
+    std::shared_ptr<server::Snapshot> snapshot(std::shared_ptr<const config::Config> config,
                                             const std::vector<BoundListener>& bound, std::string& error) {
-        auto snap = std::make_shared<net::Snapshot>(config);
+        auto snap = std::make_shared<server::Snapshot>(config);
         snap->hub = hub;
         for (std::size_t i = 0; i < config->listen.size(); ++i) {
             const auto& l = config->listen[i];
@@ -252,7 +252,7 @@ struct Engine::Impl {
     bool openOnAll(const std::string& host, std::uint16_t port, std::uint16_t& bound, std::string& error) {
         if (port != 0 && !portIsFree(host, port, error)) return false;
         bound = port;
-        std::vector<net::Worker*> opened;
+        std::vector<server::Worker*> opened;
         for (auto& w : workers) {
             std::uint16_t got = 0;
             w->runSync([&] { got = w->openListener(host, bound, error); });
@@ -284,17 +284,17 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
     }
     if (config->accessLog.format != config::AccessLog::Format::Off) {
         d_->log =
-            std::make_shared<net::AccessLogger>(config->accessLog.format, config->accessLog.path, error);
+            std::make_shared<server::AccessLogger>(config->accessLog.format, config->accessLog.path, error);
         if (!d_->log->ok()) {
             d_->log.reset();
             return false;
         }
     }
     // Workers read limits from the slot while listeners open; the TLS contexts come after.
-    d_->slot.publish(std::make_shared<const net::Snapshot>(config));
+    d_->slot.publish(std::make_shared<const server::Snapshot>(config));
     unsigned n = config->workers ? config->workers : std::max(1u, std::thread::hardware_concurrency());
     for (unsigned i = 0; i < n; ++i)
-        d_->workers.push_back(std::make_unique<net::Worker>(i, d_->slot, d_->log));
+        d_->workers.push_back(std::make_unique<server::Worker>(i, d_->slot, d_->log));
     auto fail = [&] {
         d_->workers.clear();
         d_->listeners.clear();

@@ -1,12 +1,12 @@
 // HTTP/2 server connection on nghttp2 (RFC 9113): frames in through mem_recv, out through
 // mem_send into one buffer that is written once per loop turn.
-#include "net/h2_connection.h"
-#include "net/h2_stream.h"
+#include "server/h2_connection.h"
+#include "server/h2_stream.h"
 
 #include "capture/hooks.h"
 #include "io/drained.h"
 #include "io/transport.h"
-#include "net/worker.h"
+#include "server/worker.h"
 #include "proxy/h2_upstream.h"
 #include "serve/serve.h"
 #include "tls/socket_bio.h"
@@ -28,7 +28,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-namespace portico::net {
+namespace portico::server {
 namespace asio = boost::asio;
 
 namespace {
@@ -924,4 +924,4 @@ void H2Connection::abort() {
 
 // ---- capture (only with capture on) ----
 
-} // namespace portico::net
+} // namespace portico::server

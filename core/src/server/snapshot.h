@@ -17,7 +17,7 @@ namespace portico::ws {
 class Hub;
 }
 
-namespace portico::net {
+namespace portico::server {
 
 struct Snapshot {
     explicit Snapshot(std::shared_ptr<const config::Config> c) : config(std::move(c)), router(*config) {}
@@ -48,4 +48,4 @@ struct SnapshotSlot {
     }
 };
 
-} // namespace portico::net
+} // namespace portico::server

@@ -1,12 +1,12 @@
 // The HTTP/1.1 connection's side of a proxied exchange (proxy::Sink): starting the forward,
 // streaming a request body upstream as it arrives (bounded by kUploadHighWater), and writing the
 // upstream's response back (Content-Length or chunked, trailers, upgrades to a tunnel).
-#include "net/connection.h"
+#include "server/connection.h"
 
 #include "capture/hooks.h"
 #include "io/drained.h"
 #include "io/transport.h"
-#include "net/worker.h"
+#include "server/worker.h"
 #include "proxy/tunnel.h"
 #include "serve/serve.h"
 
@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <charconv>
 
-namespace portico::net {
+namespace portico::server {
 namespace asio = boost::asio;
 
 namespace {
@@ -467,4 +467,4 @@ bool Connection::pumpProxy() {
     return true;
 }
 
-} // namespace portico::net
+} // namespace portico::server

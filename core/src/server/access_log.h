@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace portico::net {
+namespace portico::server {
 
 /// The fields of one access-log line, copied out of the request when logging is on.
 struct AccessRecord {
@@ -62,4 +62,4 @@ private:
     std::thread thread_;
 };
 
-} // namespace portico::net
+} // namespace portico::server

@@ -1,14 +1,14 @@
 // RFC 9113 stream-state rules nghttp2 leaves out with RFC 7540 priorities off: feed() walks the
 // frame heads before nghttp2 sees them (frames on closed streams, HEADERS below an opened id,
 // PRIORITY on stream 0 or on itself), and the reset budgets (Rapid Reset, MadeYouReset).
-#include "net/h2_connection.h"
-#include "net/h2_stream.h"
+#include "server/h2_connection.h"
+#include "server/h2_stream.h"
 
-#include "net/worker.h"
+#include "server/worker.h"
 
 #include <nghttp2/nghttp2.h>
 
-namespace portico::net {
+namespace portico::server {
 
 namespace {
 // A frame head's fields (RFC 9113 §4.1): 24-bit length, type, 31-bit stream id; `at` 9 reads the
@@ -141,4 +141,4 @@ int H2Connection::enhanceYourCalm() {
     return NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
-} // namespace portico::net
+} // namespace portico::server

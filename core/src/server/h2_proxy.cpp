@@ -1,15 +1,15 @@
 // A proxied HTTP/2 stream: starting the forward, and the stream's proxy::Sink, which hands the
 // upstream's head, body, trailers and resets to nghttp2 with backpressure.
-#include "net/h2_connection.h"
-#include "net/h2_stream.h"
+#include "server/h2_connection.h"
+#include "server/h2_stream.h"
 
 #include "capture/hooks.h"
-#include "net/worker.h"
+#include "server/worker.h"
 #include "proxy/h2_upstream.h"
 
 #include <nghttp2/nghttp2.h>
 
-namespace portico::net {
+namespace portico::server {
 
 void H2Connection::startProxy(Stream& s, const http::Request& req) {
     auto sink = std::make_unique<ProxySink>();
@@ -144,4 +144,4 @@ void H2Connection::ProxySink::onUpstreamError(int status, const std::string& mes
     c->flush();
 }
 
-} // namespace portico::net
+} // namespace portico::server

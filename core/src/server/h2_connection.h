@@ -4,7 +4,7 @@
 
 #include "io/io_buffer.h"
 #include "io/session.h"
-#include "net/connection.h"
+#include "server/connection.h"
 #include "proxy/proxy_exchange.h"
 
 #include <portico/http/message.h>
@@ -28,7 +28,7 @@ namespace portico::tls {
 struct SocketBioState;
 }
 
-namespace portico::net {
+namespace portico::server {
 
 class Worker;
 
@@ -140,4 +140,4 @@ private:
     bool bodyTimedOut_ = false; // a stream was answered 408 by body_timeout (onResponseEnd looks)
 };
 
-} // namespace portico::net
+} // namespace portico::server

@@ -5,8 +5,8 @@
 #include "io/io_buffer.h"
 #include "io/session.h"
 #include "io/slot_allocator.h"
-#include "net/access_log.h"
-#include "net/snapshot.h"
+#include "server/access_log.h"
+#include "server/snapshot.h"
 
 #include <portico/handlers/dispatch.h>
 #include <portico/http/message.h>
@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-namespace portico::net {
+namespace portico::server {
 
 class Connection;
 using io::Session;
@@ -190,4 +190,4 @@ private:
     std::string timing_;
 };
 
-} // namespace portico::net
+} // namespace portico::server

@@ -31,7 +31,7 @@ struct WsCapture;
 struct WsCaptureDeleter;
 } // namespace portico::capture
 
-namespace portico::net {
+namespace portico::server {
 
 class Worker;
 
@@ -210,4 +210,4 @@ private:
     bool writeWaiting_ : 1 = false; // an async_wait for writability is pending
 };
 
-} // namespace portico::net
+} // namespace portico::server

@@ -1,11 +1,11 @@
 // HTTP/1.1 connection state machine: non-blocking reads, pipelined dispatch, batched writes, sendfile.
-#include "net/connection.h"
+#include "server/connection.h"
 #include "io/drained.h"
 
 #include "capture/hooks.h"
 #include "io/transport.h"
-#include "net/h2_connection.h"
-#include "net/worker.h"
+#include "server/h2_connection.h"
+#include "server/worker.h"
 #include "proxy/tunnel.h"
 #include "serve/serve.h"
 #include "tls/server_tls.h"
@@ -27,7 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-namespace portico::net {
+namespace portico::server {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
@@ -823,4 +823,4 @@ void Connection::abort() {
     }
 }
 
-} // namespace portico::net
+} // namespace portico::server

@@ -1,7 +1,7 @@
 // Worker thread, SO_REUSEPORT listeners, the coarse clock/Date ticker and drain.
-#include "net/worker.h"
+#include "server/worker.h"
 
-#include "net/connection.h"
+#include "server/connection.h"
 #include "proxy/proxy_exchange.h"
 
 #include <boost/asio/ip/v6_only.hpp>
@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-namespace portico::net {
+namespace portico::server {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
@@ -263,4 +263,4 @@ void Worker::unlink(Session* c) {
     counters_.open.fetch_sub(1, std::memory_order_relaxed);
 }
 
-} // namespace portico::net
+} // namespace portico::server

@@ -1,11 +1,11 @@
 // The capture side of the HTTP/1.1 connection, kept apart from its state machine: building the
 // record of an exchange from what the connection has, statistics and Server-Timing.
 #include "capture/hooks.h"
-#include "net/connection.h"
-#include "net/worker.h"
+#include "server/connection.h"
+#include "server/worker.h"
 #include "ws/upgrade.h"
 
-namespace portico::net {
+namespace portico::server {
 
 void Connection::captureStart() {
     const Snapshot& snap = worker_.snapshot();
@@ -149,4 +149,4 @@ void Connection::finishProxied(std::string_view error, capture::WsCapturePtr* ws
     cc.resetRequest();
 }
 
-} // namespace portico::net
+} // namespace portico::server

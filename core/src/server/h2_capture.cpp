@@ -1,13 +1,13 @@
 // Capture of HTTP/2 exchanges: the statistics reading and the record of each stream.
-#include "net/h2_connection.h"
-#include "net/h2_stream.h"
+#include "server/h2_connection.h"
+#include "server/h2_stream.h"
 
 #include "capture/hooks.h"
-#include "net/worker.h"
+#include "server/worker.h"
 
 #include <nghttp2/nghttp2.h>
 
-namespace portico::net {
+namespace portico::server {
 
 std::int64_t H2Connection::captureStats(Stream& s) {
     const std::int64_t now = capture::nowNs();
@@ -92,4 +92,4 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     s.capHeadNs = -1;
 }
 
-} // namespace portico::net
+} // namespace portico::server

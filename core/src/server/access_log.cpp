@@ -1,12 +1,12 @@
 // Access-log formatting (CLF / JSON lines) and the writer thread.
-#include "net/access_log.h"
+#include "server/access_log.h"
 #include <portico/http/json_text.h>
 
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 
-namespace portico::net {
+namespace portico::server {
 namespace {
 
 // Request fields come from the wire and need not be UTF-8.
@@ -195,4 +195,4 @@ void AccessLogger::run() {
     }
 }
 
-} // namespace portico::net
+} // namespace portico::server

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "capture/hooks.h"
-#include "net/h2_connection.h"
+#include "server/h2_connection.h"
 #include "proxy/proxy_exchange.h"
 
 #include <portico/http/message.h>
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace portico::net {
+namespace portico::server {
 
 // A proxied stream's side of proxy::Exchange: body bytes wait in `pending` until nghttp2 pulls
 // them (readBody); the exchange pauses while more than kProxyHighWater bytes wait.
@@ -132,4 +132,4 @@ struct H2Connection::Stream {
     std::unique_ptr<capture::GrpcCapture> capGrpc; // a gRPC call's messages
 };
 
-} // namespace portico::net
+} // namespace portico::server
