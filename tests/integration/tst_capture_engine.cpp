@@ -11,6 +11,7 @@
 #include <portico/engine/engine.h>
 #include <portico/validate/load.h>
 
+#include <QDir>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -107,6 +108,17 @@ private slots:
         std::string error;
         QVERIFY2(engine_.start(cfg, error), error.c_str());
         port_ = engine_.endpoints().front().port;
+    }
+
+    // The engine's threads carry names (top -H, perf, gdb): one per worker and the collector's.
+    void threadsAreNamed() {
+        QStringList names;
+        for (const QString& tid : QDir("/proc/self/task").entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+            QFile comm("/proc/self/task/" + tid + "/comm");
+            if (comm.open(QIODevice::ReadOnly)) names << QString::fromUtf8(comm.readAll()).trimmed();
+        }
+        QVERIFY2(names.contains("portico-w0"), qPrintable(names.join(", ")));
+        QVERIFY2(names.contains("portico-capture"), qPrintable(names.join(", ")));
     }
 
     // A request refused after its request line was read (413 for a Content-Length above the limit,

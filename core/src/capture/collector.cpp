@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <iterator>
+#include <pthread.h>
 
 namespace portico::capture {
 
 namespace {
-constexpr auto kPeriod = std::chrono::milliseconds(50);
-constexpr auto kCommitEvery = std::chrono::milliseconds(250);
+constexpr auto kCommitEvery = std::chrono::milliseconds(250); // the dropped-records count
+// The session file's transactions: the drains between two commits share one (a commit per drain
+// rewrote the same B-tree pages each time once drains came every few milliseconds).
+constexpr auto kStoreCommitEvery = std::chrono::milliseconds(50);
 // Records taken from one ring per drain: small enough that a commit (and the count of records the
 // rings dropped) is never more than a fraction of a second old, even when the store is slower
 // than the traffic (then the rings drop, and say so, instead of the file falling behind).
@@ -135,11 +138,16 @@ Collector::~Collector() { stop(); }
 
 void Collector::start(std::vector<Recorder*> recorders) {
     recorders_ = std::move(recorders);
+    for (auto* rec : recorders_)
+        rec->setWaker(this);
     stop_ = false;
     final_.reset();
     lastCommit_ = std::chrono::steady_clock::now();
     lastTickUnix_ = unixNowNs() / 1'000'000'000;
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        pthread_setname_np(pthread_self(), "portico-capture");
+        run();
+    });
 }
 
 void Collector::stop() {
@@ -150,6 +158,8 @@ void Collector::stop() {
     }
     cv_.notify_all();
     thread_.join();
+    for (auto* rec : recorders_)
+        rec->setWaker(nullptr);
     {
         std::lock_guard d(drainMutex_);
         drain();
@@ -158,7 +168,7 @@ void Collector::stop() {
             for (auto* rec : recorders_)
                 dropped += rec->dropped();
             store_->setMeta("dropped_records", std::to_string(dropped));
-            if (!store_->commit()) storeError_ = store_->error();
+            if (!commitStore()) storeError_ = store_->error();
         }
     }
     auto r = compute();
@@ -170,15 +180,41 @@ void Collector::stop() {
     recorders_.clear();
 }
 
+std::chrono::nanoseconds Collector::nextWait(double fullestShare, std::chrono::nanoseconds interval,
+                                             std::chrono::nanoseconds previous) {
+    const std::chrono::nanoseconds shortest = kMinWait;
+    const std::chrono::nanoseconds longest =
+        std::clamp<std::chrono::nanoseconds>(2 * previous, shortest, kMaxWait);
+    if (!(fullestShare > 0)) return longest;
+    const double ns = 0.25 * static_cast<double>(interval.count()) / fullestShare;
+    if (ns >= static_cast<double>(longest.count())) return longest;
+    if (ns <= static_cast<double>(shortest.count())) return shortest;
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
+}
+
+void Collector::ringHalfFull() {
+    // Without mutex_ (a worker must not wait on readers): a wake-up that lands between the wait's
+    // check and its sleep is lost, and that drain comes when the wait ends instead.
+    woken_.store(true);
+    cv_.notify_one();
+}
+
 void Collector::run() {
     bool more = false;
+    std::chrono::nanoseconds wait = kMaxWait;
+    auto lastDrain = std::chrono::steady_clock::now();
     for (;;) {
         {
             std::unique_lock lock(mutex_);
-            if (more ? stop_ : cv_.wait_for(lock, kPeriod, [&] { return stop_; })) return;
+            if (!more) cv_.wait_for(lock, wait, [&] { return stop_ || woken_.load(); });
+            if (stop_) return;
+            woken_.store(false);
         }
         std::lock_guard d(drainMutex_);
+        const auto now = std::chrono::steady_clock::now();
         more = drain();
+        wait = nextWait(fullestShare_, now - lastDrain, wait);
+        lastDrain = now;
         const std::int64_t sec = unixNowNs() / 1'000'000'000;
         if (sec != lastTickUnix_) {
             tickSeries();
@@ -190,7 +226,7 @@ void Collector::run() {
                 dropped += rec->dropped();
             // Records dropped this run (rings full), committed with the records they sit between.
             store_->setMeta("dropped_records", std::to_string(dropped));
-            if (!store_->commit()) {
+            if (!commitStore()) {
                 std::lock_guard lock(mutex_);
                 storeError_ = store_->error();
             }
@@ -203,8 +239,17 @@ void Collector::run() {
 void Collector::drainNow() {
     std::lock_guard d(drainMutex_);
     drain();
-    if (store_) store_->commit();
+    if (store_) commitStore();
     maybeEvict();
+}
+
+bool Collector::commitStore() {
+    if (!store_->commit()) return false;
+    lastStoreCommit_ = std::chrono::steady_clock::now();
+    committedId_ = appendedId_;
+    if (!storeOldest_.load(std::memory_order_relaxed) && firstAppendedId_)
+        storeOldest_.store(firstAppendedId_, std::memory_order_relaxed);
+    return true;
 }
 
 void Collector::maybeEvict() {
@@ -232,6 +277,7 @@ bool Collector::takeFromRings(std::vector<Stored>& batch,
                               std::vector<std::pair<unsigned, Completion>>& completions,
                               std::vector<std::pair<unsigned, FullRecord>>& fulls) {
     bool more = false;
+    fullestShare_ = 0;
     for (auto* rec : recorders_) {
         Ring* ring = rec->ringForReader();
         if (!ring) continue;
@@ -246,7 +292,10 @@ bool Collector::takeFromRings(std::vector<Stored>& batch,
                 st.id = (static_cast<std::uint64_t>(w) << 48) | h.seq; // renumbered below
             },
             kDrainBatch);
-        if (batch.size() - before == kDrainBatch) more = true;
+        const std::size_t taken = batch.size() - before;
+        if (taken == kDrainBatch) more = true;
+        fullestShare_ =
+            std::max(fullestShare_, static_cast<double>(taken) / static_cast<double>(ring->capacity()));
         if (auto* c = rec->completionsForReader())
             c->drain([&](const Completion& x) { completions.emplace_back(w, x); });
         if (auto* f = rec->fullForReader())
@@ -371,9 +420,11 @@ bool Collector::drain() {
     bool ok = store_->append(rows);
     for (const auto& e : rewrites)
         ok = store_->update(e) && ok;
-    ok = store_->commit() && ok;
-    if (ok && !storeOldest_.load(std::memory_order_relaxed) && !rows.empty())
-        storeOldest_.store(rows.front().id, std::memory_order_relaxed);
+    if (ok && !rows.empty()) {
+        appendedId_ = rows.back().id;
+        if (!firstAppendedId_) firstAppendedId_ = rows.front().id;
+    }
+    if (std::chrono::steady_clock::now() - lastStoreCommit_ >= kStoreCommitEvery) ok = commitStore() && ok;
     lock.lock();
     if (!ok) storeError_ = store_->error();
     trimWindow();
@@ -517,6 +568,9 @@ stats::Report Collector::compute() const {
 
 void Collector::trimWindow() {
     while (!window_.empty() && (window_.size() > cfg_.maxRecords || windowBytes_ > cfg_.maxBytes)) {
+        // With a session file, a record leaves the window only once committed there (a reader
+        // finds every record in one of them); the window may pass its cap by a commit's worth.
+        if (store_ && window_.front().id > committedId_) break;
         windowBytes_ -= std::min(windowBytes_, window_.front().bytes());
         window_.pop_front();
     }

@@ -94,8 +94,13 @@ public:
         return reinterpret_cast<SlotHead*>(
             mem_.get() + ((head_.load(std::memory_order_relaxed) + k) % slots_) * slotBytes_);
     }
-    void publish(std::size_t n) {
-        head_.store(head_.load(std::memory_order_relaxed) + n, std::memory_order_release);
+    /// Returns true when these `n` took the ring to half its capacity or past it from below: the
+    /// moment to wake the consumer early (Recorder::publish does).
+    bool publish(std::size_t n) {
+        const std::uint64_t head = head_.load(std::memory_order_relaxed) + n;
+        head_.store(head, std::memory_order_release);
+        const std::uint64_t used = head - tail_.load(std::memory_order_relaxed);
+        return used >= slots_ / 2 && used - n < slots_ / 2;
     }
     // Consumer.
     /// Calls fn(const SlotHead&, const char* payload) for at most `max` published slots, oldest first.
@@ -187,6 +192,16 @@ private:
     std::atomic<std::size_t> count_{0};
 };
 
+/// What a worker calls when its ring is half full, so the collector drains before its wait ends
+/// (the collector implements it). Called on the worker thread; must not block.
+class RingWaker {
+public:
+    virtual void ringHalfFull() = 0;
+
+protected:
+    ~RingWaker() = default;
+};
+
 /// Everything a worker shares with the collector. Created with the worker; the rings are
 /// allocated when the worker first captures (sizes from the config in force then).
 class Recorder {
@@ -203,7 +218,8 @@ public:
     SlotHead* reserve(std::size_t k);
     void publish(std::size_t n) {
         nextSeq_ += n;
-        ring_.load(std::memory_order_relaxed)->publish(n);
+        if (ring_.load(std::memory_order_relaxed)->publish(n))
+            if (RingWaker* w = waker_.load(std::memory_order_acquire)) w->ringHalfFull();
     }
     void complete(const Completion& c) {
         if (!completions_ || !completions_->push(c)) dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -223,6 +239,9 @@ public:
     }
     FullRing* fullForReader() const { return ring_.load(std::memory_order_acquire) ? full_.get() : nullptr; }
     std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+    /// Who to wake when the ring reaches half full (null: nobody); set by the collector at start
+    /// and cleared at stop, while the worker may be publishing.
+    void setWaker(RingWaker* w) { waker_.store(w, std::memory_order_release); }
 
 private:
     unsigned workerIndex_;
@@ -230,6 +249,7 @@ private:
     std::unique_ptr<CompletionRing> completions_;
     std::unique_ptr<FullRing> full_;
     std::atomic<Ring*> ring_{nullptr};
+    std::atomic<RingWaker*> waker_{nullptr};
     std::uint64_t nextSeq_ = 1;
     std::uint64_t connections_ = 0;
     std::uint64_t fullKeys_ = 0;

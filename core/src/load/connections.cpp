@@ -894,7 +894,10 @@ void drive(Plan& plan, Result& result) {
     std::latch connected(threads), go(1);
     std::vector<std::thread> pool;
     for (auto& w : workers)
-        pool.emplace_back([&w, &connected, &go] { w->run(connected, go); });
+        pool.emplace_back([&w, &connected, &go, i = pool.size()] {
+            pthread_setname_np(pthread_self(), ("portico-load" + std::to_string(i)).c_str());
+            w->run(connected, go);
+        });
     connected.wait();
     // Every first connect has finished: the clock starts now for all threads at once.
     plan.start = nowNs();

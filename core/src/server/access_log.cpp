@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <pthread.h>
 
 namespace portico::server {
 namespace {
@@ -144,7 +145,10 @@ AccessLogger::AccessLogger(config::AccessLog::Format format, const std::string& 
         }
         ownsFile_ = true;
     }
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        pthread_setname_np(pthread_self(), "portico-log");
+        run();
+    });
 }
 
 AccessLogger::~AccessLogger() {
