@@ -246,10 +246,15 @@ bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
     int i = 1;
     auto i64 = [&](std::int64_t v) { sqlite3_bind_int64(st, i++, v); };
     auto str = [&](const std::string& v) {
-        sqlite3_bind_text(st, i++, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, i++, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
     };
     auto blob = [&](const std::string& v) {
-        sqlite3_bind_blob(st, i++, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_blob(st, i++, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+    };
+    std::size_t k = 0;
+    auto encoded = [&](std::string v) -> const std::string& {
+        encoded_[k] = std::move(v);
+        return encoded_[k++];
     };
     if (withId)
         i64(static_cast<std::int64_t>(e.id));
@@ -273,12 +278,12 @@ bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
     i64(e.status);
     str(e.error);
     i64(e.flags);
-    blob(encodeHeaders(e.requestHeaders));
-    blob(encodeHeaders(e.requestTrailers));
+    blob(encoded(encodeHeaders(e.requestHeaders)));
+    blob(encoded(encodeHeaders(e.requestTrailers)));
     blob(e.requestBody);
     i64(static_cast<std::int64_t>(e.requestBodySize));
     i64(static_cast<std::int64_t>(e.requestHeadersSize));
-    blob(encodeHeaders(e.responseHeaders));
+    blob(encoded(encodeHeaders(e.responseHeaders)));
     blob(e.responseBody);
     i64(static_cast<std::int64_t>(e.responseBodySize));
     i64(static_cast<std::int64_t>(e.responseHeadersSize));
@@ -292,11 +297,11 @@ bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
     if (e.messages.empty())
         sqlite3_bind_null(st, i++);
     else
-        blob(encodeMessages(e.messages));
+        blob(encoded(encodeMessages(e.messages)));
     if (e.responseTrailers.empty())
         sqlite3_bind_null(st, i++);
     else
-        blob(encodeHeaders(e.responseTrailers));
+        blob(encoded(encodeHeaders(e.responseTrailers)));
     return true;
 }
 

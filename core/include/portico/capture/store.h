@@ -70,12 +70,15 @@ private:
     bool exec(const char* sql);
     bool begin();
     bool migrate();
+    /// Binds `e`'s columns without copying them (SQLITE_STATIC): `e` and `encoded_` must stay
+    /// untouched until the sqlite3_step that follows.
     bool bind(sqlite3_stmt* st, const Exchange& e, bool withId);
     std::vector<Exchange> select(const std::string& where, std::int64_t arg, std::size_t max,
                                  bool withBodies);
     std::uint64_t scalar(const char* sql);
     sqlite3* db_ = nullptr;
     sqlite3_stmt* insert_ = nullptr;
+    std::string encoded_[5]; // bind()'s encoded header lists and messages, reused
     sqlite3_stmt* replace_ = nullptr;
     bool inTransaction_ = false;
     std::string path_;
