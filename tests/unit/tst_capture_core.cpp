@@ -5,8 +5,11 @@
 #include "capture/recorder.h"
 
 #include <portico/capture/filter.h>
+#include <portico/capture/store.h>
 #include <portico/stats/live.h>
 
+#include <QFileInfo>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
@@ -238,6 +241,35 @@ private slots:
         QCOMPARE(collector.captured() + rec.dropped(), total);
         QVERIFY2(rec.dropped() * 100 < total * 25,
                  qPrintable(QString("dropped %1 of %2").arg(rec.dropped()).arg(total)));
+    }
+
+    // A second connection's passive checkpoint copies committed pages from the -wal file into the
+    // session file itself, so the writer's own checkpoints find little left to copy (the
+    // collector runs these on their own thread).
+    void checkpointFromAnotherConnection() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("session.db").toStdString();
+        std::string error;
+        auto writer = capture::Store::open(path, error);
+        QVERIFY2(writer, error.c_str());
+        std::vector<capture::Exchange> rows(200);
+        for (auto& e : rows) {
+            e.target = "/x";
+            e.responseBody.assign(1000, 'b');
+        }
+        QVERIFY(writer->append(rows));
+        QVERIFY(writer->commit());
+        const qint64 before = QFileInfo(dir.filePath("session.db")).size(); // all still in the -wal file
+        auto checkpointer = capture::Store::openForCheckpoints(path, error);
+        QVERIFY2(checkpointer, error.c_str());
+        QVERIFY(checkpointer->checkpoint());
+        QVERIFY2(QFileInfo(dir.filePath("session.db")).size() > before + 200 * 1000,
+                 qPrintable(QString::number(QFileInfo(dir.filePath("session.db")).size())));
+        auto reader = capture::Store::openReadOnly(path, error);
+        QVERIFY2(reader, error.c_str());
+        QCOMPARE(reader->count(), std::uint64_t(200));
+        QVERIFY(!capture::Store::openForCheckpoints(dir.filePath("missing.db").toStdString(), error));
+        QVERIFY(error.find("missing.db") != std::string::npos);
     }
 
     // Whole records (WebSocket sessions) go through their own bounded ring: a full ring drops the

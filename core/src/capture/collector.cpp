@@ -18,6 +18,7 @@ constexpr auto kStoreCommitEvery = std::chrono::milliseconds(50);
 // than the traffic (then the rings drop, and say so, instead of the file falling behind).
 constexpr std::size_t kDrainBatch = 512;
 constexpr std::size_t kSeriesSlots = 300;
+constexpr auto kCheckpointEvery = std::chrono::milliseconds(100);
 
 stats::SeriesPoint pointOf(std::int64_t unixSecond, const stats::SparseCounts& diff, std::uint64_t errors) {
     stats::SeriesPoint p;
@@ -148,6 +149,19 @@ void Collector::start(std::vector<Recorder*> recorders) {
         pthread_setname_np(pthread_self(), "portico-capture");
         run();
     });
+    std::string error;
+    if (store_ && (checkpointStore_ = Store::openForCheckpoints(store_->path(), error))) {
+        checkpointStop_ = false;
+        checkpointThread_ = std::thread([this] {
+            pthread_setname_np(pthread_self(), "portico-ckpt");
+            std::unique_lock lock(checkpointMutex_);
+            while (!checkpointCv_.wait_for(lock, kCheckpointEvery, [&] { return checkpointStop_; })) {
+                lock.unlock();
+                checkpointStore_->checkpoint(); // a failure is retried next time; the writer goes on
+                lock.lock();
+            }
+        });
+    }
 }
 
 void Collector::stop() {
@@ -158,6 +172,15 @@ void Collector::stop() {
     }
     cv_.notify_all();
     thread_.join();
+    if (checkpointThread_.joinable()) {
+        {
+            std::lock_guard lock(checkpointMutex_);
+            checkpointStop_ = true;
+        }
+        checkpointCv_.notify_all();
+        checkpointThread_.join();
+        checkpointStore_.reset();
+    }
     for (auto* rec : recorders_)
         rec->setWaker(nullptr);
     {

@@ -93,8 +93,15 @@ private:
     static constexpr std::chrono::milliseconds kEvictEvery{1000};
     std::vector<Recorder*> recorders_;
     std::thread thread_;
-    std::mutex drainMutex_;    // one drain at a time
-    mutable std::mutex mutex_; // guards what readers see
+    // The session file's WAL checkpoints, on their own thread and connection (every
+    // kCheckpointEvery), so that the drains do not stall behind them (Store::checkpoint).
+    std::unique_ptr<Store> checkpointStore_;
+    std::thread checkpointThread_;
+    std::mutex checkpointMutex_;
+    std::condition_variable checkpointCv_;
+    bool checkpointStop_ = false; // under checkpointMutex_
+    std::mutex drainMutex_;       // one drain at a time
+    mutable std::mutex mutex_;    // guards what readers see
     std::condition_variable cv_;
     bool stop_ = false;
     std::atomic<bool> woken_{false}; // a ring reached half full during the wait

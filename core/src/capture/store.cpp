@@ -210,6 +210,31 @@ std::unique_ptr<Store> Store::openReadOnly(const std::string& path, std::string&
     return s;
 }
 
+std::unique_ptr<Store> Store::openForCheckpoints(const std::string& path, std::string& error) {
+    std::unique_ptr<Store> s(new Store());
+    s->path_ = path;
+    if (sqlite3_open_v2(path.c_str(), &s->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+        error = path + ": " + (s->db_ ? sqlite3_errmsg(s->db_) : "cannot open");
+        return nullptr;
+    }
+    sqlite3_busy_timeout(s->db_, 2000);
+    // A connection learns the file is in WAL mode when it first reads it; until then a
+    // checkpoint is a no-op.
+    if (!s->exec("PRAGMA journal_mode")) {
+        error = path + ": " + s->error_;
+        return nullptr;
+    }
+    return s;
+}
+
+bool Store::checkpoint() {
+    if (sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) == SQLITE_OK)
+        return true;
+    error_ = sqlite3_errmsg(db_);
+    return false;
+}
+
 Store::~Store() {
     if (inTransaction_) commit();
     sqlite3_finalize(insert_);

@@ -26,6 +26,9 @@ public:
     /// the writer work at once; the reader sees what the writer has committed). Null with `error`
     /// set on failure.
     static std::unique_ptr<Store> openReadOnly(const std::string& path, std::string& error);
+    /// Another connection to an existing session file that only runs checkpoints (below); null
+    /// with `error` set on failure.
+    static std::unique_ptr<Store> openForCheckpoints(const std::string& path, std::string& error);
     ~Store();
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
@@ -41,6 +44,14 @@ public:
     std::string meta(const std::string& key);
     /// Commits the current transaction (a new one starts on the next write).
     bool commit();
+
+    /// A passive WAL checkpoint (committed pages copied from the -wal file into the file itself,
+    /// https://sqlite.org/wal.html#ckpt): copies what no reader still needs and never waits on
+    /// the writer or the readers. The writer also checkpoints inside the commit that takes the WAL
+    /// past 1,000 pages (and only there can the WAL start over, which bounds its size); a
+    /// connection from openForCheckpoints calling this from its own thread leaves that commit
+    /// little to copy, so the writer's thread no longer stalls on it. False with `error()` on failure.
+    bool checkpoint();
 
     /// Records with id > `sinceId`, in id order, at most `max`. `withBodies` false leaves the
     /// bodies and messages empty (their sizes stay): what a table row and the filter read.
