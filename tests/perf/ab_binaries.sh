@@ -1,14 +1,15 @@
 #!/bin/bash
 # A/B of two portico binaries, alternating, bounded: ROUNDS rounds × 4 workloads × SECS seconds.
 # Server pinned to CPU 0 (workers: 1), h2load and the limit server on CPU 1; loopback only.
-# usage: tests/perf/ab_binaries.sh BASE_BIN NEW_BIN [ROUNDS=5] [SECS=4]
-# Workloads (h2load on CPU 1): h1 = --h1 -c50 GET /plaintext (respond route); h2c = -c50 -m16;
+# usage: tests/perf/ab_binaries.sh BASE_BIN NEW_BIN [ROUNDS=5] [SECS=4] [WORKLOADS="h1 h2c h2tls proxy"]
+# Workloads (h2load on CPU 1): h1 = --h1 -c50 GET /plaintext (respond route); h1pipe = --h1 -c100
+# -m16 (16 requests pipelined per connection, as compare.sh's h1pipe); h2c = -c50 -m16;
 # h2tls = the same over TLS (tls: auto); proxy = --h1 -c50 through a proxy: route to the limit
 # server. Prints one line per round, workload and binary: req/s and server CPU µs per request
 # (utime+stime from /proc/PID/stat over the measured run). Odd rounds run A first, even rounds B.
 # Needs: h2load (nghttp2-client), gcc, curl, bc, python3.
 set -euo pipefail
-A=$1 B=$2 rounds=${3:-5} secs=${4:-4}
+A=$1 B=$2 rounds=${3:-5} secs=${4:-4} workloads=${5:-h1 h2c h2tls proxy}
 shared=$(cd "$(dirname "$0")/../.." && pwd)/../shared/bench
 tmp=$(mktemp -d)
 export PORTICO_DATA_DIR=$tmp/data
@@ -39,6 +40,7 @@ run() { # bin workload -> "reqs/s usPerReq"
   for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$P/plaintext" && break; sleep 0.1; done
   case $w in
     h1) args=(--h1 -c50 -m1); url=http://127.0.0.1:$P/plaintext;;
+    h1pipe) args=(--h1 -c100 -m16); url=http://127.0.0.1:$P/plaintext;;
     h2c) args=(-c50 -m16); url=http://127.0.0.1:$P/plaintext;;
     h2tls) args=(-c50 -m16); url=https://127.0.0.1:$T/plaintext;;
     proxy) args=(--h1 -c50 -m1); url=http://127.0.0.1:$P/proxy;;
@@ -55,7 +57,7 @@ run() { # bin workload -> "reqs/s usPerReq"
 }
 echo "round workload bin req/s us/req"
 for r in $(seq "$rounds"); do
-  for w in h1 h2c h2tls proxy; do
+  for w in $workloads; do
     if ((r % 2)); then order="A B"; else order="B A"; fi
     for which in $order; do
       bin=$A; [ $which = B ] && bin=$B

@@ -591,9 +591,10 @@ stats::Report Collector::compute() const {
 
 void Collector::trimWindow() {
     while (!window_.empty() && (window_.size() > cfg_.maxRecords || windowBytes_ > cfg_.maxBytes)) {
-        // With a session file, a record leaves the window only once committed there (a reader
-        // finds every record in one of them); the window may pass its cap by a commit's worth.
-        if (store_ && window_.front().id > committedId_) break;
+        // With a working session file, a record leaves the window only once committed there (a
+        // reader finds every record in one of them); the window may pass its cap by a commit's
+        // worth. A file that failed (disk full) holds nothing back: the window keeps its cap.
+        if (store_ && storeError_.empty() && window_.front().id > committedId_) break;
         windowBytes_ -= std::min(windowBytes_, window_.front().bytes());
         window_.pop_front();
     }
