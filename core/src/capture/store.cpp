@@ -159,20 +159,29 @@ bool Store::migrate() {
     return true;
 }
 
-std::unique_ptr<Store> Store::open(const std::string& path, std::string& error) {
+std::unique_ptr<Store> Store::connect(const std::string& path, int flags, const char* pragma,
+                                      std::string& error) {
     std::unique_ptr<Store> s(new Store());
     s->path_ = path;
-    // Captured traffic holds cookies and tokens: a new session file is the owner's only (0600);
-    // SQLite gives its -wal and -shm files the same mode. An existing file keeps its mode.
-    if (const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0)
-        ::close(fd);
-    if (sqlite3_open_v2(path.c_str(), &s->db_,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        nullptr) != SQLITE_OK) {
+    if (sqlite3_open_v2(path.c_str(), &s->db_, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
         error = path + ": " + (s->db_ ? sqlite3_errmsg(s->db_) : "cannot open");
         return nullptr;
     }
     sqlite3_busy_timeout(s->db_, 2000);
+    if (pragma && !s->exec(pragma)) {
+        error = path + ": " + s->error_;
+        return nullptr;
+    }
+    return s;
+}
+
+std::unique_ptr<Store> Store::open(const std::string& path, std::string& error) {
+    // Captured traffic holds cookies and tokens: a new session file is the owner's only (0600);
+    // SQLite gives its -wal and -shm files the same mode. An existing file keeps its mode.
+    if (const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0)
+        ::close(fd);
+    auto s = connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr, error);
+    if (!s) return nullptr;
     if (!s->exec("PRAGMA journal_mode=WAL") || !s->exec("PRAGMA synchronous=NORMAL") ||
         !s->exec("PRAGMA cache_size=-1024") || !s->exec(kSchema) || !s->migrate()) {
         error = path + ": " + s->error_;
@@ -195,37 +204,13 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string& error) 
 }
 
 std::unique_ptr<Store> Store::openReadOnly(const std::string& path, std::string& error) {
-    std::unique_ptr<Store> s(new Store());
-    s->path_ = path;
-    if (sqlite3_open_v2(path.c_str(), &s->db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
-        SQLITE_OK) {
-        error = path + ": " + (s->db_ ? sqlite3_errmsg(s->db_) : "cannot open");
-        return nullptr;
-    }
-    sqlite3_busy_timeout(s->db_, 2000);
-    if (!s->exec("PRAGMA cache_size=-2048")) {
-        error = path + ": " + s->error_;
-        return nullptr;
-    }
-    return s;
+    return connect(path, SQLITE_OPEN_READONLY, "PRAGMA cache_size=-2048", error);
 }
 
 std::unique_ptr<Store> Store::openForCheckpoints(const std::string& path, std::string& error) {
-    std::unique_ptr<Store> s(new Store());
-    s->path_ = path;
-    if (sqlite3_open_v2(path.c_str(), &s->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-        SQLITE_OK) {
-        error = path + ": " + (s->db_ ? sqlite3_errmsg(s->db_) : "cannot open");
-        return nullptr;
-    }
-    sqlite3_busy_timeout(s->db_, 2000);
     // A connection learns the file is in WAL mode when it first reads it; until then a
     // checkpoint is a no-op.
-    if (!s->exec("PRAGMA journal_mode")) {
-        error = path + ": " + s->error_;
-        return nullptr;
-    }
-    return s;
+    return connect(path, SQLITE_OPEN_READWRITE, "PRAGMA journal_mode", error);
 }
 
 bool Store::checkpoint() {

@@ -183,7 +183,7 @@ struct Engine::Impl {
 
     /// The snapshot for `config` whose listeners are bound as `bound` (same order as config->listen).
     std::shared_ptr<server::Snapshot> snapshot(std::shared_ptr<const config::Config> config,
-                                            const std::vector<BoundListener>& bound, std::string& error) {
+                                               const std::vector<BoundListener>& bound, std::string& error) {
         auto snap = std::make_shared<server::Snapshot>(config);
         snap->hub = hub;
         for (std::size_t i = 0; i < config->listen.size(); ++i) {

@@ -77,6 +77,10 @@ public:
     const std::string& error() const { return error_; }
 
 private:
+    /// A connection to `path` opened with `flags` (SQLITE_OPEN_NOMUTEX added), SQLite's busy
+    /// timeout set and `pragma` (when not null) run; null with `error` ("FILE: why") on failure.
+    static std::unique_ptr<Store> connect(const std::string& path, int flags, const char* pragma,
+                                          std::string& error);
     Store() = default;
     bool exec(const char* sql);
     bool begin();
