@@ -1352,6 +1352,33 @@ private slots:
         qInfo("%d valid and %d invalid examples checked", valid, invalid);
     }
 
+    // capture.ring_records: `auto` (the default) shares 8,192 records among the workers, at least
+    // 1,024 each; a number is per worker. Written back as given.
+    void ringRecordsAuto() {
+        const Config defaults;
+        QCOMPARE(defaults.capture.ringRecords, std::uint64_t(0));
+        QCOMPARE(defaults.capture.ringRecordsPerWorker(1), std::uint64_t(8192));
+        QCOMPARE(defaults.capture.ringRecordsPerWorker(2), std::uint64_t(4096));
+        QCOMPARE(defaults.capture.ringRecordsPerWorker(8), std::uint64_t(1024));
+        QCOMPARE(defaults.capture.ringRecordsPerWorker(64), std::uint64_t(1024));
+        const QByteArray vhosts = "vhosts:\n  - routes:\n      - path: /\n        respond: {body: x}\n";
+        LoadResult fixed = load("capture: {ring_records: 64}\n" + vhosts);
+        QVERIFY2(fixed.ok(), qPrintable(errorLines(fixed).join('\n')));
+        QCOMPARE(fixed.config->capture.ringRecordsPerWorker(2), std::uint64_t(64));
+        const std::string written = configToYaml(*fixed.config, dir().toStdString());
+        QVERIFY2(written.find("ring_records: 64") != std::string::npos, written.c_str());
+        LoadResult automatic = load("capture: {ring_records: auto}\n" + vhosts);
+        QVERIFY2(automatic.ok(), qPrintable(errorLines(automatic).join('\n')));
+        QCOMPARE(automatic.config->capture.ringRecords, std::uint64_t(0));
+        QVERIFY(configToYaml(*automatic.config, dir().toStdString()).find("ring_records") ==
+                std::string::npos);
+        QVERIFY(!load("capture: {ring_records: automatic}\n" + vhosts).ok());
+        QCOMPARE(Config{}.workerCount(), std::max(1u, std::thread::hardware_concurrency()));
+        Config three;
+        three.workers = 3;
+        QCOMPARE(three.workerCount(), 3u);
+    }
+
     // configToYaml: every valid example, loaded, written and loaded again, gives the same model
     // (route specs aside: a flattened group's routes are written with their full paths), and
     // writing that again gives the same text.

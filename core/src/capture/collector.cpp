@@ -149,6 +149,14 @@ void Collector::start(std::vector<Recorder*> recorders) {
         pthread_setname_np(pthread_self(), "portico-capture");
         run();
     });
+    if (store_) {
+        storeStop_ = false;
+        storeRunning_ = true;
+        storeThread_ = std::thread([this] {
+            pthread_setname_np(pthread_self(), "portico-store");
+            writeStore();
+        });
+    }
     std::string error;
     if (store_ && (checkpointStore_ = Store::openForCheckpoints(store_->path(), error))) {
         checkpointStop_ = false;
@@ -187,12 +195,21 @@ void Collector::stop() {
         std::lock_guard d(drainMutex_);
         drain();
         if (store_) {
-            std::uint64_t dropped = 0;
+            StoreJob last;
+            last.dropped = 0;
             for (auto* rec : recorders_)
-                dropped += rec->dropped();
-            store_->setMeta("dropped_records", std::to_string(dropped));
-            if (!commitStore()) storeError_ = store_->error();
+                *last.dropped += rec->dropped();
+            last.commit = true;
+            queueStore(std::move(last));
         }
+    }
+    if (storeThread_.joinable()) {
+        {
+            std::lock_guard s(storeMutex_);
+            storeStop_ = true; // the writer finishes the queue first
+        }
+        storeCv_.notify_all();
+        storeThread_.join();
     }
     auto r = compute();
     std::lock_guard lock(mutex_);
@@ -235,41 +252,145 @@ void Collector::run() {
         }
         std::lock_guard d(drainMutex_);
         const auto now = std::chrono::steady_clock::now();
-        more = drain();
-        wait = nextWait(fullestShare_, now - lastDrain, wait);
-        lastDrain = now;
+        if (store_ && storeBacklogged()) {
+            // The session file is behind: the rings hold what comes meanwhile (and drop past it).
+            more = false;
+            wait = kMinWait * 5;
+        } else {
+            more = drain();
+            wait = nextWait(fullestShare_, now - lastDrain, wait);
+            lastDrain = now;
+        }
         const std::int64_t sec = unixNowNs() / 1'000'000'000;
         if (sec != lastTickUnix_) {
             tickSeries();
             lastTickUnix_ = sec;
         }
         if (store_ && std::chrono::steady_clock::now() - lastCommit_ >= kCommitEvery) {
-            std::uint64_t dropped = 0;
-            for (auto* rec : recorders_)
-                dropped += rec->dropped();
             // Records dropped this run (rings full), committed with the records they sit between.
-            store_->setMeta("dropped_records", std::to_string(dropped));
-            if (!commitStore()) {
-                std::lock_guard lock(mutex_);
-                storeError_ = store_->error();
-            }
+            StoreJob count;
+            count.dropped = 0;
+            for (auto* rec : recorders_)
+                *count.dropped += rec->dropped();
+            queueStore(std::move(count));
             lastCommit_ = std::chrono::steady_clock::now();
         }
-        maybeEvict();
     }
 }
 
 void Collector::drainNow() {
-    std::lock_guard d(drainMutex_);
-    drain();
-    if (store_) commitStore();
+    std::uint64_t seq = 0;
+    {
+        std::lock_guard d(drainMutex_);
+        drain();
+        if (!store_) return;
+        StoreJob flush;
+        flush.commit = true;
+        seq = queueStore(std::move(flush));
+    }
+    waitStored(seq);
+}
+
+std::uint64_t Collector::queueStore(StoreJob&& job) {
+    std::unique_lock s(storeMutex_);
+    job.seq = ++storeQueuedSeq_;
+    const std::uint64_t seq = job.seq;
+    if (!storeRunning_ || storeStop_) {
+        // No writer (before start, after stop, or stopping: then once it has finished its queue):
+        // written here, under drainMutex_ as the callers hold it.
+        doneCv_.wait(s, [&] { return !storeRunning_; });
+        s.unlock();
+        writeJob(job);
+        s.lock();
+        storeDoneSeq_ = seq;
+        return seq;
+    }
+    storeQueuedBytes_ += job.bytes;
+    storeQueue_.push_back(std::move(job));
+    s.unlock();
+    storeCv_.notify_one();
+    return seq;
+}
+
+void Collector::waitStored(std::uint64_t seq) {
+    std::unique_lock s(storeMutex_);
+    doneCv_.wait(s, [&] { return storeDoneSeq_ >= seq; });
+}
+
+bool Collector::storeBacklogged() {
+    std::lock_guard s(storeMutex_);
+    return storeQueuedBytes_ > kMaxStoreQueueBytes;
+}
+
+void Collector::writeStore() {
+    std::unique_lock s(storeMutex_);
+    for (;;) {
+        if (storeQueue_.empty()) {
+            if (storeStop_) {
+                storeRunning_ = false;
+                doneCv_.notify_all();
+                return;
+            }
+            // An open transaction is committed kStoreCommitEvery after the last commit, jobs or not.
+            if (uncommitted_)
+                storeCv_.wait_until(s, lastStoreCommit_ + kStoreCommitEvery,
+                                    [&] { return storeStop_ || !storeQueue_.empty(); });
+            else
+                storeCv_.wait(s, [&] { return storeStop_ || !storeQueue_.empty(); });
+        }
+        std::optional<StoreJob> job;
+        if (!storeQueue_.empty()) {
+            job = std::move(storeQueue_.front());
+            storeQueue_.pop_front();
+        }
+        s.unlock();
+        if (job) {
+            writeJob(*job);
+        } else if (uncommitted_ && !commitStore()) {
+            std::lock_guard lock(mutex_);
+            storeError_ = store_->error();
+        }
+        s.lock();
+        if (job) {
+            storeQueuedBytes_ -= std::min(storeQueuedBytes_, job->bytes);
+            storeDoneSeq_ = job->seq;
+            doneCv_.notify_all();
+        }
+    }
+}
+
+void Collector::writeJob(StoreJob& job) {
+    bool ok = true;
+    if (!job.rows.empty()) {
+        ok = store_->append(job.rows);
+        if (ok) {
+            appendedId_ = job.rows.back().id;
+            if (!firstAppendedId_) firstAppendedId_ = job.rows.front().id;
+        }
+        uncommitted_ = true;
+    }
+    for (const auto& e : job.rewrites)
+        ok = store_->update(e) && ok;
+    if (job.dropped) ok = store_->setMeta("dropped_records", std::to_string(*job.dropped)) && ok;
+    uncommitted_ = uncommitted_ || !job.rewrites.empty() || job.dropped;
+    if (uncommitted_ &&
+        (job.commit || std::chrono::steady_clock::now() - lastStoreCommit_ >= kStoreCommitEvery))
+        ok = commitStore() && ok;
     maybeEvict();
+    if (!ok) {
+        std::lock_guard lock(mutex_);
+        storeError_ = store_->error();
+    }
 }
 
 bool Collector::commitStore() {
-    if (!store_->commit()) return false;
+    uncommitted_ = false;
     lastStoreCommit_ = std::chrono::steady_clock::now();
-    committedId_ = appendedId_;
+    if (!store_->commit()) return false;
+    {
+        std::lock_guard lock(mutex_);
+        committedId_ = appendedId_;
+    }
     if (!storeOldest_.load(std::memory_order_relaxed) && firstAppendedId_)
         storeOldest_.store(firstAppendedId_, std::memory_order_relaxed);
     return true;
@@ -439,18 +560,18 @@ bool Collector::drain() {
         trimWindow();
         return more;
     }
-    lock.unlock();
-    bool ok = store_->append(rows);
-    for (const auto& e : rewrites)
-        ok = store_->update(e) && ok;
-    if (ok && !rows.empty()) {
-        appendedId_ = rows.back().id;
-        if (!firstAppendedId_) firstAppendedId_ = rows.front().id;
-    }
-    if (std::chrono::steady_clock::now() - lastStoreCommit_ >= kStoreCommitEvery) ok = commitStore() && ok;
-    lock.lock();
-    if (!ok) storeError_ = store_->error();
     trimWindow();
+    lock.unlock();
+    if (!rows.empty() || !rewrites.empty()) {
+        StoreJob job;
+        for (const auto& e : rows)
+            job.bytes += e.approximateBytes();
+        for (const auto& e : rewrites)
+            job.bytes += e.approximateBytes();
+        job.rows = std::move(rows);
+        job.rewrites = std::move(rewrites);
+        queueStore(std::move(job));
+    }
     return more;
 }
 

@@ -74,22 +74,53 @@ private:
                           std::vector<const Stored*>& updated, std::vector<Exchange>& storeOnlyUpdates);
     void applyCompletions(const std::vector<std::pair<unsigned, Completion>>& completions,
                           std::vector<Stored>& batch, std::vector<const Stored*>& updated);
-    void tickSeries();  // once a second
-    void tickScopes();  // the per-vhost and per-route series, from tickSeries
-    void trimWindow();  // under mutex_
-    void maybeEvict();  // under drainMutex_: the session file's size cap (store_max_bytes)
-    bool commitStore(); // under drainMutex_: commits the session file's open transaction
+    void tickSeries(); // once a second
+    void tickScopes(); // the per-vhost and per-route series, from tickSeries
+    void trimWindow(); // under mutex_
+    // The session file's writer (`portico-store`): drain() hands each batch over (StoreJob) and
+    // goes on; the writer appends, commits every kStoreCommitEvery and keeps the size cap. A
+    // commit that also checkpoints the WAL can take hundreds of milliseconds on a busy disk while a
+    // worker's ring holds a few tens of milliseconds of traffic, so no drain waits on SQLite. The
+    // queue is bounded (kMaxStoreQueueBytes): past it the collector stops taking from the rings,
+    // which then drop and count, as when the collector itself cannot keep up.
+    struct StoreJob {
+        std::vector<Exchange> rows;           // new records, ids set
+        std::vector<Exchange> rewrites;       // records already stored, replaced under their id
+        std::optional<std::uint64_t> dropped; // the rings' dropped count, for portico_session
+        bool commit = false;                  // commit once written (drainNow, stop)
+        std::size_t bytes = 0;                // approximate, for the queue's bound
+        std::uint64_t seq = 0;
+    };
+    static constexpr std::size_t kMaxStoreQueueBytes = 64u << 20;
+    void writeStore();                        // the writer thread's loop
+    void writeJob(StoreJob& job);             // writer thread (or inline when it is not running)
+    std::uint64_t queueStore(StoreJob&& job); // any thread; the job's sequence number
+    void waitStored(std::uint64_t seq);       // until the writer has done job `seq`
+    bool storeBacklogged();                   // more than kMaxStoreQueueBytes waits
+    void maybeEvict();                        // writer: the session file's size cap (store_max_bytes)
+    bool commitStore();                       // writer: commits the session file's open transaction
 
     config::Capture cfg_;
-    std::unique_ptr<Store> store_;  // written by the collector thread (or under drainMutex_) only
+    std::unique_ptr<Store> store_;  // the writer thread's only while it runs (else under drainMutex_)
     std::unique_ptr<Store> reader_; // the same file read-only, for get() and recent() past the window
     mutable std::mutex readerMutex_;
     std::atomic<std::uint64_t> storeOldest_{0}; // lowest id in the file after eviction
-    // Under drainMutex_: the highest id appended to the session file, the highest committed (the
-    // window keeps every record above it), the first appended this run, the last commit.
+    // The writer's: the highest id appended to the session file, the first appended this run,
+    // whether a transaction is open, the last commit and size check. committedId_ (the highest
+    // committed: the window keeps every record above it) is written under mutex_.
     std::uint64_t appendedId_ = 0, committedId_ = 0, firstAppendedId_ = 0;
+    bool uncommitted_ = false;
     std::chrono::steady_clock::time_point lastStoreCommit_{};
     std::chrono::steady_clock::time_point lastEvictCheck_{};
+    std::thread storeThread_;
+    std::mutex storeMutex_;           // guards the queue and the fields below
+    std::condition_variable storeCv_; // a job queued, or stop
+    std::condition_variable doneCv_;  // a job done
+    std::deque<StoreJob> storeQueue_;
+    std::size_t storeQueuedBytes_ = 0;
+    std::uint64_t storeQueuedSeq_ = 0, storeDoneSeq_ = 0;
+    bool storeStop_ = false;
+    bool storeRunning_ = false; // the writer thread runs (set by start, cleared by the writer at its end)
     static constexpr std::chrono::milliseconds kEvictEvery{1000};
     std::vector<Recorder*> recorders_;
     std::thread thread_;

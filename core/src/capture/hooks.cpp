@@ -42,7 +42,7 @@ RouteLabels labelsFor(const config::Vhost& vhost, const routing::RouteResult& rr
 
 std::unique_ptr<ConnCapture> beginConnection(Recorder& rec, const config::Config& cfg, std::string client) {
     if (!cfg.capture.enabled) return nullptr;
-    rec.ensureRings(cfg.capture.ringRecords, cfg.capture.recordBytes);
+    rec.ensureRings(cfg.capture.ringRecordsPerWorker(cfg.workerCount()), cfg.capture.recordBytes);
     auto cc = std::make_unique<ConnCapture>();
     cc->rec = &rec;
     cc->cfg = {cfg.capture.bodyBytes, cfg.capture.recordBytes, cfg.capture.wsMessages};

@@ -246,8 +246,14 @@ bool Store::begin() {
 
 bool Store::commit() {
     if (!inTransaction_) return true;
-    inTransaction_ = false;
-    return exec("COMMIT");
+    if (exec("COMMIT")) {
+        inTransaction_ = false;
+        return true;
+    }
+    // A COMMIT that failed busy (another connection held the lock past the busy timeout) leaves
+    // the transaction open: the next commit tries again instead of a BEGIN inside it failing.
+    inTransaction_ = sqlite3_get_autocommit(db_) == 0;
+    return false;
 }
 
 bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {

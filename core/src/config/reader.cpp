@@ -379,7 +379,10 @@ void Reader::readCapture(const Value& v, Capture& c) {
         } else if (e.key == "max_bytes") {
             if (auto n = size(e.value, 64 * 1024)) c.maxBytes = *n;
         } else if (e.key == "ring_records") {
-            if (auto n = integer(e.value, 16, 1048576)) c.ringRecords = static_cast<std::uint64_t>(*n);
+            if (e.value.node.IsScalar() && e.value.node.Scalar() == "auto")
+                c.ringRecords = 0;
+            else if (auto n = integer(e.value, 16, 1048576))
+                c.ringRecords = static_cast<std::uint64_t>(*n);
         } else if (e.key == "record_bytes") {
             if (auto n = size(e.value, 1024)) {
                 if (*n > (1u << 20))

@@ -324,7 +324,9 @@ void emitCapture(YAML::Emitter& out, const Capture& c, const std::string& base) 
     std::vector<std::pair<const char*, std::string>> keys;
     if (c.maxRecords != d.maxRecords) keys.emplace_back("max_records", std::to_string(c.maxRecords));
     if (c.maxBytes != d.maxBytes) keys.emplace_back("max_bytes", formatSize(c.maxBytes));
-    if (c.ringRecords != d.ringRecords) keys.emplace_back("ring_records", std::to_string(c.ringRecords));
+    if (c.ringRecords != d.ringRecords)
+        keys.emplace_back("ring_records",
+                          c.ringRecords ? std::to_string(c.ringRecords) : std::string("auto"));
     if (c.recordBytes != d.recordBytes) keys.emplace_back("record_bytes", formatSize(c.recordBytes));
     if (c.bodyBytes != d.bodyBytes) keys.emplace_back("body_bytes", formatSize(c.bodyBytes));
     if (c.wsMessages != d.wsMessages) keys.emplace_back("ws_messages", std::to_string(c.wsMessages));

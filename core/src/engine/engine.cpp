@@ -292,7 +292,7 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
     }
     // Workers read limits from the slot while listeners open; the TLS contexts come after.
     d_->slot.publish(std::make_shared<const server::Snapshot>(config));
-    unsigned n = config->workers ? config->workers : std::max(1u, std::thread::hardware_concurrency());
+    const unsigned n = config->workerCount();
     for (unsigned i = 0; i < n; ++i)
         d_->workers.push_back(std::make_unique<server::Worker>(i, d_->slot, d_->log));
     auto fail = [&] {

@@ -1,12 +1,14 @@
 // The config model: plain, immutable data describing listeners, limits, vhosts and routes.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -115,7 +117,16 @@ struct Capture {
     bool enabled = false;
     std::uint64_t maxRecords = 10000;     ///< in-memory window kept by the engine (records), ≥ 1
     std::uint64_t maxBytes = 64ull << 20; ///< in-memory window (approximate bytes of records), ≥ 64 KiB
-    std::uint64_t ringRecords = 1024;     ///< per-worker ring capacity (records), 16..1048576
+    /// Per-worker ring capacity (records), 16..1048576; 0 = auto (ringRecordsPerWorker).
+    std::uint64_t ringRecords = 0;
+    /// `auto` shares kAutoRingRecords among the workers, at least 1,024 each: how long the
+    /// collector may fall behind before a ring drops is the rings' total over the request rate
+    /// (8,192 records ≈ 150 ms at 55k req/s), whatever the worker count.
+    static constexpr std::uint64_t kAutoRingRecords = 8192;
+    std::uint64_t ringRecordsPerWorker(unsigned workerCount) const {
+        if (ringRecords) return ringRecords;
+        return std::max<std::uint64_t>(1024, kAutoRingRecords / std::max(1u, workerCount));
+    }
     std::uint64_t recordBytes =
         16 * 1024; ///< bytes of one ring slot (strings, headers, body prefixes), 1 KiB..1 MiB
     std::uint64_t bodyBytes = 4096; ///< body prefix kept per request and per response, 0..record_bytes
@@ -301,6 +312,10 @@ struct Vhost {
 /// The whole configuration. Published as std::shared_ptr<const Config> and never mutated after.
 struct Config {
     unsigned workers = 0; ///< 0 = auto (one per core)
+    /// The number of workers the engine starts: `workers`, or one per core (at least 1) for 0.
+    unsigned workerCount() const {
+        return workers ? workers : std::max(1u, std::thread::hardware_concurrency());
+    }
     std::vector<Listen> listen;
     Limits limits;
     AccessLog accessLog;
