@@ -743,10 +743,18 @@ std::vector<Exchange> Collector::recent(std::uint64_t sinceId, std::size_t max) 
         out.insert(out.end(), std::make_move_iterator(older.begin()), std::make_move_iterator(older.end()));
     }
     if (out.size() >= max) return out;
+    // Copied under the lock (a memcpy of each slot's bytes), decoded after it: the collector's
+    // next drain waits on this lock, and decoding costs several times the copy.
+    std::vector<Stored> copies;
     auto pos = std::upper_bound(window_.begin(), window_.end(), sinceId,
                                 [](std::uint64_t v, const Stored& x) { return v < x.id; });
-    for (; pos != window_.end() && out.size() < max; ++pos)
-        out.push_back(pos->decode());
+    copies.reserve(std::min<std::size_t>(max - out.size(), static_cast<std::size_t>(window_.end() - pos)));
+    for (; pos != window_.end() && out.size() + copies.size() < max; ++pos)
+        copies.push_back(*pos);
+    lock.unlock();
+    out.reserve(out.size() + copies.size());
+    for (const Stored& st : copies)
+        out.push_back(st.decode());
     return out;
 }
 
