@@ -8,7 +8,10 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <arpa/inet.h>
 #include <csignal>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 using namespace portico::test;
@@ -651,6 +654,49 @@ print("slow", status.get(slow))
             QVERIFY2(out.contains("'HEADERS': 128"), out.constData()); // every head, no body
             QVERIFY2(!out.contains("'DATA'"), out.constData());
         }
+    }
+
+    // The TLS handshake runs in the front door under header_timeout: a client that connects and
+    // says nothing, or stops inside its ClientHello, is closed once the bound passes; one that is
+    // mid-handshake when the server stops does not hold the drain up (it is closed at once, as an
+    // idle connection is). Then a full handshake still picks HTTP/1.1 or h2 by ALPN.
+    void stalledHandshakeIsClosed() {
+        write("stall.yaml", "listen: [{address: 127.0.0.1:0, tls: {cert: local.crt, key: local.key}}]\n"
+                            "limits: {header_timeout: 1s, drain_timeout: 30s}\n"
+                            "vhosts:\n  - routes:\n      - path: /hello\n        respond: {body: \"hi\"}\n");
+        ServerProcess s({"--config", tmp_.filePath("stall.yaml")});
+        QVERIFY2(s.waitReady(), s.output().constData());
+        QVERIFY(rawExchange(s.port(), QByteArray(), 5000).closedByServer);
+        // A TLS record header announcing a ClientHello of 512 bytes, and only 5 of them.
+        QVERIFY(rawExchange(s.port(), QByteArray::fromHex("16030102000100020000"), 5000).closedByServer);
+        for (const char* version : {"--http1.1", "--http2"}) {
+            auto r = curl(QStringLiteral("https://localhost:%1/hello").arg(s.port()),
+                          trust() + QStringList{version, "--resolve",
+                                                QStringLiteral("localhost:%1:127.0.0.1").arg(s.port())});
+            QCOMPARE(r.status, 200);
+            QCOMPARE(r.version, QString(version).endsWith('2') ? QString("2") : QString("1.1"));
+        }
+        QCOMPARE(s.terminate(), 0);
+        // With a long header_timeout, a handshake in progress when the server stops is closed at
+        // once: terminate() gives up after 10 s, the drain bound here is 30 s.
+        write("stall2.yaml", "listen: [{address: 127.0.0.1:0, tls: {cert: local.crt, key: local.key}}]\n"
+                             "limits: {header_timeout: 60s, drain_timeout: 30s}\n"
+                             "vhosts:\n  - routes:\n      - path: /hello\n        respond: {body: \"hi\"}\n");
+        ServerProcess draining({"--config", tmp_.filePath("stall2.yaml")});
+        QVERIFY2(draining.waitReady(), draining.output().constData());
+        const int pending = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        QVERIFY(pending >= 0);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(draining.port());
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        QCOMPARE(::connect(pending, reinterpret_cast<const sockaddr*>(&to), sizeof to), 0);
+        const QByteArray partial = QByteArray::fromHex("16030102000100020000");
+        QCOMPARE(::send(pending, partial.constData(), partial.size(), MSG_NOSIGNAL), ssize_t(partial.size()));
+        QTest::qWait(300); // accepted and inside the handshake
+        const int stopped = draining.terminate();
+        ::close(pending);
+        QCOMPARE(stopped, 0);
     }
 
     void garbageHandshakeIsCountedAndSurvived() {

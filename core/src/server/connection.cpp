@@ -4,11 +4,10 @@
 
 #include "capture/hooks.h"
 #include "io/transport.h"
-#include "server/h2_connection.h"
-#include "server/worker.h"
 #include "proxy/tunnel.h"
 #include "serve/serve.h"
-#include "tls/server_tls.h"
+#include "server/h2_connection.h"
+#include "server/worker.h"
 #include "ws/session.h"
 
 #include <portico/handlers/dispatch.h>
@@ -39,19 +38,6 @@ constexpr auto kParkAfter = io::kReleaseIdleAfter; // idle this long → buffers
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"; // RFC 9113 §3.4
 constexpr std::size_t kTlsFileChunk = 64 * 1024; // file bytes read per TLS write (sendfile needs cleartext)
 
-// At most one line per second per process: a scanner must not flood the terminal.
-void logHandshakeFailure(const std::string& client) {
-    static std::atomic<std::int64_t> last{0};
-    const std::int64_t now =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
-    std::int64_t prev = last.load(std::memory_order_relaxed);
-    if (prev == now || !last.compare_exchange_strong(prev, now)) return;
-    char reason[256] = "closed during the handshake";
-    if (unsigned long e = ERR_peek_last_error()) ERR_error_string_n(e, reason, sizeof reason);
-    std::fprintf(stderr, "portico: TLS handshake with %s failed: %s\n", client.c_str(), reason);
-}
-
 // Bound on raw bytes held for one request: the head, a body, and chunk framing around it.
 // Saturating, so a huge configured max_body_bytes does not wrap around to a small bound.
 std::uint64_t maxBufferedBytes(const config::Limits& l) {
@@ -71,9 +57,14 @@ http1::ParserLimits parserLimits(const config::Limits& l) {
 }
 } // namespace
 
-Connection::Connection(Worker& worker, Socket socket, std::uint16_t localPort)
+Connection::Connection(Worker& worker, Socket socket, std::uint16_t localPort, SSL* ssl,
+                       std::unique_ptr<capture::ConnCapture> cap)
     : worker_(worker), socket_(std::move(socket)), localPort_(localPort) {
     worker_.link(this);
+    if (ssl || cap) {
+        extra().ssl = ssl;
+        extra().cap = std::move(cap);
+    }
 }
 
 Connection::~Connection() {
@@ -84,23 +75,8 @@ Connection::~Connection() {
 }
 
 void Connection::start() {
-    boost::system::error_code ec;
-    socket_.non_blocking(true, ec);
-    socket_.set_option(tcp::no_delay(true), ec);
     const Snapshot& snap = worker_.snapshot();
-    if (snap.config->capture.enabled) captureStart();
-    if (auto it = snap.tls.find(localPort_); it != snap.tls.end() && it->second) {
-        extra().ssl = it->second->newSsl(socket_.native_handle());
-        if (!ssl()) {
-            abort();
-            return;
-        }
-        // The listener's contexts must outlive the handshake even if a reload replaces them.
-        rare().tls = it->second;
-        setPhase(Phase::Handshake, snap.config->limits.headerTimeout);
-        handshake();
-        return;
-    }
+    if (!cap() && snap.config->capture.enabled) captureStart();
     setPhase(Phase::Idle, snap.config->limits.headerTimeout);
     waitRead();
 }
@@ -115,45 +91,12 @@ void Connection::appendStatusLines(int status, bool serverHeader) {
     if (serverHeader) out_.append("Server: Portico/" PORTICO_VERSION "\r\n");
 }
 
-void Connection::handshake() {
-    ERR_clear_error();
-    int rc = SSL_do_handshake(ssl());
-    if (rc == 1) {
-        rareIf()->tls.reset();
-        if (cap()) cap()->tlsDoneNs = capture::nowNs();
-        if (tls::alpnOf(ssl()) == "h2") {
-            startH2({});
-            return;
-        }
-        setPhase(Phase::Idle, worker_.snapshot().config->limits.headerTimeout);
-        waitRead();
-        return;
-    }
-    int err = SSL_get_error(ssl(), rc);
-    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-        socket_.async_wait(err == SSL_ERROR_WANT_READ ? Socket::wait_read : Socket::wait_write,
-                           [self = shared_from_this()](const boost::system::error_code& ec) {
-                               if (ec || self->closed_) return;
-                               self->handshake();
-                           });
-        return;
-    }
-    worker_.counters().tlsHandshakeFailures.fetch_add(1, std::memory_order_relaxed);
-    rareIf()->tls->handshakeFailures.fetch_add(1, std::memory_order_relaxed);
-    boost::system::error_code ec;
-    auto remote = socket_.remote_endpoint(ec);
-    logHandshakeFailure(ec ? std::string("?") : remote.address().to_string());
-    ERR_clear_error();
-    abort();
-}
-
 bool Connection::startH2(std::string_view received) {
     // The socket (and TLS state) move to an HTTP/2 session; this object is finished.
     auto h2 = std::make_shared<H2Connection>(worker_, std::move(socket_), ssl(), localPort_, received);
     if (extra_) extra_->ssl = nullptr;
     closed_ = true;
     deadline_ = Clock::time_point::max();
-    if (rareIf()) rareIf()->tls.reset();
     releaseBuffers();
     if (cap()) h2->adoptCapture(std::move(extra_->cap));
     h2->start();
@@ -773,10 +716,6 @@ void Connection::checkDeadline(Clock::time_point now) {
     }
     if (now < deadline_) return;
     switch (phase_) {
-    case Phase::Handshake:
-        worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
-        abort();
-        return;
     case Phase::Head:
     case Phase::Body:
         // RFC 9110 §15.5.9: tell the client why before closing.

@@ -19,9 +19,6 @@
 
 typedef struct ssl_st SSL;
 
-namespace portico::tls {
-class ServerTls;
-}
 namespace portico::ws {
 struct Accepted;
 }
@@ -41,7 +38,11 @@ class Connection final : public io::Session,
 public:
     using Socket = io::Socket;
 
-    Connection(Worker& worker, Socket socket, std::uint16_t localPort);
+    /// A connection accepted on the listener bound to `localPort`. From the front door
+    /// (front_door.h) after a TLS handshake: `ssl` (owned from now on) and the connection's
+    /// capture, when capture was on at accept.
+    Connection(Worker& worker, Socket socket, std::uint16_t localPort, SSL* ssl = nullptr,
+               std::unique_ptr<capture::ConnCapture> cap = nullptr);
     ~Connection();
 
     void start();
@@ -69,10 +70,9 @@ public:
     void onRequestBodyConsumed(std::size_t n) override;
 
 private:
-    enum class Phase : std::uint8_t { Handshake, Idle, Head, Body, Write, Delay, Proxy, Closing };
+    enum class Phase : std::uint8_t { Idle, Head, Body, Write, Delay, Proxy, Closing };
     enum class Flush : std::uint8_t { Done, Blocked, Failed };
 
-    void handshake();
     /// Appends "HTTP/1.1 STATUS REASON", the Date line and, with `serverHeader`, Server to out_.
     void appendStatusLines(int status, bool serverHeader);
     void startProxy(const http::Request& req, const http::Response& res, bool bodyFollows);
@@ -132,7 +132,6 @@ private:
         std::size_t chunkPos = 0; // raw bytes after the head already fed to the decoder
         bool chunkActive = false;
         std::optional<boost::asio::steady_timer> delayTimer;
-        std::shared_ptr<tls::ServerTls> tls; // during the handshake
         // A proxied exchange in progress (`proxy:` routes).
         std::shared_ptr<proxy::Forward> proxy;
         std::string proxyTrailers; // an HTTP/2 upstream's trailers, for the last chunk

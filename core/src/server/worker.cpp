@@ -3,6 +3,7 @@
 
 #include "proxy/proxy_exchange.h"
 #include "server/connection.h"
+#include "server/front_door.h"
 
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
@@ -160,8 +161,7 @@ void Worker::runSync(const std::function<void()>& fn) {
 
 void Worker::accept(Listener& l) {
     l.acceptor.async_accept(
-        io_,
-        io::inSlot(*l.acceptOp, [this, &l](const boost::system::error_code& ec, Connection::Socket socket) {
+        io_, io::inSlot(*l.acceptOp, [this, &l](const boost::system::error_code& ec, io::Socket socket) {
             if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
             if (!ec) {
                 counters_.accepted.fetch_add(1, std::memory_order_relaxed);
@@ -178,9 +178,7 @@ void Worker::accept(Listener& l) {
                     boost::system::error_code ignored;
                     socket.close(ignored);
                 } else {
-                    std::uint16_t port = l.port;
-                    auto c = std::make_shared<Connection>(*this, std::move(socket), port);
-                    c->start();
+                    acceptConnection(*this, std::move(socket), l.port);
                 }
             }
             if (!draining_) accept(l);

@@ -1,0 +1,148 @@
+// The front door: the TLS handshake and the choice of session (front_door.h).
+#include "server/front_door.h"
+
+#include "capture/hooks.h"
+#include "server/connection.h"
+#include "server/h2_connection.h"
+#include "server/worker.h"
+#include "tls/server_tls.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace portico::server {
+namespace {
+
+using tcp = boost::asio::ip::tcp;
+
+// At most one line per second per process: a scanner must not flood the terminal.
+void logHandshakeFailure(const std::string& client) {
+    static std::atomic<std::int64_t> last{0};
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    std::int64_t prev = last.load(std::memory_order_relaxed);
+    if (prev == now || !last.compare_exchange_strong(prev, now)) return;
+    char reason[256] = "closed during the handshake";
+    if (unsigned long e = ERR_peek_last_error()) ERR_error_string_n(e, reason, sizeof reason);
+    std::fprintf(stderr, "portico: TLS handshake with %s failed: %s\n", client.c_str(), reason);
+}
+
+// A connection during its TLS handshake: in the worker's list (header_timeout, drain) until the
+// handshake ends, then the session ALPN names takes the socket and the TLS state.
+class TlsHandshake final : public io::Session, public std::enable_shared_from_this<TlsHandshake> {
+public:
+    TlsHandshake(Worker& worker, io::Socket socket, std::uint16_t localPort,
+                 std::shared_ptr<tls::ServerTls> tls)
+        : worker_(worker), socket_(std::move(socket)), localPort_(localPort), tls_(std::move(tls)) {
+        worker_.link(this);
+    }
+    ~TlsHandshake() override {
+        worker_.unlink(this);
+        if (ssl_) SSL_free(ssl_);
+    }
+
+    void start() {
+        const Snapshot& snap = worker_.snapshot();
+        if (snap.config->capture.enabled)
+            cap_ = capture::beginConnection(worker_.recorder(), *snap.config,
+                                            capture::peerName(socket_.native_handle()));
+        ssl_ = tls_->newSsl(socket_.native_handle());
+        if (!ssl_) {
+            abort();
+            return;
+        }
+        deadline_ = Clock::now() + snap.config->limits.headerTimeout;
+        handshake();
+    }
+
+    void checkDeadline(Clock::time_point now) override {
+        if (closed_ || now < deadline_) return;
+        worker_.counters().timeouts.fetch_add(1, std::memory_order_relaxed);
+        abort();
+    }
+    void onDrain() override { abort(); } // nothing was asked yet: like an idle connection
+    void abort() override {
+        if (closed_) return;
+        closed_ = true;
+        if (cap_) capture::h1Closed(*cap_);
+        boost::system::error_code ec;
+        socket_.cancel(ec);
+        socket_.close(ec);
+    }
+
+private:
+    void handshake() {
+        ERR_clear_error();
+        const int rc = SSL_do_handshake(ssl_);
+        if (rc == 1) {
+            handOver();
+            return;
+        }
+        const int err = SSL_get_error(ssl_, rc);
+        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+            socket_.async_wait(err == SSL_ERROR_WANT_READ ? io::Socket::wait_read : io::Socket::wait_write,
+                               [self = shared_from_this()](const boost::system::error_code& ec) {
+                                   if (ec || self->closed_) return;
+                                   self->handshake();
+                               });
+            return;
+        }
+        worker_.counters().tlsHandshakeFailures.fetch_add(1, std::memory_order_relaxed);
+        tls_->handshakeFailures.fetch_add(1, std::memory_order_relaxed);
+        boost::system::error_code ec;
+        const auto remote = socket_.remote_endpoint(ec);
+        logHandshakeFailure(ec ? std::string("?") : remote.address().to_string());
+        ERR_clear_error();
+        abort();
+    }
+
+    // The socket, the TLS state and the connection's capture move to the session; this object
+    // leaves the worker's list when the last handler holding it returns.
+    void handOver() {
+        closed_ = true;
+        if (cap_) cap_->tlsDoneNs = capture::nowNs();
+        SSL* ssl = std::exchange(ssl_, nullptr);
+        if (tls::alpnOf(ssl) == "h2") {
+            auto h2 = std::make_shared<H2Connection>(worker_, std::move(socket_), ssl, localPort_,
+                                                     std::string_view());
+            if (cap_) h2->adoptCapture(std::move(cap_));
+            h2->start();
+            return;
+        }
+        auto c = std::make_shared<Connection>(worker_, std::move(socket_), localPort_, ssl, std::move(cap_));
+        c->start();
+    }
+
+    Worker& worker_;
+    io::Socket socket_;
+    std::uint16_t localPort_;
+    // The listener's contexts outlive the handshake even if a reload replaces them meanwhile.
+    std::shared_ptr<tls::ServerTls> tls_;
+    SSL* ssl_ = nullptr;
+    std::unique_ptr<capture::ConnCapture> cap_;
+    Clock::time_point deadline_ = Clock::time_point::max();
+    bool closed_ = false;
+};
+
+} // namespace
+
+void acceptConnection(Worker& worker, io::Socket socket, std::uint16_t localPort) {
+    boost::system::error_code ec;
+    socket.non_blocking(true, ec);
+    socket.set_option(tcp::no_delay(true), ec);
+    const Snapshot& snap = worker.snapshot();
+    if (auto it = snap.tls.find(localPort); it != snap.tls.end() && it->second) {
+        std::make_shared<TlsHandshake>(worker, std::move(socket), localPort, it->second)->start();
+        return;
+    }
+    std::make_shared<Connection>(worker, std::move(socket), localPort)->start();
+}
+
+} // namespace portico::server
