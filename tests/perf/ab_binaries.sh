@@ -4,7 +4,8 @@
 # usage: tests/perf/ab_binaries.sh BASE_BIN NEW_BIN [ROUNDS=5] [SECS=4] [WORKLOADS="h1 h2c h2tls proxy"]
 # Workloads (h2load on CPU 1): h1 = --h1 -c50 GET /plaintext (respond route); h1pipe = --h1 -c100
 # -m16 (16 requests pipelined per connection, as compare.sh's h1pipe); h2c = -c50 -m16;
-# h2tls = the same over TLS (tls: auto); proxy = --h1 -c50 through a proxy: route to the limit
+# h2tls = the same over TLS (tls: auto); h2static = h2c -c50 -m16 GET /hello.txt (13 bytes from the
+# static root, the file issue 31 compares with h2o); proxy = --h1 -c50 through a proxy: route to the limit
 # server. Prints one line per round, workload and binary: req/s and server CPU µs per request
 # (utime+stime from /proc/PID/stat over the measured run). Odd rounds run A first, even rounds B.
 # Needs: h2load (nghttp2-client), gcc, curl, bc, python3.
@@ -23,11 +24,13 @@ for s in ss: s.bind(("127.0.0.1",0))
 print(*[s.getsockname()[1] for s in ss])')
 gcc -O2 -o "$tmp/limit" "$shared/limit_server.c"
 taskset -c 1 "$tmp/limit" "$U" >/dev/null 2>&1 & pids+=($!)
+mkdir "$tmp/www" && printf 'Hello, World!' >"$tmp/www/hello.txt"
 cat >"$tmp/c.yaml" <<YAML
 workers: 1
 listen: [127.0.0.1:$P, {address: 127.0.0.1:$T, tls: auto}]
 vhosts:
-  - routes:
+  - root: $tmp/www
+    routes:
       - path: /plaintext
         respond: {body: "Hello, World!", headers: {Content-Type: text/plain}}
       - path: /proxy
@@ -43,6 +46,7 @@ run() { # bin workload -> "reqs/s usPerReq"
     h1pipe) args=(--h1 -c100 -m16); url=http://127.0.0.1:$P/plaintext;;
     h2c) args=(-c50 -m16); url=http://127.0.0.1:$P/plaintext;;
     h2tls) args=(-c50 -m16); url=https://127.0.0.1:$T/plaintext;;
+    h2static) args=(-c50 -m16); url=http://127.0.0.1:$P/hello.txt;;
     proxy) args=(--h1 -c50 -m1); url=http://127.0.0.1:$P/proxy;;
   esac
   taskset -c 1 h2load -t1 "${args[@]}" -D 1 "$url" >/dev/null 2>&1 || true   # warm-up

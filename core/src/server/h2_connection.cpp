@@ -6,9 +6,9 @@
 #include "capture/hooks.h"
 #include "io/drained.h"
 #include "io/transport.h"
-#include "server/worker.h"
 #include "proxy/h2_upstream.h"
 #include "serve/serve.h"
+#include "server/worker.h"
 #include "tls/socket_bio.h"
 
 #include <portico/handlers/dispatch.h>
@@ -689,36 +689,42 @@ void H2Connection::submit(Stream& s) {
     const int status = res.status;
     const bool noBody = status < 200 || status == 204 || status == 304;
     if (cap_ && s.capFirstByteNs < 0) s.capFirstByteNs = capture::nowNs(); // else set by captureStats
-    // Names lower-cased into one scratch buffer first; nghttp2 copies the pairs on submit.
+    // The fields point at their sources (the response's field block, this frame's locals), which
+    // outlive the submit call that copies them; only a name with upper-case letters is copied,
+    // lower-cased (RFC 9113 §8.2.1), into the worker's scratch. Reserved up front to the block's
+    // size, which bounds the names, so those views stay put while more are added.
+    const std::string_view block = res.fieldBlock();
     std::string& arena = worker_.h2Arena();
     arena.clear();
-    struct Span {
-        std::uint32_t name, nameLen, value, valueLen;
-    };
-    Span spans[128];
+    arena.reserve(block.size());
+    nghttp2_nv nva[128];
     std::size_t count = 0;
-    auto add = [&](std::string_view name, std::string_view value, bool lowerName) {
-        if (count == std::size(spans)) return;
-        const std::size_t at = arena.size();
-        Span sp{static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(name.size()),
-                static_cast<std::uint32_t>(at + name.size()), static_cast<std::uint32_t>(value.size())};
-        arena.resize(at + name.size() + value.size());
-        char* out = arena.data() + at;
-        for (std::size_t i = 0; i < name.size(); ++i) {
-            const char c = name[i];
-            out[i] = lowerName && c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-        }
-        std::memcpy(out + name.size(), value.data(), value.size());
-        spans[count++] = sp;
+    auto add = [&](std::string_view name, std::string_view value) {
+        if (count < std::size(nva)) nva[count++] = http2::field(name, value);
     };
     char statusText[4];
     std::to_chars(statusText, statusText + 3, status);
-    add(":status", std::string_view(statusText, 3), false);
+    add(":status", std::string_view(statusText, 3));
     std::string_view date = worker_.dateLine(); // "Date: ...\r\n"
-    if (date.size() > 8) add("date", date.substr(6, date.size() - 8), false);
-    if (res.serverHeader) add("server", "Portico/" PORTICO_VERSION, false);
-    http::forEachFieldLine(res.fieldBlock(), [&](std::string_view name, std::string_view value) {
-        if (!http2::isConnectionSpecific(name, value)) add(name, value, true);
+    if (date.size() > 8) add("date", date.substr(6, date.size() - 8));
+    if (res.serverHeader) add("server", "Portico/" PORTICO_VERSION);
+    http::forEachFieldLine(block, [&](std::string_view name, std::string_view value) {
+        if (http2::isConnectionSpecific(name, value)) return;
+        bool upper = false;
+        for (const char c : name)
+            upper |= static_cast<unsigned char>(c - 'A') < 26u;
+        if (!upper) {
+            add(name, value);
+            return;
+        }
+        const std::size_t at = arena.size();
+        arena.resize(at + name.size());
+        char* out = arena.data() + at;
+        for (std::size_t i = 0; i < name.size(); ++i) {
+            const auto c = static_cast<unsigned char>(name[i]);
+            out[i] = static_cast<char>(c | (static_cast<unsigned char>(c - 'A') < 26u ? 0x20 : 0));
+        }
+        add(std::string_view(out, name.size()), value);
     });
     char lengthText[24];
     const bool proxied = s.proxy != nullptr;
@@ -726,13 +732,8 @@ void H2Connection::submit(Stream& s) {
     if (!noBody && !headersOnly && (!proxied || s.proxy->length)) {
         auto r = std::to_chars(lengthText, lengthText + sizeof lengthText,
                                proxied ? *s.proxy->length : res.bodyLength());
-        add("content-length", std::string_view(lengthText, static_cast<std::size_t>(r.ptr - lengthText)),
-            false);
+        add("content-length", std::string_view(lengthText, static_cast<std::size_t>(r.ptr - lengthText)));
     }
-    nghttp2_nv nva[std::size(spans)];
-    for (std::size_t i = 0; i < count; ++i)
-        nva[i] = http2::field({arena.data() + spans[i].name, spans[i].nameLen},
-                              {arena.data() + spans[i].value, spans[i].valueLen});
     nghttp2_data_provider provider{};
     provider.read_callback = readBodyCb;
     const bool withBody = !noBody && !s.head && !headersOnly && (proxied || res.bodyLength() > 0);
