@@ -676,7 +676,8 @@ private slots:
                                            "got 10"};
         QTest::newRow("capture ring range")
             << QByteArray("capture: {ring_records: 8}\n") + v
-            << QStringList{"test.yaml:1:25: capture.ring_records: must be between 16 and 1048576, got 8"};
+            << QStringList{
+                   "test.yaml:1:25: capture.ring_records: must be auto or between 16 and 1048576, got 8"};
         QTest::newRow("capture ws_messages range")
             << QByteArray("capture: {ws_messages: -1}\n") + v
             << QStringList{"test.yaml:1:24: capture.ws_messages: must be between 0 and 1000000, got -1"};
@@ -1372,7 +1373,11 @@ private slots:
         QCOMPARE(automatic.config->capture.ringRecords, std::uint64_t(0));
         QVERIFY(configToYaml(*automatic.config, dir().toStdString()).find("ring_records") ==
                 std::string::npos);
-        QVERIFY(!load("capture: {ring_records: automatic}\n" + vhosts).ok());
+        LoadResult wrong = load("capture: {ring_records: automatic}\n" + vhosts);
+        QVERIFY(!wrong.ok());
+        QVERIFY2(errorLines(wrong).join('\n').contains(
+                     "capture.ring_records: expected auto or an integer, got 'automatic'"),
+                 qPrintable(errorLines(wrong).join('\n')));
         QCOMPARE(Config{}.workerCount(), std::max(1u, std::thread::hardware_concurrency()));
         Config three;
         three.workers = 3;

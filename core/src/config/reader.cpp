@@ -379,10 +379,17 @@ void Reader::readCapture(const Value& v, Capture& c) {
         } else if (e.key == "max_bytes") {
             if (auto n = size(e.value, 64 * 1024)) c.maxBytes = *n;
         } else if (e.key == "ring_records") {
-            if (e.value.node.IsScalar() && e.value.node.Scalar() == "auto")
+            const std::string text = e.value.node.IsScalar() ? e.value.node.Scalar() : std::string();
+            std::uint64_t n = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+            if (text == "auto")
                 c.ringRecords = 0;
-            else if (auto n = integer(e.value, 16, 1048576))
-                c.ringRecords = static_cast<std::uint64_t>(*n);
+            else if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
+                error(e.value, "expected auto or an integer, got " + describe(e.value.node));
+            else if (n < 16 || n > 1048576)
+                error(e.value, "must be auto or between 16 and 1048576, got " + text);
+            else
+                c.ringRecords = n;
         } else if (e.key == "record_bytes") {
             if (auto n = size(e.value, 1024)) {
                 if (*n > (1u << 20))
