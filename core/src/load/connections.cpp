@@ -9,6 +9,7 @@
 
 #include "client/connect.h"
 #include "io/drained.h"
+#include "io/tls_handshake.h"
 #include "io/transport.h"
 #include "tls/client_tls.h"
 
@@ -434,34 +435,25 @@ void Conn::startTls() {
 }
 
 void Conn::handshake() {
-    const int rc = SSL_do_handshake(ssl);
-    if (rc == 1) {
-        if (worker.plan.h2) {
-            const unsigned char* alpn = nullptr;
-            unsigned len = 0;
-            SSL_get0_alpn_selected(ssl, &alpn, &len);
-            if (len != 2 || std::memcmp(alpn, "h2", 2) != 0) {
+    io::driveHandshake(
+        socket, ssl, [this, gen = generation] { return gen == generation; },
+        [this](io::HandshakeEnd end, const boost::system::error_code&) {
+            if (end != io::HandshakeEnd::Done) {
+                ERR_clear_error();
                 connectFailed();
                 return;
             }
-        }
-        onConnected();
-        return;
-    }
-    const int err = SSL_get_error(ssl, rc);
-    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-        socket.async_wait(err == SSL_ERROR_WANT_READ ? tcp::socket::wait_read : tcp::socket::wait_write,
-                          [this, gen = generation](const boost::system::error_code& ec) {
-                              if (gen != generation) return;
-                              if (ec)
-                                  connectFailed();
-                              else
-                                  handshake();
-                          });
-        return;
-    }
-    ERR_clear_error();
-    connectFailed();
+            if (worker.plan.h2) {
+                const unsigned char* alpn = nullptr;
+                unsigned len = 0;
+                SSL_get0_alpn_selected(ssl, &alpn, &len);
+                if (len != 2 || std::memcmp(alpn, "h2", 2) != 0) {
+                    connectFailed();
+                    return;
+                }
+            }
+            onConnected();
+        });
 }
 
 void Conn::onConnected() {

@@ -2,6 +2,7 @@
 #include "proxy/h2_upstream.h"
 
 #include "client/connect.h"
+#include "io/tls_handshake.h"
 #include "io/transport.h"
 
 #include <portico/http2/session.h>
@@ -258,37 +259,31 @@ void H2Conn::handshake() {
         if (ec) SSL_set_tlsext_host_name(ssl_, host_.c_str()); // SNI for names only (RFC 6066 §3)
         SSL_set_connect_state(ssl_);
     }
-    int rc = SSL_do_handshake(ssl_);
-    if (rc == 1) {
-        const unsigned char* proto = nullptr;
-        unsigned int len = 0;
-        SSL_get0_alpn_selected(ssl_, &proto, &len);
-        if (len != 2 || std::memcmp(proto, "h2", 2) != 0) {
-            die(502, "the TLS upstream did not select h2 with ALPN (https:// upstreams must speak HTTP/2)");
-            return;
-        }
-        ready();
-        return;
-    }
-    int err = SSL_get_error(ssl_, rc);
-    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-        socket_.async_wait(err == SSL_ERROR_WANT_READ ? Exchange::Socket::wait_read
-                                                      : Exchange::Socket::wait_write,
-                           [self = shared_from_this()](const boost::system::error_code& e) {
-                               if (self->dead_) return;
-                               if (e) {
-                                   self->die(502, "TLS handshake: " + e.message());
-                                   return;
-                               }
-                               self->handshake();
-                           });
-        return;
-    }
-    unsigned long e = ERR_get_error();
-    char text[256] = "failed";
-    if (e) ERR_error_string_n(e, text, sizeof text);
-    ERR_clear_error();
-    die(502, std::string("TLS handshake: ") + text);
+    io::driveHandshake(
+        socket_, ssl_, [self = shared_from_this()] { return !self->dead_; },
+        [self = shared_from_this()](io::HandshakeEnd end, const boost::system::error_code& e) {
+            if (end == io::HandshakeEnd::WaitFailed) {
+                self->die(502, "TLS handshake: " + e.message());
+                return;
+            }
+            if (end == io::HandshakeEnd::Failed) {
+                unsigned long code = ERR_get_error();
+                char text[256] = "failed";
+                if (code) ERR_error_string_n(code, text, sizeof text);
+                ERR_clear_error();
+                self->die(502, std::string("TLS handshake: ") + text);
+                return;
+            }
+            const unsigned char* proto = nullptr;
+            unsigned int len = 0;
+            SSL_get0_alpn_selected(self->ssl_, &proto, &len);
+            if (len != 2 || std::memcmp(proto, "h2", 2) != 0) {
+                self->die(502, "the TLS upstream did not select h2 with ALPN (https:// "
+                               "upstreams must speak HTTP/2)");
+                return;
+            }
+            self->ready();
+        });
 }
 
 void H2Conn::ready() {

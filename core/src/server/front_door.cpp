@@ -2,6 +2,7 @@
 #include "server/front_door.h"
 
 #include "capture/hooks.h"
+#include "io/tls_handshake.h"
 #include "server/connection.h"
 #include "server/h2_connection.h"
 #include "server/worker.h"
@@ -79,28 +80,24 @@ public:
 
 private:
     void handshake() {
-        ERR_clear_error();
-        const int rc = SSL_do_handshake(ssl_);
-        if (rc == 1) {
-            handOver();
-            return;
-        }
-        const int err = SSL_get_error(ssl_, rc);
-        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-            socket_.async_wait(err == SSL_ERROR_WANT_READ ? io::Socket::wait_read : io::Socket::wait_write,
-                               [self = shared_from_this()](const boost::system::error_code& ec) {
-                                   if (ec || self->closed_) return;
-                                   self->handshake();
-                               });
-            return;
-        }
-        worker_.counters().tlsHandshakeFailures.fetch_add(1, std::memory_order_relaxed);
-        tls_->handshakeFailures.fetch_add(1, std::memory_order_relaxed);
-        boost::system::error_code ec;
-        const auto remote = socket_.remote_endpoint(ec);
-        logHandshakeFailure(ec ? std::string("?") : remote.address().to_string());
-        ERR_clear_error();
-        abort();
+        auto self = shared_from_this();
+        io::driveHandshake(
+            socket_, ssl_, [self] { return !self->closed_; },
+            [self](io::HandshakeEnd end, const boost::system::error_code&) {
+                if (end == io::HandshakeEnd::Done) {
+                    self->handOver();
+                    return;
+                }
+                if (end == io::HandshakeEnd::Failed) {
+                    self->worker_.counters().tlsHandshakeFailures.fetch_add(1, std::memory_order_relaxed);
+                    self->tls_->handshakeFailures.fetch_add(1, std::memory_order_relaxed);
+                    boost::system::error_code ec;
+                    const auto remote = self->socket_.remote_endpoint(ec);
+                    logHandshakeFailure(ec ? std::string("?") : remote.address().to_string());
+                    ERR_clear_error();
+                }
+                self->abort();
+            });
     }
 
     // The socket, the TLS state and the connection's capture move to the session; this object
