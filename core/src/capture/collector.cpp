@@ -145,23 +145,20 @@ void Collector::start(std::vector<Recorder*> recorders) {
     final_.reset();
     lastCommit_ = std::chrono::steady_clock::now();
     lastTickUnix_ = unixNowNs() / 1'000'000'000;
-    thread_ = std::thread([this] {
-        pthread_setname_np(pthread_self(), "portico-capture");
-        run();
-    });
+    // Threads are named here, not inside them, so the names are there when start() returns. The
+    // writer first: the collector's first drain hands its batch over to it.
     if (store_) {
         storeStop_ = false;
         storeRunning_ = true;
-        storeThread_ = std::thread([this] {
-            pthread_setname_np(pthread_self(), "portico-store");
-            writeStore();
-        });
+        storeThread_ = std::thread([this] { writeStore(); });
+        pthread_setname_np(storeThread_.native_handle(), "portico-store");
     }
+    thread_ = std::thread([this] { run(); });
+    pthread_setname_np(thread_.native_handle(), "portico-capture");
     std::string error;
     if (store_ && (checkpointStore_ = Store::openForCheckpoints(store_->path(), error))) {
         checkpointStop_ = false;
         checkpointThread_ = std::thread([this] {
-            pthread_setname_np(pthread_self(), "portico-ckpt");
             std::unique_lock lock(checkpointMutex_);
             while (!checkpointCv_.wait_for(lock, kCheckpointEvery, [&] { return checkpointStop_; })) {
                 lock.unlock();
@@ -169,6 +166,7 @@ void Collector::start(std::vector<Recorder*> recorders) {
                 lock.lock();
             }
         });
+        pthread_setname_np(checkpointThread_.native_handle(), "portico-ckpt");
     }
 }
 

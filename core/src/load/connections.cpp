@@ -885,11 +885,11 @@ void drive(Plan& plan, Result& result) {
 
     std::latch connected(threads), go(1);
     std::vector<std::thread> pool;
-    for (auto& w : workers)
-        pool.emplace_back([&w, &connected, &go, i = pool.size()] {
-            pthread_setname_np(pthread_self(), ("portico-load" + std::to_string(i)).c_str());
-            w->run(connected, go);
-        });
+    for (auto& w : workers) {
+        pool.emplace_back([&w, &connected, &go] { w->run(connected, go); });
+        pthread_setname_np(pool.back().native_handle(),
+                           ("portico-load" + std::to_string(pool.size() - 1)).c_str());
+    }
     connected.wait();
     // Every first connect has finished: the clock starts now for all threads at once.
     plan.start = nowNs();

@@ -145,10 +145,8 @@ AccessLogger::AccessLogger(config::AccessLog::Format format, const std::string& 
         }
         ownsFile_ = true;
     }
-    thread_ = std::thread([this] {
-        pthread_setname_np(pthread_self(), "portico-log");
-        run();
-    });
+    thread_ = std::thread([this] { run(); });
+    pthread_setname_np(thread_.native_handle(), "portico-log");
 }
 
 AccessLogger::~AccessLogger() {

@@ -139,11 +139,10 @@ void Worker::start() {
     for (auto& l : listeners_)
         if (l.acceptor.is_open()) accept(l); // one closed before start() only waits for its erase
     tick();
-    thread_ = std::thread([this] {
-        // "portico-w0", … in top -H, perf and gdb (15 characters at most).
-        pthread_setname_np(pthread_self(), ("portico-w" + std::to_string(index_)).c_str());
-        io_.run();
-    });
+    thread_ = std::thread([this] { io_.run(); });
+    // "portico-w0", … in top -H, perf and gdb (15 characters at most); named here, not in the
+    // thread, so the name is there when start() returns.
+    pthread_setname_np(thread_.native_handle(), ("portico-w" + std::to_string(index_)).c_str());
 }
 
 void Worker::runSync(const std::function<void()>& fn) {
