@@ -194,9 +194,7 @@ void Collector::stop() {
         drain();
         if (store_) {
             StoreJob last;
-            last.dropped = 0;
-            for (auto* rec : recorders_)
-                *last.dropped += rec->dropped();
+            last.dropped = dropped();
             last.commit = true;
             queueStore(std::move(last));
         }
@@ -267,9 +265,7 @@ void Collector::run() {
         if (store_ && std::chrono::steady_clock::now() - lastCommit_ >= kCommitEvery) {
             // Records dropped this run (rings full), committed with the records they sit between.
             StoreJob count;
-            count.dropped = 0;
-            for (auto* rec : recorders_)
-                *count.dropped += rec->dropped();
+            count.dropped = dropped();
             queueStore(std::move(count));
             lastCommit_ = std::chrono::steady_clock::now();
         }
@@ -365,12 +361,11 @@ void Collector::writeJob(StoreJob& job) {
             appendedId_ = job.rows.back().id;
             if (!firstAppendedId_) firstAppendedId_ = job.rows.front().id;
         }
-        uncommitted_ = true;
     }
     for (const auto& e : job.rewrites)
         ok = store_->update(e) && ok;
     if (job.dropped) ok = store_->setMeta("dropped_records", std::to_string(*job.dropped)) && ok;
-    uncommitted_ = uncommitted_ || !job.rewrites.empty() || job.dropped;
+    uncommitted_ = uncommitted_ || !job.rows.empty() || !job.rewrites.empty() || job.dropped;
     if (uncommitted_ &&
         (job.commit || std::chrono::steady_clock::now() - lastStoreCommit_ >= kStoreCommitEvery))
         ok = commitStore() && ok;
