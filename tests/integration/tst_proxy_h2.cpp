@@ -89,7 +89,8 @@ class TestProxyH2 : public QObject {
     Q_OBJECT
     QTemporaryDir tmp_;
     std::unique_ptr<ServerProcess> upstream_, server_;
-    QProcess h2py_; // h2c_upstream.py: only the pool tests use it
+    std::unique_ptr<ServerProcess> upstreamH1_; // TLS with HTTP/2 off: selects http/1.1 with ALPN
+    QProcess h2py_;                             // h2c_upstream.py: only the pool tests use it
     int h2pyPort_ = 0;
     QString base_;
     QByteArray big_;
@@ -135,6 +136,26 @@ vhosts:
             QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
         QVERIFY2(upstream_->waitReady(), upstream_->output().constData());
         QVERIFY(upstream_->plainPort() && upstream_->tlsPort());
+        QFile up1(tmp_.filePath("up1.yaml"));
+        QVERIFY(up1.open(QIODevice::WriteOnly));
+        up1.write(R"(listen: [{address: 127.0.0.1:0, tls: auto}]
+http2: {enabled: false}
+limits: {max_body_bytes: 8MiB}
+vhosts:
+  - names: [127.0.0.1, localhost]
+    default: true
+    root: up
+    routes:
+      - path: /echo
+        respond: {status: 201, body: "{{body}}", headers: {X-Up: "h1"}}
+      - path: /fields
+        respond: {body: "proto={{header.x-forwarded-proto}}|via={{header.via}}|host={{header.host}}|len={{header.content-length}}|te={{header.transfer-encoding}}"}
+)");
+        up1.close();
+        upstreamH1_ =
+            std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("up1.yaml")},
+                                            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
+        QVERIFY2(upstreamH1_->waitReady(), upstreamH1_->output().constData());
         const QString portFile = tmp_.filePath("h2py.port");
         h2py_.start(debianPython(), {sourceDir() + "/tests/support/h2c_upstream.py", portFile});
         QVERIFY(h2py_.waitForStarted());
@@ -159,6 +180,10 @@ vhosts:
         headers: {X-Route: h2c}
       - path: /tls/*
         proxy: {upstream: https://127.0.0.1:%2, strip_prefix: /tls, change_origin: true}
+      - path: /tls1/*
+        proxy: {upstream: https://127.0.0.1:%5, strip_prefix: /tls1}
+      - path: /tls1grpc/*
+        grpc: https://127.0.0.1:%5
       - path: /dead/*
         proxy: h2c://127.0.0.1:%3
       - path: /fwd/*
@@ -172,6 +197,7 @@ vhosts:
                       .arg(upstream_->tlsPort())
                       .arg(deadPort())
                       .arg(h2pyPort_)
+                      .arg(upstreamH1_->tlsPort())
                       .toUtf8());
         cfg.close();
         server_ = std::make_unique<ServerProcess>(
@@ -246,6 +272,56 @@ vhosts:
             QVERIFY(b.body == big_);
             auto t = get("/tls/teapot", mode);
             QCOMPARE(t.status, 418);
+        }
+    }
+
+    // An https:// upstream that selects http/1.1 with ALPN (a TLS backend without HTTP/2, as most
+    // dev servers are) is spoken to in HTTP/1.1 over TLS. The first requests of each worker wait
+    // for an HTTP/2 connection, learn the protocol from its handshake and are handed over, bodies
+    // included; later ones go straight to HTTP/1.1 and reuse its keep-alive connections.
+    void tlsUpstreamSelectingHttp1() {
+        const QByteArray small("hello over tls");
+        QFile f(tmp_.filePath("up1body.bin"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        const QByteArray large = pattern(2 * 1024 * 1024 + 3);
+        f.write(large);
+        f.close();
+        for (int round = 0; round < 3; ++round) {
+            for (const QString& mode : both()) {
+                auto e = get("/tls1/echo", mode, {"--data-binary", QString::fromLatin1(small)});
+                QCOMPARE(e.status, 201);
+                QCOMPARE(e.body, small);
+                QCOMPARE(headerValue(e.headers, "x-up"), QString("h1"));
+                auto b = get("/tls1/big.bin", mode);
+                QCOMPARE(b.status, 200);
+                QVERIFY(b.body == big_);
+                auto up = get("/tls1/echo", mode, {"--data-binary", "@" + f.fileName()});
+                QCOMPARE(up.status, 201);
+                QVERIFY(up.body == large);
+            }
+        }
+        // A streamed body of unknown length (chunked from an HTTP/1.1 client) goes up chunked.
+        auto c = get("/tls1/fields", "",
+                     {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + f.fileName()});
+        QCOMPARE(c.status, 200);
+        QCOMPARE(QString::fromUtf8(c.body),
+                 QStringLiteral("proto=http|via=1.1 portico|host=127.0.0.1:%1|len=|"
+                                "te=chunked")
+                     .arg(server_->port()));
+        auto c2 =
+            get("/tls1/echo", "", {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + f.fileName()});
+        QCOMPARE(c2.status, 201);
+        QVERIFY(c2.body == large);
+        // Many requests at once on HTTP/2 downstream: each a request of its own upstream.
+        auto r = runProcess("nghttp", {"-n", "-s", "-m", "20", base_ + "/tls1/big.bin"}, {}, 60000);
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out.count(" 200 "), 20);
+        // gRPC needs HTTP/2: a clear 502, not a hang or an HTTP/1.1 exchange.
+        for (int i = 0; i < 2; ++i) {
+            auto g = get("/tls1grpc/pkg.Svc/Call", "",
+                         {"-H", "Content-Type: application/grpc", "--data-binary", "x"});
+            QCOMPARE(g.status, 502);
+            QVERIFY2(g.body.contains("gRPC needs HTTP/2"), g.body.constData());
         }
     }
 

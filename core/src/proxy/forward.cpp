@@ -6,6 +6,7 @@
 
 #include <openssl/ssl.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <memory>
@@ -49,7 +50,9 @@ SSL_CTX* h2UpstreamTlsContext() {
         // A dev server's upstreams use local or self-signed certificates: not verified.
         SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nullptr);
         SSL_CTX_set_mode(c, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
-        static const unsigned char alpn[] = {2, 'h', '2'};
+        // h2 first; an upstream that selects http/1.1 (or nothing) is handed to the HTTP/1.1
+        // client (h2_upstream.cpp, handOverToHttp1).
+        static const unsigned char alpn[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
         SSL_CTX_set_alpn_protos(c, alpn, sizeof alpn);
         return c;
     }()};
@@ -65,7 +68,10 @@ std::shared_ptr<Forward> forward(asio::io_context& io, std::shared_ptr<void> own
                                  const http::Request& req, bool tls, Sink* sink, bool bodyFollows) {
     if (!action.fastcgi.address.empty())
         return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
-    if (!action.upstreams.empty() && action.upstreams.front().protocol != config::Upstream::Protocol::Http1)
+    using Protocol = config::Upstream::Protocol;
+    if (!action.upstreams.empty() && action.upstreams.front().protocol != Protocol::Http1 &&
+        !(action.upstreams.front().protocol == Protocol::H2 && !action.grpc &&
+          std::all_of(action.upstreams.begin(), action.upstreams.end(), speaksHttp1)))
         return startH2(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
     return Exchange::start(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
 }

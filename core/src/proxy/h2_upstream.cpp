@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace portico::proxy {
@@ -38,6 +39,9 @@ class H2Call;
 
 struct H2Pools {
     std::map<std::string, std::shared_ptr<H2Conn>, std::less<>> conns;
+    // https:// upstreams that selected http/1.1 (or no protocol) with ALPN: their requests go to the
+    // HTTP/1.1 client (Exchange) from then on.
+    std::set<std::string, std::less<>> http1;
     std::map<std::string, Clock::time_point, std::less<>> failedUntil;
     std::map<const void*, std::size_t> next; // round-robin position per action
 };
@@ -75,6 +79,9 @@ public:
     void onData(const std::uint8_t* data, std::size_t len);
     void onDataEnd();
     void onClose(std::uint32_t code);
+    /// The chosen https:// upstream speaks HTTP/1.1: the request goes to an HTTP/1.1 exchange
+    /// (Exchange::startPrepared), to which this call hands every later downstream call.
+    void toHttp1();
 
     void resume() override;
     void cancel() override;
@@ -90,6 +97,7 @@ public:
     asio::steady_timer deadline_; // grpc-timeout
     const config::Upstream* upstream_ = nullptr;
     std::shared_ptr<H2Conn> conn_;
+    std::shared_ptr<Forward> inner_; // after toHttp1(): the HTTP/1.1 exchange
     std::int32_t id_ = -1;
     std::size_t tries_ = 0;
     // Request: names and values back to back in arena_, spans in head_.
@@ -187,6 +195,7 @@ private:
     void onReadable();
     void waitWrite();
     void die(int status, const std::string& why);
+    void handOverToHttp1();
     void armIdle();
     H2Call* call(std::int32_t id) {
         auto it = streams_.find(id);
@@ -277,12 +286,16 @@ void H2Conn::handshake() {
             const unsigned char* proto = nullptr;
             unsigned int len = 0;
             SSL_get0_alpn_selected(self->ssl_, &proto, &len);
-            if (len != 2 || std::memcmp(proto, "h2", 2) != 0) {
-                self->die(502, "the TLS upstream did not select h2 with ALPN (https:// "
-                               "upstreams must speak HTTP/2)");
+            const std::string_view alpn(reinterpret_cast<const char*>(proto), len);
+            if (alpn == "h2") {
+                self->ready();
                 return;
             }
-            self->ready();
+            if (alpn.empty() || alpn == "http/1.1") { // RFC 7301 §3.2: no ALPN means HTTP/1.1 here
+                self->handOverToHttp1();
+                return;
+            }
+            self->die(502, "the TLS upstream selected '" + std::string(alpn) + "' with ALPN");
         });
 }
 
@@ -444,6 +457,17 @@ void H2Conn::armIdle() {
         self->flush();
         self->die(502, "idle");
     });
+}
+
+// The upstream speaks HTTP/1.1 over TLS: noted for this worker thread, this connection closed, and
+// the requests waiting for it go to the HTTP/1.1 client.
+void H2Conn::handOverToHttp1() {
+    tH2.http1.insert(key_);
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    die(502, "the TLS upstream speaks HTTP/1.1"); // tells no one: nothing waits, no stream is open
+    for (auto& c : waiting)
+        c->toHttp1();
 }
 
 void H2Conn::die(int status, const std::string& why) {
@@ -612,6 +636,10 @@ void H2Call::pick() {
         });
     upstream_ = chosen;
     ++tries_;
+    if (tH2.http1.contains(key(*chosen))) {
+        toHttp1();
+        return;
+    }
     auto& conn = tH2.conns[key(*chosen)];
     if (!conn || !conn->usable()) conn = std::make_shared<H2Conn>(io_, *chosen, action_);
     conn_ = conn;
@@ -706,6 +734,56 @@ bool H2Call::retry(bool allowed) {
     return true;
 }
 
+void H2Call::toHttp1() {
+    conn_.reset();
+    if (cancelled_ || done_) return;
+    if (grpc_ || action_.grpc) {
+        fail(502, "the TLS upstream selected http/1.1 with ALPN, and gRPC needs HTTP/2");
+        return;
+    }
+    Http1Request r;
+    r.idempotent = idempotent_;
+    r.headRequest = headRequest_;
+    std::string_view method, path, authority, length;
+    std::string fields;
+    for (const Span& sp : head_) {
+        const std::string_view name(arena_.data() + sp.name, sp.nameLen);
+        const std::string_view value(arena_.data() + sp.value, sp.valueLen);
+        if (name == ":method")
+            method = value;
+        else if (name == ":path")
+            path = value;
+        else if (name == ":authority")
+            authority = value;
+        else if (name == "content-length")
+            length = value;
+        else if (name.front() != ':')
+            fields.append(name).append(": ").append(value).append("\r\n");
+    }
+    r.head.reserve(64 + fields.size());
+    r.head.append(method).append(" ").append(path).append(" HTTP/1.1\r\nhost: ").append(authority);
+    r.head.append("\r\n").append(fields);
+    r.streaming = bodyFollows_;
+    r.chunked = bodyFollows_ && length.empty(); // RFC 9112 §6.1: a length unknown up front
+    if (r.chunked)
+        r.head.append("transfer-encoding: chunked\r\n");
+    else if (!length.empty())
+        r.head.append("content-length: ").append(length).append("\r\n");
+    r.head.append("\r\n");
+    r.body = body_.substr(bodyOffset_);
+    r.bodyEnded = bodyEnded_;
+    if (r.chunked)
+        for (const Span& sp : trailers_)
+            r.trailerBlock.append(trailerArena_, sp.name, sp.nameLen)
+                .append(": ")
+                .append(trailerArena_, sp.value, sp.valueLen)
+                .append("\r\n");
+    Sink* sink = sink_;
+    sink_ = nullptr;
+    inner_ =
+        Exchange::startPrepared(io_, std::move(owner_), std::move(snapshot_), action_, std::move(r), sink);
+}
+
 long H2Call::readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags) {
     const std::size_t n = std::min(len, body_.size() - bodyOffset_);
     if (n == 0 && !bodyEnded_) {
@@ -734,6 +812,10 @@ long H2Call::readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags) 
 }
 
 void H2Call::requestBody(std::string_view data) {
+    if (inner_) {
+        inner_->requestBody(data);
+        return;
+    }
     if (cancelled_ || done_ || bodyEnded_) return;
     body_.append(data);
     if (id_ > 0 && deferred_ && conn_ && !conn_->dead()) {
@@ -744,6 +826,10 @@ void H2Call::requestBody(std::string_view data) {
 }
 
 void H2Call::requestEnd(std::span<const http::Header> trailers) {
+    if (inner_) {
+        inner_->requestEnd(trailers);
+        return;
+    }
     if (cancelled_ || done_ || bodyEnded_) return;
     for (const auto& t : trailers)
         if (!hopByHop(t.name) && !http::iequals(t.name, "content-length"))
@@ -905,6 +991,10 @@ void H2Call::fail(int status, const std::string& why) {
 }
 
 void H2Call::resume() {
+    if (inner_) {
+        inner_->resume();
+        return;
+    }
     if (!paused_ || cancelled_ || done_) return;
     paused_ = false;
     if (held_ && id_ > 0 && conn_ && !conn_->dead()) {
@@ -916,6 +1006,10 @@ void H2Call::resume() {
 }
 
 void H2Call::cancel() {
+    if (inner_) {
+        inner_->cancel();
+        return;
+    }
     if (cancelled_) return;
     cancelled_ = true;
     sink_ = nullptr;
@@ -933,6 +1027,8 @@ void H2Call::cancel() {
 }
 
 } // namespace
+
+bool speaksHttp1(const config::Upstream& upstream) { return tH2.http1.contains(key(upstream)); }
 
 std::shared_ptr<Forward> startH2(asio::io_context& io, std::shared_ptr<void> owner,
                                  std::shared_ptr<const void> snapshot, const config::ProxyAction& action,

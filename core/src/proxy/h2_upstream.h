@@ -33,10 +33,15 @@ std::shared_ptr<Forward> startH2(boost::asio::io_context& io, std::shared_ptr<vo
                                  std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
                                  const http::Request& req, bool tls, Sink* sink, bool bodyFollows);
 
-/// The TLS client context of h2 (https://) upstreams, one per worker thread (freed when the
-/// thread ends): TLS 1.2+, ALPN "h2", certificates not verified (a dev server's upstreams use
-/// local or self-signed ones).
+/// The TLS client context of https:// upstreams' first connection, one per worker thread (freed
+/// when the thread ends): TLS 1.2+, ALPN "h2" then "http/1.1", certificates not verified (a dev
+/// server's upstreams use local or self-signed ones). An upstream that selects http/1.1, or no
+/// protocol (RFC 7301 §3.2), is noted (speaksHttp1) and the requests waiting for it, and all later
+/// ones, go to the HTTP/1.1 client (Exchange over TLS); a `grpc:` route's get 502.
 SSL_CTX* h2UpstreamTlsContext();
+
+/// Whether `upstream` (https://) selected http/1.1 or no ALPN protocol on this worker thread.
+bool speaksHttp1(const config::Upstream& upstream);
 
 /// Parses a gRPC `grpc-timeout` value ("1-8 digits" + H, M, S, m, u or n); nullopt if invalid.
 std::optional<std::chrono::nanoseconds> parseGrpcTimeout(std::string_view value);

@@ -2,7 +2,12 @@
 #include "proxy/proxy_exchange.h"
 
 #include "client/connect.h"
+#include "io/async_transport.h"
 #include "io/drained.h"
+#include "io/tls_handshake.h"
+#include "tls/client_tls.h"
+
+#include <openssl/ssl.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -29,10 +34,11 @@ using tcp = asio::ip::tcp;
 // keepalive_timeout), or once the upstream closed it or sent anything unasked, so it never sits
 // in CLOSE_WAIT for longer than a tick.
 struct IdleConnection {
-    IdleConnection(Exchange::Socket&& s, std::chrono::steady_clock::time_point at,
+    IdleConnection(Exchange::Socket&& s, SslPtr&& tls, std::chrono::steady_clock::time_point at,
                    std::chrono::steady_clock::time_point until, std::uint32_t n)
-        : socket(std::move(s)), since(at), expires(until), served(n) {}
+        : socket(std::move(s)), ssl(std::move(tls)), since(at), expires(until), served(n) {}
     Exchange::Socket socket;
+    SslPtr ssl; // https:// upstreams (declared after socket: freed before it closes)
     std::chrono::steady_clock::time_point since;   // pooled at
     std::chrono::steady_clock::time_point expires; // since + the route's idle_timeout
     std::uint32_t served = 0;                      // responses it carried (1: not yet reused)
@@ -43,6 +49,7 @@ struct IdleConnection {
 struct UpstreamPool {
     std::string host;
     std::uint16_t port = 0;
+    bool tls = false; // https://: TLS connections, kept apart from cleartext ones to the same address
     std::vector<IdleConnection> idle;
     std::chrono::steady_clock::time_point failedUntil{};
 };
@@ -238,13 +245,33 @@ template <class T> struct Recycled {
     template <class U> bool operator!=(const Recycled<U>&) const noexcept { return false; }
 };
 
+bool isTls(const config::Upstream& u) { return u.protocol == config::Upstream::Protocol::H2; }
+
 UpstreamPool& poolOf(const config::Upstream& u) {
+    const bool tls = isTls(u);
     for (const auto& p : tPools.pools)
-        if (p->port == u.port && p->host == u.host) return *p;
+        if (p->port == u.port && p->tls == tls && p->host == u.host) return *p;
     auto& p = tPools.pools.emplace_back(std::make_unique<UpstreamPool>());
     p->host = u.host;
     p->port = u.port;
+    p->tls = tls;
     return *p;
+}
+
+// The TLS client context for an https:// upstream host, one per worker thread and host: ALPN
+// http/1.1 only (this is the HTTP/1.1 client), certificates not verified (a dev server's upstreams
+// use local or self-signed ones), SNI for a name. Null with `error` when OpenSSL cannot make it.
+const tls::ClientTls* upstreamTls(const std::string& host, std::string& error) {
+    thread_local std::map<std::string, std::unique_ptr<tls::ClientTls>, std::less<>> contexts;
+    auto& tls = contexts[host];
+    if (!tls) {
+        tls::ClientTlsOptions options;
+        options.host = host;
+        options.alpn = {"http/1.1"};
+        options.insecure = true;
+        tls = tls::makeClientTls(options, error);
+    }
+    return tls.get();
 }
 
 // True when nothing can be read from a pooled connection (EAGAIN): the upstream neither closed it
@@ -257,11 +284,11 @@ bool quiet(Exchange::Socket& socket) {
 
 // Puts a connection that finished a response back in `pool` (unless `maxIdle` wait there already;
 // the caller then closes it).
-void park(UpstreamPool& pool, Exchange::Socket& socket, std::chrono::nanoseconds idleTimeout,
+void park(UpstreamPool& pool, Exchange::Socket& socket, SslPtr& ssl, std::chrono::nanoseconds idleTimeout,
           std::size_t maxIdle, std::uint32_t served) {
     if (pool.idle.size() >= maxIdle) return;
     const auto now = std::chrono::steady_clock::now();
-    pool.idle.emplace_back(std::move(socket), now,
+    pool.idle.emplace_back(std::move(socket), std::move(ssl), now,
                            now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(idleTimeout),
                            served);
 }
@@ -311,16 +338,53 @@ std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<
         x->upgrade_ = upgrade && connection && req.method == http::Method::Get;
     }
     x->buildRequest(req, tls);
+    x->begin();
+    return x;
+}
+
+std::shared_ptr<Exchange> Exchange::startPrepared(asio::io_context& io, std::shared_ptr<void> owner,
+                                                  std::shared_ptr<const void> snapshot,
+                                                  const config::ProxyAction& action, Http1Request&& req,
+                                                  Sink* sink) {
+    auto x = std::allocate_shared<Exchange>(Recycled<Exchange>(), io, action);
+    x->owner_ = std::move(owner);
+    x->snapshot_ = std::move(snapshot);
+    x->sink_ = sink;
+    x->streaming_ = req.streaming;
+    x->chunkedUp_ = req.chunked;
+    x->headRequest_ = req.headRequest;
+    x->idempotent_ = req.idempotent;
+    x->request_ = std::move(req.head);
+    if (req.streaming) {
+        x->body_ = std::move(req.body);
+        x->bodyEnded_ = req.bodyEnded;
+        x->trailerBlock_ = std::move(req.trailerBlock);
+    } else {
+        x->request_.append(req.body);
+    }
+    x->begin();
+    return x;
+}
+
+void Exchange::begin() {
     // A quiet pooled connection takes the request at once. A new connection is opened from a
     // handler: a failure there calls the sink back, which must never happen before start() has
     // returned (onUpstreamConnected, which only notes the time, is the one callback allowed).
     const auto now = std::chrono::steady_clock::now();
-    x->choose(now);
-    if (!x->reusePooled(now))
-        asio::post(io, [x] {
+    choose(now);
+    if (!reusePooled(now))
+        asio::post(io_, [x = shared_from_this()] {
             if (!x->cancelled_) x->openNew();
         });
-    return x;
+}
+
+void SslFree::operator()(SSL* ssl) const { SSL_free(ssl); }
+
+void Exchange::closeConnection() {
+    ++connGen_;
+    boost::system::error_code ec;
+    socket_.close(ec);
+    ssl_.reset();
 }
 
 void Exchange::buildRequest(const http::Request& req, bool tls) {
@@ -401,6 +465,7 @@ bool Exchange::reusePooled(std::chrono::steady_clock::time_point now) {
     while (!idle.empty()) {
         IdleConnection& entry = idle.back();
         socket_ = std::move(entry.socket);
+        ssl_ = std::move(entry.ssl);
         const std::uint32_t served = entry.served;
         const auto since = entry.since;
         idle.pop_back();
@@ -419,8 +484,7 @@ bool Exchange::reusePooled(std::chrono::steady_clock::time_point now) {
             send();
             return true;
         }
-        boost::system::error_code ec;
-        socket_.close(ec);
+        closeConnection();
     }
     return false;
 }
@@ -438,9 +502,7 @@ void Exchange::disarm() { deadlines_.disarm(*this); }
 
 void Exchange::onTimeout() {
     if (cancelled_ || stage_ == Stage::Done) return;
-    boost::system::error_code ignored;
-    socket_.cancel(ignored);
-    socket_.close(ignored);
+    closeConnection();
     const bool connecting = stage_ == Stage::Connecting;
     fail(stage_ == Stage::Body ? 0 : 504,
          connecting ? "timed out connecting (connect_timeout)" : "timed out waiting for the response", false);
@@ -468,6 +530,44 @@ void Exchange::connect() {
             }
             boost::system::error_code ignored;
             self->socket_.set_option(tcp::no_delay(true), ignored);
+            if (isTls(*self->upstream_))
+                self->startTls();
+            else
+                self->send();
+        });
+}
+
+void Exchange::startTls() {
+    std::string error;
+    const tls::ClientTls* tls = upstreamTls(upstream_->host, error);
+    if (!tls) {
+        fail(502, "TLS: " + error, true);
+        return;
+    }
+    boost::system::error_code ec;
+    socket_.non_blocking(true, ec);
+    ssl_.reset(SSL_new(tls->ctx.get()));
+    if (!ssl_ || !SSL_set_fd(ssl_.get(), socket_.native_handle())) {
+        fail(502, "TLS: " + tls::sslErrorText(), true);
+        return;
+    }
+    tls->prepare(ssl_.get());
+    io::driveHandshake(
+        socket_, ssl_.get(), [self = shared_from_this(), gen = connGen_] { return self->connGen_ == gen; },
+        [self = shared_from_this()](io::HandshakeEnd end, const boost::system::error_code& e) {
+            if (self->cancelled_ || self->stage_ == Stage::Done) return;
+            if (end != io::HandshakeEnd::Done) {
+                self->fail(502,
+                           "TLS handshake: " +
+                               (end == io::HandshakeEnd::WaitFailed ? e.message() : tls::sslErrorText()),
+                           true);
+                return;
+            }
+            const std::string alpn = tls::selectedAlpn(self->ssl_.get());
+            if (!alpn.empty() && alpn != "http/1.1") {
+                self->fail(502, "the TLS upstream selected '" + alpn + "' with ALPN, not http/1.1", true);
+                return;
+            }
             self->send();
         });
 }
@@ -488,6 +588,13 @@ void Exchange::send() {
         read();
         return;
     }
+    if (ssl_) {
+        io::asyncTransportWrite(
+            socket_, ssl_.get(), request_.data(), request_.size(),
+            [self = shared_from_this(), gen = connGen_] { return self->connGen_ == gen; },
+            [self = shared_from_this()](const boost::system::error_code& e, std::size_t) { self->sent(e); });
+        return;
+    }
     // A request without a streamed body is small: one non-blocking send nearly always takes it
     // whole, and the response is read at once, with no write operation to allocate and complete.
     // Whatever the socket did not take, or an error, goes through async_write (which reports
@@ -500,18 +607,20 @@ void Exchange::send() {
         return;
     }
     const std::size_t done = sent > 0 ? static_cast<std::size_t>(sent) : 0;
-    asio::async_write(socket_, asio::buffer(request_.data() + done, request_.size() - done),
-                      [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
-                          if (self->cancelled_ || self->stage_ == Stage::Done) return;
-                          if (e) {
-                              if (e == asio::error::operation_aborted) return;
-                              self->fail(502, "connection lost while sending the request: " + e.message(),
-                                         self->reused_ && self->idempotent_);
-                              return;
-                          }
-                          self->stage_ = Stage::Head;
-                          self->read();
-                      });
+    asio::async_write(
+        socket_, asio::buffer(request_.data() + done, request_.size() - done),
+        [self = shared_from_this()](const boost::system::error_code& e, std::size_t) { self->sent(e); });
+}
+
+void Exchange::sent(const boost::system::error_code& e) {
+    if (cancelled_ || stage_ == Stage::Done) return;
+    if (e) {
+        if (e == asio::error::operation_aborted) return;
+        fail(502, "connection lost while sending the request: " + e.message(), reused_ && idempotent_);
+        return;
+    }
+    stage_ = Stage::Head;
+    read();
 }
 
 // One write at a time: the head (first), the body bytes held, and once requestEnd() came the end
@@ -557,34 +666,40 @@ void Exchange::writeBody() {
     }
     writing_ = true;
     if (stage_ != Stage::Body) arm(action_.responseTimeout);
-    asio::async_write(socket_, asio::buffer(wire_),
-                      [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
-                          if (e == asio::error::operation_aborted)
-                              return; // closed (writing_ is reset by whoever closed)
-                          self->writing_ = false;
-                          if (self->cancelled_ || self->stage_ == Stage::Done) return;
-                          if (e) {
-                              if (self->stage_ == Stage::Body) {
-                                  // The response is under way: the upstream stopped reading a body it no
-                                  // longer needs. Let the response finish; the connection is not reused.
-                                  self->requestSent_ = true;
-                                  self->keepAlive_ = false;
-                                  self->body_.clear();
-                                  return;
-                              }
-                              self->fail(502, "connection lost while sending the request: " + e.message(),
-                                         self->reused_ && self->idempotent_ && !self->bodyStarted_ &&
-                                             !self->gotBytes_);
-                              return;
-                          }
-                          const std::size_t n = self->wireBody_;
-                          self->wireBody_ = 0;
-                          if (self->requestSent_ && self->stage_ == Stage::Head)
-                              self->arm(self->action_.responseTimeout);
-                          if (n && self->sink_) self->sink_->onRequestBodyConsumed(n);
-                          if (self->cancelled_ || self->stage_ == Stage::Done) return;
-                          self->writeBody();
-                      });
+    auto done = [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
+        self->wrote(e);
+    };
+    if (ssl_)
+        io::asyncTransportWrite(
+            socket_, ssl_.get(), wire_.data(), wire_.size(),
+            [self = shared_from_this(), gen = connGen_] { return self->connGen_ == gen; }, std::move(done));
+    else
+        asio::async_write(socket_, asio::buffer(wire_), std::move(done));
+}
+
+void Exchange::wrote(const boost::system::error_code& e) {
+    if (e == asio::error::operation_aborted) return; // closed (writing_ is reset by whoever closed)
+    writing_ = false;
+    if (cancelled_ || stage_ == Stage::Done) return;
+    if (e) {
+        if (stage_ == Stage::Body) {
+            // The response is under way: the upstream stopped reading a body it no longer needs.
+            // Let the response finish; the connection is not reused.
+            requestSent_ = true;
+            keepAlive_ = false;
+            body_.clear();
+            return;
+        }
+        fail(502, "connection lost while sending the request: " + e.message(),
+             reused_ && idempotent_ && !bodyStarted_ && !gotBytes_);
+        return;
+    }
+    const std::size_t n = wireBody_;
+    wireBody_ = 0;
+    if (requestSent_ && stage_ == Stage::Head) arm(action_.responseTimeout);
+    if (n && sink_) sink_->onRequestBodyConsumed(n);
+    if (cancelled_ || stage_ == Stage::Done) return;
+    writeBody();
 }
 
 void Exchange::requestBody(std::string_view data) {
@@ -620,36 +735,42 @@ void Exchange::read() {
             tReadBuffers.pop_back();
         }
     }
-    socket_.async_read_some(
-        asio::buffer(buffer_.get(), kReadChunk),
-        [self = shared_from_this()](const boost::system::error_code& e, std::size_t n) {
-            if (self->cancelled_ || self->stage_ == Stage::Done) return;
-            if (e == asio::error::operation_aborted) return;
-            if (e == asio::error::eof && self->stage_ == Stage::Body && self->parser_.completesAtEof()) {
-                self->finish(false);
-                return;
-            }
-            if (e) {
-                const bool retry =
-                    self->reused_ && self->idempotent_ && !self->gotBytes_ && !self->bodyStarted_;
-                if (self->stage_ == Stage::Body)
-                    self->fail(0, "upstream closed mid-body: " + e.message(), false);
-                else
-                    self->fail(502,
-                               e == asio::error::eof ? "closed the connection without a response"
-                                                     : "connection lost: " + e.message(),
-                               retry);
-                return;
-            }
-            // A short read mid-body drained the socket: the next read waits for the epoll edge
-            // (io/drained.h). Not while the upstream may close right after these bytes (a head,
-            // a close-delimited body, "Connection: close"): a FIN that came with them raises no
-            // new edge, and only the speculative read sees it.
-            if (n < kReadChunk && self->stage_ == Stage::Body && self->keepAlive_ &&
-                !self->parser_.completesAtEof())
-                io::markDrained(self->socket_);
-            self->onRead(n);
-        });
+    auto done = [self = shared_from_this()](const boost::system::error_code& e, std::size_t n) {
+        self->afterRead(e, n);
+    };
+    if (ssl_)
+        io::asyncTransportRead(
+            socket_, ssl_.get(), buffer_.get(), kReadChunk,
+            [self = shared_from_this(), gen = connGen_] { return self->connGen_ == gen; }, std::move(done));
+    else
+        socket_.async_read_some(asio::buffer(buffer_.get(), kReadChunk), std::move(done));
+}
+
+void Exchange::afterRead(const boost::system::error_code& e, std::size_t n) {
+    if (cancelled_ || stage_ == Stage::Done) return;
+    if (e == asio::error::operation_aborted) return;
+    if (e == asio::error::eof && stage_ == Stage::Body && parser_.completesAtEof()) {
+        finish(false);
+        return;
+    }
+    if (e) {
+        const bool retry = reused_ && idempotent_ && !gotBytes_ && !bodyStarted_;
+        if (stage_ == Stage::Body)
+            fail(0, "upstream closed mid-body: " + e.message(), false);
+        else
+            fail(502,
+                 e == asio::error::eof ? "closed the connection without a response"
+                                       : "connection lost: " + e.message(),
+                 retry);
+        return;
+    }
+    // A short read mid-body drained the socket: the next read waits for the epoll edge
+    // (io/drained.h). Not while the upstream may close right after these bytes (a head, a
+    // close-delimited body, "Connection: close"): a FIN that came with them raises no new edge,
+    // and only the speculative read sees it. Not over TLS, whose reads try the socket first.
+    if (n < kReadChunk && stage_ == Stage::Body && keepAlive_ && !parser_.completesAtEof() && !ssl_)
+        io::markDrained(socket_);
+    onRead(n);
 }
 
 void Exchange::onRead(std::size_t n) {
@@ -699,7 +820,7 @@ bool Exchange::parseHead() {
         at += used;
         if (h.interim()) continue; // the parser reads the final head next
         if (h.status == 101) {
-            if (!upgrade_) {
+            if (!upgrade_ || ssl_) {
                 fail(502, "upstream switched protocols (not supported on this route)", false);
                 return false;
             }
@@ -816,9 +937,8 @@ void Exchange::finish(bool reusable) {
     stage_ = Stage::Done;
     disarm();
     if (reusable && socket_.is_open())
-        park(*pool_, socket_, action_.idleTimeout, action_.keepalive, served_ + 1);
-    boost::system::error_code ec;
-    if (socket_.is_open()) socket_.close(ec);
+        park(*pool_, socket_, ssl_, action_.idleTimeout, action_.keepalive, served_ + 1);
+    closeConnection();
     Sink* sink = sink_;
     sink_ = nullptr;
     auto keep = std::move(owner_); // the sink may release us; keep it alive through the call
@@ -827,8 +947,7 @@ void Exchange::finish(bool reusable) {
 
 void Exchange::fail(int status, const std::string& why, bool retryable) {
     disarm();
-    boost::system::error_code ec;
-    socket_.close(ec);
+    closeConnection();
     if (cancelled_) return;
     if (status == 502 && stage_ == Stage::Connecting && pool_)
         pool_->failedUntil = std::chrono::steady_clock::now() + action_.failTimeout;
@@ -859,8 +978,7 @@ void Exchange::cancel() {
     cancelled_ = true;
     sink_ = nullptr;
     disarm();
-    boost::system::error_code ec;
-    socket_.close(ec);
+    closeConnection();
     // The owner (the client's connection) calls this from inside its own handlers, and this may
     // hold the last reference to it: release it after the current handler, never under its feet.
     if (owner_) asio::post(io_, [owner = std::move(owner_)] {});

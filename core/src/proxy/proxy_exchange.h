@@ -1,6 +1,6 @@
 // One proxied exchange (RFC 9110 §7.6): the request forwarded to an upstream of a `proxy:` route
-// (HTTP/1.1 here, HTTP/2 in h2_upstream.h), and its response streamed back to the downstream
-// connection with backpressure.
+// (HTTP/1.1 here, over TCP or TLS; HTTP/2 in h2_upstream.h), and its response streamed back to the
+// downstream connection with backpressure.
 #pragma once
 
 #include <portico/config/config.h>
@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+typedef struct ssl_st SSL;
 
 namespace portico::proxy {
 
@@ -248,6 +250,25 @@ template <class Fn> void mergeResponseFields(std::string_view upstream, std::str
     http::forEachFieldLine(overrides, fn);
 }
 
+/// Frees an OpenSSL connection (SSL_free).
+struct SslFree {
+    void operator()(SSL* ssl) const;
+};
+using SslPtr = std::unique_ptr<SSL, SslFree>;
+
+/// A request already in HTTP/1.1 form, for an exchange that an HTTP/2 upstream stream hands over
+/// when its `https://` upstream selected http/1.1 (or nothing) with ALPN (h2_upstream.cpp).
+struct Http1Request {
+    std::string head;         ///< request line and fields, framing field included, up to the blank line
+    std::string body;         ///< the whole body, or with `streaming` the bytes received so far
+    std::string trailerBlock; ///< `streaming`, `chunked` and `bodyEnded`: the last chunk's trailer lines
+    bool streaming = false;   ///< the rest of the body comes through Forward::requestBody/requestEnd
+    bool chunked = false;     ///< `streaming` with no Content-Length: sent chunked (RFC 9112 §7.1)
+    bool bodyEnded = false;   ///< `streaming`: requestEnd() already came
+    bool idempotent = false;  ///< RFC 9110 §9.2.2: may be retried on a stale keep-alive connection
+    bool headRequest = false; ///< HEAD: the response has no body whatever its fields say
+};
+
 struct UpstreamPool; // proxy_exchange.cpp
 class Deadlines;     // proxy_exchange.cpp
 
@@ -259,12 +280,14 @@ class Deadlines;     // proxy_exchange.cpp
 void sweepIdleConnections(std::chrono::steady_clock::time_point now);
 
 /// A request forwarded upstream. Start with start(); the sink then gets head, body and end (or an
-/// error). Upstream connections are kept alive per worker thread and reused (at most the
-/// route's `keepalive` idle per upstream address; sweepIdleConnections closes them). Upstreams are
-/// tried round-robin; one that refused a connection is skipped for `fail_timeout`, and the next
-/// one is tried at once (nothing was sent). A request that fails on a reused keep-alive connection
-/// before any response byte is retried once on a new connection if its method is idempotent
-/// (RFC 9110 §9.2.2) and no byte of a streamed body was written yet.
+/// error). An `https://` upstream is spoken to over TLS (ALPN http/1.1, the certificate not
+/// verified, SNI for a name); forward() sends it here once that upstream was seen to select
+/// http/1.1, else to the HTTP/2 client, which hands the request over (startPrepared) when it is. Upstream
+/// connections are kept alive per worker thread and reused (at most the route's `keepalive` idle per upstream
+/// address; sweepIdleConnections closes them). Upstreams are tried round-robin; one that refused a connection
+/// is skipped for `fail_timeout`, and the next one is tried at once (nothing was sent). A request that fails
+/// on a reused keep-alive connection before any response byte is retried once on a new connection if its
+/// method is idempotent (RFC 9110 §9.2.2) and no byte of a streamed body was written yet.
 ///
 /// A streamed body (`bodyFollows`) goes up with Content-Length when the request had one, else
 /// chunked (RFC 9112 §7.1, trailers in the last chunk); at most one write is in flight, and the
@@ -283,6 +306,12 @@ public:
                                            const config::ProxyAction& action, const http::Request& req,
                                            bool tls, Sink* sink, bool bodyFollows = false);
 
+    /// As start(), for a request already in HTTP/1.1 form (an HTTP/2 upstream's handover).
+    static std::shared_ptr<Exchange> startPrepared(boost::asio::io_context& io, std::shared_ptr<void> owner,
+                                                   std::shared_ptr<const void> snapshot,
+                                                   const config::ProxyAction& action, Http1Request&& req,
+                                                   Sink* sink);
+
     /// The downstream drained: deliver more body.
     void resume() override;
     /// The downstream went away: no more callbacks; the upstream connection is closed.
@@ -296,6 +325,7 @@ public:
 private:
     enum class Stage : std::uint8_t { Connecting, Sending, Head, Body, Done };
     void buildRequest(const http::Request& req, bool tls);
+    void begin(); // choose the upstream, then a pooled connection at once or a new one from a handler
     // pick(): choose() the upstream (round-robin, skipping failed ones) and its pool, then
     // reusePooled() (sends on a pooled connection that is still good; false if none) or else
     // openNew() (connects a new one). The caller reads the clock once for both.
@@ -304,7 +334,12 @@ private:
     bool reusePooled(std::chrono::steady_clock::time_point now);
     void openNew();
     void connect();
+    void startTls(); // https:// upstreams: the TLS handshake after connect, then send()
     void send();
+    void sent(const boost::system::error_code& e);  // the request (no streamed body) was written
+    void wrote(const boost::system::error_code& e); // a writeBody() write completed
+    void afterRead(const boost::system::error_code& e, std::size_t n);
+    void closeConnection(); // closes the socket, frees the TLS state, voids pending handlers
     void writeBody();
     void read();
     void onRead(std::size_t n);
@@ -323,7 +358,9 @@ private:
     std::shared_ptr<const void> snapshot_;
     Sink* sink_ = nullptr;
     Socket socket_;
-    Deadlines& deadlines_; // this io_context's (one timer for all exchanges)
+    SslPtr ssl_;                // https:// upstreams: the TLS connection on socket_
+    std::uint32_t connGen_ = 0; // bumped by closeConnection(): TLS waits of an earlier socket end
+    Deadlines& deadlines_;      // this io_context's (one timer for all exchanges)
     std::chrono::steady_clock::time_point deadline_{};
     Exchange* deadlinePrev_ = nullptr; // in deadlines_'s lane for the armed timeout
     Exchange* deadlineNext_ = nullptr;
