@@ -152,9 +152,9 @@ vhosts:
         respond: {body: "proto={{header.x-forwarded-proto}}|via={{header.via}}|host={{header.host}}|len={{header.content-length}}|te={{header.transfer-encoding}}"}
 )");
         up1.close();
-        upstreamH1_ =
-            std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("up1.yaml")},
-                                            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
+        upstreamH1_ = std::make_unique<ServerProcess>(
+            QStringList{"--config", tmp_.filePath("up1.yaml"), "--record", tmp_.filePath("up1.db")},
+            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
         QVERIFY2(upstreamH1_->waitReady(), upstreamH1_->output().constData());
         const QString portFile = tmp_.filePath("h2py.port");
         h2py_.start(debianPython(), {sourceDir() + "/tests/support/h2c_upstream.py", portFile});
@@ -300,6 +300,25 @@ vhosts:
                 QVERIFY(up.body == large);
             }
         }
+        // Sequential requests reuse the worker's pooled TLS connections: the upstream saw the 18
+        // requests above on a few connections (one per worker and downstream connection at a time).
+        // Its session file is read while it runs (the capture writer commits every 50 ms).
+        QSet<QString> connections;
+        int requests = 0;
+        for (int attempt = 0; attempt < 40 && requests < 18; ++attempt) {
+            QTest::qWait(100);
+            auto har = runProcess(porticoBinary(), {"har", "export", tmp_.filePath("up1.db"), "-"});
+            QVERIFY2(har.exitCode == 0, har.err.constData());
+            connections.clear();
+            requests = 0;
+            for (const auto& v :
+                 QJsonDocument::fromJson(har.out).object()["log"].toObject()["entries"].toArray()) {
+                ++requests;
+                connections.insert(v.toObject()["connection"].toString());
+            }
+        }
+        QCOMPARE(requests, 18);
+        QVERIFY2(connections.size() <= 6, QByteArray::number(connections.size()).constData());
         // A streamed body of unknown length (chunked from an HTTP/1.1 client) goes up chunked.
         auto c = get("/tls1/fields", "",
                      {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + f.fileName()});
