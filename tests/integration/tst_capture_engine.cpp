@@ -202,11 +202,16 @@ private slots:
                  qPrintable(QString("%1 > %2").arg(serverSlow).arg(slow.total)));
         QVERIFY(slow.starttransfer >= 60e6);
         // The server's wait (body done → first byte) explains the client's (connected → first byte,
-        // which also holds sending the request) within 30 ms of loopback and scheduling jitter.
+        // which also holds sending the request) within 30 ms of loopback and scheduling jitter; 80 ms
+        // in a sanitizer build, where curl and the server share two cores with the suite's other
+        // tests (36 ms seen there with a fuzzer beside it). Both bounds still fail when the server's
+        // wait misses the 60 ms mock latency.
         const double clientWait = slow.starttransfer - slow.connect;
         const double serverWait =
             static_cast<double>(s.between(Phase::RequestBodyDone, Phase::ResponseFirstByte));
-        QVERIFY2(serverWait <= clientWait + kJitter && clientWait - serverWait < 30e6,
+        constexpr double kClientSlack = test::kSanitized ? 80e6 : 30e6;
+        QVERIFY2(serverWait >= 60e6 && serverWait <= clientWait + kJitter &&
+                     clientWait - serverWait < kClientSlack,
                  qPrintable(QString("server %1 client %2").arg(serverWait).arg(clientWait)));
         QVERIFY(static_cast<double>(f.between(Phase::RequestHeaders, Phase::ResponseDone)) <=
                 fast.total + kJitter);
