@@ -1,7 +1,8 @@
 // The reverse proxy's front: which upstream protocol a route's request goes to (forward), whether
-// its body can stream, the h2 upstreams' TLS context, and gRPC's timeout header.
+// its body can stream, the TLS client contexts of https:// upstreams, and gRPC's timeout header.
 #include "proxy/fastcgi.h"
 #include "proxy/h2_upstream.h"
+#include "tls/client_tls.h"
 #include "tls/suites.h"
 
 #include <openssl/ssl.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <map>
 #include <memory>
 
 namespace portico::proxy {
@@ -58,6 +60,22 @@ SSL_CTX* h2UpstreamTlsContext() {
     }()};
     return ctx.get();
 }
+
+// One per worker thread and host, freed when the thread ends.
+const tls::ClientTls* http1UpstreamTls(const std::string& host, std::string& error) {
+    thread_local std::map<std::string, std::unique_ptr<tls::ClientTls>, std::less<>> contexts;
+    auto& tls = contexts[host];
+    if (!tls) {
+        tls::ClientTlsOptions options;
+        options.host = host;
+        options.alpn = {"http/1.1"};
+        options.insecure = true;
+        tls = tls::makeClientTls(options, error);
+    }
+    return tls.get();
+}
+
+void SslFree::operator()(SSL* ssl) const { SSL_free(ssl); }
 
 bool streamsRequestBody(const config::ProxyAction& action) {
     return action.fastcgi.address.empty() && !action.upstreams.empty();

@@ -6,6 +6,10 @@
 
 #include <openssl/ssl.h>
 
+namespace portico::tls {
+struct ClientTls;
+}
+
 namespace portico::proxy {
 
 /// Forwards `req` as one stream on an HTTP/2 connection to one of `action`'s upstreams (all h2c://
@@ -39,6 +43,11 @@ std::shared_ptr<Forward> startH2(boost::asio::io_context& io, std::shared_ptr<vo
 /// protocol (RFC 7301 §3.2), is noted (speaksHttp1) and the requests waiting for it, and all later
 /// ones, go to the HTTP/1.1 client (Exchange over TLS); a `grpc:` route's get 502.
 SSL_CTX* h2UpstreamTlsContext();
+
+/// The TLS client context of an https:// upstream that speaks HTTP/1.1, for `host`, one per worker
+/// thread and host: ALPN http/1.1 only, certificates not verified, SNI for a name (ClientTls::
+/// prepare). Null with `error` when OpenSSL cannot make it.
+const tls::ClientTls* http1UpstreamTls(const std::string& host, std::string& error);
 
 /// Whether `upstream` (https://) selected http/1.1 or no ALPN protocol on this worker thread.
 bool speaksHttp1(const config::Upstream& upstream);

@@ -5,6 +5,7 @@
 #include "io/async_transport.h"
 #include "io/drained.h"
 #include "io/tls_handshake.h"
+#include "proxy/h2_upstream.h"
 #include "tls/client_tls.h"
 
 #include <openssl/ssl.h>
@@ -258,22 +259,6 @@ UpstreamPool& poolOf(const config::Upstream& u) {
     return *p;
 }
 
-// The TLS client context for an https:// upstream host, one per worker thread and host: ALPN
-// http/1.1 only (this is the HTTP/1.1 client), certificates not verified (a dev server's upstreams
-// use local or self-signed ones), SNI for a name. Null with `error` when OpenSSL cannot make it.
-const tls::ClientTls* upstreamTls(const std::string& host, std::string& error) {
-    thread_local std::map<std::string, std::unique_ptr<tls::ClientTls>, std::less<>> contexts;
-    auto& tls = contexts[host];
-    if (!tls) {
-        tls::ClientTlsOptions options;
-        options.host = host;
-        options.alpn = {"http/1.1"};
-        options.insecure = true;
-        tls = tls::makeClientTls(options, error);
-    }
-    return tls.get();
-}
-
 // True when nothing can be read from a pooled connection (EAGAIN): the upstream neither closed it
 // nor sent anything unasked. One recv(MSG_PEEK) syscall.
 bool quiet(Exchange::Socket& socket) {
@@ -377,8 +362,6 @@ void Exchange::begin() {
             if (!x->cancelled_) x->openNew();
         });
 }
-
-void SslFree::operator()(SSL* ssl) const { SSL_free(ssl); }
 
 void Exchange::closeConnection() {
     ++connGen_;
@@ -539,7 +522,7 @@ void Exchange::connect() {
 
 void Exchange::startTls() {
     std::string error;
-    const tls::ClientTls* tls = upstreamTls(upstream_->host, error);
+    const tls::ClientTls* tls = http1UpstreamTls(upstream_->host, error);
     if (!tls) {
         fail(502, "TLS: " + error, true);
         return;
@@ -996,60 +979,5 @@ void sweepIdleConnections(std::chrono::steady_clock::time_point now) {
         });
     }
 }
-
-namespace detail {
-
-bool listHasToken(std::string_view list, std::string_view token) {
-    while (!list.empty()) {
-        auto comma = list.find(',');
-        std::string_view element = list.substr(0, comma);
-        while (!element.empty() && (element.front() == ' ' || element.front() == '\t'))
-            element.remove_prefix(1);
-        while (!element.empty() && (element.back() == ' ' || element.back() == '\t'))
-            element.remove_suffix(1);
-        if (http::iequals(element, token)) return true;
-        if (comma == std::string_view::npos) break;
-        list.remove_prefix(comma + 1);
-    }
-    return false;
-}
-
-void appendUpstreamTarget(std::string& out, const config::ProxyAction& action, const http::Request& req) {
-    std::string_view path = req.rawPath;
-    if (!action.stripPrefix.empty() && path.starts_with(action.stripPrefix)) {
-        path.remove_prefix(action.stripPrefix.size());
-        if (!action.stripPrefix.ends_with('/') && !path.empty() && path.front() != '/') path = req.rawPath;
-    }
-    if (path.empty() || path.front() != '/') out.push_back('/');
-    out.append(path);
-    if (!req.query.empty()) {
-        out.push_back('?');
-        out.append(req.query);
-    }
-}
-
-bool hopByHop(std::string_view name) {
-    // By length first: every field of a request or response passes here, and most are none of these.
-    switch (name.size()) {
-    case 2:
-        return http::iequals(name, "te");
-    case 7:
-        return http::iequals(name, "upgrade");
-    case 10:
-        return http::iequals(name, "connection") || http::iequals(name, "keep-alive");
-    case 16:
-        return http::iequals(name, "proxy-connection");
-    case 17:
-        return http::iequals(name, "transfer-encoding");
-    case 18:
-        return http::iequals(name, "proxy-authenticate");
-    case 19:
-        return http::iequals(name, "proxy-authorization");
-    default:
-        return false;
-    }
-}
-
-} // namespace detail
 
 } // namespace portico::proxy

@@ -1,0 +1,227 @@
+// The HTTP/2 upstream client's two halves (h2_upstream.h): H2Call, one request as a stream
+// (h2_upstream.cpp), and H2Conn, one nghttp2 client session per upstream and worker thread
+// (h2_upstream_conn.cpp). Private to the proxy folder.
+#pragma once
+
+#include "proxy/h2_upstream.h"
+
+#include <portico/http2/session.h>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/ssl.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace portico::proxy {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace h2up {
+constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kOutHighWater = 64 * 1024;
+constexpr int kReadsPerTurn = 8;
+constexpr std::int32_t kStreamWindow = 1 << 20;      // per stream: what one slow reader may hold
+constexpr std::int32_t kConnectionWindow = 16 << 20; // per upstream connection
+
+class H2Conn;
+class H2Call;
+
+struct H2Pools {
+    std::map<std::string, std::shared_ptr<H2Conn>, std::less<>> conns;
+    // https:// upstreams that selected http/1.1 (or no protocol) with ALPN: their requests go to the
+    // HTTP/1.1 client (Exchange) from then on.
+    std::set<std::string, std::less<>> http1;
+    std::map<std::string, Clock::time_point, std::less<>> failedUntil;
+    std::map<const void*, std::size_t> next; // round-robin position per action
+};
+extern thread_local H2Pools tH2; // defined in h2_upstream.cpp
+
+inline std::string key(const config::Upstream& u) {
+    return (u.protocol == config::Upstream::Protocol::H2 ? "h2:" : "h2c:") + u.host + ":" +
+           std::to_string(u.port);
+}
+
+// RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop.
+inline bool hopByHop(std::string_view name) {
+    return detail::hopByHop(name) || http::iequals(name, "http2-settings");
+}
+
+// ---- one stream ----
+
+class H2Call final : public Forward, public std::enable_shared_from_this<H2Call> {
+public:
+    H2Call(asio::io_context& io, const config::ProxyAction& action)
+        : io_(io), action_(action), timer_(io), deadline_(io) {}
+
+    void build(const http::Request& req, bool tls);
+    void pick();
+    // From the connection.
+    void submitOn(H2Conn& conn);
+    void connectFailed(int status, const std::string& why);
+    void connectionLost(const std::string& why);
+    void connected() {
+        if (sink_) sink_->onUpstreamConnected();
+    }
+    long readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags);
+    void onHeader(std::string_view name, std::string_view value);
+    void onHeaders(bool endStream);
+    void onData(const std::uint8_t* data, std::size_t len);
+    void onDataEnd();
+    void onClose(std::uint32_t code);
+    /// The chosen https:// upstream speaks HTTP/1.1: the request goes to an HTTP/1.1 exchange
+    /// (Exchange::startPrepared), to which this call hands every later downstream call.
+    void toHttp1();
+
+    void resume() override;
+    void cancel() override;
+    void requestBody(std::string_view data) override;
+    void requestEnd(std::span<const http::Header> trailers) override;
+
+    asio::io_context& io_;
+    const config::ProxyAction& action_;
+    std::shared_ptr<void> owner_;
+    std::shared_ptr<const void> snapshot_;
+    Sink* sink_ = nullptr;
+    asio::steady_timer timer_;    // response_timeout
+    asio::steady_timer deadline_; // grpc-timeout
+    const config::Upstream* upstream_ = nullptr;
+    std::shared_ptr<H2Conn> conn_;
+    std::shared_ptr<Forward> inner_; // after toHttp1(): the HTTP/1.1 exchange
+    std::int32_t id_ = -1;
+    std::size_t tries_ = 0;
+    // Request: names and values back to back in arena_, spans in head_.
+    struct Span {
+        std::uint32_t name, nameLen, value, valueLen;
+    };
+    std::string arena_;
+    std::vector<Span> head_;
+    std::string body_;
+    std::size_t bodyOffset_ = 0;
+    std::string trailerArena_;
+    std::vector<Span> trailers_;
+    std::optional<std::chrono::nanoseconds> grpcTimeout_;
+    // Response.
+    int status_ = 0;
+    std::string fields_;
+    std::string responseTrailers_;
+    std::optional<std::uint64_t> length_;
+    std::size_t held_ = 0; // body bytes delivered but not acknowledged (sink paused)
+    bool bodyFollows_ = false;
+    bool bodyEnded_ = false;
+    bool deferred_ = false;
+    bool headSent_ = false;
+    bool ended_ = false;
+    bool paused_ = false;
+    bool cancelled_ = false;
+    bool done_ = false;
+    bool grpc_ = false;
+    bool headRequest_ = false;
+    bool idempotent_ = false;
+    bool bodyWasEmpty_ = false;
+
+    void add(std::string& arena, std::vector<Span>& spans, std::string_view name, std::string_view value);
+    void armResponse();
+    void finish();
+    void fail(int status, const std::string& why);
+    /// Detaches the sink, then (unless cancelled) calls tell(sink) with this call kept alive until
+    /// it returns.
+    template <class Tell> void tellSink(Tell&& tell);
+    void deliverReset(std::uint32_t code, const std::string& why);
+    bool retry(bool allowed);
+    std::string where() const {
+        return upstream_ ? "upstream " + upstream_->authority + ": " : std::string("upstream: ");
+    }
+};
+
+// ---- one connection ----
+
+class H2Conn final : public std::enable_shared_from_this<H2Conn> {
+public:
+    H2Conn(asio::io_context& io, const config::Upstream& u, const config::ProxyAction& action)
+        : io_(io), socket_(io.get_executor()), timer_(io), host_(u.host), authority_(u.authority),
+          key_(key(u)), port_(u.port), tls_(u.protocol == config::Upstream::Protocol::H2),
+          connectTimeout_(action.connectTimeout), idleTimeout_(action.idleTimeout),
+          failTimeout_(action.failTimeout) {}
+    ~H2Conn() {
+        if (session_) nghttp2_session_del(session_);
+        if (ssl_) SSL_free(ssl_);
+    }
+
+    bool usable() const { return !dead_ && !goaway_; }
+    bool tls() const { return tls_; }
+    const std::string& authority() const { return authority_; }
+    void start();
+    void attach(const std::shared_ptr<H2Call>& call);
+    void flush();
+    void postFlush() {
+        if (flushPosted_ || dead_) return;
+        flushPosted_ = true;
+        asio::post(io_, [self = shared_from_this()] {
+            self->flushPosted_ = false;
+            self->flush();
+        });
+    }
+    nghttp2_session* session() const { return session_; }
+    bool dead() const { return dead_; }
+    void registerStream(std::int32_t id, std::shared_ptr<H2Call> call) { streams_[id] = std::move(call); }
+
+    // nghttp2 callbacks.
+    static int onHeaderCb(nghttp2_session*, const nghttp2_frame* f, const std::uint8_t* name,
+                          std::size_t nlen, const std::uint8_t* value, std::size_t vlen, std::uint8_t,
+                          void* user);
+    static int onFrameRecvCb(nghttp2_session*, const nghttp2_frame* f, void* user);
+    static int onDataChunkCb(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data,
+                             std::size_t len, void* user);
+    static int onStreamCloseCb(nghttp2_session*, std::int32_t id, std::uint32_t code, void* user);
+    static ssize_t readBodyCb(nghttp2_session*, std::int32_t id, std::uint8_t* buf, std::size_t len,
+                              std::uint32_t* flags, nghttp2_data_source* src, void* user);
+
+private:
+    void connect();
+    void handshake();
+    void ready();
+    void waitRead();
+    void onReadable();
+    void waitWrite();
+    void die(int status, const std::string& why);
+    void handOverToHttp1();
+    void armIdle();
+    H2Call* call(std::int32_t id) {
+        auto it = streams_.find(id);
+        return it == streams_.end() ? nullptr : it->second.get();
+    }
+
+    asio::io_context& io_;
+    Exchange::Socket socket_;
+    asio::steady_timer timer_; // connect, then idle
+    SSL* ssl_ = nullptr;
+    nghttp2_session* session_ = nullptr;
+    std::string host_, authority_, key_;
+    std::uint16_t port_;
+    bool tls_;
+    std::chrono::nanoseconds connectTimeout_, idleTimeout_, failTimeout_;
+    std::map<std::int32_t, std::shared_ptr<H2Call>> streams_;
+    std::vector<std::shared_ptr<H2Call>> waiting_; // until the connection is ready
+    std::string in_;
+    std::string out_;
+    std::size_t outOffset_ = 0;
+    bool started_ = false;
+    bool ready_ = false;
+    bool dead_ = false;
+    bool goaway_ = false;
+    bool reading_ = false;
+    bool writing_ = false;
+    bool inRecv_ = false; // inside mem_recv: mem_send must wait
+    bool flushPosted_ = false;
+};
+
+} // namespace h2up
+} // namespace portico::proxy
