@@ -1,6 +1,7 @@
 // WebSocket upgrades through `proxy: {ws: true}` to a python3-websockets upstream
 // (tests/support/ws_upstream.py): the handshake forwarded with proxy fields, then messages of all
-// sizes piped both ways; without `ws: true` the upgrade is not forwarded.
+// sizes piped both ways, also to the same upstream over TLS (an https:// upstream, the tunnel
+// encrypting its side); without `ws: true` the upgrade is not forwarded.
 #include "test_support.h"
 
 #include <QProcess>
@@ -12,8 +13,8 @@ using namespace portico::test;
 class TestProxyWebSocket : public QObject {
     Q_OBJECT
     QTemporaryDir tmp_;
-    QProcess upstream_;
-    int upstreamPort_ = 0;
+    QProcess upstream_, tlsUpstream_;
+    int upstreamPort_ = 0, tlsUpstreamPort_ = 0;
     std::unique_ptr<ServerProcess> server_;
 
 private slots:
@@ -27,6 +28,22 @@ private slots:
             if (!upstreamPort_) QTest::qWait(50);
         }
         QVERIFY2(upstreamPort_, upstream_.readAllStandardError().constData());
+        // The TLS upstream: a self-signed certificate (the proxy does not verify upstreams').
+        auto gen =
+            runProcess("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                                   "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-keyout",
+                                   tmp_.filePath("key.pem"), "-out", tmp_.filePath("cert.pem")});
+        QVERIFY2(gen.exitCode == 0, gen.err.constData());
+        const QString tlsPortFile = tmp_.filePath("wss.port");
+        tlsUpstream_.start(debianPython(), {sourceDir() + "/tests/support/ws_upstream.py", tlsPortFile,
+                                            tmp_.filePath("cert.pem"), tmp_.filePath("key.pem")});
+        QVERIFY(tlsUpstream_.waitForStarted());
+        for (int i = 0; i < 200 && !tlsUpstreamPort_; ++i) {
+            QFile f(tlsPortFile);
+            if (f.open(QIODevice::ReadOnly)) tlsUpstreamPort_ = f.readAll().trimmed().toInt();
+            if (!tlsUpstreamPort_) QTest::qWait(50);
+        }
+        QVERIFY2(tlsUpstreamPort_, tlsUpstream_.readAllStandardError().constData());
         QFile cfg(tmp_.filePath("portico.yaml"));
         QVERIFY(cfg.open(QIODevice::WriteOnly));
         cfg.write(QStringLiteral(R"(listen: [127.0.0.1:0]
@@ -35,10 +52,13 @@ vhosts:
     routes:
       - path: /ws/*
         proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /ws, ws: true}
+      - path: /wss/*
+        proxy: {upstream: https://127.0.0.1:%2, strip_prefix: /wss, ws: true}
       - path: /plain/*
         proxy: {upstream: http://127.0.0.1:%1, strip_prefix: /plain}
 )")
                       .arg(upstreamPort_)
+                      .arg(tlsUpstreamPort_)
                       .toUtf8());
         cfg.close();
         server_ = std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("portico.yaml")});
@@ -47,12 +67,22 @@ vhosts:
     void cleanupTestCase() {
         upstream_.kill();
         upstream_.waitForFinished();
+        tlsUpstream_.kill();
+        tlsUpstream_.waitForFinished();
     }
 
     void messagesFlowBothWays() {
         auto r = runProcess(debianPython(),
                             {sourceDir() + "/tests/support/ws_proxy_client.py",
                              QStringLiteral("ws://127.0.0.1:%1/ws/chat?room=1").arg(server_->port())},
+                            {}, 60000);
+        QVERIFY2(r.out.trimmed() == "ok", (r.out + r.err).constData());
+    }
+
+    void messagesFlowBothWaysToTlsUpstream() {
+        auto r = runProcess(debianPython(),
+                            {sourceDir() + "/tests/support/ws_proxy_client.py",
+                             QStringLiteral("ws://127.0.0.1:%1/wss/chat?room=1").arg(server_->port())},
                             {}, 60000);
         QVERIFY2(r.out.trimmed() == "ok", (r.out + r.err).constData());
     }

@@ -786,11 +786,11 @@ private slots:
         QTest::newRow("proxy schemes")
             << r + "      - path: /a\n        proxy: {upstream: [\"h2c://127.0.0.1:1\", "
                    "\"http://127.0.0.1:2\"]}\n"
-                   "      - path: /b\n        proxy: {upstream: \"https://127.0.0.1:3\", ws: true}\n"
+                   "      - path: /b\n        proxy: {upstream: \"h2c://127.0.0.1:3\", ws: true}\n"
             << QStringList{"test.yaml:4:49: vhosts[0].routes[0].proxy.upstream[1]: all upstreams of a route "
                            "must use the same scheme, got 'http://127.0.0.1:2'",
-                           "test.yaml:6:16: vhosts[0].routes[1].proxy: ws: true needs http:// upstreams "
-                           "(WebSocket upgrades are HTTP/1.1)"};
+                           "test.yaml:6:16: vhosts[0].routes[1].proxy: ws: true needs http:// or https:// "
+                           "upstreams (WebSocket upgrades are HTTP/1.1)"};
         QTest::newRow("websocket bad mode")
             << r + "      - {path: /w, websocket: chat}\n"
             << QStringList{"test.yaml:3:31: vhosts[0].routes[0].websocket: websocket mode must be echo or "

@@ -351,8 +351,8 @@ std::optional<Action> Reader::readProxy(const Entry& e, const RouteShape&) {
     } else {
         readMap(e.value, kProxyKeys, [&](const Entry& k) { return readProxyKey(k, px); });
         if (!e.value.node["upstream"] && e.value.node.IsMap()) error(e.value, e.key + " needs `upstream:`");
-        if (px.ws && !px.upstreams.empty() && px.upstreams.front().protocol != Upstream::Protocol::Http1)
-            error(e.value, "ws: true needs http:// upstreams (WebSocket upgrades are HTTP/1.1)");
+        if (px.ws && !px.upstreams.empty() && px.upstreams.front().protocol == Upstream::Protocol::H2c)
+            error(e.value, "ws: true needs http:// or https:// upstreams (WebSocket upgrades are HTTP/1.1)");
     }
     if (errors_.size() != before) return std::nullopt;
     return px;

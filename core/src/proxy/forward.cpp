@@ -89,7 +89,7 @@ std::shared_ptr<Forward> forward(asio::io_context& io, std::shared_ptr<void> own
     using Protocol = config::Upstream::Protocol;
     if (!action.upstreams.empty() && action.upstreams.front().protocol != Protocol::Http1 &&
         !(action.upstreams.front().protocol == Protocol::H2 && !action.grpc &&
-          std::all_of(action.upstreams.begin(), action.upstreams.end(), speaksHttp1)))
+          (action.ws || std::all_of(action.upstreams.begin(), action.upstreams.end(), speaksHttp1))))
         return startH2(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
     return Exchange::start(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
 }

@@ -803,7 +803,7 @@ bool Exchange::parseHead() {
         at += used;
         if (h.interim()) continue; // the parser reads the final head next
         if (h.status == 101) {
-            if (!upgrade_ || ssl_) {
+            if (!upgrade_) {
                 fail(502, "upstream switched protocols (not supported on this route)", false);
                 return false;
             }
@@ -822,7 +822,7 @@ bool Exchange::parseHead() {
             Sink* sink = sink_;
             sink_ = nullptr;
             auto keep = std::move(owner_);
-            if (sink) sink->onUpstreamUpgrade(fields_, std::move(socket_), leftover);
+            if (sink) sink->onUpstreamUpgrade(fields_, std::move(socket_), std::move(ssl_), leftover);
             return false;
         }
         if (h.otherCodings) {

@@ -30,6 +30,12 @@ namespace portico::proxy {
 using UpstreamSocket =
     boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
 
+/// Frees an OpenSSL connection (SSL_free).
+struct SslFree {
+    void operator()(SSL* ssl) const;
+};
+using SslPtr = std::unique_ptr<SSL, SslFree>;
+
 /// What the downstream side (an HTTP/1.1 connection or an HTTP/2 stream) does with the upstream's
 /// answer. Called on the worker thread, never after Exchange::cancel().
 class Sink {
@@ -78,11 +84,13 @@ public:
     }
     /// `ws: true` routes: the HTTP/1.1 upstream answered an Upgrade request with 101 (RFC 9110
     /// §15.2.2). `fields` as for onUpstreamHead (Connection and Upgrade removed), `upstream` the
-    /// connection, now the tunnel's, and `leftover` bytes it sent after the 101 head.
-    virtual void onUpstreamUpgrade(std::string_view fields, UpstreamSocket upstream,
+    /// connection, now the tunnel's, with its TLS state for an https:// upstream (`upstreamSsl`,
+    /// else null), and `leftover` bytes it sent after the 101 head.
+    virtual void onUpstreamUpgrade(std::string_view fields, UpstreamSocket upstream, SslPtr upstreamSsl,
                                    std::string_view leftover) {
         (void)fields;
         (void)upstream;
+        (void)upstreamSsl;
         (void)leftover;
         onUpstreamError(502, "upstream switched protocols (not supported here)");
     }
@@ -249,12 +257,6 @@ template <class Fn> void mergeResponseFields(std::string_view upstream, std::str
     });
     http::forEachFieldLine(overrides, fn);
 }
-
-/// Frees an OpenSSL connection (SSL_free).
-struct SslFree {
-    void operator()(SSL* ssl) const;
-};
-using SslPtr = std::unique_ptr<SSL, SslFree>;
 
 /// A request already in HTTP/1.1 form, for an exchange that an HTTP/2 upstream stream hands over
 /// when its `https://` upstream selected http/1.1 (or nothing) with ALPN (h2_upstream.cpp).

@@ -58,9 +58,10 @@ private:
 class Tunnel final : public io::Session, public std::enable_shared_from_this<Tunnel> {
 public:
     using Socket = io::Socket;
-    Tunnel(io::SessionHost& worker, Socket client, SSL* ssl, Socket upstream, capture::WsCapturePtr capture,
-           bool deflate)
-        : worker_(worker), client_(std::move(client)), upstream_(std::move(upstream)), ssl_(ssl) {
+    Tunnel(io::SessionHost& worker, Socket client, SSL* ssl, Socket upstream, SSL* upstreamSsl,
+           capture::WsCapturePtr capture, bool deflate)
+        : worker_(worker), client_(std::move(client)), upstream_(std::move(upstream)), ssl_(ssl),
+          upstreamSsl_(upstreamSsl) {
         if (capture) cap_ = std::make_unique<TunnelCapture>(std::move(capture), deflate);
         worker_.link(this);
         boost::system::error_code ec;
@@ -71,6 +72,7 @@ public:
         captureClosed(); // only if abort() did not run
         worker_.unlink(this);
         if (ssl_) SSL_free(ssl_);
+        if (upstreamSsl_) SSL_free(upstreamSsl_);
     }
 
     void start(std::string_view toClient, std::string_view leftover, std::string_view toUpstream) {
@@ -121,8 +123,8 @@ private:
         if (closed_ || d.waiting) return;
         Socket& src = d.fromClient ? client_ : upstream_;
         Socket& dst = d.fromClient ? upstream_ : client_;
-        SSL* srcSsl = d.fromClient ? ssl_ : nullptr;
-        SSL* dstSsl = d.fromClient ? nullptr : ssl_;
+        SSL* srcSsl = d.fromClient ? ssl_ : upstreamSsl_;
+        SSL* dstSsl = d.fromClient ? upstreamSsl_ : ssl_;
         for (int turns = 0; turns < 16; ++turns) {
             if (d.off < d.buf.size()) {
                 io::IoResult r = io::transportWrite(dst.native_handle(), dstSsl, d.buf.data() + d.off,
@@ -188,7 +190,8 @@ private:
     std::unique_ptr<TunnelCapture> cap_; // null when capture is off
     Socket client_;
     Socket upstream_;
-    SSL* ssl_;
+    SSL* ssl_;                            // the client's TLS (null for cleartext)
+    SSL* upstreamSsl_;                    // an https:// upstream's TLS (null for http://)
     Dir up_;                              // upstream → client
     Dir down_{{}, 0, false, false, true}; // client → upstream
     bool closed_ = false;
@@ -196,10 +199,10 @@ private:
 } // namespace
 
 void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, Exchange::Socket upstream,
-                 std::string_view toClient, std::string_view leftover, std::string_view toUpstream,
-                 capture::WsCapturePtr capture, bool deflate) {
-    auto t = std::make_shared<Tunnel>(worker, std::move(client), ssl, std::move(upstream), std::move(capture),
-                                      deflate);
+                 SSL* upstreamSsl, std::string_view toClient, std::string_view leftover,
+                 std::string_view toUpstream, capture::WsCapturePtr capture, bool deflate) {
+    auto t = std::make_shared<Tunnel>(worker, std::move(client), ssl, std::move(upstream), upstreamSsl,
+                                      std::move(capture), deflate);
     t->start(toClient, leftover, toUpstream);
 }
 

@@ -16,11 +16,12 @@ typedef struct ssl_st SSL;
 namespace portico::proxy {
 
 /// Starts piping between the client's socket (`ssl` when TLS; the tunnel frees it) and the
-/// upstream's. `toClient` then `leftover` are queued first (the 101 head, then any bytes the
-/// upstream sent after it), `toUpstream` likewise (bytes the client sent after its request). Each
-/// direction holds at most one 64 KiB read at a time and reads again only when it was written, so
-/// a slow side pauses the other (bounded memory). One side's EOF is passed on as a half-close; an
-/// error, the worker's drain or the drain timeout closes both. A Session in the worker's list.
+/// upstream's (`upstreamSsl` for an https:// upstream, null for http://; freed likewise). `toClient` then
+/// `leftover` are queued first (the 101 head, then any bytes the upstream sent after it), `toUpstream`
+/// likewise (bytes the client sent after its request). Each direction holds at most one 64 KiB read at a time
+/// and reads again only when it was written, so a slow side pauses the other (bounded memory). One side's EOF
+/// is passed on as a half-close; an error, the worker's drain or the drain timeout closes both. A Session in
+/// the worker's list.
 ///
 /// `capture` (null when capture is off) is the session's record (capture::wsBegin): the tunnel
 /// publishes it open, adds every message both ways as its bytes are read (`deflate`:
@@ -28,7 +29,7 @@ namespace portico::proxy {
 /// changes what is forwarded; bytes that are not WebSocket frames stop it for this tunnel (the
 /// record's `error` says where and why) and keep flowing.
 void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, Exchange::Socket upstream,
-                 std::string_view toClient, std::string_view leftover, std::string_view toUpstream,
-                 capture::WsCapturePtr capture = nullptr, bool deflate = false);
+                 SSL* upstreamSsl, std::string_view toClient, std::string_view leftover,
+                 std::string_view toUpstream, capture::WsCapturePtr capture = nullptr, bool deflate = false);
 
 } // namespace portico::proxy

@@ -65,7 +65,7 @@ public:
     void onUpstreamError(int status, const std::string& message) override;
     void onUpstreamTrailers(std::string_view fields) override;
     void onUpstreamConnected() override;
-    void onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream,
+    void onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream, proxy::SslPtr upstreamSsl,
                            std::string_view leftover) override;
     void onRequestBodyConsumed(std::size_t n) override;
 

@@ -6,9 +6,9 @@
 #include "capture/hooks.h"
 #include "io/drained.h"
 #include "io/transport.h"
-#include "server/worker.h"
 #include "proxy/tunnel.h"
 #include "serve/serve.h"
+#include "server/worker.h"
 
 #include <portico/handlers/dispatch.h>
 
@@ -348,7 +348,7 @@ void Connection::onUpstreamEnd() {
 }
 
 void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream,
-                                   std::string_view leftover) {
+                                   proxy::SslPtr upstreamSsl, std::string_view leftover) {
     // The upstream accepted the WebSocket upgrade: the 101 goes to the client and both sockets
     // become a tunnel (proxy/tunnel.h); this object is finished, as after startWebSocket.
     Rare& r = *rareIf();
@@ -380,8 +380,9 @@ void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocke
                 c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
             deflate = deflate || v.find("permessage-deflate") != std::string::npos;
         });
-    proxy::startTunnel(worker_, std::move(socket_), ssl(), std::move(upstream), toClient, leftover,
-                       in_.allocated() ? in_.unread() : std::string_view(), std::move(wsCapture), deflate);
+    proxy::startTunnel(worker_, std::move(socket_), ssl(), std::move(upstream), upstreamSsl.release(),
+                       toClient, leftover, in_.allocated() ? in_.unread() : std::string_view(),
+                       std::move(wsCapture), deflate);
     if (extra_) extra_->ssl = nullptr;
     closed_ = true;
     deadline_ = Clock::time_point::max();
