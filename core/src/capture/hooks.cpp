@@ -1,7 +1,7 @@
 // Filling ring slots from a connection's view of an exchange; HTTP/1.1 publish/complete batching.
 #include "capture/hooks.h"
 
-#include "tls/server_tls.h"
+#include "tls/alpn.h"
 
 #include <openssl/ssl.h>
 

@@ -11,6 +11,7 @@
 #include "capture/replay_cancel.h"
 #include "client/connect.h"
 #include "io/transport.h"
+#include "tls/alpn.h"
 #include "tls/client_tls.h"
 
 #include <nghttp2/nghttp2.h>
@@ -352,7 +353,7 @@ std::string handshake(Stream& io, SSL* ssl, const tls::ClientTls& clientTls, con
     e.set(Phase::TlsDone, nowNs());
     const char* version = SSL_get_version(ssl);
     e.tlsVersion = version ? version : "";
-    e.alpn = tls::selectedAlpn(ssl);
+    e.alpn = tls::alpnOf(ssl);
     io.ssl = ssl;
     return {};
 }

@@ -11,6 +11,7 @@
 #include "io/drained.h"
 #include "io/tls_handshake.h"
 #include "io/transport.h"
+#include "tls/alpn.h"
 #include "tls/client_tls.h"
 
 #include <portico/http/message.h>
@@ -443,14 +444,9 @@ void Conn::handshake() {
                 connectFailed();
                 return;
             }
-            if (worker.plan.h2) {
-                const unsigned char* alpn = nullptr;
-                unsigned len = 0;
-                SSL_get0_alpn_selected(ssl, &alpn, &len);
-                if (len != 2 || std::memcmp(alpn, "h2", 2) != 0) {
-                    connectFailed();
-                    return;
-                }
+            if (worker.plan.h2 && tls::alpnOf(ssl) != "h2") {
+                connectFailed();
+                return;
             }
             onConnected();
         });

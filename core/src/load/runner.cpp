@@ -10,6 +10,7 @@
 #include "io/drained.h"
 #include "io/transport.h"
 #include "load/plan.h"
+#include "tls/alpn.h"
 #include "tls/client_tls.h"
 
 #include <portico/http/message.h>
@@ -130,7 +131,7 @@ std::string probeTls(const Plan& plan, tcp::socket& sock, const std::string& add
                       "pass --insecure"
                     : "");
     }
-    if (plan.h2 && tls::selectedAlpn(ssl) != "h2")
+    if (plan.h2 && tls::alpnOf(ssl) != "h2")
         return "the server at " + address + " did not negotiate HTTP/2 (ALPN h2) over TLS";
     SSL_shutdown(ssl);
     ERR_clear_error();

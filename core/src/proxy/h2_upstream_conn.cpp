@@ -5,6 +5,7 @@
 #include "client/connect.h"
 #include "io/tls_handshake.h"
 #include "io/transport.h"
+#include "tls/alpn.h"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
@@ -74,10 +75,7 @@ void H2Conn::handshake() {
                 self->die(502, std::string("TLS handshake: ") + text);
                 return;
             }
-            const unsigned char* proto = nullptr;
-            unsigned int len = 0;
-            SSL_get0_alpn_selected(self->ssl_, &proto, &len);
-            const std::string_view alpn(reinterpret_cast<const char*>(proto), len);
+            const std::string_view alpn = tls::alpnOf(self->ssl_);
             if (alpn == "h2") {
                 self->ready();
                 return;

@@ -6,6 +6,7 @@
 #include "io/drained.h"
 #include "io/tls_handshake.h"
 #include "proxy/h2_upstream.h"
+#include "tls/alpn.h"
 #include "tls/client_tls.h"
 
 #include <openssl/ssl.h>
@@ -546,9 +547,11 @@ void Exchange::startTls() {
                            true);
                 return;
             }
-            const std::string alpn = tls::selectedAlpn(self->ssl_.get());
+            const std::string_view alpn = tls::alpnOf(self->ssl_.get());
             if (!alpn.empty() && alpn != "http/1.1") {
-                self->fail(502, "the TLS upstream selected '" + alpn + "' with ALPN, not http/1.1", true);
+                self->fail(502,
+                           "the TLS upstream selected '" + std::string(alpn) + "' with ALPN, not http/1.1",
+                           true);
                 return;
             }
             self->send();

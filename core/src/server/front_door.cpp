@@ -6,6 +6,7 @@
 #include "server/connection.h"
 #include "server/h2_connection.h"
 #include "server/worker.h"
+#include "tls/alpn.h"
 #include "tls/server_tls.h"
 
 #include <openssl/err.h>

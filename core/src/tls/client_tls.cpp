@@ -87,11 +87,4 @@ std::string handshakeError(SSL* ssl, const ClientTls& tls, std::string_view addr
     return "TLS handshake with " + std::string(address) + " failed: " + sslErrorText();
 }
 
-std::string selectedAlpn(SSL* ssl) {
-    const unsigned char* alpn = nullptr;
-    unsigned len = 0;
-    SSL_get0_alpn_selected(ssl, &alpn, &len);
-    return alpn ? std::string(reinterpret_cast<const char*>(alpn), len) : std::string();
-}
-
 } // namespace portico::tls

@@ -41,7 +41,4 @@ std::string sslErrorText();
 /// verification (with its reason and the host checked) or the OpenSSL error.
 std::string handshakeError(SSL* ssl, const ClientTls& tls, std::string_view address);
 
-/// The ALPN protocol the handshake selected ("" when none).
-std::string selectedAlpn(SSL* ssl);
-
 } // namespace portico::tls

@@ -142,13 +142,6 @@ bool usePem(SSL_CTX* ctx, const PemPair& pem, std::string& error) {
 
 } // namespace
 
-std::string_view alpnOf(SSL* ssl) {
-    const unsigned char* p = nullptr;
-    unsigned len = 0;
-    SSL_get0_alpn_selected(ssl, &p, &len);
-    return p ? std::string_view(reinterpret_cast<const char*>(p), len) : std::string_view();
-}
-
 std::shared_ptr<ServerTls> ServerTls::create(const config::Config& cfg, const config::ListenTls& listen,
                                              Issuer issuer, std::string& error) {
     std::shared_ptr<ServerTls> t(new ServerTls());

@@ -71,7 +71,4 @@ private:
     std::map<std::string, SSL_CTX*, std::less<>> issued_;
 };
 
-/// The negotiated ALPN protocol of a handshaken SSL ("h2", "http/1.1", or "" when none).
-std::string_view alpnOf(SSL* ssl);
-
 } // namespace portico::tls
