@@ -92,6 +92,8 @@ class TestProxyH2 : public QObject {
     std::unique_ptr<ServerProcess> upstreamH1_; // TLS with HTTP/2 off: selects http/1.1 with ALPN
     QProcess h2py_;                             // h2c_upstream.py: only the pool tests use it
     int h2pyPort_ = 0;
+    QProcess tlspy_; // tls_http1_upstream.py: Python's ssl module, HTTP/1.1, no ALPN
+    int tlspyPort_ = 0;
     QString base_;
     QByteArray big_;
 
@@ -165,6 +167,21 @@ vhosts:
             if (!h2pyPort_) QTest::qWait(50);
         }
         QVERIFY2(h2pyPort_, h2py_.readAllStandardError().constData());
+        auto gen =
+            runProcess("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                                   "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-keyout",
+                                   tmp_.filePath("key.pem"), "-out", tmp_.filePath("cert.pem")});
+        QVERIFY2(gen.exitCode == 0, gen.err.constData());
+        const QString tlspyPortFile = tmp_.filePath("tlspy.port");
+        tlspy_.start(debianPython(), {sourceDir() + "/tests/support/tls_http1_upstream.py", tlspyPortFile,
+                                      tmp_.filePath("cert.pem"), tmp_.filePath("key.pem")});
+        QVERIFY(tlspy_.waitForStarted());
+        for (int i = 0; i < 100 && !tlspyPort_; ++i) {
+            QFile f(tlspyPortFile);
+            if (f.open(QIODevice::ReadOnly)) tlspyPort_ = f.readAll().trimmed().toInt();
+            if (!tlspyPort_) QTest::qWait(50);
+        }
+        QVERIFY2(tlspyPort_, tlspy_.readAllStandardError().constData());
         QDir().mkpath(tmp_.filePath("site"));
         QFile cfg(tmp_.filePath("portico.yaml"));
         QVERIFY(cfg.open(QIODevice::WriteOnly));
@@ -182,6 +199,8 @@ vhosts:
         proxy: {upstream: https://127.0.0.1:%2, strip_prefix: /tls, change_origin: true}
       - path: /tls1/*
         proxy: {upstream: https://127.0.0.1:%5, strip_prefix: /tls1}
+      - path: /py/*
+        proxy: {upstream: https://127.0.0.1:%6, strip_prefix: /py}
       - path: /tls1grpc/*
         grpc: https://127.0.0.1:%5
       - path: /dead/*
@@ -198,6 +217,7 @@ vhosts:
                       .arg(deadPort())
                       .arg(h2pyPort_)
                       .arg(upstreamH1_->tlsPort())
+                      .arg(tlspyPort_)
                       .toUtf8());
         cfg.close();
         server_ = std::make_unique<ServerProcess>(
@@ -341,6 +361,28 @@ vhosts:
                          {"-H", "Content-Type: application/grpc", "--data-binary", "x"});
             QCOMPARE(g.status, 502);
             QVERIFY2(g.body.contains("gRPC needs HTTP/2"), g.body.constData());
+        }
+    }
+
+    // Python's ssl module as an HTTPS backend: a close-delimited response ends at a close without
+    // close_notify (read as the end, as curl does), and an answer the upstream gives before taking
+    // the whole body (its 413, then a close that resets the upload) reaches the client instead of a
+    // 502 for the failed write.
+    void tlsUpstreamCloseDelimitedAndEarlyAnswer() {
+        QFile f(tmp_.filePath("six.bin"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(pattern(6 * 1024 * 1024));
+        f.close();
+        for (int round = 0; round < 3; ++round) {
+            for (const QString& mode : both()) {
+                auto c = get("/py/close?n=300001", mode);
+                QCOMPARE(c.exitCode, 0);
+                QCOMPARE(c.status, 200);
+                QVERIFY(c.body == pattern(300001));
+                auto e = get("/py/early", mode, {"--data-binary", "@" + f.fileName()});
+                QCOMPARE(e.status, 413);
+                QCOMPARE(e.body, QByteArray("too big, says the upstream\n"));
+            }
         }
     }
 
@@ -490,6 +532,8 @@ vhosts:
     void cleanupTestCase() {
         h2py_.kill();
         h2py_.waitForFinished();
+        tlspy_.kill();
+        tlspy_.waitForFinished();
     }
 };
 

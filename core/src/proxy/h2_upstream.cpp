@@ -206,7 +206,7 @@ void H2Call::toHttp1() {
     conn_.reset();
     if (cancelled_ || done_) return;
     if (grpc_ || action_.grpc) {
-        fail(502, "the TLS upstream selected http/1.1 with ALPN, and gRPC needs HTTP/2");
+        fail(502, "gRPC needs HTTP/2, and the TLS upstream selected http/1.1 or no protocol with ALPN");
         return;
     }
     Http1Request r;

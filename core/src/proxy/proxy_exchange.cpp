@@ -668,12 +668,17 @@ void Exchange::wrote(const boost::system::error_code& e) {
     writing_ = false;
     if (cancelled_ || stage_ == Stage::Done) return;
     if (e) {
-        if (stage_ == Stage::Body) {
-            // The response is under way: the upstream stopped reading a body it no longer needs.
-            // Let the response finish; the connection is not reused.
+        // The upstream stopped reading a body it no longer needs: the response is under way
+        // (Body), or may be (Head: an upstream that answers early, say its own 413, and closes;
+        // the read already waiting gets that answer, or the end, and decides). Either way no more
+        // bytes go up and the connection is not reused.
+        if (stage_ == Stage::Body || stage_ == Stage::Head) {
             requestSent_ = true;
             keepAlive_ = false;
-            body_.clear();
+            if (stage_ == Stage::Body)
+                body_.clear();
+            else
+                writeError_ = e; // body_ stays: a retry on a new connection sends it
             return;
         }
         fail(502, "connection lost while sending the request: " + e.message(),
@@ -743,6 +748,8 @@ void Exchange::afterRead(const boost::system::error_code& e, std::size_t n) {
         const bool retry = reused_ && idempotent_ && !gotBytes_ && !bodyStarted_;
         if (stage_ == Stage::Body)
             fail(0, "upstream closed mid-body: " + e.message(), false);
+        else if (writeError_)
+            fail(502, "connection lost while sending the request: " + writeError_.message(), retry);
         else
             fail(502,
                  e == asio::error::eof ? "closed the connection without a response"
@@ -947,6 +954,7 @@ void Exchange::fail(int status, const std::string& why, bool retryable) {
         socket_ = Socket(io_.get_executor());
         writing_ = false; // the aborted write's handler returns without a look
         headWritten_ = false;
+        writeError_.clear();
         requestSent_ = false;
         pick();
         return;

@@ -401,6 +401,7 @@ private:
     std::string wire_;         // the write in flight
     std::size_t wireBody_ = 0; // body bytes in wire_ (reported consumed once written)
     std::string trailerBlock_; // chunked: the trailer section of the last chunk
+    boost::system::error_code writeError_; // a streamed body's write failed before the response head
 };
 
 } // namespace portico::proxy
