@@ -92,7 +92,7 @@ class TestProxyH2 : public QObject {
     std::unique_ptr<ServerProcess> upstreamH1_; // TLS with HTTP/2 off: selects http/1.1 with ALPN
     QProcess h2py_;                             // h2c_upstream.py: only the pool tests use it
     int h2pyPort_ = 0;
-    QProcess tlspy_; // tls_http1_upstream.py: Python's ssl module, HTTP/1.1, no ALPN
+    QProcess tlspy_; // upstream.py --tls: Python's ssl module, HTTP/1.1, no ALPN
     int tlspyPort_ = 0;
     QString base_;
     QByteArray big_;
@@ -173,7 +173,7 @@ vhosts:
                                    tmp_.filePath("key.pem"), "-out", tmp_.filePath("cert.pem")});
         QVERIFY2(gen.exitCode == 0, gen.err.constData());
         const QString tlspyPortFile = tmp_.filePath("tlspy.port");
-        tlspy_.start(debianPython(), {sourceDir() + "/tests/support/tls_http1_upstream.py", tlspyPortFile,
+        tlspy_.start(debianPython(), {sourceDir() + "/tests/support/upstream.py", tlspyPortFile, "--tls",
                                       tmp_.filePath("cert.pem"), tmp_.filePath("key.pem")});
         QVERIFY(tlspy_.waitForStarted());
         for (int i = 0; i < 100 && !tlspyPort_; ++i) {
@@ -375,7 +375,7 @@ vhosts:
         f.close();
         for (int round = 0; round < 3; ++round) {
             for (const QString& mode : both()) {
-                auto c = get("/py/close?n=300001", mode);
+                auto c = get("/py/close-delimited?n=300001", mode);
                 QCOMPARE(c.exitCode, 0);
                 QCOMPARE(c.status, 200);
                 QVERIFY(c.body == pattern(300001));

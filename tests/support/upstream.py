@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A small HTTP/1.1 upstream for the proxy tests (keep-alive, chunked, slow, big, broken).
 
-Usage: upstream.py PORT_FILE [--small-rcvbuf]   — binds 127.0.0.1:0, writes the port to PORT_FILE, serves until killed.
+Usage: upstream.py PORT_FILE [--small-rcvbuf] [--tls CERT KEY]   — binds 127.0.0.1:0, writes the port
+to PORT_FILE, serves until killed. --tls: HTTPS with Python's ssl module (no ALPN; connections
+close without a TLS close_notify), as many dev backends are.
 Paths:
   /echo...         JSON: method, path (as received, with query), headers, body length, connection id
   /chunked         a chunked response in three chunks, with a trailer
@@ -11,6 +13,9 @@ Paths:
   /trickle?n=N&ms=M  a head with Content-Length N, then the body a byte at a time, M ms apart
   /status/N        status N with a small body (none for 204/304)
   /close           "bye" and Connection: close
+  /close-delimited?n=N  N bytes of the pattern with no Content-Length, Connection: close, then the
+                   connection closes (the body ends there: HTTP/1.0 style)
+  /early           413 at once without reading the request body, then the connection closes
   /broken          promises 100 bytes, sends 10 and closes
   /hop             a response with hop-by-hop fields that must not reach the client
   /brief           "brief", keep-alive; then this connection is closed after 200 ms without a request
@@ -30,6 +35,7 @@ import time
 import urllib.parse
 import zlib
 import socket
+import ssl
 import struct
 
 COUNTER = {"n": 0, "open": 0, "upload_fail": 0}
@@ -61,8 +67,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 COUNTER["open"] -= 1
 
     def body(self):
-        if self.path.startswith("/upload"):
-            return b""  # read by the handler itself, as it streams
+        if self.path.startswith("/upload") or self.path == "/early":
+            return b""  # read by the handler itself, as it streams; /early never reads it
         n = int(self.headers.get("Content-Length", "0") or 0)
         return self.rfile.read(n) if n else b""
 
@@ -197,6 +203,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif u.path == "/close":
             self.send(200, b"bye", extra=[("Connection", "close")])
             self.close_connection = True
+        elif u.path == "/close-delimited":
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(pattern(int(q.get("n", ["1000"])[0])))
+            self.wfile.flush()
+            self.close_connection = True
+        elif u.path == "/early":
+            self.send(413, b"too big, says the upstream\n", extra=[("Connection", "close")])
+            self.close_connection = True
         elif u.path == "/broken":
             self.send_response(200)
             self.send_header("Content-Length", "100")
@@ -237,6 +253,11 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 if __name__ == "__main__":
     srv = Server(("127.0.0.1", 0), Handler)
+    if "--tls" in sys.argv:
+        at = sys.argv.index("--tls")
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(sys.argv[at + 1], sys.argv[at + 2])
+        srv.socket = tls.wrap_socket(srv.socket, server_side=True)
     with open(sys.argv[1], "w") as f:
         f.write(str(srv.server_address[1]))
     srv.serve_forever()
