@@ -179,7 +179,10 @@ private slots:
                         "--allow-remote"},
               BadTarget{"ftp://127.0.0.1/", "ftp: only http:// and https:// targets can be replayed"},
               BadTarget{"http://127.0.0.1:99999/", "must be a number from 1 to 65535"},
-              BadTarget{"127.0.0.1:8080", "not a URL"}}) {
+              BadTarget{"127.0.0.1:8080", "not a URL"},
+              BadTarget{"http://127.0.0.1:8080/base?x=1",
+                        "a base URL takes no query or fragment, got '?x=1' (each replayed request keeps "
+                        "its own query)"}}) {
             r = test::runProcess(test::porticoBinary(), {"replay", db, "--target", t.url});
             QVERIFY2(r.exitCode == 2, r.err.constData());
             QVERIFY2(r.err.startsWith("portico replay: --target " + t.url.toUtf8() + ": ") &&

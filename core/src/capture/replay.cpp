@@ -54,6 +54,13 @@ bool parseBase(std::string_view u, Url& out, std::string& error) {
         return false;
     }
     if (!http::parseUrl(u, out, error)) return false;
+    // Each replayed target (path and query) goes after the prefix: a query or fragment here would
+    // end up in the middle of it ("/base?x=1/api/users?id=2").
+    if (const auto q = out.target.find_first_of("?#"); q != std::string::npos) {
+        error = "a base URL takes no query or fragment, got '" + out.target.substr(q) +
+                "' (each replayed request keeps its own query)";
+        return false;
+    }
     out.prefix = out.target;
     while (!out.prefix.empty() && out.prefix.back() == '/')
         out.prefix.pop_back();
