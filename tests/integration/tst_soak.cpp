@@ -221,7 +221,7 @@ class TestSoak : public QObject {
                         load.fail((proxied ? "proxied: " : "local: ") + std::to_string(status));
                         client = std::make_unique<test::RawClient>(port);
                     }
-                    if (status == 502) client = std::make_unique<test::RawClient>(port);
+                    if (status == 502 || status == 0) client = std::make_unique<test::RawClient>(port);
                 }
             });
         }
