@@ -219,9 +219,8 @@ class TestSoak : public QObject {
                         load.upstream502.fetch_add(1); // the upstream was down
                     } else {
                         load.fail((proxied ? "proxied: " : "local: ") + std::to_string(status));
-                        client = std::make_unique<test::RawClient>(port);
                     }
-                    if (status == 502 || status == 0) client = std::make_unique<test::RawClient>(port);
+                    if (status != 200) client = std::make_unique<test::RawClient>(port); // once per failure
                 }
             });
         }
