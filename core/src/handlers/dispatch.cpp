@@ -43,7 +43,7 @@ Produced runRoute(const Exchange& ex, http::Response& res) {
     if (const auto* r = std::get_if<config::RespondAction>(&route->action)) return respond(ex, *r, res);
     if (const auto* d = std::get_if<config::RedirectAction>(&route->action)) return redirect(ex, *d, res);
     if (const auto* p = std::get_if<config::ProxyAction>(&route->action)) {
-        res.forward = p; // the connection forwards the request (proxy/proxy_exchange.h)
+        res.forward = p; // the connection forwards the request (proxy/forward.h)
         return Produced::Response;
     }
     if (std::holds_alternative<config::WebSocketAction>(route->action)) {

@@ -309,4 +309,42 @@ void Response::reset() {
     clearBody();
 }
 
+bool listHasToken(std::string_view list, std::string_view token) {
+    while (!list.empty()) {
+        auto comma = list.find(',');
+        std::string_view element = list.substr(0, comma);
+        while (!element.empty() && (element.front() == ' ' || element.front() == '\t'))
+            element.remove_prefix(1);
+        while (!element.empty() && (element.back() == ' ' || element.back() == '\t'))
+            element.remove_suffix(1);
+        if (iequals(element, token)) return true;
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
+bool isHopByHop(std::string_view name) {
+    // By length first: every field of a proxied request or response passes here, and most are none
+    // of these.
+    switch (name.size()) {
+    case 2:
+        return iequals(name, "te");
+    case 7:
+        return iequals(name, "upgrade");
+    case 10:
+        return iequals(name, "connection") || iequals(name, "keep-alive");
+    case 16:
+        return iequals(name, "proxy-connection");
+    case 17:
+        return iequals(name, "transfer-encoding");
+    case 18:
+        return iequals(name, "proxy-authenticate");
+    case 19:
+        return iequals(name, "proxy-authorization");
+    default:
+        return false;
+    }
+}
+
 } // namespace portico::http

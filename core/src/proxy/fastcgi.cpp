@@ -56,7 +56,7 @@ void param(std::string& params, std::string_view name, std::string_view value) {
     params.append(value);
 }
 
-class FastCgiCall final : public Forward, public std::enable_shared_from_this<FastCgiCall> {
+class FastCgiCall final : public client::Call, public std::enable_shared_from_this<FastCgiCall> {
 public:
     using Socket = asio::basic_stream_socket<asio::generic::stream_protocol, asio::io_context::executor_type>;
     FastCgiCall(asio::io_context& io, const config::ProxyAction& action)
@@ -408,9 +408,10 @@ void FastCgiCall::cancel() {
 }
 } // namespace
 
-std::shared_ptr<Forward> startFastCgi(asio::io_context& io, std::shared_ptr<void> owner,
-                                      std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
-                                      const http::Request& req, bool tls, Sink* sink) {
+std::shared_ptr<client::Call> startFastCgi(asio::io_context& io, std::shared_ptr<void> owner,
+                                           std::shared_ptr<const void> snapshot,
+                                           const config::ProxyAction& action, const http::Request& req,
+                                           bool tls, Sink* sink) {
     auto call = std::make_shared<FastCgiCall>(io, action);
     call->owner_ = std::move(owner);
     call->snapshot_ = std::move(snapshot);

@@ -2,7 +2,7 @@
 // TCP or a unix socket.
 #pragma once
 
-#include "proxy/proxy_exchange.h"
+#include "proxy/forward.h"
 
 namespace portico::proxy {
 
@@ -21,8 +21,9 @@ namespace portico::proxy {
 /// Errors: connect failure → 502, connect_timeout or no head within response_timeout → 504, a
 /// malformed record or head, or the end before a head → 502, a connection lost after the head →
 /// abort (status 0). Messages name the FastCGI address.
-std::shared_ptr<Forward> startFastCgi(boost::asio::io_context& io, std::shared_ptr<void> owner,
-                                      std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
-                                      const http::Request& req, bool tls, Sink* sink);
+std::shared_ptr<client::Call> startFastCgi(boost::asio::io_context& io, std::shared_ptr<void> owner,
+                                           std::shared_ptr<const void> snapshot,
+                                           const config::ProxyAction& action, const http::Request& req,
+                                           bool tls, Sink* sink);
 
 } // namespace portico::proxy

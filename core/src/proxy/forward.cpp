@@ -1,16 +1,15 @@
-// The reverse proxy's front: which upstream protocol a route's request goes to (forward), whether
-// its body can stream, the TLS client contexts of https:// upstreams, and gRPC's timeout header.
-#include "proxy/fastcgi.h"
-#include "proxy/h2_upstream.h"
-#include "tls/client_tls.h"
-#include "tls/suites.h"
+// The reverse proxy's front: which client a route's request goes to (forward), the request as
+// rewritten for an HTTP/1.1 or HTTP/2 upstream, whether its body can stream, and gRPC's timeout
+// header.
+#include "proxy/forward.h"
 
-#include <openssl/ssl.h>
+#include "client/h2_client.h"
+#include "client/http1_call.h"
+#include "proxy/fastcgi.h"
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <map>
 #include <memory>
 
 namespace portico::proxy {
@@ -40,63 +39,196 @@ std::optional<std::chrono::nanoseconds> parseGrpcTimeout(std::string_view value)
     }
 }
 
-// One per worker thread, freed when the thread ends (a raw thread_local pointer leaked it: LSan).
-SSL_CTX* h2UpstreamTlsContext() {
-    struct Free {
-        void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
-    };
-    thread_local std::unique_ptr<SSL_CTX, Free> ctx{[] {
-        SSL_CTX* c = SSL_CTX_new(TLS_client_method());
-        SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
-        SSL_CTX_set_ciphersuites(c, tls::kTls13Suites);
-        // A dev server's upstreams use local or self-signed certificates: not verified.
-        SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nullptr);
-        SSL_CTX_set_mode(c, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
-        // h2 first; an upstream that selects http/1.1 (or nothing) is handed to the HTTP/1.1
-        // client (h2_upstream.cpp, handOverToHttp1).
-        static const unsigned char alpn[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-        SSL_CTX_set_alpn_protos(c, alpn, sizeof alpn);
-        return c;
-    }()};
-    return ctx.get();
-}
+namespace detail {
 
-// One per worker thread and host, freed when the thread ends.
-const tls::ClientTls* http1UpstreamTls(const std::string& host, std::string& error) {
-    thread_local std::map<std::string, std::unique_ptr<tls::ClientTls>, std::less<>> contexts;
-    auto& tls = contexts[host];
-    if (!tls) {
-        tls::ClientTlsOptions options;
-        options.host = host;
-        options.alpn = {"http/1.1"};
-        options.insecure = true;
-        tls = tls::makeClientTls(options, error);
-        // A close-delimited response (HTTP/1.0, "Connection: close" without a length) ends at the
-        // upstream's close, which many dev backends (Python's ssl module, for one) make without a
-        // close_notify: read as the end, as curl does (RFC 9112 §9.8 asks for the alert, but a body
-        // with a length or chunks is still checked whole by its framing).
-        if (tls) SSL_CTX_set_options(tls->ctx.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
+void appendUpstreamTarget(std::string& out, const config::ProxyAction& action, const http::Request& req) {
+    std::string_view path = req.rawPath;
+    if (!action.stripPrefix.empty() && path.starts_with(action.stripPrefix)) {
+        path.remove_prefix(action.stripPrefix.size());
+        if (!action.stripPrefix.ends_with('/') && !path.empty() && path.front() != '/') path = req.rawPath;
     }
-    return tls.get();
+    if (path.empty() || path.front() != '/') out.push_back('/');
+    out.append(path);
+    if (!req.query.empty()) {
+        out.push_back('?');
+        out.append(req.query);
+    }
 }
 
-void SslFree::operator()(SSL* ssl) const { SSL_free(ssl); }
+} // namespace detail
 
 bool streamsRequestBody(const config::ProxyAction& action) {
     return action.fastcgi.address.empty() && !action.upstreams.empty();
 }
 
-std::shared_ptr<Forward> forward(asio::io_context& io, std::shared_ptr<void> owner,
-                                 std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
-                                 const http::Request& req, bool tls, Sink* sink, bool bodyFollows) {
+namespace {
+
+bool idempotent(http::Method m) {
+    return m == http::Method::Get || m == http::Method::Head || m == http::Method::Options ||
+           m == http::Method::Put || m == http::Method::Delete || m == http::Method::Trace;
+}
+
+// RFC 9110 §8.6: a request without a body but with a method that defines one says so with
+// Content-Length: 0.
+bool sendsLength(const http::Request& req) {
+    return !req.body.empty() || (req.method != http::Method::Get && req.method != http::Method::Head &&
+                                 req.method != http::Method::Options && req.method != http::Method::Delete);
+}
+
+// RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop.
+bool h2HopByHop(std::string_view name) {
+    return http::isHopByHop(name) || http::iequals(name, "http2-settings");
+}
+
+// `req` rewritten for an HTTP/1.1 upstream into `out` (RFC 9112; RFC 9110 §7.6).
+void buildHttp1(client::Http1Request& out, const config::ProxyAction& action, const http::Request& req,
+                bool tls, bool bodyFollows) {
+    out.streaming = bodyFollows;
+    out.headRequest = req.method == http::Method::Head;
+    out.idempotent = idempotent(req.method);
+    if (action.ws && req.versionMajor == 1) {
+        // RFC 6455 §4.1: GET with Upgrade: websocket and Connection: upgrade.
+        bool upgrade = false, connection = false;
+        for (const auto& h : req.headers) {
+            if (http::iequals(h.name, "upgrade") && http::listHasToken(h.value, "websocket")) upgrade = true;
+            if (http::iequals(h.name, "connection") && http::listHasToken(h.value, "upgrade"))
+                connection = true;
+        }
+        out.upgrade = upgrade && connection && req.method == http::Method::Get;
+    }
+    std::string& r = out.head;
+    r.reserve(512 + req.body.size());
+    r.append(req.methodToken);
+    r.push_back(' ');
+    detail::appendUpstreamTarget(r, action, req);
+    r.append(" HTTP/1.1\r\n");
+    auto line = [&r](std::string_view name, std::string_view value) {
+        r.append(name);
+        r.append(": ");
+        r.append(value);
+        r.append("\r\n");
+    };
+    const detail::RequestFieldsSeen seen = detail::copyEndToEndFields(req, http::isHopByHop, line);
+    if (seen.teTrailers) r.append("TE: trailers\r\n"); // TE: trailers is end-to-end in meaning (§7.6.1)
+    if (out.upgrade) r.append("Connection: Upgrade\r\nUpgrade: websocket\r\n");
+    line("Host", action.changeOrigin || req.host.empty()
+                     ? std::string_view(action.upstreams.front().authority)
+                     : req.host);
+    detail::addForwardingFields(req, tls, action, seen, false,
+                                [&r](std::string_view name, std::initializer_list<std::string_view> pieces) {
+                                    r.append(name);
+                                    r.append(": ");
+                                    for (std::string_view p : pieces)
+                                        r.append(p);
+                                    r.append("\r\n");
+                                });
+    if (bodyFollows) {
+        // RFC 9112 §6.1-6.3: the length the client declared, else chunked. A request with both
+        // fields never gets here (the HTTP/1.1 parser refuses it, HTTP/2 has no Transfer-Encoding).
+        std::string_view length;
+        bool te = false;
+        for (const auto& h : req.headers) {
+            if (http::iequals(h.name, "content-length")) length = h.value;
+            if (http::iequals(h.name, "transfer-encoding")) te = true;
+        }
+        std::uint64_t n = 0;
+        auto [end, err] = std::from_chars(length.data(), length.data() + length.size(), n);
+        out.chunked = te || length.empty() || err != std::errc{} || end != length.data() + length.size();
+        r.append(out.chunked ? std::string_view("Transfer-Encoding: chunked\r\n")
+                             : std::string_view("Content-Length: "));
+        if (!out.chunked) {
+            r.append(length);
+            r.append("\r\n");
+        }
+    } else if (sendsLength(req)) {
+        char n[24];
+        auto e = std::to_chars(n, n + sizeof n, req.body.size());
+        r.append("Content-Length: ");
+        r.append(n, static_cast<std::size_t>(e.ptr - n));
+        r.append("\r\n");
+    }
+    r.append("\r\n");
+    r.append(req.body); // the body follows the head in one write
+}
+
+// `req` rewritten for an HTTP/2 upstream (RFC 9113 §8.3; RFC 9110 §7.6), with gRPC's grpc-timeout
+// capped by grpc_timeout_max.
+client::H2Request buildH2(const config::ProxyAction& action, const http::Request& req, bool tls,
+                          bool bodyFollows) {
+    client::H2Request out;
+    const bool h2 = action.upstreams.front().protocol == config::Upstream::Protocol::H2;
+    out.bodyFollows = bodyFollows;
+    out.headRequest = req.method == http::Method::Head;
+    out.idempotent = idempotent(req.method);
+    out.bodyWasEmpty = !bodyFollows && req.body.empty();
+    out.arena.reserve(512);
+    out.add(":method", req.methodToken);
+    out.add(":scheme", h2 ? "https" : "http");
+    out.add(":authority", action.changeOrigin || req.host.empty()
+                              ? std::string_view(action.upstreams.front().authority)
+                              : req.host);
+    std::string path;
+    detail::appendUpstreamTarget(path, action, req);
+    out.add(":path", path);
+    const detail::RequestFieldsSeen seen =
+        detail::copyEndToEndFields(req, h2HopByHop, [&](std::string_view name, std::string_view value) {
+            if (http::iequals(name, "content-type") && value.starts_with("application/grpc")) out.grpc = true;
+            if (http::iequals(name, "grpc-timeout")) {
+                out.grpcTimeout = parseGrpcTimeout(value);
+                if (action.grpcTimeoutMax.count() > 0 && out.grpcTimeout &&
+                    *out.grpcTimeout > action.grpcTimeoutMax)
+                    return; // replaced by the cap below
+            }
+            out.add(name, value);
+        });
+    if (action.grpcTimeoutMax.count() > 0 && (out.grpc || out.grpcTimeout) &&
+        (!out.grpcTimeout || *out.grpcTimeout > action.grpcTimeoutMax)) {
+        out.grpcTimeout = action.grpcTimeoutMax;
+        // gRPC allows at most 8 digits: milliseconds, or seconds past that.
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(action.grpcTimeoutMax).count();
+        std::string v = ms < 100000000 ? std::to_string(std::max<long long>(ms, 1)) + "m"
+                                       : std::to_string(ms / 1000) + "S";
+        out.add("grpc-timeout", v);
+    }
+    if (seen.teTrailers) out.add("te", "trailers");
+    std::string value;
+    detail::addForwardingFields(req, tls, action, seen, true,
+                                [&](std::string_view name, std::initializer_list<std::string_view> pieces) {
+                                    value.clear();
+                                    for (std::string_view p : pieces)
+                                        value.append(p);
+                                    out.add(name, value);
+                                });
+    if (bodyFollows) {
+        if (!seen.contentLength.empty()) out.add("content-length", seen.contentLength);
+    } else {
+        out.body.assign(req.body);
+        if (sendsLength(req)) out.add("content-length", std::to_string(req.body.size()));
+        for (const auto& t : req.trailers)
+            if (!h2HopByHop(t.name) && !http::iequals(t.name, "content-length"))
+                out.addTrailer(t.name, t.value);
+    }
+    return out;
+}
+
+} // namespace
+
+std::shared_ptr<client::Call> forward(asio::io_context& io, std::shared_ptr<void> owner,
+                                      std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
+                                      const http::Request& req, bool tls, client::Sink* sink,
+                                      bool bodyFollows) {
     if (!action.fastcgi.address.empty())
         return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
     using Protocol = config::Upstream::Protocol;
     if (!action.upstreams.empty() && action.upstreams.front().protocol != Protocol::Http1 &&
         !(action.upstreams.front().protocol == Protocol::H2 && !action.grpc &&
-          (action.ws || std::all_of(action.upstreams.begin(), action.upstreams.end(), speaksHttp1))))
-        return startH2(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
-    return Exchange::start(io, std::move(owner), std::move(snapshot), action, req, tls, sink, bodyFollows);
+          (action.ws || std::all_of(action.upstreams.begin(), action.upstreams.end(), client::speaksHttp1))))
+        return client::startH2(io, std::move(owner), std::move(snapshot), action,
+                               buildH2(action, req, tls, bodyFollows), sink);
+    auto call = client::Http1Call::create(io, action);
+    buildHttp1(call->request(), action, req, tls, bodyFollows);
+    call->start(std::move(owner), std::move(snapshot), sink);
+    return call;
 }
 
 } // namespace portico::proxy

@@ -198,7 +198,7 @@ private:
 };
 } // namespace
 
-void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, Exchange::Socket upstream,
+void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, client::UpstreamSocket upstream,
                  SSL* upstreamSsl, std::string_view toClient, std::string_view leftover,
                  std::string_view toUpstream, capture::WsCapturePtr capture, bool deflate) {
     auto t = std::make_shared<Tunnel>(worker, std::move(client), ssl, std::move(upstream), upstreamSsl,

@@ -5,7 +5,7 @@
 
 #include "capture/hooks.h"
 #include "io/session.h"
-#include "proxy/proxy_exchange.h"
+#include "proxy/forward.h"
 
 #include <memory>
 #include <string>
@@ -28,7 +28,7 @@ namespace portico::proxy {
 /// permessage-deflate was negotiated in the 101) and publishes it closed. The observation never
 /// changes what is forwarded; bytes that are not WebSocket frames stop it for this tunnel (the
 /// record's `error` says where and why) and keep flowing.
-void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, Exchange::Socket upstream,
+void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, client::UpstreamSocket upstream,
                  SSL* upstreamSsl, std::string_view toClient, std::string_view leftover,
                  std::string_view toUpstream, capture::WsCapturePtr capture = nullptr, bool deflate = false);
 

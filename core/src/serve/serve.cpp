@@ -2,7 +2,7 @@
 #include "serve/serve.h"
 
 #include "handlers/live_reload.h"
-#include "proxy/proxy_exchange.h"
+#include "proxy/forward.h"
 
 #include <portico/http/path.h>
 

@@ -3,7 +3,7 @@
 
 #include "io/io_buffer.h"
 #include "io/session.h"
-#include "proxy/proxy_exchange.h"
+#include "proxy/forward.h"
 
 #include <portico/http/message.h>
 #include <portico/http1/parser.h>
@@ -65,8 +65,8 @@ public:
     void onUpstreamError(int status, const std::string& message) override;
     void onUpstreamTrailers(std::string_view fields) override;
     void onUpstreamConnected() override;
-    void onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream, proxy::SslPtr upstreamSsl,
-                           std::string_view leftover) override;
+    void onUpstreamUpgrade(std::string_view fields, client::UpstreamSocket upstream,
+                           client::SslPtr upstreamSsl, std::string_view leftover) override;
     void onRequestBodyConsumed(std::size_t n) override;
 
 private:
@@ -133,7 +133,7 @@ private:
         bool chunkActive = false;
         std::optional<boost::asio::steady_timer> delayTimer;
         // A proxied exchange in progress (`proxy:` routes).
-        std::shared_ptr<proxy::Forward> proxy;
+        std::shared_ptr<client::Call> proxy;
         std::string proxyTrailers; // an HTTP/2 upstream's trailers, for the last chunk
         /// The proxied request as the access log and capture need it after the request's views
         /// are gone, and what came back.

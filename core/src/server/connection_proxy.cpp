@@ -86,7 +86,7 @@ bool Connection::proxiesBody() {
 }
 
 // The request's body did not come with its head and its route proxies: the exchange starts now and
-// the body follows as it arrives (Forward::requestBody), reading from the client only while less
+// the body follows as it arrives (client::Call::requestBody), reading from the client only while less
 // than kUploadHighWater bytes wait for the upstream. False (nothing done) for any other route: the
 // body is read whole first, as before. `headBytes`: the head's size at the start of in_.
 bool Connection::startUpload(std::size_t headBytes) {
@@ -347,8 +347,8 @@ void Connection::onUpstreamEnd() {
     if (!writeWaiting_) drive();
 }
 
-void Connection::onUpstreamUpgrade(std::string_view fields, proxy::UpstreamSocket upstream,
-                                   proxy::SslPtr upstreamSsl, std::string_view leftover) {
+void Connection::onUpstreamUpgrade(std::string_view fields, client::UpstreamSocket upstream,
+                                   client::SslPtr upstreamSsl, std::string_view leftover) {
     // The upstream accepted the WebSocket upgrade: the 101 goes to the client and both sockets
     // become a tunnel (proxy/tunnel.h); this object is finished, as after startWebSocket.
     Rare& r = *rareIf();

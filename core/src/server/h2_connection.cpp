@@ -6,7 +6,7 @@
 #include "capture/hooks.h"
 #include "io/drained.h"
 #include "io/transport.h"
-#include "proxy/h2_upstream.h"
+#include "proxy/forward.h"
 #include "serve/serve.h"
 #include "server/worker.h"
 #include "tls/socket_bio.h"

@@ -4,8 +4,8 @@
 
 #include "io/io_buffer.h"
 #include "io/session.h"
+#include "proxy/forward.h"
 #include "server/connection.h"
-#include "proxy/proxy_exchange.h"
 
 #include <portico/http/message.h>
 

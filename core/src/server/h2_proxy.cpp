@@ -4,8 +4,8 @@
 #include "server/h2_stream.h"
 
 #include "capture/hooks.h"
+#include "proxy/forward.h"
 #include "server/worker.h"
-#include "proxy/h2_upstream.h"
 
 #include <nghttp2/nghttp2.h>
 

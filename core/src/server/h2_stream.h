@@ -3,8 +3,8 @@
 #pragma once
 
 #include "capture/hooks.h"
+#include "proxy/forward.h"
 #include "server/h2_connection.h"
-#include "proxy/proxy_exchange.h"
 
 #include <portico/http/message.h>
 
@@ -25,7 +25,7 @@ struct H2Connection::ProxySink final : proxy::Sink {
     static constexpr std::size_t kProxyHighWater = 256 * 1024;
     H2Connection* conn = nullptr;
     std::int32_t id = 0;
-    std::shared_ptr<proxy::Forward> exchange;
+    std::shared_ptr<client::Call> exchange;
     std::string extra; // vhost/route headers
     bool serverHeader = true;
     std::optional<std::uint64_t> length;

@@ -1,7 +1,7 @@
 // Worker thread, SO_REUSEPORT listeners, the coarse clock/Date ticker and drain.
 #include "server/worker.h"
 
-#include "proxy/proxy_exchange.h"
+#include "client/http1_call.h"
 #include "server/connection.h"
 #include "server/front_door.h"
 
@@ -202,7 +202,7 @@ void Worker::tick() {
         c->checkDeadline(now_);
         c = next;
     }
-    proxy::sweepIdleConnections(now_);
+    client::sweepIdleConnections(now_);
     if (draining_) {
         if (!first_) {
             work_.reset();

@@ -165,4 +165,14 @@ template <class Fn> void forEachFieldLine(std::string_view block, Fn&& fn) {
     }
 }
 
+/// Is `token` one of the comma-separated elements of a field value ("close, X-Foo"), compared
+/// case-insensitively with surrounding spaces and tabs ignored (RFC 9110 §5.6.1)?
+bool listHasToken(std::string_view list, std::string_view token);
+
+/// RFC 9110 §7.6.1: fields that apply to one connection only and never cross a proxy (Connection,
+/// Keep-Alive, Proxy-Connection, TE, Transfer-Encoding, Upgrade, Proxy-Authorization,
+/// Proxy-Authenticate), by name, case-insensitive. Fields a Connection field names are checked
+/// apart (listHasToken on its value).
+bool isHopByHop(std::string_view name);
+
 } // namespace portico::http

@@ -1,9 +1,9 @@
-// The HTTP/2 upstream client's two halves (h2_upstream.h): H2Call, one request as a stream
-// (h2_upstream.cpp), and H2Conn, one nghttp2 client session per upstream and worker thread
-// (h2_upstream_conn.cpp). Private to the proxy folder.
+// The HTTP/2 client's two halves (h2_client.h): H2Call, one request as a stream (h2_call.cpp), and
+// H2Conn, one nghttp2 client session per upstream and thread (h2_conn.cpp). Private to client/.
 #pragma once
 
-#include "proxy/h2_upstream.h"
+#include "client/h2_client.h"
+#include "client/http1_call.h"
 
 #include <portico/http2/session.h>
 
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace portico::proxy {
+namespace portico::client {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
@@ -37,12 +37,12 @@ class H2Call;
 struct H2Pools {
     std::map<std::string, std::shared_ptr<H2Conn>, std::less<>> conns;
     // https:// upstreams that selected http/1.1 (or no protocol) with ALPN: their requests go to the
-    // HTTP/1.1 client (Exchange) from then on.
+    // HTTP/1.1 client (Http1Call) from then on.
     std::set<std::string, std::less<>> http1;
     std::map<std::string, Clock::time_point, std::less<>> failedUntil;
     std::map<const void*, std::size_t> next; // round-robin position per action
 };
-extern thread_local H2Pools tH2; // defined in h2_upstream.cpp
+extern thread_local H2Pools tH2; // defined in h2_call.cpp
 
 inline std::string key(const config::Upstream& u) {
     return (u.protocol == config::Upstream::Protocol::H2 ? "h2:" : "h2c:") + u.host + ":" +
@@ -51,17 +51,16 @@ inline std::string key(const config::Upstream& u) {
 
 // RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop.
 inline bool hopByHop(std::string_view name) {
-    return detail::hopByHop(name) || http::iequals(name, "http2-settings");
+    return http::isHopByHop(name) || http::iequals(name, "http2-settings");
 }
 
 // ---- one stream ----
 
-class H2Call final : public Forward, public std::enable_shared_from_this<H2Call> {
+class H2Call final : public Call, public std::enable_shared_from_this<H2Call> {
 public:
     H2Call(asio::io_context& io, const config::ProxyAction& action)
         : io_(io), action_(action), timer_(io), deadline_(io) {}
 
-    void build(const http::Request& req, bool tls);
     void pick();
     // From the connection.
     void submitOn(H2Conn& conn);
@@ -77,7 +76,7 @@ public:
     void onDataEnd();
     void onClose(std::uint32_t code);
     /// The chosen https:// upstream speaks HTTP/1.1: the request goes to an HTTP/1.1 exchange
-    /// (Exchange::startPrepared), to which this call hands every later downstream call.
+    /// (Http1Call::startPrepared), to which this call hands every later downstream call.
     void toHttp1();
 
     void resume() override;
@@ -94,40 +93,25 @@ public:
     asio::steady_timer deadline_; // grpc-timeout
     const config::Upstream* upstream_ = nullptr;
     std::shared_ptr<H2Conn> conn_;
-    std::shared_ptr<Forward> inner_; // after toHttp1(): the HTTP/1.1 exchange
+    std::shared_ptr<Call> inner_; // after toHttp1(): the HTTP/1.1 exchange
     std::int32_t id_ = -1;
     std::size_t tries_ = 0;
-    // Request: names and values back to back in arena_, spans in head_.
-    struct Span {
-        std::uint32_t name, nameLen, value, valueLen;
-    };
-    std::string arena_;
-    std::vector<Span> head_;
-    std::string body_;
-    std::size_t bodyOffset_ = 0;
-    std::string trailerArena_;
-    std::vector<Span> trailers_;
-    std::optional<std::chrono::nanoseconds> grpcTimeout_;
+    H2Request req_;              // the request (the body as it waits to be sent)
+    std::size_t bodyOffset_ = 0; // bytes of req_.body already sent
+    bool bodyEnded_ = false;     // the whole body is in req_.body
     // Response.
     int status_ = 0;
     std::string fields_;
     std::string responseTrailers_;
     std::optional<std::uint64_t> length_;
     std::size_t held_ = 0; // body bytes delivered but not acknowledged (sink paused)
-    bool bodyFollows_ = false;
-    bool bodyEnded_ = false;
     bool deferred_ = false;
     bool headSent_ = false;
     bool ended_ = false;
     bool paused_ = false;
     bool cancelled_ = false;
     bool done_ = false;
-    bool grpc_ = false;
-    bool headRequest_ = false;
-    bool idempotent_ = false;
-    bool bodyWasEmpty_ = false;
 
-    void add(std::string& arena, std::vector<Span>& spans, std::string_view name, std::string_view value);
     void armResponse();
     void finish();
     void fail(int status, const std::string& why);
@@ -200,7 +184,7 @@ private:
     }
 
     asio::io_context& io_;
-    Exchange::Socket socket_;
+    Http1Call::Socket socket_;
     asio::steady_timer timer_; // connect, then idle
     SSL* ssl_ = nullptr;
     nghttp2_session* session_ = nullptr;
@@ -224,4 +208,4 @@ private:
 };
 
 } // namespace h2up
-} // namespace portico::proxy
+} // namespace portico::client

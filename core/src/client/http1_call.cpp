@@ -1,11 +1,11 @@
-// Reverse proxy exchange to an HTTP/1.1 upstream (see proxy_exchange.h).
-#include "proxy/proxy_exchange.h"
+// The HTTP/1.1 client call (see http1_call.h).
+#include "client/http1_call.h"
 
 #include "client/connect.h"
+#include "client/h2_client.h"
 #include "io/async_transport.h"
 #include "io/drained.h"
 #include "io/tls_handshake.h"
-#include "proxy/h2_upstream.h"
 #include "tls/alpn.h"
 #include "tls/client_tls.h"
 
@@ -26,7 +26,7 @@
 #include <cerrno>
 #include <sys/socket.h>
 
-namespace portico::proxy {
+namespace portico::client {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
@@ -36,10 +36,10 @@ using tcp = asio::ip::tcp;
 // keepalive_timeout), or once the upstream closed it or sent anything unasked, so it never sits
 // in CLOSE_WAIT for longer than a tick.
 struct IdleConnection {
-    IdleConnection(Exchange::Socket&& s, SslPtr&& tls, std::chrono::steady_clock::time_point at,
+    IdleConnection(Http1Call::Socket&& s, SslPtr&& tls, std::chrono::steady_clock::time_point at,
                    std::chrono::steady_clock::time_point until, std::uint32_t n)
         : socket(std::move(s)), ssl(std::move(tls)), since(at), expires(until), served(n) {}
-    Exchange::Socket socket;
+    Http1Call::Socket socket;
     SslPtr ssl; // https:// upstreams (declared after socket: freed before it closes)
     std::chrono::steady_clock::time_point since;   // pooled at
     std::chrono::steady_clock::time_point expires; // since + the route's idle_timeout
@@ -87,7 +87,7 @@ public:
     }
 
     // (Re)starts `x`'s deadline: `timeout` from now.
-    void arm(Exchange& x, std::chrono::nanoseconds timeout) {
+    void arm(Http1Call& x, std::chrono::nanoseconds timeout) {
         disarm(x);
         x.deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
         std::size_t lane = 0;
@@ -103,7 +103,7 @@ public:
         if (x.deadline_ < waitingFor_) wait(x.deadline_);
     }
 
-    void disarm(Exchange& x) {
+    void disarm(Http1Call& x) {
         if (x.deadlineLane_ < 0) return;
         Lane& l = lanes_[static_cast<std::size_t>(x.deadlineLane_)];
         (x.deadlinePrev_ ? x.deadlinePrev_->deadlineNext_ : l.head) = x.deadlineNext_;
@@ -115,8 +115,8 @@ public:
 private:
     struct Lane {
         std::chrono::nanoseconds timeout;
-        Exchange* head;
-        Exchange* tail;
+        Http1Call* head;
+        Http1Call* tail;
     };
 
     void wait(Clock::time_point when) {
@@ -134,7 +134,7 @@ private:
     void expire() {
         const auto now = Clock::now();
         for (;;) {
-            Exchange* due = nullptr;
+            Http1Call* due = nullptr;
             for (const Lane& l : lanes_)
                 if (l.head && l.head->deadline_ <= now) {
                     due = l.head;
@@ -155,8 +155,8 @@ private:
     // and an exchange that outlives the service must not touch it).
     void shutdown() override {
         for (Lane& l : lanes_) {
-            for (Exchange* x = l.head; x;) {
-                Exchange* next = x->deadlineNext_;
+            for (Http1Call* x = l.head; x;) {
+                Http1Call* next = x->deadlineNext_;
                 x->deadlinePrev_ = x->deadlineNext_ = nullptr;
                 x->deadlineLane_ = -1;
                 x = next;
@@ -176,7 +176,7 @@ asio::execution_context::id Deadlines::id;
 
 namespace {
 constexpr std::size_t kReadChunk = 16 * 1024;
-// A pooled connection idle for less than this is reused without probing it (Exchange::pick).
+// A pooled connection idle for less than this is reused without probing it (Http1Call::pick).
 constexpr std::chrono::milliseconds kFreshIdle{100};
 struct Pools {
     // A few per worker (the addresses its routes proxied to): found by a linear search, never
@@ -210,7 +210,7 @@ void keepString(std::string& s) {
     tStrings.push_back(std::move(s));
 }
 
-// Memory for exchanges (allocate_shared's one block: control block and Exchange, about 1.7 KiB),
+// Memory for exchanges (allocate_shared's one block: control block and Http1Call, about 1.7 KiB),
 // kept per worker thread. glibc's per-thread cache stops at 1,032 bytes, so each new exchange
 // otherwise takes malloc's slow path.
 template <class T> struct Recycled {
@@ -262,7 +262,7 @@ UpstreamPool& poolOf(const config::Upstream& u) {
 
 // True when nothing can be read from a pooled connection (EAGAIN): the upstream neither closed it
 // nor sent anything unasked. One recv(MSG_PEEK) syscall.
-bool quiet(Exchange::Socket& socket) {
+bool quiet(Http1Call::Socket& socket) {
     char probe;
     return ::recv(socket.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
            (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -270,7 +270,7 @@ bool quiet(Exchange::Socket& socket) {
 
 // Puts a connection that finished a response back in `pool` (unless `maxIdle` wait there already;
 // the caller then closes it).
-void park(UpstreamPool& pool, Exchange::Socket& socket, SslPtr& ssl, std::chrono::nanoseconds idleTimeout,
+void park(UpstreamPool& pool, Http1Call::Socket& socket, SslPtr& ssl, std::chrono::nanoseconds idleTimeout,
           std::size_t maxIdle, std::uint32_t served) {
     if (pool.idle.size() >= maxIdle) return;
     const auto now = std::chrono::steady_clock::now();
@@ -279,21 +279,17 @@ void park(UpstreamPool& pool, Exchange::Socket& socket, SslPtr& ssl, std::chrono
                            served);
 }
 
-using detail::hopByHop;
-
+bool hopByHop(std::string_view name) { return http::isHopByHop(name); }
 bool namedIn(std::string_view connectionValue, std::string_view name) {
-    return detail::listHasToken(connectionValue, name);
-}
-bool containsToken(std::string_view value, std::string_view token) {
-    return detail::listHasToken(value, token);
+    return http::listHasToken(connectionValue, name);
 }
 } // namespace
 
-Exchange::Exchange(asio::io_context& io, const config::ProxyAction& action)
+Http1Call::Http1Call(asio::io_context& io, const config::ProxyAction& action)
     : io_(io), action_(action), socket_(io.get_executor()), deadlines_(Deadlines::of(io)),
-      request_(takeString()), head_(takeString()), fields_(takeString()) {}
+      head_(takeString()), fields_(takeString()) {}
 
-Exchange::~Exchange() {
+Http1Call::~Http1Call() {
     disarm();
     if (buffer_ && tReadBuffers.size() < kKeptReadBuffers) tReadBuffers.push_back(std::move(buffer_));
     keepString(request_);
@@ -301,58 +297,45 @@ Exchange::~Exchange() {
     keepString(fields_);
 }
 
-std::shared_ptr<Exchange> Exchange::start(asio::io_context& io, std::shared_ptr<void> owner,
-                                          std::shared_ptr<const void> snapshot,
-                                          const config::ProxyAction& action, const http::Request& req,
-                                          bool tls, Sink* sink, bool bodyFollows) {
-    auto x = std::allocate_shared<Exchange>(Recycled<Exchange>(), io, action);
-    x->owner_ = std::move(owner);
-    x->snapshot_ = std::move(snapshot);
-    x->sink_ = sink;
-    x->streaming_ = bodyFollows;
-    x->headRequest_ = req.method == http::Method::Head;
-    const http::Method m = req.method;
-    x->idempotent_ = m == http::Method::Get || m == http::Method::Head || m == http::Method::Options ||
-                     m == http::Method::Put || m == http::Method::Delete || m == http::Method::Trace;
-    if (action.ws && req.versionMajor == 1) {
-        // RFC 6455 §4.1: GET with Upgrade: websocket and Connection: upgrade.
-        bool upgrade = false, connection = false;
-        for (const auto& h : req.headers) {
-            if (http::iequals(h.name, "upgrade") && containsToken(h.value, "websocket")) upgrade = true;
-            if (http::iequals(h.name, "connection") && containsToken(h.value, "upgrade")) connection = true;
-        }
-        x->upgrade_ = upgrade && connection && req.method == http::Method::Get;
-    }
-    x->buildRequest(req, tls);
-    x->begin();
+std::shared_ptr<Http1Call> Http1Call::create(asio::io_context& io, const config::ProxyAction& action) {
+    auto x = std::allocate_shared<Http1Call>(Recycled<Http1Call>(), io, action);
+    x->pending_.head = takeString();
     return x;
 }
 
-std::shared_ptr<Exchange> Exchange::startPrepared(asio::io_context& io, std::shared_ptr<void> owner,
-                                                  std::shared_ptr<const void> snapshot,
-                                                  const config::ProxyAction& action, Http1Request&& req,
-                                                  Sink* sink) {
-    auto x = std::allocate_shared<Exchange>(Recycled<Exchange>(), io, action);
-    x->owner_ = std::move(owner);
-    x->snapshot_ = std::move(snapshot);
-    x->sink_ = sink;
-    x->streaming_ = req.streaming;
-    x->chunkedUp_ = req.chunked;
-    x->headRequest_ = req.headRequest;
-    x->idempotent_ = req.idempotent;
-    x->request_ = std::move(req.head);
+void Http1Call::start(std::shared_ptr<void> owner, std::shared_ptr<const void> snapshot, Sink* sink) {
+    owner_ = std::move(owner);
+    snapshot_ = std::move(snapshot);
+    sink_ = sink;
+    Http1Request& req = pending_;
+    streaming_ = req.streaming;
+    chunkedUp_ = req.chunked;
+    headRequest_ = req.headRequest;
+    idempotent_ = req.idempotent;
+    upgrade_ = req.upgrade;
+    request_ = std::move(req.head);
     if (req.streaming) {
-        x->body_ = std::move(req.body);
-        x->bodyEnded_ = req.bodyEnded;
-        x->trailerBlock_ = std::move(req.trailerBlock);
+        body_ = std::move(req.body);
+        bodyEnded_ = req.bodyEnded;
+        trailerBlock_ = std::move(req.trailerBlock);
     } else {
-        x->request_.append(req.body);
+        request_.append(req.body);
     }
-    x->begin();
+    begin();
+}
+
+std::shared_ptr<Http1Call> Http1Call::startPrepared(asio::io_context& io, std::shared_ptr<void> owner,
+                                                    std::shared_ptr<const void> snapshot,
+                                                    const config::ProxyAction& action, Http1Request&& req,
+                                                    Sink* sink) {
+    auto x = create(io, action);
+    keepString(x->pending_.head);
+    x->pending_ = std::move(req);
+    x->start(std::move(owner), std::move(snapshot), sink);
     return x;
 }
 
-void Exchange::begin() {
+void Http1Call::begin() {
     // A quiet pooled connection takes the request at once. A new connection is opened from a
     // handler: a failure there calls the sink back, which must never happen before start() has
     // returned (onUpstreamConnected, which only notes the time, is the one callback allowed).
@@ -364,87 +347,29 @@ void Exchange::begin() {
         });
 }
 
-void Exchange::closeConnection() {
+void Http1Call::closeConnection() {
     ++connGen_;
     boost::system::error_code ec;
     socket_.close(ec);
     ssl_.reset();
 }
 
-void Exchange::buildRequest(const http::Request& req, bool tls) {
-    std::string& r = request_;
-    r.reserve(512 + req.body.size());
-    r.append(req.methodToken);
-    r.push_back(' ');
-    detail::appendUpstreamTarget(r, action_, req);
-    r.append(" HTTP/1.1\r\n");
-    auto line = [&r](std::string_view name, std::string_view value) {
-        r.append(name);
-        r.append(": ");
-        r.append(value);
-        r.append("\r\n");
-    };
-    const detail::RequestFieldsSeen seen = detail::copyEndToEndFields(req, hopByHop, line);
-    if (seen.teTrailers) r.append("TE: trailers\r\n"); // TE: trailers is end-to-end in meaning (§7.6.1)
-    if (upgrade_) r.append("Connection: Upgrade\r\nUpgrade: websocket\r\n");
-    line("Host", action_.changeOrigin || req.host.empty()
-                     ? std::string_view(action_.upstreams.front().authority)
-                     : req.host);
-    detail::addForwardingFields(req, tls, action_, seen, false,
-                                [&r](std::string_view name, std::initializer_list<std::string_view> pieces) {
-                                    r.append(name);
-                                    r.append(": ");
-                                    for (std::string_view p : pieces)
-                                        r.append(p);
-                                    r.append("\r\n");
-                                });
-    if (streaming_) {
-        // RFC 9112 §6.1-6.3: the length the client declared, else chunked. A request with both
-        // fields never gets here (the HTTP/1.1 parser refuses it, HTTP/2 has no Transfer-Encoding).
-        std::string_view length;
-        bool te = false;
-        for (const auto& h : req.headers) {
-            if (http::iequals(h.name, "content-length")) length = h.value;
-            if (http::iequals(h.name, "transfer-encoding")) te = true;
-        }
-        std::uint64_t n = 0;
-        auto [end, err] = std::from_chars(length.data(), length.data() + length.size(), n);
-        chunkedUp_ = te || length.empty() || err != std::errc{} || end != length.data() + length.size();
-        r.append(chunkedUp_ ? std::string_view("Transfer-Encoding: chunked\r\n")
-                            : std::string_view("Content-Length: "));
-        if (!chunkedUp_) {
-            r.append(length);
-            r.append("\r\n");
-        }
-    } else if (!req.body.empty() ||
-               (req.method != http::Method::Get && req.method != http::Method::Head &&
-                req.method != http::Method::Options && req.method != http::Method::Delete)) {
-        char n[24];
-        auto e = std::to_chars(n, n + sizeof n, req.body.size());
-        r.append("Content-Length: ");
-        r.append(n, static_cast<std::size_t>(e.ptr - n));
-        r.append("\r\n");
-    }
-    r.append("\r\n");
-    r.append(req.body);
-}
-
-void Exchange::pick() {
+void Http1Call::pick() {
     if (cancelled_) return;
     const auto now = std::chrono::steady_clock::now();
     choose(now);
     if (!reusePooled(now)) openNew();
 }
 
-void Exchange::choose(std::chrono::steady_clock::time_point now) {
+void Http1Call::choose(std::chrono::steady_clock::time_point now) {
     const config::Upstream* chosen =
-        &detail::pickUpstream(action_.upstreams, tPools.next[&action_],
-                              [&](const config::Upstream& u) { return poolOf(u).failedUntil > now; });
+        &pickUpstream(action_.upstreams, tPools.next[&action_],
+                      [&](const config::Upstream& u) { return poolOf(u).failedUntil > now; });
     upstream_ = chosen;
     pool_ = &poolOf(*chosen);
 }
 
-bool Exchange::reusePooled(std::chrono::steady_clock::time_point now) {
+bool Http1Call::reusePooled(std::chrono::steady_clock::time_point now) {
     auto& idle = pool_->idle;
     while (!idle.empty()) {
         IdleConnection& entry = idle.back();
@@ -473,18 +398,18 @@ bool Exchange::reusePooled(std::chrono::steady_clock::time_point now) {
     return false;
 }
 
-void Exchange::openNew() {
+void Http1Call::openNew() {
     reused_ = false;
     served_ = 0;
     ++tries_; // new connections only: a stale pooled one that failed is not a try of its upstream
     connect();
 }
 
-void Exchange::arm(std::chrono::nanoseconds timeout) { deadlines_.arm(*this, timeout); }
+void Http1Call::arm(std::chrono::nanoseconds timeout) { deadlines_.arm(*this, timeout); }
 
-void Exchange::disarm() { deadlines_.disarm(*this); }
+void Http1Call::disarm() { deadlines_.disarm(*this); }
 
-void Exchange::onTimeout() {
+void Http1Call::onTimeout() {
     if (cancelled_ || stage_ == Stage::Done) return;
     closeConnection();
     const bool connecting = stage_ == Stage::Connecting;
@@ -492,7 +417,7 @@ void Exchange::onTimeout() {
          connecting ? "timed out connecting (connect_timeout)" : "timed out waiting for the response", false);
 }
 
-void Exchange::connect() {
+void Http1Call::connect() {
     stage_ = Stage::Connecting;
     std::string error;
     auto endpoints = client::resolve(upstream_->host, upstream_->port, error);
@@ -521,7 +446,7 @@ void Exchange::connect() {
         });
 }
 
-void Exchange::startTls() {
+void Http1Call::startTls() {
     std::string error;
     const tls::ClientTls* tls = http1UpstreamTls(upstream_->host, error);
     if (!tls) {
@@ -558,7 +483,7 @@ void Exchange::startTls() {
         });
 }
 
-void Exchange::send() {
+void Http1Call::send() {
     stage_ = Stage::Sending;
     parser_.begin(headRequest_, http1::ResponseParser::Deliver::Events);
     carry_.clear();
@@ -598,7 +523,7 @@ void Exchange::send() {
         [self = shared_from_this()](const boost::system::error_code& e, std::size_t) { self->sent(e); });
 }
 
-void Exchange::sent(const boost::system::error_code& e) {
+void Http1Call::sent(const boost::system::error_code& e) {
     if (cancelled_ || stage_ == Stage::Done) return;
     if (e) {
         if (e == asio::error::operation_aborted) return;
@@ -612,7 +537,7 @@ void Exchange::sent(const boost::system::error_code& e) {
 // One write at a time: the head (first), the body bytes held, and once requestEnd() came the end
 // (chunked: the last chunk with the trailers). Each completed write reports its body bytes to the
 // sink, which hands over more only as these drain.
-void Exchange::writeBody() {
+void Http1Call::writeBody() {
     if (writing_ || requestSent_ || cancelled_ || stage_ == Stage::Done || stage_ == Stage::Connecting)
         return;
     wire_.clear();
@@ -663,7 +588,7 @@ void Exchange::writeBody() {
         asio::async_write(socket_, asio::buffer(wire_), std::move(done));
 }
 
-void Exchange::wrote(const boost::system::error_code& e) {
+void Http1Call::wrote(const boost::system::error_code& e) {
     if (e == asio::error::operation_aborted) return; // closed (writing_ is reset by whoever closed)
     writing_ = false;
     if (cancelled_ || stage_ == Stage::Done) return;
@@ -693,13 +618,13 @@ void Exchange::wrote(const boost::system::error_code& e) {
     writeBody();
 }
 
-void Exchange::requestBody(std::string_view data) {
+void Http1Call::requestBody(std::string_view data) {
     if (!streaming_ || cancelled_ || stage_ == Stage::Done || bodyEnded_ || data.empty()) return;
     body_.append(data);
     writeBody();
 }
 
-void Exchange::requestEnd(std::span<const http::Header> trailers) {
+void Http1Call::requestEnd(std::span<const http::Header> trailers) {
     if (!streaming_ || cancelled_ || stage_ == Stage::Done || bodyEnded_) return;
     bodyEnded_ = true;
     if (chunkedUp_) {
@@ -716,7 +641,7 @@ void Exchange::requestEnd(std::span<const http::Header> trailers) {
     writeBody();
 }
 
-void Exchange::read() {
+void Http1Call::read() {
     if (cancelled_ || paused_) return;
     if (!buffer_) {
         if (tReadBuffers.empty()) {
@@ -737,7 +662,7 @@ void Exchange::read() {
         socket_.async_read_some(asio::buffer(buffer_.get(), kReadChunk), std::move(done));
 }
 
-void Exchange::afterRead(const boost::system::error_code& e, std::size_t n) {
+void Http1Call::afterRead(const boost::system::error_code& e, std::size_t n) {
     if (cancelled_ || stage_ == Stage::Done) return;
     if (e == asio::error::operation_aborted) return;
     if (e == asio::error::eof && stage_ == Stage::Body && parser_.completesAtEof()) {
@@ -766,7 +691,7 @@ void Exchange::afterRead(const boost::system::error_code& e, std::size_t n) {
     onRead(n);
 }
 
-void Exchange::onRead(std::size_t n) {
+void Http1Call::onRead(std::size_t n) {
     gotBytes_ = true;
     std::string_view data(buffer_.get(), n);
     if (stage_ == Stage::Head) {
@@ -795,7 +720,7 @@ void Exchange::onRead(std::size_t n) {
 
 // Parses the response head in head_ (http1::ResponseParser). True when it is complete and handed
 // to the sink; buffered_ is then the offset of the first body byte in head_.
-bool Exchange::parseHead() {
+bool Http1Call::parseHead() {
     std::size_t at = 0; // interim heads before it
     for (;;) {
         std::size_t used = 0;
@@ -873,7 +798,7 @@ bool Exchange::parseHead() {
 
 // Passes body bytes on (http1::ResponseParser's body pieces); false when the exchange ended or
 // paused (then resume() reads on). A chunk-size line cut by the read waits in carry_.
-bool Exchange::deliver(std::string_view data) {
+bool Http1Call::deliver(std::string_view data) {
     bool more = true;
     if (!carry_.empty()) {
         carry_.append(data);
@@ -916,14 +841,14 @@ bool Exchange::deliver(std::string_view data) {
     return true;
 }
 
-void Exchange::resume() {
+void Http1Call::resume() {
     if (!paused_ || cancelled_ || stage_ == Stage::Done) return;
     paused_ = false;
     arm(action_.responseTimeout);
     read();
 }
 
-void Exchange::finish(bool reusable) {
+void Http1Call::finish(bool reusable) {
     // A response that ended before the whole request went up: the upstream may still expect body
     // bytes, so the connection cannot carry another request.
     if (streaming_ && (!requestSent_ || writing_)) reusable = false;
@@ -938,7 +863,7 @@ void Exchange::finish(bool reusable) {
     if (sink && !cancelled_) sink->onUpstreamEnd();
 }
 
-void Exchange::fail(int status, const std::string& why, bool retryable) {
+void Http1Call::fail(int status, const std::string& why, bool retryable) {
     disarm();
     closeConnection();
     if (cancelled_) return;
@@ -968,7 +893,7 @@ void Exchange::fail(int status, const std::string& why, bool retryable) {
     if (sink) sink->onUpstreamError(status, where + why);
 }
 
-void Exchange::cancel() {
+void Http1Call::cancel() {
     cancelled_ = true;
     sink_ = nullptr;
     disarm();
@@ -991,4 +916,4 @@ void sweepIdleConnections(std::chrono::steady_clock::time_point now) {
     }
 }
 
-} // namespace portico::proxy
+} // namespace portico::client

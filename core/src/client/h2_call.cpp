@@ -1,6 +1,6 @@
-// HTTP/2 upstream streams on nghttp2's client API (see h2_upstream.h); the connection is in
-// h2_upstream_conn.cpp.
-#include "proxy/h2_upstream_session.h"
+// HTTP/2 client calls, one stream each, on nghttp2's client API (see h2_client.h); the connection
+// is in h2_conn.cpp.
+#include "client/h2_client_session.h"
 
 #include "client/connect.h"
 #include "io/tls_handshake.h"
@@ -15,93 +15,21 @@
 #include <charconv>
 #include <cstring>
 
-namespace portico::proxy {
+namespace portico::client {
 namespace h2up {
 
 thread_local H2Pools tH2;
 
 // ---- the call ----
 
-void H2Call::add(std::string& arena, std::vector<Span>& spans, std::string_view name,
-                 std::string_view value) {
-    Span sp{static_cast<std::uint32_t>(arena.size()), static_cast<std::uint32_t>(name.size()), 0,
-            static_cast<std::uint32_t>(value.size())};
-    for (char ch : name)
-        arena.push_back(ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch);
-    sp.value = static_cast<std::uint32_t>(arena.size());
-    arena.append(value);
-    spans.push_back(sp);
-}
-
-void H2Call::build(const http::Request& req, bool tls) {
-    const bool h2 = action_.upstreams.front().protocol == config::Upstream::Protocol::H2;
-    headRequest_ = req.method == http::Method::Head;
-    const http::Method m = req.method;
-    idempotent_ = m == http::Method::Get || m == http::Method::Head || m == http::Method::Options ||
-                  m == http::Method::Put || m == http::Method::Delete || m == http::Method::Trace;
-    bodyWasEmpty_ = !bodyFollows_ && req.body.empty();
-    arena_.reserve(512);
-    add(arena_, head_, ":method", req.methodToken);
-    add(arena_, head_, ":scheme", h2 ? "https" : "http");
-    add(arena_, head_, ":authority",
-        action_.changeOrigin || req.host.empty() ? std::string_view(action_.upstreams.front().authority)
-                                                 : req.host);
-    std::string path;
-    detail::appendUpstreamTarget(path, action_, req);
-    add(arena_, head_, ":path", path);
-    const detail::RequestFieldsSeen seen =
-        detail::copyEndToEndFields(req, hopByHop, [&](std::string_view name, std::string_view value) {
-            if (http::iequals(name, "content-type") && value.starts_with("application/grpc")) grpc_ = true;
-            if (http::iequals(name, "grpc-timeout")) {
-                grpcTimeout_ = parseGrpcTimeout(value);
-                if (action_.grpcTimeoutMax.count() > 0 && grpcTimeout_ &&
-                    *grpcTimeout_ > action_.grpcTimeoutMax)
-                    return; // replaced by the cap below
-            }
-            add(arena_, head_, name, value);
-        });
-    const std::string_view contentLength = seen.contentLength;
-    if (action_.grpcTimeoutMax.count() > 0 && (grpc_ || grpcTimeout_) &&
-        (!grpcTimeout_ || *grpcTimeout_ > action_.grpcTimeoutMax)) {
-        grpcTimeout_ = action_.grpcTimeoutMax;
-        // gRPC allows at most 8 digits: milliseconds, or seconds past that.
-        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(action_.grpcTimeoutMax).count();
-        std::string v = ms < 100000000 ? std::to_string(std::max<long long>(ms, 1)) + "m"
-                                       : std::to_string(ms / 1000) + "S";
-        add(arena_, head_, "grpc-timeout", v);
-    }
-    if (seen.teTrailers) add(arena_, head_, "te", "trailers");
-    std::string value;
-    detail::addForwardingFields(req, tls, action_, seen, true,
-                                [&](std::string_view name, std::initializer_list<std::string_view> pieces) {
-                                    value.clear();
-                                    for (std::string_view p : pieces)
-                                        value.append(p);
-                                    add(arena_, head_, name, value);
-                                });
-    if (bodyFollows_) {
-        if (!contentLength.empty()) add(arena_, head_, "content-length", contentLength);
-    } else {
-        body_.assign(req.body);
-        bodyEnded_ = true;
-        if (!req.body.empty() || (req.method != http::Method::Get && req.method != http::Method::Head &&
-                                  req.method != http::Method::Options && req.method != http::Method::Delete))
-            add(arena_, head_, "content-length", std::to_string(req.body.size()));
-        for (const auto& t : req.trailers)
-            if (!hopByHop(t.name) && !http::iequals(t.name, "content-length"))
-                add(trailerArena_, trailers_, t.name, t.value);
-    }
-}
-
 void H2Call::pick() {
     if (cancelled_) return;
     const auto now = Clock::now();
     const auto& ups = action_.upstreams;
-    const config::Upstream* chosen =
-        &detail::pickUpstream(ups, tH2.next[&action_], [&](const config::Upstream& u) {
-            auto f = tH2.failedUntil.find(key(u));
-            return f != tH2.failedUntil.end() && f->second > now;
-        });
+    const config::Upstream* chosen = &pickUpstream(ups, tH2.next[&action_], [&](const config::Upstream& u) {
+        auto f = tH2.failedUntil.find(key(u));
+        return f != tH2.failedUntil.end() && f->second > now;
+    });
     upstream_ = chosen;
     ++tries_;
     if (tH2.http1.contains(key(*chosen))) {
@@ -115,14 +43,14 @@ void H2Call::pick() {
 }
 
 void H2Call::submitOn(H2Conn& conn) {
-    std::vector<nghttp2_nv> nva(head_.size());
-    for (std::size_t i = 0; i < head_.size(); ++i)
-        nva[i] = http2::field({arena_.data() + head_[i].name, head_[i].nameLen},
-                              {arena_.data() + head_[i].value, head_[i].valueLen});
+    std::vector<nghttp2_nv> nva(req_.head.size());
+    for (std::size_t i = 0; i < req_.head.size(); ++i)
+        nva[i] = http2::field({req_.arena.data() + req_.head[i].name, req_.head[i].nameLen},
+                              {req_.arena.data() + req_.head[i].value, req_.head[i].valueLen});
     nghttp2_data_provider provider{};
     provider.source.ptr = this;
     provider.read_callback = H2Conn::readBodyCb;
-    const bool withBody = bodyFollows_ || !body_.empty() || !trailers_.empty();
+    const bool withBody = req_.bodyFollows || !req_.body.empty() || !req_.trailers.empty();
     std::int32_t id = nghttp2_submit_request(conn.session(), nullptr, nva.data(), nva.size(),
                                              withBody ? &provider : nullptr, this);
     if (id < 0) {
@@ -133,8 +61,8 @@ void H2Call::submitOn(H2Conn& conn) {
     conn_ = conn.shared_from_this();
     conn.registerStream(id, shared_from_this()); // kept alive while its stream is open
     armResponse();
-    if (grpcTimeout_) {
-        deadline_.expires_after(*grpcTimeout_);
+    if (req_.grpcTimeout) {
+        deadline_.expires_after(*req_.grpcTimeout);
         deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
             if (e || self->done_ || self->cancelled_) return;
             if (self->id_ > 0 && self->conn_ && !self->conn_->dead()) {
@@ -181,7 +109,7 @@ void H2Call::connectFailed(int status, const std::string& why) {
 
 void H2Call::connectionLost(const std::string& why) {
     if (cancelled_ || done_) return;
-    if (retry(idempotent_)) return;
+    if (retry(req_.idempotent)) return;
     fail(headSent_ ? 0 : 502, "connection lost: " + why);
 }
 
@@ -189,7 +117,7 @@ void H2Call::connectionLost(const std::string& why) {
 // left already: a connection the upstream closed as we used it (idempotent methods, RFC 9110
 // §9.2.2), or a stream it refused unprocessed (any method, RFC 9113 §8.7).
 bool H2Call::retry(bool allowed) {
-    if (!allowed || headSent_ || bodyFollows_ || !bodyWasEmpty_ || tries_ > action_.upstreams.size())
+    if (!allowed || headSent_ || req_.bodyFollows || !req_.bodyWasEmpty || tries_ > action_.upstreams.size())
         return false;
     timer_.cancel();
     deadline_.cancel();
@@ -205,18 +133,18 @@ bool H2Call::retry(bool allowed) {
 void H2Call::toHttp1() {
     conn_.reset();
     if (cancelled_ || done_) return;
-    if (grpc_ || action_.grpc) {
+    if (req_.grpc || action_.grpc) {
         fail(502, "gRPC needs HTTP/2, and the TLS upstream selected http/1.1 or no protocol with ALPN");
         return;
     }
     Http1Request r;
-    r.idempotent = idempotent_;
-    r.headRequest = headRequest_;
+    r.idempotent = req_.idempotent;
+    r.headRequest = req_.headRequest;
     std::string_view method, path, authority, length;
     std::string fields;
-    for (const Span& sp : head_) {
-        const std::string_view name(arena_.data() + sp.name, sp.nameLen);
-        const std::string_view value(arena_.data() + sp.value, sp.valueLen);
+    for (const H2Request::Span& sp : req_.head) {
+        const std::string_view name(req_.arena.data() + sp.name, sp.nameLen);
+        const std::string_view value(req_.arena.data() + sp.value, sp.valueLen);
         if (name == ":method")
             method = value;
         else if (name == ":path")
@@ -231,47 +159,48 @@ void H2Call::toHttp1() {
     r.head.reserve(64 + fields.size());
     r.head.append(method).append(" ").append(path).append(" HTTP/1.1\r\nhost: ").append(authority);
     r.head.append("\r\n").append(fields);
-    r.streaming = bodyFollows_;
-    r.chunked = bodyFollows_ && length.empty(); // RFC 9112 §6.1: a length unknown up front
+    r.streaming = req_.bodyFollows;
+    r.chunked = req_.bodyFollows && length.empty(); // RFC 9112 §6.1: a length unknown up front
     if (r.chunked)
         r.head.append("transfer-encoding: chunked\r\n");
     else if (!length.empty())
         r.head.append("content-length: ").append(length).append("\r\n");
     r.head.append("\r\n");
-    r.body = body_.substr(bodyOffset_);
+    r.body = req_.body.substr(bodyOffset_);
     r.bodyEnded = bodyEnded_;
     if (r.chunked)
-        for (const Span& sp : trailers_)
-            r.trailerBlock.append(trailerArena_, sp.name, sp.nameLen)
+        for (const H2Request::Span& sp : req_.trailers)
+            r.trailerBlock.append(req_.trailerArena, sp.name, sp.nameLen)
                 .append(": ")
-                .append(trailerArena_, sp.value, sp.valueLen)
+                .append(req_.trailerArena, sp.value, sp.valueLen)
                 .append("\r\n");
     Sink* sink = sink_;
     sink_ = nullptr;
     inner_ =
-        Exchange::startPrepared(io_, std::move(owner_), std::move(snapshot_), action_, std::move(r), sink);
+        Http1Call::startPrepared(io_, std::move(owner_), std::move(snapshot_), action_, std::move(r), sink);
 }
 
 long H2Call::readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags) {
-    const std::size_t n = std::min(len, body_.size() - bodyOffset_);
+    const std::size_t n = std::min(len, req_.body.size() - bodyOffset_);
     if (n == 0 && !bodyEnded_) {
         deferred_ = true;
         return NGHTTP2_ERR_DEFERRED;
     }
-    if (n) std::memcpy(buf, body_.data() + bodyOffset_, n);
+    if (n) std::memcpy(buf, req_.body.data() + bodyOffset_, n);
     bodyOffset_ += n;
-    if (bodyOffset_ == body_.size()) {
-        body_.clear();
+    if (bodyOffset_ == req_.body.size()) {
+        req_.body.clear();
         bodyOffset_ = 0;
     }
-    if (n && bodyFollows_ && sink_) sink_->onRequestBodyConsumed(n);
-    if (bodyEnded_ && body_.empty()) {
+    if (n && req_.bodyFollows && sink_) sink_->onRequestBodyConsumed(n);
+    if (bodyEnded_ && req_.body.empty()) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
-        if (!trailers_.empty() && conn_) {
-            std::vector<nghttp2_nv> nva(trailers_.size());
-            for (std::size_t i = 0; i < trailers_.size(); ++i)
-                nva[i] = http2::field({trailerArena_.data() + trailers_[i].name, trailers_[i].nameLen},
-                                      {trailerArena_.data() + trailers_[i].value, trailers_[i].valueLen});
+        if (!req_.trailers.empty() && conn_) {
+            std::vector<nghttp2_nv> nva(req_.trailers.size());
+            for (std::size_t i = 0; i < req_.trailers.size(); ++i)
+                nva[i] = http2::field(
+                    {req_.trailerArena.data() + req_.trailers[i].name, req_.trailers[i].nameLen},
+                    {req_.trailerArena.data() + req_.trailers[i].value, req_.trailers[i].valueLen});
             if (nghttp2_submit_trailer(conn_->session(), id_, nva.data(), nva.size()) == 0)
                 *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
         }
@@ -285,7 +214,7 @@ void H2Call::requestBody(std::string_view data) {
         return;
     }
     if (cancelled_ || done_ || bodyEnded_) return;
-    body_.append(data);
+    req_.body.append(data);
     if (id_ > 0 && deferred_ && conn_ && !conn_->dead()) {
         deferred_ = false;
         nghttp2_session_resume_data(conn_->session(), id_);
@@ -300,8 +229,7 @@ void H2Call::requestEnd(std::span<const http::Header> trailers) {
     }
     if (cancelled_ || done_ || bodyEnded_) return;
     for (const auto& t : trailers)
-        if (!hopByHop(t.name) && !http::iequals(t.name, "content-length"))
-            add(trailerArena_, trailers_, t.name, t.value);
+        if (!hopByHop(t.name) && !http::iequals(t.name, "content-length")) req_.addTrailer(t.name, t.value);
     bodyEnded_ = true;
     if (id_ > 0 && deferred_ && conn_ && !conn_->dead()) {
         deferred_ = false;
@@ -353,7 +281,7 @@ void H2Call::onHeaders(bool endStream) {
         }
         headSent_ = true;
         timer_.cancel();
-        if (endStream && headRequest_) {
+        if (endStream && req_.headRequest) {
             // A HEAD answer keeps its Content-Length (RFC 9110 §9.3.2): a head, then the end.
             ended_ = true;
             if (sink_) sink_->onUpstreamHead(status_, fields_, length_);
@@ -371,7 +299,7 @@ void H2Call::onHeaders(bool endStream) {
             return;
         }
         if (sink_) sink_->onUpstreamHead(status_, fields_, length_);
-        if (!grpc_ && !done_) armResponse();
+        if (!req_.grpc && !done_) armResponse();
         return;
     }
     // Trailers (RFC 9113 §8.1): always END_STREAM.
@@ -386,7 +314,7 @@ void H2Call::onData(const std::uint8_t* data, std::size_t len) {
         if (session) nghttp2_session_consume(session, id_, len);
         return;
     }
-    if (!grpc_) armResponse();
+    if (!req_.grpc) armResponse();
     const bool more = sink_->onUpstreamBody({reinterpret_cast<const char*>(data), len});
     if (cancelled_) { // the downstream went away in there
         if (session) nghttp2_session_consume(session, id_, len);
@@ -470,7 +398,7 @@ void H2Call::resume() {
         conn_->postFlush();
     }
     held_ = 0;
-    if (!grpc_) armResponse();
+    if (!req_.grpc) armResponse();
 }
 
 void H2Call::cancel() {
@@ -502,17 +430,28 @@ using h2up::tH2;
 
 bool speaksHttp1(const config::Upstream& upstream) { return tH2.http1.contains(key(upstream)); }
 
-std::shared_ptr<Forward> startH2(asio::io_context& io, std::shared_ptr<void> owner,
-                                 std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
-                                 const http::Request& req, bool tls, Sink* sink, bool bodyFollows) {
+void H2Request::append(std::string& arena, std::vector<Span>& spans, std::string_view name,
+                       std::string_view value) {
+    Span sp{static_cast<std::uint32_t>(arena.size()), static_cast<std::uint32_t>(name.size()), 0,
+            static_cast<std::uint32_t>(value.size())};
+    for (char ch : name)
+        arena.push_back(ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch);
+    sp.value = static_cast<std::uint32_t>(arena.size());
+    arena.append(value);
+    spans.push_back(sp);
+}
+
+std::shared_ptr<Call> startH2(asio::io_context& io, std::shared_ptr<void> owner,
+                              std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
+                              H2Request&& req, Sink* sink) {
     auto call = std::make_shared<H2Call>(io, action);
     call->owner_ = std::move(owner);
     call->snapshot_ = std::move(snapshot);
     call->sink_ = sink;
-    call->bodyFollows_ = bodyFollows;
-    call->build(req, tls);
+    call->req_ = std::move(req);
+    call->bodyEnded_ = !call->req_.bodyFollows;
     asio::post(io, [call] { call->pick(); });
     return call;
 }
 
-} // namespace portico::proxy
+} // namespace portico::client

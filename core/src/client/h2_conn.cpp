@@ -1,6 +1,6 @@
 // The HTTP/2 upstream client's connection: one nghttp2 client session per upstream and worker
-// thread, connect, TLS with ALPN, reads, writes and nghttp2's callbacks (h2_upstream_session.h).
-#include "proxy/h2_upstream_session.h"
+// thread, connect, TLS with ALPN, reads, writes and nghttp2's callbacks (h2_client_session.h).
+#include "client/h2_client_session.h"
 
 #include "client/connect.h"
 #include "io/tls_handshake.h"
@@ -16,7 +16,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace portico::proxy::h2up {
+namespace portico::client::h2up {
 
 void H2Conn::start() {
     std::string error;
@@ -150,7 +150,7 @@ void H2Conn::waitRead() {
         });
         return;
     }
-    socket_.async_wait(Exchange::Socket::wait_read,
+    socket_.async_wait(Http1Call::Socket::wait_read,
                        [self = shared_from_this()](const boost::system::error_code& e) {
                            self->reading_ = false;
                            if (e || self->dead_) return;
@@ -227,7 +227,7 @@ void H2Conn::flush() {
 void H2Conn::waitWrite() {
     if (writing_) return;
     writing_ = true;
-    socket_.async_wait(Exchange::Socket::wait_write,
+    socket_.async_wait(Http1Call::Socket::wait_write,
                        [self = shared_from_this()](const boost::system::error_code& e) {
                            self->writing_ = false;
                            if (e || self->dead_) return;
@@ -341,4 +341,4 @@ ssize_t H2Conn::readBodyCb(nghttp2_session*, std::int32_t, std::uint8_t* buf, st
     return static_cast<H2Call*>(src->ptr)->readBody(buf, len, flags);
 }
 
-} // namespace portico::proxy::h2up
+} // namespace portico::client::h2up
