@@ -3,6 +3,8 @@
 // recorded request is resent over HTTP/1.1, h2c with prior knowledge, h2 and HTTP/1.1 over TLS; the
 // answers agree; TLS verification is off for loopback by default and on with the local CA; bad
 // targets and WebSocket records are refused with clear errors; `portico replay --h2` end to end.
+// Against a TLS server without ALPN (tests/support/upstream.py, as many dev backends): auto goes on
+// as HTTP/1.1 on the connection it made, --h2 is refused, the timeout ends a silent server.
 #include "test_support.h"
 
 #include <portico/capture/har.h>
@@ -10,7 +12,12 @@
 #include <portico/engine/engine.h>
 #include <portico/validate/load.h>
 
+#include <QElapsedTimer>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -189,6 +196,69 @@ private slots:
         QVERIFY2(r.exitCode == 0, r.out + r.err);
         r = test::runProcess(test::porticoBinary(), {"replay", har, "--h2", "--http1"});
         QCOMPARE(r.exitCode, 2);
+    }
+
+    void tlsServerWithoutAlpn() {
+        auto gen = test::runProcess("openssl",
+                                    {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                                     "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-keyout",
+                                     dir_.filePath("py.key"), "-out", dir_.filePath("py.crt")});
+        QVERIFY2(gen.exitCode == 0, gen.err.constData());
+        const QString portFile = dir_.filePath("py.port");
+        QProcess py;
+        py.start(test::debianPython(), {test::sourceDir() + "/tests/support/upstream.py", portFile, "--tls",
+                                        dir_.filePath("py.crt"), dir_.filePath("py.key")});
+        QVERIFY(py.waitForStarted());
+        int port = 0;
+        for (int i = 0; i < 100 && !port; ++i) {
+            QFile f(portFile);
+            if (f.open(QIODevice::ReadOnly)) port = f.readAll().trimmed().toInt();
+            if (!port) QTest::qWait(50);
+        }
+        QVERIFY2(port, py.readAllStandardError().constData());
+        const QString base = QString("https://127.0.0.1:%1").arg(port);
+
+        // Auto offers h2 and http/1.1; the server selects nothing, so HTTP/1.1 it is, on the
+        // connection the handshake was made on (the upstream's first), with Connection: close.
+        for (int n = 1; n <= 2; ++n) {
+            auto r = send(recorded("POST", "/echo?n=1", "abc"), base, ReplayProtocol::Auto);
+            QVERIFY2(r.ok(), r.error.c_str());
+            const auto& e = r.exchange;
+            QCOMPARE(e.protocol, capture::Protocol::Http1);
+            QCOMPARE(e.httpVersion, std::uint8_t(11));
+            QCOMPARE(e.status, 200);
+            QVERIFY2(e.tlsVersion.starts_with("TLSv1."), e.tlsVersion.c_str());
+            QVERIFY(e.at(capture::Phase::TlsDone) > 0);
+            QVERIFY(e.at(capture::Phase::ResponseFirstByte) >= e.at(capture::Phase::RequestHeaders));
+            const auto echo = QJsonDocument::fromJson(QByteArray::fromStdString(e.responseBody)).object();
+            QCOMPARE(echo["connection_id"].toInt(), n); // one connection per replay, none wasted
+            QCOMPARE(echo["body"].toString(), QString("abc"));
+            QString connection;
+            for (const auto& h : echo["headers"].toArray())
+                if (h.toArray()[0].toString().compare("connection", Qt::CaseInsensitive) == 0)
+                    connection = h.toArray()[1].toString();
+            QCOMPARE(connection, QString("close"));
+            // Every response field as received, Content-Length included.
+            QCOMPARE(std::string(e.responseHeader("content-length")), std::to_string(e.responseBodySize));
+        }
+        // --h2: a server that does not select h2 is an error, not a quiet fallback.
+        auto r = send(recorded("GET", "/echo"), base, ReplayProtocol::H2);
+        QVERIFY(!r.ok());
+        QVERIFY2(r.error.find("did not select h2") != std::string::npos, r.error.c_str());
+        // A server that does not answer within the timeout: the replay ends at it.
+        capture::ReplayOptions o;
+        o.baseUrl = base.toStdString();
+        o.timeout = std::chrono::milliseconds(400);
+        QElapsedTimer t;
+        t.start();
+        r = capture::replay(recorded("GET", "/slow?ms=5000"), o);
+        QVERIFY(!r.ok());
+        QVERIFY2(r.error.find("timed out") != std::string::npos ||
+                     r.error.find("timeout") != std::string::npos,
+                 r.error.c_str());
+        QVERIFY2(t.elapsed() < 4000, QByteArray::number(t.elapsed()).constData());
+        py.kill();
+        py.waitForFinished();
     }
 
     void cleanupTestCase() { engine_.stop(); }

@@ -368,6 +368,17 @@ vhosts:
     // close_notify (read as the end, as curl does), and an answer the upstream gives before taking
     // the whole body (its 413, then a close that resets the upload) reaches the client instead of a
     // 502 for the failed write.
+    void tlsUpstreamWithoutAlpnKeepsTheFirstConnection() {
+        // The first request to an https:// upstream that selects no protocol: the HTTP/2 client's
+        // handshake found HTTP/1.1, and that TLS connection carries the request (the upstream's
+        // first connection), not a second connect and handshake.
+        auto r = get("/py/echo", "");
+        QCOMPARE(r.status, 200);
+        const auto echo = QJsonDocument::fromJson(r.body).object();
+        QCOMPARE(echo["connection_id"].toInt(), 1);
+        QCOMPARE(echo["path"].toString(), QString("/echo"));
+    }
+
     void tlsUpstreamCloseDelimitedAndEarlyAnswer() {
         QFile f(tmp_.filePath("six.bin"));
         QVERIFY(f.open(QIODevice::WriteOnly));

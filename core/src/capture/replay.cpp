@@ -1,5 +1,6 @@
-// Replay over a blocking, deadline-bounded client (HTTP/1.1 or HTTP/2 on nghttp2, cleartext or
-// TLS through io/transport.h and the shared client TLS context); comparison; curl command lines.
+// Replay through client/'s calls (HTTP/1.1 or HTTP/2, cleartext or TLS) on a private io_context
+// run on the caller's thread, bounded by the timeout and the caller's cancel descriptor;
+// comparison; curl command lines.
 #include <portico/capture/replay.h>
 #include <portico/http/ascii.h>
 #include <portico/http/json_text.h>
@@ -10,26 +11,23 @@
 #include "capture/recorder.h"
 #include "capture/replay_cancel.h"
 #include "client/connect.h"
-#include "io/transport.h"
-#include "tls/alpn.h"
+#include "client/h2_client.h"
+#include "client/http1_call.h"
 #include "tls/client_tls.h"
 
 #include <nghttp2/nghttp2.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
+#include <optional>
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 namespace portico::capture {
@@ -86,25 +84,6 @@ std::vector<tcp::endpoint> targetEndpoints(const Url& url, bool allowRemote, boo
     return endpoints;
 }
 
-// The time an exchange has left, and the caller's cancel descriptor (-1 for none; readable once
-// cancelled) that every wait watches next to the socket.
-class Deadline {
-public:
-    Deadline(std::chrono::milliseconds t, int cancelFd)
-        : end_(std::chrono::steady_clock::now() + t), cancelFd_(cancelFd) {}
-    int msLeft() const {
-        auto d =
-            std::chrono::duration_cast<std::chrono::milliseconds>(end_ - std::chrono::steady_clock::now())
-                .count();
-        return d < 0 ? 0 : static_cast<int>(d);
-    }
-    int cancelFd() const { return cancelFd_; }
-
-private:
-    std::chrono::steady_clock::time_point end_;
-    int cancelFd_;
-};
-
 bool readable(int fd) {
     if (fd < 0) return false;
     pollfd p{fd, POLLIN, 0};
@@ -113,184 +92,6 @@ bool readable(int fd) {
     return (p.revents & POLLIN) != 0;
 }
 
-// True when `fd` is ready for `events`; false on timeout, error or cancel.
-bool waitFd(int fd, short events, const Deadline& dl) {
-    pollfd p[2] = {{fd, events, 0}, {dl.cancelFd(), POLLIN, 0}};
-    const nfds_t n = dl.cancelFd() >= 0 ? 2 : 1;
-    for (;;) {
-        int r = ::poll(p, n, dl.msLeft());
-        if (r > 0) return n < 2 || !(p[1].revents & POLLIN);
-        if (r == 0) return false;
-        if (errno != EINTR) return false;
-    }
-}
-
-// Blocking reads and writes with a deadline over a non-blocking socket, cleartext or TLS.
-struct Stream {
-    int fd = -1;
-    SSL* ssl = nullptr;
-    const Deadline* dl = nullptr;
-    // Whole buffer written; false on error or timeout.
-    bool writeAll(std::string_view data) {
-        while (!data.empty()) {
-            io::IoResult r = io::transportWrite(fd, ssl, data.data(), data.size());
-            if (r.status == io::IoStatus::Ok) {
-                data.remove_prefix(r.n);
-                continue;
-            }
-            if (r.status == io::IoStatus::WantWrite && waitFd(fd, POLLOUT, *dl)) continue;
-            if (r.status == io::IoStatus::WantRead && waitFd(fd, POLLIN, *dl)) continue;
-            return false;
-        }
-        return true;
-    }
-    // > 0 bytes read, 0 end of stream, -1 error or timeout.
-    long read(char* buf, std::size_t len) {
-        for (;;) {
-            io::IoResult r = io::transportRead(fd, ssl, buf, len);
-            if (r.status == io::IoStatus::Ok) return static_cast<long>(r.n);
-            if (r.status == io::IoStatus::Eof) return 0;
-            if (r.status == io::IoStatus::WantRead && waitFd(fd, POLLIN, *dl)) continue;
-            if (r.status == io::IoStatus::WantWrite && waitFd(fd, POLLOUT, *dl)) continue;
-            return -1;
-        }
-    }
-};
-
-// One HTTP/2 request on a fresh client session (RFC 9113): the response's fields, body and end.
-struct H2Exchange {
-    Exchange* e = nullptr;
-    std::int32_t stream = -1;
-    std::string body;
-    std::string_view requestBody;
-    std::size_t sent = 0;
-    bool closed = false;
-    std::uint32_t resetCode = 0;
-};
-
-int h2OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
-               const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user) {
-    auto* x = static_cast<H2Exchange*>(user);
-    if (frame->hd.stream_id != x->stream || frame->hd.type != NGHTTP2_HEADERS) return 0;
-    std::string n(reinterpret_cast<const char*>(name), namelen);
-    std::string v(reinterpret_cast<const char*>(value), valuelen);
-    if (n == ":status") {
-        const int status = std::atoi(v.c_str());
-        if (status >= 100 && status < 200) return 0; // interim (RFC 9113 §8.1)
-        x->e->status = status;
-    }
-    if (x->e->status >= 200 || n != ":status") x->e->responseHeadersSize += namelen + valuelen;
-    x->e->responseHeaders.push_back({std::move(n), std::move(v)});
-    return 0;
-}
-
-int h2OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user) {
-    auto* x = static_cast<H2Exchange*>(user);
-    if (frame->hd.stream_id == x->stream && x->e->at(Phase::ResponseFirstByte) < 0)
-        x->e->set(Phase::ResponseFirstByte, nowNs());
-    return 0;
-}
-
-int h2OnData(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data, std::size_t len,
-             void* user) {
-    auto* x = static_cast<H2Exchange*>(user);
-    if (id == x->stream) x->body.append(reinterpret_cast<const char*>(data), len);
-    return 0;
-}
-
-int h2OnClose(nghttp2_session*, std::int32_t id, std::uint32_t code, void* user) {
-    auto* x = static_cast<H2Exchange*>(user);
-    if (id == x->stream) {
-        x->closed = true;
-        x->resetCode = code;
-    }
-    return 0;
-}
-
-ssize_t h2ReadBody(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t len, std::uint32_t* flags,
-                   nghttp2_data_source*, void* user) {
-    auto* x = static_cast<H2Exchange*>(user);
-    const std::size_t n = std::min(len, x->requestBody.size() - x->sent);
-    std::memcpy(buf, x->requestBody.data() + x->sent, n);
-    x->sent += n;
-    if (x->sent == x->requestBody.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return static_cast<ssize_t>(n);
-}
-
-// Sends e's request over HTTP/2 and reads the response into e; "" or the error.
-std::string exchangeH2(Stream& io, Exchange& e, const std::string& scheme) {
-    http2::Callbacks callbacks;
-    if (nghttp2_session_callbacks* cbs = callbacks.get()) {
-        nghttp2_session_callbacks_set_on_header_callback(cbs, h2OnHeader);
-        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, h2OnBeginHeaders);
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2OnData);
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2OnClose);
-    }
-    H2Exchange x;
-    x.e = &e;
-    x.requestBody = e.requestBody;
-    std::string error;
-    const http2::SessionPtr owned = http2::makeSession(callbacks, &x, {}, error);
-    if (!owned) return error;
-    nghttp2_session* session = owned.get();
-
-    // Pseudo-header fields first, then the fields with lower-case names; Host becomes :authority
-    // and connection-specific fields are dropped (RFC 9113 §8.2.2, §8.3.1).
-    std::vector<std::pair<std::string, std::string>> fields{
-        {":method", e.method}, {":scheme", scheme}, {":authority", e.authority}, {":path", e.target}};
-    for (const auto& h : e.requestHeaders) {
-        const std::string n = lower(h.name);
-        if (n == "host" || http2::isConnectionSpecific(n, h.value)) continue;
-        fields.emplace_back(n, h.value);
-    }
-    std::vector<nghttp2_nv> nva;
-    e.requestHeadersSize = 0;
-    for (const auto& [n, v] : fields) {
-        nva.push_back(http2::field(n, v));
-        e.requestHeadersSize += n.size() + v.size();
-    }
-    e.requestHeaders.clear();
-    for (auto& [n, v] : fields)
-        e.requestHeaders.push_back({n, v});
-    nghttp2_data_provider provider{};
-    provider.read_callback = h2ReadBody;
-    const bool hasBody = !e.requestBody.empty();
-    x.stream = nghttp2_submit_request(session, nullptr, nva.data(), nva.size(), hasBody ? &provider : nullptr,
-                                      nullptr);
-    if (x.stream < 0) return std::string("HTTP/2: ") + nghttp2_strerror(x.stream);
-    e.streamId = static_cast<std::uint32_t>(x.stream);
-    e.startedUnixNs = unixNowNs();
-    e.set(Phase::RequestHeaders, nowNs());
-    char buf[16384];
-    for (;;) {
-        // Everything nghttp2 wants to send (preface, SETTINGS, HEADERS, DATA, acks, WINDOW_UPDATE).
-        for (;;) {
-            const std::uint8_t* out = nullptr;
-            const ssize_t n = nghttp2_session_mem_send(session, &out);
-            if (n < 0) return std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(n));
-            if (n == 0) break;
-            if (!io.writeAll(
-                    std::string_view(reinterpret_cast<const char*>(out), static_cast<std::size_t>(n))))
-                return "send: the connection failed or timed out";
-        }
-        if (e.at(Phase::RequestBodyDone) < 0 && (!hasBody || x.sent == x.requestBody.size()))
-            e.set(Phase::RequestBodyDone, nowNs());
-        if (x.closed) break;
-        const long n = io.read(buf, sizeof buf);
-        if (n <= 0)
-            return n == 0 ? "the server closed the connection before the response ended"
-                          : "no response within the timeout";
-        const ssize_t used = nghttp2_session_mem_recv(session, reinterpret_cast<const std::uint8_t*>(buf),
-                                                      static_cast<std::size_t>(n));
-        if (used < 0) return std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used));
-    }
-    if (x.resetCode != NGHTTP2_NO_ERROR && e.status == 0)
-        return "HTTP/2: the stream was reset (" + std::string(nghttp2_http2_strerror(x.resetCode)) + ")";
-    if (e.status == 0) return "HTTP/2: the stream ended without a response";
-    e.set(Phase::ResponseDone, nowNs());
-    e.responseBody = std::move(x.body);
-    return {};
-}
 } // namespace
 
 std::string checkReplayTarget(std::string_view baseUrl, bool allowRemote) {
@@ -340,29 +141,6 @@ std::unique_ptr<tls::ClientTls> replayTls(const Url& url, const ReplayOptions& o
     to.insecure = !(options.verifyTls || !allLoopback);
     to.caFile = options.caFile;
     return tls::makeClientTls(to, error);
-}
-
-// The TLS handshake on `io.fd` within the deadline; records TlsDone, version and ALPN in `e`.
-// "" on success, else the reason.
-std::string handshake(Stream& io, SSL* ssl, const tls::ClientTls& clientTls, const std::string& address,
-                      Exchange& e) {
-    clientTls.prepare(ssl);
-    for (;;) {
-        const int rc = SSL_do_handshake(ssl);
-        if (rc == 1) break;
-        const int err = SSL_get_error(ssl, rc);
-        if (err == SSL_ERROR_WANT_READ && waitFd(io.fd, POLLIN, *io.dl)) continue;
-        if (err == SSL_ERROR_WANT_WRITE && waitFd(io.fd, POLLOUT, *io.dl)) continue;
-        return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE
-                   ? "TLS handshake with " + address + ": timed out"
-                   : tls::handshakeError(ssl, clientTls, address);
-    }
-    e.set(Phase::TlsDone, nowNs());
-    const char* version = SSL_get_version(ssl);
-    e.tlsVersion = version ? version : "";
-    e.alpn = tls::alpnOf(ssl);
-    io.ssl = ssl;
-    return {};
 }
 
 // The request to send: `original` with the options' method, target, headers and body applied.
@@ -417,81 +195,127 @@ void buildRequest(const Exchange& original, const ReplayOptions& options, const 
     if (hasBody) e.requestHeaders.push_back({"Content-Length", std::to_string(e.requestBody.size())});
 }
 
-// One HTTP/1.1 exchange on `io` (Connection: close): sends `e`'s request, reads the response
-// through the one HTTP/1 response parser (interim 1xx skipped; a 101 ends it) into `e`, the whole
-// body into `body`. "" on success, else the reason.
-std::string exchangeH1(Stream& io, Exchange& e, std::string& body) {
+// The wire form of `e`'s request for HTTP/1.1 (RFC 9112 §3; Connection: close, so the server ends
+// the one exchange) and the header size recorded.
+client::Http1Request http1Request(Exchange& e) {
     e.requestHeaders.push_back({"Connection", "close"});
-    std::string wire = e.method + " " + e.target + " HTTP/1.1\r\n";
+    client::Http1Request r;
+    r.head = e.method + " " + e.target + " HTTP/1.1\r\n";
     for (const auto& h : e.requestHeaders)
-        wire += h.name + ": " + h.value + "\r\n";
-    wire += "\r\n";
-    e.requestHeadersSize = wire.size();
-    wire += e.requestBody;
-    e.startedUnixNs = unixNowNs();
-    e.set(Phase::RequestHeaders, nowNs());
-    if (!io.writeAll(wire)) return "send: the connection failed or timed out";
-    e.set(Phase::RequestBodyDone, nowNs());
-
-    std::string in;
-    char buf[16384];
-    auto readMore = [&]() -> int { // 1 data, 0 eof, -1 error/timeout
-        const long n = io.read(buf, sizeof buf);
-        if (n <= 0) return n == 0 ? 0 : -1;
-        if (e.at(Phase::ResponseFirstByte) < 0) e.set(Phase::ResponseFirstByte, nowNs());
-        in.append(buf, static_cast<std::size_t>(n));
-        return 1;
-    };
-    http1::ResponseParser parser;
-    parser.begin(e.method == "HEAD", http1::ResponseParser::Deliver::Events);
-    std::size_t at = 0; // parsed bytes of `in`
-    bool eof = false;
-    for (bool done = false; !done;) {
-        std::size_t used = 0;
-        const auto st = parser.parse(in.data() + at, in.size() - at, used);
-        at += used;
-        switch (st) {
-        case http1::ResponseParser::Status::Head: {
-            const auto& h = parser.head();
-            if (h.interim()) break;
-            e.status = h.status;
-            e.responseHeadersSize = used;
-            http1::forEachResponseField(h.fields, [&](std::string_view name, std::string_view value) {
-                e.responseHeaders.push_back({std::string(name), std::string(value)});
-            });
-            if (h.status == 101) done = true; // nothing of the new protocol is replayed
-            break;
-        }
-        case http1::ResponseParser::Status::Body:
-            body.append(parser.body());
-            break;
-        case http1::ResponseParser::Status::Complete:
-            done = true;
-            break;
-        case http1::ResponseParser::Status::Error:
-            return std::string("bad response: ") + parser.error();
-        case http1::ResponseParser::Status::NeedMore: {
-            if (eof) {
-                if (parser.completesAtEof()) {
-                    done = true;
-                    break;
-                }
-                return e.status ? "truncated body" : "the server closed without a response";
-            }
-            in.erase(0, at);
-            at = 0;
-            const int rc = readMore();
-            if (rc < 0)
-                return e.status ? "the body did not arrive within the timeout"
-                                : "no response within the timeout";
-            eof = rc == 0;
-            break;
-        }
-        }
-    }
-    e.set(Phase::ResponseDone, nowNs());
-    return {};
+        r.head += h.name + ": " + h.value + "\r\n";
+    r.head += "\r\n";
+    e.requestHeadersSize = r.head.size();
+    r.body = e.requestBody;
+    r.headRequest = e.method == "HEAD";
+    return r;
 }
+
+// The HTTP/2 form (RFC 9113 §8.3): pseudo-header fields first, then the fields with lower-case
+// names; Host becomes :authority and connection-specific fields are dropped (§8.2.2). `e`'s
+// recorded request headers become what is sent.
+client::H2Request h2Request(Exchange& e, const std::string& scheme) {
+    std::vector<Header> fields{
+        {":method", e.method}, {":scheme", scheme}, {":authority", e.authority}, {":path", e.target}};
+    for (const auto& h : e.requestHeaders) {
+        const std::string n = lower(h.name);
+        if (n == "host" || http2::isConnectionSpecific(n, h.value)) continue;
+        fields.push_back({n, h.value});
+    }
+    client::H2Request r;
+    e.requestHeadersSize = 0;
+    for (const auto& f : fields) {
+        r.add(f.name, f.value);
+        e.requestHeadersSize += f.name.size() + f.value.size();
+    }
+    e.requestHeaders = std::move(fields);
+    r.body = e.requestBody;
+    r.bodyWasEmpty = e.requestBody.empty();
+    r.headRequest = e.method == "HEAD";
+    return r;
+}
+
+// Records what the client reports of the one call into the new exchange: phases, TLS, the
+// response's head (every field as received) and body (the first `keep` bytes; all are counted).
+class ReplaySink final : public client::Sink {
+public:
+    ReplaySink(Exchange& e, std::size_t keep, boost::asio::io_context& io, const config::Upstream& target,
+               const std::vector<boost::asio::ip::tcp::endpoint>& endpoints)
+        : e_(e), keep_(keep), io_(io), host_(target.host), authority_(target.authority),
+          endpoints_(endpoints) {}
+
+    void onUpstreamTls(std::string_view version, std::string_view alpn) override {
+        e_.set(Phase::TlsDone, nowNs());
+        e_.tlsVersion = std::string(version);
+        e_.alpn = std::string(alpn);
+    }
+    void onUpstreamConnected() override {
+        e_.startedUnixNs = unixNowNs();
+        e_.set(Phase::RequestHeaders, nowNs());
+    }
+    void onRequestSent() override {
+        if (e_.at(Phase::RequestBodyDone) < 0) e_.set(Phase::RequestBodyDone, nowNs());
+    }
+    void onUpstreamFirstByte() override {
+        if (e_.at(Phase::ResponseFirstByte) < 0) e_.set(Phase::ResponseFirstByte, nowNs());
+    }
+    void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t>) override {
+        e_.status = status;
+        e_.responseHeaders.clear();
+        e_.responseHeadersSize = 0;
+        http::forEachFieldLine(fields, [&](std::string_view name, std::string_view value) {
+            e_.responseHeaders.push_back({std::string(name), std::string(value)});
+            e_.responseHeadersSize += name.size() + value.size() + 4; // "Name: value\r\n"
+        });
+    }
+    bool onUpstreamBody(std::string_view data) override {
+        size_ += data.size();
+        if (body_.size() < keep_) body_.append(data.substr(0, keep_ - body_.size()));
+        return true;
+    }
+    void onUpstreamEnd() override {
+        e_.set(Phase::ResponseDone, nowNs());
+        end();
+    }
+    void onUpstreamError(int status, const std::string& message) override {
+        // The call names its upstream ("upstream HOST:PORT: ..."); replay names the target as
+        // `portico bench` does: "cannot connect to HOST: ADDRESS: reason; ...".
+        std::string why = message;
+        if (const std::string prefix = "upstream " + authority_ + ": "; why.starts_with(prefix))
+            why.erase(0, prefix.size());
+        if (why.starts_with("cannot connect: ")) {
+            why.erase(0, std::string_view("cannot connect: ").size());
+            why = client::cannotConnect(
+                host_, endpoints_.size() == 1 ? client::endpointText(endpoints_.front()) + ": " + why : why);
+        }
+        error_ = status == 0 ? "the response was cut: " + why : why;
+        end();
+    }
+    void onUpstreamReset(std::uint32_t code, bool, const std::string&) override {
+        error_ = "HTTP/2: the stream was reset (" + std::string(nghttp2_http2_strerror(code)) + ")";
+        end();
+    }
+
+    bool ended() const { return ended_; }
+    const std::string& error() const { return error_; }
+    std::string takeBody() { return std::move(body_); }
+    std::uint64_t bodySize() const { return size_; }
+
+private:
+    void end() {
+        ended_ = true;
+        io_.stop(); // an HTTP/2 connection would otherwise wait out its idle timeout
+    }
+
+    Exchange& e_;
+    std::size_t keep_;
+    boost::asio::io_context& io_;
+    std::string host_, authority_;
+    const std::vector<boost::asio::ip::tcp::endpoint>& endpoints_;
+    std::string body_;
+    std::uint64_t size_ = 0;
+    std::string error_;
+    bool ended_ = false;
+};
 
 ReplayResult replayOnce(const Exchange& original, const ReplayOptions& options, int cancelFd) {
     ReplayResult r;
@@ -504,65 +328,94 @@ ReplayResult replayOnce(const Exchange& original, const ReplayOptions& options, 
     Url url;
     if (!parseBase(base, url, r.error)) return r;
     bool allLoopback = false;
-    const auto endpoints = targetEndpoints(url, options.allowRemote, allLoopback, r.error);
-    if (endpoints.empty()) return r;
+    client::CallOptions call;
+    call.endpoints = targetEndpoints(url, options.allowRemote, allLoopback, r.error);
+    if (call.endpoints.empty()) return r;
     const bool https = url.scheme == "https";
     std::unique_ptr<tls::ClientTls> clientTls;
     if (https && !(clientTls = replayTls(url, options, allLoopback, r.error))) return r;
+    call.tls = clientTls.get();
+    call.http2Only = options.protocol == ReplayProtocol::H2;
+    call.allFields = true;
+    call.closeAfter = true;
 
-    Deadline dl(options.timeout, cancelFd);
+    // One upstream, the target; the connection is this call's alone (no keep-alive pool).
+    config::ProxyAction action;
+    config::Upstream target;
+    target.host = url.host;
+    target.port = url.port;
+    target.authority = (url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host) + ":" +
+                       std::to_string(url.port);
+    const bool h2 =
+        options.protocol == ReplayProtocol::H2 || (https && options.protocol == ReplayProtocol::Auto);
+    target.protocol = https ? config::Upstream::Protocol::H2
+                            : (h2 ? config::Upstream::Protocol::H2c : config::Upstream::Protocol::Http1);
+    action.upstreams.push_back(target);
+    action.connectTimeout = options.timeout;
+    action.responseTimeout = options.timeout;
+    action.keepalive = 0;
+    action.failTimeout = {};
+
+    // The request in both forms when the server picks (https, auto): ALPN decides which was sent.
+    Exchange asHttp1;
+    buildRequest(original, options, url, false, asHttp1);
+    buildRequest(original, options, url, h2, e);
+
+    boost::asio::io_context io;
+    ReplaySink sink(e, options.bodyBytes, io, target, call.endpoints);
     e.set(Phase::Accepted, nowNs());
-    std::string failures;
-    tcp::endpoint reached;
-    const int fd = client::connectFd(endpoints, std::chrono::milliseconds(dl.msLeft()), false, reached,
-                                     failures, cancelFd);
-    if (fd < 0) {
-        r.error = client::cannotConnect(url.host, failures);
+    std::shared_ptr<client::Call> c;
+    if (h2) {
+        c = client::startH2(io, nullptr, nullptr, action, h2Request(e, url.scheme), &sink, &call);
+    } else {
+        auto h1 = client::Http1Call::create(io, action);
+        h1->request() = http1Request(e);
+        h1->start(nullptr, nullptr, &sink, &call);
+        c = std::move(h1);
+    }
+    // The whole exchange within options.timeout, and the caller's cancel descriptor watched.
+    std::string stopped;
+    boost::asio::steady_timer deadline(io, options.timeout);
+    deadline.async_wait([&](const boost::system::error_code& ec) {
+        if (ec || sink.ended()) return;
+        stopped = "no response within the timeout";
+        io.stop();
+    });
+    std::optional<boost::asio::posix::stream_descriptor> cancelWatch;
+    if (cancelFd >= 0) {
+        cancelWatch.emplace(io, ::dup(cancelFd));
+        cancelWatch->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                                [&](const boost::system::error_code& ec) {
+                                    if (ec || sink.ended()) return;
+                                    stopped = "cancelled";
+                                    io.stop();
+                                });
+    }
+    io.run();
+    c->cancel();
+    if (!sink.ended()) {
+        r.error = stopped.empty() ? "no response within the timeout" : stopped;
         return r;
     }
-    struct Closer {
-        int fd;
-        SSL* ssl = nullptr;
-        ~Closer() {
-            if (ssl) SSL_free(ssl);
-            ::close(fd);
-        }
-    } closer{fd};
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    Stream io{fd, nullptr, &dl};
-    const std::string address = url.host + ":" + std::to_string(url.port);
-    bool h2 = options.protocol == ReplayProtocol::H2;
-    if (https) {
-        SSL* ssl = SSL_new(clientTls->ctx.get());
-        if (!ssl || SSL_set_fd(ssl, fd) != 1) {
-            r.error = "TLS: " + tls::sslErrorText();
-            return r;
-        }
-        closer.ssl = ssl;
-        if (r.error = handshake(io, ssl, *clientTls, address, e); !r.error.empty()) return r;
-        if (options.protocol == ReplayProtocol::H2 && e.alpn != "h2") {
-            r.error = "the server at " + address + " did not negotiate HTTP/2 (ALPN h2) over TLS";
-            return r;
-        }
-        h2 = e.alpn == "h2";
+    if (!sink.error().empty()) {
+        r.error = sink.error();
+        return r;
     }
-
-    buildRequest(original, options, url, h2, e);
-    std::string body;
-    r.error = h2 ? exchangeH2(io, e, url.scheme) : exchangeH1(io, e, body);
-    if (!r.error.empty()) return r;
-    if (h2) body = std::move(e.responseBody);
-    e.responseBodySize = body.size();
-    if (body.size() > options.bodyBytes) {
-        body.resize(options.bodyBytes);
-        e.flags |= kResponseBodyTruncated;
+    if (https && h2 && e.alpn != "h2") {
+        // The server chose HTTP/1.1: the call went on as HTTP/1.1, with Connection: close.
+        e.requestHeaders = std::move(asHttp1.requestHeaders);
+        e.requestHeaders.push_back({"Connection", "close"});
+        e.requestHeadersSize = 0;
     }
-    e.responseBody = std::move(body);
+    const bool spokeH2 = h2 && (!https || e.alpn == "h2");
+    e.protocol = spokeH2 ? Protocol::Http2 : Protocol::Http1;
+    e.httpVersion = spokeH2 ? 20 : 11;
+    e.responseBodySize = sink.bodySize();
+    if (sink.bodySize() > options.bodyBytes) e.flags |= kResponseBodyTruncated;
+    e.responseBody = sink.takeBody();
     r.differences = compare(original, e);
     return r;
 }
-
 } // namespace
 
 ReplayResult replay(const Exchange& original, const ReplayOptions& options) {

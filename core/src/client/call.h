@@ -21,6 +21,10 @@
 
 typedef struct ssl_st SSL;
 
+namespace portico::tls {
+struct ClientTls;
+}
+
 namespace portico::client {
 
 /// A TCP socket on a worker's io_context (the same type as a server connection's).
@@ -32,6 +36,26 @@ struct SslFree {
     void operator()(SSL* ssl) const;
 };
 using SslPtr = std::unique_ptr<SSL, SslFree>;
+
+/// What a caller may ask of a call beyond its route; the defaults are the reverse proxy's.
+struct CallOptions {
+    /// TLS for an https:// upstream (its ALPN list, verification and SNI; ClientTls::prepare is
+    /// called on each connection). Null: the defaults (h2_client.h), which verify nothing.
+    const tls::ClientTls* tls = nullptr;
+    /// The upstream's addresses, resolved and checked by the caller, tried in order. Empty: the
+    /// upstream's host is resolved at connect (client::resolve).
+    std::vector<boost::asio::ip::tcp::endpoint> endpoints;
+    /// HTTP/2 calls to an https:// upstream: one that does not select h2 with ALPN fails the call
+    /// (502) instead of taking it as HTTP/1.1.
+    bool http2Only = false;
+    /// The response head's fields as received: hop-by-hop fields, those Connection names,
+    /// Content-Length and Trailer kept (HTTP/2's pseudo-fields are still left out). For callers
+    /// that record a response rather than pass it on.
+    bool allFields = false;
+    /// One exchange per connection: an HTTP/2 call handed over to HTTP/1.1 adds Connection: close
+    /// (an HTTP/1.1 request made by the caller says so itself).
+    bool closeAfter = false;
+};
 
 /// What the caller (a downstream HTTP/1.1 connection or HTTP/2 stream) does with the upstream's
 /// answer. Called on the io_context's thread, never after Call::cancel().
@@ -65,6 +89,18 @@ public:
 
     /// A connection to the upstream is ready for this request (capture's UpstreamConnected).
     virtual void onUpstreamConnected() {}
+    /// The TLS handshake with an https:// upstream completed, before onUpstreamConnected:
+    /// `version` as OpenSSL names it ("TLSv1.3"), `alpn` the protocol selected ("" for none).
+    virtual void onUpstreamTls(std::string_view version, std::string_view alpn) {
+        (void)version;
+        (void)alpn;
+    }
+    /// The whole request went to the socket (HTTP/1.1) or to the session (HTTP/2: its last frame
+    /// queued for the connection's next write).
+    virtual void onRequestSent() {}
+    /// The first byte of this call's response arrived (HTTP/1.1: on its connection; HTTP/2: its
+    /// first HEADERS frame).
+    virtual void onUpstreamFirstByte() {}
     /// The response's trailer section, as "name: value\r\n" lines (lower-case names), before
     /// onUpstreamEnd(). RFC 9110 §6.5.
     virtual void onUpstreamTrailers(std::string_view fields) { (void)fields; }

@@ -5,6 +5,7 @@
 #include "client/connect.h"
 #include "io/tls_handshake.h"
 #include "io/transport.h"
+#include "tls/alpn.h"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
@@ -18,7 +19,7 @@
 namespace portico::client {
 namespace h2up {
 
-thread_local H2Pools tH2;
+H2Pools& poolsOf(asio::io_context& io) { return PerContext<H2Pools>::of(io); }
 
 // ---- the call ----
 
@@ -26,20 +27,31 @@ void H2Call::pick() {
     if (cancelled_) return;
     const auto now = Clock::now();
     const auto& ups = action_.upstreams;
-    const config::Upstream* chosen = &pickUpstream(ups, tH2.next[&action_], [&](const config::Upstream& u) {
-        auto f = tH2.failedUntil.find(key(u));
-        return f != tH2.failedUntil.end() && f->second > now;
+    H2Pools& pools = poolsOf(io_);
+    const config::Upstream* chosen = &pickUpstream(ups, pools.next[&action_], [&](const config::Upstream& u) {
+        auto f = pools.failedUntil.find(key(u));
+        return f != pools.failedUntil.end() && f->second > now;
     });
     upstream_ = chosen;
     ++tries_;
-    if (tH2.http1.contains(key(*chosen))) {
+    if (pools.http1.contains(key(*chosen))) {
         toHttp1();
         return;
     }
-    auto& conn = tH2.conns[key(*chosen)];
-    if (!conn || !conn->usable()) conn = std::make_shared<H2Conn>(io_, *chosen, action_);
+    auto& conn = pools.conns[key(*chosen)];
+    if (!conn || !conn->usable()) conn = std::make_shared<H2Conn>(io_, *chosen, action_, options_);
     conn_ = conn;
     conn->attach(shared_from_this());
+}
+
+void H2Call::connected() {
+    if (!sink_) return;
+    if (conn_ && conn_->ssl()) tlsDone(conn_->ssl());
+    if (sink_) sink_->onUpstreamConnected();
+}
+
+void H2Call::tlsDone(SSL* ssl) {
+    if (sink_ && ssl && !cancelled_) sink_->onUpstreamTls(SSL_get_version(ssl), tls::alpnOf(ssl));
 }
 
 void H2Call::submitOn(H2Conn& conn) {
@@ -61,6 +73,7 @@ void H2Call::submitOn(H2Conn& conn) {
     conn_ = conn.shared_from_this();
     conn.registerStream(id, shared_from_this()); // kept alive while its stream is open
     armResponse();
+    if (!withBody && sink_) sink_->onRequestSent();
     if (req_.grpcTimeout) {
         deadline_.expires_after(*req_.grpcTimeout);
         deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
@@ -133,6 +146,10 @@ bool H2Call::retry(bool allowed) {
 void H2Call::toHttp1() {
     conn_.reset();
     if (cancelled_ || done_) return;
+    if (options_ && options_->http2Only) {
+        fail(502, "the TLS upstream did not select h2 with ALPN (HTTP/2 was asked for)");
+        return;
+    }
     if (req_.grpc || action_.grpc) {
         fail(502, "gRPC needs HTTP/2, and the TLS upstream selected http/1.1 or no protocol with ALPN");
         return;
@@ -159,6 +176,7 @@ void H2Call::toHttp1() {
     r.head.reserve(64 + fields.size());
     r.head.append(method).append(" ").append(path).append(" HTTP/1.1\r\nhost: ").append(authority);
     r.head.append("\r\n").append(fields);
+    if (options_ && options_->closeAfter) r.head.append("connection: close\r\n");
     r.streaming = req_.bodyFollows;
     r.chunked = req_.bodyFollows && length.empty(); // RFC 9112 §6.1: a length unknown up front
     if (r.chunked)
@@ -176,8 +194,8 @@ void H2Call::toHttp1() {
                 .append("\r\n");
     Sink* sink = sink_;
     sink_ = nullptr;
-    inner_ =
-        Http1Call::startPrepared(io_, std::move(owner_), std::move(snapshot_), action_, std::move(r), sink);
+    inner_ = Http1Call::startPrepared(io_, std::move(owner_), std::move(snapshot_), action_, std::move(r),
+                                      sink, options_);
 }
 
 long H2Call::readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags) {
@@ -195,6 +213,7 @@ long H2Call::readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags) 
     if (n && req_.bodyFollows && sink_) sink_->onRequestBodyConsumed(n);
     if (bodyEnded_ && req_.body.empty()) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (sink_) sink_->onRequestSent();
         if (!req_.trailers.empty() && conn_) {
             std::vector<nghttp2_nv> nva(req_.trailers.size());
             for (std::size_t i = 0; i < req_.trailers.size(); ++i)
@@ -240,6 +259,8 @@ void H2Call::requestEnd(std::span<const http::Header> trailers) {
 
 void H2Call::onHeader(std::string_view name, std::string_view value) {
     if (!headSent_ && name == ":status") {
+        if (!firstByte_ && sink_) sink_->onUpstreamFirstByte();
+        firstByte_ = true;
         int s = 0;
         auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), s);
         status_ = (ec == std::errc{} && p == value.data() + value.size() && value.size() == 3) ? s : -1;
@@ -248,12 +269,13 @@ void H2Call::onHeader(std::string_view name, std::string_view value) {
     if (!name.empty() && name.front() == ':') return;
     std::string& out = headSent_ ? responseTrailers_ : fields_;
     if (!headSent_) {
-        if (hopByHop(name)) return;
+        const bool all = options_ && options_->allFields;
+        if (hopByHop(name) && !all) return;
         if (name == "content-length") {
             std::uint64_t v = 0;
             auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
             if (ec == std::errc{} && p == value.data() + value.size()) length_ = v;
-            return;
+            if (!all) return;
         }
     }
     out.append(name);
@@ -426,9 +448,10 @@ void H2Call::cancel() {
 
 using h2up::H2Call;
 using h2up::key;
-using h2up::tH2;
 
-bool speaksHttp1(const config::Upstream& upstream) { return tH2.http1.contains(key(upstream)); }
+bool speaksHttp1(asio::io_context& io, const config::Upstream& upstream) {
+    return h2up::poolsOf(io).http1.contains(key(upstream));
+}
 
 void H2Request::append(std::string& arena, std::vector<Span>& spans, std::string_view name,
                        std::string_view value) {
@@ -443,8 +466,9 @@ void H2Request::append(std::string& arena, std::vector<Span>& spans, std::string
 
 std::shared_ptr<Call> startH2(asio::io_context& io, std::shared_ptr<void> owner,
                               std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
-                              H2Request&& req, Sink* sink) {
+                              H2Request&& req, Sink* sink, const CallOptions* options) {
     auto call = std::make_shared<H2Call>(io, action);
+    call->options_ = options;
     call->owner_ = std::move(owner);
     call->snapshot_ = std::move(snapshot);
     call->sink_ = sink;

@@ -1,10 +1,11 @@
 // The HTTP/2 client call (RFC 9113): h2c with prior knowledge and h2 over TLS (ALPN), one
-// multiplexed nghttp2 client session per upstream per thread, each request one stream.
+// multiplexed nghttp2 client session per upstream per io_context, each request one stream.
 #pragma once
 
 #include "client/call.h"
 
 #include <portico/config/config.h>
+#include <portico/http/message.h>
 
 #include <boost/asio/io_context.hpp>
 
@@ -58,8 +59,14 @@ private:
                        std::string_view value);
 };
 
+/// RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop (http::isHopByHop,
+/// and HTTP2-Settings).
+inline bool isH2HopByHop(std::string_view name) {
+    return http::isHopByHop(name) || http::iequals(name, "http2-settings");
+}
+
 /// Sends `req` as one stream on an HTTP/2 connection to one of `action`'s upstreams (all h2c:// or
-/// all https://). The thread keeps one connection per upstream and opens every request on it as a
+/// all https://). Each io_context keeps one connection per upstream and opens every request on it as a
 /// stream (RFC 9113 §5); nghttp2 queues streams past the upstream's
 /// SETTINGS_MAX_CONCURRENT_STREAMS. A connection that received GOAWAY takes no new streams. An
 /// https:// upstream that selects http/1.1 (or no protocol) with ALPN gets this request and later
@@ -76,9 +83,11 @@ private:
 /// within response_timeout → 504; a connection lost before the head → 502; after it → abort
 /// (status 0); an upstream RST_STREAM → Sink::onUpstreamReset with its error code (gRPC's
 /// PROTOCOL-HTTP2.md maps it to a status at the client). Never calls `sink` before returning.
+/// `options` (null: the defaults) must outlive the call; calls on one io_context to one upstream
+/// share its connection, made with the first one's options.
 std::shared_ptr<Call> startH2(boost::asio::io_context& io, std::shared_ptr<void> owner,
                               std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
-                              H2Request&& req, Sink* sink);
+                              H2Request&& req, Sink* sink, const CallOptions* options = nullptr);
 
 /// The TLS client context of https:// upstreams' first connection, one per thread (freed when the
 /// thread ends): TLS 1.2+, ALPN "h2" then "http/1.1", certificates not verified (a dev server's
@@ -90,7 +99,7 @@ SSL_CTX* h2UpstreamTlsContext();
 /// a close without close_notify read as the end. Null with `error` when OpenSSL cannot make it.
 const tls::ClientTls* http1UpstreamTls(const std::string& host, std::string& error);
 
-/// Whether `upstream` (https://) selected http/1.1 or no ALPN protocol on this thread.
-bool speaksHttp1(const config::Upstream& upstream);
+/// Whether `upstream` (https://) selected http/1.1 or no ALPN protocol on a connection made from `io`.
+bool speaksHttp1(boost::asio::io_context& io, const config::Upstream& upstream);
 
 } // namespace portico::client

@@ -4,6 +4,7 @@
 
 #include "client/h2_client.h"
 #include "client/http1_call.h"
+#include "client/per_context.h"
 
 #include <portico/http2/session.h>
 
@@ -42,17 +43,15 @@ struct H2Pools {
     std::map<std::string, Clock::time_point, std::less<>> failedUntil;
     std::map<const void*, std::size_t> next; // round-robin position per action
 };
-extern thread_local H2Pools tH2; // defined in h2_call.cpp
+// The H2 pools of `io` (one set per io_context).
+H2Pools& poolsOf(asio::io_context& io);
 
 inline std::string key(const config::Upstream& u) {
     return (u.protocol == config::Upstream::Protocol::H2 ? "h2:" : "h2c:") + u.host + ":" +
            std::to_string(u.port);
 }
 
-// RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop.
-inline bool hopByHop(std::string_view name) {
-    return http::isHopByHop(name) || http::iequals(name, "http2-settings");
-}
+inline bool hopByHop(std::string_view name) { return isH2HopByHop(name); }
 
 // ---- one stream ----
 
@@ -66,9 +65,8 @@ public:
     void submitOn(H2Conn& conn);
     void connectFailed(int status, const std::string& why);
     void connectionLost(const std::string& why);
-    void connected() {
-        if (sink_) sink_->onUpstreamConnected();
-    }
+    void connected();       // the connection is ready for this call
+    void tlsDone(SSL* ssl); // its TLS handshake completed (before a handover to HTTP/1.1)
     long readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags);
     void onHeader(std::string_view name, std::string_view value);
     void onHeaders(bool endStream);
@@ -89,8 +87,9 @@ public:
     std::shared_ptr<void> owner_;
     std::shared_ptr<const void> snapshot_;
     Sink* sink_ = nullptr;
-    asio::steady_timer timer_;    // response_timeout
-    asio::steady_timer deadline_; // grpc-timeout
+    const CallOptions* options_ = nullptr; // null: the defaults
+    asio::steady_timer timer_;             // response_timeout
+    asio::steady_timer deadline_;          // grpc-timeout
     const config::Upstream* upstream_ = nullptr;
     std::shared_ptr<H2Conn> conn_;
     std::shared_ptr<Call> inner_; // after toHttp1(): the HTTP/1.1 exchange
@@ -106,6 +105,7 @@ public:
     std::optional<std::uint64_t> length_;
     std::size_t held_ = 0; // body bytes delivered but not acknowledged (sink paused)
     bool deferred_ = false;
+    bool firstByte_ = false; // onUpstreamFirstByte was told
     bool headSent_ = false;
     bool ended_ = false;
     bool paused_ = false;
@@ -129,11 +129,17 @@ public:
 
 class H2Conn final : public std::enable_shared_from_this<H2Conn> {
 public:
-    H2Conn(asio::io_context& io, const config::Upstream& u, const config::ProxyAction& action)
+    H2Conn(asio::io_context& io, const config::Upstream& u, const config::ProxyAction& action,
+           const CallOptions* options)
         : io_(io), socket_(io.get_executor()), timer_(io), host_(u.host), authority_(u.authority),
           key_(key(u)), port_(u.port), tls_(u.protocol == config::Upstream::Protocol::H2),
           connectTimeout_(action.connectTimeout), idleTimeout_(action.idleTimeout),
-          failTimeout_(action.failTimeout) {}
+          failTimeout_(action.failTimeout) {
+        if (options) {
+            clientTls_ = options->tls;
+            endpoints_ = options->endpoints;
+        }
+    }
     ~H2Conn() {
         if (session_) nghttp2_session_del(session_);
         if (ssl_) SSL_free(ssl_);
@@ -141,6 +147,7 @@ public:
 
     bool usable() const { return !dead_ && !goaway_; }
     bool tls() const { return tls_; }
+    SSL* ssl() const { return ssl_; } // https:// upstreams, once connected
     const std::string& authority() const { return authority_; }
     void start();
     void attach(const std::shared_ptr<H2Call>& call);
@@ -192,6 +199,8 @@ private:
     std::uint16_t port_;
     bool tls_;
     std::chrono::nanoseconds connectTimeout_, idleTimeout_, failTimeout_;
+    const tls::ClientTls* clientTls_ = nullptr; // CallOptions::tls (null: h2UpstreamTlsContext)
+    std::vector<tcp::endpoint> endpoints_;      // CallOptions::endpoints (empty: resolve host_)
     std::map<std::int32_t, std::shared_ptr<H2Call>> streams_;
     std::vector<std::shared_ptr<H2Call>> waiting_; // until the connection is ready
     std::string in_;

@@ -6,6 +6,7 @@
 #include "io/tls_handshake.h"
 #include "io/transport.h"
 #include "tls/alpn.h"
+#include "tls/client_tls.h"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
@@ -20,7 +21,7 @@ namespace portico::client::h2up {
 
 void H2Conn::start() {
     std::string error;
-    auto endpoints = client::resolve(host_, port_, error);
+    auto endpoints = endpoints_.empty() ? client::resolve(host_, port_, error) : endpoints_;
     if (endpoints.empty()) {
         asio::post(io_, [self = shared_from_this(), why = std::move(error)] { self->die(502, why); });
         return;
@@ -31,33 +32,41 @@ void H2Conn::start() {
         self->die(504, "timed out connecting (connect_timeout)");
     });
     const bool several = endpoints.size() > 1;
-    client::asyncConnect(socket_, std::move(endpoints),
-                         [self = shared_from_this(), several](const boost::system::error_code& e,
-                                                              const tcp::endpoint&,
-                                                              const std::string& failures) {
-                             if (self->dead_) return;
-                             if (e) {
-                                 tH2.failedUntil[self->key_] = Clock::now() + self->failTimeout_;
-                                 self->die(502, "cannot connect: " + (several ? failures : e.message()));
-                                 return;
-                             }
-                             boost::system::error_code ignored;
-                             self->socket_.set_option(tcp::no_delay(true), ignored);
-                             self->socket_.non_blocking(true, ignored);
-                             if (self->tls_)
-                                 self->handshake();
-                             else
-                                 self->ready();
-                         });
+    client::asyncConnect(
+        socket_, std::move(endpoints),
+        [self = shared_from_this(), several](const boost::system::error_code& e, const tcp::endpoint&,
+                                             const std::string& failures) {
+            if (self->dead_) return;
+            if (e) {
+                poolsOf(self->io_).failedUntil[self->key_] = Clock::now() + self->failTimeout_;
+                self->die(502, "cannot connect: " + (several ? failures : e.message()));
+                return;
+            }
+            boost::system::error_code ignored;
+            self->socket_.set_option(tcp::no_delay(true), ignored);
+            self->socket_.non_blocking(true, ignored);
+            if (self->tls_)
+                self->handshake();
+            else
+                self->ready();
+        });
 }
 
 void H2Conn::handshake() {
     if (!ssl_) {
-        ssl_ = SSL_new(h2UpstreamTlsContext());
+        ssl_ = SSL_new(clientTls_ ? clientTls_->ctx.get() : h2UpstreamTlsContext());
+        if (!ssl_) {
+            die(502, "TLS: " + tls::sslErrorText());
+            return;
+        }
         SSL_set_fd(ssl_, socket_.native_handle());
-        boost::system::error_code ec;
-        asio::ip::make_address(host_, ec);
-        if (ec) SSL_set_tlsext_host_name(ssl_, host_.c_str()); // SNI for names only (RFC 6066 §3)
+        if (clientTls_) {
+            clientTls_->prepare(ssl_); // SNI and the name to verify
+        } else {
+            boost::system::error_code ec;
+            asio::ip::make_address(host_, ec);
+            if (ec) SSL_set_tlsext_host_name(ssl_, host_.c_str()); // SNI for names only (RFC 6066 §3)
+        }
         SSL_set_connect_state(ssl_);
     }
     io::driveHandshake(
@@ -68,6 +77,10 @@ void H2Conn::handshake() {
                 return;
             }
             if (end == io::HandshakeEnd::Failed) {
+                if (self->clientTls_) {
+                    self->die(502, tls::handshakeError(self->ssl_, *self->clientTls_, self->authority_));
+                    return;
+                }
                 unsigned long code = ERR_get_error();
                 char text[256] = "failed";
                 if (code) ERR_error_string_n(code, text, sizeof text);
@@ -248,12 +261,26 @@ void H2Conn::armIdle() {
     });
 }
 
-// The upstream speaks HTTP/1.1 over TLS: noted for this worker thread, this connection closed, and
+// The upstream speaks HTTP/1.1 over TLS: noted for this io_context, this connection closed, and
 // the requests waiting for it go to the HTTP/1.1 client.
 void H2Conn::handOverToHttp1() {
-    tH2.http1.insert(key_);
+    poolsOf(io_).http1.insert(key_);
     auto waiting = std::move(waiting_);
     waiting_.clear();
+    for (auto& c : waiting)
+        c->tlsDone(ssl_);
+    // The connection goes on as HTTP/1.1: the first waiting call takes it from the pool, the
+    // others connect anew (one request at a time per HTTP/1.1 connection).
+    if (!waiting.empty()) {
+        config::Upstream upstream;
+        upstream.host = host_;
+        upstream.port = port_;
+        upstream.authority = authority_;
+        upstream.protocol = config::Upstream::Protocol::H2;
+        adoptConnection(io_, upstream, std::move(socket_), SslPtr(ssl_), idleTimeout_);
+        ssl_ = nullptr;
+        socket_ = Http1Call::Socket(io_.get_executor());
+    }
     die(502, "the TLS upstream speaks HTTP/1.1"); // tells no one: nothing waits, no stream is open
     for (auto& c : waiting)
         c->toHttp1();
@@ -263,8 +290,9 @@ void H2Conn::die(int status, const std::string& why) {
     if (dead_) return;
     dead_ = true;
     auto keep = shared_from_this();
-    auto it = tH2.conns.find(key_);
-    if (it != tH2.conns.end() && it->second.get() == this) tH2.conns.erase(it);
+    auto& conns = poolsOf(io_).conns;
+    auto it = conns.find(key_);
+    if (it != conns.end() && it->second.get() == this) conns.erase(it);
     timer_.cancel();
     boost::system::error_code ec;
     socket_.cancel(ec);
@@ -300,8 +328,9 @@ int H2Conn::onFrameRecvCb(nghttp2_session*, const nghttp2_frame* f, void* user) 
     if (f->hd.type == NGHTTP2_GOAWAY) {
         // Streams above last_stream_id are closed by nghttp2 (REFUSED_STREAM); no new ones here.
         self->goaway_ = true;
-        auto it = tH2.conns.find(self->key_);
-        if (it != tH2.conns.end() && it->second.get() == self) tH2.conns.erase(it);
+        auto& conns = poolsOf(self->io_).conns;
+        auto it = conns.find(self->key_);
+        if (it != conns.end() && it->second.get() == self) conns.erase(it);
         return 0;
     }
     H2Call* c = self->call(f->hd.stream_id);

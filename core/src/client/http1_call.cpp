@@ -3,6 +3,7 @@
 
 #include "client/connect.h"
 #include "client/h2_client.h"
+#include "client/per_context.h"
 #include "io/async_transport.h"
 #include "io/drained.h"
 #include "io/tls_handshake.h"
@@ -43,7 +44,7 @@ struct IdleConnection {
     SslPtr ssl; // https:// upstreams (declared after socket: freed before it closes)
     std::chrono::steady_clock::time_point since;   // pooled at
     std::chrono::steady_clock::time_point expires; // since + the route's idle_timeout
-    std::uint32_t served = 0;                      // responses it carried (1: not yet reused)
+    std::uint32_t served = 0; // responses it carried (1: not yet reused; 0: adopted, none yet)
 };
 
 // Per worker thread and upstream address ("host", port): the idle keep-alive connections (most
@@ -179,12 +180,12 @@ constexpr std::size_t kReadChunk = 16 * 1024;
 // A pooled connection idle for less than this is reused without probing it (Http1Call::pick).
 constexpr std::chrono::milliseconds kFreshIdle{100};
 struct Pools {
-    // A few per worker (the addresses its routes proxied to): found by a linear search, never
-    // removed, so an exchange keeps a pointer to its pool.
+    // A few per io_context (the addresses its routes proxied to): found by a linear search, never
+    // removed while the io_context lives, so an exchange keeps a pointer to its pool.
     std::vector<std::unique_ptr<UpstreamPool>> pools;
     std::map<const void*, std::size_t> next; // round-robin position per proxy action
 };
-thread_local Pools tPools;
+Pools& poolsOf(asio::io_context& io) { return PerContext<Pools>::of(io); }
 
 // Read buffers (kReadChunk bytes, not zeroed) kept per worker thread: an exchange takes one when it
 // first reads and gives it back when it ends, instead of a 16 KiB allocation and memset per request.
@@ -249,11 +250,11 @@ template <class T> struct Recycled {
 
 bool isTls(const config::Upstream& u) { return u.protocol == config::Upstream::Protocol::H2; }
 
-UpstreamPool& poolOf(const config::Upstream& u) {
+UpstreamPool& poolOf(Pools& pools, const config::Upstream& u) {
     const bool tls = isTls(u);
-    for (const auto& p : tPools.pools)
+    for (const auto& p : pools.pools)
         if (p->port == u.port && p->tls == tls && p->host == u.host) return *p;
-    auto& p = tPools.pools.emplace_back(std::make_unique<UpstreamPool>());
+    auto& p = pools.pools.emplace_back(std::make_unique<UpstreamPool>());
     p->host = u.host;
     p->port = u.port;
     p->tls = tls;
@@ -303,7 +304,9 @@ std::shared_ptr<Http1Call> Http1Call::create(asio::io_context& io, const config:
     return x;
 }
 
-void Http1Call::start(std::shared_ptr<void> owner, std::shared_ptr<const void> snapshot, Sink* sink) {
+void Http1Call::start(std::shared_ptr<void> owner, std::shared_ptr<const void> snapshot, Sink* sink,
+                      const CallOptions* options) {
+    options_ = options;
     owner_ = std::move(owner);
     snapshot_ = std::move(snapshot);
     sink_ = sink;
@@ -327,11 +330,11 @@ void Http1Call::start(std::shared_ptr<void> owner, std::shared_ptr<const void> s
 std::shared_ptr<Http1Call> Http1Call::startPrepared(asio::io_context& io, std::shared_ptr<void> owner,
                                                     std::shared_ptr<const void> snapshot,
                                                     const config::ProxyAction& action, Http1Request&& req,
-                                                    Sink* sink) {
+                                                    Sink* sink, const CallOptions* options) {
     auto x = create(io, action);
     keepString(x->pending_.head);
     x->pending_ = std::move(req);
-    x->start(std::move(owner), std::move(snapshot), sink);
+    x->start(std::move(owner), std::move(snapshot), sink, options);
     return x;
 }
 
@@ -362,11 +365,12 @@ void Http1Call::pick() {
 }
 
 void Http1Call::choose(std::chrono::steady_clock::time_point now) {
+    Pools& pools = poolsOf(io_);
     const config::Upstream* chosen =
-        &pickUpstream(action_.upstreams, tPools.next[&action_],
-                      [&](const config::Upstream& u) { return poolOf(u).failedUntil > now; });
+        &pickUpstream(action_.upstreams, pools.next[&action_],
+                      [&](const config::Upstream& u) { return poolOf(pools, u).failedUntil > now; });
     upstream_ = chosen;
-    pool_ = &poolOf(*chosen);
+    pool_ = &poolOf(pools, *chosen);
 }
 
 bool Http1Call::reusePooled(std::chrono::steady_clock::time_point now) {
@@ -387,7 +391,10 @@ bool Http1Call::reusePooled(std::chrono::steady_clock::time_point now) {
         // it in between after all, an idempotent request is retried on a new connection (as nginx
         // does); others get 502. An upstream that closes right after each response without
         // saying so is always probed: its end of file may not have reached the reactor yet.
-        if ((served >= 2 && now - since < kFreshIdle && io::stillDrained(socket_)) || quiet(socket_)) {
+        // served 0: adopted fresh from an HTTP/2 call's handshake (adoptConnection), where a TLS 1.3
+        // session ticket may still wait unread: taken without the probe.
+        if (served == 0 || (served >= 2 && now - since < kFreshIdle && io::stillDrained(socket_)) ||
+            quiet(socket_)) {
             reused_ = true;
             served_ = served;
             send();
@@ -420,7 +427,9 @@ void Http1Call::onTimeout() {
 void Http1Call::connect() {
     stage_ = Stage::Connecting;
     std::string error;
-    auto endpoints = client::resolve(upstream_->host, upstream_->port, error);
+    auto endpoints = options_ && !options_->endpoints.empty()
+                         ? options_->endpoints
+                         : client::resolve(upstream_->host, upstream_->port, error);
     if (endpoints.empty()) {
         fail(502, error, true);
         return;
@@ -448,7 +457,8 @@ void Http1Call::connect() {
 
 void Http1Call::startTls() {
     std::string error;
-    const tls::ClientTls* tls = http1UpstreamTls(upstream_->host, error);
+    const tls::ClientTls* tls =
+        options_ && options_->tls ? options_->tls : http1UpstreamTls(upstream_->host, error);
     if (!tls) {
         fail(502, "TLS: " + error, true);
         return;
@@ -463,12 +473,14 @@ void Http1Call::startTls() {
     tls->prepare(ssl_.get());
     io::driveHandshake(
         socket_, ssl_.get(), [self = shared_from_this(), gen = connGen_] { return self->connGen_ == gen; },
-        [self = shared_from_this()](io::HandshakeEnd end, const boost::system::error_code& e) {
+        [self = shared_from_this(), tls](io::HandshakeEnd end, const boost::system::error_code& e) {
             if (self->cancelled_ || self->stage_ == Stage::Done) return;
             if (end != io::HandshakeEnd::Done) {
+                const std::string address = self->upstream_->authority;
                 self->fail(502,
-                           "TLS handshake: " +
-                               (end == io::HandshakeEnd::WaitFailed ? e.message() : tls::sslErrorText()),
+                           end == io::HandshakeEnd::WaitFailed
+                               ? "TLS handshake with " + address + ": " + e.message()
+                               : tls::handshakeError(self->ssl_.get(), *tls, address),
                            true);
                 return;
             }
@@ -479,6 +491,7 @@ void Http1Call::startTls() {
                            true);
                 return;
             }
+            if (self->sink_) self->sink_->onUpstreamTls(SSL_get_version(self->ssl_.get()), alpn);
             self->send();
         });
 }
@@ -514,6 +527,7 @@ void Http1Call::send() {
         ::send(socket_.native_handle(), request_.data(), request_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent == static_cast<ssize_t>(request_.size())) {
         stage_ = Stage::Head;
+        if (sink_) sink_->onRequestSent();
         read();
         return;
     }
@@ -531,6 +545,7 @@ void Http1Call::sent(const boost::system::error_code& e) {
         return;
     }
     stage_ = Stage::Head;
+    if (sink_) sink_->onRequestSent();
     read();
 }
 
@@ -614,6 +629,7 @@ void Http1Call::wrote(const boost::system::error_code& e) {
     wireBody_ = 0;
     if (requestSent_ && stage_ == Stage::Head) arm(action_.responseTimeout);
     if (n && sink_) sink_->onRequestBodyConsumed(n);
+    if (requestSent_ && sink_) sink_->onRequestSent(); // the last write (nothing follows it)
     if (cancelled_ || stage_ == Stage::Done) return;
     writeBody();
 }
@@ -692,6 +708,7 @@ void Http1Call::afterRead(const boost::system::error_code& e, std::size_t n) {
 }
 
 void Http1Call::onRead(std::size_t n) {
+    if (!gotBytes_ && sink_) sink_->onUpstreamFirstByte();
     gotBytes_ = true;
     std::string_view data(buffer_.get(), n);
     if (stage_ == Stage::Head) {
@@ -768,6 +785,7 @@ bool Http1Call::parseHead() {
         status_ = h.status;
         keepAlive_ = h.keepAlive;
         fields_.clear();
+        const bool allFields = options_ && options_->allFields;
         for (std::string_view rest = h.fields; !rest.empty();) {
             const auto nl = rest.find('\n');
             std::string_view f = rest.substr(0, nl);
@@ -775,8 +793,8 @@ bool Http1Call::parseHead() {
             if (!f.empty() && f.back() == '\r') f.remove_suffix(1);
             const std::string_view name = f.substr(0, f.find(':'));
             // Trailer announces trailers, and an HTTP/1.1 upstream's never reach the client.
-            if (hopByHop(name) || namedIn(h.connection, name) || http::iequals(name, "content-length") ||
-                http::iequals(name, "trailer"))
+            if (!allFields && (hopByHop(name) || namedIn(h.connection, name) ||
+                               http::iequals(name, "content-length") || http::iequals(name, "trailer")))
                 continue;
             fields_.append(f);
             fields_.append("\r\n");
@@ -903,8 +921,20 @@ void Http1Call::cancel() {
     if (owner_) asio::post(io_, [owner = std::move(owner_)] {});
 }
 
-void sweepIdleConnections(std::chrono::steady_clock::time_point now) {
-    for (const auto& pool : tPools.pools) {
+void adoptConnection(asio::io_context& io, const config::Upstream& upstream, UpstreamSocket&& socket,
+                     SslPtr ssl, std::chrono::nanoseconds idleTimeout) {
+    // A close-delimited body ends at a close without close_notify, as on the HTTP/1.1 client's own
+    // connections (upstream_tls.cpp).
+    SSL_set_options(ssl.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
+    const auto now = std::chrono::steady_clock::now();
+    poolOf(poolsOf(io), upstream)
+        .idle.emplace_back(std::move(socket), std::move(ssl), now,
+                           now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(idleTimeout),
+                           0);
+}
+
+void sweepIdleConnections(asio::io_context& io, std::chrono::steady_clock::time_point now) {
+    for (const auto& pool : poolsOf(io).pools) {
         std::erase_if(pool->idle, [&](IdleConnection& c) {
             // One that no read event reached since its last response is quiet; the others are
             // probed (an event the reactor has not picked up yet is seen by the next tick).

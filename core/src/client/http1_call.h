@@ -44,18 +44,25 @@ struct Http1Request {
 struct UpstreamPool; // http1_call.cpp
 class Deadlines;     // http1_call.cpp
 
-/// Closes the calling thread's pooled HTTP/1.1 upstream connections whose route's `idle_timeout`
-/// has passed at `now`, and those the upstream closed or wrote to while they waited (a
+/// Closes `io`'s pooled HTTP/1.1 upstream connections whose route's `idle_timeout` has passed at
+/// `now`, and those the upstream closed or wrote to while they waited (a
 /// recv(MSG_PEEK) for each one a read event reached, io::stillDrained). The worker calls it from
 /// its tick (every 250 ms), so a pooled connection outlives its idle_timeout by at most a tick and
 /// never sits in CLOSE_WAIT for longer.
-void sweepIdleConnections(std::chrono::steady_clock::time_point now);
+void sweepIdleConnections(boost::asio::io_context& io, std::chrono::steady_clock::time_point now);
+
+/// Puts a connection another call made to `upstream` (`https://`) into `io`'s HTTP/1.1 pool: an
+/// HTTP/2 call's TLS connection whose upstream selected http/1.1 (or nothing) with ALPN. The next
+/// HTTP/1.1 call to that upstream takes it as it is (no probe, no second connect and handshake);
+/// `idleTimeout` later the sweep closes it if none did.
+void adoptConnection(boost::asio::io_context& io, const config::Upstream& upstream, UpstreamSocket&& socket,
+                     SslPtr ssl, std::chrono::nanoseconds idleTimeout);
 
 /// One request to one of `action`'s upstreams (`http://`, or `https://` once that upstream was
 /// seen to select http/1.1: h2_client.h hands such requests over). Make it with create(), write
 /// the request into request(), then start(); the sink then gets head, body and end (or an error).
 /// An `https://` upstream is spoken to over TLS (ALPN http/1.1, the certificate not verified, SNI
-/// for a name). Upstream connections are kept alive per thread and reused (at most the route's
+/// for a name). Upstream connections are kept alive per io_context and reused (at most the route's
 /// `keepalive` idle per upstream address; sweepIdleConnections closes them). Upstreams are tried
 /// round-robin; one that refused a connection is skipped for `fail_timeout`, and the next one is
 /// tried at once (nothing was sent). A request that fails on a reused keep-alive connection before
@@ -81,14 +88,16 @@ public:
     /// per-thread pool: appending does not allocate in steady state).
     Http1Request& request() { return pending_; }
     /// Sends request(). `owner` and `snapshot` are kept alive until the call ends or is
-    /// cancelled. Never calls `sink` before returning but for onUpstreamConnected.
-    void start(std::shared_ptr<void> owner, std::shared_ptr<const void> snapshot, Sink* sink);
+    /// cancelled. `options` (null: the defaults) must outlive the call. Never calls `sink` before
+    /// returning but for onUpstreamConnected.
+    void start(std::shared_ptr<void> owner, std::shared_ptr<const void> snapshot, Sink* sink,
+               const CallOptions* options = nullptr);
 
     /// create(), request() = `req`, start().
     static std::shared_ptr<Http1Call> startPrepared(boost::asio::io_context& io, std::shared_ptr<void> owner,
                                                     std::shared_ptr<const void> snapshot,
                                                     const config::ProxyAction& action, Http1Request&& req,
-                                                    Sink* sink);
+                                                    Sink* sink, const CallOptions* options = nullptr);
 
     /// The downstream drained: deliver more body.
     void resume() override;
@@ -134,6 +143,7 @@ private:
     std::shared_ptr<void> owner_;
     std::shared_ptr<const void> snapshot_;
     Sink* sink_ = nullptr;
+    const CallOptions* options_ = nullptr; // null: the defaults
     Socket socket_;
     SslPtr ssl_;                // https:// upstreams: the TLS connection on socket_
     std::uint32_t connGen_ = 0; // bumped by closeConnection(): TLS waits of an earlier socket end

@@ -75,11 +75,6 @@ bool sendsLength(const http::Request& req) {
                                  req.method != http::Method::Options && req.method != http::Method::Delete);
 }
 
-// RFC 9110 §7.6.1 and RFC 9113 §8.2.2: fields that never cross an HTTP/2 hop.
-bool h2HopByHop(std::string_view name) {
-    return http::isHopByHop(name) || http::iequals(name, "http2-settings");
-}
-
 // `req` rewritten for an HTTP/1.1 upstream into `out` (RFC 9112; RFC 9110 §7.6).
 void buildHttp1(client::Http1Request& out, const config::ProxyAction& action, const http::Request& req,
                 bool tls, bool bodyFollows) {
@@ -170,8 +165,8 @@ client::H2Request buildH2(const config::ProxyAction& action, const http::Request
     std::string path;
     detail::appendUpstreamTarget(path, action, req);
     out.add(":path", path);
-    const detail::RequestFieldsSeen seen =
-        detail::copyEndToEndFields(req, h2HopByHop, [&](std::string_view name, std::string_view value) {
+    const detail::RequestFieldsSeen seen = detail::copyEndToEndFields(
+        req, client::isH2HopByHop, [&](std::string_view name, std::string_view value) {
             if (http::iequals(name, "content-type") && value.starts_with("application/grpc")) out.grpc = true;
             if (http::iequals(name, "grpc-timeout")) {
                 out.grpcTimeout = parseGrpcTimeout(value);
@@ -205,7 +200,7 @@ client::H2Request buildH2(const config::ProxyAction& action, const http::Request
         out.body.assign(req.body);
         if (sendsLength(req)) out.add("content-length", std::to_string(req.body.size()));
         for (const auto& t : req.trailers)
-            if (!h2HopByHop(t.name) && !http::iequals(t.name, "content-length"))
+            if (!client::isH2HopByHop(t.name) && !http::iequals(t.name, "content-length"))
                 out.addTrailer(t.name, t.value);
     }
     return out;
@@ -222,7 +217,9 @@ std::shared_ptr<client::Call> forward(asio::io_context& io, std::shared_ptr<void
     using Protocol = config::Upstream::Protocol;
     if (!action.upstreams.empty() && action.upstreams.front().protocol != Protocol::Http1 &&
         !(action.upstreams.front().protocol == Protocol::H2 && !action.grpc &&
-          (action.ws || std::all_of(action.upstreams.begin(), action.upstreams.end(), client::speaksHttp1))))
+          (action.ws ||
+           std::all_of(action.upstreams.begin(), action.upstreams.end(),
+                       [&io](const config::Upstream& u) { return client::speaksHttp1(io, u); }))))
         return client::startH2(io, std::move(owner), std::move(snapshot), action,
                                buildH2(action, req, tls, bodyFollows), sink);
     auto call = client::Http1Call::create(io, action);

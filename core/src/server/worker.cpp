@@ -202,7 +202,7 @@ void Worker::tick() {
         c->checkDeadline(now_);
         c = next;
     }
-    client::sweepIdleConnections(now_);
+    client::sweepIdleConnections(io_, now_);
     if (draining_) {
         if (!first_) {
             work_.reset();
