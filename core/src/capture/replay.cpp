@@ -5,7 +5,6 @@
 #include <portico/http/ascii.h>
 #include <portico/http/json_text.h>
 #include <portico/http/url.h>
-#include <portico/http1/response_parser.h>
 #include <portico/http2/session.h>
 
 #include "capture/recorder.h"

@@ -33,7 +33,7 @@ namespace portico::server {
 class Worker;
 
 class Connection final : public io::Session,
-                         public proxy::Sink,
+                         public client::Sink,
                          public std::enable_shared_from_this<Connection> {
 public:
     using Socket = io::Socket;
@@ -56,7 +56,7 @@ public:
     void unparked() override;
     void releaseParked() override;
 
-    // proxy::Sink: the upstream's response of a `proxy:` route, streamed to the client.
+    // client::Sink: the upstream's response of a `proxy:` route, streamed to the client.
     void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) override;
     void onUpstreamHeadBodyFollows(int status, std::string_view fields,
                                    std::optional<std::uint64_t> length) override;

@@ -1,4 +1,4 @@
-// The HTTP/1.1 connection's side of a proxied exchange (proxy::Sink): starting the forward,
+// The HTTP/1.1 connection's side of a proxied exchange (client::Sink): starting the forward,
 // streaming a request body upstream as it arrives (bounded by kUploadHighWater), and writing the
 // upstream's response back (Content-Length or chunked, trailers, upgrades to a tunnel).
 #include "server/connection.h"

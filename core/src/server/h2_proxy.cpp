@@ -1,4 +1,4 @@
-// A proxied HTTP/2 stream: starting the forward, and the stream's proxy::Sink, which hands the
+// A proxied HTTP/2 stream: starting the forward, and the stream's client::Sink, which hands the
 // upstream's head, body, trailers and resets to nghttp2 with backpressure.
 #include "server/h2_connection.h"
 #include "server/h2_stream.h"

@@ -19,9 +19,9 @@
 
 namespace portico::server {
 
-// A proxied stream's side of proxy::Exchange: body bytes wait in `pending` until nghttp2 pulls
+// A proxied stream's side of a client call: body bytes wait in `pending` until nghttp2 pulls
 // them (readBody); the exchange pauses while more than kProxyHighWater bytes wait.
-struct H2Connection::ProxySink final : proxy::Sink {
+struct H2Connection::ProxySink final : client::Sink {
     static constexpr std::size_t kProxyHighWater = 256 * 1024;
     H2Connection* conn = nullptr;
     std::int32_t id = 0;
