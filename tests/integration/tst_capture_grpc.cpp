@@ -81,14 +81,7 @@ private slots:
                                    "--descriptor_set_out=" + dir_.filePath("echo.pb"), "grpc_test.proto"});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         const QString portFile = dir_.filePath("grpc.port");
-        upstream_.start(test::debianPython(),
-                        {test::sourceDir() + "/tests/support/grpc_upstream.py", portFile});
-        QVERIFY(upstream_.waitForStarted());
-        for (int i = 0; i < 200 && !upstreamPort_; ++i) {
-            QFile f(portFile);
-            if (f.open(QIODevice::ReadOnly)) upstreamPort_ = f.readAll().trimmed().toInt();
-            if (!upstreamPort_) QTest::qWait(50);
-        }
+        upstreamPort_ = test::startSupportScript(upstream_, "grpc_upstream.py", portFile);
         QVERIFY2(upstreamPort_, upstream_.readAllStandardError().constData());
         const std::string yaml = "workers: 2\nlisten: [127.0.0.1:0]\nlimits: {max_body_bytes: 64MiB}\n"
                                  "capture: {enabled: true, body_bytes: 64, ws_messages: 30}\n"

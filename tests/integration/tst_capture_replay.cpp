@@ -206,15 +206,8 @@ private slots:
         QVERIFY2(gen.exitCode == 0, gen.err.constData());
         const QString portFile = dir_.filePath("py.port");
         QProcess py;
-        py.start(test::debianPython(), {test::sourceDir() + "/tests/support/upstream.py", portFile, "--tls",
-                                        dir_.filePath("py.crt"), dir_.filePath("py.key")});
-        QVERIFY(py.waitForStarted());
-        int port = 0;
-        for (int i = 0; i < 100 && !port; ++i) {
-            QFile f(portFile);
-            if (f.open(QIODevice::ReadOnly)) port = f.readAll().trimmed().toInt();
-            if (!port) QTest::qWait(50);
-        }
+        const int port = test::startSupportScript(
+            py, "upstream.py", portFile, {"--tls", dir_.filePath("py.crt"), dir_.filePath("py.key")});
         QVERIFY2(port, py.readAllStandardError().constData());
         const QString base = QString("https://127.0.0.1:%1").arg(port);
 

@@ -82,17 +82,7 @@ class TestProxy : public QObject {
     StuckListener stuck_; // connect_timeout's upstream
 
     int startUpstream(QProcess& p, const QString& portFile) {
-        p.start(debianPython(), {sourceDir() + "/tests/support/upstream.py", portFile});
-        if (!p.waitForStarted()) return 0;
-        for (int i = 0; i < 100; ++i) {
-            QFile f(portFile);
-            if (f.open(QIODevice::ReadOnly)) {
-                const int port = f.readAll().trimmed().toInt();
-                if (port) return port;
-            }
-            QTest::qWait(50);
-        }
-        return 0;
+        return startSupportScript(p, "upstream.py", portFile);
     }
     QStringList both() const { return {"", "--http2-prior-knowledge"}; }
     int openAtThird() {

@@ -36,13 +36,7 @@ private slots:
         if (runProcess(debianPython(), {"-c", "import grpc"}).exitCode != 0)
             QSKIP("python3-grpcio is not installed (installers/dev.sh installs it)");
         const QString portFile = tmp_.filePath("grpc.port");
-        upstream_.start(debianPython(), {sourceDir() + "/tests/support/grpc_upstream.py", portFile});
-        QVERIFY(upstream_.waitForStarted());
-        for (int i = 0; i < 200 && !upstreamPort_; ++i) {
-            QFile f(portFile);
-            if (f.open(QIODevice::ReadOnly)) upstreamPort_ = f.readAll().trimmed().toInt();
-            if (!upstreamPort_) QTest::qWait(50);
-        }
+        upstreamPort_ = startSupportScript(upstream_, "grpc_upstream.py", portFile);
         QVERIFY2(upstreamPort_, upstream_.readAllStandardError().constData());
         int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in a{};

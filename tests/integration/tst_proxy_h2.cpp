@@ -159,13 +159,7 @@ vhosts:
             QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("data")});
         QVERIFY2(upstreamH1_->waitReady(), upstreamH1_->output().constData());
         const QString portFile = tmp_.filePath("h2py.port");
-        h2py_.start(debianPython(), {sourceDir() + "/tests/support/h2c_upstream.py", portFile});
-        QVERIFY(h2py_.waitForStarted());
-        for (int i = 0; i < 100 && !h2pyPort_; ++i) {
-            QFile f(portFile);
-            if (f.open(QIODevice::ReadOnly)) h2pyPort_ = f.readAll().trimmed().toInt();
-            if (!h2pyPort_) QTest::qWait(50);
-        }
+        h2pyPort_ = startSupportScript(h2py_, "h2c_upstream.py", portFile);
         QVERIFY2(h2pyPort_, h2py_.readAllStandardError().constData());
         auto gen =
             runProcess("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
@@ -173,14 +167,8 @@ vhosts:
                                    tmp_.filePath("key.pem"), "-out", tmp_.filePath("cert.pem")});
         QVERIFY2(gen.exitCode == 0, gen.err.constData());
         const QString tlspyPortFile = tmp_.filePath("tlspy.port");
-        tlspy_.start(debianPython(), {sourceDir() + "/tests/support/upstream.py", tlspyPortFile, "--tls",
-                                      tmp_.filePath("cert.pem"), tmp_.filePath("key.pem")});
-        QVERIFY(tlspy_.waitForStarted());
-        for (int i = 0; i < 100 && !tlspyPort_; ++i) {
-            QFile f(tlspyPortFile);
-            if (f.open(QIODevice::ReadOnly)) tlspyPort_ = f.readAll().trimmed().toInt();
-            if (!tlspyPort_) QTest::qWait(50);
-        }
+        tlspyPort_ = startSupportScript(tlspy_, "upstream.py", tlspyPortFile,
+                                        {"--tls", tmp_.filePath("cert.pem"), tmp_.filePath("key.pem")});
         QVERIFY2(tlspyPort_, tlspy_.readAllStandardError().constData());
         QDir().mkpath(tmp_.filePath("site"));
         QFile cfg(tmp_.filePath("portico.yaml"));

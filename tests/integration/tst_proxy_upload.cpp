@@ -21,17 +21,7 @@ constexpr qint64 kMiB = 1024ll * 1024;
 QJsonObject json(const QByteArray& bytes) { return QJsonDocument::fromJson(bytes).object(); }
 
 int startUpstream(QProcess& p, const QString& portFile, const QStringList& extra = {}) {
-    p.start(debianPython(), QStringList{sourceDir() + "/tests/support/upstream.py", portFile} + extra);
-    if (!p.waitForStarted()) return 0;
-    for (int i = 0; i < 100; ++i) {
-        QFile f(portFile);
-        if (f.open(QIODevice::ReadOnly)) {
-            const int port = f.readAll().trimmed().toInt();
-            if (port) return port;
-        }
-        QTest::qWait(50);
-    }
-    return 0;
+    return startSupportScript(p, "upstream.py", portFile, extra);
 }
 
 // A field of /proc/PID/status in KiB (VmHWM: the peak resident set size), -1 if unreadable.

@@ -20,13 +20,7 @@ class TestProxyWebSocket : public QObject {
 private slots:
     void initTestCase() {
         const QString portFile = tmp_.filePath("ws.port");
-        upstream_.start(debianPython(), {sourceDir() + "/tests/support/ws_upstream.py", portFile});
-        QVERIFY(upstream_.waitForStarted());
-        for (int i = 0; i < 200 && !upstreamPort_; ++i) {
-            QFile f(portFile);
-            if (f.open(QIODevice::ReadOnly)) upstreamPort_ = f.readAll().trimmed().toInt();
-            if (!upstreamPort_) QTest::qWait(50);
-        }
+        upstreamPort_ = startSupportScript(upstream_, "ws_upstream.py", portFile);
         QVERIFY2(upstreamPort_, upstream_.readAllStandardError().constData());
         // The TLS upstream: a self-signed certificate (the proxy does not verify upstreams').
         auto gen =
@@ -35,14 +29,8 @@ private slots:
                                    tmp_.filePath("key.pem"), "-out", tmp_.filePath("cert.pem")});
         QVERIFY2(gen.exitCode == 0, gen.err.constData());
         const QString tlsPortFile = tmp_.filePath("wss.port");
-        tlsUpstream_.start(debianPython(), {sourceDir() + "/tests/support/ws_upstream.py", tlsPortFile,
-                                            tmp_.filePath("cert.pem"), tmp_.filePath("key.pem")});
-        QVERIFY(tlsUpstream_.waitForStarted());
-        for (int i = 0; i < 200 && !tlsUpstreamPort_; ++i) {
-            QFile f(tlsPortFile);
-            if (f.open(QIODevice::ReadOnly)) tlsUpstreamPort_ = f.readAll().trimmed().toInt();
-            if (!tlsUpstreamPort_) QTest::qWait(50);
-        }
+        tlsUpstreamPort_ = startSupportScript(tlsUpstream_, "ws_upstream.py", tlsPortFile,
+                                              {tmp_.filePath("cert.pem"), tmp_.filePath("key.pem")});
         QVERIFY2(tlsUpstreamPort_, tlsUpstream_.readAllStandardError().constData());
         QFile cfg(tmp_.filePath("portico.yaml"));
         QVERIFY(cfg.open(QIODevice::WriteOnly));

@@ -81,15 +81,7 @@ class TestProxyWebSocketCapture : public QObject {
     QString storePath_;
 
     static int startUpstream(QProcess& p, const QString& script, const QString& portFile) {
-        p.start(test::debianPython(), {test::sourceDir() + "/tests/support/" + script, portFile});
-        if (!p.waitForStarted()) return 0;
-        for (int i = 0; i < 200; ++i) {
-            QFile f(portFile);
-            if (f.open(QIODevice::ReadOnly))
-                if (int port = f.readAll().trimmed().toInt()) return port;
-            QTest::qWait(50);
-        }
-        return 0;
+        return test::startSupportScript(p, script, portFile);
     }
 
     QByteArray client(const QString& mode, const QString& path, bool tls = false) {

@@ -8,6 +8,7 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryFile>
+#include <QTest>
 #include <QThread>
 
 #include <arpa/inet.h>
@@ -28,6 +29,21 @@ QString porticoBinary() { return QStringLiteral(PORTICO_BINARY); }
 QString sharedDir() { return QStringLiteral(PORTICO_SHARED_DIR); }
 QString buildDir() { return QStringLiteral(PORTICO_BUILD_DIR); }
 QString debianPython() { return QStringLiteral("/usr/bin/python3"); }
+
+int startSupportScript(QProcess& p, const QString& script, const QString& portFile,
+                       const QStringList& extra) {
+    p.start(debianPython(), QStringList{sourceDir() + "/tests/support/" + script, portFile} + extra);
+    if (!p.waitForStarted()) return 0;
+    QElapsedTimer waited;
+    waited.start();
+    while (waited.elapsed() < 10000 && p.state() == QProcess::Running) {
+        QFile f(portFile);
+        if (f.open(QIODevice::ReadOnly))
+            if (const int port = f.readAll().trimmed().toInt()) return port;
+        QTest::qWait(20); // events run meanwhile: the process's state and pipes stay current
+    }
+    return 0;
+}
 
 std::uint16_t freePort() {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -6,6 +6,8 @@
 #include <QString>
 #include <QStringList>
 
+class QProcess;
+
 #include <cstdint>
 #include <memory>
 
@@ -32,6 +34,13 @@ QString sharedDir();
 QString buildDir();
 /// Debian's python with python3-h2 / websockets ("/usr/bin/python3").
 QString debianPython();
+
+/// Starts Debian's python on tests/support/SCRIPT with PORT_FILE and `extra` as arguments (the
+/// helper servers there bind 127.0.0.1:0 and write their port to PORT_FILE) and waits for the
+/// port, at most 10 s. The port, or 0 when the script did not start or wrote none in time (its
+/// stderr says why: p.readAllStandardError()).
+int startSupportScript(QProcess& p, const QString& script, const QString& portFile,
+                       const QStringList& extra = {});
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released); 0 on failure.
 /// For command lines and config files that need a number: prefer port 0 where the server takes it.

@@ -70,14 +70,7 @@ private slots:
             QSKIP("protoc is not installed (protobuf-compiler; installers/dev.sh installs it)");
         QVERIFY2(r.exitCode == 0, r.err.constData());
         const QString portFile = m_dir.filePath("grpc.port");
-        m_upstream.start(test::debianPython(),
-                         {test::sourceDir() + "/tests/support/grpc_upstream.py", portFile});
-        QVERIFY(m_upstream.waitForStarted());
-        for (int i = 0; i < 200 && !m_upstreamPort; ++i) {
-            QFile f(portFile);
-            if (f.open(QIODevice::ReadOnly)) m_upstreamPort = f.readAll().trimmed().toInt();
-            if (!m_upstreamPort) QTest::qWait(50);
-        }
+        m_upstreamPort = test::startSupportScript(m_upstream, "grpc_upstream.py", portFile);
         QVERIFY2(m_upstreamPort, m_upstream.readAllStandardError().constData());
     }
     void cleanupTestCase() {
