@@ -206,6 +206,26 @@ client::H2Request buildH2(const config::ProxyAction& action, const http::Request
     return out;
 }
 
+// Whether `action`'s requests go to the HTTP/2 client (the upstreams are all of one scheme):
+// h2c:// always; https:// unless the route forwards WebSocket upgrades (an HTTP/1.1 affair) or
+// every upstream was seen to select http/1.1 on this io_context, and always for gRPC (whose 502
+// then says why). http:// never.
+bool viaHttp2(asio::io_context& io, const config::ProxyAction& action) {
+    if (action.upstreams.empty()) return false;
+    switch (action.upstreams.front().protocol) {
+    case config::Upstream::Protocol::Http1:
+        return false;
+    case config::Upstream::Protocol::H2c:
+        return true;
+    case config::Upstream::Protocol::H2:
+        break;
+    }
+    if (action.grpc) return true;
+    if (action.ws) return false;
+    return !std::all_of(action.upstreams.begin(), action.upstreams.end(),
+                        [&io](const config::Upstream& u) { return client::speaksHttp1(io, u); });
+}
+
 } // namespace
 
 std::shared_ptr<client::Call> forward(asio::io_context& io, std::shared_ptr<void> owner,
@@ -214,12 +234,7 @@ std::shared_ptr<client::Call> forward(asio::io_context& io, std::shared_ptr<void
                                       bool bodyFollows) {
     if (!action.fastcgi.address.empty())
         return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
-    using Protocol = config::Upstream::Protocol;
-    if (!action.upstreams.empty() && action.upstreams.front().protocol != Protocol::Http1 &&
-        !(action.upstreams.front().protocol == Protocol::H2 && !action.grpc &&
-          (action.ws ||
-           std::all_of(action.upstreams.begin(), action.upstreams.end(),
-                       [&io](const config::Upstream& u) { return client::speaksHttp1(io, u); }))))
+    if (viaHttp2(io, action))
         return client::startH2(io, std::move(owner), std::move(snapshot), action,
                                buildH2(action, req, tls, bodyFollows), sink);
     auto call = client::Http1Call::create(io, action);
