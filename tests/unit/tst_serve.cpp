@@ -1,17 +1,65 @@
 // serve(): the one route-and-dispatch stage both sessions (HTTP/1.1, HTTP/2) call. Server-wide
-// answers, vhost and route choice, capture stamps, the WebSocket decision per protocol, the proxy
-// hand-off, and the two head-only questions (does the body stream; is the request refused whatever
-// its body).
+// answers, vhost and route choice, capture stamps, the WebSocket decision per protocol, what goes
+// through the session's ResponseWriter (respond, upgrade, or the forwarded call and its sink), and
+// the two head-only questions (does the body stream; is the request refused whatever its body).
 #include "handlers_test_util.h"
 #include "serve/serve.h"
 
 #include <QtTest>
 
+#include <boost/asio/io_context.hpp>
+
 using namespace portico;
 using namespace portico::test;
-using Next = serve::Next;
 
 namespace {
+
+// What serve() asked of the session: exactly one of respond, upgrade or forward per call.
+enum class Next { Nothing, Respond, Upgrade, Forward };
+
+// A client::Sink that counts every callback (serve() and proxy::forward must call none).
+struct CountingSink final : client::Sink {
+    int calls = 0;
+    void onUpstreamHead(int, std::string_view, std::optional<std::uint64_t>) override { ++calls; }
+    bool onUpstreamBody(std::string_view) override { return ++calls, true; }
+    void onUpstreamEnd() override { ++calls; }
+    void onUpstreamError(int, const std::string&) override { ++calls; }
+};
+
+// The session's side, recorded. `upgrades` false: the base class's upgrade() (426) is used.
+struct RecordingWriter final : serve::ResponseWriter {
+    boost::asio::io_context io;
+    CountingSink sink;
+    bool upgrades = true;
+    bool bodyFollows = false;
+    int calls = 0; // respond + upgrade + forwardTo
+    Next did = Next::Nothing;
+    std::shared_ptr<client::Call> call;
+    std::string clientAddressSeen;
+
+    void respond(const http::Request&, http::Response&) override {
+        ++calls;
+        if (did == Next::Nothing) did = Next::Respond;
+    }
+    void upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) override {
+        if (!upgrades) {
+            serve::ResponseWriter::upgrade(req, res, routed);
+            return;
+        }
+        ++calls;
+        did = Next::Upgrade;
+    }
+    serve::ForwardTarget forwardTo(http::Request& req, const http::Response&) override {
+        ++calls;
+        did = Next::Forward;
+        req.clientAddress = "192.0.2.7";
+        return {&io, nullptr, nullptr, &sink, false, bodyFollows};
+    }
+    void forwarding(std::shared_ptr<client::Call> c) override { call = std::move(c); }
+    ~RecordingWriter() override {
+        if (call) call->cancel();
+    }
+};
 
 config::Route route(std::string path, config::Action action, std::string name = {}) {
     config::Route r;
@@ -70,17 +118,19 @@ class ServeTest : public QObject {
 
     serve::Context ctx(int version) { return {*config_, *router_, state_, 8080, version}; }
 
-    // serve() on `treq` sent to `host`; `req_` keeps the request as serve() left it.
+    // serve() on `treq` sent to `host`; `req_` keeps the request as serve() left it, `writer_`
+    // what serve() asked of the session.
     Next call(TestRequest& treq, std::string_view host, http::Response& res, int version = 1,
               serve::Routed* routedOut = nullptr, const serve::Stamps& stamps = {}) {
         req_ = treq.get();
         req_.host = host;
         req_.path = {};
-        serve::Routed routed;
-        const Next n = serve::serve(ctx(version), req_, scratch_, res, routed, stamps);
-        if (routedOut) *routedOut = routed;
-        return n;
+        writer_ = std::make_unique<RecordingWriter>();
+        serve::serve(ctx(version), req_, scratch_, res, *writer_, stamps, routedOut);
+        if (writer_->calls != 1) return Next::Nothing; // not exactly one answer: fails every check
+        return writer_->did;
     }
+    std::unique_ptr<RecordingWriter> writer_;
     http::Request req_;
 
 private slots:
@@ -186,12 +236,44 @@ private slots:
         QCOMPARE(res.status, 404);
     }
 
+    // A proxy route's request is forwarded: proxy::forward starts the call on the writer's
+    // io_context with the writer's sink, and the call goes back to the writer; nothing reaches the
+    // sink before serve() returns. The writer may name the client's address for the upstream.
+    void proxyRoutesForward_data() {
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<int>("routeIndex");
+        QTest::newRow("proxy") << "/api/users" << 2;
+        QTest::newRow("fastcgi") << "/php/index.php" << 3;
+    }
     void proxyRoutesForward() {
-        TestRequest req("/api/users", "POST");
+        QFETCH(QString, path);
+        QFETCH(int, routeIndex);
+        for (int version : {1, 2}) {
+            TestRequest req(path.toStdString(), "POST");
+            http::Response res;
+            QCOMPARE(call(req, "app.test", res, version), Next::Forward);
+            const auto& px =
+                std::get<config::ProxyAction>(config_->vhosts[0].routes[std::size_t(routeIndex)].action);
+            QCOMPARE(res.forward, static_cast<const void*>(&px));
+            QVERIFY(writer_->call != nullptr);
+            QCOMPARE(writer_->sink.calls, 0);
+            QCOMPARE(req_.clientAddress, std::string_view("192.0.2.7"));
+        }
+    }
+
+    // A session that cannot switch protocols (the base class's upgrade) answers 426 through respond.
+    void upgradeDefaultsTo426() {
+        TestRequest req("/ws");
         http::Response res;
-        QCOMPARE(call(req, "app.test", res, 2), Next::Forward);
-        const auto& px = std::get<config::ProxyAction>(config_->vhosts[0].routes[2].action);
-        QCOMPARE(res.forward, static_cast<const void*>(&px));
+        req_ = req.get();
+        req_.host = "app.test";
+        RecordingWriter writer;
+        writer.upgrades = false;
+        serve::serve(ctx(1), req_, scratch_, res, writer);
+        QCOMPARE(writer.calls, 1);
+        QCOMPARE(writer.did, Next::Respond);
+        QCOMPARE(res.status, 426);
+        QCOMPARE(hv(res, "Upgrade"), QString("websocket"));
     }
 
     void streamsRequestBody_data() {

@@ -17,39 +17,66 @@ bool isWebSocketEndpoint(const config::Vhost& vhost, const routing::RouteResult&
            std::holds_alternative<config::WebSocketAction>(route.route->action);
 }
 
-Next serve(const Context& ctx, http::Request& req, std::string& pathScratch, http::Response& res,
-           Routed& routed, const Stamps& stamps) {
-    res.reset();
-    req.path = {};
-    routed.routed = false;
-    if (req.method == http::Method::Other) {
+void ResponseWriter::upgrade(const http::Request& req, http::Response& res, const Routed&) {
+    handlers::errorResponse(426, res);
+    res.addHeader("Upgrade", "websocket");
+    respond(req, res);
+}
+
+namespace {
+
+// The answers before routing; true when `res` holds one.
+bool answeredBeforeRouting(http::Request& req, std::string& pathScratch, http::Response& res) {
+    if (req.method == http::Method::Other || req.method == http::Method::Connect) {
         handlers::errorResponse(501, res);
-        return Next::Respond;
+        return true;
     }
     if (req.method == http::Method::Options && req.target == "*") {
         res.status = 204;
         res.addHeader("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH");
-        return Next::Respond;
-    }
-    if (req.method == http::Method::Connect) {
-        handlers::errorResponse(501, res);
-        return Next::Respond;
+        return true;
     }
     if (http::normalizePath(req.rawPath, pathScratch) != http::PathError::None) {
         handlers::errorResponse(400, res);
-        return Next::Respond;
+        return true;
     }
     req.path = pathScratch;
+    return false;
+}
+
+} // namespace
+
+void serve(const Context& ctx, http::Request& req, std::string& pathScratch, http::Response& res,
+           ResponseWriter& writer, const Stamps& stamps, Routed* routedOut) {
+    res.reset();
+    req.path = {};
+    Routed scratch;
+    Routed& routed = routedOut ? *routedOut : scratch;
+    routed.routed = false;
+    if (answeredBeforeRouting(req, pathScratch, res)) {
+        writer.respond(req, res);
+        return;
+    }
     routed.routed = true;
     routed.vhost = ctx.router.selectVhost(req.host, ctx.localPort);
     routed.route = ctx.router.match(routed.vhost, req.method, req.path);
     const config::Vhost& vhost = ctx.config.vhosts[routed.vhost];
     if (stamps.routeNs) *stamps.routeNs = capture::nowNs();
     if (stamps.labels) *stamps.labels = capture::labelsFor(vhost, routed.route);
-    if (ctx.httpVersion == 1 && isWebSocketEndpoint(vhost, routed.route, req)) return Next::Upgrade;
+    if (ctx.httpVersion == 1 && isWebSocketEndpoint(vhost, routed.route, req)) {
+        writer.upgrade(req, res, routed);
+        return;
+    }
     handlers::Exchange ex{ctx.config, vhost, routed.route, req, ctx.state};
     handlers::dispatch(ex, res);
-    return res.forward ? Next::Forward : Next::Respond;
+    if (!res.forward) {
+        writer.respond(req, res);
+        return;
+    }
+    const auto& action = *static_cast<const config::ProxyAction*>(res.forward);
+    ForwardTarget to = writer.forwardTo(req, res);
+    writer.forwarding(proxy::forward(*to.io, std::move(to.owner), std::move(to.snapshot), action, req, to.tls,
+                                     to.sink, to.bodyFollows));
 }
 
 bool streamsRequestBody(const Context& ctx, http::Method method, std::string_view rawPath,

@@ -1,19 +1,24 @@
 // The one place a request becomes a response, for every protocol (h2o's h2o_process_request):
 // server-wide answers (501, OPTIONS *), the path's normal form, the vhost and route, and the
-// route's action. The sessions (HTTP/1.1 connection, HTTP/2 stream) parse, call serve(), then
-// write what it produced, forward it (proxy) or, on HTTP/1.1, hand the socket to a WebSocket
-// session; they never decide what a request means.
+// route's action. The sessions (HTTP/1.1 connection, HTTP/2 stream) parse, call serve(), and
+// carry out what it asks through their ResponseWriter: write a response, take an upstream's
+// answer for a forwarded request, or (HTTP/1.1) complete a WebSocket upgrade. They never decide
+// what a request means.
 #pragma once
 
 #include "capture/hooks.h"
+#include "client/call.h"
 
 #include <portico/config/config.h>
 #include <portico/handlers/dispatch.h>
 #include <portico/http/message.h>
 #include <portico/routing/router.h>
 
+#include <boost/asio/io_context.hpp>
+
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -26,15 +31,6 @@ struct Context {
     handlers::WorkerState& state;
     std::uint16_t localPort = 0; ///< the listener's bound port (vhost selection by port)
     int httpVersion = 1;         ///< 1 (HTTP/1.x) or 2; decides whether a WebSocket upgrade is possible
-};
-
-/// What the session does with the response serve() produced.
-enum class Next {
-    Respond, ///< write `res` (which may ask for a delay or a dropped connection: res.fate)
-    Forward, ///< forward the request to `res.forward`'s upstream (proxy::forward); `res` holds the
-             ///< extra fields and the Server switch for the upstream's response
-    Upgrade, ///< HTTP/1.1 only: the request is for a WebSocket endpoint of `Routed`; the session
-             ///< completes the opening handshake (ws::acceptUpgrade), which fills `res`
 };
 
 /// The vhost and route serve() chose. `routed` is false when the request was answered before
@@ -51,10 +47,46 @@ struct Stamps {
     capture::RouteLabels* labels = nullptr; ///< the vhost's and route's labels
 };
 
-/// Produces the answer to `req` into `res` (which serve() resets first). `req` arrives with
-/// method, methodToken, target, rawPath, query, host, headers and body set; serve() sets
-/// `req.path` to the normalised path (a view into `pathScratch`, valid while that string is
-/// untouched). In order:
+/// Where a forwarded request's call runs and who gets the upstream's answer
+/// (ResponseWriter::forwardTo; the arguments of proxy::forward).
+struct ForwardTarget {
+    boost::asio::io_context* io = nullptr; ///< the session's worker
+    std::shared_ptr<void> owner;           ///< kept alive while the call runs (the session)
+    std::shared_ptr<const void> snapshot;  ///< the config snapshot the action belongs to
+    client::Sink* sink = nullptr;          ///< gets the upstream's answer; outlives the call
+    bool tls = false;                      ///< the request came over TLS (X-Forwarded-Proto, Forwarded)
+    bool bodyFollows = false; ///< the request body streams (Call::requestBody), req.body is not used
+};
+
+/// How a session carries out what serve() decided: implemented once by the HTTP/1.1 connection
+/// and once by the HTTP/2 session (per stream). serve() calls exactly one of respond(), upgrade()
+/// or the pair forwardTo() + forwarding(), on the caller's thread, before it returns.
+class ResponseWriter {
+public:
+    virtual ~ResponseWriter() = default;
+    /// A response made here, whole (an action of handlers::dispatch, or an answer before routing):
+    /// write `res` as it says — status, fields, body, `res.delay` before writing, `res.fate`
+    /// (close after it; Drop: reset the connection on HTTP/1.1, the stream on HTTP/2).
+    virtual void respond(const http::Request& req, http::Response& res) = 0;
+    /// The answer comes from an upstream (`res.forward`, a config::ProxyAction): the session
+    /// records what it needs of `req` for its log and capture and returns where the call runs and
+    /// the Sink that gets the answer. `res` holds the vhost's and route's extra fields and the
+    /// Server switch for the upstream's response. May set `req.clientAddress` (X-Forwarded-For).
+    virtual ForwardTarget forwardTo(http::Request& req, const http::Response& res) = 0;
+    /// The call now carrying the request (proxy::forward's result, never null); the session keeps
+    /// it to resume, feed (a streamed body) or cancel it.
+    virtual void forwarding(std::shared_ptr<client::Call> call) = 0;
+    /// HTTP/1.1 only (Context::httpVersion 1): `req` is for a WebSocket endpoint of `routed`
+    /// (isWebSocketEndpoint); the session completes the opening handshake (ws::acceptUpgrade,
+    /// which fills `res` with the 101 or the refusal) and writes it. The default answers 426
+    /// (a session that cannot switch protocols).
+    virtual void upgrade(const http::Request& req, http::Response& res, const Routed& routed);
+};
+
+/// Produces the answer to `req` into `res` (which serve() resets first) and hands it to `writer`.
+/// `req` arrives with method, methodToken, target, rawPath, query, host, headers and body set;
+/// serve() sets `req.path` to the normalised path (a view into `pathScratch`, valid while that
+/// string is untouched). In order:
 ///  - a method Portico does not implement → 501 (RFC 9110 §9.1; no route can name one);
 ///  - `OPTIONS *` → 204 with the server-wide Allow (RFC 9110 §9.3.7);
 ///  - CONNECT → 501: Portico is an origin server and reverse proxy, not a forward proxy, and does
@@ -62,13 +94,15 @@ struct Stamps {
 ///  - a path that does not normalise (dot segments above the root, bad percent-encoding, NUL)
 ///    → 400;
 ///  - otherwise the vhost (Host, then the listener's port, then the default) and the route;
-///    on HTTP/1.1 a WebSocket endpoint (isWebSocketEndpoint) → Next::Upgrade; everything else
+///    on HTTP/1.1 a WebSocket endpoint (isWebSocketEndpoint) → writer.upgrade(); everything else
 ///    runs handlers::dispatch (static, respond, redirect, fallback root, 404/405, the vhost's
 ///    error pages and extra fields; a `websocket` route on HTTP/2 gets 426, RFC 8441 not being
-///    offered), and a `proxy` route then → Next::Forward.
-/// Never throws.
-Next serve(const Context& ctx, http::Request& req, std::string& pathScratch, http::Response& res,
-           Routed& routed, const Stamps& stamps = {});
+///    offered); a `proxy`, `grpc` or `fastcgi` route is forwarded (proxy::forward to
+///    writer.forwardTo()'s target, the call to writer.forwarding()), any other answer goes to
+///    writer.respond().
+/// `routed` (optional) receives the vhost and route chosen. Never throws.
+void serve(const Context& ctx, http::Request& req, std::string& pathScratch, http::Response& res,
+           ResponseWriter& writer, const Stamps& stamps = {}, Routed* routed = nullptr);
 
 /// Whether a request, known by its head only, goes to a route that streams its request body
 /// (proxy::streamsRequestBody): then the session starts the exchange before the body arrives

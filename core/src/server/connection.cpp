@@ -476,6 +476,20 @@ void Connection::resetBodyState() {
     }
 }
 
+struct Connection::Writer final : serve::ResponseWriter {
+    Writer(Connection& c, bool follows) : conn(c), bodyFollows(follows) {}
+    void respond(const http::Request& req, http::Response& res) override { conn.respond(req, res); }
+    void upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) override {
+        conn.upgrade(req, res, routed);
+    }
+    serve::ForwardTarget forwardTo(http::Request& req, const http::Response& res) override {
+        return conn.forwardTo(req, res, bodyFollows);
+    }
+    void forwarding(std::shared_ptr<client::Call> call) override { conn.forwarding(std::move(call)); }
+    Connection& conn;
+    bool bodyFollows;
+};
+
 void Connection::handle(std::string_view body, std::span<const http::Header> trailers, bool bodyFollows) {
     const Snapshot& snap = worker_.snapshot();
     const config::Config& cfg = *snap.config;
@@ -494,30 +508,34 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
     req.body = body;
     req.keepAlive = head.keepAlive;
     req.path = {};
+    req.clientAddress = {}; // set by forwardTo() for a forwarded request
     worker_.counters().requests.fetch_add(1, std::memory_order_relaxed);
     servedAny_ = true;
 
     http::Response& res = worker_.response();
     const serve::Context ctx{cfg, snap.router, worker_.handlerState(), localPort_, 1};
-    serve::Routed routed;
     serve::Stamps stamps;
     if (cap()) stamps = {&cap()->routeNs, &cap()->labels};
-    if (serve::serve(ctx, req, worker_.pathScratch(), res, routed, stamps) == serve::Next::Upgrade) {
-        auto keep = worker_.snapshotPtr();
-        ws::UpgradeContext context{keep, keep->config.get(), keep->hub, worker_.draining()};
-        if (auto up =
-                ws::acceptUpgrade(std::move(context), routed.vhost, routed.route, req, ssl() != nullptr, res))
-            rare().upgrade = std::move(up);
-    }
-    if (res.forward) {
-        startProxy(req, res, bodyFollows); // not captured yet: the record would need the upstream's side
-        return;
-    }
+    Writer writer{*this, bodyFollows};
+    serve::serve(ctx, req, worker_.pathScratch(), res, writer, stamps);
+}
+
+void Connection::respond(const http::Request& req, http::Response& res) {
     if (cap() && cap()->serverTiming) addServerTiming(res);
     logExchange(req, res);
     const std::size_t headStart = cap() ? out_.size() : 0;
     serialize(req, res);
     if (cap()) captureExchange(req, res, headStart, {});
+}
+
+// The WebSocket opening handshake (ws::acceptUpgrade fills `res` with the 101 or the refusal); on
+// success the socket goes to the WebSocket session once the 101 is written (drive()).
+void Connection::upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) {
+    auto keep = worker_.snapshotPtr();
+    ws::UpgradeContext context{keep, keep->config.get(), keep->hub, worker_.draining()};
+    if (auto up = ws::acceptUpgrade(std::move(context), routed.vhost, routed.route, req, ssl() != nullptr, res))
+        rare().upgrade = std::move(up);
+    respond(req, res);
 }
 
 void Connection::logExchange(const http::Request& req, const http::Response& res) {

@@ -4,6 +4,7 @@
 #include "io/io_buffer.h"
 #include "io/session.h"
 #include "proxy/forward.h"
+#include "serve/serve.h"
 
 #include <portico/http/message.h>
 #include <portico/http1/parser.h>
@@ -75,7 +76,12 @@ private:
 
     /// Appends "HTTP/1.1 STATUS REASON", the Date line and, with `serverHeader`, Server to out_.
     void appendStatusLines(int status, bool serverHeader);
-    void startProxy(const http::Request& req, const http::Response& res, bool bodyFollows);
+    // serve::ResponseWriter for this connection's current request (connection.cpp).
+    struct Writer;
+    void respond(const http::Request& req, http::Response& res);
+    void upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed);
+    serve::ForwardTarget forwardTo(http::Request& req, const http::Response& res, bool bodyFollows);
+    void forwarding(std::shared_ptr<client::Call> call);
     // Request bodies of proxied routes stream upstream as they arrive (uploads).
     bool proxiesBody();
     bool startUpload(std::size_t headBytes);

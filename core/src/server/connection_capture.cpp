@@ -69,7 +69,7 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
 
 // A proxied exchange ended (response handed over, an error answered, or aborted mid-body): its
 // access log line and, with capture on, its record with the upstream phases. The request's views
-// are gone by now, so both come from the copy startProxy made.
+// are gone by now, so both come from the copy forwardTo made.
 void Connection::finishProxied(std::string_view error, capture::WsCapturePtr* ws) {
     const Rare::ProxyRecord& pr = rareIf()->proxyRecord;
     const bool noBody = rareIf()->proxyHead || pr.status < 200 || pr.status == 204 || pr.status == 304;

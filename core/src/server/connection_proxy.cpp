@@ -25,7 +25,9 @@ constexpr std::size_t kUploadHighWater = 256 * 1024;
 constexpr int kUploadReadsPerTurn = 32; // reads per wakeup before yielding to other connections
 } // namespace
 
-void Connection::startProxy(const http::Request& req, const http::Response& res, bool bodyFollows) {
+// serve() forwards this request: the state the upstream's answer (client::Sink, below) and the
+// access log and capture need, which outlives the request's views.
+serve::ForwardTarget Connection::forwardTo(http::Request& req, const http::Response& res, bool bodyFollows) {
     Rare& r = rare();
     r.proxyFields.assign(res.fieldBlock());
     r.proxyServerHeader = res.serverHeader;
@@ -35,13 +37,12 @@ void Connection::startProxy(const http::Request& req, const http::Response& res,
     r.proxyChunked = false;
     r.proxyHeadSent = false;
     r.proxyPaused = false;
-    http::Request forwarded = req;
     if (r.clientAddress.empty()) {
         boost::system::error_code ec;
         auto remote = socket_.remote_endpoint(ec);
         if (!ec) r.clientAddress = remote.address().to_string();
     }
-    forwarded.clientAddress = r.clientAddress;
+    req.clientAddress = r.clientAddress;
     r.proxyTrailers.clear();
     auto& pr = r.proxyRecord;
     if (worker_.accessLog() || cap()) { // read by finishProxied only
@@ -64,9 +65,11 @@ void Connection::startProxy(const http::Request& req, const http::Response& res,
             pr.headers.emplace_back(h.name, h.value);
         pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap()->cfg.bodyBytes)));
     }
-    r.proxy = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(),
-                             *static_cast<const config::ProxyAction*>(res.forward), forwarded,
-                             ssl() != nullptr, this, bodyFollows);
+    return {&worker_.io(), shared_from_this(), worker_.snapshotPtr(), this, ssl() != nullptr, bodyFollows};
+}
+
+void Connection::forwarding(std::shared_ptr<client::Call> call) {
+    rare().proxy = std::move(call); // not captured yet: the record needs the upstream's side
     phase_ = Phase::Proxy;
     deadline_ = Clock::time_point::max();
 }

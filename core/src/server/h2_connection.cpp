@@ -589,6 +589,18 @@ void H2Connection::fail(Stream& s, int status) {
     submit(s);
 }
 
+// serve::ResponseWriter for one stream's request.
+struct H2Connection::Writer final : serve::ResponseWriter {
+    Writer(H2Connection& c, Stream& st) : conn(c), s(st) {}
+    void respond(const http::Request&, http::Response&) override { conn.respond(s); }
+    serve::ForwardTarget forwardTo(http::Request& req, const http::Response&) override {
+        return conn.forwardTo(s, req);
+    }
+    void forwarding(std::shared_ptr<client::Call> call) override { conn.forwarding(s, std::move(call)); }
+    H2Connection& conn;
+    Stream& s;
+};
+
 void H2Connection::dispatch(Stream& s) {
     s.dispatched = true;
     worker_.counters().requests.fetch_add(1, std::memory_order_relaxed);
@@ -636,26 +648,31 @@ void H2Connection::dispatch(Stream& s) {
 
     http::Response& res = s.res;
     const serve::Context ctx{cfg, snap.router, worker_.handlerState(), localPort_, 2};
-    serve::Routed routed;
     serve::Stamps stamps;
     if (cap_) stamps = {&s.capRouteNs, &s.capLabels};
-    serve::serve(ctx, req, worker_.pathScratch(), res, routed, stamps);
-    if (cap_ && !s.streaming) {
-        s.capBodySize = s.body.size();
-        s.capBody.assign(s.body, 0, std::min<std::size_t>(s.body.size(), cap_->cfg.bodyBytes));
-        if (cap_->serverTiming) {
-            std::string& value = worker_.timingScratch();
-            capture::serverTimingValue(s.capHeadNs, s.capBodyNs, s.capRouteNs, capture::nowNs(), value);
-            res.addHeader("Server-Timing", value);
-        }
+    Writer writer{*this, s};
+    serve::serve(ctx, req, worker_.pathScratch(), res, writer, stamps);
+}
+
+// Capture only: the request body's prefix and, with server_timing, the Server-Timing field (on a
+// forwarded request it joins the route's extra fields for the upstream's response).
+void H2Connection::captureRequest(Stream& s) {
+    if (!cap_ || s.streaming) return;
+    s.capBodySize = s.body.size();
+    s.capBody.assign(s.body, 0, std::min<std::size_t>(s.body.size(), cap_->cfg.bodyBytes));
+    if (cap_->serverTiming) {
+        std::string& value = worker_.timingScratch();
+        capture::serverTimingValue(s.capHeadNs, s.capBodyNs, s.capRouteNs, capture::nowNs(), value);
+        s.res.addHeader("Server-Timing", value);
     }
+}
+
+// Writes the stream's response s.res (after its latency, if any; a dropped one resets the stream).
+void H2Connection::respond(Stream& s) {
+    captureRequest(s);
+    const http::Response& res = s.res;
     std::int64_t statsNs = -1;
-    if (cap_ && !res.forward) statsNs = captureStats(s);
-    if (res.forward) {
-        startProxy(s, req); // not captured yet: the record would need the upstream's side
-        s.body.clear();
-        return;
-    }
+    if (cap_) statsNs = captureStats(s);
     s.body.clear(); // the request body is not needed any more
     if (res.fate == http::Response::Fate::Drop) {
         // Fault injection: the HTTP/2 form of a dropped connection is a reset stream.

@@ -79,7 +79,12 @@ private:
     void closeIfDone();
     void lingerThenClose(); // after the GOAWAY: half-close, discard input, then close
     void discard();         // the lingering close's reads
-    void startProxy(Stream& s, const http::Request& req);
+    // serve::ResponseWriter for one stream (h2_connection.cpp, h2_proxy.cpp).
+    struct Writer;
+    void captureRequest(Stream& s);
+    void respond(Stream& s);
+    serve::ForwardTarget forwardTo(Stream& s, const http::Request& req);
+    void forwarding(Stream& s, std::shared_ptr<client::Call> call);
     bool streamsBody(const Stream& s);
     bool submitTrailers(Stream& s);
     friend struct ProxySink;

@@ -11,7 +11,10 @@
 
 namespace portico::server {
 
-void H2Connection::startProxy(Stream& s, const http::Request& req) {
+// serve() forwards this stream's request: its sink (the upstream's answer becomes this stream's
+// response), a gRPC call's capture, and whether the body streams.
+serve::ForwardTarget H2Connection::forwardTo(Stream& s, const http::Request& req) {
+    captureRequest(s);
     auto sink = std::make_unique<ProxySink>();
     sink->conn = this;
     sink->id = s.id;
@@ -25,16 +28,20 @@ void H2Connection::startProxy(Stream& s, const http::Request& req) {
         sink->capGrpc = s.capGrpc.get();
         if (!s.streaming) capture::grpcData(*s.capGrpc, true, s.body);
     }
-    ProxySink* raw = sink.get();
-    s.proxy = std::move(sink);
     const auto& action = *static_cast<const config::ProxyAction*>(s.res.forward);
     if (s.streaming && !proxy::streamsRequestBody(action)) {
         // The config changed between the head and the dispatch; cannot happen within one
         // snapshot, but never forward a body we do not have.
         s.streaming = false;
     }
-    raw->exchange = proxy::forward(worker_.io(), shared_from_this(), worker_.snapshotPtr(), action, req,
-                                   ssl_ != nullptr, raw, s.streaming);
+    client::Sink* raw = sink.get();
+    s.proxy = std::move(sink);
+    return {&worker_.io(), shared_from_this(), worker_.snapshotPtr(), raw, ssl_ != nullptr, s.streaming};
+}
+
+void H2Connection::forwarding(Stream& s, std::shared_ptr<client::Call> call) {
+    s.proxy->exchange = std::move(call); // not captured yet: the record needs the upstream's side
+    s.body.clear();
 }
 
 void H2Connection::ProxySink::onUpstreamConnected() {
