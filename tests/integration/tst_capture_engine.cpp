@@ -355,10 +355,8 @@ class TestCaptureTls : public QObject {
     QTemporaryDir dir_;
 private slots:
     void tlsTimelineAndHar() {
-        auto gen = test::runProcess(
-            "openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                        "-keyout", dir_.filePath("k.pem"), "-out", dir_.filePath("c.pem"), "-days", "2",
-                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
+        auto gen = test::makeSelfSignedCert(dir_.filePath("c.pem"), dir_.filePath("k.pem"), "localhost",
+                                            "DNS:localhost");
         QCOMPARE(gen.exitCode, 0);
         const std::string yaml =
             "workers: 1\nlisten: [{address: \"127.0.0.1:0\", tls: {cert: " +

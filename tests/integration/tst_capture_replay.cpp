@@ -199,10 +199,7 @@ private slots:
     }
 
     void tlsServerWithoutAlpn() {
-        auto gen = test::runProcess("openssl",
-                                    {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                                     "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-keyout",
-                                     dir_.filePath("py.key"), "-out", dir_.filePath("py.crt")});
+        auto gen = test::makeSelfSignedCert(dir_.filePath("py.crt"), dir_.filePath("py.key"), "127.0.0.1");
         QVERIFY2(gen.exitCode == 0, gen.err.constData());
         const QString portFile = dir_.filePath("py.port");
         QProcess py;

@@ -23,11 +23,9 @@ using capture::Phase;
 namespace {
 
 bool makeCert(const QString& dir) {
-    auto r = test::runProcess("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt",
-                                          "ec_paramgen_curve:P-256", "-nodes", "-keyout", dir + "/local.key",
-                                          "-out", dir + "/local.crt", "-days", "2", "-subj", "/CN=localhost",
-                                          "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"});
-    return r.exitCode == 0;
+    return test::makeSelfSignedCert(dir + "/local.crt", dir + "/local.key", "localhost",
+                                    "DNS:localhost,IP:127.0.0.1")
+               .exitCode == 0;
 }
 
 bool ordered(const capture::Exchange& e) {

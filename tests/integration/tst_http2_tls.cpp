@@ -51,11 +51,7 @@ QString headerValue(const QByteArray& head, const QByteArray& name) {
 }
 
 bool makeCert(const QString& dir, const QString& stem, const QString& cn, const QString& san) {
-    auto r = runProcess("openssl",
-                        {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                         "-keyout", dir + "/" + stem + ".key", "-out", dir + "/" + stem + ".crt", "-days",
-                         "2", "-subj", "/CN=" + cn, "-addext", "subjectAltName=" + san});
-    return r.exitCode == 0;
+    return makeSelfSignedCert(dir + "/" + stem + ".crt", dir + "/" + stem + ".key", cn, san).exitCode == 0;
 }
 } // namespace
 

@@ -240,10 +240,7 @@ private slots:
     // nginx by default) then uses it. OpenSSL's default order led with AES-256-GCM.
     void clientOffersAes128GcmFirst() {
         const QString dir = configDir_.path();
-        auto cert =
-            test::runProcess("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt",
-                                         "ec_paramgen_curve:P-256", "-nodes", "-keyout", dir + "/py.key",
-                                         "-out", dir + "/py.crt", "-days", "2", "-subj", "/CN=localhost"});
+        auto cert = test::makeSelfSignedCert(dir + "/py.crt", dir + "/py.key");
         QCOMPARE(cert.exitCode, 0);
         static const char kServer[] = R"PY(
 import socket, ssl, sys, threading

@@ -161,10 +161,7 @@ vhosts:
         const QString portFile = tmp_.filePath("h2py.port");
         h2pyPort_ = startSupportScript(h2py_, "h2c_upstream.py", portFile);
         QVERIFY2(h2pyPort_, h2py_.readAllStandardError().constData());
-        auto gen =
-            runProcess("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                                   "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-keyout",
-                                   tmp_.filePath("key.pem"), "-out", tmp_.filePath("cert.pem")});
+        auto gen = makeSelfSignedCert(tmp_.filePath("cert.pem"), tmp_.filePath("key.pem"), "127.0.0.1");
         QVERIFY2(gen.exitCode == 0, gen.err.constData());
         const QString tlspyPortFile = tmp_.filePath("tlspy.port");
         tlspyPort_ = startSupportScript(tlspy_, "upstream.py", tlspyPortFile,

@@ -23,10 +23,7 @@ private slots:
         upstreamPort_ = startSupportScript(upstream_, "ws_upstream.py", portFile);
         QVERIFY2(upstreamPort_, upstream_.readAllStandardError().constData());
         // The TLS upstream: a self-signed certificate (the proxy does not verify upstreams').
-        auto gen =
-            runProcess("openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                                   "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-keyout",
-                                   tmp_.filePath("key.pem"), "-out", tmp_.filePath("cert.pem")});
+        auto gen = makeSelfSignedCert(tmp_.filePath("cert.pem"), tmp_.filePath("key.pem"), "127.0.0.1");
         QVERIFY2(gen.exitCode == 0, gen.err.constData());
         const QString tlsPortFile = tmp_.filePath("wss.port");
         tlsUpstreamPort_ = startSupportScript(tlsUpstream_, "ws_upstream.py", tlsPortFile,

@@ -150,10 +150,8 @@ private slots:
         rawPort_ = startUpstream(raw_, "ws_raw_upstream.py", dir_.filePath("raw.port"));
         QVERIFY2(rawPort_, raw_.readAllStandardError().constData());
         storePath_ = dir_.filePath("session.db");
-        auto cert = test::runProcess("openssl",
-                                     {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                                      "-nodes", "-keyout", dir_.filePath("local.key"), "-out",
-                                      dir_.filePath("local.crt"), "-days", "2", "-subj", "/CN=127.0.0.1"});
+        auto cert =
+            test::makeSelfSignedCert(dir_.filePath("local.crt"), dir_.filePath("local.key"), "127.0.0.1");
         QCOMPARE(cert.exitCode, 0);
         const std::string yaml = QStringLiteral(R"(workers: 2
 listen:

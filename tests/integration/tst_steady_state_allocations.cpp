@@ -202,10 +202,8 @@ private slots:
         f.close();
         QVERIFY2(g_sslCounted, "OpenSSL allocated before main");
         QVERIFY(upstream_.start());
-        auto cert = test::runProcess(
-            "openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                        "-keyout", dir_.filePath("t.key"), "-out", dir_.filePath("t.crt"), "-days", "2",
-                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"});
+        auto cert = test::makeSelfSignedCert(dir_.filePath("t.crt"), dir_.filePath("t.key"), "localhost",
+                                             "DNS:localhost,IP:127.0.0.1");
         QCOMPARE(cert.exitCode, 0);
         std::string yaml =
             "workers: 1\nlisten: [\"127.0.0.1:0\", {address: \"127.0.0.1:0\", tls: {cert: " +

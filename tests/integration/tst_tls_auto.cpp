@@ -120,10 +120,8 @@ vhosts:
     }
 
     void ownCertificateFromTheCommandLine() {
-        auto gen = runProcess(
-            "openssl", {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                        "-keyout", tmp_.filePath("own.key"), "-out", tmp_.filePath("own.crt"), "-days", "2",
-                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
+        auto gen = makeSelfSignedCert(tmp_.filePath("own.crt"), tmp_.filePath("own.key"), "localhost",
+                                      "DNS:localhost");
         QCOMPARE(gen.exitCode, 0);
         ServerProcess server({tmp_.filePath("site"), "--https-port", "0", "--cert", tmp_.filePath("own.crt"),
                               "--key", tmp_.filePath("own.key")},

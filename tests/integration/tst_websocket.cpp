@@ -19,11 +19,9 @@ using namespace portico::test;
 namespace {
 
 bool makeCert(const QString& dir) {
-    auto r = runProcess("openssl",
-                        {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                         "-keyout", dir + "/local.key", "-out", dir + "/local.crt", "-days", "2", "-subj",
-                         "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"});
-    return r.exitCode == 0;
+    return makeSelfSignedCert(dir + "/local.crt", dir + "/local.key", "localhost",
+                              "DNS:localhost,IP:127.0.0.1")
+               .exitCode == 0;
 }
 
 constexpr char kConfig[] = "listen:\n"

@@ -98,6 +98,17 @@ ProcessResult runProcessIn(const QString& program, const QStringList& args, cons
     return finish(p, program, {}, timeoutMs);
 }
 
+ProcessResult makeSelfSignedCert(const QString& certPath, const QString& keyPath, const QString& cn,
+                                 const QString& san) {
+    QStringList args{"req",    "-x509", "-newkey", "ec",    "-pkeyopt",  "ec_paramgen_curve:P-256",
+                     "-nodes", "-days", "2",       "-subj", "/CN=" + cn, "-keyout",
+                     keyPath,  "-out",  certPath};
+    if (!san.isEmpty())
+        args << "-addext"
+             << "subjectAltName=" + san;
+    return runProcess("openssl", args);
+}
+
 CurlReply curlFetch(const QStringList& args) {
     CurlReply reply;
     QTemporaryFile body;

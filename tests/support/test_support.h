@@ -61,6 +61,13 @@ ProcessResult runProcess(const QString& program, const QStringList& args, const 
 ProcessResult runProcessIn(const QString& program, const QStringList& args, const QProcessEnvironment& env,
                            const QString& workingDir, int timeoutMs = 30000);
 
+/// A self-signed EC P-256 certificate (`certPath`) and its key (`keyPath`), PEM, for subject CN
+/// `cn`, valid two days, with the subjectAltName `san` when it is not empty
+/// ("DNS:localhost,IP:127.0.0.1"). Runs `openssl req -x509`; exitCode 0 on success, else `err`
+/// says why.
+ProcessResult makeSelfSignedCert(const QString& certPath, const QString& keyPath,
+                                 const QString& cn = "localhost", const QString& san = {});
+
 /// What `curl` got: the status (0 if no response), the negotiated version ("1.1", "2"), the body.
 struct CurlReply {
     int status = 0;

@@ -47,12 +47,9 @@ void makeFixture(const QString& dir) {
     QDir().mkpath(dir + "/logs");
     // A certificate and key for the tls: examples (docs/configuration.md "TLS").
     QDir().mkpath(dir + "/certs");
-    QProcess openssl;
-    openssl.start("openssl",
-                  {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                   "-keyout", dir + "/certs/local.key", "-out", dir + "/certs/local.crt", "-days", "2",
-                   "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
-    QVERIFY(openssl.waitForFinished(30000) && openssl.exitCode() == 0);
+    const auto cert = portico::test::makeSelfSignedCert(dir + "/certs/local.crt", dir + "/certs/local.key",
+                                                        "localhost", "DNS:localhost");
+    QVERIFY2(cert.exitCode == 0, cert.err.constData());
 }
 
 QString str(const std::string& s) { return QString::fromStdString(s); }

@@ -533,7 +533,8 @@ void Connection::respond(const http::Request& req, http::Response& res) {
 void Connection::upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) {
     auto keep = worker_.snapshotPtr();
     ws::UpgradeContext context{keep, keep->config.get(), keep->hub, worker_.draining()};
-    if (auto up = ws::acceptUpgrade(std::move(context), routed.vhost, routed.route, req, ssl() != nullptr, res))
+    if (auto up =
+            ws::acceptUpgrade(std::move(context), routed.vhost, routed.route, req, ssl() != nullptr, res))
         rare().upgrade = std::move(up);
     respond(req, res);
 }
