@@ -1,6 +1,7 @@
 // Method tables, reason phrases and the reusable Response buffer.
 #include <portico/http/message.h>
 
+#include <array>
 #include <cassert>
 #include <unistd.h>
 
@@ -8,6 +9,24 @@ namespace portico::http {
 namespace {
 constexpr std::string_view kMethodTokens[] = {"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
                                               "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+} // namespace
+
+namespace {
+
+// RFC 3986 §3.2.2 reg-name: unreserved / pct-encoded ('%' and hex digits) / sub-delims.
+constexpr auto kRegNameChar = [] {
+    std::array<bool, 256> t{};
+    for (int c = 'a'; c <= 'z'; ++c)
+        t[static_cast<std::size_t>(c)] = true;
+    for (int c = 'A'; c <= 'Z'; ++c)
+        t[static_cast<std::size_t>(c)] = true;
+    for (int c = '0'; c <= '9'; ++c)
+        t[static_cast<std::size_t>(c)] = true;
+    for (const char c : std::string_view("-._~%!$&'()*+,;="))
+        t[static_cast<unsigned char>(c)] = true;
+    return t;
+}();
+
 } // namespace
 
 bool validAuthority(std::string_view a) {
@@ -25,10 +44,7 @@ bool validAuthority(std::string_view a) {
         if (hostEnd < a.size() && a[hostEnd] != ':') return false;
     } else {
         while (hostEnd < a.size() && a[hostEnd] != ':') {
-            const char c = a[hostEnd];
-            const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                            std::string_view("-._~%!$&'()*+,;=").find(c) != std::string_view::npos;
-            if (!ok) return false;
+            if (!kRegNameChar[static_cast<unsigned char>(a[hostEnd])]) return false;
             ++hostEnd;
         }
         if (hostEnd == 0) return false; // ":80", ":"

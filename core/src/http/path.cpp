@@ -5,9 +5,31 @@
 
 namespace portico::http {
 
+namespace {
+
+// True when `raw` (which starts with '/') is already in normal form: nothing to decode ('%'), no
+// NUL, and no segment that is empty or starts with '.' except an empty last one (a trailing
+// slash). Most request paths are; normalizePath then copies them as they are.
+bool alreadyNormal(std::string_view raw) {
+    const char* p = raw.data();
+    const char* const end = p + raw.size();
+    for (; p != end; ++p) {
+        const char c = *p;
+        if (c == '%' || c == '\0') return false;
+        if (c == '/' && p + 1 != end && (p[1] == '/' || p[1] == '.')) return false;
+    }
+    return true;
+}
+
+} // namespace
+
 PathError normalizePath(std::string_view raw, std::string& out) {
     out.clear();
     if (raw.empty() || raw.front() != '/') return PathError::NotAbsolute;
+    if (alreadyNormal(raw)) {
+        out.assign(raw);
+        return PathError::None;
+    }
 
     // Pass 1: decode exactly once. After this every '/' in `out` was a literal '/' in `raw`,
     // because "%2F" is refused: decoding it would merge or split segments behind the router's back
