@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cassert>
+#include <string>
 #include <unistd.h>
 
 namespace portico::http {
@@ -58,6 +59,20 @@ bool validAuthority(std::string_view a) {
         value = value * 10 + static_cast<unsigned>(c - '0');
     }
     return value <= 65535;
+}
+
+std::string_view statusLine11(int status) {
+    static const std::array<std::string, 500> lines = [] {
+        std::array<std::string, 500> t;
+        for (int s = 100; s < 600; ++s)
+            t[static_cast<std::size_t>(s - 100)] =
+                "HTTP/1.1 " + std::to_string(s) + " " + std::string(reasonPhrase(s)) + "\r\n";
+        return t;
+    }();
+    if (status >= 100 && status < 600) return lines[static_cast<std::size_t>(status - 100)];
+    thread_local std::string other;
+    other = "HTTP/1.1 " + std::to_string(status) + " Unknown\r\n";
+    return other;
 }
 
 Method methodFromToken(std::string_view token) {

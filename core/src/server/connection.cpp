@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <limits>
 
 #include <openssl/err.h>
@@ -82,13 +83,17 @@ void Connection::start() {
 }
 
 void Connection::appendStatusLines(int status, bool serverHeader) {
-    out_.append("HTTP/1.1 ");
-    out_.appendDecimal(static_cast<std::uint64_t>(status));
-    out_.append(" ");
-    out_.append(http::reasonPhrase(status));
-    out_.append("\r\n");
-    out_.append(worker_.dateLine());
-    if (serverHeader) out_.append("Server: Portico/" PORTICO_VERSION "\r\n");
+    static constexpr std::string_view kServer = "Server: Portico/" PORTICO_VERSION "\r\n";
+    const std::string_view line = http::statusLine11(status);
+    const std::string_view date = worker_.dateLine();
+    const std::size_t n = line.size() + date.size() + (serverHeader ? kServer.size() : 0);
+    out_.ensureRoom(n); // one bounds check and three copies of known size
+    std::size_t room = 0;
+    char* p = out_.writable(room);
+    std::memcpy(p, line.data(), line.size());
+    std::memcpy(p + line.size(), date.data(), date.size());
+    if (serverHeader) std::memcpy(p + line.size() + date.size(), kServer.data(), kServer.size());
+    out_.commit(n);
 }
 
 bool Connection::startH2(std::string_view received) {
@@ -579,16 +584,24 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
     const bool noBody = status < 200 || status == 204 || status == 304;
     appendStatusLines(status, res.serverHeader);
     out_.append(res.fieldBlock());
+    // The framing fields and the head's end, gathered for one append.
+    char tail[96];
+    char* t = tail;
+    auto put = [&t](std::string_view s) {
+        std::memcpy(t, s.data(), s.size());
+        t += s.size();
+    };
     if (!noBody) {
-        out_.append("Content-Length: ");
-        out_.appendDecimal(res.bodyLength());
-        out_.append("\r\n");
+        put("Content-Length: ");
+        t = std::to_chars(t, t + 20, res.bodyLength()).ptr;
+        put("\r\n");
     }
     if (!keep)
-        out_.append("Connection: close\r\n");
+        put("Connection: close\r\n");
     else if (req.versionMinor == 0)
-        out_.append("Connection: keep-alive\r\n");
-    out_.append("\r\n");
+        put("Connection: keep-alive\r\n");
+    put("\r\n");
+    out_.append(std::string_view(tail, static_cast<std::size_t>(t - tail)));
     if (!noBody && req.method != http::Method::Head) {
         switch (res.bodyKind()) {
         case http::Response::BodyKind::Owned:

@@ -37,6 +37,10 @@ bool validAuthority(std::string_view value);
 /// Standard reason phrase for `status` (100..599); "Unknown" for unregistered codes.
 std::string_view reasonPhrase(int status);
 
+/// The HTTP/1.1 status line for `status` with its CRLF, "HTTP/1.1 200 OK\r\n" (RFC 9112 §4), from
+/// a table built once: `status` in 100..599 (others are written as given, with "Unknown").
+std::string_view statusLine11(int status);
+
 /// One field line. Both views point into the connection's read buffer; value has no surrounding OWS.
 struct Header {
     std::string_view name;

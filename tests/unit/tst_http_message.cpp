@@ -1,6 +1,6 @@
-// http::validAuthority (Host and :authority, RFC 9110 §7.2, RFC 3986 §3.2.2-3.2.3) against a
-// regular expression written from the grammar, over every short string of an alphabet that reaches
-// each rule, plus the named cases of the header's contract.
+// portico/http/message.h helpers: validAuthority (Host and :authority, RFC 9110 §7.2, RFC 3986
+// §3.2.2-3.2.3) against a regular expression written from the grammar, over every short string of
+// an alphabet that reaches each rule, plus the named cases of its contract; statusLine11's table.
 #include <portico/http/message.h>
 
 #include <QtTest>
@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+using portico::http::reasonPhrase;
+using portico::http::statusLine11;
 using portico::http::validAuthority;
 
 namespace {
@@ -27,10 +29,23 @@ bool oracle(const std::string& a) {
 
 } // namespace
 
-class TestHttpAuthority : public QObject {
+class TestHttpMessage : public QObject {
     Q_OBJECT
 
 private slots:
+    // RFC 9112 §4: "HTTP/1.1" SP status-code SP reason-phrase CRLF, for every code in range.
+    void statusLines() {
+        QCOMPARE(statusLine11(200), std::string_view("HTTP/1.1 200 OK\r\n"));
+        QCOMPARE(statusLine11(404), std::string_view("HTTP/1.1 404 Not Found\r\n"));
+        QCOMPARE(statusLine11(599), std::string_view("HTTP/1.1 599 Unknown\r\n"));
+        for (int s = 100; s < 600; ++s) {
+            const std::string want =
+                "HTTP/1.1 " + std::to_string(s) + " " + std::string(reasonPhrase(s)) + "\r\n";
+            QCOMPARE(statusLine11(s), std::string_view(want));
+        }
+        QCOMPARE(statusLine11(999), std::string_view("HTTP/1.1 999 Unknown\r\n")); // out of the table
+    }
+
     void namedCases_data() {
         QTest::addColumn<QString>("value");
         QTest::addColumn<bool>("valid");
@@ -87,5 +102,5 @@ private slots:
     }
 };
 
-QTEST_APPLESS_MAIN(TestHttpAuthority)
-#include "tst_http_authority.moc"
+QTEST_APPLESS_MAIN(TestHttpMessage)
+#include "tst_http_message.moc"
