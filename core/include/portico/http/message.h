@@ -38,7 +38,8 @@ bool validAuthority(std::string_view value);
 std::string_view reasonPhrase(int status);
 
 /// The HTTP/1.1 status line for `status` with its CRLF, "HTTP/1.1 200 OK\r\n" (RFC 9112 §4), from
-/// a table built once: `status` in 100..599 (others are written as given, with "Unknown").
+/// a table built once: `status` in 100..599; another code is written as given with "Unknown", into
+/// a per-thread string the view points to until the next such call on the thread.
 std::string_view statusLine11(int status);
 
 /// One field line. Both views point into the connection's read buffer; value has no surrounding OWS.
