@@ -7,6 +7,8 @@
 #include <openssl/ssl.h>
 
 #include <cerrno>
+#include <csignal>
+#include <pthread.h>
 #include <sys/socket.h>
 
 namespace portico::io {
@@ -91,6 +93,13 @@ Linger discardUnread(int fd, std::size_t maxBytes) {
         return Linger::Done;
     }
     return Linger::Wait;
+}
+
+void blockSigpipe() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
 }
 
 } // namespace portico::io

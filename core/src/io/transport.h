@@ -58,4 +58,11 @@ inline constexpr std::chrono::milliseconds kReleaseIdleAfter{200};
 /// and write, two ~17 KiB malloc/free pairs per loop turn under load.)
 void transportReleaseIdleBuffers(SSL* ssl);
 
+/// Blocks SIGPIPE on the calling thread, for the threads the core starts to write sockets (server
+/// workers, the load generator's): sendfile(2) and OpenSSL's descriptor BIO write with write()
+/// semantics, so a peer that hung up raises SIGPIPE, whose default action ends the whole process
+/// silently when the host (a test, an embedding application) did not ignore it. The write then
+/// fails with EPIPE; the signal stays pending on the thread and goes away with it.
+void blockSigpipe();
+
 } // namespace portico::io

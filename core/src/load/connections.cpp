@@ -289,12 +289,8 @@ struct Worker {
 
     void run(std::latch& connected, std::latch& go) {
         // OpenSSL writes with write(), not send(MSG_NOSIGNAL): a server that closed first must give
-        // EPIPE, not kill the process. A SIGPIPE blocked here stays pending on this thread and is
-        // discarded when it ends.
-        sigset_t pipe;
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+        // EPIPE, not kill the process.
+        io::blockSigpipe();
         rusage before{};
         getrusage(RUSAGE_THREAD, &before);
         for (auto& c : conns)

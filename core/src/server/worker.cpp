@@ -2,6 +2,7 @@
 #include "server/worker.h"
 
 #include "client/http1_call.h"
+#include "io/transport.h"
 #include "server/connection.h"
 #include "server/front_door.h"
 
@@ -139,7 +140,10 @@ void Worker::start() {
     for (auto& l : listeners_)
         if (l.acceptor.is_open()) accept(l); // one closed before start() only waits for its erase
     tick();
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+        io::blockSigpipe(); // a client gone mid-sendfile is an EPIPE, whatever the host's SIGPIPE action
+        io_.run();
+    });
     // "portico-w0", … in top -H, perf and gdb (15 characters at most); named here, not in the
     // thread, so the name is there when start() returns.
     pthread_setname_np(thread_.native_handle(), ("portico-w" + std::to_string(index_)).c_str());
