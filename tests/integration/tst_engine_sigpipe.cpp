@@ -15,7 +15,6 @@
 #include <fstream>
 #include <string>
 
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,17 +24,10 @@ namespace {
 
 // Asks for `path`, reads `keep` bytes of the answer, then closes: the server is still writing.
 bool hangUpEarly(std::uint16_t port, const std::string& path, std::size_t keep) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int fd = test::connectSmallReceiveBuffer(port);
     if (fd < 0) return false;
-    int small = 4096;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
     const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
-    ok = ok && ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+    const bool ok = ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
     char buf[1024];
     std::size_t got = 0;
     while (ok && got < keep) {

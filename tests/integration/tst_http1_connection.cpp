@@ -267,24 +267,6 @@ vhosts:
         QCOMPARE(r.bytes.count("HTTP/1.1"), 1);
     }
 
-private:
-    // A client socket connected to the server with a 4 KiB receive buffer, so the server's writes
-    // block as soon as the client stops reading; -1 on failure.
-    int connectSmallReceiveBuffer() const {
-        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        int small = 4096;
-        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port_);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-            ::close(fd);
-            return -1;
-        }
-        return fd;
-    }
-
 private slots:
     // A client that stops reading: once the socket buffers are full, nothing moves for
     // write_timeout (1 s) and the server closes instead of holding the connection forever.
@@ -293,7 +275,7 @@ private slots:
         QVERIFY(big.open(QIODevice::WriteOnly));
         big.resize(64 << 20);
         big.close();
-        const int fd = connectSmallReceiveBuffer();
+        const int fd = connectSmallReceiveBuffer(port_);
         QVERIFY(fd >= 0);
         const char req[] = "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n";
         QCOMPARE(::send(fd, req, sizeof req - 1, 0), ssize_t(sizeof req - 1));
@@ -325,7 +307,7 @@ private slots:
         QVERIFY(big.open(QIODevice::WriteOnly));
         big.resize(kSize);
         big.close();
-        const int fd = connectSmallReceiveBuffer();
+        const int fd = connectSmallReceiveBuffer(port_);
         QVERIFY(fd >= 0);
         const char req[] = "GET /slow.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
         QCOMPARE(::send(fd, req, sizeof req - 1, 0), ssize_t(sizeof req - 1));

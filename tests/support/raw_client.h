@@ -15,6 +15,24 @@
 
 namespace portico::test {
 
+/// A TCP socket connected to 127.0.0.1:`port` with a receive buffer of `receiveBytes` (set before
+/// connecting, so the window is small from the start: the server's writes block as soon as the
+/// client stops reading); -1 on failure.
+inline int connectSmallReceiveBuffer(std::uint16_t port, int receiveBytes = 4096) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBytes, sizeof receiveBytes);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 class RawClient {
 public:
     explicit RawClient(std::uint16_t port) {

@@ -26,7 +26,7 @@ struct CountingSink final : client::Sink {
     void onUpstreamError(int, const std::string&) override { ++calls; }
 };
 
-// The session's side, recorded. `upgrades` false: the base class's upgrade() (426) is used.
+// The session's side, recorded. `upgrades` false: a session that cannot switch protocols.
 struct RecordingWriter final : serve::ResponseWriter {
     boost::asio::io_context io;
     CountingSink sink;
@@ -41,13 +41,11 @@ struct RecordingWriter final : serve::ResponseWriter {
         ++calls;
         if (did == Next::Nothing) did = Next::Respond;
     }
-    void upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) override {
-        if (!upgrades) {
-            serve::ResponseWriter::upgrade(req, res, routed);
-            return;
-        }
+    bool upgrade(const http::Request&, http::Response&, const serve::Routed&) override {
+        if (!upgrades) return false;
         ++calls;
         did = Next::Upgrade;
+        return true;
     }
     serve::ForwardTarget forwardTo(http::Request& req, const http::Response&) override {
         ++calls;
@@ -261,7 +259,7 @@ private slots:
         }
     }
 
-    // A session that cannot switch protocols (the base class's upgrade) answers 426 through respond.
+    // A session that cannot switch protocols: the request is dispatched as on HTTP/2 (426).
     void upgradeDefaultsTo426() {
         TestRequest req("/ws");
         http::Response res;

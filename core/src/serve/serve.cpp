@@ -17,12 +17,6 @@ bool isWebSocketEndpoint(const config::Vhost& vhost, const routing::RouteResult&
            std::holds_alternative<config::WebSocketAction>(route.route->action);
 }
 
-void ResponseWriter::upgrade(const http::Request& req, http::Response& res, const Routed&) {
-    handlers::errorResponse(426, res);
-    res.addHeader("Upgrade", "websocket");
-    respond(req, res);
-}
-
 namespace {
 
 // The answers before routing; true when `res` holds one.
@@ -63,10 +57,9 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
     const config::Vhost& vhost = ctx.config.vhosts[routed.vhost];
     if (stamps.routeNs) *stamps.routeNs = capture::nowNs();
     if (stamps.labels) *stamps.labels = capture::labelsFor(vhost, routed.route);
-    if (ctx.httpVersion == 1 && isWebSocketEndpoint(vhost, routed.route, req)) {
-        writer.upgrade(req, res, routed);
+    if (ctx.httpVersion == 1 && isWebSocketEndpoint(vhost, routed.route, req) &&
+        writer.upgrade(req, res, routed))
         return;
-    }
     handlers::Exchange ex{ctx.config, vhost, routed.route, req, ctx.state};
     handlers::dispatch(ex, res);
     if (!res.forward) {

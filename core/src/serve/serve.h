@@ -78,9 +78,15 @@ public:
     virtual void forwarding(std::shared_ptr<client::Call> call) = 0;
     /// HTTP/1.1 only (Context::httpVersion 1): `req` is for a WebSocket endpoint of `routed`
     /// (isWebSocketEndpoint); the session completes the opening handshake (ws::acceptUpgrade,
-    /// which fills `res` with the 101 or the refusal) and writes it. The default answers 426
-    /// (a session that cannot switch protocols).
-    virtual void upgrade(const http::Request& req, http::Response& res, const Routed& routed);
+    /// which fills `res` with the 101 or the refusal), writes it and returns true. The default
+    /// returns false (a session that cannot switch protocols): serve() then dispatches the request
+    /// as on HTTP/2 (a `websocket` route gets 426).
+    virtual bool upgrade(const http::Request& req, http::Response& res, const Routed& routed) {
+        (void)req;
+        (void)res;
+        (void)routed;
+        return false;
+    }
 };
 
 /// Produces the answer to `req` into `res` (which serve() resets first) and hands it to `writer`.
@@ -94,7 +100,8 @@ public:
 ///  - a path that does not normalise (dot segments above the root, bad percent-encoding, NUL)
 ///    → 400;
 ///  - otherwise the vhost (Host, then the listener's port, then the default) and the route;
-///    on HTTP/1.1 a WebSocket endpoint (isWebSocketEndpoint) → writer.upgrade(); everything else
+///    on HTTP/1.1 a WebSocket endpoint (isWebSocketEndpoint) → writer.upgrade() when the writer
+///    can switch protocols; everything else
 ///    runs handlers::dispatch (static, respond, redirect, fallback root, 404/405, the vhost's
 ///    error pages and extra fields; a `websocket` route on HTTP/2 gets 426, RFC 8441 not being
 ///    offered); a `proxy`, `grpc` or `fastcgi` route is forwarded (proxy::forward to

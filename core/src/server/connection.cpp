@@ -484,8 +484,8 @@ void Connection::resetBodyState() {
 struct Connection::Writer final : serve::ResponseWriter {
     Writer(Connection& c, bool follows) : conn(c), bodyFollows(follows) {}
     void respond(const http::Request& req, http::Response& res) override { conn.respond(req, res); }
-    void upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) override {
-        conn.upgrade(req, res, routed);
+    bool upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) override {
+        return conn.upgrade(req, res, routed);
     }
     serve::ForwardTarget forwardTo(http::Request& req, const http::Response& res) override {
         return conn.forwardTo(req, res, bodyFollows);
@@ -535,13 +535,14 @@ void Connection::respond(const http::Request& req, http::Response& res) {
 
 // The WebSocket opening handshake (ws::acceptUpgrade fills `res` with the 101 or the refusal); on
 // success the socket goes to the WebSocket session once the 101 is written (drive()).
-void Connection::upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) {
+bool Connection::upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) {
     auto keep = worker_.snapshotPtr();
     ws::UpgradeContext context{keep, keep->config.get(), keep->hub, worker_.draining()};
     if (auto up =
             ws::acceptUpgrade(std::move(context), routed.vhost, routed.route, req, ssl() != nullptr, res))
         rare().upgrade = std::move(up);
     respond(req, res);
+    return true;
 }
 
 void Connection::logExchange(const http::Request& req, const http::Response& res) {

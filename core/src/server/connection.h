@@ -79,7 +79,7 @@ private:
     // serve::ResponseWriter for this connection's current request (connection.cpp).
     struct Writer;
     void respond(const http::Request& req, http::Response& res);
-    void upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed);
+    bool upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed);
     serve::ForwardTarget forwardTo(http::Request& req, const http::Response& res, bool bodyFollows);
     void forwarding(std::shared_ptr<client::Call> call);
     // Request bodies of proxied routes stream upstream as they arrive (uploads).
