@@ -24,7 +24,7 @@ namespace {
 
 // Asks for `path`, reads `keep` bytes of the answer, then closes: the server is still writing.
 bool hangUpEarly(std::uint16_t port, const std::string& path, std::size_t keep) {
-    const int fd = test::connectSmallReceiveBuffer(port);
+    const int fd = test::connectLoopback(port, 4096);
     if (fd < 0) return false;
     const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
     const bool ok = ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());

@@ -275,7 +275,7 @@ private slots:
         QVERIFY(big.open(QIODevice::WriteOnly));
         big.resize(64 << 20);
         big.close();
-        const int fd = connectSmallReceiveBuffer(port_);
+        const int fd = connectLoopback(port_, 4096);
         QVERIFY(fd >= 0);
         const char req[] = "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n";
         QCOMPARE(::send(fd, req, sizeof req - 1, 0), ssize_t(sizeof req - 1));
@@ -307,7 +307,7 @@ private slots:
         QVERIFY(big.open(QIODevice::WriteOnly));
         big.resize(kSize);
         big.close();
-        const int fd = connectSmallReceiveBuffer(port_);
+        const int fd = connectLoopback(port_, 4096);
         QVERIFY(fd >= 0);
         const char req[] = "GET /slow.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
         QCOMPARE(::send(fd, req, sizeof req - 1, 0), ssize_t(sizeof req - 1));

@@ -3,6 +3,7 @@
 // clients from being served; header_timeout bounds the whole head however slowly it arrives (408,
 // then close); body_timeout bounds the gap between body reads (408, then close). Bounded: about
 // 12 s, 1,200 sockets, loopback only.
+#include "raw_client.h"
 #include "test_support.h"
 
 #include <QtTest>
@@ -24,17 +25,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 int connectNonBlocking(std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    const int fd = connectLoopback(port);
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     return fd;
 }
 

@@ -15,13 +15,13 @@
 
 namespace portico::test {
 
-/// A TCP socket connected to 127.0.0.1:`port` with a receive buffer of `receiveBytes` (set before
-/// connecting, so the window is small from the start: the server's writes block as soon as the
-/// client stops reading); -1 on failure.
-inline int connectSmallReceiveBuffer(std::uint16_t port, int receiveBytes = 4096) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+/// A blocking TCP socket connected to 127.0.0.1:`port`, or -1. With `receiveBytes` > 0 its receive
+/// buffer is set to that before connecting, so the window is small from the start and the server's
+/// writes block as soon as the client stops reading.
+inline int connectLoopback(std::uint16_t port, int receiveBytes = 0) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); // not inherited by spawned processes
     if (fd < 0) return -1;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBytes, sizeof receiveBytes);
+    if (receiveBytes > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBytes, sizeof receiveBytes);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -35,16 +35,7 @@ inline int connectSmallReceiveBuffer(std::uint16_t port, int receiveBytes = 4096
 
 class RawClient {
 public:
-    explicit RawClient(std::uint16_t port) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); // not inherited by spawned processes
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
+    explicit RawClient(std::uint16_t port) : fd_(connectLoopback(port)) {
         int one = 1;
         if (fd_ >= 0) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
