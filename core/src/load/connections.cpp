@@ -1,149 +1,84 @@
-// The load engine's worker threads: each with its own io_context drives HTTP/1.1 keep-alive or
-// HTTP/2 connections, in cleartext or over TLS (closed or open model), times every request, and
-// the counters are merged when the run ends. TLS runs on the socket itself (SSL_set_fd, like the
-// server's transport); HTTP/2 is an nghttp2 client session fed with mem_recv and drained with
-// mem_send. The run's set-up is in runner.cpp.
+// The load engine's worker threads: each with its own io_context drives its share of the run's
+// connections (client::Connection: HTTP/1.1 keep-alive or HTTP/2, cleartext or TLS), decides when
+// each request starts (closed or open model), times every request, and the counters are merged
+// when the run ends. The run's set-up is in runner.cpp.
 #include "load/plan.h"
 
-#include <portico/http1/response_parser.h>
-
-#include "client/connect.h"
-#include "io/drained.h"
-#include "io/tls_handshake.h"
+#include "client/connection.h"
 #include "io/transport.h"
-#include "tls/alpn.h"
-#include "tls/client_tls.h"
 
-#include <portico/http/message.h>
-#include <portico/http2/session.h>
-
-#include <nghttp2/nghttp2.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <latch>
 #include <limits>
 #include <thread>
 
-#include <csignal>
 #include <pthread.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/time.h>
 
 namespace portico::load::detail {
 
 namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
-using http1::ResponseParser;
 
 namespace {
 
 constexpr Ns kTick = 10'000'000;             // housekeeping period: stop checks, timeouts
 constexpr Ns kReconnectBackoff = 50'000'000; // after a failed connect
-constexpr std::size_t kReadBuffer = 64 * 1024;
 
 std::chrono::steady_clock::time_point toTimePoint(Ns t) {
     return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t));
 }
 
-enum class ErrorKind { Reset, Timeout, Protocol };
+using client::Failure;
 
 struct Worker;
 
-/// One client connection with up to `depth` requests in flight: HTTP/1.1 (a ring in send order)
-/// or HTTP/2 (a pool of stream slots with a free list).
-struct Conn {
+/// One simulated user: a client::Connection with up to `depth` requests in flight, the schedule
+/// that decides when the next one starts (closed or open model), and the timing of each.
+struct Conn final : client::ConnectionHandler {
+    /// What the run knows of one request in flight, by the connection's slot.
     struct InFlight {
-        Ns intended = 0;
+        Ns intended = 0; // open model: the schedule's send time; closed model: = sent
         Ns sent = 0;
-        std::uint32_t spec = 0;
         bool warm = false;
-        // HTTP/2 only
-        bool active = false;
-        bool ended = false; // END_STREAM received
-        int status = 0;
-        std::size_t bodyOffset = 0;
     };
 
-    Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth)
-        : worker(w), socket(io), timer(io), index(global), ring(depth), readBuf(new char[kReadBuffer]) {
-        freeSlots.reserve(depth);
-    }
-    ~Conn() { release(); }
+    Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth);
 
     Worker& worker;
-    tcp::socket socket;
-    std::size_t readAsked = 0; // the room of the read in flight
-    asio::steady_timer timer;  // open-model pacing or reconnect back-off
-    unsigned index;            // 0..connections-1 over the whole run
-    std::vector<InFlight> ring;
-    std::size_t ringHead = 0, inFlight = 0;
-    std::unique_ptr<char[]> readBuf;
-    std::size_t readBegin = 0, readEnd = 0;
-    std::string writeBuf;
-    std::size_t written = 0;
-    ResponseParser parser;
-    SSL* ssl = nullptr;
-    nghttp2_session* h2 = nullptr;
-    std::vector<std::uint32_t> freeSlots; // HTTP/2: unused ring entries
-    std::uint64_t generation = 0;         // bumped on close: handlers of an older socket do nothing
-    std::uint64_t nextSeq = 0;            // open model: this connection's next arrival
-    enum class State : std::uint8_t { Idle, Connecting, Open } state = State::Idle;
-    bool writeWaiting = false;
+    client::Connection conn;
+    asio::steady_timer timer;   // open-model pacing or reconnect back-off
+    unsigned index;             // 0..connections-1 over the whole run
+    std::vector<InFlight> meta; // by slot
+    std::uint64_t nextSeq = 0;  // open model: this connection's next arrival
     bool timerArmed = false;
     bool scheduleDone = false; // open model: no arrival of this connection is left
 
-    void connect();
-    void connectFailed();
-    void startTls();
-    void handshake();
-    void onConnected();
-    void read();
-    void onRead(const boost::system::error_code& ec, std::size_t n);
-    void onReadableTls();
-    void onReadError(bool eof);
-    bool onData(std::size_t n);
+    void connect() { conn.connect(); }
     void fill();
-    void flush();
-    bool processResponses();
-    bool processH2();
-    void complete(Ns now);
     void record(const InFlight& f, int status, Ns now);
-    void failOne(const InFlight& f, ErrorKind kind, Ns now);
-    void fail(ErrorKind kind);
-    void close();
-    void release();
+    void failOne(const InFlight& f, Failure kind, Ns now);
+    void shut(); // closes without reporting (the worker counts what was in flight)
     void armTimer(Ns at);
-    /// Send time of the oldest request in flight (inFlight > 0).
+    /// Send time of the oldest request in flight (inFlight() > 0).
     Ns oldestSent() const {
-        if (!h2) return ring[ringHead].sent;
         Ns t = kNever;
-        for (const auto& f : ring)
-            if (f.active) t = std::min(t, f.sent);
+        conn.forEachInFlight([&](std::uint32_t slot) { t = std::min(t, meta[slot].sent); });
         return t;
     }
-    template <class F> void forEachInFlight(F&& f) {
-        if (h2) {
-            for (auto& e : ring)
-                if (e.active) f(e);
-        } else {
-            for (std::size_t i = 0; i < inFlight; ++i)
-                f(ring[(ringHead + i) % ring.size()]);
-        }
-    }
+
+    // client::ConnectionHandler
+    void onOpen() override;
+    void onConnectFailed() override;
+    void onResponse(std::uint32_t slot, int status) override { record(meta[slot], status, nowNs()); }
+    void onFailed(std::uint32_t slot, Failure why) override { failOne(meta[slot], why, nowNs()); }
+    void onClosed() override;
+    void onProgress() override { fill(); }
 };
 
 struct Worker {
@@ -169,7 +104,7 @@ struct Worker {
     RequestCounts requests, warmup;
     ErrorCounts errors;
     std::array<std::uint64_t, 600> statuses{};
-    std::uint64_t bytesRead = 0, bytesWritten = 0;
+    client::TrafficCounters traffic;
     std::uint64_t missed = 0; // open model: arrivals due before the stop and never sent
     // The counters when this thread sent its first measured request: what the warm-up moved.
     std::uint64_t warmupBytesRead = 0, warmupBytesWritten = 0;
@@ -210,7 +145,7 @@ struct Worker {
     std::size_t totalInFlight() const {
         std::size_t n = 0;
         for (const auto& c : conns)
-            n += c->inFlight;
+            n += c->conn.inFlight();
         return n;
     }
 
@@ -266,22 +201,21 @@ struct Worker {
             for (auto& c : conns) {
                 c->timer.cancel();
                 c->timerArmed = false;
-                if (c->state != Conn::State::Open) c->close(); // no reconnects any more
+                if (!c->conn.open()) c->shut(); // no reconnects any more
             }
         }
         const Ns timeout = plan.options->timeout.count();
         for (auto& c : conns)
-            if (c->inFlight && now - c->oldestSent() >= timeout) c->fail(ErrorKind::Timeout);
+            if (c->conn.inFlight() && now - c->oldestSent() >= timeout) c->conn.fail(Failure::Timeout);
         if (!stopping) return;
         const bool graceOver = now - stopAt >= plan.options->stopGrace.count();
         if (totalInFlight() && !graceOver) return;
         for (auto& c : conns) {
-            c->forEachInFlight([&](Conn::InFlight& f) {
-                ++(f.warm ? warmup : requests).cancelled;
+            c->conn.forEachInFlight([&](std::uint32_t slot) {
+                ++(c->meta[slot].warm ? warmup : requests).cancelled;
                 lastEvent = std::max(lastEvent, now);
             });
-            c->inFlight = 0;
-            c->close();
+            c->shut();
         }
         finished = true;
         tick.cancel();
@@ -301,8 +235,8 @@ struct Worker {
         lastAlive = nowNs();
         io.restart();
         for (auto& c : conns) {
-            if (c->state == Conn::State::Open) {
-                c->read();
+            if (c->conn.open()) {
+                c->conn.receive();
                 c->fill();
             } else {
                 c->connect();
@@ -323,330 +257,46 @@ struct Worker {
 
 bool started(const Worker& w) { return w.plan.start != 0; }
 
-using tls::sslErrorText;
-
-// HTTP/2 client callbacks. They only update the stream slots and counters: the session is never
-// closed from inside one.
-Conn::InFlight* slotOf(nghttp2_session* s, std::int32_t id, void* user, std::uint32_t* index = nullptr) {
-    void* d = nghttp2_session_get_stream_user_data(s, id);
-    if (!d) return nullptr;
-    const auto i = reinterpret_cast<std::uintptr_t>(d) - 1;
-    auto* c = static_cast<Conn*>(user);
-    if (i >= c->ring.size() || !c->ring[i].active) return nullptr;
-    if (index) *index = static_cast<std::uint32_t>(i);
-    return &c->ring[i];
+Conn::Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth)
+    : worker(w), conn(io, w.plan.connection, *this, w.traffic, depth), timer(io), index(global), meta(depth) {
 }
 
-int onH2Header(nghttp2_session* s, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
-               const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user) {
-    if (frame->hd.type != NGHTTP2_HEADERS || namelen != 7 || std::memcmp(name, ":status", 7) != 0) return 0;
-    auto* f = slotOf(s, frame->hd.stream_id, user);
-    if (!f) return 0;
-    int status = 0;
-    for (std::size_t i = 0; i < valuelen && i < 3; ++i)
-        status = status * 10 + (value[i] - '0');
-    f->status = valuelen == 3 && status >= 100 && status <= 599 ? status : 0;
-    return 0;
-}
-
-int onH2FrameRecv(nghttp2_session* s, const nghttp2_frame* frame, void* user) {
-    if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
-        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
-        if (auto* f = slotOf(s, frame->hd.stream_id, user)) f->ended = true;
-    return 0;
-}
-
-int onH2StreamClose(nghttp2_session* s, std::int32_t id, std::uint32_t errorCode, void* user) {
-    std::uint32_t i = 0;
-    auto* slot = slotOf(s, id, user, &i);
-    if (!slot) return 0;
-    auto* c = static_cast<Conn*>(user);
-    const Conn::InFlight f = *slot;
-    slot->active = false;
-    c->freeSlots.push_back(i);
-    --c->inFlight;
-    const Ns now = nowNs();
-    if (errorCode == NGHTTP2_NO_ERROR && f.ended && f.status >= 200)
-        c->record(f, f.status, now);
-    else
-        c->failOne(f,
-                   errorCode == NGHTTP2_NO_ERROR || errorCode == NGHTTP2_PROTOCOL_ERROR ||
-                           errorCode == NGHTTP2_FLOW_CONTROL_ERROR ||
-                           errorCode == NGHTTP2_COMPRESSION_ERROR || errorCode == NGHTTP2_FRAME_SIZE_ERROR
-                       ? ErrorKind::Protocol
-                       : ErrorKind::Reset,
-                   now);
-    return 0;
-}
-
-void Conn::connect() {
-    if (worker.stopping) return;
-    boost::system::error_code ec;
-    if (socket.is_open()) socket.close(ec);
-    ++generation;
-    state = State::Connecting;
-    socket.open(worker.plan.endpoint.protocol(), ec);
-    if (ec) {
-        ++worker.errors.connect;
-        state = State::Idle;
-        armTimer(nowNs() + kReconnectBackoff);
-        return;
-    }
-    socket.non_blocking(true, ec);
-    socket.async_connect(worker.plan.endpoint, [this, gen = generation](const boost::system::error_code& e) {
-        if (gen != generation) return;
-        if (e) {
-            connectFailed();
-            return;
-        }
-        boost::system::error_code ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        if (worker.plan.ssl)
-            startTls();
-        else
-            onConnected();
-    });
+void Conn::onOpen() {
+    ++worker.openConns;
+    if (!started(worker)) return; // first connect: requests begin after the latch
+    conn.receive();
+    fill();
 }
 
 // A connection attempt (TCP or TLS handshake) failed: counted, retried after a back-off once running.
-void Conn::connectFailed() {
+void Conn::onConnectFailed() {
     ++worker.errors.connect;
-    release();
-    boost::system::error_code ignored;
-    socket.close(ignored);
-    ++generation;
-    state = State::Idle;
     if (started(worker) && !worker.stopping) armTimer(nowNs() + kReconnectBackoff);
 }
 
-void Conn::startTls() {
-    const Plan& plan = worker.plan;
-    ssl = SSL_new(plan.ssl);
-    if (!ssl || SSL_set_fd(ssl, socket.native_handle()) != 1) {
-        ERR_clear_error();
-        connectFailed();
-        return;
-    }
-    plan.tls->prepare(ssl); // SNI, host check, connect state
-    handshake();
+// The server closed the connection (every request in flight was reported): reopened unless stopping.
+void Conn::onClosed() {
+    --worker.openConns;
+    if (!worker.stopping) connect();
 }
 
-void Conn::handshake() {
-    io::driveHandshake(
-        socket, ssl, [this, gen = generation] { return gen == generation; },
-        [this](io::HandshakeEnd end, const boost::system::error_code&) {
-            if (end != io::HandshakeEnd::Done) {
-                ERR_clear_error();
-                connectFailed();
-                return;
-            }
-            if (worker.plan.h2 && tls::alpnOf(ssl) != "h2") {
-                connectFailed();
-                return;
-            }
-            onConnected();
-        });
-}
-
-void Conn::onConnected() {
-    state = State::Open;
-    ++worker.openConns;
-    if (worker.plan.h2) {
-        // h2load's defaults: stream and connection windows of 2^30-1, no server push.
-        http2::SessionSettings settings;
-        settings.streamWindowBytes = (1u << 30) - 1;
-        settings.connectionWindowBytes = (1u << 30) - 1;
-        std::string why;
-        h2 = http2::makeSession(*worker.plan.h2Callbacks, this, settings, why).release();
-        if (!h2) { // out of memory: counted as a connection that failed
-            --worker.openConns;
-            connectFailed();
-            return;
-        }
-        freeSlots.clear();
-        for (std::size_t i = ring.size(); i-- > 0;)
-            freeSlots.push_back(static_cast<std::uint32_t>(i));
-    }
-    if (!started(worker)) return; // first connect: requests begin after the latch
-    read();
-    fill();
+void Conn::shut() {
+    if (conn.open()) --worker.openConns;
+    conn.close();
 }
 
 void Conn::armTimer(Ns at) {
     timerArmed = true;
     timer.expires_at(toTimePoint(at));
-    timer.async_wait([this, gen = generation](const boost::system::error_code& ec) {
+    timer.async_wait([this, gen = conn.generation()](const boost::system::error_code& ec) {
         if (ec) return;
         timerArmed = false;
         if (worker.stopping || worker.finished) return;
-        if (state == State::Idle)
+        if (conn.idle())
             connect();
-        else if (gen == generation && state == State::Open)
+        else if (gen == conn.generation() && conn.open())
             fill();
     });
-}
-
-void Conn::read() {
-    if (ssl) {
-        // OpenSSL reads the socket itself; bytes it already decrypted never make the socket readable.
-        if (io::transportPending(ssl)) {
-            asio::post(worker.io, [this, gen = generation] {
-                if (gen == generation) onReadableTls();
-            });
-            return;
-        }
-        socket.async_wait(tcp::socket::wait_read,
-                          [this, gen = generation](const boost::system::error_code& ec) {
-                              if (gen != generation) return;
-                              if (ec)
-                                  onReadError(false);
-                              else
-                                  onReadableTls();
-                          });
-        return;
-    }
-    readAsked = kReadBuffer - readEnd;
-    socket.async_read_some(asio::buffer(readBuf.get() + readEnd, readAsked),
-                           [this, gen = generation](const boost::system::error_code& ec, std::size_t n) {
-                               if (gen != generation) return;
-                               onRead(ec, n);
-                           });
-}
-
-void Conn::onRead(const boost::system::error_code& ec, std::size_t n) {
-    if (ec) {
-        onReadError(ec == asio::error::eof);
-        return;
-    }
-    const bool drained = n < readAsked;
-    if (!onData(n)) return; // the connection was closed
-    // A short read that ended between responses drained the socket: the next read waits for the
-    // server without a recv that would fail with EAGAIN (io/drained.h), a syscall per response
-    // saved on the client side. Not in the middle of a response: the server may close right after
-    // these bytes (a close-delimited body), and a FIN that came with them raises no new edge.
-    if (drained && !parser.started()) io::markDrained(socket);
-    read();
-    fill();
-}
-
-void Conn::onReadableTls() {
-    const std::uint64_t gen = generation;
-    for (;;) {
-        const auto r =
-            io::transportRead(socket.native_handle(), ssl, readBuf.get() + readEnd, kReadBuffer - readEnd);
-        if (r.status == io::IoStatus::Ok) {
-            if (!onData(r.n) || gen != generation) return;
-            continue;
-        }
-        if (r.status == io::IoStatus::WantRead) break;
-        if (r.status == io::IoStatus::WantWrite) {
-            socket.async_wait(tcp::socket::wait_write, [this, gen](const boost::system::error_code& ec) {
-                if (gen != generation) return;
-                if (ec)
-                    onReadError(false);
-                else
-                    onReadableTls();
-            });
-            fill();
-            return;
-        }
-        onReadError(r.status == io::IoStatus::Eof);
-        return;
-    }
-    read();
-    fill();
-}
-
-void Conn::onReadError(bool eof) {
-    // EOF completes a close-delimited body; anything else outstanding was lost.
-    if (eof && !h2 && inFlight && parser.started() && parser.completesAtEof()) complete(nowNs());
-    if (inFlight)
-        fail(ErrorKind::Reset);
-    else {
-        close();
-        if (!worker.stopping) connect();
-    }
-}
-
-// `n` more bytes in the read buffer: parses them. False if the connection was closed meanwhile.
-bool Conn::onData(std::size_t n) {
-    worker.bytesRead += n;
-    readEnd += n;
-    if (h2) return processH2();
-    if (!processResponses()) return false;
-    if (readBegin == readEnd) {
-        readBegin = readEnd = 0;
-    } else if (readEnd == kReadBuffer) {
-        if (readBegin == 0) { // a head larger than the buffer
-            fail(ErrorKind::Protocol);
-            return false;
-        }
-        std::memmove(readBuf.get(), readBuf.get() + readBegin, readEnd - readBegin);
-        readEnd -= readBegin;
-        readBegin = 0;
-    }
-    return true;
-}
-
-bool Conn::processH2() {
-    const ssize_t rv = nghttp2_session_mem_recv(
-        h2, reinterpret_cast<const std::uint8_t*>(readBuf.get()) + readBegin, readEnd - readBegin);
-    readBegin = readEnd = 0;
-    if (rv < 0) {
-        fail(ErrorKind::Protocol);
-        return false;
-    }
-    if (!nghttp2_session_want_read(h2) && !nghttp2_session_want_write(h2)) { // GOAWAY handled
-        if (inFlight)
-            fail(ErrorKind::Reset);
-        else {
-            close();
-            if (!worker.stopping) connect();
-        }
-        return false;
-    }
-    return true;
-}
-
-// Parses every complete response in the buffer. False if the connection was closed meanwhile.
-bool Conn::processResponses() {
-    while (readBegin < readEnd) {
-        if (!inFlight) {
-            fail(ErrorKind::Protocol); // bytes nobody asked for
-            return false;
-        }
-        if (!parser.started()) parser.begin(worker.plan.specs[ring[ringHead].spec].head);
-        std::size_t used = 0;
-        auto st = parser.parse(readBuf.get() + readBegin, readEnd - readBegin, used);
-        readBegin += used;
-        if (st == ResponseParser::Status::NeedMore) break;
-        if (st == ResponseParser::Status::Error) {
-            fail(ErrorKind::Protocol);
-            return false;
-        }
-        const bool keepAlive = parser.keepAlive(); // complete() resets the parser
-        complete(nowNs());
-        if (!keepAlive) {
-            if (inFlight)
-                fail(ErrorKind::Reset); // the server will not answer the rest
-            else {
-                close();
-                if (!worker.stopping) connect();
-            }
-            return false;
-        }
-    }
-    return true;
-}
-
-// HTTP/1.1: the oldest request's response is complete.
-void Conn::complete(Ns now) {
-    const InFlight f = ring[ringHead];
-    ringHead = (ringHead + 1) % ring.size();
-    --inFlight;
-    const int status = parser.status();
-    parser = ResponseParser{};
-    record(f, status, now);
 }
 
 void Conn::record(const InFlight& f, int status, Ns now) {
@@ -662,74 +312,34 @@ void Conn::record(const InFlight& f, int status, Ns now) {
     worker.lastEvent = now;
 }
 
-void Conn::failOne(const InFlight& f, ErrorKind kind, Ns now) {
+void Conn::failOne(const InFlight& f, Failure kind, Ns now) {
     auto& counts = f.warm ? worker.warmup : worker.requests;
     ++counts.failed;
     if (f.warm) return;
     switch (kind) {
-    case ErrorKind::Reset:
+    case Failure::Reset:
         ++worker.errors.reset;
         break;
-    case ErrorKind::Timeout:
+    case Failure::Timeout:
         ++worker.errors.timeout;
         break;
-    case ErrorKind::Protocol:
+    case Failure::Protocol:
         ++worker.errors.protocol;
         break;
     }
     worker.lastEvent = std::max(worker.lastEvent, now);
 }
 
-// Every request in flight fails as `kind`; the connection is closed and (unless stopping) reopened.
-void Conn::fail(ErrorKind kind) {
-    const Ns now = nowNs();
-    forEachInFlight([&](InFlight& f) { failOne(f, kind, now); });
-    inFlight = 0;
-    close();
-    if (!worker.stopping) connect();
-}
-
-// Frees the TLS and HTTP/2 state of the current socket (not the socket itself).
-void Conn::release() {
-    if (h2) {
-        nghttp2_session_del(h2);
-        h2 = nullptr;
-        for (auto& f : ring)
-            f.active = false;
-        freeSlots.clear();
-    }
-    if (ssl) {
-        SSL_free(ssl);
-        ssl = nullptr;
-    }
-}
-
-void Conn::close() {
-    boost::system::error_code ec;
-    if (state == State::Open) --worker.openConns;
-    release();
-    if (socket.is_open()) socket.close(ec);
-    ++generation;
-    state = State::Idle;
-    ringHead = inFlight = 0;
-    readBegin = readEnd = 0;
-    writeBuf.clear();
-    written = 0;
-    writeWaiting = false;
-    parser = ResponseParser{};
-}
-
 // Starts as many requests as the model allows now, then writes them in one send.
 void Conn::fill() {
-    if (state != State::Open) return;
-    if (worker.stopping) { // no new requests; HTTP/2 may still owe WINDOW_UPDATEs and ACKs
-        if (!h2) return;
-    }
+    if (!conn.open()) return;
+    // Stopping: no new requests; HTTP/2 may still owe WINDOW_UPDATEs and ACKs (flush sends them).
+    if (worker.stopping && !conn.h2()) return;
     const Plan& plan = worker.plan;
     const Ns now = nowNs();
     const bool open = plan.options->model() == Model::Open;
-    const std::size_t depth = ring.size();
-    while (inFlight < depth && !worker.stopping) {
+    const std::size_t depth = conn.depth();
+    while (conn.inFlight() < depth && !worker.stopping) {
         Ns intended = now;
         bool warm = false;
         if (open) {
@@ -755,101 +365,22 @@ void Conn::fill() {
         }
         if (!warm && !worker.measuring) {
             worker.measuring = true;
-            worker.warmupBytesRead = worker.bytesRead;
-            worker.warmupBytesWritten = worker.bytesWritten;
+            worker.warmupBytesRead = worker.traffic.bytesRead;
+            worker.warmupBytesWritten = worker.traffic.bytesWritten;
         }
-        const std::uint32_t spec = worker.pickSpec();
-        const auto& prepared = plan.specs[spec];
-        if (h2) {
-            const std::uint32_t i = freeSlots.back();
-            freeSlots.pop_back();
-            auto& slot = ring[i];
-            slot = InFlight{intended, now, spec, warm, true, false, 0, 0};
-            nghttp2_data_provider body{};
-            body.source.ptr = &slot;
-            body.read_callback = [](nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
-                                    std::uint32_t* flags, nghttp2_data_source* source,
-                                    void* user) -> ssize_t {
-                auto* c = static_cast<Conn*>(user);
-                auto* f = static_cast<InFlight*>(source->ptr);
-                const std::string& b = c->worker.plan.specs[f->spec].body;
-                const std::size_t n = std::min(length, b.size() - f->bodyOffset);
-                std::memcpy(buf, b.data() + f->bodyOffset, n);
-                f->bodyOffset += n;
-                if (f->bodyOffset == b.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
-                return static_cast<ssize_t>(n);
-            };
-            const std::int32_t id =
-                nghttp2_submit_request(h2, nullptr, prepared.nva.data(), prepared.nva.size(),
-                                       prepared.body.empty() ? nullptr : &body,
-                                       reinterpret_cast<void*>(static_cast<std::uintptr_t>(i) + 1));
-            ++inFlight;
-            ++(warm ? worker.warmup : worker.requests).started;
-            if (id < 0) { // out of stream ids: this connection is used up
-                slot.active = false;
-                freeSlots.push_back(i);
-                --inFlight;
-                failOne(slot, ErrorKind::Protocol, now);
-                break;
-            }
-        } else {
-            auto& slot = ring[(ringHead + inFlight) % depth];
-            slot = InFlight{intended, now, spec, warm};
-            ++inFlight;
-            ++(warm ? worker.warmup : worker.requests).started;
-            writeBuf.append(prepared.bytes);
+        const InFlight f{intended, now, warm};
+        ++(warm ? worker.warmup : worker.requests).started;
+        std::uint32_t slot = 0;
+        if (!conn.send(plan.specs[worker.pickSpec()], slot)) { // HTTP/2: out of stream ids
+            failOne(f, Failure::Protocol, now);
+            break;
         }
+        meta[slot] = f;
     }
-    if (h2) {
-        for (;;) {
-            const std::uint8_t* data = nullptr;
-            const ssize_t n = nghttp2_session_mem_send(h2, &data);
-            if (n < 0) {
-                fail(ErrorKind::Protocol);
-                return;
-            }
-            if (n == 0) break;
-            writeBuf.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-        }
-    }
-    flush();
-}
-
-void Conn::flush() {
-    if (writeWaiting || state != State::Open) return;
-    const int fd = socket.native_handle();
-    while (written < writeBuf.size()) {
-        const auto r = io::transportWrite(fd, ssl, writeBuf.data() + written, writeBuf.size() - written);
-        if (r.status == io::IoStatus::Ok) {
-            written += r.n;
-            worker.bytesWritten += r.n;
-            continue;
-        }
-        if (r.status == io::IoStatus::WantRead || r.status == io::IoStatus::WantWrite) {
-            writeWaiting = true;
-            socket.async_wait(r.status == io::IoStatus::WantRead ? tcp::socket::wait_read
-                                                                 : tcp::socket::wait_write,
-                              [this, gen = generation](const boost::system::error_code& ec) {
-                                  if (gen != generation) return;
-                                  writeWaiting = false;
-                                  if (!ec) flush();
-                              });
-            return;
-        }
-        fail(ErrorKind::Reset);
-        return;
-    }
-    writeBuf.clear();
-    written = 0;
+    conn.flush();
 }
 
 } // namespace
-
-void setH2Callbacks(nghttp2_session_callbacks* cbs) {
-    nghttp2_session_callbacks_set_on_header_callback(cbs, onH2Header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onH2FrameRecv);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onH2StreamClose);
-}
 
 void drive(Plan& plan, Result& result) {
     const Options& options = *plan.options;
@@ -861,7 +392,6 @@ void drive(Plan& plan, Result& result) {
     for (unsigned c = 0; c < options.connections; ++c) {
         auto& w = *workers[c % threads];
         w.conns.push_back(std::make_unique<Conn>(w, w.io, c, options.depth()));
-        w.conns.back()->writeBuf.reserve(options.depth() * 512);
     }
     if (options.model() == Model::Closed && options.count) {
         // Measured requests split by connections per thread.
@@ -925,10 +455,10 @@ void drive(Plan& plan, Result& result) {
         for (std::size_t s = 0; s < statuses.size(); ++s)
             statuses[s] += w->statuses[s];
         result.missedArrivals += w->missed;
-        result.bytesRead += w->bytesRead;
-        result.bytesWritten += w->bytesWritten;
-        result.measuredBytesRead += w->measuring ? w->bytesRead - w->warmupBytesRead : 0;
-        result.measuredBytesWritten += w->measuring ? w->bytesWritten - w->warmupBytesWritten : 0;
+        result.bytesRead += w->traffic.bytesRead;
+        result.bytesWritten += w->traffic.bytesWritten;
+        result.measuredBytesRead += w->measuring ? w->traffic.bytesRead - w->warmupBytesRead : 0;
+        result.measuredBytesWritten += w->measuring ? w->traffic.bytesWritten - w->warmupBytesWritten : 0;
         result.latency->merge(*w->latency);
         result.serviceTime->merge(*w->service);
         if (result.perSlot.size() < w->slots.size()) result.perSlot.resize(w->slots.size());

@@ -118,20 +118,21 @@ void prepareH2(Prepared& p, const RequestSpec& spec, const Url& url) {
 // A blocking TLS handshake on a connected socket, so certificate and ALPN problems are reported as
 // one clear error before the run. Empty on success.
 std::string probeTls(const Plan& plan, tcp::socket& sock, const std::string& address) {
-    SSL* ssl = SSL_new(plan.ssl);
+    SSL* ssl = SSL_new(plan.connection.ssl);
     if (!ssl) return "TLS: " + sslErrorText();
     std::unique_ptr<SSL, void (*)(SSL*)> guard(ssl, SSL_free);
     SSL_set_fd(ssl, sock.native_handle());
-    plan.tls->prepare(ssl);
+    plan.connection.tls->prepare(ssl);
     if (SSL_connect(ssl) != 1) {
-        const bool certificate = !plan.tls->verifyHost.empty() && SSL_get_verify_result(ssl) != X509_V_OK;
-        return tls::handshakeError(ssl, *plan.tls, address) +
+        const bool certificate =
+            !plan.connection.tls->verifyHost.empty() && SSL_get_verify_result(ssl) != X509_V_OK;
+        return tls::handshakeError(ssl, *plan.connection.tls, address) +
                (certificate
                     ? "; trust its CA with --cacert FILE (portico cert export FILE writes Portico's) or "
                       "pass --insecure"
                     : "");
     }
-    if (plan.h2 && tls::alpnOf(ssl) != "h2")
+    if (plan.connection.h2 && tls::alpnOf(ssl) != "h2")
         return "the server at " + address + " did not negotiate HTTP/2 (ALPN h2) over TLS";
     SSL_shutdown(ssl);
     ERR_clear_error();
@@ -176,7 +177,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
     plan.options = &result.options;
     plan.abort = abort;
     plan.live = live;
-    plan.h2 = options.protocol == Protocol::Http2;
+    plan.connection.h2 = options.protocol == Protocol::Http2;
     plan.specs.reserve(options.requests.size());
     Url first;
     std::uint32_t cumulative = 0;
@@ -190,10 +191,10 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
                           "' differs from '" + first.origin() + "'");
         Prepared p;
         p.head = spec.method == "HEAD";
-        if (plan.h2)
+        if (plan.connection.h2)
             prepareH2(p, spec, url);
         else
-            p.bytes = serialise(spec, url);
+            p.http1 = serialise(spec, url);
         plan.specs.push_back(std::move(p));
         cumulative += spec.weight;
         plan.cumulativeWeights.push_back(cumulative);
@@ -215,33 +216,27 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
     if (first.scheme == "https") {
         tls::ClientTlsOptions to;
         to.host = first.host;
-        to.alpn = {plan.h2 ? "h2" : "http/1.1"};
+        to.alpn = {plan.connection.h2 ? "h2" : "http/1.1"};
         to.insecure = options.insecure;
         to.caFile = options.caFile;
         std::string tlsError;
         clientTls = tls::makeClientTls(to, tlsError);
         if (!clientTls) return refuse(tlsError);
-        plan.tls = clientTls.get();
-        plan.ssl = clientTls->ctx.get();
-    }
-    std::optional<http2::Callbacks> h2Callbacks;
-    if (plan.h2) {
-        h2Callbacks.emplace();
-        if (!h2Callbacks->get()) return refuse("HTTP/2: out of memory for the callbacks table");
-        detail::setH2Callbacks(h2Callbacks->get());
-        plan.h2Callbacks = &*h2Callbacks;
+        plan.connection.tls = clientTls.get();
+        plan.connection.ssl = clientTls->ctx.get();
     }
 
     // Pre-flight: one connection, so "nothing listens there", a certificate that does not verify or a
     // server without HTTP/2 is one error, not a run of failures.
     {
         std::string failures;
-        const int fd = client::connectFd(candidates, std::chrono::seconds(5), true, plan.endpoint, failures);
+        const int fd =
+            client::connectFd(candidates, std::chrono::seconds(5), true, plan.connection.endpoint, failures);
         if (fd < 0) return refuse(client::cannotConnect(first.host, failures));
-        result.address = client::endpointText(plan.endpoint);
+        result.address = client::endpointText(plan.connection.endpoint);
         tcp::socket probe(setup);
         boost::system::error_code ec;
-        probe.assign(plan.endpoint.protocol(), fd, ec);
+        probe.assign(plan.connection.endpoint.protocol(), fd, ec);
         if (ec) {
             ::close(fd);
             return refuse("cannot use the connection to " + result.address + ": " + ec.message());
@@ -250,7 +245,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
         ::setsockopt(probe.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         ::setsockopt(probe.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         std::string problem;
-        if (plan.ssl) {
+        if (plan.connection.ssl) {
             // The probe runs on the caller's thread: SIGPIPE blocked for it, and one it raised consumed.
             sigset_t pipe, old;
             sigemptyset(&pipe);
@@ -261,7 +256,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
             while (sigtimedwait(&pipe, nullptr, &zero) == SIGPIPE) {
             }
             pthread_sigmask(SIG_SETMASK, &old, nullptr);
-        } else if (plan.h2)
+        } else if (plan.connection.h2)
             problem = probeH2c(probe, result.address);
         if (!problem.empty()) return refuse(problem);
         probe.close(ec);

@@ -1,0 +1,196 @@
+// One client connection carrying up to `depth` requests at once: HTTP/1.1 keep-alive with
+// pipelining (RFC 9112 §9.3.2) or HTTP/2 multiplexing (RFC 9113 §5, an nghttp2 client session), in
+// cleartext or over TLS. It sends requests prepared once in wire form and reports each response's
+// status when the response is complete; bodies are parsed for framing and dropped. This is the
+// client the load generator drives (load/connections.cpp: one per simulated user, depth 1..1024);
+// Http1Call and H2Call (http1_call.h, h2_client.h) are the streaming clients of the reverse proxy
+// and replay, which deliver bodies to a sink with backpressure.
+#pragma once
+
+#include "tls/client_tls.h"
+
+#include <portico/http1/response_parser.h>
+#include <portico/http2/session.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/ssl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace portico::client {
+
+/// A request in wire form, built once and sent any number of times.
+struct PreparedRequest {
+    std::string http1; ///< HTTP/1.1: request line, fields, blank line and body (RFC 9112 §2.1)
+    bool head = false; ///< HEAD: the response has no body whatever its fields say (RFC 9110 §9.3.2)
+    /// HTTP/2: the names and values `nva` points into (sent with NO_COPY; must not move).
+    std::vector<std::string> h2Strings;
+    /// HTTP/2: the header section, pseudo-fields first, names lower-case (RFC 9113 §8.2–§8.3).
+    std::vector<nghttp2_nv> nva;
+    std::string body; ///< HTTP/2: the body, sent in DATA frames (empty: END_STREAM on HEADERS)
+};
+
+/// How the connection's requests ended when they did not get a complete response.
+enum class Failure : std::uint8_t {
+    Reset,    ///< the connection closed or was reset, or the stream was reset (RST_STREAM)
+    Timeout,  ///< the owner gave up waiting (Connection::fail)
+    Protocol, ///< a malformed or unexpected response, or an HTTP/2 protocol-level error code
+};
+
+/// What every connection of one owner shares: where to connect and how.
+struct ConnectionSettings {
+    boost::asio::ip::tcp::endpoint endpoint;
+    SSL_CTX* ssl = nullptr;              ///< https: shared by every connection (SSL_new is thread-safe)
+    const tls::ClientTls* tls = nullptr; ///< https: SNI and the certificate check per connection
+    bool h2 = false;                     ///< HTTP/2: h2c with prior knowledge, or h2 by ALPN over TLS
+    /// HTTP/2: the client session's settings. The defaults are h2load's: stream and connection
+    /// windows of 2^30-1 bytes, no server push.
+    http2::SessionSettings h2Settings = [] {
+        http2::SessionSettings s;
+        s.streamWindowBytes = (1u << 30) - 1;
+        s.connectionWindowBytes = (1u << 30) - 1;
+        return s;
+    }();
+};
+
+/// Bytes on the wire (after TLS: the TLS records' payload), summed over the connections that
+/// share it (one thread's).
+struct TrafficCounters {
+    std::uint64_t bytesRead = 0;
+    std::uint64_t bytesWritten = 0;
+};
+
+/// The owner's side. Every call comes from the connection's io_context thread. A slot is a number
+/// in 0..depth-1 naming one request in flight from send() until onResponse or onFailed for it.
+class ConnectionHandler {
+public:
+    /// Connected (TCP, and over TLS the handshake with "h2" selected by ALPN when HTTP/2).
+    virtual void onOpen() = 0;
+    /// The TCP connect, the TLS handshake or the HTTP/2 session set-up failed; the connection is
+    /// idle again. Nothing was in flight.
+    virtual void onConnectFailed() = 0;
+    /// The request in `slot` got its whole response, with `status` (100..599; 0 when the HTTP/2
+    /// :status was not three digits). The slot is free again.
+    virtual void onResponse(std::uint32_t slot, int status) = 0;
+    /// The request in `slot` ended without a complete response. The slot is free again.
+    virtual void onFailed(std::uint32_t slot, Failure why) = 0;
+    /// The connection closed by itself (the server closed it, an error, a response with
+    /// `Connection: close`, HTTP/2 GOAWAY) after onFailed for every request still in flight.
+    /// It was open; it is idle now.
+    virtual void onClosed() = 0;
+    /// A read was processed (responses reported): the owner may send more.
+    virtual void onProgress() = 0;
+
+protected:
+    ~ConnectionHandler() = default;
+};
+
+/// One connection: Idle → connect() → Connecting → onOpen: Open → (close, fail or the server's
+/// close) → Idle, any number of times. Not thread-safe: one io_context thread drives it.
+class Connection {
+public:
+    /// `settings`, `handler` and `counters` must outlive the connection. `depth` 1..1024.
+    Connection(boost::asio::io_context& io, const ConnectionSettings& settings, ConnectionHandler& handler,
+               TrafficCounters& counters, unsigned depth);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    /// Opens a new connection (any earlier one is closed without callbacks): onOpen or
+    /// onConnectFailed follows, never before this returns unless the socket cannot be opened.
+    void connect();
+    /// Starts reading (once per opening, after onOpen: the owner may wait before it). Responses
+    /// and the server's close are noticed only from then on.
+    void receive();
+    /// Queues `request` (it must outlive its response) in the free slot it returns in `slot`;
+    /// flush() writes what was queued. Requires open() and inFlight() < depth(). False when HTTP/2
+    /// has no stream id left (RFC 9113 §5.1.1): nothing was queued, the connection is used up.
+    bool send(const PreparedRequest& request, std::uint32_t& slot);
+    /// Writes what send() queued (HTTP/2: and what the session owes: SETTINGS ACK, WINDOW_UPDATE),
+    /// as far as the socket takes it now; the rest when it becomes writable. A write error ends
+    /// the connection as Failure::Reset.
+    void flush();
+    /// Ends every request in flight as `why` (onFailed each), closes, then onClosed.
+    void fail(Failure why);
+    /// Closes without any callback; the requests in flight are forgotten (the owner counts them).
+    void close();
+
+    bool open() const { return state_ == State::Open; }
+    bool idle() const { return state_ == State::Idle; }
+    bool h2() const { return settings_.h2; }
+    std::size_t inFlight() const { return inFlight_; }
+    std::size_t depth() const { return slots_.size(); }
+    /// Bumped whenever the socket changes: the owner's timers compare it to ignore an old one.
+    std::uint64_t generation() const { return generation_; }
+    /// Calls `f(slot)` for every request in flight (HTTP/1.1: oldest first).
+    template <class F> void forEachInFlight(F&& f) const {
+        if (session_) {
+            for (std::uint32_t i = 0; i < slots_.size(); ++i)
+                if (slots_[i].active) f(i);
+        } else {
+            for (std::size_t i = 0; i < inFlight_; ++i)
+                f(static_cast<std::uint32_t>((ringHead_ + i) % slots_.size()));
+        }
+    }
+
+private:
+    struct Slot {
+        const PreparedRequest* request = nullptr;
+        std::size_t bodyOffset = 0; // HTTP/2: body bytes handed to nghttp2
+        int status = 0;             // HTTP/2: :status
+        bool active = false;        // HTTP/2: the stream is open
+        bool ended = false;         // HTTP/2: END_STREAM received
+    };
+    enum class State : std::uint8_t { Idle, Connecting, Open };
+
+    void connectFailed();
+    void startTls();
+    void opened();
+    void read();
+    void onRead(const boost::system::error_code& ec, std::size_t n);
+    void onReadableTls();
+    void onReadError(bool eof);
+    bool onData(std::size_t n);
+    bool processHttp1();
+    bool processH2();
+    void completeHttp1();
+    void closedByServer();
+    void release();
+    Slot* slotOf(std::int32_t streamId, std::uint32_t* index = nullptr);
+
+    static int onH2Header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t,
+                          const std::uint8_t*, std::size_t, std::uint8_t, void*);
+    static int onH2FrameRecv(nghttp2_session*, const nghttp2_frame*, void*);
+    static int onH2StreamClose(nghttp2_session*, std::int32_t, std::uint32_t, void*);
+    static ssize_t readH2Body(nghttp2_session*, std::int32_t, std::uint8_t*, std::size_t, std::uint32_t*,
+                              nghttp2_data_source*, void*);
+    static const http2::Callbacks& h2Callbacks();
+
+    boost::asio::io_context& io_;
+    const ConnectionSettings& settings_;
+    ConnectionHandler& handler_;
+    TrafficCounters& counters_;
+    boost::asio::ip::tcp::socket socket_;
+    std::vector<Slot> slots_;         // HTTP/1.1: a ring in send order; HTTP/2: by free list
+    std::vector<std::uint32_t> free_; // HTTP/2: unused slots
+    std::size_t ringHead_ = 0, inFlight_ = 0;
+    std::unique_ptr<char[]> readBuf_; // kReadBuffer bytes
+    std::size_t readBegin_ = 0, readEnd_ = 0;
+    std::size_t readAsked_ = 0; // the room of the read in flight
+    std::string writeBuf_;
+    std::size_t written_ = 0;
+    http1::ResponseParser parser_;
+    SSL* ssl_ = nullptr;
+    nghttp2_session* session_ = nullptr;
+    std::uint64_t generation_ = 0; // bumped on close: handlers of an older socket do nothing
+    State state_ = State::Idle;
+    bool writeWaiting_ = false;
+};
+
+} // namespace portico::client
