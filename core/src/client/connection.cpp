@@ -97,16 +97,11 @@ void Connection::startTls() {
 }
 
 const http2::Callbacks& Connection::h2Callbacks() {
-    static const http2::Callbacks callbacks;
-    static const bool set = [] {
-        nghttp2_session_callbacks* cbs = callbacks.get();
-        if (!cbs) return false;
+    static const http2::Callbacks callbacks([](nghttp2_session_callbacks* cbs) {
         nghttp2_session_callbacks_set_on_header_callback(cbs, onH2Header);
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onH2FrameRecv);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onH2StreamClose);
-        return true;
-    }();
-    (void)set;
+    });
     return callbacks;
 }
 

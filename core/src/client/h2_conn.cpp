@@ -102,17 +102,12 @@ void H2Conn::handshake() {
 }
 
 void H2Conn::ready() {
-    static const http2::Callbacks callbacks;
-    static const bool set = [] {
-        nghttp2_session_callbacks* cbs = callbacks.get();
-        if (!cbs) return false;
+    static const http2::Callbacks callbacks([](nghttp2_session_callbacks* cbs) {
         nghttp2_session_callbacks_set_on_header_callback(cbs, onHeaderCb);
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onFrameRecvCb);
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, onDataChunkCb);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onStreamCloseCb);
-        return true;
-    }();
-    (void)set;
+    });
     http2::SessionSettings settings;
     settings.streamWindowBytes = kStreamWindow;
     settings.connectionWindowBytes = kConnectionWindow;

@@ -98,19 +98,15 @@ int onFrameSendCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     return 0;
 }
 
-struct Callbacks : http2::Callbacks {
-    Callbacks() {
-        nghttp2_session_callbacks* cbs = get();
-        if (!cbs) return;
-        nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, onBeginFrameCb);
-        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, onBeginHeadersCb);
-        nghttp2_session_callbacks_set_on_header_callback(cbs, onHeaderCb);
-        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onFrameRecvCb);
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, onDataChunkCb);
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onStreamCloseCb);
-        nghttp2_session_callbacks_set_on_frame_send_callback(cbs, onFrameSendCb);
-    }
-};
+void setCallbacks(nghttp2_session_callbacks* cbs) {
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, onBeginFrameCb);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, onBeginHeadersCb);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, onHeaderCb);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onFrameRecvCb);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, onDataChunkCb);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onStreamCloseCb);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, onFrameSendCb);
+}
 } // namespace
 
 H2Connection::H2Connection(Worker& worker, Connection::Socket socket, SSL* ssl, std::uint16_t localPort,
@@ -137,7 +133,7 @@ H2Connection::~H2Connection() {
 }
 
 void H2Connection::start() {
-    static const Callbacks callbacks;
+    static const http2::Callbacks callbacks(setCallbacks);
     const auto& cfg = *worker_.snapshot().config;
     const auto& h2 = cfg.http2;
     http2::SessionSettings settings;

@@ -15,13 +15,18 @@
 
 namespace portico::http2 {
 
-/// An owned nghttp2 callbacks table. Set the callbacks through get() after construction; a session
-/// copies the table when it is made, so one table may serve many sessions and may be destroyed
-/// after them. Empty (get() == nullptr) only when nghttp2 could not allocate it; makeSession then
-/// fails.
+/// An owned nghttp2 callbacks table. A session copies the table when it is made, so one table
+/// may serve many sessions and may be destroyed after them. Empty (get() == nullptr) only when
+/// nghttp2 could not allocate it; makeSession then fails.
 class Callbacks {
 public:
+    /// An empty table: set the callbacks through get().
     Callbacks();
+    /// A table that `set` filled (called once, only when the table was allocated), e.g.
+    /// `static const http2::Callbacks callbacks([](nghttp2_session_callbacks* t) { ... });`.
+    explicit Callbacks(void (*set)(nghttp2_session_callbacks* table)) : Callbacks() {
+        if (table_) set(table_);
+    }
     ~Callbacks();
     Callbacks(const Callbacks&) = delete;
     Callbacks& operator=(const Callbacks&) = delete;
