@@ -384,16 +384,20 @@ bool Http1Call::reusePooled(std::chrono::steady_clock::time_point now) {
         idle.pop_back();
         // A pooled connection the upstream closed (EOF) or wrote to while it waited is readable
         // now: drop it. Nothing to read (EAGAIN) is the only state to reuse. The probe is a
-        // syscall (a fifth of a proxied exchange's), so a connection goes without when it was
-        // already reused once (its upstream keeps connections alive), was pooled less than
-        // kFreshIdle ago, and no read event reached it since its last response
-        // (io::stillDrained: the reactor saw no byte and no end of file). If the upstream closed
-        // it in between after all, an idempotent request is retried on a new connection (as nginx
-        // does); others get 502. An upstream that closes right after each response without
-        // saying so is always probed: its end of file may not have reached the reactor yet.
+        // syscall (a fifth of a proxied exchange's), so an idempotent request without a streamed
+        // body goes without when the connection was already reused once (its upstream keeps
+        // connections alive), was pooled less than kFreshIdle ago, and no read event reached it
+        // since its last response ended in a short read (io::stillDrained: the reactor saw no
+        // byte and no end of file since finish() marked it). A FIN that came with the last
+        // response's bytes raised no edge of its own, so such a connection may be closed after
+        // all: the request then meets the upstream's reset and is retried on a new connection
+        // (as nginx does), which is why only requests that may be retried skip the probe. An
+        // upstream that closes right after each response without saying so is always probed.
         // served 0: adopted fresh from an HTTP/2 call's handshake (adoptConnection), where a TLS 1.3
         // session ticket may still wait unread: taken without the probe.
-        if (served == 0 || (served >= 2 && now - since < kFreshIdle && io::stillDrained(socket_)) ||
+        if (served == 0 ||
+            (served >= 2 && idempotent_ && !streaming_ && now - since < kFreshIdle &&
+             io::stillDrained(socket_)) ||
             quiet(socket_)) {
             reused_ = true;
             served_ = served;
@@ -704,6 +708,7 @@ void Http1Call::afterRead(const boost::system::error_code& e, std::size_t n) {
     // and only the speculative read sees it. Not over TLS, whose reads try the socket first.
     if (n < kReadChunk && stage_ == Stage::Body && keepAlive_ && !parser_.completesAtEof() && !ssl_)
         io::markDrained(socket_);
+    shortRead_ = n < kReadChunk && !ssl_;
     onRead(n);
 }
 
@@ -872,8 +877,13 @@ void Http1Call::finish(bool reusable) {
     if (streaming_ && (!requestSent_ || writing_)) reusable = false;
     stage_ = Stage::Done;
     disarm();
-    if (reusable && socket_.is_open())
+    if (reusable && socket_.is_open()) {
+        // The response ended with a short read: the socket is drained, and an upstream that kept
+        // this connection alive before (served_ >= 1) gets it marked so, which lets reusePooled
+        // skip its probe for an idempotent request (see there).
+        if (shortRead_ && served_ >= 1) io::markDrained(socket_);
         park(*pool_, socket_, ssl_, action_.idleTimeout, action_.keepalive, served_ + 1);
+    }
     closeConnection();
     Sink* sink = sink_;
     sink_ = nullptr;

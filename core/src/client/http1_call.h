@@ -173,8 +173,9 @@ private:
     bool keepAlive_ = true; // the upstream allows reuse
     bool paused_ = false;
     bool cancelled_ = false;
-    bool gotBytes_ = false; // any response byte arrived
-    bool upgrade_ = false;  // a WebSocket Upgrade (Http1Request::upgrade)
+    bool gotBytes_ = false;  // any response byte arrived
+    bool shortRead_ = false; // the last read returned less than asked (cleartext): nothing left unread
+    bool upgrade_ = false;   // a WebSocket Upgrade (Http1Request::upgrade)
     // A streamed request body (`bodyFollows`).
     bool streaming_ = false;
     bool chunkedUp_ = false;   // length unknown: chunked to the upstream
