@@ -33,6 +33,31 @@ class TestHttpMessage : public QObject {
     Q_OBJECT
 
 private slots:
+    // RFC 9110 §5.6.2: tchar is any VCHAR (0x21..0x7E) but the delimiters "(),/:;<=>?@[\]{}
+    // and DQUOTE; every byte value against that wording, and tokens of one and two bytes.
+    void tokens() {
+        const std::string_view delimiters = "\"(),/:;<=>?@[\\]{}";
+        auto oracle = [&](unsigned char c) {
+            return c >= 0x21 && c <= 0x7e && delimiters.find(static_cast<char>(c)) == std::string_view::npos;
+        };
+        int tchars = 0;
+        for (int c = 0; c < 256; ++c) {
+            const char ch = static_cast<char>(c);
+            QVERIFY2(portico::http::isTchar(ch) == oracle(static_cast<unsigned char>(c)),
+                     qPrintable(QString::number(c)));
+            tchars += oracle(static_cast<unsigned char>(c));
+            for (int d = 0; d < 256; d += 7) {
+                const char two[2] = {ch, static_cast<char>(d)};
+                QCOMPARE(portico::http::isToken(std::string_view(two, 2)),
+                         oracle(static_cast<unsigned char>(c)) && oracle(static_cast<unsigned char>(d)));
+            }
+        }
+        QCOMPARE(tchars, 26 * 2 + 10 + 15); // ALPHA, DIGIT and the 15 symbols the RFC lists
+        QVERIFY(!portico::http::isToken(""));
+        QVERIFY(portico::http::isToken("X-Forwarded-For"));
+        QVERIFY(!portico::http::isToken("Bad Name"));
+    }
+
     // RFC 9112 §4: "HTTP/1.1" SP status-code SP reason-phrase CRLF, for every code in range.
     void statusLines() {
         QCOMPARE(statusLine11(200), std::string_view("HTTP/1.1 200 OK\r\n"));

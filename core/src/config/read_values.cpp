@@ -29,17 +29,6 @@ std::string suggestion(std::string_view word, Keys candidates) {
     return " (did you mean '" + std::string(best) + "'?)";
 }
 
-/// RFC 9110 §5.6.2 token.
-bool isToken(std::string_view s) {
-    if (s.empty()) return false;
-    for (char c : s) {
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-        if (!ok) return false;
-    }
-    return true;
-}
-
 bool hasControlChars(std::string_view s) {
     return std::any_of(s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
 }

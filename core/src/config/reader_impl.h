@@ -21,13 +21,12 @@ namespace portico::config::detail {
 namespace fs = std::filesystem;
 using Keys = std::span<const std::string_view>;
 
+using http::isToken; // RFC 9110 §5.6.2 token
 using http::lower;
 using http::upper;
 
 /// " (did you mean 'x'?)" when exactly one candidate is closest and within distance 2, else "".
 std::string suggestion(std::string_view word, Keys candidates);
-/// RFC 9110 §5.6.2 token.
-bool isToken(std::string_view s);
 bool hasControlChars(std::string_view s);
 std::string describe(const YAML::Node& n);
 std::string item(const std::string& path, std::size_t i);

@@ -26,9 +26,7 @@ constexpr std::array<std::uint8_t, 256> makeClasses() {
         bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
         bool digit = c >= '0' && c <= '9';
         std::uint8_t v = 0;
-        if (alpha || digit ||
-            std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos)
-            v |= kTchar;
+        if (http::isTchar(static_cast<char>(c))) v |= kTchar;
         if (c == '\t' || (c >= 0x20 && c != 0x7f)) v |= kFieldValue;
         if (c > 0x20 && c != 0x7f && c != '#') v |= kTarget;
         if (alpha || digit ||

@@ -22,14 +22,6 @@ template <class F> void forEachToken(std::string_view v, F&& fn) {
     }
 }
 
-// token = 1*tchar (RFC 9110 §5.6.2)
-bool isToken(std::string_view s) {
-    if (s.empty()) return false;
-    for (unsigned char c : s)
-        if (!(std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c)) || c == 0) return false;
-    return true;
-}
-
 // Offset just past the empty line that ends a head in data[0..size), or 0 if not there yet.
 // CRLF line ends, bare LF tolerated (RFC 9112 §2.2).
 std::size_t findHeadEnd(const char* data, std::size_t size, std::size_t from) {
@@ -71,11 +63,11 @@ bool readTransferEncoding(std::string_view value, bool& chunked, bool& teOther, 
     bool ok = true;
     forEachToken(value, [&](std::string_view tok) {
         const std::string_view name = trim(tok.substr(0, tok.find(';')));
-        ok = ok && isToken(name);
+        ok = ok && http::isToken(name);
         for (auto semi = tok.find(';'); semi != std::string_view::npos; semi = tok.find(';', semi + 1)) {
             const std::string_view param = tok.substr(semi + 1, tok.find(';', semi + 1) - semi - 1);
             const auto eq = param.find('=');
-            ok = ok && eq != std::string_view::npos && isToken(trim(param.substr(0, eq))) &&
+            ok = ok && eq != std::string_view::npos && http::isToken(trim(param.substr(0, eq))) &&
                  !trim(param.substr(eq + 1)).empty();
         }
         chunked = http::iequals(name, "chunked") && name.size() == tok.size();
@@ -163,7 +155,7 @@ ResponseParser::Status ResponseParser::parseHead(const char* data, std::size_t s
         const auto colon = line.find(':');
         // field-name = token, no whitespace before the colon (RFC 9112 §5.1); a line starting with
         // whitespace is obs-fold (§5.2), which a proxy answers with 502.
-        if (colon == std::string_view::npos || !isToken(line.substr(0, colon)))
+        if (colon == std::string_view::npos || !http::isToken(line.substr(0, colon)))
             return fail("malformed field line");
         const std::string_view name = line.substr(0, colon);
         const std::string_view value = trim(line.substr(colon + 1));

@@ -9,15 +9,6 @@ namespace portico::load {
 
 namespace {
 
-bool isToken(std::string_view s) {
-    if (s.empty()) return false;
-    for (unsigned char c : s)
-        if (c <= 32 || c >= 127 ||
-            std::string_view("\"(),/:;<=>?@[\\]{}").find(static_cast<char>(c)) != std::string_view::npos)
-            return false;
-    return true;
-}
-
 bool isFieldValue(std::string_view s) {
     for (unsigned char c : s)
         if ((c < 32 && c != '\t') || c == 127) return false;
@@ -32,7 +23,7 @@ bool validate(const Options& o, std::string& error) {
         return false;
     }
     for (const auto& r : o.requests) {
-        if (!isToken(r.method)) {
+        if (!http::isToken(r.method)) {
             error = "bad method '" + r.method + "'";
             return false;
         }
@@ -41,7 +32,7 @@ bool validate(const Options& o, std::string& error) {
             return false;
         }
         for (const auto& [name, value] : r.headers) {
-            if (!isToken(name) || !isFieldValue(value)) {
+            if (!http::isToken(name) || !isFieldValue(value)) {
                 error = "bad header '" + name + ": " + value + "'";
                 return false;
             }

@@ -66,6 +66,33 @@ constexpr std::string_view trimOws(std::string_view s) {
     return s;
 }
 
+namespace detail {
+constexpr bool tcharSlow(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+}
+struct TcharTable {
+    bool t[256]{};
+    constexpr TcharTable() {
+        for (int c = 0; c < 256; ++c)
+            t[c] = tcharSlow(static_cast<unsigned char>(c));
+    }
+};
+inline constexpr TcharTable kTchars{};
+} // namespace detail
+
+/// RFC 9110 §5.6.2 tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" /
+/// "`" / "|" / "~" / DIGIT / ALPHA. One table lookup.
+constexpr bool isTchar(char c) { return detail::kTchars.t[static_cast<unsigned char>(c)]; }
+
+/// RFC 9110 §5.6.2 token = 1*tchar: method names, field names, transfer codings.
+constexpr bool isToken(std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s)
+        if (!isTchar(c)) return false;
+    return true;
+}
+
 /// The value of a hex digit (0-9, a-f, A-F), or -1 for any other byte.
 constexpr int hexValue(char c) {
     if (c >= '0' && c <= '9') return c - '0';
