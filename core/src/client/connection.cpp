@@ -23,14 +23,15 @@ using http1::ResponseParser;
 
 namespace {
 constexpr std::size_t kReadBuffer = 64 * 1024;
-}
+constexpr unsigned kMaxDepth = 1024;
+} // namespace
 
 Connection::Connection(asio::io_context& io, const ConnectionSettings& settings, ConnectionHandler& handler,
                        TrafficCounters& counters, unsigned depth)
-    : io_(io), settings_(settings), handler_(handler), counters_(counters), socket_(io), slots_(depth),
-      readBuf_(new char[kReadBuffer]) {
-    free_.reserve(depth);
-    writeBuf_.reserve(std::size_t{depth} * 512);
+    : io_(io), settings_(settings), handler_(handler), counters_(counters), socket_(io),
+      slots_(std::clamp(depth, 1u, kMaxDepth)), readBuf_(new char[kReadBuffer]) {
+    free_.reserve(slots_.size());
+    writeBuf_.reserve(slots_.size() * 512);
 }
 
 Connection::~Connection() { release(); }
@@ -286,7 +287,7 @@ void Connection::completeHttp1() {
 
 void Connection::fail(Failure why) {
     // Slots are reported after the state is reset, so the owner sees a closed connection.
-    std::uint32_t pending[1024];
+    std::uint32_t pending[kMaxDepth];
     std::size_t n = 0;
     forEachInFlight([&](std::uint32_t slot) { pending[n++] = slot; });
     close();

@@ -95,7 +95,7 @@ protected:
 /// close) → Idle, any number of times. Not thread-safe: one io_context thread drives it.
 class Connection {
 public:
-    /// `settings`, `handler` and `counters` must outlive the connection. `depth` 1..1024.
+    /// `settings`, `handler` and `counters` must outlive the connection. `depth` 1..1024 (clamped).
     Connection(boost::asio::io_context& io, const ConnectionSettings& settings, ConnectionHandler& handler,
                TrafficCounters& counters, unsigned depth);
     ~Connection();

@@ -59,7 +59,7 @@ struct Conn final : client::ConnectionHandler {
     bool timerArmed = false;
     bool scheduleDone = false; // open model: no arrival of this connection is left
 
-    void connect() { conn.connect(); }
+    void connect(); // unless stopping
     void fill();
     void record(const InFlight& f, int status, Ns now);
     void failOne(const InFlight& f, Failure kind, Ns now);
@@ -261,6 +261,10 @@ Conn::Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth)
     : worker(w), conn(io, w.plan.connection, *this, w.traffic, depth), timer(io), index(global), meta(depth) {
 }
 
+void Conn::connect() {
+    if (!worker.stopping) conn.connect();
+}
+
 void Conn::onOpen() {
     ++worker.openConns;
     if (!started(worker)) return; // first connect: requests begin after the latch
@@ -277,7 +281,7 @@ void Conn::onConnectFailed() {
 // The server closed the connection (every request in flight was reported): reopened unless stopping.
 void Conn::onClosed() {
     --worker.openConns;
-    if (!worker.stopping) connect();
+    connect();
 }
 
 void Conn::shut() {
