@@ -37,10 +37,8 @@ Connection::Connection(asio::io_context& io, const ConnectionSettings& settings,
 Connection::~Connection() { release(); }
 
 void Connection::connect() {
+    close(); // any earlier connection, without callbacks; slots and buffers start empty
     boost::system::error_code ec;
-    if (socket_.is_open()) socket_.close(ec);
-    release();
-    ++generation_;
     state_ = State::Connecting;
     socket_.open(settings_.endpoint.protocol(), ec);
     if (ec) {
