@@ -268,6 +268,8 @@ private slots:
         QVERIFY(runUntil(c.io, [&] { return !c.rec.events.empty(); }));
         QCOMPARE(c.rec.text(), QStringLiteral("connect failed"));
         QVERIFY(c.conn.idle());
+        c.conn.fail(client::Failure::Timeout); // nothing open, nothing in flight: no callback
+        QCOMPARE(c.rec.text(), QStringLiteral("connect failed"));
         c.conn.connect();
         QVERIFY(runUntil(c.io, [&] { return c.rec.events.size() == 2; }));
         QCOMPARE(c.rec.text(), QStringLiteral("connect failed | connect failed"));

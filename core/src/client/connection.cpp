@@ -157,7 +157,8 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
         return;
     }
     const bool drained = n < readAsked_;
-    if (!onData(n)) return; // the connection was closed
+    const std::uint64_t gen = generation_;
+    if (!onData(n) || gen != generation_) return; // the connection was closed
     // A short read that ended between responses drained the socket: the next read waits for the
     // server without a recv that would fail with EAGAIN (io/drained.h), a syscall per response
     // saved on the client side. Not in the middle of a response: the server may close right after
@@ -285,13 +286,14 @@ void Connection::completeHttp1() {
 
 void Connection::fail(Failure why) {
     // Slots are reported after the state is reset, so the owner sees a closed connection.
+    const bool wasOpen = state_ == State::Open;
     std::uint32_t pending[kMaxDepth];
     std::size_t n = 0;
     forEachInFlight([&](std::uint32_t slot) { pending[n++] = slot; });
     close();
     for (std::size_t i = 0; i < n; ++i)
         handler_.onFailed(pending[i], why);
-    handler_.onClosed();
+    if (wasOpen) handler_.onClosed();
 }
 
 // Frees the TLS and HTTP/2 state of the current socket (not the socket itself).

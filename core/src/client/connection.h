@@ -68,6 +68,8 @@ struct TrafficCounters {
 
 /// The owner's side. Every call comes from the connection's io_context thread. A slot is a number
 /// in 0..depth-1 naming one request in flight from send() until onResponse or onFailed for it.
+/// onResponse and onFailed come from inside the read loop or nghttp2's callbacks: they must not
+/// call back into the Connection (connect, close, fail, send, flush); the other callbacks may.
 class ConnectionHandler {
 public:
     /// Connected (TCP, and over TLS the handshake with "h2" selected by ALPN when HTTP/2).
@@ -116,7 +118,7 @@ public:
     /// as far as the socket takes it now; the rest when it becomes writable. A write error ends
     /// the connection as Failure::Reset.
     void flush();
-    /// Ends every request in flight as `why` (onFailed each), closes, then onClosed.
+    /// Ends every request in flight as `why` (onFailed each), closes, then onClosed if it was open.
     void fail(Failure why);
     /// Closes without any callback; the requests in flight are forgotten (the owner counts them).
     void close();

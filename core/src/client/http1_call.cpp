@@ -706,6 +706,8 @@ void Http1Call::afterRead(const boost::system::error_code& e, std::size_t n) {
     // (io/drained.h). Not while the upstream may close right after these bytes (a head, a
     // close-delimited body, "Connection: close"): a FIN that came with them raises no new edge,
     // and only the speculative read sees it. Not over TLS, whose reads try the socket first.
+    // (A response that ended here is marked in finish() instead, before pooling: no read waits on
+    // it there, and reusePooled() says why a missed FIN costs a retry at most.)
     if (n < kReadChunk && stage_ == Stage::Body && keepAlive_ && !parser_.completesAtEof() && !ssl_)
         io::markDrained(socket_);
     shortRead_ = n < kReadChunk && !ssl_;
