@@ -113,9 +113,11 @@ std::string formatDev(const AccessRecord& r) {
     out += ' ';
     out += std::to_string(r.status);
     const double ms = static_cast<double>(r.durationNs) / 1e6;
-    if (ms < 10)
+    // Each unit up to where its rounding would print the next one's smallest value (9.996 ms is
+    // "10 ms", not "10.00 ms"; 999.6 ms is "1.00 s").
+    if (ms < 9.995)
         std::snprintf(buf, sizeof buf, " %.2f ms", ms);
-    else if (ms < 1000)
+    else if (ms < 999.5)
         std::snprintf(buf, sizeof buf, " %.0f ms", ms);
     else
         std::snprintf(buf, sizeof buf, " %.2f s", ms / 1000);
