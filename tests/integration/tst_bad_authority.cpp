@@ -2,6 +2,7 @@
 // a port out of range or not digits, a broken IPv6 literal. HTTP/1.1 gets 400 and the connection
 // is closed as for any bad request; HTTP/2 gets 400 on the stream, the connection goes on; nothing
 // is forwarded to the upstream either way. Valid forms (empty Host, "[::1]:8080") still pass.
+#include "raw_client.h"
 #include "test_support.h"
 
 #include <portico/engine/engine.h>
@@ -25,16 +26,7 @@ namespace {
 // An upstream that never answers but counts the connections made to it.
 class CountingUpstream {
 public:
-    CountingUpstream() {
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) == 0 && ::listen(fd_, 64) == 0 &&
-            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-            port_ = ntohs(a.sin_port);
-    }
+    CountingUpstream() { fd_ = test::listenLoopback(port_, 64, SOCK_NONBLOCK); }
     ~CountingUpstream() {
         for (int c : accepted_)
             ::close(c);

@@ -5,6 +5,7 @@
 // prior knowledge against Portico's own server (streams completing out of order, a reset stream,
 // slots reused). Every case checks the exact sequence of handler calls.
 #include "client/connection.h"
+#include "raw_client.h"
 #include "test_support.h"
 
 #include <portico/engine/engine.h>
@@ -69,15 +70,7 @@ struct Recorder final : client::ConnectionHandler {
 class ScriptedServer {
 public:
     ScriptedServer(int requests, std::string reply, bool closeAfter) {
-        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        ::listen(listener_, 4);
-        socklen_t len = sizeof a;
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
+        listener_ = test::listenLoopback(port_, 4);
         thread_ = std::thread([this, requests, reply = std::move(reply), closeAfter] {
             const int fd = ::accept(listener_, nullptr, nullptr);
             if (fd < 0) return;
@@ -143,11 +136,8 @@ struct Http1Case {
     client::TrafficCounters counters;
     client::Connection conn;
     std::vector<client::PreparedRequest> requests;
-    explicit Http1Case(std::uint16_t port, unsigned depth)
-        : conn(io, init(settings, port), rec, counters, depth) {}
-    static const client::ConnectionSettings& init(client::ConnectionSettings& s, std::uint16_t port) {
-        s.endpoint = tcp::endpoint(asio::ip::address_v4::loopback(), port);
-        return s;
+    Http1Case(std::uint16_t port, unsigned depth) : conn(io, settings, rec, counters, depth) {
+        settings.endpoint = tcp::endpoint(asio::ip::address_v4::loopback(), port); // read at connect()
     }
     // Connects, sends every request of `requests` and reads until `events` handler calls came.
     bool exchange(std::size_t events) {

@@ -3,6 +3,7 @@
 // closed: the listener reads end of stream), while it connects and before it starts; a load run
 // cancelled mid-way (returns within its stop grace, marked stopped) and ones that reach their bound
 // (not stopped, also when cancelled after it); a suite cancelled before it starts.
+#include "raw_client.h"
 #include "test_support.h"
 
 #include <portico/engine/engine.h>
@@ -36,17 +37,7 @@ qint64 msSince(Clock::time_point t) {
 // to it connects, sends and then waits.
 class SilentListener {
 public:
-    SilentListener() {
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 8) != 0 ||
-            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-            return;
-        port_ = ntohs(a.sin_port);
-    }
+    SilentListener() { fd_ = test::listenLoopback(port_, 8); }
     ~SilentListener() {
         if (fd_ >= 0) ::close(fd_);
     }

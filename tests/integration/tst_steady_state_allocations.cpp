@@ -88,17 +88,8 @@ void operator delete[](void* p, std::size_t) noexcept { operator delete(p); }
 class PlainUpstream {
 public:
     bool start() {
-        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof addr;
-        if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-            ::listen(listener_, 64) != 0 ||
-            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-            ::pipe2(stop_, O_CLOEXEC) != 0)
-            return false;
-        port_ = ntohs(addr.sin_port);
+        listener_ = portico::test::listenLoopback(port_);
+        if (listener_ < 0 || ::pipe2(stop_, O_CLOEXEC) != 0) return false;
         thread_ = std::thread([this] { run(); });
         return true;
     }

@@ -5,6 +5,7 @@
 // transfer coding other than chunked is a 502 through the proxy (the client would get coded bytes
 // unlabelled), the Trailer field of an HTTP/1.1 upstream is not forwarded (its trailers are not),
 // and `Connection: close` responses end a load-test connection without counting errors.
+#include "raw_client.h"
 #include "test_support.h"
 
 #include <portico/engine/engine.h>
@@ -35,14 +36,7 @@ namespace {
 class ScriptedUpstream {
 public:
     explicit ScriptedUpstream(std::map<std::string, std::string> answers) : answers_(std::move(answers)) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) == 0 && ::listen(fd_, 64) == 0 &&
-            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-            port_ = ntohs(a.sin_port);
+        fd_ = test::listenLoopback(port_);
         thread_ = std::thread([this] { run(); });
     }
     ~ScriptedUpstream() {

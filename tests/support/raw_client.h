@@ -33,6 +33,24 @@ inline int connectLoopback(std::uint16_t port, int receiveBytes = 0) {
     return fd;
 }
 
+/// A TCP socket listening on 127.0.0.1 at a free port (its number in `port`), or -1. `flags`
+/// are added to socket()'s type (e.g. SOCK_NONBLOCK).
+inline int listenLoopback(std::uint16_t& port, int backlog = 64, int flags = 0) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+    if (fd < 0) return -1;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd, backlog) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
 class RawClient {
 public:
     explicit RawClient(std::uint16_t port) : fd_(connectLoopback(port)) {

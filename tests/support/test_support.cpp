@@ -1,6 +1,8 @@
 // Implementation of the test helpers (QProcess for children, POSIX sockets for raw exchanges).
 #include "test_support.h"
 
+#include "raw_client.h"
+
 #include <QFile>
 
 #include <QCoreApplication>
@@ -236,13 +238,8 @@ RawReply rawExchange(std::uint16_t port, const QByteArray& request, int idleMs) 
 
 RawReply rawExchangePaced(std::uint16_t port, const QList<QByteArray>& pieces, int pauseMs, int idleMs) {
     RawReply reply;
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        ::close(fd);
+    const int fd = connectLoopback(port);
+    if (fd < 0) {
         reply.closedByServer = true;
         return reply;
     }

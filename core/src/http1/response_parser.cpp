@@ -2,7 +2,6 @@
 #include <portico/http/message.h>
 #include <portico/http1/response_parser.h>
 
-#include <cctype>
 #include <cstring>
 
 namespace portico::http1 {
