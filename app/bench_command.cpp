@@ -5,9 +5,13 @@
 #include <portico/capture/filter.h>
 #include <portico/capture/session_file.h>
 #include <portico/load/from_capture.h>
+#include <portico/load/hdr_output.h>
 #include <portico/load/history.h>
+#include <portico/load/merge.h>
+#include <portico/load/report.h>
 #include <portico/load/runner.h>
 #include <portico/load/suite.h>
+#include <portico/load/thresholds.h>
 #include <portico/validate/load.h>
 
 #include <atomic>
@@ -54,9 +58,83 @@ struct BenchOptions {
     std::vector<std::string> compare;
     bool noSave = false;
     std::string label;
-    std::string from;   // --from FILE.db|IN.har: replay a recorded set as load
-    std::string filter; // --filter EXPR with --from
+    std::string from;                    // --from FILE.db|IN.har: replay a recorded set as load
+    std::string filter;                  // --filter EXPR with --from
+    std::vector<std::string> thresholds; // --threshold EXPR (repeatable)
+    std::string hgrmFile;                // --hgrm FILE
+    std::string hdrLogFile;              // --hdr-log FILE
+    std::string reportFile;              // --report FILE.html
+    std::vector<std::string> merge;      // --merge A.json B.json ...
+    std::string startAt;                 // --start-at TIME
+    bool noSamples = false;              // --no-samples
 };
+
+/// An output file named on the command line, opened (and so checked) before the run: an unwritable
+/// path is said at once, not after a long run. "-" is stdout.
+struct OutputFile {
+    std::string option; // "--json"
+    std::string path;
+    std::ofstream out;
+
+    bool open() {
+        if (path.empty() || path == "-") return true;
+        out.open(path, std::ios::binary | std::ios::trunc);
+        if (out) return true;
+        std::cerr << "portico bench: " << option << " " << path << ": cannot write (" << std::strerror(errno)
+                  << ")\n";
+        return false;
+    }
+    bool write(const std::string& text) {
+        if (path.empty()) return true;
+        if (path == "-") {
+            std::cout << text << std::flush;
+            return true;
+        }
+        out << text << std::flush;
+        if (out) return true;
+        std::cerr << "portico bench: " << option << " " << path << ": cannot write\n";
+        return false;
+    }
+};
+
+/// The outputs that every single run (and a merge) may write besides the text summary.
+struct RunOutputs {
+    OutputFile json{"--json", {}, {}}, hgrm{"--hgrm", {}, {}}, hdrLog{"--hdr-log", {}, {}},
+        report{"--report", {}, {}};
+
+    explicit RunOutputs(const BenchOptions& b) {
+        json.path = b.jsonFile;
+        hgrm.path = b.hgrmFile;
+        hdrLog.path = b.hdrLogFile;
+        report.path = b.reportFile;
+    }
+    bool open() { return json.open() && hgrm.open() && hdrLog.open() && report.open(); }
+    bool toStdout() const {
+        return json.path == "-" || hgrm.path == "-" || hdrLog.path == "-" || report.path == "-";
+    }
+    /// Everything but the JSON of a failed run ({"error": ...}, as docs/load-results.md says).
+    bool write(const load::Result& r) {
+        if (!r.ok()) return json.write(load::toJson(r));
+        bool ok = json.write(load::toJson(r));
+        if (!hgrm.path.empty() && r.latency) ok = hgrm.write(load::percentileDistribution(*r.latency)) && ok;
+        if (!hdrLog.path.empty()) ok = hdrLog.write(load::intervalLog(r)) && ok;
+        if (!report.path.empty()) ok = report.write(load::htmlReport(r)) && ok;
+        return ok;
+    }
+};
+
+bool parseThresholds(const BenchOptions& b, std::vector<load::Threshold>& out) {
+    for (const auto& expr : b.thresholds) {
+        std::string error;
+        auto t = load::parseThreshold(expr, error);
+        if (!t) {
+            std::cerr << "portico bench: --threshold: " << error << "\n";
+            return false;
+        }
+        out.push_back(std::move(*t));
+    }
+    return true;
+}
 
 std::atomic<bool> g_abort{false};
 extern "C" void onSignal(int) { g_abort.store(true); }
@@ -135,9 +213,51 @@ std::string liveLine(const load::Options& o, const load::Live::Totals& t, double
     return buf;
 }
 
+// `--merge A.json B.json ...`: the runs of several generators as one (merge.h).
+int mergeRuns(const BenchOptions& b, const std::vector<load::Threshold>& thresholds) {
+    if (!b.urls.empty() || b.suite || !b.from.empty() || !b.hdrLogFile.empty()) {
+        std::cerr
+            << "portico bench --merge: takes result files only (no URL, --suite, --from or --hdr-log)\n";
+        return kExitUsage;
+    }
+    std::vector<load::Result> runs;
+    for (const auto& file : b.merge) {
+        std::ifstream in(file, std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        if (!in) {
+            std::cerr << "portico bench --merge: " << file << ": cannot read\n";
+            return kExitFailure;
+        }
+        load::Result r;
+        std::string error;
+        if (!load::resultFromJson(text.str(), r, error)) {
+            std::cerr << "portico bench --merge: " << file << ": " << error << "\n";
+            return kExitFailure;
+        }
+        runs.push_back(std::move(r));
+    }
+    load::Result merged;
+    std::string error;
+    if (!load::mergeResults(runs, merged, error)) {
+        std::cerr << "portico bench --merge: " << error << "\n";
+        return kExitFailure;
+    }
+    RunOutputs outputs(b);
+    if (!outputs.open()) return kExitFailure;
+    const bool met = load::judgeAll(thresholds, merged);
+    std::string summary = "Merged " + std::to_string(runs.size()) + " runs\n" + load::summaryText(merged);
+    (outputs.toStdout() ? std::cerr : std::cout) << summary << std::flush;
+    if (!outputs.write(merged)) return kExitFailure;
+    return met ? kExitOk : kExitThreshold;
+}
+
 int runBench(const BenchOptions& b) {
     if (b.history) return showHistory();
     if (!b.compare.empty()) return compareRuns(b);
+    std::vector<load::Threshold> thresholds;
+    if (!parseThresholds(b, thresholds)) return kExitUsage;
+    if (!b.merge.empty()) return mergeRuns(b, thresholds);
     if (!b.from.empty() &&
         (b.suite || b.urls.size() > 1 || !b.weights.empty() || !b.bodyFile.empty() || b.method != "GET")) {
         std::cerr << "portico bench --from: takes at most one base URL, and no --suite, --weights, "
@@ -169,6 +289,13 @@ int runBench(const BenchOptions& b) {
     o.rate = b.rate;
     o.pipeline = b.pipeline;
     o.allowRemote = b.allowRemote;
+    o.latencyIntervals = !b.hdrLogFile.empty();
+    o.samples = !b.noSamples;
+    if (!b.startAt.empty() && !load::parseIsoTime(b.startAt, o.startAt)) {
+        std::cerr << "portico bench: --start-at '" << b.startAt
+                  << "': expected an RFC 3339 time such as 2026-12-06T09:30:00Z, or @UNIXSECONDS\n";
+        return kExitUsage;
+    }
     if (!parseDurationOption("--duration", b.duration, o.duration) ||
         !parseDurationOption("--warmup", b.warmup, o.warmup) ||
         !parseDurationOption("--timeout", b.timeout, o.timeout))
@@ -227,7 +354,13 @@ int runBench(const BenchOptions& b) {
             std::cerr << "portico bench --suite: " << suite.error << "\n";
             return kExitFailure;
         }
+        bool met = true;
+        for (auto& run : suite.runs)
+            met = load::judgeAll(thresholds, run.result) && met;
         std::cout << load::suiteTable(suite) << std::flush;
+        for (const auto& run : suite.runs)
+            if (!run.result.thresholds.empty())
+                std::cout << run.route.name << ": " << load::thresholdsText(run.result) << std::flush;
         if (!b.jsonFile.empty()) {
             std::ofstream out(b.jsonFile, std::ios::binary | std::ios::trunc);
             out << load::suiteToJson(suite);
@@ -240,7 +373,7 @@ int runBench(const BenchOptions& b) {
             saveToHistory(b, [&](const auto& dir, const auto& label, auto* saved, auto& error) {
                 return load::saveSuite(suite, dir, label, saved, error);
             });
-        return kExitOk;
+        return met ? kExitOk : kExitThreshold;
     }
     if (!b.from.empty()) {
         std::string error;
@@ -292,29 +425,10 @@ int runBench(const BenchOptions& b) {
         o.requests.push_back(std::move(spec));
     }
 
-    // The JSON file is opened before the run: an unwritable path is said at once, not after it.
-    const bool jsonToStdout = b.jsonFile == "-";
-    std::ofstream jsonOut;
-    if (!b.jsonFile.empty() && !jsonToStdout) {
-        jsonOut.open(b.jsonFile, std::ios::binary | std::ios::trunc);
-        if (!jsonOut) {
-            std::cerr << "portico bench: --json " << b.jsonFile << ": cannot write (" << std::strerror(errno)
-                      << ")\n";
-            return kExitFailure;
-        }
-    }
-    auto writeJson = [&](const load::Result& result) {
-        if (b.jsonFile.empty()) return true;
-        const std::string json = load::toJson(result);
-        if (jsonToStdout) {
-            std::cout << json << std::flush;
-            return true;
-        }
-        jsonOut << json << std::flush;
-        if (jsonOut) return true;
-        std::cerr << "portico bench: --json " << b.jsonFile << ": cannot write\n";
-        return false;
-    };
+    // The output files are opened before the run: an unwritable path is said at once, not after it.
+    RunOutputs outputs(b);
+    if (!outputs.open()) return kExitFailure;
+    const bool jsonToStdout = outputs.toStdout();
 
     g_abort.store(false);
     auto oldInt = std::signal(SIGINT, onSignal);
@@ -362,17 +476,18 @@ int runBench(const BenchOptions& b) {
 
     if (!r.ok()) {
         std::cerr << "portico bench: " << r.error << "\n";
-        writeJson(r); // {"error": ...}, as docs/load-results.md says
+        outputs.write(r); // {"error": ...}, as docs/load-results.md says
         return kExitFailure;
     }
+    const bool met = load::judgeAll(thresholds, r);
     std::string summary = load::summaryText(r);
     if (headerShown) summary.erase(0, load::headerText(o, r.address).size()); // already on the screen
     (jsonToStdout ? std::cerr : std::cout) << summary << std::flush;
-    if (!writeJson(r)) return kExitFailure;
+    if (!outputs.write(r)) return kExitFailure;
     saveToHistory(b, [&](const auto& dir, const auto& label, auto* saved, auto& error) {
         return load::saveRun(r, dir, label, saved, error);
     });
-    return kExitOk;
+    return met ? kExitOk : kExitThreshold;
 }
 
 } // namespace
@@ -428,12 +543,30 @@ Command addBenchCommand(CLI::App& app) {
                     "'last' or a JSON file")
         ->expected(2);
     cmd->add_flag("--no-save", b->noSave, "Do not save this run in the history");
+    cmd->add_flag("--no-samples", b->noSamples, "Keep no drill-down sample of exchanges (JSON `samples`)");
     cmd->add_option("--from", b->from,
                     "Replay a recorded set as load: the requests of a session file (serve --record) or HAR, "
                     "weighted by how often each was recorded; the URL, if given, is the base to send them to")
         ->check(existingFile());
     cmd->add_option("--filter", b->filter,
                     "With --from: only matching exchanges (e.g. 'method:GET path:/api')");
+    cmd->add_option("--threshold", b->thresholds,
+                    "Pass/fail criterion, repeatable: p50|p90|p99|p99.9|max<DURATION, rps>N, errors<N%, "
+                    "status:5xx<N% (also <=, >, >=); a breach exits 3")
+        ->allow_extra_args(false);
+    cmd->add_option("--hgrm", b->hgrmFile,
+                    "Write the latency percentile distribution in HdrHistogram's .hgrm format (ms) to FILE");
+    cmd->add_option("--hdr-log", b->hdrLogFile,
+                    "Write one latency histogram per second as an HdrHistogram interval log (v1.3) to FILE");
+    cmd->add_option("--report", b->reportFile,
+                    "Write a self-contained HTML report (tables and plots, no network) to FILE.html");
+    cmd->add_option("--merge", b->merge,
+                    "Merge the JSON results of several generators run at the same time (exact: histograms "
+                    "added); with --json/--report/--hgrm for the merged result")
+        ->expected(1, -1);
+    cmd->add_option("--start-at", b->startAt,
+                    "Wait until this wall-clock time before starting (RFC 3339, e.g. 2026-12-06T09:30:00Z, "
+                    "or @UNIXSECONDS): workers on several machines measure the same interval");
     cmd->add_option("--label", b->label,
                     "Label for the saved run (default: the URL's path, 'suite', or 'replay FILE')");
     return Command{cmd, [b] { return runBench(*b); }};

@@ -8,10 +8,12 @@
 
 namespace portico::app {
 
-// Exit codes (docs/cli.md): 0 ok, 1 bad config or runtime failure, 2 bad command line.
+// Exit codes (docs/cli.md): 0 ok, 1 bad config or runtime failure, 2 bad command line, 3 a load
+// run that took place but breached a threshold (`portico bench --threshold`).
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitThreshold = 3;
 
 /// A registered subcommand: main() runs `run` when `cmd->parsed()`.
 struct Command {

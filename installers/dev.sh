@@ -34,9 +34,17 @@ test_packages=(curl nghttp2-client openssl python3 python3-h2 python3-websockets
 # (a server that outlives its SIGTERM in a test gets its threads' stacks in the log).
 sanitize_packages=()
 case "$mode" in sanitize | fuzz) sanitize_packages=(clang libclang-rt-14-dev llvm gdb) ;; esac
+# Only for `test` and `sanitize`: Node.js and npm run hdr-histogram-js (tst_hdr_js), from Debian only
+# when missing: a machine may have nodesource's nodejs, which bundles npm and conflicts with Debian's
+# npm package.
+node_packages=()
+if [ "$mode" = test ] || [ "$mode" = sanitize ]; then
+  command -v node >/dev/null || node_packages+=(nodejs)
+  command -v npm >/dev/null || node_packages+=(npm)
+fi
 
 missing=()
-for p in "${packages[@]}" "${test_packages[@]}" "${sanitize_packages[@]}"; do
+for p in "${packages[@]}" "${test_packages[@]}" "${sanitize_packages[@]}" "${node_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
@@ -58,6 +66,22 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$here} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
 
+# tests/js's pinned packages (hdr-histogram-js) in BUILD_DIR/js, where tst_hdr_js looks for them;
+# `npm ci` again only when the lock file changed or node_modules is gone. If npm cannot reach its
+# registry, tst_hdr_js fails and says so; the other suites still run.
+install_js() {
+  local js="$1/js"
+  mkdir -p "$js"
+  if ! cmp -s "$here/tests/js/package-lock.json" "$js/node_modules/.portico-lock.json"; then
+    cp "$here/tests/js/package.json" "$here/tests/js/package-lock.json" "$js/"
+    if npm ci --prefix "$js" --no-audit --no-fund --loglevel=error >/dev/null; then
+      cp "$js/package-lock.json" "$js/node_modules/.portico-lock.json"
+    else
+      echo "dev.sh: npm ci in $js failed (tst_hdr_js will fail)" >&2
+    fi
+  fi
+}
+
 if [ "$mode" = fuzz ]; then
   shift
   exec "$here/installers/fuzz.sh" "$@"
@@ -70,6 +94,7 @@ if [ "$mode" = sanitize ]; then
     # A failed build fails the stage but does not skip the other preset.
     { cmake --preset "$preset" "${launcher[@]}" >/dev/null && cmake --build --preset "$preset" -j "$jobs"; } ||
       { status=1; continue; }
+    install_js "$here/build/$preset"
     # A suite that fails is run once more and fails the stage only if it fails again; the first
     # failure stays in the log.
     ctest --preset "$preset" -j "$jobs" --timeout 900 --repeat until-pass:2 || status=1
@@ -93,6 +118,7 @@ case "$mode" in
     exec "$build/app/portico" serve --config "$here/resources/demo/portico.yaml" "$@"
     ;;
   test)
+    install_js "$build"
     cd "$build"
     exec ctest --output-on-failure -j "$jobs" --timeout 600
     ;;

@@ -108,7 +108,8 @@ private slots:
         QFile f(m_dir.path() + "/portico.yaml");
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("listen: [127.0.0.1:0]\nworkers: 2\nvhosts:\n  - routes:\n"
-                "      - path: /hello\n        respond: {body: hi}\n");
+                "      - path: /hello\n        respond: {body: hi}\n"
+                "      - path: /slow\n        respond: {body: slow, latency: 20ms}\n");
         f.close();
         m_server = std::make_unique<ServerController>();
         QString error;
@@ -151,6 +152,69 @@ private slots:
         QCOMPARE(table->rowCount(), 1);
         QCOMPARE(table->item(0, 4)->text(), QLocale().toString(3000));
         QCOMPARE(page.findChild<QProgressBar*>("loadProgress")->value(), 1000);
+    }
+
+    // Several URLs in the field are request kinds: the By request table lists each with its own
+    // figures, and selecting a row shows only that kind in the plots.
+    void byRequestTableFiltersThePlots() {
+        LoadTestPage page(m_server.get());
+        page.show();
+        auto url = page.findChild<QLineEdit*>("loadUrl");
+        url->setText("http://127.0.0.1:1/ http://127.0.0.1:2/");
+        QVERIFY(!page.start());
+        QVERIFY2(page.findChild<QLabel*>("loadUrlError")->text().contains("one origin"),
+                 qPrintable(page.findChild<QLabel*>("loadUrlError")->text()));
+        url->setText(m_server->firstHttpUrl() + "hello " + m_server->firstHttpUrl() + "slow");
+        page.findChild<QLineEdit*>("loadDuration")->setText("");
+        page.findChild<QSpinBox*>("loadCount")->setValue(400);
+        page.findChild<QSpinBox*>("loadConnections")->setValue(4);
+        page.findChild<QSpinBox*>("loadThreads")->setValue(1);
+        QSignalSpy finished(&page, &LoadTestPage::runFinished);
+        QVERIFY(page.start());
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 60000);
+        const load::Result& r = *page.runs().first().result;
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.byRequest.size(), std::size_t(2));
+        auto table = page.findChild<QTableWidget*>("loadByRequest");
+        QVERIFY(table->isVisible());
+        QCOMPARE(table->rowCount(), 3);
+        QCOMPARE(table->item(0, 0)->text(), QStringLiteral("All requests"));
+        QCOMPARE(table->item(1, 0)->text(), QStringLiteral("GET /hello"));
+        QCOMPARE(table->item(2, 0)->text(), QStringLiteral("GET /slow"));
+        QCOMPARE(table->item(0, 1)->text(), QLocale().toString(400));
+        QCOMPARE(table->item(1, 1)->text(),
+                 QLocale().toString(qulonglong(r.byRequest[0].requests.completed)));
+        QVERIFY(r.byRequest[0].requests.completed > 0 && r.byRequest[1].requests.completed > 0);
+        QVERIFY(page.findChild<QTableWidget*>("loadResults")->item(0, 2)->text().endsWith("+1 more"));
+        // The latency histogram's non-empty bins, in ms.
+        auto bins = [&] {
+            QVector<double> keys;
+            auto* g = page.findChild<QCustomPlot*>("loadLatencyPlot")->graph(0);
+            for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+                if (it->value > 0) keys << it->key;
+            return keys;
+        };
+        auto rateTotal = [&] {
+            double sum = 0;
+            auto* g = page.findChild<QCustomPlot*>("loadRatePlot")->graph(0);
+            for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+                sum += it->value;
+            return sum;
+        };
+        const double allRate = rateTotal();
+        table->selectRow(2);
+        auto slow = bins();
+        QVERIFY(!slow.isEmpty());
+        QVERIFY2(*std::min_element(slow.begin(), slow.end()) >= 15,
+                 qPrintable(QString::number(slow.first())));
+        QVERIFY(rateTotal() < allRate);
+        table->selectRow(1);
+        auto fast = bins();
+        QVERIFY(!fast.isEmpty());
+        QVERIFY2(*std::max_element(fast.begin(), fast.end()) < 15, qPrintable(QString::number(fast.last())));
+        table->selectRow(0);
+        QCOMPARE(bins().size() >= fast.size(), true);
+        QCOMPARE(rateTotal(), allRate);
     }
 
     // The run happens on a worker thread: a 10 ms timer on the UI thread keeps firing throughout.

@@ -374,6 +374,24 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setStretchLastSection(true);
 
+    m_byRequest = new QTableWidget(0, 9);
+    m_byRequest->setObjectName("loadByRequest");
+    m_byRequest->setHorizontalHeaderLabels({tr("Request"), tr("Completed"), tr("Req/s"), tr("p50 ms"),
+                                            tr("p90 ms"), tr("p99 ms"), tr("Max ms"), tr("Errors"),
+                                            tr("Statuses")});
+    m_byRequest->setToolTip(tr("Each request kind of the run; select one to show only it in the plots"));
+    m_byRequest->verticalHeader()->hide();
+    m_byRequest->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_byRequest->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_byRequest->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_byRequest->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_byRequest->horizontalHeader()->setStretchLastSection(true);
+    m_byRequest->hide();
+    connect(m_byRequest, &QTableWidget::itemSelectionChanged, this, [this] {
+        const auto rows = m_byRequest->selectionModel()->selectedRows();
+        showKind(rows.isEmpty() ? -1 : rows.front().row() - 1);
+    });
+
     m_text = new QPlainTextEdit;
     m_text->setObjectName("loadText");
     m_text->setReadOnly(true);
@@ -386,10 +404,12 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     auto runView = new QSplitter(Qt::Vertical);
     runView->addWidget(plots);
     runView->addWidget(m_table);
+    runView->addWidget(m_byRequest);
     runView->addWidget(m_text);
     runView->setStretchFactor(0, 2);
     runView->setStretchFactor(1, 1);
     runView->setStretchFactor(2, 1);
+    runView->setStretchFactor(3, 1);
 
     // The suite: its own bound (per route), the form's connections, threads and pipeline.
     m_suiteUrl = new QLineEdit;
@@ -472,11 +492,19 @@ void LoadTestPage::resetDefaults() {
 
 QString LoadTestPage::fieldError(const QWidget* field) const {
     if (field == m_url) {
-        const std::string url = m_url->text().trimmed().toStdString();
-        if (url.empty()) return tr("required, e.g. http://127.0.0.1:8080/");
-        load::Url parsed;
-        std::string why;
-        return load::parseUrl(url, parsed, why) ? QString() : QString::fromStdString(why);
+        const QStringList urls = m_url->text().split(QRegularExpression("\\s+"), Qt::SkipEmptyParts);
+        if (urls.isEmpty()) return tr("required, e.g. http://127.0.0.1:8080/");
+        std::string origin;
+        for (const QString& url : urls) {
+            load::Url parsed;
+            std::string why;
+            if (!load::parseUrl(url.toStdString(), parsed, why)) return QString::fromStdString(why);
+            if (origin.empty()) origin = parsed.origin();
+            if (parsed.origin() != origin)
+                return tr("all URLs must have one origin (%1), not %2")
+                    .arg(QString::fromStdString(origin), QString::fromStdString(parsed.origin()));
+        }
+        return {};
     }
     if (field == m_duration || field == m_warmup) {
         std::chrono::nanoseconds d{0};
@@ -545,11 +573,14 @@ bool LoadTestPage::options(load::Options& o, QString& error) const {
             return false;
         }
     }
-    load::RequestSpec spec;
-    spec.url = m_url->text().trimmed().toStdString();
-    spec.method = m_method->currentText().toStdString();
     o = load::Options{};
-    o.requests = {spec};
+    // Several URLs separated by spaces: each is a request kind of equal weight (as on the CLI).
+    for (const QString& url : m_url->text().split(QRegularExpression("\\s+"), Qt::SkipEmptyParts)) {
+        load::RequestSpec spec;
+        spec.url = url.toStdString();
+        spec.method = m_method->currentText().toStdString();
+        o.requests.push_back(std::move(spec));
+    }
     o.connections = unsigned(m_connections->value());
     o.threads = unsigned(qMin(m_threads->value(), m_connections->value()));
     o.pipeline = unsigned(m_pipeline->value());
@@ -644,6 +675,9 @@ void LoadTestPage::clearRunView() {
     m_summary->clear();
     m_text->clear();
     m_table->clearSelection();
+    m_byRequest->setRowCount(0);
+    m_byRequest->hide();
+    m_shown.reset();
     m_plot->graph(0)->data()->clear();
     m_plot->replot();
     m_latencyPlot->graph(0)->data()->clear();
@@ -981,6 +1015,64 @@ void LoadTestPage::onFinished() {
     emit runFinished(run);
 }
 
+void LoadTestPage::showByRequest(const load::Result& r) {
+    m_shown = m_runs.isEmpty() ? nullptr : m_runs.last().result;
+    m_byRequest->setRowCount(0);
+    if (r.byRequest.size() < 2 || !m_shown) {
+        m_byRequest->hide();
+        return;
+    }
+    const double seconds = std::chrono::duration<double>(r.measured).count();
+    auto addRow = [&](const QString& name, const load::RequestCounts& c, const stats::Histogram* h,
+                      const std::map<int, std::uint64_t>& statuses) {
+        const int row = m_byRequest->rowCount();
+        m_byRequest->insertRow(row);
+        QStringList codes;
+        for (const auto& [code, n] : statuses)
+            codes << QStringLiteral("%1: %2").arg(code).arg(QLocale().toString(qulonglong(n)));
+        const bool any = h && c.completed;
+        const QStringList cells{name,
+                                QLocale().toString(qulonglong(c.completed)),
+                                QLocale().toString(seconds > 0 ? double(c.completed) / seconds : 0.0, 'f', 0),
+                                any ? ms(h->valueAtPercentile(50)) : QStringLiteral("-"),
+                                any ? ms(h->valueAtPercentile(90)) : QStringLiteral("-"),
+                                any ? ms(h->valueAtPercentile(99)) : QStringLiteral("-"),
+                                any ? ms(h->max()) : QStringLiteral("-"),
+                                QLocale().toString(qulonglong(c.failed)),
+                                codes.join(QStringLiteral(", "))};
+        for (int col = 0; col < cells.size(); ++col) {
+            auto item = new QTableWidgetItem(cells[col]);
+            if (col >= 1 && col <= 7) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            if (col == 0) item->setToolTip(name);
+            m_byRequest->setItem(row, col, item);
+        }
+    };
+    addRow(tr("All requests"), r.requests, r.latency.get(), r.statuses);
+    for (std::size_t i = 0; i < r.byRequest.size(); ++i) {
+        const auto& spec = r.options.requests[i];
+        load::Url u;
+        std::string ignored;
+        const std::string target = load::parseUrl(spec.url, u, ignored) ? u.target : spec.url;
+        const auto& k = r.byRequest[i];
+        addRow(QString::fromStdString(spec.method + " " + target), k.requests, k.latency.get(), k.statuses);
+    }
+    m_byRequest->show();
+}
+
+void LoadTestPage::showKind(int kind) {
+    if (!m_shown) return;
+    const load::Result& r = *m_shown;
+    const bool one =
+        kind >= 0 && std::size_t(kind) < r.byRequest.size() && r.byRequest[std::size_t(kind)].latency;
+    const ThroughputSeries series =
+        throughputSeries(one ? r.byRequest[std::size_t(kind)].perSlot : r.perSlot, r.measured);
+    m_plot->graph(0)->setData(series.keys, series.values, true);
+    m_plot->rescaleAxes();
+    m_plot->yAxis->setRangeLower(0);
+    m_plot->replot();
+    drawLatency(one ? *r.byRequest[std::size_t(kind)].latency : *r.latency);
+}
+
 void LoadTestPage::showResult(const load::Result& r, bool stopped) {
     // The generator's own time series replaces the live estimate, and its histogram the live one.
     const ThroughputSeries series = throughputSeries(r.perSlot, r.measured);
@@ -993,9 +1085,12 @@ void LoadTestPage::showResult(const load::Result& r, bool stopped) {
     const std::uint64_t errors = r.errors.connect + r.errors.reset + r.errors.timeout + r.errors.protocol;
     const int row = m_table->rowCount();
     m_table->insertRow(row);
+    const QString target =
+        QString::fromStdString(r.options.requests.front().url) +
+        (r.options.requests.size() > 1 ? tr(" +%1 more").arg(r.options.requests.size() - 1) : QString());
     const QStringList cells{QString::number(m_runs.size()),
                             m_runs.last().when,
-                            QString::fromStdString(r.options.requests.front().url),
+                            target,
                             QString::number(r.options.connections),
                             QLocale().toString(qulonglong(r.requests.completed)),
                             QLocale().toString(r.requestsPerSecond(), 'f', 0),
@@ -1013,6 +1108,7 @@ void LoadTestPage::showResult(const load::Result& r, bool stopped) {
     }
     m_table->selectRow(row);
     m_text->setPlainText(QString::fromStdString(load::summaryText(r)));
+    showByRequest(r);
     drawLatency(h);
     const QString requests = QLocale().toString(qulonglong(r.requests.completed));
     const double seconds = std::chrono::duration<double>(r.measured).count();

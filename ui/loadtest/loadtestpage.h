@@ -148,6 +148,10 @@ private:
     void addSuiteRow(int index, const SuiteRow& row);
     void resetDefaults();
     void showResult(const load::Result& r, bool stopped);
+    /// Fills the By request table from `r.byRequest` (hidden with a single request kind).
+    void showByRequest(const load::Result& r);
+    /// Draws the throughput and latency plots for one request kind (`kind` ≥ 0) or all (-1).
+    void showKind(int kind);
     void setRunning(bool running);
 
     ServerController* m_server;
@@ -173,6 +177,10 @@ private:
     QCPItemStraightLine* m_markerLines[2] = {}; ///< p50, p99 on the latency histogram
     QCPItemText* m_markerLabels[2] = {};
     QTableWidget* m_table = nullptr;
+    /// Per request kind of the shown run: "All requests", then one row per kind; selecting a row
+    /// filters the plots to it.
+    QTableWidget* m_byRequest = nullptr;
+    std::shared_ptr<const load::Result> m_shown; ///< the run the plots and m_byRequest show
     QPlainTextEdit* m_text = nullptr;
     QTimer* m_timer = nullptr;
 

@@ -116,6 +116,10 @@ void Connection::opened() {
         for (std::size_t i = slots_.size(); i-- > 0;)
             free_.push_back(static_cast<std::uint32_t>(i));
     }
+    boost::system::error_code ec;
+    const auto local = socket_.local_endpoint(ec); // once per opening: no syscall per request
+    localPort_ = ec ? 0 : local.port();
+    sent_ = 0;
     state_ = State::Open;
     handler_.onOpen();
 }
@@ -331,6 +335,7 @@ bool Connection::send(const PreparedRequest& request, std::uint32_t& slot) {
         slots_[slot].request = &request;
         ++inFlight_;
         writeBuf_.append(request.http1);
+        ++sent_;
         return true;
     }
     const std::uint32_t i = free_.back();
@@ -348,6 +353,7 @@ bool Connection::send(const PreparedRequest& request, std::uint32_t& slot) {
     }
     free_.pop_back();
     ++inFlight_;
+    ++sent_;
     slot = i;
     return true;
 }

@@ -128,6 +128,11 @@ public:
     bool h2() const { return settings_.h2; }
     std::size_t inFlight() const { return inFlight_; }
     std::size_t depth() const { return slots_.size(); }
+    /// The client's TCP port of the current (or last) opening, read once when it opened; 0 before.
+    std::uint16_t localPort() const { return localPort_; }
+    /// Requests queued by send() since the connection last opened: the next one's 0-based number
+    /// on this connection (HTTP/1.1: the server's request index − 1; HTTP/2: (stream id − 1) / 2).
+    std::uint32_t requestsSent() const { return sent_; }
     /// Bumped whenever the socket changes: the owner's timers compare it to ignore an old one.
     std::uint64_t generation() const { return generation_; }
     /// Calls `f(slot)` for every request in flight (HTTP/1.1: oldest first).
@@ -191,6 +196,8 @@ private:
     SSL* ssl_ = nullptr;
     nghttp2_session* session_ = nullptr;
     std::uint64_t generation_ = 0; // bumped on close: handlers of an older socket do nothing
+    std::uint32_t sent_ = 0;       // requests sent since opened()
+    std::uint16_t localPort_ = 0;  // set in opened()
     State state_ = State::Idle;
     bool writeWaiting_ = false;
 };

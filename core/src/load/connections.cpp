@@ -15,7 +15,9 @@
 #include <cmath>
 #include <latch>
 #include <limits>
+#include <random>
 #include <thread>
+#include <tuple>
 
 #include <pthread.h>
 #include <sys/resource.h>
@@ -46,6 +48,9 @@ struct Conn final : client::ConnectionHandler {
         Ns intended = 0; // open model: the schedule's send time; closed model: = sent
         Ns sent = 0;
         bool warm = false;
+        std::uint32_t spec = 0;     // index in Options::requests
+        std::uint32_t sequence = 0; // its number on the connection since it opened
+        std::uint16_t port = 0;     // the connection's local port
     };
 
     Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth);
@@ -81,10 +86,43 @@ struct Conn final : client::ConnectionHandler {
     void onProgress() override { fill(); }
 };
 
+/// One request kind's counters on one thread (kept only when a run has several kinds).
+struct SpecCounts {
+    RequestCounts requests;
+    ErrorCounts errors;
+    std::array<std::uint64_t, 600> statuses{};
+    std::unique_ptr<stats::Histogram> latency; // allocated at this kind's first completion
+    std::vector<std::uint64_t> slots;          // completions per 100 ms slot
+};
+
+/// One reservoir of the drill-down sample (Options::samples): of the `seen` candidates so far, the
+/// first min(seen, kKeep) entries of `kept` are a uniform random choice. The choice is Algorithm R's
+/// (each new candidate n replaces a random entry with probability kKeep/n), drawn with Li's
+/// Algorithm L: the number of the next candidate to keep is drawn when one is kept, so a candidate
+/// that is not kept costs an increment and a comparison instead of a random number (measured: R's
+/// draw per candidate was ~3 % of the generator's instructions per request).
+constexpr std::size_t kKeep = Result::kSamplesPerBin;
+static_assert(Result::kSamplesPerSecond == kKeep, "one reservoir size for bins and seconds");
+struct Reservoir {
+    std::uint64_t seen = 0;
+    std::uint64_t next = 1; // the number (from 1) of the next candidate kept
+    double w = 0;           // Algorithm L's W: the largest of kKeep uniform keys kept so far
+    std::array<ExchangeSample, kKeep> kept{};
+};
+
+/// One finished interval of one thread (Options::latencyIntervals).
+struct IntervalPart {
+    std::int64_t index = 0; // (completion - warmupEnd) / Result::kInterval
+    std::vector<stats::Histogram::Bucket> buckets;
+    std::uint64_t maxNs = 0;
+};
+
 struct Worker {
     Worker(const Plan& p, unsigned idx) : plan(p), io(1), tick(io), index(idx) {
         latency = std::make_unique<stats::Histogram>();
         service = std::make_unique<stats::Histogram>();
+        if (p.specs.size() > 1) bySpec.resize(p.specs.size());
+        if (p.options->latencyIntervals) interval = std::make_unique<stats::Histogram>();
         const auto& o = *p.options;
         if (o.duration.count() > 0)
             slots.resize(
@@ -92,6 +130,19 @@ struct Worker {
         else
             slots.reserve(1024);
         rng = 0x9E3779B97F4A7C15ull * (idx + 1);
+        if (o.samples) {
+            // Every buffer of the sample is sized here: nothing is allocated per request (the
+            // seconds of a run bounded by count only grow by doubling, once per new second).
+            sampling = true;
+            failedSamples.reserve(Result::kMaxFailedSamples);
+            binSamples.resize(kSampleBins);
+            const auto seconds = o.duration.count() > 0
+                                     ? static_cast<std::size_t>(
+                                           (o.duration + o.stopGrace + o.timeout).count() / 1'000'000'000) +
+                                           2
+                                     : std::size_t{64};
+            secondSamples.reserve(std::min(seconds, Result::kSampleSeconds));
+        }
     }
 
     const Plan& plan;
@@ -111,8 +162,20 @@ struct Worker {
     bool measuring = false;
     std::unique_ptr<stats::Histogram> latency, service;
     std::vector<std::uint64_t> slots;
+    std::vector<SpecCounts> bySpec;             // empty with one request kind (the totals are its counts)
+    std::unique_ptr<stats::Histogram> interval; // the current interval (Options::latencyIntervals)
+    std::int64_t intervalIndex = 0;
+    std::vector<IntervalPart> intervals; // finished ones, in time order
     Ns lastEvent = 0;
     double cpuUser = 0, cpuSystem = 0;
+    // Drill-down sample (Options::samples): this thread's first failures, and its reservoirs by
+    // latency bin and by second of completion (merged over the threads in drive).
+    bool sampling = false;
+    std::vector<ExchangeSample> failedSamples; // ≤ Result::kMaxFailedSamples, in failure order
+    std::vector<Reservoir> binSamples;         // kSampleBins
+    std::vector<Reservoir> secondSamples;      // ≤ Result::kSampleSeconds
+    Reservoir* second = nullptr;               // secondSamples[the current second]
+    Ns secondEnd = 0;                          // when the current second ends
 
     // Run state.
     std::uint64_t quota = std::numeric_limits<std::uint64_t>::max(); // closed model: measured starts left
@@ -124,22 +187,130 @@ struct Worker {
     Ns lastAlive = 0;   // last time a connection of this thread was open
     Ns lastPublish = 0; // to plan.live
 
-    std::uint32_t pickSpec() {
-        if (plan.specs.size() == 1) return 0;
+    std::uint64_t nextRandom() { // xorshift64
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        const std::uint32_t r = static_cast<std::uint32_t>(rng % plan.cumulativeWeights.back());
+        return rng;
+    }
+
+    std::uint32_t pickSpec() {
+        if (plan.specs.size() == 1) return 0;
+        const std::uint32_t r = static_cast<std::uint32_t>(nextRandom() % plan.cumulativeWeights.back());
         std::uint32_t i = 0;
         while (plan.cumulativeWeights[i] <= r)
             ++i;
         return i;
     }
 
-    void countSlot(Ns now) {
+    /// Uniform in (0, 1), from the xorshift: 53 bits, never 0 (its log is finite).
+    double uniform() { return (static_cast<double>(nextRandom() >> 11) + 0.5) * 0x1p-53; }
+
+    /// The entry of `r.kept` that its newest candidate takes, or -1 if it is not kept.
+    int reservoirSlot(Reservoir& r) {
+        const std::uint64_t n = ++r.seen;
+        if (n < r.next) [[likely]]
+            return -1;
+        return reservoirKeep(r, n);
+    }
+
+    /// Candidate `n` is kept (Algorithm L): its entry, and the number of the next one kept.
+    [[gnu::noinline]] int reservoirKeep(Reservoir& r, std::uint64_t n) {
+        constexpr double k = kKeep;
+        std::size_t slot = 0;
+        if (n <= kKeep) { // filling
+            slot = static_cast<std::size_t>(n - 1);
+            if (n < kKeep) {
+                r.next = n + 1;
+                return static_cast<int>(slot);
+            }
+            r.w = std::exp(std::log(uniform()) / k);
+        } else {
+            slot = static_cast<std::size_t>(nextRandom() % kKeep);
+            r.w *= std::exp(std::log(uniform()) / k);
+        }
+        // Candidates skipped before the next one kept: geometric with parameter w.
+        const double skip = std::floor(std::log(uniform()) / std::log1p(-r.w));
+        r.next = n + 1 +
+                 (skip < 1e18 ? static_cast<std::uint64_t>(skip) : std::uint64_t{1'000'000'000'000'000'000});
+        return static_cast<int>(slot);
+    }
+
+    ExchangeSample sampleOf(const Conn::InFlight& f, unsigned connection, int status, std::uint8_t failure,
+                            Ns now) const {
+        ExchangeSample x;
+        x.request = f.spec;
+        x.status = status;
+        x.failure = failure;
+        x.intendedNs = f.intended - plan.warmupEnd;
+        x.sentNs = f.sent - plan.warmupEnd;
+        x.doneNs = now - plan.warmupEnd;
+        x.latencyNs = static_cast<std::uint64_t>(std::max<Ns>(0, now - f.intended));
+        x.connection = connection;
+        x.sequence = f.sequence;
+        x.localPort = f.port;
+        return x;
+    }
+
+    /// The second of the measured run that `now` is in: its reservoir (none after kSampleSeconds).
+    /// A thread's completions come in time order, so this runs once per second.
+    [[gnu::noinline]] void nextSecond(Ns now) {
+        constexpr Ns kSecond = 1'000'000'000;
+        const auto s = static_cast<std::size_t>(std::max<Ns>(0, now - plan.warmupEnd) / kSecond);
+        if (s >= Result::kSampleSeconds) {
+            second = nullptr;
+            secondEnd = kNever;
+            return;
+        }
+        if (s >= secondSamples.size()) secondSamples.resize(s + 1);
+        second = &secondSamples[s];
+        secondEnd = plan.warmupEnd + static_cast<Ns>(s + 1) * kSecond;
+    }
+
+    /// A measured request completed at `now` with latency `ns`: a candidate of its latency bin's
+    /// and its second's reservoirs; built into a sample only when one of them keeps it.
+    void sampleCompleted(const Conn::InFlight& f, unsigned connection, int status, Ns now, std::uint64_t ns) {
+        Reservoir& bin = binSamples[latencySampleBin(ns)];
+        const int inBin = reservoirSlot(bin);
+        if (now >= secondEnd) [[unlikely]]
+            nextSecond(now);
+        const int inSecond = second ? reservoirSlot(*second) : -1;
+        if (inBin < 0 && inSecond < 0) return;
+        const ExchangeSample x = sampleOf(f, connection, status, 0, now);
+        if (inBin >= 0) bin.kept[static_cast<std::size_t>(inBin)] = x;
+        if (inSecond >= 0) second->kept[static_cast<std::size_t>(inSecond)] = x;
+    }
+
+    /// A measured latency (corrected timing) completed or given up at `now`.
+    void recordLatency(std::uint64_t ns, Ns now) {
+        latency->record(ns);
+        if (!interval) return;
+        constexpr Ns kIntervalNs = std::chrono::nanoseconds(Result::kInterval).count();
+        // Never back: a missed arrival is recorded at the deadline, after later completions.
+        const std::int64_t i = std::max(intervalIndex, std::max<Ns>(0, now - plan.warmupEnd) / kIntervalNs);
+        if (i != intervalIndex) closeInterval(i);
+        interval->record(ns);
+    }
+
+    /// Keeps the current interval's non-empty buckets (if any) and starts interval `next`.
+    void closeInterval(std::int64_t next) {
+        if (interval->count()) {
+            IntervalPart part{intervalIndex, {}, interval->max()};
+            interval->forEachBucket([&](const stats::Histogram::Bucket& b) { part.buckets.push_back(b); });
+            intervals.push_back(std::move(part));
+            interval->reset();
+        }
+        intervalIndex = next;
+    }
+
+    void countSlot(Ns now, std::uint32_t spec) {
         const auto i = static_cast<std::size_t>((now - plan.warmupEnd) / 100'000'000);
         if (i >= slots.size()) slots.resize(i + 1);
         ++slots[i];
+        if (bySpec.empty()) return;
+        auto& mine = bySpec[spec].slots;
+        if (i >= mine.size()) mine.resize(std::max(i + 1, slots.size()));
+        ++mine[i];
     }
 
     std::size_t totalInFlight() const {
@@ -172,7 +343,7 @@ struct Worker {
                 if (k >= plan.openLimit || intended >= end) break;
                 if (intended < plan.warmupEnd) continue;
                 ++missed;
-                latency->record(static_cast<std::uint64_t>(end - intended));
+                recordLatency(static_cast<std::uint64_t>(end - intended), end);
             }
     }
 
@@ -212,7 +383,9 @@ struct Worker {
         if (totalInFlight() && !graceOver) return;
         for (auto& c : conns) {
             c->conn.forEachInFlight([&](std::uint32_t slot) {
-                ++(c->meta[slot].warm ? warmup : requests).cancelled;
+                const auto& f = c->meta[slot];
+                ++(f.warm ? warmup : requests).cancelled;
+                if (!f.warm && !bySpec.empty()) ++bySpec[f.spec].requests.cancelled;
                 lastEvent = std::max(lastEvent, now);
             });
             c->shut();
@@ -244,6 +417,7 @@ struct Worker {
         }
         startTick();
         io.run();
+        if (interval) closeInterval(0);
         rusage after{};
         getrusage(RUSAGE_THREAD, &after);
         auto secs = [](const timeval& a, const timeval& b) {
@@ -309,10 +483,22 @@ void Conn::record(const InFlight& f, int status, Ns now) {
         return;
     }
     ++worker.requests.completed;
-    ++worker.statuses[static_cast<std::size_t>(std::clamp(status, 0, 599))];
-    worker.latency->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.intended)));
-    worker.service->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.sent)));
-    worker.countSlot(now);
+    const auto code = static_cast<std::size_t>(std::clamp(status, 0, 599));
+    ++worker.statuses[code];
+    const auto ns = static_cast<std::uint64_t>(std::max<Ns>(0, now - f.intended));
+    worker.recordLatency(ns, now);
+    // Closed model: sent = intended, so the service time is the latency (copied at the merge).
+    if (worker.plan.options->model() == Model::Open)
+        worker.service->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.sent)));
+    if (!worker.bySpec.empty()) {
+        auto& k = worker.bySpec[f.spec];
+        ++k.requests.completed;
+        ++k.statuses[code];
+        if (!k.latency) k.latency = std::make_unique<stats::Histogram>();
+        k.latency->record(ns);
+    }
+    worker.countSlot(now, f.spec);
+    if (worker.sampling) worker.sampleCompleted(f, index, status, now, ns);
     worker.lastEvent = now;
 }
 
@@ -320,17 +506,28 @@ void Conn::failOne(const InFlight& f, Failure kind, Ns now) {
     auto& counts = f.warm ? worker.warmup : worker.requests;
     ++counts.failed;
     if (f.warm) return;
-    switch (kind) {
-    case Failure::Reset:
-        ++worker.errors.reset;
-        break;
-    case Failure::Timeout:
-        ++worker.errors.timeout;
-        break;
-    case Failure::Protocol:
-        ++worker.errors.protocol;
-        break;
+    auto count = [kind](ErrorCounts& e) {
+        switch (kind) {
+        case Failure::Reset:
+            ++e.reset;
+            break;
+        case Failure::Timeout:
+            ++e.timeout;
+            break;
+        case Failure::Protocol:
+            ++e.protocol;
+            break;
+        }
+    };
+    count(worker.errors);
+    if (!worker.bySpec.empty()) {
+        auto& k = worker.bySpec[f.spec];
+        ++k.requests.failed;
+        count(k.errors);
     }
+    if (worker.sampling && worker.failedSamples.size() < Result::kMaxFailedSamples)
+        worker.failedSamples.push_back(
+            worker.sampleOf(f, index, 0, static_cast<std::uint8_t>(static_cast<unsigned>(kind) + 1), now));
     worker.lastEvent = std::max(worker.lastEvent, now);
 }
 
@@ -372,16 +569,89 @@ void Conn::fill() {
             worker.warmupBytesRead = worker.traffic.bytesRead;
             worker.warmupBytesWritten = worker.traffic.bytesWritten;
         }
-        const InFlight f{intended, now, warm};
+        const std::uint32_t spec = worker.pickSpec();
+        const InFlight f{intended, now, warm, spec, conn.requestsSent(), conn.localPort()};
         ++(warm ? worker.warmup : worker.requests).started;
+        if (!warm && !worker.bySpec.empty()) ++worker.bySpec[spec].requests.started;
         std::uint32_t slot = 0;
-        if (!conn.send(plan.specs[worker.pickSpec()], slot)) { // HTTP/2: out of stream ids
+        if (!conn.send(plan.specs[spec], slot)) { // HTTP/2: out of stream ids
             failOne(f, Failure::Protocol, now);
             break;
         }
         meta[slot] = f;
     }
     conn.flush();
+}
+
+// Up to kKeep samples drawn uniformly without replacement from all the candidates that the threads'
+// reservoirs of one bin (or one second) saw: each draw picks a thread with probability (its
+// candidates not drawn yet) / (all not drawn yet), then one of its kept samples not drawn yet at
+// random. As each reservoir is a uniform choice among its own candidates, the draws are a uniform
+// choice among all of them: a thread is weighted by what it saw, not by what it kept.
+void mergeReservoirs(const std::vector<const Reservoir*>& parts, std::mt19937_64& rng,
+                     std::vector<ExchangeSample>& out) {
+    struct Part {
+        std::uint64_t left; // candidates not drawn yet
+        std::size_t kept;   // kept samples not drawn yet: kept[0..kept)
+        std::array<ExchangeSample, kKeep> samples;
+    };
+    std::vector<Part> p;
+    std::uint64_t total = 0;
+    for (const Reservoir* r : parts)
+        if (r->seen) {
+            p.push_back(
+                {r->seen, static_cast<std::size_t>(std::min<std::uint64_t>(r->seen, kKeep)), r->kept});
+            total += r->seen;
+        }
+    for (std::size_t draw = 0; draw < kKeep && total; ++draw) {
+        std::uint64_t x = rng() % total;
+        std::size_t w = 0;
+        while (x >= p[w].left)
+            x -= p[w++].left;
+        // p[w].kept > 0: fewer than kKeep were drawn from it, and it kept min(seen, kKeep).
+        auto& part = p[w];
+        const std::size_t i = static_cast<std::size_t>(rng() % part.kept);
+        out.push_back(part.samples[i]);
+        part.samples[i] = part.samples[--part.kept];
+        --part.left;
+        --total;
+    }
+}
+
+// Merges the threads' drill-down samples into result.samples (Result::samples).
+void mergeSamples(const std::vector<std::unique_ptr<Worker>>& workers, Result& result) {
+    auto& out = result.samples;
+    // Failures: each thread kept its first kMaxFailedSamples, so the run's first ones are among them.
+    for (const auto& w : workers)
+        out.insert(out.end(), w->failedSamples.begin(), w->failedSamples.end());
+    auto byDone = [](const ExchangeSample& a, const ExchangeSample& b) {
+        return std::tie(a.doneNs, a.connection, a.sequence, a.localPort, a.sentNs, a.intendedNs, a.request,
+                        a.status, a.failure,
+                        a.latencyNs) < std::tie(b.doneNs, b.connection, b.sequence, b.localPort, b.sentNs,
+                                                b.intendedNs, b.request, b.status, b.failure, b.latencyNs);
+    };
+    std::sort(out.begin(), out.end(), byDone);
+    if (out.size() > Result::kMaxFailedSamples) out.resize(Result::kMaxFailedSamples);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(nowNs()));
+    std::vector<const Reservoir*> parts;
+    for (std::size_t b = 0; b < kSampleBins; ++b) {
+        parts.clear();
+        for (const auto& w : workers)
+            parts.push_back(&w->binSamples[b]);
+        mergeReservoirs(parts, rng, out);
+    }
+    std::size_t seconds = 0;
+    for (const auto& w : workers)
+        seconds = std::max(seconds, w->secondSamples.size());
+    for (std::size_t s = 0; s < seconds; ++s) {
+        parts.clear();
+        for (const auto& w : workers)
+            if (s < w->secondSamples.size()) parts.push_back(&w->secondSamples[s]);
+        mergeReservoirs(parts, rng, out);
+    }
+    // A request kept both for its bin and for its second is the same sample twice: listed once.
+    std::sort(out.begin(), out.end(), byDone);
+    out.erase(std::unique(out.begin(), out.end()), out.end());
 }
 
 } // namespace
@@ -409,6 +679,15 @@ void drive(Plan& plan, Result& result) {
         }
     }
 
+    // Start barrier (Options::startAt): wait before connecting, so that generators started with the
+    // same time measure the same interval; an abort ends the wait.
+    if (options.startAt != std::chrono::system_clock::time_point{}) {
+        while (std::chrono::system_clock::now() < options.startAt &&
+               !(plan.abort && plan.abort->load(std::memory_order_relaxed)))
+            std::this_thread::sleep_for(std::min<std::chrono::system_clock::duration>(
+                options.startAt - std::chrono::system_clock::now(), std::chrono::milliseconds(10)));
+    }
+
     std::latch connected(threads), go(1);
     std::vector<std::thread> pool;
     for (auto& w : workers) {
@@ -419,6 +698,8 @@ void drive(Plan& plan, Result& result) {
     connected.wait();
     // Every first connect has finished: the clock starts now for all threads at once.
     plan.start = nowNs();
+    result.startedAt = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+        std::chrono::system_clock::now() + options.warmup);
     plan.warmupEnd = plan.start + options.warmup.count();
     if (options.duration.count() > 0) plan.deadline = plan.warmupEnd + options.duration.count();
     if (options.model() == Model::Open) {
@@ -464,7 +745,7 @@ void drive(Plan& plan, Result& result) {
         result.measuredBytesRead += w->measuring ? w->traffic.bytesRead - w->warmupBytesRead : 0;
         result.measuredBytesWritten += w->measuring ? w->traffic.bytesWritten - w->warmupBytesWritten : 0;
         result.latency->merge(*w->latency);
-        result.serviceTime->merge(*w->service);
+        if (options.model() == Model::Open) result.serviceTime->merge(*w->service);
         if (result.perSlot.size() < w->slots.size()) result.perSlot.resize(w->slots.size());
         for (std::size_t s = 0; s < w->slots.size(); ++s)
             result.perSlot[s] += w->slots[s];
@@ -472,13 +753,84 @@ void drive(Plan& plan, Result& result) {
         result.cpuUserSeconds += w->cpuUser;
         result.cpuSystemSeconds += w->cpuSystem;
     }
-    for (std::size_t s = 100; s < statuses.size(); ++s)
-        if (statuses[s]) result.statuses[static_cast<int>(s)] = statuses[s];
+    auto statusMap = [](const std::array<std::uint64_t, 600>& counts, std::map<int, std::uint64_t>& out) {
+        for (std::size_t s = 100; s < counts.size(); ++s)
+            if (counts[s]) out[static_cast<int>(s)] = counts[s];
+    };
+    statusMap(statuses, result.statuses);
+    if (options.model() == Model::Closed) *result.serviceTime = *result.latency;
     if (!last) last = end;
     result.measured = std::chrono::nanoseconds(std::max<Ns>(0, last - plan.warmupEnd));
     // Trailing empty slots (the pre-sized tail) are not part of the series.
     const auto measuredSlots = static_cast<std::size_t>(result.measured.count() / 100'000'000) + 1;
     if (result.perSlot.size() > measuredSlots) result.perSlot.resize(measuredSlots);
+
+    // Per request kind: with one kind, its counts are the totals.
+    result.byRequest.resize(plan.specs.size());
+    if (plan.specs.size() == 1) {
+        auto& k = result.byRequest.front();
+        k.requests = result.requests;
+        k.errors = result.errors;
+        k.errors.connect = 0;
+        k.statuses = result.statuses;
+        k.latency = std::make_unique<stats::Histogram>(*result.latency);
+        k.perSlot = result.perSlot;
+    } else {
+        for (std::size_t i = 0; i < plan.specs.size(); ++i) {
+            auto& k = result.byRequest[i];
+            k.latency = std::make_unique<stats::Histogram>();
+            k.perSlot.assign(result.perSlot.size(), 0);
+            std::array<std::uint64_t, 600> codes{};
+            for (auto& w : workers) {
+                const auto& part = w->bySpec[i];
+                k.requests.started += part.requests.started;
+                k.requests.completed += part.requests.completed;
+                k.requests.failed += part.requests.failed;
+                k.requests.cancelled += part.requests.cancelled;
+                k.errors.reset += part.errors.reset;
+                k.errors.timeout += part.errors.timeout;
+                k.errors.protocol += part.errors.protocol;
+                for (std::size_t s = 0; s < codes.size(); ++s)
+                    codes[s] += part.statuses[s];
+                if (part.latency) k.latency->merge(*part.latency);
+                for (std::size_t s = 0; s < part.slots.size() && s < result.perSlot.size(); ++s)
+                    k.perSlot[s] += part.slots[s];
+            }
+            statusMap(codes, k.statuses);
+        }
+    }
+
+    // Interval histograms: every thread's parts of interval i merged; empty intervals kept, so the
+    // log has one line per interval of the measured time.
+    if (options.latencyIntervals) {
+        constexpr Ns kIntervalNs = std::chrono::nanoseconds(Result::kInterval).count();
+        std::int64_t count = result.measured.count() / kIntervalNs + 1;
+        for (auto& w : workers)
+            if (!w->intervals.empty()) count = std::max(count, w->intervals.back().index + 1);
+        stats::Histogram merged;
+        std::vector<std::size_t> next(workers.size(), 0);
+        for (std::int64_t i = 0; i < count; ++i) {
+            LatencyInterval out;
+            out.start = std::chrono::nanoseconds(i * kIntervalNs);
+            out.length = std::chrono::nanoseconds(
+                std::min<Ns>(kIntervalNs, std::max<Ns>(0, result.measured.count() - i * kIntervalNs)));
+            if (out.length.count() == 0) out.length = std::chrono::nanoseconds(kIntervalNs);
+            merged.reset();
+            for (std::size_t t = 0; t < workers.size(); ++t) {
+                auto& parts = workers[t]->intervals;
+                while (next[t] < parts.size() && parts[next[t]].index == i) {
+                    for (const auto& b : parts[next[t]].buckets)
+                        merged.record(b.lowestNs, b.count);
+                    out.maxNs = std::max(out.maxNs, parts[next[t]].maxNs);
+                    ++next[t];
+                }
+            }
+            merged.forEachBucket([&](const stats::Histogram::Bucket& b) { out.buckets.push_back(b); });
+            result.intervals.push_back(std::move(out));
+        }
+    }
+
+    if (options.samples) mergeSamples(workers, result);
 }
 
 } // namespace portico::load::detail

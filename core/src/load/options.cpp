@@ -78,6 +78,11 @@ bool validate(const Options& o, std::string& error) {
         error = "timeout must be positive and the stop grace not negative";
         return false;
     }
+    if (o.startAt != std::chrono::system_clock::time_point{} &&
+        o.startAt > std::chrono::system_clock::now() + std::chrono::hours(24)) {
+        error = "the start time is more than 24 hours ahead";
+        return false;
+    }
     return true;
 }
 

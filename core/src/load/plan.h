@@ -42,7 +42,8 @@ struct Plan {
 /// Runs the measured part of a planned run: one thread per worker (min(threads, connections)),
 /// connections spread round-robin, the clock started once every first connect finished, then the
 /// workers' counters, histograms and 100 ms slots merged into `result` (requests, errors,
-/// statuses, bytes, latency, serviceTime, perSlot, measured, CPU seconds). Returns when every
+/// statuses, bytes, latency, serviceTime, perSlot, measured, CPU seconds, and with
+/// Options::samples the drill-down sample Result::samples). Returns when every
 /// worker stopped (count, duration or abort bound).
 void drive(Plan& plan, Result& result);
 

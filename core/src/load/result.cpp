@@ -1,5 +1,6 @@
 // Result derived figures, the JSON writer (schema in docs/load-results.md) and the text summary.
 #include <portico/load/result.h>
+#include <portico/load/thresholds.h>
 
 #include "json_text.h"
 
@@ -8,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 namespace portico::load {
 
@@ -76,18 +78,26 @@ void appendLatency(std::string& out, const stats::Histogram& h, bool withBuckets
     out += "}";
 }
 
-std::string duration(double ns) {
-    char buf[32];
-    if (ns < 1e3)
-        std::snprintf(buf, sizeof buf, "%.0fns", ns);
-    else if (ns < 1e6)
-        std::snprintf(buf, sizeof buf, "%.2fus", ns / 1e3);
-    else if (ns < 1e9)
-        std::snprintf(buf, sizeof buf, "%.2fms", ns / 1e6);
-    else
-        std::snprintf(buf, sizeof buf, "%.2fs", ns / 1e9);
-    return buf;
+void appendErrors(std::string& out, const ErrorCounts& e, bool withConnect) {
+    out += "{";
+    if (withConnect) out += "\"connect\":" + num(e.connect) + ",";
+    out += "\"reset\":" + num(e.reset) + ",\"timeout\":" + num(e.timeout) +
+           ",\"protocol\":" + num(e.protocol) + "}";
 }
+
+void appendStatuses(std::string& out, const std::map<int, std::uint64_t>& statuses) {
+    out += "{";
+    bool first = true;
+    for (const auto& [status, count] : statuses) {
+        if (!first) out += ',';
+        first = false;
+        appendString(out, std::to_string(status));
+        out += ':' + num(count);
+    }
+    out += "}";
+}
+
+std::string duration(double ns) { return detail::durationText(ns); }
 
 std::string bytes(double b) {
     char buf[32];
@@ -106,7 +116,110 @@ std::string bytes(double b) {
 
 namespace detail {
 std::string jsonNumber(double v) { return std::isfinite(v) ? num(v) : std::string("0"); }
+std::string durationText(double ns) {
+    char buf[32];
+    if (ns < 1e3)
+        std::snprintf(buf, sizeof buf, "%.0fns", ns);
+    else if (ns < 1e6)
+        std::snprintf(buf, sizeof buf, "%.2fus", ns / 1e3);
+    else if (ns < 1e9)
+        std::snprintf(buf, sizeof buf, "%.2fms", ns / 1e6);
+    else
+        std::snprintf(buf, sizeof buf, "%.2fs", ns / 1e9);
+    return buf;
+}
+
 } // namespace detail
+
+std::string isoTime(std::chrono::system_clock::time_point t) {
+    if (t == std::chrono::system_clock::time_point{}) return {};
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+    const std::time_t secs = static_cast<std::time_t>(us >= 0 ? us / 1'000'000 : (us - 999'999) / 1'000'000);
+    const long frac = static_cast<long>(us - static_cast<std::int64_t>(secs) * 1'000'000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[64];
+    const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::snprintf(buf + n, sizeof buf - n, ".%06ldZ", frac);
+    return buf;
+}
+
+bool parseIsoTime(std::string_view text, std::chrono::system_clock::time_point& out) {
+    using namespace std::chrono;
+    auto digits = [&](std::size_t at, std::size_t n, int& v) {
+        if (at + n > text.size()) return false;
+        v = 0;
+        for (std::size_t i = at; i < at + n; ++i) {
+            if (text[i] < '0' || text[i] > '9') return false;
+            v = v * 10 + (text[i] - '0');
+        }
+        return true;
+    };
+    // The fraction of a second after a '.', up to nanoseconds (more digits are read and dropped).
+    auto fraction = [&](std::size_t& at, std::int64_t& ns) {
+        ns = 0;
+        if (at >= text.size() || text[at] != '.') return true;
+        ++at;
+        std::size_t n = 0;
+        std::int64_t scale = 100'000'000;
+        while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+            ns += (text[at] - '0') * scale;
+            scale /= 10;
+            ++at;
+            ++n;
+        }
+        return n > 0;
+    };
+    if (!text.empty() && text.front() == '@') {
+        std::size_t at = 1;
+        std::int64_t secs = 0;
+        std::size_t n = 0;
+        while (at < text.size() && text[at] >= '0' && text[at] <= '9' && n < 12) {
+            secs = secs * 10 + (text[at] - '0');
+            ++at;
+            ++n;
+        }
+        std::int64_t ns = 0;
+        if (n == 0 || !fraction(at, ns) || at != text.size()) return false;
+        out = system_clock::time_point(
+            duration_cast<system_clock::duration>(std::chrono::seconds(secs) + nanoseconds(ns)));
+        return true;
+    }
+    int y, mo, d, h, mi, s;
+    if (!digits(0, 4, y) || text.size() < 19 || text[4] != '-' || !digits(5, 2, mo) || text[7] != '-' ||
+        !digits(8, 2, d) || (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || !digits(11, 2, h) ||
+        text[13] != ':' || !digits(14, 2, mi) || text[16] != ':' || !digits(17, 2, s))
+        return false;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return false;
+    std::size_t at = 19;
+    std::int64_t ns = 0;
+    if (!fraction(at, ns) || at >= text.size()) return false;
+    int offsetMinutes = 0;
+    if (text[at] == 'Z' || text[at] == 'z') {
+        ++at;
+    } else if (text[at] == '+' || text[at] == '-') {
+        int oh, om;
+        if (!digits(at + 1, 2, oh) || at + 3 >= text.size() || text[at + 3] != ':' ||
+            !digits(at + 4, 2, om) || oh > 23 || om > 59)
+            return false;
+        offsetMinutes = (oh * 60 + om) * (text[at] == '-' ? -1 : 1);
+        at += 6;
+    } else {
+        return false;
+    }
+    if (at != text.size()) return false;
+    std::tm tm{};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = s;
+    const std::time_t t = timegm(&tm);
+    out = system_clock::time_point(duration_cast<system_clock::duration>(
+        std::chrono::seconds(static_cast<std::int64_t>(t)) - minutes(offsetMinutes) + nanoseconds(ns)));
+    return true;
+}
 
 double Result::requestsPerSecond() const {
     const double s = seconds(measured);
@@ -121,7 +234,7 @@ double Result::cpuShare() const {
 std::string toJson(const Result& r) {
     const Options& o = r.options;
     std::string out;
-    out.reserve(4096 + r.perSlot.size() * 8);
+    out.reserve(4096 + r.perSlot.size() * 8 + r.samples.size() * 192);
     out += "{\"schema\":1,\"tool\":\"portico bench\",\"version\":";
     appendString(out, PORTICO_VERSION);
     if (!r.ok()) {
@@ -155,23 +268,19 @@ std::string toJson(const Result& r) {
            ",\"rate\":" + num(o.rate) + ",\"warmupSeconds\":" + num(seconds(o.warmup)) +
            ",\"timeoutSeconds\":" + num(seconds(o.timeout)) +
            ",\"stopGraceSeconds\":" + num(seconds(o.stopGrace)) +
-           "},\"measuredSeconds\":" + num(seconds(r.measured)) + ",\"requests\":";
+           ",\"samples\":" + (o.samples ? "true" : "false") + "},\"startedAt\":";
+    appendString(out, isoTime(r.startedAt));
+    out += ",\"measuredSeconds\":" + num(seconds(r.measured)) + ",\"requests\":";
     appendCounts(out, r.requests);
     out += ",\"warmup\":";
     appendCounts(out, r.warmup);
     out += ",\"requestsPerSecond\":" + num(r.requestsPerSecond());
     out += ",\"missedArrivals\":" + num(r.missedArrivals);
-    out += ",\"errors\":{\"connect\":" + num(r.errors.connect) + ",\"reset\":" + num(r.errors.reset) +
-           ",\"timeout\":" + num(r.errors.timeout) + ",\"protocol\":" + num(r.errors.protocol) + "}";
-    out += ",\"statuses\":{";
-    bool first = true;
-    for (const auto& [status, count] : r.statuses) {
-        if (!first) out += ',';
-        first = false;
-        appendString(out, std::to_string(status));
-        out += ':' + num(count);
-    }
-    out += "},\"bytes\":{\"read\":" + num(r.bytesRead) + ",\"written\":" + num(r.bytesWritten) +
+    out += ",\"errors\":";
+    appendErrors(out, r.errors, true);
+    out += ",\"statuses\":";
+    appendStatuses(out, r.statuses);
+    out += ",\"bytes\":{\"read\":" + num(r.bytesRead) + ",\"written\":" + num(r.bytesWritten) +
            ",\"measuredRead\":" + num(r.measuredBytesRead) +
            ",\"measuredWritten\":" + num(r.measuredBytesWritten) + "}";
     out += ",\"latency\":";
@@ -183,9 +292,66 @@ std::string toJson(const Result& r) {
     out += o.model() == Model::Open ? "true" : "false";
     out += ",\"serviceTime\":";
     if (r.serviceTime)
-        appendLatency(out, *r.serviceTime, false);
+        appendLatency(out, *r.serviceTime, o.model() == Model::Open); // buckets when it differs
     else
         out += "null";
+    out += ",\"byRequest\":[";
+    for (std::size_t i = 0; i < r.byRequest.size(); ++i) {
+        const auto& k = r.byRequest[i];
+        if (i) out += ',';
+        out += "{\"index\":" + num(std::uint64_t{i}) + ",\"method\":";
+        appendString(out, i < o.requests.size() ? o.requests[i].method : "");
+        out += ",\"url\":";
+        appendString(out, i < o.requests.size() ? o.requests[i].url : "");
+        out += ",\"requests\":";
+        appendCounts(out, k.requests);
+        out += ",\"requestsPerSecond\":" +
+               num(seconds(r.measured) > 0 ? static_cast<double>(k.requests.completed) / seconds(r.measured)
+                                           : 0.0);
+        out += ",\"errors\":";
+        appendErrors(out, k.errors, false);
+        out += ",\"statuses\":";
+        appendStatuses(out, k.statuses);
+        out += ",\"latency\":";
+        if (k.latency)
+            appendLatency(out, *k.latency, true);
+        else
+            out += "null";
+        out += ",\"seriesCompleted\":[";
+        for (std::size_t s = 0; s < k.perSlot.size(); ++s) {
+            if (s) out += ',';
+            out += num(k.perSlot[s]);
+        }
+        out += "]}";
+    }
+    out += "]";
+    if (!r.thresholds.empty()) {
+        out += ",\"thresholds\":[";
+        for (std::size_t i = 0; i < r.thresholds.size(); ++i) {
+            const auto& t = r.thresholds[i];
+            if (i) out += ',';
+            out += "{\"expr\":";
+            appendString(out, t.expr);
+            out += ",\"value\":" + detail::jsonNumber(t.value) + ",\"unit\":";
+            appendString(out, t.unit);
+            out += std::string(",\"ok\":") + (t.ok ? "true" : "false") + "}";
+        }
+        out += "]";
+    }
+    out += ",\"samples\":[";
+    for (std::size_t i = 0; i < r.samples.size(); ++i) {
+        static constexpr const char* kFailure[] = {"null", "\"reset\"", "\"timeout\"", "\"protocol\""};
+        const auto& x = r.samples[i];
+        if (i) out += ',';
+        out += "{\"request\":" + num(std::uint64_t{x.request}) + ",\"status\":" + std::to_string(x.status) +
+               ",\"failure\":" + kFailure[x.failure < 4 ? x.failure : 3] +
+               ",\"intendedNs\":" + std::to_string(x.intendedNs) + ",\"sentNs\":" + std::to_string(x.sentNs) +
+               ",\"doneNs\":" + std::to_string(x.doneNs) + ",\"latencyNs\":" + num(x.latencyNs) +
+               ",\"connection\":" + num(std::uint64_t{x.connection}) +
+               ",\"sequence\":" + num(std::uint64_t{x.sequence}) +
+               ",\"localPort\":" + num(std::uint64_t{x.localPort}) + "}";
+    }
+    out += "]";
     out +=
         ",\"series\":{\"slotMilliseconds\":" + num(std::uint64_t{Result::kSlot.count()}) + ",\"completed\":[";
     for (std::size_t i = 0; i < r.perSlot.size(); ++i) {
@@ -216,6 +382,42 @@ std::string headerText(const Options& o, const std::string& address) {
         std::snprintf(line, sizeof line, "  %u thread(s) and %u connection(s), closed model, %s\n", threads,
                       o.connections, protocolText(o).c_str());
     s += line;
+    return s;
+}
+
+std::string byRequestText(const Result& r) {
+    std::string s =
+        "  By request                                   Count      Req/s      p50       p90       "
+        "p99       Max  Errors  Statuses\n";
+    char line[512];
+    const double secs = seconds(r.measured);
+    for (std::size_t i = 0; i < r.byRequest.size(); ++i) {
+        const auto& k = r.byRequest[i];
+        std::string name;
+        if (i < r.options.requests.size()) {
+            const auto& q = r.options.requests[i];
+            Url u;
+            std::string urlError;
+            std::string target = parseUrl(q.url, u, urlError) ? u.target : q.url;
+            name = q.method + " " + target;
+        }
+        if (name.size() > 40) name = name.substr(0, 37) + "...";
+        auto at = [&](double p) {
+            return k.requests.completed && k.latency
+                       ? duration(static_cast<double>(k.latency->valueAtPercentile(p)))
+                       : std::string("-");
+        };
+        std::string codes;
+        for (const auto& [status, count] : k.statuses)
+            codes += (codes.empty() ? "" : " ") + std::to_string(status) + ":" + std::to_string(count);
+        if (codes.empty()) codes = "-";
+        std::snprintf(line, sizeof line, "    %-40s %9llu %10.1f %9s %9s %9s %9s %7llu  %s\n", name.c_str(),
+                      static_cast<unsigned long long>(k.requests.completed),
+                      secs > 0 ? static_cast<double>(k.requests.completed) / secs : 0.0, at(50).c_str(),
+                      at(90).c_str(), at(99).c_str(), at(100).c_str(),
+                      static_cast<unsigned long long>(k.requests.failed), codes.c_str());
+        s += line;
+    }
     return s;
 }
 
@@ -291,6 +493,7 @@ std::string summaryText(const Result& r) {
                       static_cast<unsigned long long>(e.protocol));
         s += line;
     }
+    if (r.byRequest.size() > 1) s += byRequestText(r);
     std::snprintf(
         line, sizeof line, "Requests/sec: %.2f\nTransfer/sec: %s\n", r.requestsPerSecond(),
         bytes(seconds(r.measured) > 0 ? static_cast<double>(r.measuredBytesRead) / seconds(r.measured) : 0)
@@ -300,6 +503,7 @@ std::string summaryText(const Result& r) {
                   r.cpuUserSeconds, r.cpuSystemSeconds, r.cpuShare() * 100, threads,
                   r.cpuShare() > 0.9 ? " - the generator may be the bottleneck" : "");
     s += line;
+    s += thresholdsText(r);
     return s;
 }
 

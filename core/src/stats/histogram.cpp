@@ -49,6 +49,39 @@ void Histogram::reset() {
     sum_ = sumSquares_ = 0;
 }
 
+bool Histogram::restore(const Bucket* buckets, std::size_t n, std::uint64_t minNs, std::uint64_t maxNs,
+                        double mean, double stddev) {
+    reset();
+    if (n == 0) return true;
+    std::size_t previous = 0;
+    std::uint64_t total = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        const Bucket& b = buckets[k];
+        if (b.count == 0 || b.lowestNs < kLowest || b.lowestNs > kHighest ||
+            lowestEquivalent(b.lowestNs) != b.lowestNs || highestEquivalent(b.lowestNs) != b.highestNs)
+            return false;
+        const std::size_t i = indexOf(b.lowestNs);
+        if (k > 0 && i <= previous) return false;
+        previous = i;
+        if (total + b.count < total) return false;
+        total += b.count;
+    }
+    if (minNs < buckets[0].lowestNs || minNs > buckets[0].highestNs || maxNs < buckets[n - 1].lowestNs ||
+        maxNs > buckets[n - 1].highestNs || !std::isfinite(mean) || !std::isfinite(stddev) || mean < 0 ||
+        stddev < 0)
+        return false;
+    for (std::size_t k = 0; k < n; ++k)
+        counts_[indexOf(buckets[k].lowestNs)] = buckets[k].count;
+    total_ = total;
+    min_ = minNs;
+    max_ = maxNs;
+    const long double count = static_cast<long double>(total);
+    sum_ = static_cast<unsigned __int128>(static_cast<long double>(mean) * count + 0.5L);
+    sumSquares_ = static_cast<unsigned __int128>(
+        (static_cast<long double>(stddev) * stddev + static_cast<long double>(mean) * mean) * count + 0.5L);
+    return true;
+}
+
 double Histogram::mean() const {
     if (!total_) return 0.0;
     return static_cast<double>(static_cast<long double>(sum_) / total_);

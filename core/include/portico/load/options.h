@@ -76,6 +76,17 @@ struct Options {
     /// the server's chain must verify and its certificate must match the URL's host (DNS name or
     /// IP address, RFC 6125); SNI carries the host unless it is an IP literal.
     std::string caFile;
+    /// Keep a latency histogram per second of the measured run (Result::intervals, for the
+    /// HdrHistogram interval log). Off by default: it costs one more histogram record per request.
+    bool latencyIntervals = false;
+    /// Keep a bounded drill-down sample of measured exchanges (Result::samples: failed ones, a few
+    /// per latency bin and per second). On by default; off saves its small per-request cost.
+    bool samples = true;
+    /// Wall-clock start barrier: when set (not the epoch), the run connects first and then waits
+    /// until this time before its clock starts, so that generators on several machines started
+    /// with the same time measure the same interval. A time in the past starts at once; more than
+    /// 24 h ahead is refused by `validate`.
+    std::chrono::system_clock::time_point startAt{};
 
     Model model() const { return rate > 0 ? Model::Open : Model::Closed; }
     /// Requests in flight per connection: `streams` for HTTP/2, `pipeline` for HTTP/1.1.

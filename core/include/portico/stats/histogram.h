@@ -82,6 +82,15 @@ public:
         std::uint64_t highestNs;
         std::uint64_t count;
     };
+    /// Rebuilds the histogram from what `forEachBucket` and the summary accessors exported (e.g. a
+    /// JSON result read back): each bucket's count goes to the bucket that holds `lowestNs`; `min`
+    /// and `max` are taken as exact; the sums are recomputed from `mean` and `stddev` (so mean()
+    /// and stddev() are exact only to double precision afterwards). Clamp counters are not
+    /// restored. False, with the histogram left empty, when a bucket is not one of this layout's
+    /// (`highestNs` ≠ highestEquivalent(lowestNs)), buckets are not ascending, a count is 0, or
+    /// min/max do not fall into the first/last bucket.
+    bool restore(const Bucket* buckets, std::size_t n, std::uint64_t minNs, std::uint64_t maxNs, double mean,
+                 double stddev);
     /// Calls `fn(const Bucket&)` for each non-empty bucket in ascending order (for plots and export).
     template <class F> void forEachBucket(F&& fn) const {
         if (!total_) return;

@@ -1,0 +1,669 @@
+// The load generator's outputs for CI and for several machines, against `portico serve` on
+// loopback: per-request breakdown, one-second latency intervals, the wall-clock start barrier,
+// thresholds and their exit code, three generators started with --start-at then merged, and the
+// drill-down sample of exchanges (Result::samples).
+#include "test_support.h"
+
+#include <portico/capture/session_file.h>
+#include <portico/load/merge.h>
+#include <portico/load/runner.h>
+#include <portico/load/thresholds.h>
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+
+using namespace portico;
+using namespace std::chrono_literals;
+
+namespace {
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(bytes);
+}
+
+QJsonObject readJson(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+load::RequestSpec spec(const QString& url, unsigned weight = 1) {
+    load::RequestSpec r;
+    r.url = url.toStdString();
+    r.weight = weight;
+    return r;
+}
+
+// What every sample must satisfy whatever the run: "" or what is wrong with samples[i].
+QString sampleProblem(const load::Result& r, std::size_t i) {
+    const auto& x = r.samples[i];
+    const QString at = QStringLiteral("samples[%1] (request %2, connection %3, sequence %4): ")
+                           .arg(i)
+                           .arg(x.request)
+                           .arg(x.connection)
+                           .arg(x.sequence);
+    if (x.request >= r.options.requests.size()) return at + "request index out of range";
+    if (x.connection >= r.options.connections) return at + "connection out of range";
+    if (x.localPort == 0) return at + "no local port";
+    if (x.sentNs < x.intendedNs) return at + "sent before intended";
+    if (x.doneNs < x.sentNs) return at + "done before sent";
+    if (x.intendedNs < 0) return at + "intended before the end of the warm-up";
+    if (r.options.model() == load::Model::Closed && x.sentNs != x.intendedNs)
+        return at + "closed model: intended != sent";
+    const auto span = static_cast<std::uint64_t>(x.doneNs - x.intendedNs);
+    if ((x.latencyNs > span ? x.latencyNs - span : span - x.latencyNs) > 1000)
+        return at + QStringLiteral("latency %1 != done - intended %2").arg(x.latencyNs).arg(span);
+    if (x.failure > 3) return at + "unknown failure kind";
+    if (x.failure == 0 && (x.status < 100 || x.status > 599)) return at + "completed without a status";
+    if (x.failure != 0 && x.status != 0) return at + "failed with a status";
+    if (x.doneNs > r.measured.count()) return at + "done after the end of the measured run";
+    if (i > 0 && r.samples[i - 1].doneNs > x.doneNs) return at + "not sorted by doneNs";
+    for (std::size_t j = 0; j < i; ++j)
+        if (r.samples[j] == x) return at + "listed twice";
+    return {};
+}
+
+// The sample's own consistency, plus: without reconnects (`reconnects` false) one local port per
+// connection and one connection per port; with them (a new port each time), (port, sequence)
+// still names one request of a connection. On one connection's port a later request (higher
+// sequence) was not sent earlier.
+void checkSamples(const load::Result& r, bool reconnects) {
+    QVERIFY(!r.samples.empty());
+    std::map<std::uint32_t, std::set<std::uint16_t>> portsOf;
+    std::map<std::uint16_t, std::set<std::uint32_t>> connectionsOf;
+    // (connection, port, sequence) → sent
+    std::map<std::tuple<std::uint32_t, std::uint16_t, std::uint32_t>, std::int64_t> sentAt;
+    for (std::size_t i = 0; i < r.samples.size(); ++i) {
+        const QString problem = sampleProblem(r, i);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        const auto& x = r.samples[i];
+        portsOf[x.connection].insert(x.localPort);
+        connectionsOf[x.localPort].insert(x.connection);
+        QVERIFY2(sentAt.emplace(std::tuple{x.connection, x.localPort, x.sequence}, x.sentNs).second,
+                 "two samples with the same connection, local port and sequence");
+    }
+    if (!reconnects) {
+        for (const auto& [port, conns] : connectionsOf)
+            QVERIFY2(conns.size() == 1,
+                     qPrintable(QStringLiteral("port %1 on %2 connections").arg(port).arg(conns.size())));
+        for (const auto& [conn, ports] : portsOf)
+            QVERIFY2(ports.size() == 1,
+                     qPrintable(QStringLiteral("connection %1 had %2 ports").arg(conn).arg(ports.size())));
+    }
+    for (auto it = sentAt.begin(); it != sentAt.end(); ++it) {
+        const auto next = std::next(it);
+        if (next != sentAt.end() && std::get<0>(next->first) == std::get<0>(it->first) &&
+            std::get<1>(next->first) == std::get<1>(it->first))
+            QVERIFY2(next->second >= it->second, "a later request on a connection was sent earlier");
+    }
+}
+
+} // namespace
+
+class TestLoadOutputs : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+    std::unique_ptr<test::ServerProcess> server_;
+
+    QString url(const char* path) const { return server_->baseUrl() + path; }
+
+private slots:
+    void initTestCase() {
+        qputenv("PORTICO_DATA_DIR", dir_.filePath("data").toUtf8());
+        writeFile(dir_.filePath("portico.yaml"), "listen: [\"127.0.0.1:0\"]\n"
+                                                 "vhosts:\n"
+                                                 "  - routes:\n"
+                                                 "      - path: /fast\n"
+                                                 "        respond: {body: fast}\n"
+                                                 "      - path: /slow\n"
+                                                 "        respond: {body: slow, latency: 5ms}\n"
+                                                 "      - path: /drop\n"
+                                                 "        respond: {body: x, drop_rate: 1}\n");
+        server_ = std::make_unique<test::ServerProcess>(
+            QStringList{"--config", dir_.filePath("portico.yaml"), "--no-reload"});
+        QVERIFY2(server_->waitReady(), server_->output().constData());
+    }
+    void cleanupTestCase() {
+        if (server_) QCOMPARE(server_->terminate(), 0);
+    }
+
+    // Three kinds by weight: each kind's counts, statuses and latency are its own, and they add up
+    // to the totals; the text summary has the table.
+    void byRequestAddsUp() {
+        load::Options o;
+        o.requests = {spec(url("/fast"), 3), spec(url("/missing"), 1), spec(url("/slow"), 1)};
+        o.connections = 4;
+        o.count = 2000;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.byRequest.size(), std::size_t(3));
+        std::uint64_t started = 0, completed = 0, latencies = 0;
+        for (const auto& k : r.byRequest) {
+            started += k.requests.started;
+            completed += k.requests.completed;
+            QVERIFY(k.latency);
+            QCOMPARE(k.latency->count(), k.requests.completed);
+            latencies += k.latency->count();
+            QVERIFY(k.requests.completed > 0);
+        }
+        QCOMPARE(started, r.requests.started);
+        QCOMPARE(completed, r.requests.completed);
+        QCOMPARE(latencies, r.latency->count());
+        QCOMPARE(r.byRequest[0].statuses.size(), std::size_t(1));
+        QCOMPARE(r.byRequest[0].statuses.at(200), r.byRequest[0].requests.completed);
+        QCOMPARE(r.byRequest[1].statuses.at(404), r.byRequest[1].requests.completed);
+        QCOMPARE(r.statuses.at(404), r.byRequest[1].requests.completed);
+        // Weight 3 of 5: about 60 % (2000 draws: ±5 % is > 4 standard deviations).
+        const double share = double(r.byRequest[0].requests.started) / double(r.requests.started);
+        QVERIFY2(share > 0.55 && share < 0.65, qPrintable(QString::number(share)));
+        // The 5 ms route is the slow one, the others are not.
+        QVERIFY(r.byRequest[2].latency->valueAtPercentile(50) >= 5'000'000);
+        QVERIFY(r.byRequest[0].latency->valueAtPercentile(50) < 5'000'000);
+        const auto text = QString::fromStdString(load::summaryText(r));
+        QVERIFY2(text.contains("By request") && text.contains("GET /missing") && text.contains("404:"),
+                 qPrintable(text));
+    }
+
+    // One kind: byRequest is the totals.
+    void byRequestSingleKind() {
+        load::Options o;
+        o.requests = {spec(url("/fast"))};
+        o.count = 300;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.byRequest.size(), std::size_t(1));
+        QCOMPARE(r.byRequest[0].requests.completed, r.requests.completed);
+        QCOMPARE(r.byRequest[0].latency->valueAtPercentile(99), r.latency->valueAtPercentile(99));
+        QVERIFY(!QString::fromStdString(load::summaryText(r)).contains("By request"));
+    }
+
+    // One histogram per second of the measured run; together they are the run's latency.
+    void latencyIntervals() {
+        load::Options o;
+        o.requests = {spec(url("/slow"))};
+        o.connections = 2;
+        o.duration = 2500ms;
+        o.warmup = 200ms;
+        o.latencyIntervals = true;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.intervals.size(), std::size_t(3));
+        std::uint64_t total = 0, max = 0;
+        for (std::size_t i = 0; i < r.intervals.size(); ++i) {
+            const auto& iv = r.intervals[i];
+            QCOMPARE(iv.start, std::chrono::nanoseconds(std::chrono::seconds(i)));
+            QVERIFY(iv.count() > 100); // 2 connections × ~190 responses of 5 ms per second
+            QVERIFY(iv.maxNs >= iv.buckets.back().lowestNs && iv.maxNs <= iv.buckets.back().highestNs);
+            total += iv.count();
+            max = std::max(max, iv.maxNs);
+        }
+        QCOMPARE(r.intervals[0].length, std::chrono::nanoseconds(1s));
+        QVERIFY(r.intervals[2].length <= std::chrono::nanoseconds(1s));
+        QCOMPARE(total, r.latency->count());
+        QCOMPARE(max, r.latency->max());
+        // Off by default.
+        o.latencyIntervals = false;
+        o.duration = 300ms;
+        QVERIFY(load::run(o).intervals.empty());
+    }
+
+    // The run waits for its start time, then measures from it.
+    void startBarrier() {
+        load::Options o;
+        o.requests = {spec(url("/fast"))};
+        o.count = 50;
+        const auto before = std::chrono::system_clock::now();
+        o.startAt = before + 1500ms;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QVERIFY2(r.startedAt >= o.startAt, load::isoTime(r.startedAt).c_str());
+        QVERIFY2(r.startedAt < o.startAt + 1s, load::isoTime(r.startedAt).c_str());
+        // Too far ahead is refused at once.
+        o.startAt = std::chrono::system_clock::now() + std::chrono::hours(25);
+        auto refused = load::run(o);
+        QVERIFY(!refused.ok());
+        QVERIFY2(QString::fromStdString(refused.error).contains("24 hours"), refused.error.c_str());
+    }
+
+    // --threshold: met → 0, breached → 3 with the line and the JSON outcome, malformed → 2.
+    void thresholdsExitCode() {
+        const QString json = dir_.filePath("thresholds.json");
+        auto met = test::runProcess(test::porticoBinary(), {"bench", url("/fast"), "-n", "300", "--no-save",
+                                                            "--threshold", "p99<10s", "--threshold",
+                                                            "errors<1%", "--threshold", "status:2xx>=99%"});
+        QVERIFY2(met.exitCode == 0, met.out + met.err);
+        QVERIFY2(met.out.contains("Thresholds:") && met.out.contains("met       p99<10s"),
+                 met.out.constData());
+        auto breached = test::runProcess(test::porticoBinary(),
+                                         {"bench", url("/slow"), "-n", "50", "--no-save", "--threshold",
+                                          "p50<1ms", "--threshold", "rps>0", "--json", json});
+        QCOMPARE(breached.exitCode, 3);
+        QVERIFY2(breached.out.contains("BREACHED  p50<1ms"), breached.out.constData());
+        QVERIFY2(breached.out.contains("met       rps>0"), breached.out.constData());
+        const auto t = readJson(json)["thresholds"].toArray();
+        QCOMPARE(t.size(), 2);
+        QCOMPARE(t[0].toObject()["expr"].toString(), QStringLiteral("p50<1ms"));
+        QCOMPARE(t[0].toObject()["ok"].toBool(), false);
+        QVERIFY(t[0].toObject()["value"].toDouble() >= 5e6);
+        QCOMPARE(t[0].toObject()["unit"].toString(), QStringLiteral("ns"));
+        QCOMPARE(t[1].toObject()["ok"].toBool(), true);
+        auto malformed = test::runProcess(test::porticoBinary(),
+                                          {"bench", url("/fast"), "-n", "5", "--threshold", "p99<fast"});
+        QCOMPARE(malformed.exitCode, 2);
+        QVERIFY2(malformed.err.contains("threshold 'p99<fast'"), malformed.err.constData());
+        // A run that could not take place keeps exit 1, thresholds or not.
+        auto refused = test::runProcess(test::porticoBinary(), {"bench", "http://127.0.0.1:9/", "-n", "5",
+                                                                "--no-save", "--threshold", "rps>1"});
+        QCOMPARE(refused.exitCode, 1);
+    }
+
+    // A normal run keeps a sample: each entry consistent (times, latency as recorded, request,
+    // status, connection and port); every second of the run and the histogram's range covered.
+    void samplesNormalRun() {
+        load::Options o;
+        o.requests = {spec(url("/fast"))};
+        o.connections = 4;
+        o.threads = 2;
+        o.pipeline = 2;
+        o.duration = 2200ms;
+        o.warmup = 100ms;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.requests.failed, std::uint64_t(0));
+        checkSamples(r, false);
+        if (QTest::currentTestFailed()) return;
+        std::set<std::int64_t> seconds;
+        for (const auto& x : r.samples) {
+            QCOMPARE(x.status, 200);
+            QCOMPARE(x.failure, std::uint8_t(0));
+            QVERIFY(x.latencyNs >= r.latency->min() && x.latencyNs <= r.latency->max());
+            seconds.insert(x.doneNs / 1'000'000'000);
+        }
+        QVERIFY2(seconds.count(0) && seconds.count(1) && seconds.count(2),
+                 qPrintable(QStringLiteral("seconds covered: %1").arg(seconds.size())));
+        // The slowest request of the run is in the sample (the only one in its top bin is kept).
+        const auto slowest =
+            std::max_element(r.samples.begin(), r.samples.end(),
+                             [](const auto& a, const auto& b) { return a.latencyNs < b.latencyNs; });
+        QCOMPARE(load::latencySampleBin(slowest->latencyNs), load::latencySampleBin(r.latency->max()));
+        // Bounded: far fewer than the requests.
+        QVERIFY(r.samples.size() <= load::kSampleBins * 4 + 4 * 4);
+        QVERIFY(r.requests.completed > 10 * r.samples.size());
+
+        // Open model: intended ≤ sent, the latency from the intended time.
+        o.rate = 2000;
+        o.duration = 600ms;
+        auto open = load::run(o);
+        QVERIFY2(open.ok(), open.error.c_str());
+        checkSamples(open, false);
+    }
+
+    // Each sample names its server-side record: a server recording its exchanges has one whose
+    // client port is the sample's localPort and whose index on the connection is the sequence
+    // (HTTP/1.1: streamId = sequence + 1; HTTP/2: stream id = 2 × sequence + 1), with the same
+    // target and status.
+    void samplesFindServerRecords() {
+        const QString db = dir_.filePath("record.db");
+        test::ServerProcess recording(
+            {"--config", dir_.filePath("portico.yaml"), "--no-reload", "--record", db});
+        QVERIFY2(recording.waitReady(), recording.output().constData());
+        const QString base = recording.baseUrl();
+        std::vector<load::Result> runs;
+        for (bool h2 : {false, true}) {
+            load::Options o;
+            o.requests = {spec(base + "/fast", 3), spec(base + "/slow", 1)};
+            o.connections = 3;
+            o.count = 300;
+            o.warmup = 50ms;
+            if (h2) {
+                o.protocol = load::Protocol::Http2;
+                o.streams = 4;
+            } else {
+                o.pipeline = 2;
+            }
+            auto r = load::run(o);
+            QVERIFY2(r.ok(), r.error.c_str());
+            QVERIFY(!r.samples.empty());
+            runs.push_back(std::move(r));
+        }
+        QCOMPARE(recording.terminate(), 0);
+        std::string error;
+        const auto exchanges = capture::loadSessionFile(db.toStdString(), error);
+        QVERIFY2(error.empty(), error.c_str());
+        // Records by (client port, stream id): a port may come back in the other run.
+        std::multimap<std::pair<std::uint16_t, std::uint32_t>, const capture::Exchange*> byKey;
+        for (const auto& e : exchanges) {
+            const auto colon = e.client.rfind(':');
+            QVERIFY(colon != std::string::npos);
+            byKey.emplace(
+                std::pair{static_cast<std::uint16_t>(std::stoi(e.client.substr(colon + 1))), e.streamId}, &e);
+        }
+        for (std::size_t run = 0; run < runs.size(); ++run) {
+            const auto& r = runs[run];
+            std::size_t found = 0;
+            for (const auto& x : r.samples) {
+                const std::uint32_t id = run == 1 ? 2 * x.sequence + 1 : x.sequence + 1;
+                const std::string path = x.request == 0 ? "/fast" : "/slow";
+                const auto [from, to] = byKey.equal_range({x.localPort, id});
+                const bool match = std::any_of(from, to, [&](const auto& k) {
+                    return k.second->target == path && k.second->status == x.status &&
+                           k.second->httpVersion == (run == 1 ? 20 : 11);
+                });
+                QVERIFY2(match, qPrintable(QStringLiteral(
+                                               "run %1: no %2 record for port %3 id %4 (%5 with that key)")
+                                               .arg(run)
+                                               .arg(QString::fromStdString(path))
+                                               .arg(x.localPort)
+                                               .arg(id)
+                                               .arg(std::distance(from, to))));
+                ++found;
+            }
+            QCOMPARE(found, r.samples.size());
+        }
+    }
+
+    // A route that drops every connection: every failed request is sampled (up to the cap) as a
+    // reset, each on a fresh connection (sequence 0, its own port).
+    void samplesFailedRequests() {
+        load::Options o;
+        o.requests = {spec(url("/drop")), spec(url("/fast"))};
+        o.connections = 2;
+        o.threads = 2;
+        o.count = 120;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QVERIFY(r.requests.failed > 20);
+        QCOMPARE(r.requests.failed, r.errors.reset);
+        checkSamples(r, true);
+        if (QTest::currentTestFailed()) return;
+        std::uint64_t failed = 0;
+        for (const auto& x : r.samples)
+            if (x.failure) {
+                ++failed;
+                QCOMPARE(x.failure, std::uint8_t(1)); // reset
+                QCOMPARE(x.request, std::uint32_t(0));
+                QCOMPARE(x.status, 0);
+            } else {
+                QCOMPARE(x.request, std::uint32_t(1));
+                QCOMPARE(x.status, 200);
+            }
+        QCOMPARE(failed, r.requests.failed); // all of them: fewer than the cap
+
+        // More failures than the cap: the first kMaxFailedSamples are kept.
+        o.requests = {spec(url("/drop"))};
+        o.count = 0;
+        o.duration = 1500ms;
+        o.connections = 4;
+        auto many = load::run(o);
+        QVERIFY2(many.ok(), many.error.c_str());
+        QVERIFY2(many.requests.failed > load::Result::kMaxFailedSamples,
+                 qPrintable(QString::number(many.requests.failed)));
+        checkSamples(many, true);
+        QCOMPARE(many.samples.size(), load::Result::kMaxFailedSamples);
+        for (const auto& x : many.samples)
+            QVERIFY(x.failure == 1 && x.sequence == 0);
+        // The first ones: none of them after the first half of the run.
+        QVERIFY2(many.samples.back().doneNs < many.measured.count() / 2,
+                 qPrintable(QString::number(many.samples.back().doneNs)));
+    }
+
+    // At most kSamplesPerBin completions per latency bin and kSamplesPerSecond per second: the
+    // entries of a bin beyond 4 can only be second samples, and the reverse.
+    void samplesPerBinBound() {
+        load::Options o;
+        o.requests = {spec(url("/fast"))};
+        o.connections = 8;
+        o.threads = 2;
+        o.pipeline = 4;
+        o.duration = 1500ms;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        checkSamples(r, false);
+        std::map<std::size_t, std::size_t> perBin;
+        std::map<std::int64_t, std::size_t> perSecond;
+        for (const auto& x : r.samples) {
+            ++perBin[load::latencySampleBin(x.latencyNs)];
+            ++perSecond[x.doneNs / 1'000'000'000];
+        }
+        std::size_t binExcess = 0, secondExcess = 0;
+        for (const auto& [bin, n] : perBin)
+            binExcess += n > load::Result::kSamplesPerBin ? n - load::Result::kSamplesPerBin : 0;
+        for (const auto& [second, n] : perSecond)
+            secondExcess += n > load::Result::kSamplesPerSecond ? n - load::Result::kSamplesPerSecond : 0;
+        const QString what = QStringLiteral("%1 samples, %2 bins, %3 seconds, excess %4 / %5")
+                                 .arg(r.samples.size())
+                                 .arg(perBin.size())
+                                 .arg(perSecond.size())
+                                 .arg(binExcess)
+                                 .arg(secondExcess);
+        QVERIFY2(binExcess <= load::Result::kSamplesPerSecond * perSecond.size(), qPrintable(what));
+        QVERIFY2(secondExcess <= load::Result::kSamplesPerBin * perBin.size(), qPrintable(what));
+        QVERIFY2(r.samples.size() <= load::Result::kSamplesPerBin * perBin.size() +
+                                         load::Result::kSamplesPerSecond * perSecond.size(),
+                 qPrintable(what));
+        // Busy bins hold thousands of completions: a bound that did not hold would show.
+        QVERIFY2(r.requests.completed > 20 * r.samples.size(), qPrintable(what));
+        // A bin with at least 4 samples is full; the busiest bins are.
+        QVERIFY2(std::any_of(perBin.begin(), perBin.end(), [](const auto& b) { return b.second >= 4; }),
+                 qPrintable(what));
+    }
+
+    // A slow (5 ms) and a fast route: samples in both latency ranges, each kind where it belongs.
+    void samplesBothLatencyRanges() {
+        load::Options o;
+        o.requests = {spec(url("/fast"), 1), spec(url("/slow"), 1)};
+        o.connections = 4;
+        o.duration = 1s;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        checkSamples(r, false);
+        std::set<std::size_t> fastBins, slowBins;
+        for (const auto& x : r.samples) {
+            if (x.request == 1) {
+                QVERIFY2(x.latencyNs >= 5'000'000, qPrintable(QString::number(x.latencyNs)));
+                slowBins.insert(load::latencySampleBin(x.latencyNs));
+            } else if (x.latencyNs < 4'000'000) {
+                fastBins.insert(load::latencySampleBin(x.latencyNs));
+            }
+        }
+        QVERIFY(!slowBins.empty());
+        QVERIFY(!fastBins.empty());
+        QVERIFY(*fastBins.begin() < *slowBins.begin());
+    }
+
+    // Options::samples off (`--no-samples`): none kept; the CLI's JSON says so.
+    void samplesOff() {
+        load::Options o;
+        o.requests = {spec(url("/drop")), spec(url("/fast"))};
+        o.count = 200;
+        o.samples = false;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QVERIFY(r.requests.failed > 0);
+        QVERIFY(r.samples.empty());
+        const QString on = dir_.filePath("samples-on.json"), off = dir_.filePath("samples-off.json");
+        auto a = test::runProcess(test::porticoBinary(),
+                                  {"bench", url("/fast"), "-n", "300", "--no-save", "--json", on});
+        QVERIFY2(a.exitCode == 0, a.err.constData());
+        auto b = test::runProcess(test::porticoBinary(), {"bench", url("/fast"), "-n", "300", "--no-save",
+                                                          "--no-samples", "--json", off});
+        QVERIFY2(b.exitCode == 0, b.err.constData());
+        QVERIFY(readJson(on)["samples"].toArray().size() > 0);
+        QCOMPARE(readJson(on)["options"].toObject()["samples"].toBool(), true);
+        QVERIFY(readJson(off)["samples"].isArray());
+        QCOMPARE(readJson(off)["samples"].toArray().size(), 0);
+        QCOMPARE(readJson(off)["options"].toObject()["samples"].toBool(), false);
+        const auto first = readJson(on)["samples"].toArray()[0].toObject();
+        for (const char* key : {"request", "status", "failure", "intendedNs", "sentNs", "doneNs", "latencyNs",
+                                "connection", "sequence", "localPort"})
+            QVERIFY2(first.contains(key), key);
+    }
+
+    // The JSON keeps the samples (failed ones with their kind); read back, they are the same; two
+    // runs merged keep both, shifted by each run's start.
+    void samplesJsonRoundTripAndMerge() {
+        load::Options o;
+        o.requests = {spec(url("/fast"), 4), spec(url("/drop"), 1)};
+        o.connections = 2;
+        o.count = 400;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QVERIFY(r.requests.failed > 0);
+        const std::string json = load::toJson(r);
+        const auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(json)).object();
+        const auto list = doc["samples"].toArray();
+        QCOMPARE(static_cast<std::size_t>(list.size()), r.samples.size());
+        bool sawReset = false;
+        for (const auto& v : list) {
+            const auto e = v.toObject();
+            if (e["failure"].isNull()) continue;
+            QCOMPARE(e["failure"].toString(), QStringLiteral("reset"));
+            sawReset = true;
+        }
+        QVERIFY(sawReset);
+        load::Result back;
+        std::string error;
+        QVERIFY2(load::resultFromJson(json, back, error), error.c_str());
+        QVERIFY(back.samples == r.samples);
+
+        load::Result later;
+        QVERIFY2(load::resultFromJson(json, later, error), error.c_str());
+        later.startedAt = back.startedAt + 250ms;
+        std::vector<load::Result> runs;
+        runs.push_back(std::move(back));
+        runs.push_back(std::move(later));
+        load::Result merged;
+        QVERIFY2(load::mergeResults(runs, merged, error), error.c_str());
+        QCOMPARE(merged.samples.size(), 2 * r.samples.size());
+        std::size_t shifted = 0;
+        for (const auto& x : merged.samples)
+            if (x.connection >= o.connections) { // the second run's connections follow the first's
+                const auto orig = std::find_if(r.samples.begin(), r.samples.end(), [&](const auto& y) {
+                    return y.connection + o.connections == x.connection && y.sequence == x.sequence &&
+                           y.localPort == x.localPort;
+                });
+                QVERIFY(orig != r.samples.end());
+                QCOMPARE(x.doneNs, orig->doneNs + 250'000'000);
+                QCOMPARE(x.sentNs, orig->sentNs + 250'000'000);
+                QCOMPARE(x.intendedNs, orig->intendedNs + 250'000'000);
+                QCOMPARE(x.latencyNs, orig->latencyNs);
+                ++shifted;
+            }
+        QCOMPARE(shifted, r.samples.size());
+        for (std::size_t i = 1; i < merged.samples.size(); ++i)
+            QVERIFY(merged.samples[i - 1].doneNs <= merged.samples[i].doneNs);
+    }
+
+    // installers/k8s/bench-indexed-job.yaml run locally: its pod command, as an Indexed Job would
+    // run it, for three workers on loopback with the same --start-at; they measure the same
+    // interval, and --merge adds them into one result whose counts are the sums. Against one run
+    // of the same total load (3 × the connections) the merge must be the same order of magnitude
+    // (a merge that counted a worker twice or dropped one would be 1.5× off or more).
+    void threeWorkersMerged() {
+        QFile manifestFile(test::sourceDir() + "/installers/k8s/bench-indexed-job.yaml");
+        QVERIFY(manifestFile.open(QIODevice::ReadOnly));
+        QString manifest = QString::fromUtf8(manifestFile.readAll());
+        const QString startAt =
+            QString::fromStdString(load::isoTime(std::chrono::system_clock::now() + 2500ms));
+        // envsubst with the variables the manifest names; ${JOB_COMPLETION_INDEX} stays.
+        const QList<QPair<QString, QString>> vars = {{"WORKERS", "3"},
+                                                     {"CONNECTIONS", "2"},
+                                                     {"DURATION", "1s"},
+                                                     {"PORTICO_IMAGE", "portico:test"},
+                                                     {"TARGET_URL", url("/fast")},
+                                                     {"START_AT", startAt}};
+        for (const auto& [name, value] : vars) {
+            QVERIFY2(manifest.contains("${" + name + "}"), qPrintable(name));
+            manifest.replace("${" + name + "}", value);
+        }
+        const YAML::Node job = YAML::Load(manifest.toStdString());
+        QCOMPARE(QString::fromStdString(job["kind"].as<std::string>()), QStringLiteral("Job"));
+        QCOMPARE(QString::fromStdString(job["spec"]["completionMode"].as<std::string>()),
+                 QStringLiteral("Indexed"));
+        QCOMPARE(job["spec"]["completions"].as<int>(), 3);
+        QCOMPARE(job["spec"]["parallelism"].as<int>(), 3);
+        const auto container = job["spec"]["template"]["spec"]["containers"][0];
+        QCOMPARE(container["command"][0].as<std::string>(), std::string("sh"));
+        QString command = QString::fromStdString(container["args"][0].as<std::string>());
+        QVERIFY2(command.startsWith("exec portico bench ") && command.contains("${JOB_COMPLETION_INDEX}"),
+                 qPrintable(command));
+        command.replace("exec portico ", "exec '" + test::porticoBinary() + "' ");
+        command.replace("/results/", dir_.path() + "/");
+
+        std::vector<std::unique_ptr<QProcess>> workers;
+        QStringList files;
+        for (int i = 0; i < 3; ++i) {
+            files << dir_.filePath(QStringLiteral("worker-%1.json").arg(i));
+            auto p = std::make_unique<QProcess>();
+            auto env = QProcessEnvironment::systemEnvironment();
+            env.insert("JOB_COMPLETION_INDEX", QString::number(i));
+            p->setProcessEnvironment(env);
+            p->start("sh", {"-c", command});
+            workers.push_back(std::move(p));
+        }
+        for (auto& p : workers) {
+            QVERIFY(p->waitForFinished(30000));
+            QVERIFY2(p->exitCode() == 0, p->readAllStandardError().constData());
+        }
+        std::uint64_t completed = 0;
+        std::vector<double> starts;
+        for (const auto& f : files) {
+            const auto o = readJson(f);
+            QVERIFY2(!o.isEmpty(), qPrintable(f));
+            completed += static_cast<std::uint64_t>(o["requests"].toObject()["completed"].toInteger());
+            std::chrono::system_clock::time_point t;
+            QVERIFY(load::parseIsoTime(o["startedAt"].toString().toStdString(), t));
+            starts.push_back(std::chrono::duration<double>(t.time_since_epoch()).count());
+        }
+        std::sort(starts.begin(), starts.end());
+        QVERIFY2(starts.back() - starts.front() < 0.5,
+                 qPrintable(QStringLiteral("starts spread over %1 s").arg(starts.back() - starts.front())));
+        const QString merged = dir_.filePath("merged.json");
+        auto m = test::runProcess(test::porticoBinary(),
+                                  QStringList{"bench", "--merge"} + files + QStringList{"--json", merged});
+        QVERIFY2(m.exitCode == 0, m.err.constData());
+        QVERIFY2(m.out.startsWith("Merged 3 runs"), m.out.constData());
+        const auto o = readJson(merged);
+        QCOMPARE(static_cast<std::uint64_t>(o["requests"].toObject()["completed"].toInteger()), completed);
+        QCOMPARE(o["options"].toObject()["connections"].toInt(), 6);
+        QCOMPARE(static_cast<std::uint64_t>(o["latency"].toObject()["count"].toInteger()), completed);
+        // They overlapped: the merged window is about one run's, not three.
+        const double window = o["measuredSeconds"].toDouble();
+        QVERIFY2(window >= 0.9 && window < 1.8, qPrintable(QString::number(window)));
+
+        // One generator with the same total load.
+        const QString single = dir_.filePath("single.json");
+        auto one = test::runProcess(test::porticoBinary(), {"bench", url("/fast"), "-c", "6", "-t", "2", "-d",
+                                                            "1s", "--no-save", "--json", single});
+        QVERIFY2(one.exitCode == 0, one.err.constData());
+        const double ratio =
+            o["requestsPerSecond"].toDouble() / readJson(single)["requestsPerSecond"].toDouble();
+        QVERIFY2(ratio > 0.4 && ratio < 2.5,
+                 qPrintable(QStringLiteral("merged / single req/s = %1").arg(ratio)));
+        qInfo("three merged workers: %.0f req/s; one generator with the same connections: %.0f req/s",
+              o["requestsPerSecond"].toDouble(), readJson(single)["requestsPerSecond"].toDouble());
+
+        // A damaged input is named and refused.
+        writeFile(dir_.filePath("broken.json"), "{\"schema\":1,");
+        auto broken = test::runProcess(test::porticoBinary(),
+                                       {"bench", "--merge", files[0], dir_.filePath("broken.json")});
+        QCOMPARE(broken.exitCode, 1);
+        QVERIFY2(broken.err.contains("broken.json: not JSON"), broken.err.constData());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLoadOutputs)
+#include "tst_load_outputs.moc"
