@@ -14,6 +14,7 @@
 #include <portico/load/thresholds.h>
 #include <portico/validate/load.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -66,23 +67,31 @@ struct BenchOptions {
     std::string reportFile;              // --report FILE.html
     std::vector<std::string> merge;      // --merge A.json B.json ...
     std::string startAt;                 // --start-at TIME
+    std::string startAtGiven;            // "y" when --start-at was given (even as '')
     bool noSamples = false;              // --no-samples
 };
 
-/// An output file named on the command line, opened (and so checked) before the run: an unwritable
-/// path is said at once, not after a long run. "-" is stdout.
+/// An output file named on the command line, checked before the run (opened for appending, so an
+/// unwritable path is said at once, not after a long run, and an existing file is not emptied),
+/// replaced when written. "-" is stdout. A file the check created and nothing was written to is
+/// removed again (`discard`).
 struct OutputFile {
     std::string option; // "--json"
     std::string path;
-    std::ofstream out;
+    bool created = false;
 
     bool open() {
         if (path.empty() || path == "-") return true;
-        out.open(path, std::ios::binary | std::ios::trunc);
-        if (out) return true;
-        std::cerr << "portico bench: " << option << " " << path << ": cannot write (" << std::strerror(errno)
-                  << ")\n";
-        return false;
+        std::error_code ec;
+        const bool existed = std::filesystem::exists(path, ec);
+        std::ofstream probe(path, std::ios::binary | std::ios::app);
+        if (!probe) {
+            std::cerr << "portico bench: " << option << " " << path << ": cannot write ("
+                      << std::strerror(errno) << ")\n";
+            return false;
+        }
+        created = !existed;
+        return true;
     }
     bool write(const std::string& text) {
         if (path.empty()) return true;
@@ -90,10 +99,17 @@ struct OutputFile {
             std::cout << text << std::flush;
             return true;
         }
+        created = false;
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
         out << text << std::flush;
         if (out) return true;
         std::cerr << "portico bench: " << option << " " << path << ": cannot write\n";
         return false;
+    }
+    void discard() {
+        std::error_code ec;
+        if (created) std::filesystem::remove(path, ec);
+        created = false;
     }
 };
 
@@ -108,13 +124,31 @@ struct RunOutputs {
         hdrLog.path = b.hdrLogFile;
         report.path = b.reportFile;
     }
-    bool open() { return json.open() && hgrm.open() && hdrLog.open() && report.open(); }
+    /// Checks every path; two outputs naming one file are a usage error (false, `usage` set).
+    bool open(bool& usage) {
+        usage = false;
+        const OutputFile* all[] = {&json, &hgrm, &hdrLog, &report};
+        for (std::size_t i = 0; i < 4; ++i)
+            for (std::size_t j = i + 1; j < 4; ++j)
+                if (!all[i]->path.empty() && all[i]->path != "-" && all[i]->path == all[j]->path) {
+                    std::cerr << "portico bench: " << all[i]->option << " and " << all[j]->option
+                              << " name the same file " << all[i]->path << "\n";
+                    usage = true;
+                    return false;
+                }
+        return json.open() && hgrm.open() && hdrLog.open() && report.open();
+    }
     bool toStdout() const {
         return json.path == "-" || hgrm.path == "-" || hdrLog.path == "-" || report.path == "-";
     }
-    /// Everything but the JSON of a failed run ({"error": ...}, as docs/load-results.md says).
+    /// A failed run: its JSON ({"error": ...}, as docs/load-results.md says) and a report page
+    /// with the error; the histogram files are left as they were.
     bool write(const load::Result& r) {
-        if (!r.ok()) return json.write(load::toJson(r));
+        if (!r.ok()) {
+            hgrm.discard();
+            hdrLog.discard();
+            return json.write(load::toJson(r)) && (report.path.empty() || report.write(load::htmlReport(r)));
+        }
         bool ok = json.write(load::toJson(r));
         if (!hgrm.path.empty() && r.latency) ok = hgrm.write(load::percentileDistribution(*r.latency)) && ok;
         if (!hdrLog.path.empty()) ok = hdrLog.write(load::intervalLog(r)) && ok;
@@ -221,7 +255,16 @@ int mergeRuns(const BenchOptions& b, const std::vector<load::Threshold>& thresho
         return kExitUsage;
     }
     std::vector<load::Result> runs;
+    std::vector<std::filesystem::path> seen;
     for (const auto& file : b.merge) {
+        std::error_code ec;
+        auto canonical = std::filesystem::weakly_canonical(file, ec);
+        if (ec) canonical = file;
+        if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) {
+            std::cerr << "portico bench --merge: " << file << " is given twice: each run is merged once\n";
+            return kExitUsage;
+        }
+        seen.push_back(canonical);
         std::ifstream in(file, std::ios::binary);
         std::ostringstream text;
         text << in.rdbuf();
@@ -244,9 +287,11 @@ int mergeRuns(const BenchOptions& b, const std::vector<load::Threshold>& thresho
         return kExitFailure;
     }
     RunOutputs outputs(b);
-    if (!outputs.open()) return kExitFailure;
+    bool usage = false;
+    if (!outputs.open(usage)) return usage ? kExitUsage : kExitFailure;
     const bool met = load::judgeAll(thresholds, merged);
-    std::string summary = "Merged " + std::to_string(runs.size()) + " runs\n" + load::summaryText(merged);
+    std::string summary = "Merged " + std::to_string(runs.size()) +
+                          (runs.size() == 1 ? " run\n" : " runs\n") + load::summaryText(merged);
     (outputs.toStdout() ? std::cerr : std::cout) << summary << std::flush;
     if (!outputs.write(merged)) return kExitFailure;
     return met ? kExitOk : kExitThreshold;
@@ -291,10 +336,22 @@ int runBench(const BenchOptions& b) {
     o.allowRemote = b.allowRemote;
     o.latencyIntervals = !b.hdrLogFile.empty();
     o.samples = !b.noSamples;
-    if (!b.startAt.empty() && !load::parseIsoTime(b.startAt, o.startAt)) {
-        std::cerr << "portico bench: --start-at '" << b.startAt
-                  << "': expected an RFC 3339 time such as 2026-12-06T09:30:00Z, or @UNIXSECONDS\n";
-        return kExitUsage;
+    if (!b.startAtGiven.empty()) {
+        if (!load::parseIsoTime(b.startAt, o.startAt)) {
+            std::cerr << "portico bench: --start-at '" << b.startAt
+                      << "': expected an RFC 3339 time such as 2026-12-06T09:30:00Z, or @UNIXSECONDS\n";
+            return kExitUsage;
+        }
+        const auto now = std::chrono::system_clock::now();
+        if (o.startAt > now + std::chrono::hours(24)) {
+            std::cerr << "portico bench: --start-at '" << b.startAt << "': more than 24 hours ahead\n";
+            return kExitUsage;
+        }
+        if (o.startAt <= now)
+            std::cerr << "portico bench: --start-at " << load::isoTime(o.startAt)
+                      << " has passed: starting now (workers started with it are not aligned)\n";
+        else
+            std::cerr << "Waiting until " << load::isoTime(o.startAt) << " to start\n";
     }
     if (!parseDurationOption("--duration", b.duration, o.duration) ||
         !parseDurationOption("--warmup", b.warmup, o.warmup) ||
@@ -427,7 +484,8 @@ int runBench(const BenchOptions& b) {
 
     // The output files are opened before the run: an unwritable path is said at once, not after it.
     RunOutputs outputs(b);
-    if (!outputs.open()) return kExitFailure;
+    bool usage = false;
+    if (!outputs.open(usage)) return usage ? kExitUsage : kExitFailure;
     const bool jsonToStdout = outputs.toStdout();
 
     g_abort.store(false);
@@ -564,9 +622,14 @@ Command addBenchCommand(CLI::App& app) {
                     "Merge the JSON results of several generators run at the same time (exact: histograms "
                     "added); with --json/--report/--hgrm for the merged result")
         ->expected(1, -1);
-    cmd->add_option("--start-at", b->startAt,
-                    "Wait until this wall-clock time before starting (RFC 3339, e.g. 2026-12-06T09:30:00Z, "
-                    "or @UNIXSECONDS): workers on several machines measure the same interval");
+    cmd->add_option_function<std::string>(
+        "--start-at",
+        [b](const std::string& v) {
+            b->startAt = v;
+            b->startAtGiven = "y";
+        },
+        "Wait until this wall-clock time before starting (RFC 3339, e.g. 2026-12-06T09:30:00Z, "
+        "or @UNIXSECONDS): workers on several machines measure the same interval");
     cmd->add_option("--label", b->label,
                     "Label for the saved run (default: the URL's path, 'suite', or 'replay FILE')");
     return Command{cmd, [b] { return runBench(*b); }};

@@ -20,6 +20,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <csignal>
 #include <map>
 #include <set>
 
@@ -565,6 +566,110 @@ private slots:
         QCOMPARE(shifted, r.samples.size());
         for (std::size_t i = 1; i < merged.samples.size(); ++i)
             QVERIFY(merged.samples[i - 1].doneNs <= merged.samples[i].doneNs);
+    }
+
+    // --start-at on the command line: a signal while waiting ends the command before any request
+    // (exit 1, the JSON says why); a time that has passed starts with a warning; an empty value,
+    // an impossible date and more than 24 h ahead are usage errors.
+    void startAtCommandLine() {
+        const QString json = dir_.filePath("waited.json");
+        QProcess p;
+        const QString later = QString::fromStdString(
+            load::isoTime(std::chrono::system_clock::now() + std::chrono::minutes(10)));
+        p.start(test::porticoBinary(),
+                {"bench", url("/fast"), "-n", "50", "--no-save", "--start-at", later, "--json", json});
+        QVERIFY(p.waitForStarted());
+        QByteArray err;
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                p.waitForReadyRead(50);
+                err += p.readAllStandardError();
+                return err.contains("Waiting until");
+            },
+            10000));
+        ::kill(static_cast<pid_t>(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(5000));
+        err += p.readAllStandardError();
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains("stopped while waiting for the start time"), err.constData());
+        QVERIFY2(!p.readAllStandardOutput().contains("Requests/sec"), "a summary after a cancelled wait");
+        QVERIFY(readJson(json).contains("error"));
+
+        auto past = test::runProcess(test::porticoBinary(), {"bench", url("/fast"), "-n", "20", "--no-save",
+                                                             "--start-at", "2020-01-01T00:00:00Z"});
+        QCOMPARE(past.exitCode, 0);
+        QVERIFY2(past.err.contains("has passed: starting now"), past.err.constData());
+        for (const char* bad : {"", "2026-02-30T00:00:00Z", "soon"}) {
+            auto r = test::runProcess(test::porticoBinary(),
+                                      {"bench", url("/fast"), "-n", "5", "--start-at", bad});
+            QVERIFY2(r.exitCode == 2, bad);
+        }
+        const QString farAhead =
+            QString::fromStdString(load::isoTime(std::chrono::system_clock::now() + std::chrono::hours(25)));
+        auto far = test::runProcess(test::porticoBinary(),
+                                    {"bench", url("/fast"), "-n", "5", "--start-at", farAhead});
+        QCOMPARE(far.exitCode, 2);
+        QVERIFY2(far.err.contains("more than 24 hours ahead"), far.err.constData());
+    }
+
+    // Output files: a run that cannot start leaves an existing .hgrm alone and writes an error page
+    // as the report; two options naming one file are a usage error; a latency threshold on a run
+    // in which nothing completed is breached.
+    void outputFilesOnFailure() {
+        const QString hgrm = dir_.filePath("keep.hgrm"), report = dir_.filePath("failed.html");
+        writeFile(hgrm, "previous contents\n");
+        auto down =
+            test::runProcess(test::porticoBinary(), {"bench", "http://127.0.0.1:9/", "-n", "5", "--no-save",
+                                                     "--hgrm", hgrm, "--report", report});
+        QCOMPARE(down.exitCode, 1);
+        QFile kept(hgrm);
+        QVERIFY(kept.open(QIODevice::ReadOnly));
+        QCOMPARE(kept.readAll(), QByteArray("previous contents\n"));
+        QFile page(report);
+        QVERIFY(page.open(QIODevice::ReadOnly));
+        const QByteArray html = page.readAll();
+        QVERIFY2(html.contains("cannot connect") && html.endsWith("</html>\n"), html.left(300).constData());
+        // A new file that the run never wrote is not left behind empty.
+        QVERIFY(!QFile::exists(dir_.filePath("never.hgrm")));
+        auto none =
+            test::runProcess(test::porticoBinary(), {"bench", "http://127.0.0.1:9/", "-n", "5", "--no-save",
+                                                     "--hgrm", dir_.filePath("never.hgrm")});
+        QCOMPARE(none.exitCode, 1);
+        QVERIFY(!QFile::exists(dir_.filePath("never.hgrm")));
+
+        auto same = test::runProcess(test::porticoBinary(),
+                                     {"bench", url("/fast"), "-n", "5", "--json", dir_.filePath("x.out"),
+                                      "--report", dir_.filePath("x.out")});
+        QCOMPARE(same.exitCode, 2);
+        QVERIFY2(same.err.contains("name the same file"), same.err.constData());
+
+        auto dropped = test::runProcess(
+            test::porticoBinary(), {"bench", url("/drop"), "-n", "20", "--no-save", "--threshold", "p99<1s"});
+        QCOMPARE(dropped.exitCode, 3);
+        QVERIFY2(dropped.out.contains("BREACHED  p99<1s  (measured nothing: no request completed)"),
+                 dropped.out.constData());
+    }
+
+    // --merge refuses one file twice and runs of another model.
+    void mergeRefusals() {
+        const QString closed = dir_.filePath("closed.json"), open = dir_.filePath("open.json");
+        QCOMPARE(test::runProcess(test::porticoBinary(),
+                                  {"bench", url("/fast"), "-n", "50", "--no-save", "--json", closed})
+                     .exitCode,
+                 0);
+        QCOMPARE(test::runProcess(test::porticoBinary(), {"bench", url("/fast"), "-R", "500", "-n", "50",
+                                                          "--no-save", "--json", open})
+                     .exitCode,
+                 0);
+        auto twice = test::runProcess(test::porticoBinary(), {"bench", "--merge", closed, closed});
+        QCOMPARE(twice.exitCode, 2);
+        QVERIFY2(twice.err.contains("given twice"), twice.err.constData());
+        auto models = test::runProcess(test::porticoBinary(), {"bench", "--merge", closed, open});
+        QCOMPARE(models.exitCode, 1);
+        QVERIFY2(models.err.contains("another load model"), models.err.constData());
+        auto one = test::runProcess(test::porticoBinary(), {"bench", "--merge", closed});
+        QCOMPARE(one.exitCode, 0);
+        QVERIFY2(one.out.startsWith("Merged 1 run\n"), one.out.constData());
     }
 
     // installers/k8s/bench-indexed-job.yaml run locally: its pod command, as an Indexed Job would

@@ -96,9 +96,9 @@ private slots:
         QVERIFY(load::parseIsoTime("@1765000000.25", back));
         QVERIFY(back == kT0 + 250ms);
         QVERIFY(load::isoTime({}).empty());
-        for (const char* bad :
-             {"", "2025-12-06", "2025-12-06T05:46:40", "2025-13-06T05:46:40Z", "2025-12-06T05:46:40.Z",
-              "2025-12-06T05:46:40Zjunk", "@", "@12x", "tomorrow", "2025-12-06T05:46:40+1:00"}) {
+        for (const char* bad : {"", "2025-12-06", "2025-12-06T05:46:40", "2025-13-06T05:46:40Z",
+                                "2025-12-06T05:46:40.Z", "2025-12-06T05:46:40Zjunk", "@", "@12x", "tomorrow",
+                                "2025-12-06T05:46:40+1:00", "2026-02-30T00:00:00Z", "2026-04-31T12:00:00Z"}) {
             auto untouched = kT0;
             QVERIFY2(!load::parseIsoTime(bad, untouched), bad);
             QVERIFY(untouched == kT0);

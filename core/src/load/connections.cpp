@@ -679,15 +679,6 @@ void drive(Plan& plan, Result& result) {
         }
     }
 
-    // Start barrier (Options::startAt): wait before connecting, so that generators started with the
-    // same time measure the same interval; an abort ends the wait.
-    if (options.startAt != std::chrono::system_clock::time_point{}) {
-        while (std::chrono::system_clock::now() < options.startAt &&
-               !(plan.abort && plan.abort->load(std::memory_order_relaxed)))
-            std::this_thread::sleep_for(std::min<std::chrono::system_clock::duration>(
-                options.startAt - std::chrono::system_clock::now(), std::chrono::milliseconds(10)));
-    }
-
     std::latch connected(threads), go(1);
     std::vector<std::thread> pool;
     for (auto& w : workers) {

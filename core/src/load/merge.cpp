@@ -230,8 +230,8 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
             r.serviceTime = histogram(service, "serviceTime");
         else
             r.serviceTime = std::make_unique<stats::Histogram>(*r.latency);
-        if (doc.contains("byRequest")) {
-            const json& list = doc["byRequest"];
+        {
+            const json& list = field(doc, "byRequest", "");
             if (!list.is_array() || list.size() != r.options.requests.size())
                 bad("byRequest", "not one entry per target request");
             for (std::size_t i = 0; i < list.size(); ++i) {
@@ -284,6 +284,14 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
     const auto& first = runs.front().options.requests;
     for (std::size_t n = 1; n < runs.size(); ++n) {
         const auto& other = runs[n].options.requests;
+        const Options& a = runs.front().options;
+        const Options& b = runs[n].options;
+        if (a.model() != b.model() || a.protocol != b.protocol) {
+            error = "run " + std::to_string(n + 1) + " used another " +
+                    (a.model() != b.model() ? "load model (closed or open)" : "protocol") +
+                    " than run 1: merge runs of one test only";
+            return false;
+        }
         bool same = other.size() == first.size();
         for (std::size_t i = 0; same && i < first.size(); ++i)
             same = other[i].url == first[i].url && other[i].method == first[i].method;

@@ -509,15 +509,24 @@ std::string throughputPlot(const Result& r) {
     const std::size_t n = r.perSlot.size();
     const std::size_t g = (n + 499) / 500;
     const double slotS = std::chrono::duration<double>(Result::kSlot).count();
+    // The measured time ends inside the last slot: each group's rate is over the time it covers,
+    // and a last group that covers less than half its span is left out (as the GUI's plot does),
+    // so the end of a run is not drawn as a collapse.
+    const double measuredS = std::chrono::duration<double>(r.measured).count();
+    const double coveredS =
+        measuredS > 0 ? std::min(static_cast<double>(n) * slotS, measuredS) : static_cast<double>(n) * slotS;
     std::vector<double> rates;
     for (std::size_t i = 0; i < n; i += g) {
         double sum = 0;
         const std::size_t end = std::min(n, i + g);
         for (std::size_t k = i; k < end; ++k)
             sum += static_cast<double>(r.perSlot[k]);
-        rates.push_back(sum / (static_cast<double>(end - i) * slotS));
+        const double span = static_cast<double>(end - i) * slotS;
+        const double covered = std::clamp(coveredS - static_cast<double>(i) * slotS, 0.0, span);
+        if (!rates.empty() && covered < span / 2) break;
+        rates.push_back(sum / std::max(covered, span / 2));
     }
-    const double totalS = static_cast<double>(n) * slotS;
+    const double totalS = std::max(coveredS, slotS / 2);
     double top = *std::max_element(rates.begin(), rates.end());
     const double mean = r.requestsPerSecond();
     const bool open = r.options.model() == Model::Open;

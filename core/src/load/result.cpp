@@ -216,6 +216,9 @@ bool parseIsoTime(std::string_view text, std::chrono::system_clock::time_point& 
     tm.tm_min = mi;
     tm.tm_sec = s;
     const std::time_t t = timegm(&tm);
+    std::tm back{};
+    gmtime_r(&t, &back);
+    if (back.tm_mday != d || back.tm_mon != mo - 1) return false; // 2026-02-30 does not exist
     out = system_clock::time_point(duration_cast<system_clock::duration>(
         std::chrono::seconds(static_cast<std::int64_t>(t)) - minutes(offsetMinutes) + nanoseconds(ns)));
     return true;

@@ -262,6 +262,18 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
         probe.close(ec);
     }
 
+    // Start barrier (Options::startAt): wait before the run's connections open, so that generators
+    // started with the same time measure the same interval. An abort during the wait ends the
+    // command before any load is sent.
+    if (options.startAt != std::chrono::system_clock::time_point{}) {
+        while (std::chrono::system_clock::now() < options.startAt) {
+            if (abort && abort->load(std::memory_order_relaxed))
+                return refuse("stopped while waiting for the start time (" + isoTime(options.startAt) +
+                              "): no request was sent");
+            std::this_thread::sleep_for(std::min<std::chrono::system_clock::duration>(
+                options.startAt - std::chrono::system_clock::now(), std::chrono::milliseconds(10)));
+        }
+    }
     detail::drive(plan, result);
     return result;
 }

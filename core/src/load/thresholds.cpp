@@ -35,7 +35,8 @@ bool parseDurationNs(std::string_view text, double& ns) {
     if (!parseNumber(text, v, unit)) return false;
     unit = trim(unit);
     static constexpr std::pair<std::string_view, double> kUnits[] = {
-        {"ns", 1}, {"us", 1e3}, {"\xC2\xB5s", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}};
+        {"ns", 1},   {"us", 1e3}, {"\xC2\xB5s", 1e3}, {"\xCE\xBCs", 1e3},
+        {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9}};
     for (const auto& [name, factor] : kUnits)
         if (unit == name) {
             ns = v * factor;
@@ -132,7 +133,8 @@ std::optional<Threshold> parseThreshold(std::string_view text, std::string& erro
 ThresholdOutcome judge(const Threshold& t, const Result& r) {
     ThresholdOutcome out;
     out.expr = t.expr;
-    const double answered = static_cast<double>(r.requests.completed + r.requests.failed);
+    const double ended = static_cast<double>(r.requests.completed + r.requests.failed);
+    const double completed = static_cast<double>(r.requests.completed);
     switch (t.metric) {
     case Threshold::Metric::Percentile:
         out.value = r.latency ? static_cast<double>(r.latency->valueAtPercentile(t.percentile)) : 0;
@@ -147,13 +149,13 @@ ThresholdOutcome judge(const Threshold& t, const Result& r) {
         out.value = r.requestsPerSecond();
         break;
     case Threshold::Metric::Errors:
-        out.value = answered > 0 ? static_cast<double>(r.requests.failed) * 100 / answered : 0;
+        out.value = ended > 0 ? static_cast<double>(r.requests.failed) * 100 / ended : 0;
         break;
     case Threshold::Metric::Status: {
         std::uint64_t n = 0;
         for (const auto& [code, count] : r.statuses)
             if (t.statusClass ? code / 100 == t.status : code == t.status) n += count;
-        out.value = answered > 0 ? static_cast<double>(n) * 100 / answered : 0;
+        out.value = completed > 0 ? static_cast<double>(n) * 100 / completed : 0;
         break;
     }
     }
@@ -172,6 +174,8 @@ ThresholdOutcome judge(const Threshold& t, const Result& r) {
         break;
     }
     out.unit = isLatency(t.metric) ? "ns" : t.metric == Threshold::Metric::Rps ? "req/s" : "%";
+    // No completed request: there is no latency to judge, and a dead target must not pass.
+    if (isLatency(t.metric) && r.requests.completed == 0) out.ok = false;
     return out;
 }
 
@@ -194,7 +198,9 @@ std::string thresholdsText(const Result& r) {
     char line[512];
     for (const auto& t : r.thresholds) {
         std::string measured;
-        if (t.unit == "ns") {
+        if (t.unit == "ns" && r.requests.completed == 0) {
+            measured = "nothing: no request completed";
+        } else if (t.unit == "ns") {
             measured = detail::durationText(t.value);
         } else {
             char buf[64];

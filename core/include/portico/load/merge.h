@@ -13,7 +13,7 @@ namespace portico::load {
 /// Reads a run object that `toJson` wrote (schema 1) back into `out`: options, target, counts,
 /// statuses, bytes, CPU, `startedAt`, the latency histogram (from `latency.buckets` with its exact
 /// min, max, mean and stddev), the service-time histogram (from its buckets in the open model; a
-/// copy of the latency in the closed model), `byRequest` and the 100 ms series. Request bodies
+/// copy of the latency in the closed model), `byRequest` (required) and the 100 ms series. Request bodies
 /// are not in the JSON: each request's body is empty. Not read back: intervals, thresholds.
 /// False with a one-line `error` ("latency.buckets: not ascending", "not a JSON object: ...") on
 /// anything else, including a run object that holds an `error`, a suite object and schema ≠ 1.
@@ -31,8 +31,8 @@ bool resultFromJson(std::string_view json, Result& out, std::string& error);
 /// - `samples` are concatenated, their times shifted by each run's exact start offset, their
 ///   connection numbers after the earlier runs' connections, sorted by `doneNs`.
 /// Refused (false with `error`) when fewer than one run is given, the runs did not send the
-/// same requests (same count, method and URL at each index), or one started more than 24 h after
-/// the earliest.
+/// same requests (same count, method and URL at each index), used another model (closed/open) or
+/// protocol, or one started more than 24 h after the earliest.
 bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error);
 
 } // namespace portico::load

@@ -11,20 +11,17 @@
 
 namespace portico::load {
 
-/// One parsed threshold: `KEY OP VALUE`, spaces allowed around OP.
-///
-/// | KEY                       | VALUE                                  | measured                          |
-/// |---------------------------|----------------------------------------|-----------------------------------|
-/// | `pN` (N in (0, 100], e.g. `p50`, `p99.9`), `max`, `min`, `mean` | a duration with a unit: `ns`,
-/// `us`/`µs`, `ms`, `s`, `m` (decimals allowed: `1.5ms`) | Result::latency (corrected in the open model), ns
-/// | | `rps`                     | requests per second, a number          | Result::requestsPerSecond() | |
-/// `errors`                  | a percentage, `N%`                     | failed / (completed + failed) × 100 |
-/// | `status:Nxx`, `status:NNN`| a percentage, `N%`                     | completed with that class/code /
-/// (completed + failed) × 100 |
-///
-/// OP is one of `<`, `<=`, `>`, `>=`. Examples: `p99<250ms`, `max <= 2s`, `rps>5000`, `errors<1%`,
-/// `status:5xx<0.1%`. A run that completed and failed nothing meets no latency or rate threshold
-/// it cannot measure: latency keys and `errors`/`status` are then judged on 0, `rps` on 0.
+/// One parsed threshold: `KEY OP VALUE`, spaces allowed around OP; OP is `<`, `<=`, `>` or `>=`.
+/// - `pN` (N in (0, 100], e.g. `p50`, `p99.9`), `max` (= p100), `min`, `mean`: VALUE is a duration
+///   with a unit, `ns`, `us`/`µs`/`μs`, `ms`, `s`, `m` or `h`, decimals allowed (`1.5ms`); measured
+///   on Result::latency (corrected in the open model), in ns.
+/// - `rps`: VALUE is requests per second; measured as Result::requestsPerSecond().
+/// - `errors`: VALUE is a percentage `N%`; measured as failed / (completed + failed) × 100.
+/// - `status:Nxx` (a class) or `status:NNN` (a code): VALUE is a percentage `N%`; measured as the
+///   responses with that class or code / completed × 100.
+/// Examples: `p99<250ms`, `max <= 2s`, `rps>5000`, `errors<1%`, `status:5xx<0.1%`. A run in which no
+/// request completed breaches every latency threshold (there is nothing to measure; the value is
+/// 0); `errors`, `status` and `rps` are judged on what was counted (0 when nothing ended).
 struct Threshold {
     enum class Metric : std::uint8_t { Percentile, Min, Mean, Rps, Errors, Status };
     enum class Op : std::uint8_t { Less, LessEqual, Greater, GreaterEqual };
