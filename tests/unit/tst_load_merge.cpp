@@ -368,6 +368,11 @@ private slots:
         stats::Histogram::Bucket backwards[] = {{6000, 6003, 1}, {5000, 5003, 1}};
         QVERIFY(!h.restore(backwards, 2, 5000, 6000, 1, 0));
         QVERIFY(!h.restore(ok, 2, 4000, 1'000'400, 1, 0)); // min outside the first bucket
+        // A mean outside [min, max] or a standard deviation above max: only a corrupt file has them
+        // (1e300 would not even fit the 128-bit sums).
+        QVERIFY(!h.restore(ok, 2, 5000, 1'000'400, 1e300, 10));
+        QVERIFY(!h.restore(ok, 2, 5000, 1'000'400, 100, 10));
+        QVERIFY(!h.restore(ok, 2, 5000, 1'000'400, 400000, 5e6));
         stats::Histogram::Bucket zero[] = {{5000, 5003, 0}};
         QVERIFY(!h.restore(zero, 1, 5000, 5000, 1, 0));
     }

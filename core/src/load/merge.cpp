@@ -205,7 +205,7 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
         r.options.duration = secondsField(o, "durationSeconds", "options");
         r.options.count = count(o, "count", "options");
         r.options.rate = number(o, "rate", "options");
-        if (r.options.rate < 0) bad("options.rate", "negative");
+        if (r.options.rate < 0 || r.options.rate > 1e8) bad("options.rate", "out of range (0..1e8)");
         r.options.warmup = secondsField(o, "warmupSeconds", "options");
         r.options.timeout = secondsField(o, "timeoutSeconds", "options");
         r.options.stopGrace = secondsField(o, "stopGraceSeconds", "options");
@@ -266,6 +266,9 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
         const json& cpu = field(doc, "cpu", "");
         r.cpuUserSeconds = number(cpu, "userSeconds", "cpu");
         r.cpuSystemSeconds = number(cpu, "systemSeconds", "cpu");
+        if (r.cpuUserSeconds < 0 || r.cpuUserSeconds > 1e9 || r.cpuSystemSeconds < 0 ||
+            r.cpuSystemSeconds > 1e9)
+            bad("cpu", "seconds out of range (0..1e9)");
         out = std::move(r);
         return true;
     } catch (const ReadError& e) {

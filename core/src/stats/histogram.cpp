@@ -66,19 +66,25 @@ bool Histogram::restore(const Bucket* buckets, std::size_t n, std::uint64_t minN
         if (total + b.count < total) return false;
         total += b.count;
     }
+    // The mean lies between min and max, the standard deviation below max; sums that would not fit
+    // in 128 bits (only from a corrupt input) are refused rather than converted.
+    const long double count = static_cast<long double>(total);
+    const long double sum = static_cast<long double>(mean) * count;
+    const long double sumSquares =
+        (static_cast<long double>(stddev) * stddev + static_cast<long double>(mean) * mean) * count;
     if (minNs < buckets[0].lowestNs || minNs > buckets[0].highestNs || maxNs < buckets[n - 1].lowestNs ||
-        maxNs > buckets[n - 1].highestNs || !std::isfinite(mean) || !std::isfinite(stddev) || mean < 0 ||
-        stddev < 0)
+        maxNs > buckets[n - 1].highestNs || !std::isfinite(mean) || !std::isfinite(stddev) ||
+        mean < static_cast<double>(minNs) * (1 - 1e-9) - 1 ||
+        mean > static_cast<double>(maxNs) * (1 + 1e-9) + 1 || stddev < 0 ||
+        stddev > static_cast<double>(maxNs) + 1 || !(sum < 1e38L) || !(sumSquares < 1e38L))
         return false;
     for (std::size_t k = 0; k < n; ++k)
         counts_[indexOf(buckets[k].lowestNs)] = buckets[k].count;
     total_ = total;
     min_ = minNs;
     max_ = maxNs;
-    const long double count = static_cast<long double>(total);
-    sum_ = static_cast<unsigned __int128>(static_cast<long double>(mean) * count + 0.5L);
-    sumSquares_ = static_cast<unsigned __int128>(
-        (static_cast<long double>(stddev) * stddev + static_cast<long double>(mean) * mean) * count + 0.5L);
+    sum_ = static_cast<unsigned __int128>(sum + 0.5L);
+    sumSquares_ = static_cast<unsigned __int128>(sumSquares + 0.5L);
     return true;
 }
 

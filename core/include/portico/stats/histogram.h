@@ -87,8 +87,9 @@ public:
     /// and `max` are taken as exact; the sums are recomputed from `mean` and `stddev` (so mean()
     /// and stddev() are exact only to double precision afterwards). Clamp counters are not
     /// restored. False, with the histogram left empty, when a bucket is not one of this layout's
-    /// (`highestNs` ≠ highestEquivalent(lowestNs)), buckets are not ascending, a count is 0, or
-    /// min/max do not fall into the first/last bucket.
+    /// (`highestNs` ≠ highestEquivalent(lowestNs)), buckets are not ascending, a count is 0,
+    /// min/max do not fall into the first/last bucket, or the mean is outside [min, max] or the
+    /// standard deviation above max.
     bool restore(const Bucket* buckets, std::size_t n, std::uint64_t minNs, std::uint64_t maxNs, double mean,
                  double stddev);
     /// Calls `fn(const Bucket&)` for each non-empty bucket in ascending order (for plots and export).
