@@ -248,8 +248,8 @@ private slots:
         QVERIFY2(!html.contains(rawAmp), qPrintable(html.mid(rawAmp.match(html).capturedStart() - 40, 80)));
         // Invalid UTF-8 and control characters become U+FFFD; the page stays valid UTF-8.
         Result bad = realistic();
-        bad.options.requests[1].url =
-            std::string("http://127.0.0.1:8080/\xff\xfe\xc0\xaf/a\0b\x1b\xed\xa0\x80", 36);
+        bad.options.requests[1].url = std::string(
+            "http://127.0.0.1:8080/\xff\xfe\xc0\xaf/a\0b\x1b\xed\xa0\x80", 34); // without the literal's NUL
         const std::string raw = htmlReport(bad);
         const QByteArray bytes = QByteArray::fromStdString(raw);
         const QString decoded = QString::fromStdString(raw);
