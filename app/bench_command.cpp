@@ -67,7 +67,7 @@ struct BenchOptions {
     std::string reportFile;              // --report FILE.html
     std::vector<std::string> merge;      // --merge A.json B.json ...
     std::string startAt;                 // --start-at TIME
-    std::string startAtGiven;            // "y" when --start-at was given (even as '')
+    bool startAtGiven = false;           // --start-at was given (even as '')
     bool noSamples = false;              // --no-samples
 };
 
@@ -336,7 +336,7 @@ int runBench(const BenchOptions& b) {
     o.allowRemote = b.allowRemote;
     o.latencyIntervals = !b.hdrLogFile.empty();
     o.samples = !b.noSamples;
-    if (!b.startAtGiven.empty()) {
+    if (b.startAtGiven) {
         if (!load::parseIsoTime(b.startAt, o.startAt)) {
             std::cerr << "portico bench: --start-at '" << b.startAt
                       << "': expected an RFC 3339 time such as 2026-12-06T09:30:00Z, or @UNIXSECONDS\n";
@@ -626,7 +626,7 @@ Command addBenchCommand(CLI::App& app) {
         "--start-at",
         [b](const std::string& v) {
             b->startAt = v;
-            b->startAtGiven = "y";
+            b->startAtGiven = true;
         },
         "Wait until this wall-clock time before starting (RFC 3339, e.g. 2026-12-06T09:30:00Z, "
         "or @UNIXSECONDS): workers on several machines measure the same interval");
