@@ -11,6 +11,7 @@
 #include <portico/load/report.h>
 #include <portico/load/runner.h>
 #include <portico/load/suite.h>
+#include <portico/load/suite_file.h>
 #include <portico/load/thresholds.h>
 #include <portico/validate/load.h>
 
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -55,6 +57,7 @@ struct BenchOptions {
     bool insecure = false;
     std::string caFile;
     bool suite = false;
+    std::string suiteFile; // --suite-file FILE.yaml
     bool history = false;
     std::vector<std::string> compare;
     bool noSave = false;
@@ -69,6 +72,8 @@ struct BenchOptions {
     std::string startAt;                 // --start-at TIME
     bool startAtGiven = false;           // --start-at was given (even as '')
     bool noSamples = false;              // --no-samples
+    // Set on the command line (a suite file's values fill only the others).
+    bool connectionsGiven = false, threadsGiven = false, pipelineGiven = false;
 };
 
 /// An output file named on the command line, checked before the run (opened for appending, so an
@@ -191,10 +196,48 @@ template <class Save> void saveToHistory(const BenchOptions& b, Save&& save) {
     std::string label = b.label;
     if (label.empty() && !b.from.empty())
         label = "replay " + std::filesystem::path(b.from).filename().string();
+    if (label.empty() && !b.suiteFile.empty()) label = std::filesystem::path(b.suiteFile).filename().string();
     if (save(load::defaultHistoryDir(), label, &saved, error))
         std::cerr << "Saved as " << saved.id << " (" << saved.file.string() << ")\n";
     else
         std::cerr << "portico bench: not saved in the history: " << error << "\n";
+}
+
+// `--suite` and `--suite-file`: the routes one after another with `o`'s options, then the table,
+// each route's thresholds (`judge` stores them and says whether all were met), the JSON and the
+// history. `command` names the option in messages.
+int runSuiteRoutes(const BenchOptions& b, const load::Options& o, const std::string& base,
+                   const std::vector<load::SuiteRoute>& routes, const std::string& command,
+                   const std::function<bool(load::SuiteResult&)>& judge) {
+    OutputFile json{"--json", b.jsonFile, false};
+    if (!json.open()) return kExitFailure; // an unwritable path is said before the run, not after it
+    std::ostream& text = json.path == "-" ? std::cerr : std::cout;
+    g_abort.store(false);
+    auto oldInt = std::signal(SIGINT, onSignal);
+    auto oldTerm = std::signal(SIGTERM, onSignal);
+    const auto total = routes.size();
+    auto suite = load::runSuite(base, routes, o, &g_abort, [total](std::size_t i, const load::SuiteRun& run) {
+        std::fprintf(stderr, "[%zu/%zu] %-11s %12.1f req/s\n", i + 1, total, run.route.name.c_str(),
+                     run.result.requestsPerSecond());
+    });
+    std::signal(SIGINT, oldInt);
+    std::signal(SIGTERM, oldTerm);
+    if (!suite.ok()) {
+        json.discard();
+        std::cerr << "portico bench " << command << ": " << suite.error << "\n";
+        return kExitFailure;
+    }
+    const bool met = judge(suite);
+    text << load::suiteTable(suite) << std::flush;
+    for (const auto& run : suite.runs)
+        if (!run.result.thresholds.empty())
+            text << run.route.name << ": " << load::thresholdsText(run.result) << std::flush;
+    if (!json.write(load::suiteToJson(suite))) return kExitFailure;
+    if (!g_abort.load())
+        saveToHistory(b, [&](const auto& dir, const auto& label, auto* saved, auto& error) {
+            return load::saveSuite(suite, dir, label, saved, error);
+        });
+    return met ? kExitOk : kExitThreshold;
 }
 
 int showHistory() {
@@ -249,9 +292,10 @@ std::string liveLine(const load::Options& o, const load::Live::Totals& t, double
 
 // `--merge A.json B.json ...`: the runs of several generators as one (merge.h).
 int mergeRuns(const BenchOptions& b, const std::vector<load::Threshold>& thresholds) {
-    if (!b.urls.empty() || b.suite || !b.from.empty() || !b.hdrLogFile.empty()) {
+    if (!b.urls.empty() || b.suite || !b.suiteFile.empty() || !b.from.empty() || !b.hdrLogFile.empty()) {
         std::cerr
-            << "portico bench --merge: takes result files only (no URL, --suite, --from or --hdr-log)\n";
+            << "portico bench --merge: takes result files only (no URL, --suite, --suite-file, --from or "
+               "--hdr-log)\n";
         return kExitUsage;
     }
     std::vector<load::Result> runs;
@@ -313,9 +357,30 @@ int runBench(const BenchOptions& b) {
         std::cerr << "portico bench: --filter needs --from\n";
         return kExitUsage;
     }
-    if (b.urls.empty() && !b.suite && b.from.empty()) {
-        std::cerr << "portico bench: a URL is required (or --from, --suite, --history, --compare A B)\n";
+    if (b.urls.empty() && !b.suite && b.suiteFile.empty() && b.from.empty()) {
+        std::cerr << "portico bench: a URL is required (or --from, --suite, --suite-file, --history, "
+                     "--compare A B)\n";
         return kExitUsage;
+    }
+    // A suite file is read, and refused whole, before anything is sent.
+    load::SuiteFile suiteFile;
+    if (!b.suiteFile.empty()) {
+        if (b.suite || !b.from.empty() || b.urls.size() > 1 || !b.weights.empty() || !b.bodyFile.empty() ||
+            b.method != "GET" || !b.hgrmFile.empty() || !b.hdrLogFile.empty() || !b.reportFile.empty()) {
+            std::cerr
+                << "portico bench --suite-file: takes at most one base URL, and no --suite, --from, "
+                   "--weights, --body or --method (the routes come from the file) nor --hgrm, --hdr-log "
+                   "or --report (use --json)\n";
+            return kExitUsage;
+        }
+        std::vector<config::ConfigError> errors;
+        if (!load::readSuiteFile(b.suiteFile, suiteFile, errors)) {
+            for (const auto& e : errors)
+                std::cerr << e.toString() << "\n";
+            std::cerr << "portico bench --suite-file: " << b.suiteFile << " refused (" << errors.size()
+                      << (errors.size() == 1 ? " error" : " errors") << "); nothing was sent\n";
+            return kExitUsage;
+        }
     }
     load::Options o;
     if (b.h2 || b.streams) {
@@ -363,7 +428,8 @@ int runBench(const BenchOptions& b) {
         return kExitUsage;
     }
     if (o.duration.count() == 0 && o.count == 0)
-        o.duration = std::chrono::seconds(b.suite ? 3 : 10); // wrk's default; per route for the suite
+        o.duration =
+            std::chrono::seconds(b.suite || !b.suiteFile.empty() ? 3 : 10); // wrk's; per route for suites
     if (!b.weights.empty() && b.weights.size() != b.urls.size()) {
         std::cerr << "portico bench: --weights needs one weight per URL (" << b.urls.size() << ")\n";
         return kExitUsage;
@@ -397,40 +463,36 @@ int runBench(const BenchOptions& b) {
             return kExitUsage;
         }
         const std::string base = b.urls.empty() ? load::kSuiteDefaultUrl : b.urls.front();
-        g_abort.store(false);
-        auto oldInt = std::signal(SIGINT, onSignal);
-        auto oldTerm = std::signal(SIGTERM, onSignal);
-        const auto total = load::suiteRoutes().size();
-        auto suite = load::runSuite(base, o, &g_abort, [total](std::size_t i, const load::SuiteRun& run) {
-            std::fprintf(stderr, "[%zu/%zu] %-11s %12.1f req/s\n", i + 1, total, run.route.name.c_str(),
-                         run.result.requestsPerSecond());
+        return runSuiteRoutes(b, o, base, load::suiteRoutes(), "--suite", [&](load::SuiteResult& suite) {
+            bool met = true;
+            for (auto& run : suite.runs)
+                met = load::judgeAll(thresholds, run.result) && met;
+            return met;
         });
-        std::signal(SIGINT, oldInt);
-        std::signal(SIGTERM, oldTerm);
-        if (!suite.ok()) {
-            std::cerr << "portico bench --suite: " << suite.error << "\n";
-            return kExitFailure;
+    }
+    if (!b.suiteFile.empty()) {
+        std::string base, error;
+        load::SuiteFileOverrides given;
+        given.baseUrl = b.urls.empty() ? std::string() : b.urls.front();
+        given.bounds = !b.duration.empty() || b.count > 0;
+        given.connections = b.connectionsGiven;
+        given.threads = b.threadsGiven;
+        given.pipeline = b.pipelineGiven;
+        if (!load::applySuiteFile(suiteFile, given, o, base, error)) {
+            std::cerr << "portico bench --suite-file: " << error << "\n";
+            return kExitUsage;
         }
-        bool met = true;
-        for (auto& run : suite.runs)
-            met = load::judgeAll(thresholds, run.result) && met;
-        std::cout << load::suiteTable(suite) << std::flush;
-        for (const auto& run : suite.runs)
-            if (!run.result.thresholds.empty())
-                std::cout << run.route.name << ": " << load::thresholdsText(run.result) << std::flush;
-        if (!b.jsonFile.empty()) {
-            std::ofstream out(b.jsonFile, std::ios::binary | std::ios::trunc);
-            out << load::suiteToJson(suite);
-            if (!out) {
-                std::cerr << "portico bench: --json " << b.jsonFile << ": cannot write\n";
-                return kExitFailure;
+        auto routes = suiteFile.suiteRoutes();
+        for (auto& route : routes)
+            for (const auto& field : headers) { // -H replaces the file's field of that name
+                std::erase_if(route.headers, [&](const auto& h) {
+                    return strcasecmp(h.first.c_str(), field.first.c_str()) == 0;
+                });
+                route.headers.push_back(field);
             }
-        }
-        if (!g_abort.load())
-            saveToHistory(b, [&](const auto& dir, const auto& label, auto* saved, auto& error) {
-                return load::saveSuite(suite, dir, label, saved, error);
-            });
-        return met ? kExitOk : kExitThreshold;
+        return runSuiteRoutes(b, o, base, routes, "--suite-file", [&](load::SuiteResult& suite) {
+            return load::judgeSuiteFile(suiteFile, thresholds, suite);
+        });
     }
     if (!b.from.empty()) {
         std::string error;
@@ -555,11 +617,14 @@ Command addBenchCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand("bench", "Load-test an HTTP server (loopback only unless --allow-remote)");
     cmd->add_option("url", b->urls,
                     "Target URL(s), http[s]://HOST[:PORT]/PATH; several share one origin. With --suite: the "
-                    "suite vhost's base URL (default http://127.0.0.1:8090)");
-    cmd->add_option("-c,--connections", b->connections, "Connections to keep open (default 10)")
-        ->check(wholeNumber(1, 100000));
-    cmd->add_option("-t,--threads", b->threads, "Threads, each with its own event loop (default 1)")
-        ->check(wholeNumber(1, 256));
+                    "suite vhost's base URL (default http://127.0.0.1:8090); with --suite-file: the origin "
+                    "its paths go to (default: the file's base)");
+    auto* connections =
+        cmd->add_option("-c,--connections", b->connections, "Connections to keep open (default 10)")
+            ->check(wholeNumber(1, 100000));
+    auto* threads =
+        cmd->add_option("-t,--threads", b->threads, "Threads, each with its own event loop (default 1)")
+            ->check(wholeNumber(1, 256));
     auto* d =
         cmd->add_option("-d,--duration", b->duration,
                         "Measured duration with a unit (10s, 500ms, 2m); default 10s unless -n is given");
@@ -570,8 +635,9 @@ Command addBenchCommand(CLI::App& app) {
                     "Open model: fixed arrival rate, requests/s over all connections; latency from intended "
                     "send times (coordinated omission corrected)")
         ->check(number(0.001, 1e8));
-    cmd->add_option("-p,--pipeline", b->pipeline, "Requests in flight per connection (HTTP/1.1 pipelining)")
-        ->check(wholeNumber(1, 1024));
+    auto* pipeline = cmd->add_option("-p,--pipeline", b->pipeline,
+                                     "Requests in flight per connection (HTTP/1.1 pipelining)")
+                         ->check(wholeNumber(1, 1024));
     cmd->add_flag("--h2", b->h2, "HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http");
     cmd->add_option("--streams", b->streams,
                     "HTTP/2 concurrent streams per connection (default 1; implies --h2)")
@@ -595,6 +661,11 @@ Command addBenchCommand(CLI::App& app) {
     cmd->add_flag("--suite", b->suite,
                   "Run the benchmark suite's eleven routes one after another (serve "
                   "resources/bench-suite/portico.yaml); -d is per route (default 3s)");
+    cmd->add_option("--suite-file", b->suiteFile,
+                    "Run the routes of a YAML suite file one after another, each judged by the file's "
+                    "thresholds (format: resources/bench-suite/suite.yaml, docs/cli.md); -c, -t, -p, -d and "
+                    "the URL override the file's; a bad file exits 2 with FILE:LINE:COLUMN")
+        ->check(existingFile());
     cmd->add_flag("--history", b->history, "List the saved runs (in $PORTICO_DATA_DIR/bench-history)");
     cmd->add_option("--compare", b->compare,
                     "Compare two saved runs: ID, ID prefix, number from --history, "
@@ -631,8 +702,14 @@ Command addBenchCommand(CLI::App& app) {
         "Wait until this wall-clock time before starting (RFC 3339, e.g. 2026-12-06T09:30:00Z, "
         "or @UNIXSECONDS): workers on several machines measure the same interval");
     cmd->add_option("--label", b->label,
-                    "Label for the saved run (default: the URL's path, 'suite', or 'replay FILE')");
-    return Command{cmd, [b] { return runBench(*b); }};
+                    "Label for the saved run (default: the URL's path, 'suite', 'replay FILE' or the suite "
+                    "file's name)");
+    return Command{cmd, [b, connections, threads, pipeline] {
+                       b->connectionsGiven = connections->count() > 0;
+                       b->threadsGiven = threads->count() > 0;
+                       b->pipelineGiven = pipeline->count() > 0;
+                       return runBench(*b);
+                   }};
 }
 
 } // namespace portico::app

@@ -83,6 +83,12 @@ double SuiteResult::geometricMean() const {
 
 SuiteResult runSuite(const std::string& baseUrl, const Options& base, const std::atomic<bool>* abort,
                      const std::function<void(std::size_t, const SuiteRun&)>& progress) {
+    return runSuite(baseUrl, suiteRoutes(), base, abort, progress);
+}
+
+SuiteResult runSuite(const std::string& baseUrl, const std::vector<SuiteRoute>& routes, const Options& base,
+                     const std::atomic<bool>* abort,
+                     const std::function<void(std::size_t, const SuiteRun&)>& progress) {
     SuiteResult suite;
     Url url;
     if (!parseUrl(baseUrl, url, suite.error)) return suite;
@@ -91,7 +97,10 @@ SuiteResult runSuite(const std::string& baseUrl, const Options& base, const std:
         return suite;
     }
     suite.baseUrl = url.origin();
-    const auto& routes = suiteRoutes();
+    if (routes.empty()) {
+        suite.error = "no routes to run";
+        return suite;
+    }
     for (std::size_t i = 0; i < routes.size(); ++i) {
         if (abort && abort->load()) break;
         const SuiteRoute& route = routes[i];

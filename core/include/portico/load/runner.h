@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace portico::load {
 
@@ -43,6 +44,13 @@ Result run(const Options& options, const std::atomic<bool>* abort = nullptr, Liv
 /// set, is called on the calling thread after each route with its index (0-based) and run. Setting
 /// `*abort` ends the current route early and skips the rest.
 SuiteResult runSuite(const std::string& baseUrl, const Options& base,
+                     const std::atomic<bool>* abort = nullptr,
+                     const std::function<void(std::size_t, const SuiteRun&)>& progress = {});
+
+/// The same for `routes` in their order (a user's suite file, suite_file.h): each route's `target`
+/// is appended to the origin, sent with its method, headers and body. An empty list is an error
+/// ("no routes to run"), as is a bad base URL; the first route that cannot start ends the suite.
+SuiteResult runSuite(const std::string& baseUrl, const std::vector<SuiteRoute>& routes, const Options& base,
                      const std::atomic<bool>* abort = nullptr,
                      const std::function<void(std::size_t, const SuiteRun&)>& progress = {});
 
