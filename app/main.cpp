@@ -344,8 +344,10 @@ int main(int argc, char** argv) {
                        "Config file or folder (default: the last project, or the demo)");
     guiCmd->add_option("-c,--config", guiOptions.project, "Config file (same as the positional argument)");
     guiCmd->add_option("--screenshot", guiOptions.screenshot, "Render the window to this PNG file and exit");
-    guiCmd->add_option("--tab", guiOptions.tab,
-                       "Tab to show: sites, traffic, inspector, load, suite, latency");
+    guiCmd->add_option(
+        "--tab", guiOptions.tab,
+        "Tab to show: sites, traffic, inspector, load, suite, drilldown (a run's sampled requests), "
+        "sample (one of them in the inspector), latency");
     guiCmd->add_option("--demo-traffic", guiOptions.demoTraffic,
                        "Before --screenshot, serve this many seconds of generated traffic");
     guiCmd->add_option("--measure-responsiveness", guiOptions.measureResponsiveness,

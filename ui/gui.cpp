@@ -6,6 +6,7 @@
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
 #include "loadtest/runhistoryview.h"
+#include "loadtest/samplesview.h"
 #include "mainwindow.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
@@ -17,6 +18,7 @@
 
 #include <QApplication>
 #include <QComboBox>
+#include <QDialog>
 #include <QDir>
 #include <QDirIterator>
 #include <QElapsedTimer>
@@ -36,9 +38,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 #include <sys/socket.h>
@@ -175,6 +179,10 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
     QString tab = QString::fromStdString(options.tab).toLower();
     const bool trafficTab = tab == "traffic" || tab == "inspector";
     const bool suiteTab = tab == "suite";
+    // "drilldown": a run's sampled requests under the latency histogram's p99 bar; "sample": the
+    // first of them opened in the inspector window (that window is the picture).
+    const bool drillTab = tab == "drilldown" || tab == "sample";
+    QWidget* picture = &window;
     double seconds = options.demoTraffic;
     if (seconds <= 0 && (tab.startsWith("load") || tab == "latency" || trafficTab)) seconds = 2;
     // Runs made for the picture go to a scratch history, not the user's.
@@ -188,6 +196,39 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
         QObject::connect(load, &LoadTestPage::suiteFinished, &loop, &QEventLoop::quit);
         if (load->startSuite()) loop.exec();
         load->showView("suite");
+        tab = "load";
+    } else if (drillTab) {
+        if (!captureInMemory(server)) return 1;
+        LoadTestPage* load = window.loadTestPage();
+        load->findChild<QLineEdit*>("loadUrl")->setText(server.firstHttpUrl() + "api/hello/portico " +
+                                                        server.firstHttpUrl());
+        load->findChild<QLineEdit*>("loadDuration")
+            ->setText(QString("%1ms").arg(qint64((seconds > 0 ? seconds : 2) * 1000)));
+        window.showTab("load");
+        QEventLoop loop;
+        QObject::connect(load, &LoadTestPage::runFinished, &loop, &QEventLoop::quit);
+        if (load->start()) loop.exec();
+        if (load->runs().isEmpty()) return 1;
+        server.engine().flushCapture();
+        // The bar of the sampled request closest to the p99 (the p99's own bar may hold none).
+        const load::Result& r = *load->runs().last().result;
+        const double p99 = double(r.latency->valueAtPercentile(99));
+        double at = p99, nearest = std::numeric_limits<double>::infinity();
+        for (const auto& x : r.samples)
+            if (!x.failure && std::abs(double(x.latencyNs) - p99) < nearest) {
+                nearest = std::abs(double(x.latencyNs) - p99);
+                at = double(x.latencyNs);
+            }
+        load->samplesAtLatency(at / 1e6);
+        if (tab == "sample") {
+            if (!load->samples()->openRow(0)) {
+                std::fprintf(stderr, "portico: the run sampled no request at its p99\n");
+                return 1;
+            }
+            picture = load->samples()->inspectorDialog();
+            picture->resize(1280, 800); // as every screenshot
+            waitMs(200);
+        }
         tab = "load";
     } else if (seconds > 0 && trafficTab) {
         if (!captureInMemory(server)) return 1;
@@ -232,14 +273,16 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
         }
     }
     if (!tab.isEmpty() && !window.showTab(tab)) {
-        std::fprintf(stderr, "portico: no tab '%s' (sites, traffic, inspector, load, suite, latency)\n",
-                     options.tab.c_str());
+        std::fprintf(
+            stderr,
+            "portico: no tab '%s' (sites, traffic, inspector, load, suite, drilldown, sample, latency)\n",
+            options.tab.c_str());
         return 2;
     }
     if ((tab.isEmpty() || tab == "sites") && !draftShown) window.sitesPage()->select(0, 0);
     waitMs(400);
     const QString file = QString::fromStdString(options.screenshot);
-    if (!window.grab().save(file, "PNG")) {
+    if (!picture->grab().save(file, "PNG")) {
         std::fprintf(stderr, "portico: cannot write %s\n", options.screenshot.c_str());
         return 1;
     }

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <csignal>
 #include <map>
+#include <numeric>
 #include <set>
 
 using namespace portico;
@@ -402,6 +403,10 @@ private slots:
                 QCOMPARE(x.status, 200);
             }
         QCOMPARE(failed, r.requests.failed); // all of them: fewer than the cap
+        // The failures' series: every failure in a slot, as long as the completions' series.
+        QCOMPARE(r.failedPerSlot.size(), r.perSlot.size());
+        QCOMPARE(std::accumulate(r.failedPerSlot.begin(), r.failedPerSlot.end(), std::uint64_t{0}),
+                 r.requests.failed);
 
         // More failures than the cap: the first kMaxFailedSamples are kept.
         o.requests = {spec(url("/drop"))};
@@ -419,6 +424,13 @@ private slots:
         // The first ones: none of them after the first half of the run.
         QVERIFY2(many.samples.back().doneNs < many.measured.count() / 2,
                  qPrintable(QString::number(many.samples.back().doneNs)));
+        // 1.5 s of failures: in every 100 ms slot but perhaps the first (connecting) and the last.
+        QCOMPARE(many.failedPerSlot.size(), many.perSlot.size());
+        QVERIFY2(many.failedPerSlot.size() >= 14, qPrintable(QString::number(many.failedPerSlot.size())));
+        QCOMPARE(std::accumulate(many.failedPerSlot.begin(), many.failedPerSlot.end(), std::uint64_t{0}),
+                 many.requests.failed);
+        for (std::size_t s = 1; s + 1 < many.failedPerSlot.size(); ++s)
+            QVERIFY2(many.failedPerSlot[s] > 0, qPrintable(QString("slot %1 has no failure").arg(s)));
     }
 
     // At most kSamplesPerBin completions per latency bin and kSamplesPerSecond per second: the

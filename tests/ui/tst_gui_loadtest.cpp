@@ -6,9 +6,11 @@
 // duration (QSettings, in a scratch folder here); a run shows live p50/p99 and a latency histogram,
 // a new run clears the last one's figures, a stopped run is marked so in Run and History, and both
 // show one timestamp per run. Every test has its own history folder ($PORTICO_DATA_DIR).
+#include "inspector/inspectorwidget.h"
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
 #include "loadtest/runhistoryview.h"
+#include "loadtest/samplesview.h"
 #include "servercontroller.h"
 #include "test_support.h"
 
@@ -16,10 +18,12 @@
 
 #include <qcustomplot.h>
 
+#include <QDialog>
 #include <QDir>
 #include <QFile>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMouseEvent>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -109,7 +113,8 @@ private slots:
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("listen: [127.0.0.1:0]\nworkers: 2\nvhosts:\n  - routes:\n"
                 "      - path: /hello\n        respond: {body: hi}\n"
-                "      - path: /slow\n        respond: {body: slow, latency: 20ms}\n");
+                "      - path: /slow\n        respond: {body: slow, latency: 20ms}\n"
+                "      - path: /drop\n        respond: {body: x, drop_rate: 1}\n");
         f.close();
         m_server = std::make_unique<ServerController>();
         QString error;
@@ -793,6 +798,257 @@ private slots:
         // A run shorter than a slot keeps its only point.
         check(ui::throughputSeries({5}, milliseconds(20)), {0.01}, {250});
         QVERIFY(ui::throughputSeries({}, milliseconds(0)).keys.isEmpty());
+    }
+
+    // A synthetic run: what filterSamples keeps for each selection, at the edges of its ranges.
+    void samplesFilterByLatencyTimeKindAndFailure() {
+        load::Result r;
+        r.options.requests = {{"http://127.0.0.1:1/a"}, {"http://127.0.0.1:1/b"}};
+        auto sample = [](std::uint32_t request, std::uint64_t latencyNs, std::int64_t doneNs,
+                         std::uint8_t failure) {
+            load::ExchangeSample s;
+            s.request = request;
+            s.latencyNs = latencyNs;
+            s.doneNs = doneNs;
+            s.failure = failure;
+            s.status = failure ? 0 : 200;
+            return s;
+        };
+        r.samples = {sample(0, 1'000'000, 500'000'000, 0),   // 0: 1 ms, done 0.5 s
+                     sample(1, 2'000'000, 999'999'999, 0),   // 1: 2 ms, done just before 1 s
+                     sample(0, 2'000'000, 1'000'000'000, 0), // 2: 2 ms, done at 1 s
+                     sample(1, 3'000'000, 1'500'000'000, 2), // 3: timed out after 3 ms
+                     sample(0, 999'999, 2'000'000'000, 0)};  // 4: just under 1 ms
+        using By = ui::SampleFilter::By;
+        using V = std::vector<std::size_t>;
+        QCOMPARE(ui::filterSamples(r, {By::All, 0, 0, -1}), (V{0, 1, 2, 3, 4}));
+        QCOMPARE(ui::filterSamples(r, {By::All, 0, 0, 1}), (V{1, 3}));
+        // [1 ms, 3 ms): the failed one (3 ms) is in no latency bar, 999,999 ns is below.
+        QCOMPARE(ui::filterSamples(r, {By::Latency, 1'000'000, 3'000'001, -1}), (V{0, 1, 2}));
+        QCOMPARE(ui::filterSamples(r, {By::Latency, 1'000'000, 2'000'000, -1}), (V{0}));
+        QCOMPARE(ui::filterSamples(r, {By::Latency, 1'000'000, 3'000'000, 0}), (V{0, 2}));
+        // The second [0, 1 s) by completion time; [1 s, 2 s) holds the failure too.
+        QCOMPARE(ui::filterSamples(r, {By::Completion, 0, 1'000'000'000, -1}), (V{0, 1}));
+        QCOMPARE(ui::filterSamples(r, {By::Completion, 1'000'000'000, 2'000'000'000, -1}), (V{2, 3}));
+        QCOMPARE(ui::filterSamples(r, {By::Failed, 0, 0, -1}), (V{3}));
+        QCOMPARE(ui::filterSamples(r, {By::Failed, 0, 0, 0}), V{});
+
+        // The view: the Failed button counts the run's failures; a bar with none says why.
+        ui::SamplesView view(nullptr);
+        view.setRun(std::make_shared<load::Result>(std::move(r)), 0);
+        auto failed = view.findChild<QPushButton*>("loadSamplesFailed");
+        QCOMPARE(failed->text(), QStringLiteral("Failed (1)"));
+        QVERIFY(failed->isEnabled());
+        QCOMPARE(view.table()->rowCount(), 5);
+        failed->click();
+        QCOMPARE(view.table()->rowCount(), 1);
+        QCOMPARE(view.table()->item(0, 2)->text(), QStringLiteral("timed out"));
+        view.setRequest(0);
+        QCOMPARE(view.table()->rowCount(), 0);
+        QCOMPARE(failed->text(), QStringLiteral("Failed (0)"));
+        QVERIFY(!failed->isEnabled());
+        QVERIFY2(view.title()->text().contains("none fell here"), qPrintable(view.title()->text()));
+        view.findChild<QPushButton*>("loadSamplesAll")->click();
+        QCOMPARE(view.table()->rowCount(), 3); // request 0's
+    }
+
+    // A sample as the generator saw it, for the inspector: the request from the options, the
+    // server's stream numbering, the times.
+    void sampleExchangeBuildsTheClientSideRecord() {
+        load::Result r;
+        load::RequestSpec spec{"https://example.test:8443/api?x=1", "POST", {{"X-Trace", "7"}}, "{}"};
+        r.options.requests = {spec};
+        r.options.protocol = load::Protocol::Http2;
+        r.startedAt = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+        load::ExchangeSample s;
+        s.status = 201;
+        s.sentNs = 5'000'000;
+        s.doneNs = 7'500'000;
+        s.sequence = 3;
+        s.localPort = 40000;
+        capture::Exchange e = ui::sampleExchange(r, s);
+        QCOMPARE(e.id, std::uint64_t(0));
+        QCOMPARE(e.method, std::string("POST"));
+        QCOMPARE(e.url(), std::string("https://example.test:8443/api?x=1"));
+        QCOMPARE(e.protocol, capture::Protocol::Http2);
+        QCOMPARE(e.streamId, 7u); // 2 × 3 + 1
+        QCOMPARE(e.status, 201);
+        QCOMPARE(e.client, std::string("local port 40000"));
+        QCOMPARE(std::string(e.requestHeader("host")), std::string("example.test:8443"));
+        QCOMPARE(std::string(e.requestHeader("x-trace")), std::string("7"));
+        QCOMPARE(std::string(e.requestHeader("content-length")), std::string("2"));
+        QCOMPARE(e.requestBody, std::string("{}"));
+        QCOMPARE(e.durationNs(), std::int64_t(2'500'000));
+        QCOMPARE(e.startedUnixNs, std::int64_t(1'800'000'000'005'000'000));
+        QVERIFY(e.error.empty());
+        s.failure = 1;
+        s.status = 0;
+        r.options.protocol = load::Protocol::Http1;
+        e = ui::sampleExchange(r, s);
+        QCOMPARE(e.error, std::string("connection reset"));
+        QCOMPARE(e.streamId, 4u); // HTTP/1.1: sequence + 1
+        QCOMPARE(e.httpVersion, std::uint8_t(11));
+    }
+
+    // Drill-down against this app's server with capture on: a click on a histogram bar lists the
+    // samples of that latency, a click on the throughput plot those of that second, the By request
+    // table narrows them, and a double-click opens the server's own record of the request.
+    void drillDownFromThePlotsToTheServerRecord() {
+        freshDataDir();
+        auto withCapture = [&](bool on) {
+            auto next = std::make_shared<config::Config>(*m_server->config());
+            next->capture.enabled = on;
+            QString error;
+            return m_server->apply(next, &error, false) ? QString() : error;
+        };
+        const QString applied = withCapture(true);
+        QVERIFY2(applied.isEmpty(), qPrintable(applied));
+        LoadTestPage page(m_server.get());
+        page.resize(1400, 1000);
+        page.show();
+        page.findChild<QLineEdit*>("loadUrl")->setText(m_server->firstHttpUrl() + "hello " +
+                                                       m_server->firstHttpUrl() + "slow");
+        page.findChild<QLineEdit*>("loadDuration")->setText("");
+        page.findChild<QSpinBox*>("loadCount")->setValue(300);
+        page.findChild<QSpinBox*>("loadConnections")->setValue(4);
+        page.findChild<QSpinBox*>("loadThreads")->setValue(1);
+        QSignalSpy finished(&page, &LoadTestPage::runFinished);
+        QVERIFY(page.start());
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 60000);
+        const load::Result& r = *page.runs().first().result;
+        QVERIFY2(r.ok(), r.error.c_str());
+        QVERIFY(!r.samples.empty());
+        auto table = page.findChild<QTableWidget*>("loadSamples");
+        QCOMPARE(table->rowCount(), int(r.samples.size()));
+
+        // Click the latency histogram in the middle of the /slow requests' bar (20 ms of latency).
+        auto* latency = page.findChild<QCustomPlot*>("loadLatencyPlot");
+        QTRY_VERIFY(latency->isVisible());
+        const double at = 21.0; // ms
+        const auto [low, high] = LoadTestPage::latencyBarAt(at);
+        QVERIFY2(low <= 21'000'000 && high > 21'000'000 && high < 30'000'000,
+                 qPrintable(QString("%1 %2").arg(low).arg(high)));
+        const QPoint p(int(latency->xAxis->coordToPixel(at)), latency->axisRect()->center().y());
+        QTest::mouseClick(latency, Qt::LeftButton, {}, p);
+        std::vector<std::size_t> expected;
+        for (std::size_t i = 0; i < r.samples.size(); ++i)
+            if (!r.samples[i].failure && r.samples[i].latencyNs >= low && r.samples[i].latencyNs < high)
+                expected.push_back(i);
+        QVERIFY2(!expected.empty(), "no /slow request was sampled in the 20 ms bar");
+        QCOMPARE(table->rowCount(), int(expected.size()));
+        for (int row = 0; row < table->rowCount(); ++row) {
+            QCOMPARE(table->item(row, 1)->text(), QStringLiteral("GET /slow"));
+            const double rowMs = table->item(row, 3)->text().toDouble();
+            QVERIFY2(rowMs >= low / 1e6 - 0.05 && rowMs < high / 1e6 + 0.05,
+                     qPrintable(QString::number(rowMs)));
+        }
+        QVERIFY2(page.samples()->title()->text().contains("latency"),
+                 qPrintable(page.samples()->title()->text()));
+
+        // The throughput plot: the first second's completions.
+        auto* rate = page.findChild<QCustomPlot*>("loadRatePlot");
+        QVERIFY(rate->graph(0)->dataCount() > 0);
+        const double firstKey = rate->graph(0)->data()->at(0)->key;
+        QTest::mouseClick(rate, Qt::LeftButton, {},
+                          QPoint(int(rate->xAxis->coordToPixel(firstKey)), rate->axisRect()->center().y()));
+        std::size_t inFirstSecond = 0;
+        for (const auto& s : r.samples)
+            inFirstSecond += s.doneNs >= 0 && s.doneNs < 1'000'000'000;
+        QVERIFY(inFirstSecond > 0);
+        QCOMPARE(table->rowCount(), int(inFirstSecond));
+        for (int row = 0; row < table->rowCount(); ++row)
+            QVERIFY(table->item(row, 0)->text().toDouble() < 1.0005);
+
+        // The By request table narrows the list to one kind.
+        page.findChild<QTableWidget*>("loadByRequest")->selectRow(1); // GET /hello
+        QVERIFY(table->rowCount() > 0);
+        for (int row = 0; row < table->rowCount(); ++row)
+            QCOMPARE(table->item(row, 1)->text(), QStringLiteral("GET /hello"));
+
+        // Double-click: the server's own record of that request.
+        m_server->engine().flushCapture();
+        const QRect cell = table->visualItemRect(table->item(0, 1));
+        // A press first: the view opens only the row that the double-click's press landed on.
+        QTest::mousePress(table->viewport(), Qt::LeftButton, {}, cell.center());
+        QTest::mouseDClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+        auto* dialog = page.samples()->inspectorDialog();
+        QVERIFY(dialog && dialog->isVisible());
+        QVERIFY(page.samples()->openedServerRecord());
+        const auto& shown = page.samples()->inspector()->exchange();
+        QVERIFY(shown.has_value());
+        QVERIFY(shown->id > page.runs().first().captureFromId);
+        QCOMPARE(shown->target, std::string("/hello"));
+        QVERIFY2(QString::fromStdString(shown->client).endsWith(":" + table->item(0, 7)->text()),
+                 shown->client.c_str());
+        QCOMPARE(shown->streamId, table->item(0, 6)->text().toUInt() + 1);
+        QCOMPARE(shown->status, 200);
+
+        // With capture off, the next run's samples open as the generator saw them.
+        QVERIFY(withCapture(false).isEmpty());
+        page.findChild<QSpinBox*>("loadCount")->setValue(50);
+        QVERIFY(page.start());
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 2, 60000);
+        QVERIFY(table->rowCount() > 0);
+        QVERIFY(page.samples()->openRow(0));
+        QVERIFY(!page.samples()->openedServerRecord());
+        QCOMPARE(page.samples()->inspector()->exchange()->id, std::uint64_t(0));
+        QVERIFY(QString::fromStdString(page.samples()->inspector()->exchange()->client)
+                    .startsWith("local port "));
+        QVERIFY(!page.samples()->openRow(table->rowCount()));
+    }
+
+    // A run with failures: the throughput plot draws them per second (a second graph, with a
+    // legend), Failed (N) lists the sampled ones, and a click on the plot lists them with that
+    // second's completions.
+    void failuresAreDrawnAndListed() {
+        freshDataDir();
+        LoadTestPage page(m_server.get());
+        page.resize(1400, 1000);
+        page.show();
+        page.findChild<QLineEdit*>("loadUrl")->setText(m_server->firstHttpUrl() + "hello " +
+                                                       m_server->firstHttpUrl() + "drop");
+        page.findChild<QLineEdit*>("loadDuration")->setText("");
+        page.findChild<QSpinBox*>("loadCount")->setValue(200);
+        page.findChild<QSpinBox*>("loadConnections")->setValue(2);
+        page.findChild<QSpinBox*>("loadThreads")->setValue(1);
+        QSignalSpy finished(&page, &LoadTestPage::runFinished);
+        QVERIFY(page.start());
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 60000);
+        const load::Result& r = *page.runs().first().result;
+        QVERIFY2(r.ok(), r.error.c_str());
+        QVERIFY(r.requests.failed > 10);
+        auto* rate = page.findChild<QCustomPlot*>("loadRatePlot");
+        QCOMPARE(rate->graphCount(), 2);
+        QVERIFY(rate->legend->visible());
+        const auto expected = ui::throughputSeries(r.failedPerSlot, r.measured);
+        QCOMPARE(rate->graph(1)->dataCount(), int(expected.keys.size()));
+        double drawn = 0, want = 0;
+        for (int i = 0; i < rate->graph(1)->dataCount(); ++i) {
+            drawn += rate->graph(1)->data()->at(i)->value;
+            want += expected.values[i];
+        }
+        QVERIFY(want > 0);
+        QCOMPARE(drawn, want);
+
+        std::size_t sampledFailures = 0;
+        for (const auto& s : r.samples)
+            sampledFailures += s.failure != 0;
+        QCOMPARE(sampledFailures, std::size_t(r.requests.failed)); // under the cap of 256
+        auto failed = page.findChild<QPushButton*>("loadSamplesFailed");
+        QCOMPARE(failed->text(), QStringLiteral("Failed (%1)").arg(sampledFailures));
+        failed->click();
+        auto table = page.findChild<QTableWidget*>("loadSamples");
+        QCOMPARE(table->rowCount(), int(sampledFailures));
+        for (int row = 0; row < table->rowCount(); ++row) {
+            QCOMPARE(table->item(row, 1)->text(), QStringLiteral("GET /drop"));
+            QCOMPARE(table->item(row, 2)->text(), QStringLiteral("connection reset"));
+        }
+        // Selecting /hello in By request hides the failures' graph (it is the whole run's).
+        page.findChild<QTableWidget*>("loadByRequest")->selectRow(1);
+        QCOMPARE(rate->graph(1)->dataCount(), 0);
+        QVERIFY(!rate->legend->visible());
+        page.findChild<QTableWidget*>("loadByRequest")->selectRow(0);
+        QCOMPARE(rate->graph(1)->dataCount(), int(expected.keys.size()));
     }
 
     // The plot of a duration-bound run holds that series: no point past the end of the run.

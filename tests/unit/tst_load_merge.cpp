@@ -116,6 +116,37 @@ private slots:
         QCOMPARE(back.statuses, r.statuses);
         QVERIFY(back.startedAt == r.startedAt);
         QCOMPARE(back.perSlot, r.perSlot);
+        QCOMPARE(back.failedPerSlot, std::vector<std::uint64_t>(r.perSlot.size(), 0));
+        // With failures: their series comes back as written, and must sum to requests.failed.
+        {
+            auto failing = run(1, 5000, kT0);
+            failing.requests.started += 7;
+            failing.requests.failed = 7;
+            failing.errors.reset = 7;
+            failing.failedPerSlot.assign(failing.perSlot.size(), 0);
+            failing.failedPerSlot[2] = 3;
+            failing.failedPerSlot[9] = 4;
+            load::Result withFailures;
+            QVERIFY2(load::resultFromJson(load::toJson(failing), withFailures, error), error.c_str());
+            QCOMPARE(withFailures.failedPerSlot, failing.failedPerSlot);
+            std::string text = load::toJson(failing);
+            const auto at = text.find("\"failed\":[0,0,3");
+            QVERIFY(at != std::string::npos);
+            text[at + 14] = '2'; // now sums to 6, not 7
+            QVERIFY(!load::resultFromJson(text, withFailures, error));
+            QVERIFY2(error.find("series.failed") != std::string::npos, error.c_str());
+            // Merged: slot by slot, as the completions.
+            load::Result other;
+            QVERIFY2(load::resultFromJson(load::toJson(failing), other, error), error.c_str());
+            std::vector<load::Result> two;
+            two.push_back(std::move(failing));
+            two.push_back(std::move(other));
+            load::Result merged;
+            QVERIFY2(load::mergeResults(two, merged, error), error.c_str());
+            QCOMPARE(merged.failedPerSlot.size(), merged.perSlot.size());
+            QCOMPARE(merged.failedPerSlot[2], std::uint64_t(6));
+            QCOMPARE(merged.failedPerSlot[9], std::uint64_t(8));
+        }
         QCOMPARE(back.latency->count(), r.latency->count());
         QCOMPARE(back.latency->min(), r.latency->min());
         QCOMPARE(back.latency->max(), r.latency->max());

@@ -400,6 +400,29 @@ private slots:
         QVERIFY(svg.contains(">5<")); // the x axis reaches 5 s
         QVERIFY(svg.contains("time after warm-up (s)"));
         QVERIFY(svg.contains("requests per second"));
+        // The 3 failures are not in a series (a Result made by hand): no failures' line.
+        QVERIFY(polylines(svg, "failed").isEmpty());
+    }
+
+    // The failed requests per second (Result::failedPerSlot): a second line on the same axes.
+    void throughputFailures() {
+        Result r = realistic();
+        r.failedPerSlot.assign(r.perSlot.size(), 0);
+        r.failedPerSlot[30] = 3; // 30 failed/s in the slot from 3.0 s
+        const QString svg = between(page(r), "<svg id=\"plot-throughput\"", "</svg>");
+        const auto tp = polylines(svg, "tp");
+        const auto failed = polylines(svg, "failed");
+        QCOMPARE(failed.size(), 1);
+        QCOMPARE(failed[0].size(), tp[0].size());
+        // Flat at 0 (the x axis, below the throughput line) but for the slot of the failures.
+        QCOMPARE(failed[0][0].y(), failed[0][59].y());
+        QVERIFY(failed[0][60].y() < failed[0][0].y());
+        QCOMPARE(failed[0][60].y(), failed[0][61].y());
+        QVERIFY(failed[0][0].y() > tp[0][0].y());
+        QVERIFY(svg.contains("failed requests per second (3 in all)"));
+        // A series that does not match the completions' (a corrupt or foreign result) is not drawn.
+        r.failedPerSlot.pop_back();
+        QVERIFY(polylines(between(page(r), "<svg id=\"plot-throughput\"", "</svg>"), "failed").isEmpty());
     }
 
     void perRequestTable() {

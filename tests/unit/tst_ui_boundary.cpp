@@ -55,6 +55,7 @@ const QSet<QString> kAllowed = {
     "portico/load/report.h",
     "portico/load/result.h",
     "portico/load/suite.h",
+    "portico/load/suite_file.h",
     "portico/load/thresholds.h",
     "portico/routing/router.h",
     "portico/stats/histogram.h",

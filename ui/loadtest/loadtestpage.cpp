@@ -4,6 +4,7 @@
 #include "loadtestpage.h"
 
 #include "runhistoryview.h"
+#include "samplesview.h"
 #include "servercontroller.h"
 
 #include <portico/engine/engine.h>
@@ -27,6 +28,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMouseEvent>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -322,6 +324,11 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     m_plot->graph(0)->setName(tr("requests/s"));
     m_plot->graph(0)->setPen(QPen(QColor(41, 128, 185), 2));
     m_plot->graph(0)->setBrush(QColor(41, 128, 185, 40));
+    // Failed requests per second (Result::failedPerSlot), drawn when a run had any.
+    m_plot->addGraph();
+    m_plot->graph(1)->setName(tr("failed/s"));
+    m_plot->graph(1)->setPen(QPen(kRed, 2));
+    m_plot->graph(1)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
     m_plot->xAxis->setLabel(tr("seconds"));
     m_plot->yAxis->setLabel(tr("requests/s"));
     m_plot->yAxis->setNumberFormat("gb");
@@ -392,6 +399,23 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
         showKind(rows.isEmpty() ? -1 : rows.front().row() - 1);
     });
 
+    // Drill-down: a click on a histogram bar or a throughput point lists the run's sampled requests
+    // there; one of them opens in the inspector.
+    m_samples = new SamplesView(m_server);
+    m_samples->setObjectName("loadSamplesView");
+    auto inPlot = [](QCustomPlot* plot, QMouseEvent* event) {
+        return event->button() == Qt::LeftButton && plot->axisRect()->rect().contains(event->pos());
+    };
+    connect(m_latencyPlot, &QCustomPlot::mousePress, this, [this, inPlot](QMouseEvent* event) {
+        if (inPlot(m_latencyPlot, event))
+            samplesAtLatency(m_latencyPlot->xAxis->pixelToCoord(event->pos().x()));
+    });
+    connect(m_plot, &QCustomPlot::mousePress, this, [this, inPlot](QMouseEvent* event) {
+        if (inPlot(m_plot, event)) samplesAtTime(m_plot->xAxis->pixelToCoord(event->pos().x()));
+    });
+    m_latencyPlot->setToolTip(tr("Click a bar to list the sampled requests of that latency"));
+    m_plot->setToolTip(tr("Click a point to list the sampled requests that completed in that second"));
+
     m_text = new QPlainTextEdit;
     m_text->setObjectName("loadText");
     m_text->setReadOnly(true);
@@ -405,11 +429,13 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     runView->addWidget(plots);
     runView->addWidget(m_table);
     runView->addWidget(m_byRequest);
+    runView->addWidget(m_samples);
     runView->addWidget(m_text);
     runView->setStretchFactor(0, 2);
     runView->setStretchFactor(1, 1);
     runView->setStretchFactor(2, 1);
     runView->setStretchFactor(3, 1);
+    runView->setStretchFactor(4, 1);
 
     // The suite: its own bound (per route), the form's connections, threads and pipeline.
     m_suiteUrl = new QLineEdit;
@@ -615,6 +641,7 @@ bool LoadTestPage::start() {
     m_formError->clear();
     clearRunView();
     m_running = o;
+    m_captureFrom = m_server ? m_server->engine().lastCapturedId() : 0;
     m_cancel = std::make_shared<engine::Cancel>();
     m_pending = std::make_shared<load::Result>();
     m_saved = std::make_shared<Saved>();
@@ -678,7 +705,11 @@ void LoadTestPage::clearRunView() {
     m_byRequest->setRowCount(0);
     m_byRequest->hide();
     m_shown.reset();
+    m_kind = -1;
+    m_samples->setRun(nullptr, 0);
     m_plot->graph(0)->data()->clear();
+    m_plot->graph(1)->data()->clear();
+    m_plot->legend->setVisible(false);
     m_plot->replot();
     m_latencyPlot->graph(0)->data()->clear();
     for (int i = 0; i < 2; ++i) {
@@ -1003,7 +1034,7 @@ void LoadTestPage::onFinished() {
     const QString when = historyTime(saved->savedAt.empty()
                                          ? QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString()
                                          : saved->savedAt);
-    LoadRun run{int(m_runs.size()) + 1, when, saved->stopped, result};
+    LoadRun run{int(m_runs.size()) + 1, when, saved->stopped, result, m_captureFrom};
     m_runs << run;
     showResult(*result, saved->stopped);
     m_lastSavedId = QString::fromStdString(saved->id);
@@ -1064,9 +1095,12 @@ void LoadTestPage::showKind(int kind) {
     const load::Result& r = *m_shown;
     const bool one =
         kind >= 0 && std::size_t(kind) < r.byRequest.size() && r.byRequest[std::size_t(kind)].latency;
+    m_kind = one ? kind : -1;
+    m_samples->setRequest(m_kind);
     const ThroughputSeries series =
         throughputSeries(one ? r.byRequest[std::size_t(kind)].perSlot : r.perSlot, r.measured);
     m_plot->graph(0)->setData(series.keys, series.values, true);
+    showFailures(one ? nullptr : &r);
     m_plot->rescaleAxes();
     m_plot->yAxis->setRangeLower(0);
     m_plot->replot();
@@ -1077,6 +1111,7 @@ void LoadTestPage::showResult(const load::Result& r, bool stopped) {
     // The generator's own time series replaces the live estimate, and its histogram the live one.
     const ThroughputSeries series = throughputSeries(r.perSlot, r.measured);
     m_plot->graph(0)->setData(series.keys, series.values, true);
+    showFailures(&r);
     m_plot->rescaleAxes();
     m_plot->yAxis->setRangeLower(0);
     m_plot->replot();
@@ -1109,6 +1144,9 @@ void LoadTestPage::showResult(const load::Result& r, bool stopped) {
     m_table->selectRow(row);
     m_text->setPlainText(QString::fromStdString(load::summaryText(r)));
     showByRequest(r);
+    m_kind = -1;
+    m_samples->setRun(m_runs.isEmpty() ? nullptr : m_runs.last().result,
+                      m_runs.isEmpty() ? 0 : m_runs.last().captureFromId);
     drawLatency(h);
     const QString requests = QLocale().toString(qulonglong(r.requests.completed));
     const double seconds = std::chrono::duration<double>(r.measured).count();
@@ -1131,6 +1169,51 @@ void LoadTestPage::showResult(const load::Result& r, bool stopped) {
                                 ms(h.valueAtPercentile(50)), ms(h.valueAtPercentile(90)),
                                 ms(h.valueAtPercentile(99)))
                            .arg(errors));
+}
+
+} // namespace portico::ui
+
+namespace portico::ui {
+
+std::pair<std::uint64_t, std::uint64_t> LoadTestPage::latencyBarAt(double ms) {
+    // drawLatency puts bin k's point at 10^((k + 0.5) / kBinsPerDecade) ms and draws it as a step
+    // centred there on the log axis: the bar spans [10^(k / n), 10^((k + 1) / n)) ms.
+    if (!(ms > 0)) return {0, 0};
+    const double k = std::floor(std::log10(ms) * kBinsPerDecade);
+    const auto ns = [](double exponent) {
+        return std::uint64_t(std::llround(std::pow(10.0, exponent / kBinsPerDecade) * 1e6));
+    };
+    return {ns(k), ns(k + 1)};
+}
+
+void LoadTestPage::showFailures(const load::Result* r) {
+    // The failed requests' series is per run, not per request kind: hidden while a kind is shown.
+    const bool any = r && r->requests.failed > 0 && r->failedPerSlot.size() == r->perSlot.size();
+    if (any) {
+        const ThroughputSeries failed = throughputSeries(r->failedPerSlot, r->measured);
+        m_plot->graph(1)->setData(failed.keys, failed.values, true);
+    } else {
+        m_plot->graph(1)->data()->clear();
+    }
+    m_plot->legend->setVisible(any);
+}
+
+bool LoadTestPage::samplesAtLatency(double at) {
+    if (!m_shown || m_thread) return false;
+    const auto [low, high] = latencyBarAt(at);
+    if (high == 0) return false;
+    m_samples->select({SampleFilter::By::Latency, std::int64_t(low), std::int64_t(high), m_kind},
+                      tr("latency %1–%2 ms").arg(ms(low), ms(high)));
+    return true;
+}
+
+bool LoadTestPage::samplesAtTime(double seconds) {
+    if (!m_shown || m_thread || !(seconds >= 0)) return false;
+    const double second = std::floor(seconds);
+    m_samples->select(
+        {SampleFilter::By::Completion, std::int64_t(second * 1e9), std::int64_t((second + 1) * 1e9), m_kind},
+        tr("done %1–%2 s").arg(second).arg(second + 1));
+    return true;
 }
 
 } // namespace portico::ui

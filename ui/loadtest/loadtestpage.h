@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <utility>
 #include <vector>
 
 class QComboBox;
@@ -39,6 +40,7 @@ class QTimer;
 namespace portico::ui {
 
 class RunHistoryView;
+class SamplesView;
 class ServerController;
 
 /// One finished run, as kept in the session's history.
@@ -49,6 +51,9 @@ struct LoadRun {
     QString when;
     bool stopped = false; ///< ended by Stop (or by closing the window) before its bound
     std::shared_ptr<const load::Result> result;
+    /// The server's last capture id when the run started: its samples' server records come after
+    /// it (SamplesView, findServerRecord).
+    std::uint64_t captureFromId = 0;
 };
 
 /// The throughput plot's points from a run's 100 ms slots (load::Result::perSlot, `measured`): x =
@@ -108,6 +113,16 @@ public:
     void setHistoryDir(const std::filesystem::path& dir);
     std::filesystem::path historyDir() const { return m_historyDir; }
     RunHistoryView* history() const { return m_history; }
+    /// The shown run's drill-down: its sampled requests, narrowed by a click on a plot.
+    SamplesView* samples() const { return m_samples; }
+    /// What a click at `ms` (the x coordinate, ms) on the latency histogram selects: the latency
+    /// range of the bar there [low, high) in ns, bars as drawLatency draws them.
+    static std::pair<std::uint64_t, std::uint64_t> latencyBarAt(double ms);
+    /// Lists the shown run's samples whose latency is in the latency histogram's bar at `ms`, or
+    /// (throughputAt) that completed in the second of the run at `seconds`; false when no run is
+    /// shown (or a run is going). What a click on the plots does.
+    bool samplesAtLatency(double ms);
+    bool samplesAtTime(double seconds);
     /// The last suite's rows, in run order (complete once suiteFinished was emitted).
     const QList<SuiteRow>& suiteRows() const { return m_suiteRows; }
     /// Shows "run", "history" or "suite" in the right-hand tabs; false for another name.
@@ -152,6 +167,9 @@ private:
     void showByRequest(const load::Result& r);
     /// Draws the throughput and latency plots for one request kind (`kind` ≥ 0) or all (-1).
     void showKind(int kind);
+    /// Draws the run's failed requests per second on the throughput plot (graph 1, with a legend)
+    /// when it had any; clears it for null (a request kind is shown, or no run).
+    void showFailures(const load::Result* r);
     void setRunning(bool running);
 
     ServerController* m_server;
@@ -181,6 +199,9 @@ private:
     /// filters the plots to it.
     QTableWidget* m_byRequest = nullptr;
     std::shared_ptr<const load::Result> m_shown; ///< the run the plots and m_byRequest show
+    int m_kind = -1;                             ///< the request kind the plots show (-1 all)
+    SamplesView* m_samples = nullptr;
+    std::uint64_t m_captureFrom = 0; ///< the server's last capture id when the running run started
     QPlainTextEdit* m_text = nullptr;
     QTimer* m_timer = nullptr;
 

@@ -162,6 +162,7 @@ struct Worker {
     bool measuring = false;
     std::unique_ptr<stats::Histogram> latency, service;
     std::vector<std::uint64_t> slots;
+    std::vector<std::uint64_t> failedSlots;     // failures per 100 ms slot (grown when one fails)
     std::vector<SpecCounts> bySpec;             // empty with one request kind (the totals are its counts)
     std::unique_ptr<stats::Histogram> interval; // the current interval (Options::latencyIntervals)
     std::int64_t intervalIndex = 0;
@@ -301,6 +302,12 @@ struct Worker {
             interval->reset();
         }
         intervalIndex = next;
+    }
+
+    void countFailedSlot(Ns now) {
+        const auto i = static_cast<std::size_t>(std::max<Ns>(0, now - plan.warmupEnd) / 100'000'000);
+        if (i >= failedSlots.size()) failedSlots.resize(std::max(i + 1, slots.size()));
+        ++failedSlots[i];
     }
 
     void countSlot(Ns now, std::uint32_t spec) {
@@ -520,6 +527,7 @@ void Conn::failOne(const InFlight& f, Failure kind, Ns now) {
         }
     };
     count(worker.errors);
+    worker.countFailedSlot(now);
     if (!worker.bySpec.empty()) {
         auto& k = worker.bySpec[f.spec];
         ++k.requests.failed;
@@ -740,6 +748,10 @@ void drive(Plan& plan, Result& result) {
         if (result.perSlot.size() < w->slots.size()) result.perSlot.resize(w->slots.size());
         for (std::size_t s = 0; s < w->slots.size(); ++s)
             result.perSlot[s] += w->slots[s];
+        if (result.failedPerSlot.size() < w->failedSlots.size())
+            result.failedPerSlot.resize(w->failedSlots.size());
+        for (std::size_t s = 0; s < w->failedSlots.size(); ++s)
+            result.failedPerSlot[s] += w->failedSlots[s];
         last = std::max(last, w->lastEvent);
         result.cpuUserSeconds += w->cpuUser;
         result.cpuSystemSeconds += w->cpuSystem;
@@ -755,6 +767,18 @@ void drive(Plan& plan, Result& result) {
     // Trailing empty slots (the pre-sized tail) are not part of the series.
     const auto measuredSlots = static_cast<std::size_t>(result.measured.count() / 100'000'000) + 1;
     if (result.perSlot.size() > measuredSlots) result.perSlot.resize(measuredSlots);
+    // Failures: up to the last slot with one (a failure after the last measured event, which cannot
+    // happen as failures count as events, would be folded into the last slot), then the same length.
+    auto& failedSlots = result.failedPerSlot;
+    while (!failedSlots.empty() && failedSlots.back() == 0)
+        failedSlots.pop_back();
+    if (failedSlots.size() > measuredSlots) {
+        for (std::size_t s = measuredSlots; s < failedSlots.size(); ++s)
+            failedSlots[measuredSlots - 1] += failedSlots[s];
+        failedSlots.resize(measuredSlots);
+    }
+    if (result.perSlot.size() < failedSlots.size()) result.perSlot.resize(failedSlots.size());
+    failedSlots.resize(result.perSlot.size());
 
     // Per request kind: with one kind, its counts are the totals.
     result.byRequest.resize(plan.specs.size());

@@ -261,6 +261,21 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
             if (!n.is_number_unsigned()) bad("series.completed", "not whole numbers ≥ 0");
             r.perSlot.push_back(n.get<std::uint64_t>());
         }
+        // series.failed came later (2026-12-06): a file without it had its failures in no slot.
+        if (series.contains("failed")) {
+            const json& failed = series["failed"];
+            if (!failed.is_array() || failed.size() != r.perSlot.size())
+                bad("series.failed", "not an array as long as series.completed");
+            std::uint64_t sum = 0;
+            for (const auto& n : failed) {
+                if (!n.is_number_unsigned()) bad("series.failed", "not whole numbers ≥ 0");
+                r.failedPerSlot.push_back(n.get<std::uint64_t>());
+                sum += r.failedPerSlot.back();
+            }
+            if (sum != r.requests.failed) bad("series.failed", "does not sum to requests.failed");
+        } else {
+            r.failedPerSlot.assign(r.perSlot.size(), 0);
+        }
         if (doc.contains("samples"))
             r.samples = samples(doc["samples"], r.options.requests.size(), r.options.connections);
         const json& cpu = field(doc, "cpu", "");
@@ -377,6 +392,7 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
                 to[shift + s] += from[s];
         };
         addSeries(m.perSlot, r.perSlot);
+        addSeries(m.failedPerSlot, r.failedPerSlot);
         for (ExchangeSample x : r.samples) {
             x.intendedNs += offset.count();
             x.sentNs += offset.count();
@@ -396,6 +412,8 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
                 addSeries(k.perSlot, part.perSlot);
             }
     }
+    m.perSlot.resize(std::max(m.perSlot.size(), m.failedPerSlot.size()));
+    m.failedPerSlot.resize(m.perSlot.size());
     for (auto& k : m.byRequest)
         k.perSlot.resize(m.perSlot.size());
     m.options.threads = std::min(256u, std::max(1u, m.options.threads));

@@ -515,19 +515,25 @@ std::string throughputPlot(const Result& r) {
     const double measuredS = std::chrono::duration<double>(r.measured).count();
     const double coveredS =
         measuredS > 0 ? std::min(static_cast<double>(n) * slotS, measuredS) : static_cast<double>(n) * slotS;
-    std::vector<double> rates;
+    // Failed requests per second on the same groups (Result::failedPerSlot), when there were any.
+    const bool failures = r.requests.failed > 0 && r.failedPerSlot.size() == n;
+    std::vector<double> rates, failedRates;
     for (std::size_t i = 0; i < n; i += g) {
-        double sum = 0;
+        double sum = 0, failed = 0;
         const std::size_t end = std::min(n, i + g);
-        for (std::size_t k = i; k < end; ++k)
+        for (std::size_t k = i; k < end; ++k) {
             sum += static_cast<double>(r.perSlot[k]);
+            if (failures) failed += static_cast<double>(r.failedPerSlot[k]);
+        }
         const double span = static_cast<double>(end - i) * slotS;
         const double covered = std::clamp(coveredS - static_cast<double>(i) * slotS, 0.0, span);
         if (!rates.empty() && covered < span / 2) break;
         rates.push_back(sum / std::max(covered, span / 2));
+        failedRates.push_back(failed / std::max(covered, span / 2));
     }
     const double totalS = std::max(coveredS, slotS / 2);
-    double top = *std::max_element(rates.begin(), rates.end());
+    double top = std::max(*std::max_element(rates.begin(), rates.end()),
+                          failures ? *std::max_element(failedRates.begin(), failedRates.end()) : 0.0);
     const double mean = r.requestsPerSecond();
     const bool open = r.options.model() == Model::Open;
     top = std::max({top, finite(mean), open ? finite(r.options.rate) : 0.0, 1.0});
@@ -570,6 +576,19 @@ std::string throughputPlot(const Result& r) {
     out += "<polygon class=\"area\" points=\"" + coord(f.px(0)) + "," + base + " " + line + " " +
            coord(f.px(totalS)) + "," + base + "\"/>\n";
     out += "<polyline class=\"tp\" points=\"" + line + "\"/>\n";
+    if (failures) {
+        std::string failedLine;
+        for (std::size_t i = 0; i < failedRates.size(); ++i) {
+            const double t0 = static_cast<double>(i) * groupS;
+            const double t1 = std::min(totalS, t0 + groupS);
+            const std::string y = coord(f.py(failedRates[i]));
+            failedLine += (i ? " " : "") + coord(f.px(t0)) + "," + y + " " + coord(f.px(t1)) + "," + y;
+        }
+        out += "<polyline class=\"failed\" points=\"" + failedLine + "\"/>\n";
+        out += "<text class=\"fl\" x=\"" + coord(f.left + 6) + "\" y=\"" + coord(f.top + 14) +
+               "\">failed requests per second (" + compact(static_cast<double>(r.requests.failed)) +
+               " in all)</text>\n";
+    }
     // A dashed level with its label above it, at the right end (`right`) or the left end.
     auto hline = [&](double v, const char* cls, const std::string& label, bool right, bool below = false) {
         const std::string y = coord(f.py(v));
@@ -658,6 +677,8 @@ svg line.m90{stroke:#d97706}svg text.m90{fill:#b45309}
 svg line.m99{stroke:#dc2626}svg text.m99{fill:#b91c1c}
 svg .area{fill:#2563eb;fill-opacity:.12;stroke:none}
 svg .tp{fill:none;stroke:var(--accent);stroke-width:1.6;stroke-linejoin:round}
+svg .failed{fill:none;stroke:var(--bad);stroke-width:1.4;stroke-linejoin:round}
+svg .fl{fill:var(--bad);font-size:12px}
 svg .mean{stroke:#16a34a;stroke-width:1.5;stroke-dasharray:6 4}
 svg .target{stroke:#dc2626;stroke-width:1.5;stroke-dasharray:2 3}
 svg .hl{font-size:12px;fill:#374151}

@@ -361,6 +361,12 @@ std::string toJson(const Result& r) {
         if (i) out += ',';
         out += num(r.perSlot[i]);
     }
+    // As long as `completed` (a Result made by hand may lack the failures' series: zeros).
+    out += "],\"failed\":[";
+    for (std::size_t i = 0; i < r.perSlot.size(); ++i) {
+        if (i) out += ',';
+        out += num(i < r.failedPerSlot.size() ? r.failedPerSlot[i] : 0);
+    }
     out += "]},\"cpu\":{\"userSeconds\":" + num(r.cpuUserSeconds) +
            ",\"systemSeconds\":" + num(r.cpuSystemSeconds) + ",\"share\":" + num(r.cpuShare()) + "}}\n";
     return out;

@@ -27,7 +27,8 @@ bool resultFromJson(std::string_view json, Result& out, std::string& error);
 ///   (same buckets, same layout), so every percentile of the merge equals the percentile of one
 ///   histogram that recorded every sample; min and max are exact;
 /// - `startedAt` is the earliest start; `measured` runs from it to the latest end; each run's
-///   100 ms series is shifted by its start's offset (rounded to a slot) and added;
+///   100 ms series (completed and failed) is shifted by its start's offset (rounded to a slot) and
+///   added;
 /// - `samples` are concatenated, their times shifted by each run's exact start offset, their
 ///   connection numbers after the earlier runs' connections, sorted by `doneNs`.
 /// Refused (false with `error`) when fewer than one run is given, the runs did not send the

@@ -26,7 +26,8 @@ namespace portico::load {
 ///   90 %, 99 %, 99.9 %…; y: latency, linear; the open model adds the service time), a latency
 ///   histogram (the non-empty buckets grouped into 80 bars of equal width on a log time axis; y:
 ///   requests per bar; p50 / p90 / p99 marked) and throughput over time (`perSlot`, 100 ms slots as
-///   req/s, at most 500 steps; x: seconds after the warm-up; the mean and, open model, the target rate);
+///   req/s, at most 500 steps; x: seconds after the warm-up; the mean and, open model, the target
+///   rate; the failed requests per second (`failedPerSlot`) as a second line when there were any);
 /// - run parameters: address, every request kind (method, URL, weight, body bytes, header lines),
 ///   model (closed / open at N req/s), protocol (HTTP/1.1 + pipeline, h2 / h2c + streams), TLS,
 ///   connections, threads, duration / count, warm-up, timeout, stop grace, measured time, date, tool;

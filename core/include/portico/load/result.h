@@ -177,6 +177,10 @@ struct Result {
     /// covers [i×100 ms, (i+1)×100 ms) after the end of the warm-up, by completion time.
     std::vector<std::uint64_t> perSlot;
     static constexpr std::chrono::milliseconds kSlot{100};
+    /// Failed measured requests (reset, timeout, protocol) per slot, by the time they failed; the
+    /// same length as perSlot (which gets empty slots up to the last failure), sums to
+    /// requests.failed. The error series of the GUI's throughput plot and of the JSON.
+    std::vector<std::uint64_t> failedPerSlot;
 
     /// From the end of the warm-up to the last completion or cancellation, ns.
     std::chrono::nanoseconds measured{0};
