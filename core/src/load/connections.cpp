@@ -160,7 +160,8 @@ struct Worker {
     // The counters when this thread sent its first measured request: what the warm-up moved.
     std::uint64_t warmupBytesRead = 0, warmupBytesWritten = 0;
     bool measuring = false;
-    std::unique_ptr<stats::Histogram> latency, service;
+    // `latency`: with several request kinds only what no kind holds (missed arrivals; totalLatency).
+    std::unique_ptr<stats::Histogram> latency, service, total;
     std::vector<std::uint64_t> slots;
     std::vector<std::uint64_t> failedSlots;     // failures per 100 ms slot (grown when one fails)
     std::vector<SpecCounts> bySpec;             // empty with one request kind (the totals are its counts)
@@ -282,9 +283,27 @@ struct Worker {
         if (inSecond >= 0) second->kept[static_cast<std::size_t>(inSecond)] = x;
     }
 
-    /// A measured latency (corrected timing) completed or given up at `now`.
+    /// A measured latency (corrected timing) completed or given up at `now`, of no request kind's
+    /// own histogram (one kind, or a missed arrival).
     void recordLatency(std::uint64_t ns, Ns now) {
         latency->record(ns);
+        recordInterval(ns, now);
+    }
+
+    /// The thread's latency of every measured request so far. With several request kinds a
+    /// completion is recorded once, in its kind's histogram (the breakdown costs no second record),
+    /// so the total is `latency` (missed arrivals) plus every kind's; copied into `total` (made
+    /// once) for the live figures, four times a second.
+    const stats::Histogram& totalLatency() {
+        if (bySpec.empty()) return *latency;
+        if (!total) total = std::make_unique<stats::Histogram>();
+        *total = *latency;
+        for (const auto& k : bySpec)
+            if (k.latency) total->merge(*k.latency);
+        return *total;
+    }
+
+    void recordInterval(std::uint64_t ns, Ns now) {
         if (!interval) return;
         constexpr Ns kIntervalNs = std::chrono::nanoseconds(Result::kInterval).count();
         // Never back: a missed arrival is recorded at the deadline, after later completions.
@@ -370,7 +389,7 @@ struct Worker {
         if (openConns) lastAlive = now;
         if (plan.live && now - lastPublish >= 250'000'000) {
             lastPublish = now;
-            plan.live->publish(index, *latency, requests.completed, requests.failed);
+            plan.live->publish(index, totalLatency(), requests.completed, requests.failed);
         }
         if (!stopping && boundReached(now)) {
             stopping = true;
@@ -493,17 +512,19 @@ void Conn::record(const InFlight& f, int status, Ns now) {
     const auto code = static_cast<std::size_t>(std::clamp(status, 0, 599));
     ++worker.statuses[code];
     const auto ns = static_cast<std::uint64_t>(std::max<Ns>(0, now - f.intended));
-    worker.recordLatency(ns, now);
-    // Closed model: sent = intended, so the service time is the latency (copied at the merge).
-    if (worker.plan.options->model() == Model::Open)
-        worker.service->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.sent)));
-    if (!worker.bySpec.empty()) {
+    if (worker.bySpec.empty()) {
+        worker.recordLatency(ns, now);
+    } else { // the kind's histogram only: the total is merged from the kinds' (totalLatency)
         auto& k = worker.bySpec[f.spec];
         ++k.requests.completed;
         ++k.statuses[code];
         if (!k.latency) k.latency = std::make_unique<stats::Histogram>();
         k.latency->record(ns);
+        worker.recordInterval(ns, now);
     }
+    // Closed model: sent = intended, so the service time is the latency (copied at the merge).
+    if (worker.plan.options->model() == Model::Open)
+        worker.service->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.sent)));
     worker.countSlot(now, f.spec);
     if (worker.sampling) worker.sampleCompleted(f, index, status, now, ns);
     worker.lastEvent = now;
@@ -744,6 +765,8 @@ void drive(Plan& plan, Result& result) {
         result.measuredBytesRead += w->measuring ? w->traffic.bytesRead - w->warmupBytesRead : 0;
         result.measuredBytesWritten += w->measuring ? w->traffic.bytesWritten - w->warmupBytesWritten : 0;
         result.latency->merge(*w->latency);
+        for (const auto& k : w->bySpec) // several kinds: each completion is in its kind's only
+            if (k.latency) result.latency->merge(*k.latency);
         if (options.model() == Model::Open) result.serviceTime->merge(*w->service);
         if (result.perSlot.size() < w->slots.size()) result.perSlot.resize(w->slots.size());
         for (std::size_t s = 0; s < w->slots.size(); ++s)
