@@ -33,22 +33,6 @@ bool hasControlChars(std::string_view s) {
     return std::any_of(s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
 }
 
-std::string describe(const YAML::Node& n) {
-    switch (n.Type()) {
-    case YAML::NodeType::Map:
-        return "a map";
-    case YAML::NodeType::Sequence:
-        return "a list";
-    case YAML::NodeType::Scalar: {
-        std::string s = n.Scalar();
-        if (s.size() > 40) s = s.substr(0, 37) + "...";
-        return "'" + s + "'";
-    }
-    default:
-        return "nothing";
-    }
-}
-
 std::string item(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 std::string normalise(const fs::path& p) {

@@ -4,8 +4,6 @@
 
 #include <portico/config/reader.h>
 
-#include <yaml-cpp/anchor.h>
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <arpa/inet.h>
@@ -19,7 +17,6 @@
 #include <functional>
 #include <regex>
 #include <span>
-#include <sstream>
 
 namespace portico::config {
 
@@ -480,52 +477,6 @@ std::optional<TlsFiles> Reader::readTlsFiles(const Value& v) {
     return f;
 }
 
-namespace {
-
-// Documents in a YAML stream, counted from parser events (at most 3 are read). `stuck`: the parser
-// began a document where the previous one began, i.e. it made no progress (see Reader::run).
-struct DocumentScan {
-    int documents = 0;
-    YAML::Mark second; // where the second document starts
-    bool stuck = false;
-    YAML::Mark stuckAt;
-};
-
-DocumentScan scanDocuments(std::string_view text) {
-    struct Counter final : YAML::EventHandler {
-        std::vector<YAML::Mark> starts;
-        void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
-        void OnDocumentEnd() override {}
-        void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-        void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-        void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-        void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                             YAML::EmitterStyle::value) override {}
-        void OnSequenceEnd() override {}
-        void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                        YAML::EmitterStyle::value) override {}
-        void OnMapEnd() override {}
-    } counter;
-    std::stringstream in{std::string(text)};
-    YAML::Parser parser(in);
-    DocumentScan scan;
-    while (counter.starts.size() < 3 && parser.HandleNextDocument(counter)) {
-        const auto n = counter.starts.size();
-        if (n >= 2 && counter.starts[n - 1].pos == counter.starts[n - 2].pos) {
-            scan.stuck = true;
-            scan.stuckAt = counter.starts[n - 1];
-            break;
-        }
-    }
-    scan.documents = static_cast<int>(counter.starts.size());
-    if (scan.documents >= 2) scan.second = counter.starts[1];
-    if (scan.stuck && (scan.stuckAt.pos < 0 || static_cast<std::size_t>(scan.stuckAt.pos) >= text.size()))
-        scan.stuckAt.pos = 0;
-    return scan;
-}
-
-} // namespace
-
 ReadResult Reader::run(std::string_view text, std::string sourcePath) {
     auto config = std::make_shared<Config>();
     config->sourcePath = std::move(sourcePath);
@@ -533,7 +484,7 @@ ReadResult Reader::run(std::string_view text, std::string sourcePath) {
         // Not YAML::LoadAll: in yaml-cpp 0.7 it loops for ever, allocating, when a token cannot
         // start a node (",": jbeder/yaml-cpp#1040, fixed upstream by #1319). Count the documents
         // with a bounded event pass instead, then load the first.
-        const DocumentScan scan = scanDocuments(text);
+        const yaml::DocumentScan scan = yaml::scanDocuments(text);
         if (scan.stuck) {
             error(scan.stuckAt, "",
                   std::string("YAML syntax error: unexpected '") +

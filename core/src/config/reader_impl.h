@@ -5,6 +5,8 @@
 #include <portico/config/reader.h>
 #include <portico/http/message.h>
 
+#include "yaml_scan.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
@@ -28,7 +30,7 @@ using http::upper;
 /// " (did you mean 'x'?)" when exactly one candidate is closest and within distance 2, else "".
 std::string suggestion(std::string_view word, Keys candidates);
 bool hasControlChars(std::string_view s);
-std::string describe(const YAML::Node& n);
+using yaml::describe;
 std::string item(const std::string& path, std::size_t i);
 std::string normalise(const fs::path& p);
 

@@ -5,8 +5,8 @@
 #include <portico/http/ascii.h>
 #include <portico/http/spelling.h>
 
-#include <yaml-cpp/anchor.h>
-#include <yaml-cpp/eventhandler.h>
+#include "config/yaml_scan.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -24,6 +24,7 @@ namespace portico::load {
 namespace {
 
 using Keys = std::span<const std::string_view>;
+using config::yaml::describe;
 
 constexpr std::string_view kTopKeys[] = {"base",     "duration",   "connections", "threads",
                                          "pipeline", "thresholds", "routes"};
@@ -34,58 +35,6 @@ constexpr std::uintmax_t kMaxFileBytes = 16u << 20;
 bool hasControlChars(std::string_view s) {
     return std::any_of(s.begin(), s.end(),
                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
-}
-
-std::string describe(const YAML::Node& n) {
-    switch (n.Type()) {
-    case YAML::NodeType::Map:
-        return "a map";
-    case YAML::NodeType::Sequence:
-        return "a list";
-    case YAML::NodeType::Scalar: {
-        std::string s = n.Scalar();
-        if (s.size() > 40) s = s.substr(0, 37) + "...";
-        return "'" + s + "'";
-    }
-    default:
-        return "nothing";
-    }
-}
-
-// Documents in the stream, counted from parser events (at most 2 are read). yaml-cpp 0.7's LoadAll
-// loops for ever on a token that cannot start a node (jbeder/yaml-cpp#1040), so the config reader
-// counts this way too; `stuck` is that case (a document begun where the previous one began).
-struct DocumentScan {
-    int documents = 0;
-    YAML::Mark second;
-    bool stuck = false; ///< then `second` is where the parser stopped making progress
-};
-
-DocumentScan scanDocuments(std::string_view text) {
-    struct Counter final : YAML::EventHandler {
-        std::vector<YAML::Mark> starts;
-        void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
-        void OnDocumentEnd() override {}
-        void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-        void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-        void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-        void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                             YAML::EmitterStyle::value) override {}
-        void OnSequenceEnd() override {}
-        void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                        YAML::EmitterStyle::value) override {}
-        void OnMapEnd() override {}
-    } counter;
-    std::stringstream in{std::string(text)};
-    YAML::Parser parser(in);
-    DocumentScan scan;
-    while (counter.starts.size() < 2 && parser.HandleNextDocument(counter)) {
-        const auto n = counter.starts.size();
-        if (n == 2 && counter.starts[1].pos == counter.starts[0].pos) scan.stuck = true;
-    }
-    scan.documents = static_cast<int>(counter.starts.size());
-    if (scan.documents == 2) scan.second = counter.starts[1];
-    return scan;
 }
 
 /// " (indent YAML with spaces, not tabs)" when the line of `mark` or the one before it is indented
@@ -116,9 +65,9 @@ public:
     void run(std::string_view text, SuiteFile& out) {
         const std::size_t before = errors_.size();
         try {
-            const DocumentScan scan = scanDocuments(text);
+            const config::yaml::DocumentScan scan = config::yaml::scanDocuments(text);
             if (scan.stuck) {
-                error(scan.second, "", "YAML syntax error: a token that cannot start a value");
+                error(scan.stuckAt, "", "YAML syntax error: a token that cannot start a value");
             } else {
                 if (scan.documents > 1)
                     error(scan.second, "", "expected one YAML document, found more than one");
