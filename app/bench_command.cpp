@@ -223,10 +223,16 @@ int runSuiteRoutes(const BenchOptions& b, const load::Options& o, const std::str
     std::signal(SIGINT, oldInt);
     std::signal(SIGTERM, oldTerm);
     if (!suite.ok()) {
-        json.discard();
+        // What ran is kept: the table of the routes before the one that could not start, and the
+        // JSON with `error` (docs/load-results.md); nothing is saved in the history.
+        if (!suite.runs.empty()) text << load::suiteTable(suite) << std::flush;
         std::cerr << "portico bench " << command << ": " << suite.error << "\n";
+        json.write(load::suiteToJson(suite));
         return kExitFailure;
     }
+    if (g_abort.load() && suite.runs.size() < total)
+        std::cerr << "portico bench " << command << ": stopped by a signal after " << suite.runs.size()
+                  << " of " << total << " routes (not saved in the history)\n";
     const bool met = judge(suite);
     text << load::suiteTable(suite) << std::flush;
     for (const auto& run : suite.runs)

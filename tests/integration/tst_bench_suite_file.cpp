@@ -237,6 +237,34 @@ routes:
         QVERIFY(listener.pending() > 0);
     }
 
+    // A suite whose first route cannot start (nothing listens at the base): exit 1 with the reason,
+    // and the --json file still written, with `error` and the route that failed (docs/load-results.md).
+    void routeThatCannotStartStillWritesJson() {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        QVERIFY(fd >= 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        QVERIFY(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        QVERIFY(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+        ::close(fd); // bound, never listened, closed: connections are refused
+        const QString base = QStringLiteral("http://127.0.0.1:%1").arg(ntohs(a.sin_port));
+        const QString file = write("closed.yaml", "routes: [{name: a, path: /a}, {name: b, path: /b}]\n");
+        const QString json = files_.filePath("closed.json");
+        auto p = bench({"--suite-file", file, base, "-d", "200ms", "--no-save", "--json", json});
+        QCOMPARE(p.exitCode, 1);
+        QVERIFY2(p.err.contains("Connection refused") || p.err.contains("refused"), p.err.constData());
+        const QJsonObject doc = readJson(json);
+        QVERIFY2(doc["error"].toString().contains("refused"), qPrintable(doc["error"].toString()));
+        // The route that could not start is listed with its own error; the second never ran.
+        const QJsonArray routes = doc["routes"].toArray();
+        QCOMPARE(routes.size(), 1);
+        QCOMPARE(routes[0]["name"].toString(), QStringLiteral("a"));
+        QVERIFY(routes[0]["result"]["error"].toString().contains("refused"));
+        QCOMPARE(doc["kind"].toString(), QStringLiteral("suite"));
+    }
+
     void usageErrors() {
         // A file that is not there, a folder, and options that do not go with a suite file: exit 2.
         auto p = bench({"--suite-file", files_.filePath("none.yaml")});

@@ -116,7 +116,9 @@ private slots:
         QCOMPARE(back.statuses, r.statuses);
         QVERIFY(back.startedAt == r.startedAt);
         QCOMPARE(back.perSlot, r.perSlot);
-        QCOMPARE(back.failedPerSlot, std::vector<std::uint64_t>(r.perSlot.size(), 0));
+        // `r` was made without the failures' series: none is written, none read back.
+        QVERIFY(load::toJson(r).find("\"failed\":[") == std::string::npos);
+        QVERIFY(back.failedPerSlot.empty());
         // With failures: their series comes back as written, and must sum to requests.failed.
         {
             auto failing = run(1, 5000, kT0);
@@ -146,6 +148,24 @@ private slots:
             QCOMPARE(merged.failedPerSlot.size(), merged.perSlot.size());
             QCOMPARE(merged.failedPerSlot[2], std::uint64_t(6));
             QCOMPARE(merged.failedPerSlot[9], std::uint64_t(8));
+            // With a run whose file had no series (older than it): the merge has none either, so
+            // what it writes does not claim a series that misses that run's failures.
+            std::vector<load::Result> mixed;
+            mixed.push_back(std::move(merged));
+            load::Result old;
+            std::string oldText = load::toJson(mixed.front());
+            const auto from = oldText.find(",\"failed\":[");
+            QVERIFY(from != std::string::npos);
+            oldText.erase(from, oldText.find(']', from) + 1 - from);
+            QVERIFY2(load::resultFromJson(oldText, old, error), error.c_str());
+            QVERIFY(old.failedPerSlot.empty());
+            mixed.push_back(std::move(old));
+            load::Result both;
+            QVERIFY2(load::mergeResults(mixed, both, error), error.c_str());
+            QVERIFY(both.failedPerSlot.empty());
+            QCOMPARE(both.requests.failed, std::uint64_t(28));
+            load::Result again;
+            QVERIFY2(load::resultFromJson(load::toJson(both), again, error), error.c_str());
         }
         QCOMPARE(back.latency->count(), r.latency->count());
         QCOMPARE(back.latency->min(), r.latency->min());

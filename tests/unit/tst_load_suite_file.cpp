@@ -277,8 +277,8 @@ routes:
                                                "'/' (e.g. /users/42?page=2), got 'plaintext'\n";
         QTest::newRow("path with a space")
             << "routes: [{name: a, path: /a b}]\n"
-            << "s.yaml:1:26: routes[0].path: must not contain spaces or control "
-               "characters (percent-encode them: %20)\n";
+            << "s.yaml:1:26: routes[0].path: must not contain spaces, control or non-ASCII characters "
+               "(percent-encode them: %20, %C3%A9)\n";
         QTest::newRow("bad method") << "routes: [{name: a, path: /a, method: 'GE T'}]\n"
                                     << "s.yaml:1:38: routes[0].method: expected a method name such as GET or "
                                        "POST, got 'GE T'\n";
@@ -294,6 +294,17 @@ routes:
             << "routes:\n\t- name: a\n"
             << "s.yaml:2:2: YAML syntax error: illegal block entry (indent YAML with spaces, "
                "not tabs)\n";
+        QTest::newRow("a field the generator writes")
+            << "routes:\n  - name: a\n    path: /a\n    body: hello\n    headers: {Content-Length: '5'}\n"
+            << "s.yaml:5:15: routes[0].headers: 'Content-Length' is written by the load generator from the "
+               "body: leave it out\n";
+        QTest::newRow("the same field twice, in another case")
+            << "routes:\n  - name: a\n    path: /a\n    headers: {X-A: '1', x-a: '2'}\n"
+            << "s.yaml:4:25: routes[0].headers: duplicate field 'x-a' (names are case-insensitive)\n";
+        QTest::newRow("non-ASCII path")
+            << QString::fromUtf8("routes: [{name: a, path: /caf\u00e9}]\n")
+            << "s.yaml:1:26: routes[0].path: must not contain spaces, control or non-ASCII characters "
+               "(percent-encode them: %20, %C3%A9)\n";
         QTest::newRow("two documents")
             << ok + "---\n" + ok << "s.yaml:2:1: expected one YAML document, found more than one\n";
         // Every error of a file at once, in file order.
@@ -309,6 +320,21 @@ routes:
         QFETCH(QString, text);
         QFETCH(QString, expected);
         QCOMPARE(QString::fromStdString(joined(errorsOf(text.toStdString()))), expected);
+    }
+
+    // Bytes that are not UTF-8 anywhere in the file: refused at their line and column before
+    // anything is parsed (they would reach the JSON result and the history).
+    void notUtf8() {
+        QCOMPARE(joined(errorsOf("routes:\n  - name: ok\n    path: /a\n  - name: \xff\xfe\n    path: /b\n")),
+                 std::string("s.yaml:4:11: not UTF-8 text (save the file as UTF-8)\n"));
+        QCOMPARE(joined(errorsOf("# caf\xc3\xa9 \xc3\n")), // a cut two-byte sequence
+                 std::string("s.yaml:1:9: not UTF-8 text (save the file as UTF-8)\n"));
+        QCOMPARE(joined(errorsOf("# \xed\xa0\x80\n")), // a UTF-16 surrogate
+                 std::string("s.yaml:1:3: not UTF-8 text (save the file as UTF-8)\n"));
+        QCOMPARE(joined(errorsOf("# \xc0\xaf\n")), // an overlong '/'
+                 std::string("s.yaml:1:3: not UTF-8 text (save the file as UTF-8)\n"));
+        // Well-formed UTF-8 in a name is fine.
+        QVERIFY(errorsOf("routes: [{name: \"caf\xc3\xa9 \xf0\x9f\x9a\x80\", path: /a}]\n").empty());
     }
 
     void unreadableFile() {

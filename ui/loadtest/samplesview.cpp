@@ -130,28 +130,47 @@ std::optional<capture::Exchange> findServerRecord(const engine::Engine& engine, 
     std::string error;
     const std::string target = http::parseUrl(spec.url, u, error) ? u.target : spec.url;
     const std::uint32_t stream = serverStreamId(r, s);
-    const std::int64_t sentUnixNs =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(r.startedAt.time_since_epoch()).count() +
-        s.sentNs;
-    constexpr std::int64_t kWindowNs = 2'000'000'000;
+    const std::int64_t startNs =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(r.startedAt.time_since_epoch()).count();
+    const std::int64_t sentUnixNs = startNs + s.sentNs, doneUnixNs = startNs + s.doneNs;
+    // Records are numbered in completion order: the one sought completed (on the server's wall
+    // clock) a little before the generator saw the response. Find the first record that completed
+    // kBeforeNs before that by bisection over the ids, then scan forward until kAfterNs past it.
+    constexpr std::int64_t kBeforeNs = 500'000'000, kAfterNs = 250'000'000, kStartWindowNs = 2'000'000'000;
+    auto doneWall = [](const capture::Exchange& e) {
+        return e.startedUnixNs + std::max<std::int64_t>(0, e.durationNs());
+    };
+    std::uint64_t lo = sinceId, hi = std::max(sinceId, engine.lastCapturedId());
+    while (lo < hi) {
+        const std::uint64_t mid = lo + (hi - lo) / 2;
+        const auto first = engine.recentExchanges(mid, 1); // the first record with id > mid
+        if (first.empty() || doneWall(first.front()) >= doneUnixNs - kBeforeNs)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
     std::optional<capture::Exchange> best;
-    std::int64_t bestGap = kWindowNs + 1;
-    std::uint64_t next = sinceId;
+    std::int64_t bestGap = kStartWindowNs + 1;
+    std::uint64_t next = lo;
     for (std::size_t scanned = 0; scanned < maxScan;) {
         auto batch = engine.recentExchanges(next, std::min<std::size_t>(1000, maxScan - scanned));
         if (batch.empty()) break;
         scanned += batch.size();
         next = batch.back().id;
+        bool past = false;
         for (auto& e : batch) {
+            if (doneWall(e) > doneUnixNs + kAfterNs) past = true;
             if (e.streamId != stream || e.method != spec.method || e.target != target ||
                 !endsWithPort(e.client, s.localPort))
                 continue;
+            // The same port and number on a later connection (ports are reused) started elsewhere.
             const std::int64_t gap = std::llabs(e.startedUnixNs - sentUnixNs);
             if (gap < bestGap) {
                 bestGap = gap;
                 best = std::move(e);
             }
         }
+        if (past) break;
     }
     if (best) {
         // The window's copy may lack the body when it came from the session file; exchange() has it.
@@ -313,10 +332,12 @@ bool SamplesView::openRow(int row) {
         layout->addWidget(m_source);
         layout->addWidget(m_inspector, 1);
     }
-    const QString where = tr("connection %1, request %2 on it, client port %3")
-                              .arg(s.connection)
-                              .arg(s.sequence)
-                              .arg(s.localPort);
+    const QString where =
+        tr("the generator's connection %1, its request %2 there counting from 0; the server "
+           "numbers its own connections and counts requests from 1; client port %3")
+            .arg(s.connection)
+            .arg(s.sequence)
+            .arg(s.localPort);
     if (record) {
         m_dialog->setWindowTitle(tr("Sampled request — server record #%1").arg(record->id));
         const std::int64_t serverNs = record->durationNs();

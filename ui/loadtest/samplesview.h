@@ -56,13 +56,16 @@ std::vector<std::size_t> filterSamples(const load::Result& r, const SampleFilter
 capture::Exchange sampleExchange(const load::Result& r, const load::ExchangeSample& s);
 
 /// The server's own capture record of `s`, when the run went to a server of this process with
-/// capture on: among records with id > `sinceId` (at most `maxScan` of them, oldest first) the one
-/// whose client port is s.localPort, whose stream id is the sample's (as sampleExchange numbers
-/// it), with the sample's method and target, started within 2 s of the sample's send time (a
-/// later connection may reuse the port), the closest in time if several. nullopt when none is.
+/// capture on: among records with id > `sinceId` that completed (server wall clock) from 0.5 s
+/// before to 0.25 s after the generator saw the response — found by bisection over the ids, which
+/// follow completion order, then at most `maxScan` records read — the one whose client port is
+/// s.localPort, whose stream id is the sample's (as sampleExchange numbers it), with the sample's
+/// method and target, started within 2 s of the sample's send time (a later connection may reuse
+/// the port), the closest in time if several. nullopt when none is. About 20 lookups and the
+/// records of that 0.75 s, so it runs on the UI thread at a click.
 std::optional<capture::Exchange> findServerRecord(const engine::Engine& engine, const load::Result& r,
                                                   const load::ExchangeSample& s, std::uint64_t sinceId,
-                                                  std::size_t maxScan = 200'000);
+                                                  std::size_t maxScan = 100'000);
 
 /// A title, the buttons "All" and "Failed (N)", and the table (object name "loadSamples": done
 /// time s, request, status, latency ms, waited ms, connection, request on it, client port). Double

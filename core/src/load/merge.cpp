@@ -261,7 +261,7 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
             if (!n.is_number_unsigned()) bad("series.completed", "not whole numbers ≥ 0");
             r.perSlot.push_back(n.get<std::uint64_t>());
         }
-        // series.failed came later (2026-12-06): a file without it had its failures in no slot.
+        // series.failed came later (2026-12-06): a file without it has no known series (left empty).
         if (series.contains("failed")) {
             const json& failed = series["failed"];
             if (!failed.is_array() || failed.size() != r.perSlot.size())
@@ -273,9 +273,7 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
                 sum += r.failedPerSlot.back();
             }
             if (sum != r.requests.failed) bad("series.failed", "does not sum to requests.failed");
-        } else {
-            r.failedPerSlot.assign(r.perSlot.size(), 0);
-        }
+        } // else unknown: failedPerSlot stays empty (Result::failedPerSlot)
         if (doc.contains("samples"))
             r.samples = samples(doc["samples"], r.options.requests.size(), r.options.connections);
         const json& cpu = field(doc, "cpu", "");
@@ -361,6 +359,7 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
         a.protocol += b.protocol;
     };
     std::chrono::nanoseconds end{0};
+    bool failedKnown = true;
     for (auto& r : runs) {
         const unsigned connectionBase = m.options.connections; // this run's connections follow
         m.options.connections += r.options.connections;
@@ -392,7 +391,10 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
                 to[shift + s] += from[s];
         };
         addSeries(m.perSlot, r.perSlot);
-        addSeries(m.failedPerSlot, r.failedPerSlot);
+        if (r.failedPerSlot.size() == r.perSlot.size()) // known (a run without failures: zeros)
+            addSeries(m.failedPerSlot, r.failedPerSlot);
+        else
+            failedKnown = false;
         for (ExchangeSample x : r.samples) {
             x.intendedNs += offset.count();
             x.sentNs += offset.count();
@@ -412,8 +414,13 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
                 addSeries(k.perSlot, part.perSlot);
             }
     }
-    m.perSlot.resize(std::max(m.perSlot.size(), m.failedPerSlot.size()));
-    m.failedPerSlot.resize(m.perSlot.size());
+    // The failures' series only when every run had one (a file from before it existed has none).
+    if (failedKnown) {
+        m.perSlot.resize(std::max(m.perSlot.size(), m.failedPerSlot.size()));
+        m.failedPerSlot.resize(m.perSlot.size());
+    } else {
+        m.failedPerSlot.clear();
+    }
     for (auto& k : m.byRequest)
         k.perSlot.resize(m.perSlot.size());
     m.options.threads = std::min(256u, std::max(1u, m.options.threads));

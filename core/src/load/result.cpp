@@ -361,13 +361,18 @@ std::string toJson(const Result& r) {
         if (i) out += ',';
         out += num(r.perSlot[i]);
     }
-    // As long as `completed` (a Result made by hand may lack the failures' series: zeros).
-    out += "],\"failed\":[";
-    for (std::size_t i = 0; i < r.perSlot.size(); ++i) {
-        if (i) out += ',';
-        out += num(i < r.failedPerSlot.size() ? r.failedPerSlot[i] : 0);
+    out += "]";
+    // Only a known series (a run's; a merge of runs that all had one): a Result read from a file
+    // written before it existed, or made by hand without it, has none.
+    if (r.failedPerSlot.size() == r.perSlot.size()) {
+        out += ",\"failed\":[";
+        for (std::size_t i = 0; i < r.failedPerSlot.size(); ++i) {
+            if (i) out += ',';
+            out += num(r.failedPerSlot[i]);
+        }
+        out += "]";
     }
-    out += "]},\"cpu\":{\"userSeconds\":" + num(r.cpuUserSeconds) +
+    out += "},\"cpu\":{\"userSeconds\":" + num(r.cpuUserSeconds) +
            ",\"systemSeconds\":" + num(r.cpuSystemSeconds) + ",\"share\":" + num(r.cpuShare()) + "}}\n";
     return out;
 }

@@ -138,9 +138,11 @@ std::string suiteTable(const SuiteResult& suite) {
             s += line;
             continue;
         }
+        // No completion: no latency to show (an empty histogram's percentiles read 0).
+        const bool any = r.requests.completed > 0;
         std::snprintf(line, sizeof line, "  %-12s %14.1f %11s %11s %10llu\n", run.route.name.c_str(),
-                      r.requestsPerSecond(), ms(r.latency->valueAtPercentile(50)).c_str(),
-                      ms(r.latency->valueAtPercentile(99)).c_str(),
+                      r.requestsPerSecond(), any ? ms(r.latency->valueAtPercentile(50)).c_str() : "-",
+                      any ? ms(r.latency->valueAtPercentile(99)).c_str() : "-",
                       static_cast<unsigned long long>(run.bad()));
         s += line;
     }

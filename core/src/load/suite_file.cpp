@@ -32,6 +32,33 @@ constexpr std::string_view kRouteKeys[] = {"name", "path",        "method",    "
                                            "body", "description", "thresholds"};
 constexpr std::uintmax_t kMaxFileBytes = 16u << 20;
 
+/// The offset of the first byte of `s` that is not part of well-formed UTF-8 (RFC 3629: no
+/// overlong forms, surrogates or code points above U+10FFFF), or npos.
+std::size_t firstInvalidUtf8(std::string_view s) {
+    const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const unsigned c = b[i];
+        std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        if (n == 0 || (n == 2 && c < 0xC2) || i + n > s.size()) return i;
+        for (std::size_t k = 1; k < n; ++k)
+            if ((b[i + k] & 0xC0) != 0x80) return i;
+        if (n == 3) {
+            const unsigned cp = ((c & 0x0F) << 12) | ((b[i + 1] & 0x3F) << 6) | (b[i + 2] & 0x3F);
+            if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+        } else if (n == 4) {
+            const unsigned cp =
+                ((c & 0x07) << 18) | ((b[i + 1] & 0x3F) << 12) | ((b[i + 2] & 0x3F) << 6) | (b[i + 3] & 0x3F);
+            if (cp < 0x10000 || cp > 0x10FFFF) return i;
+        }
+        i += n;
+    }
+    return std::string_view::npos;
+}
+
+// Fields the load generator writes itself (load::validate refuses them in a request's headers).
+constexpr std::string_view kGeneratedFields[] = {"content-length", "transfer-encoding"};
+
 bool hasControlChars(std::string_view s) {
     return std::any_of(s.begin(), s.end(),
                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
@@ -64,6 +91,20 @@ public:
 
     void run(std::string_view text, SuiteFile& out) {
         const std::size_t before = errors_.size();
+        // YAML is UTF-8 here (YAML 1.2 §5.2): a name or value in another encoding would reach the
+        // JSON result and the history as bytes no reader takes.
+        if (const std::size_t bad = firstInvalidUtf8(text); bad != std::string_view::npos) {
+            const std::string_view head = text.substr(0, bad);
+            const auto line = static_cast<int>(std::count(head.begin(), head.end(), '\n'));
+            const std::size_t lineStart = head.rfind('\n');
+            const auto column =
+                static_cast<int>(lineStart == std::string_view::npos ? bad : bad - lineStart - 1);
+            YAML::Mark mark;
+            mark.line = line;
+            mark.column = column;
+            error(mark, "", "not UTF-8 text (save the file as UTF-8)");
+            return;
+        }
         try {
             const config::yaml::DocumentScan scan = config::yaml::scanDocuments(text);
             if (scan.stuck) {
@@ -294,9 +335,10 @@ private:
                     if (s->empty() || s->front() != '/')
                         error(val, "expected a path starting with '/' (e.g. /users/42?page=2), got " +
                                        describe(val.node));
-                    else if (hasControlChars(*s) || s->find(' ') != std::string::npos)
-                        error(val,
-                              "must not contain spaces or control characters (percent-encode them: %20)");
+                    else if (hasControlChars(*s) || s->find(' ') != std::string::npos ||
+                             std::any_of(s->begin(), s->end(), [](char c) { return (c & 0x80) != 0; }))
+                        error(val, "must not contain spaces, control or non-ASCII characters (percent-encode "
+                                   "them: %20, %C3%A9)");
                     else if (s->find('#') != std::string::npos)
                         error(val, "a fragment ('#...') is not sent in a request: leave it out");
                     else
@@ -347,6 +389,19 @@ private:
             const YAML::Node val = it->second;
             if (!k.IsScalar() || !http::isToken(k.Scalar())) {
                 error(k.Mark(), v.path, "expected a field name (an RFC 9110 token), got " + describe(k));
+                continue;
+            }
+            const std::string name = http::lower(k.Scalar());
+            if (std::find(std::begin(kGeneratedFields), std::end(kGeneratedFields), name) !=
+                std::end(kGeneratedFields)) {
+                error(k.Mark(), v.path,
+                      "'" + k.Scalar() + "' is written by the load generator from the body: leave it out");
+                continue;
+            }
+            // Field names are case-insensitive (RFC 9110 §5.1): X-A and x-a are the same field.
+            if (std::any_of(out.begin(), out.end(),
+                            [&](const auto& h) { return http::lower(h.first) == name; })) {
+                error(k.Mark(), v.path, "duplicate field '" + k.Scalar() + "' (names are case-insensitive)");
                 continue;
             }
             const Value value{val, v.path + "." + k.Scalar(), val.IsNull() ? k.Mark() : val.Mark()};

@@ -179,7 +179,8 @@ struct Result {
     static constexpr std::chrono::milliseconds kSlot{100};
     /// Failed measured requests (reset, timeout, protocol) per slot, by the time they failed; the
     /// same length as perSlot (which gets empty slots up to the last failure), sums to
-    /// requests.failed. The error series of the GUI's throughput plot and of the JSON.
+    /// requests.failed. The error series of the GUI's throughput plot and of the JSON. Empty when
+    /// unknown: a result read from a file written before the series existed (or a merge with one).
     std::vector<std::uint64_t> failedPerSlot;
 
     /// From the end of the warm-up to the last completion or cancellation, ns.
