@@ -164,6 +164,14 @@ private slots:
         QCOMPARE(started, r.requests.started);
         QCOMPARE(completed, r.requests.completed);
         QCOMPARE(latencies, r.latency->count());
+        // Kinds are drawn by weight (3:1:1): shares within 5 points (binomial sd ≈ 1.1 points).
+        const double n = double(r.requests.started + r.warmup.started);
+        const double shares[] = {0.6, 0.2, 0.2};
+        for (std::size_t i = 0; i < 3; ++i) {
+            const double share = double(r.byRequest[i].requests.started) / double(r.requests.started);
+            QVERIFY2(std::abs(share - shares[i]) < 0.05,
+                     qPrintable(QString("kind %1: %2 of %3").arg(i).arg(share).arg(n)));
+        }
         QCOMPARE(r.byRequest[0].statuses.size(), std::size_t(1));
         QCOMPARE(r.byRequest[0].statuses.at(200), r.byRequest[0].requests.completed);
         QCOMPARE(r.byRequest[1].statuses.at(404), r.byRequest[1].requests.completed);
@@ -374,6 +382,29 @@ private slots:
                 ++found;
             }
             QCOMPARE(found, r.samples.size());
+        }
+    }
+
+    // Many kinds (more than the branch-free draw covers): each drawn in proportion to its weight.
+    void manyKindsByWeight() {
+        load::Options o;
+        for (unsigned w = 1; w <= 10; ++w)
+            o.requests.push_back(spec(url("/fast"), w));
+        o.connections = 4;
+        o.pipeline = 8;
+        o.count = 11000;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.byRequest.size(), std::size_t(10));
+        for (std::size_t i = 0; i < 10; ++i) {
+            const double expected = double(i + 1) / 55.0 * double(r.requests.started);
+            const double got = double(r.byRequest[i].requests.started);
+            QVERIFY2(std::abs(got - expected) < 5 * std::sqrt(expected) + 10,
+                     qPrintable(QString("kind %1 (weight %2): %3, expected %4")
+                                    .arg(i)
+                                    .arg(i + 1)
+                                    .arg(got)
+                                    .arg(expected)));
         }
     }
 

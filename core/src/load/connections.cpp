@@ -196,13 +196,21 @@ struct Worker {
         return rng;
     }
 
+    /// A request kind drawn by weight. No division (a 64-bit modulo costs tens of cycles per
+    /// request) and, for a few kinds, no branch on the draw: r in [0, total) by a multiply-high of
+    /// the random's top 32 bits, then the number of cumulative weights ≤ r.
     std::uint32_t pickSpec() {
-        if (plan.specs.size() == 1) return 0;
-        const std::uint32_t r = static_cast<std::uint32_t>(nextRandom() % plan.cumulativeWeights.back());
-        std::uint32_t i = 0;
-        while (plan.cumulativeWeights[i] <= r)
-            ++i;
-        return i;
+        const auto& cumulative = plan.cumulativeWeights;
+        if (cumulative.size() == 1) return 0;
+        const auto r = static_cast<std::uint32_t>(((nextRandom() >> 32) * cumulative.back()) >> 32);
+        if (cumulative.size() <= 8) {
+            std::uint32_t i = 0;
+            for (const std::uint32_t c : cumulative)
+                i += c <= r ? 1u : 0u;
+            return i;
+        }
+        return static_cast<std::uint32_t>(std::upper_bound(cumulative.begin(), cumulative.end(), r) -
+                                          cumulative.begin());
     }
 
     /// Uniform in (0, 1), from the xorshift: 53 bits, never 0 (its log is finite).
