@@ -1,0 +1,40 @@
+#!/bin/bash
+# The cost of a load-generator feature by time: `portico bench` run with two argument sets A and B
+# in alternating rounds (A first in odd rounds, B first in even ones) against the HTTP/1.1 limit
+# server (../shared/bench/limit_server.c) on CPU 0, the generator on CPU 1; prints each run's
+# req/s, each round's B/A and the mean and median of them. Loopback only; each run is bounded by
+# -d (3 s) and `timeout`.
+# usage: tests/perf/load_cost_ab.sh ROUNDS "A ARGS" "B ARGS" [BIN=build/app/portico]
+#   URL in the args: write @/ for the limit server's origin, e.g.
+#   tests/perf/load_cost_ab.sh 12 "-c16 -p16 -d3s @/" "-c16 -p16 -d3s @/ @/b"   # breakdown: 1 vs 2 kinds
+#   tests/perf/load_cost_ab.sh 12 "-c16 -p16 -d3s --no-samples @/" "-c16 -p16 -d3s @/"  # drill-down sample
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+rounds=${1:?rounds} argsA=${2:?A args} argsB=${3:?B args}
+BIN=$(realpath "${4:-$here/build/app/portico}")
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+export PORTICO_DATA_DIR=$tmp/data
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+gcc -O2 -o "$tmp/limit" "$here/../shared/bench/limit_server.c"
+taskset -c 0 "$tmp/limit" "$port" >/dev/null 2>&1 &
+sleep 0.5
+run() { # args -> req/s
+    local args=${1//@\//http://127.0.0.1:$port/}
+    # shellcheck disable=SC2086
+    taskset -c 1 timeout 60 "$BIN" bench --no-save --json "$tmp/out.json" $args >/dev/null
+    /usr/bin/python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["requestsPerSecond"]))' "$tmp/out.json"
+}
+ratios=()
+for ((i = 1; i <= rounds; i++)); do
+    if ((i % 2)); then a=$(run "$argsA"); b=$(run "$argsB"); else b=$(run "$argsB"); a=$(run "$argsA"); fi
+    r=$(/usr/bin/python3 -c "print(f'{$b / $a:.3f}')")
+    ratios+=("$r")
+    echo "round $i: A $a req/s, B $b req/s, B/A $r"
+done
+/usr/bin/python3 - "${ratios[@]}" <<'EOF'
+import statistics, sys
+r = [float(x) for x in sys.argv[1:]]
+print(f"B/A over {len(r)} rounds: mean {statistics.mean(r):.3f}, median {statistics.median(r):.3f}, "
+      f"min {min(r):.3f}, max {max(r):.3f}")
+EOF
