@@ -317,6 +317,16 @@ private slots:
         met.thresholds = {ThresholdOutcome{.expr = "p99.9 <= 1s", .value = 2.5e6, .unit = "", .ok = true}};
         QVERIFY(page(met).contains("all thresholds met"));
         QVERIFY(page(met).contains("<td class=\"n\">2.50 ms</td>"));
+        // Nothing completed: a latency threshold has no measured value (judge stored 0), a rate one
+        // has its 0.
+        Result nothing = realistic();
+        nothing.requests.completed = 0;
+        nothing.thresholds = {ThresholdOutcome{.expr = "p99<1s", .value = 0, .unit = "ns", .ok = false},
+                              ThresholdOutcome{.expr = "rps>10", .value = 0, .unit = "req/s", .ok = false}};
+        const QString none0 = page(nothing);
+        QVERIFY(none0.contains(QString::fromUtf8("<td class=\"n\">\u2014 (nothing completed)</td>")));
+        QVERIFY(!none0.contains("<td class=\"n\">0 ns</td>"));
+        QVERIFY(none0.contains("<td class=\"n\">0.00 req/s</td>"));
     }
 
     void errorRun() {

@@ -758,8 +758,13 @@ void thresholdsSection(std::string& out, const Result& r) {
         "</span></h2>\n<table><thead><tr><th>threshold</th><th class=\"n\">measured</th><th>result</th></tr>"
         "</thead><tbody>\n";
     for (const auto& t : r.thresholds) {
+        // A latency threshold of a run that completed nothing has no measured value (judge breaches
+        // it and stores 0): a dash, as the terminal's "measured nothing".
+        const std::string value = t.unit == "ns" && r.requests.completed == 0
+                                      ? std::string(kDash) + " (nothing completed)"
+                                      : thresholdValue(t);
         out += "<tr class=\"" + std::string(t.ok ? "met" : "breached") + "\"><td class=\"u\">" + esc(t.expr) +
-               "</td><td class=\"n\">" + thresholdValue(t) + "</td><td><span class=\"chip " +
+               "</td><td class=\"n\">" + value + "</td><td><span class=\"chip " +
                (t.ok ? "ok\">\xE2\x9C\x93 met" : "bad\">\xE2\x9C\x97 breached") + "</span></td></tr>\n";
     }
     out += "</tbody></table></section>\n";
