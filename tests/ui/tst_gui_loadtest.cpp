@@ -944,6 +944,10 @@ private slots:
         }
         QVERIFY2(page.samples()->title()->text().contains("latency"),
                  qPrintable(page.samples()->title()->text()));
+        // The bar is shaded while its requests are listed.
+        QVERIFY(page.selectedBar()->visible());
+        QCOMPARE(page.selectedBar()->topLeft->coords().x(), low / 1e6);
+        QCOMPARE(page.selectedBar()->bottomRight->coords().x(), high / 1e6);
 
         // The throughput plot: the first second's completions.
         auto* rate = page.findChild<QCustomPlot*>("loadRatePlot");
@@ -956,6 +960,7 @@ private slots:
             inFirstSecond += s.doneNs >= 0 && s.doneNs < 1'000'000'000;
         QVERIFY(inFirstSecond > 0);
         QCOMPARE(table->rowCount(), int(inFirstSecond));
+        QVERIFY(!page.selectedBar()->visible()); // a second of the run, not a bar
         for (int row = 0; row < table->rowCount(); ++row)
             QVERIFY(table->item(row, 0)->text().toDouble() < 1.0005);
 

@@ -368,6 +368,13 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
         m_markerLabels[i]->setVisible(false);
     }
 
+    m_selectedBar = new QCPItemRect(m_latencyPlot);
+    m_selectedBar->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    m_selectedBar->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    m_selectedBar->setPen(QPen(QColor(230, 126, 34), 1.5));
+    m_selectedBar->setBrush(QColor(230, 126, 34, 60));
+    m_selectedBar->setVisible(false);
+
     m_table = new QTableWidget(0, 12);
     m_table->setObjectName("loadResults");
     m_table->setHorizontalHeaderLabels({tr("#"), tr("When"), tr("Target"), tr("Conns"), tr("Completed"),
@@ -403,6 +410,14 @@ LoadTestPage::LoadTestPage(ServerController* server, QWidget* parent) : QWidget(
     // there; one of them opens in the inspector.
     m_samples = new SamplesView(m_server);
     m_samples->setObjectName("loadSamplesView");
+    // The shaded bar follows the list: any other selection (All, Failed, a second) hides it.
+    connect(m_samples, &SamplesView::selectionChanged, this, [this] {
+        const bool bar = m_samples->filter().by == SampleFilter::By::Latency;
+        if (m_selectedBar->visible() != bar) {
+            m_selectedBar->setVisible(bar);
+            m_latencyPlot->replot();
+        }
+    });
     auto inPlot = [](QCustomPlot* plot, QMouseEvent* event) {
         return event->button() == Qt::LeftButton && plot->axisRect()->rect().contains(event->pos());
     };
@@ -1202,8 +1217,11 @@ bool LoadTestPage::samplesAtLatency(double at) {
     if (!m_shown || m_thread) return false;
     const auto [low, high] = latencyBarAt(at);
     if (high == 0) return false;
+    m_selectedBar->topLeft->setCoords(double(low) / 1e6, 0);
+    m_selectedBar->bottomRight->setCoords(double(high) / 1e6, 1);
     m_samples->select({SampleFilter::By::Latency, std::int64_t(low), std::int64_t(high), m_kind},
                       tr("latency %1–%2 ms").arg(ms(low), ms(high)));
+    m_latencyPlot->replot(); // the shaded bar moved
     return true;
 }
 

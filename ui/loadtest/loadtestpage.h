@@ -23,6 +23,7 @@
 #include <vector>
 
 class QComboBox;
+class QCPItemRect;
 class QCPItemStraightLine;
 class QCPItemText;
 class QCustomPlot;
@@ -122,6 +123,8 @@ public:
     /// (throughputAt) that completed in the second of the run at `seconds`; false when no run is
     /// shown (or a run is going). What a click on the plots does.
     bool samplesAtLatency(double ms);
+    /// The shaded bar on the latency histogram, visible while samplesAtLatency's selection is listed.
+    QCPItemRect* selectedBar() const { return m_selectedBar; }
     bool samplesAtTime(double seconds);
     /// The last suite's rows, in run order (complete once suiteFinished was emitted).
     const QList<SuiteRow>& suiteRows() const { return m_suiteRows; }
@@ -194,6 +197,8 @@ private:
     QCustomPlot* m_latencyPlot = nullptr;
     QCPItemStraightLine* m_markerLines[2] = {}; ///< p50, p99 on the latency histogram
     QCPItemText* m_markerLabels[2] = {};
+    /// The latency histogram bar whose sampled requests are listed (samplesAtLatency); hidden otherwise.
+    QCPItemRect* m_selectedBar = nullptr;
     QTableWidget* m_table = nullptr;
     /// Per request kind of the shown run: "All requests", then one row per kind; selecting a row
     /// filters the plots to it.

@@ -250,6 +250,11 @@ void SamplesView::setRequest(int request) {
 }
 
 void SamplesView::fill() {
+    fillRows();
+    emit selectionChanged();
+}
+
+void SamplesView::fillRows() {
     m_table->setRowCount(0);
     m_rows.clear();
     std::size_t failed = 0;

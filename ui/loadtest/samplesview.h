@@ -98,8 +98,13 @@ public:
     /// The last openRow's source: true when it showed the server's record.
     bool openedServerRecord() const { return m_openedServer; }
 
+signals:
+    /// The list was filled again (a new run, selection or request kind).
+    void selectionChanged();
+
 private:
-    void fill();
+    void fill(); ///< fillRows, then selectionChanged
+    void fillRows();
 
     ServerController* m_server;
     std::shared_ptr<const load::Result> m_run;
