@@ -332,6 +332,19 @@ private slots:
         // Aligned by start: run 2 began 200 ms (2 slots) after run 1, run 3 50 ms (rounded: 1 slot).
         QVERIFY(merged.startedAt == kT0);
         QCOMPARE(merged.measured, std::chrono::nanoseconds(1200ms));
+        {
+            // A run that began 1,457 ms after the first is placed at slot 15 (1.5 s): the merge's
+            // measured time covers its last slot as placed (2.5 s), not only its exact end
+            // (2.457 s), or a plot would divide that slot's completions by 57 ms.
+            std::vector<load::Result> two;
+            two.push_back(run(1, 1000, kT0));
+            two.push_back(run(2, 1000, kT0 + 1457ms));
+            load::Result late;
+            std::string error;
+            QVERIFY2(load::mergeResults(two, late, error), error.c_str());
+            QCOMPARE(late.perSlot.size(), std::size_t(25));
+            QCOMPARE(late.measured, std::chrono::nanoseconds(2500ms));
+        }
         QCOMPARE(merged.perSlot.size(), std::size_t(12));
         QCOMPARE(merged.perSlot[0], std::uint64_t(2000));
         QCOMPARE(merged.perSlot[1], std::uint64_t(2000 + 1300));

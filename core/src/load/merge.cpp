@@ -383,8 +383,12 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
         const auto offset = r.startedAt == std::chrono::system_clock::time_point{}
                                 ? std::chrono::nanoseconds(0)
                                 : std::chrono::duration_cast<std::chrono::nanoseconds>(r.startedAt - start);
-        end = std::max(end, offset + r.measured);
         const auto shift = static_cast<std::size_t>((offset + Result::kSlot / 2) / Result::kSlot);
+        // The series is placed at the offset rounded to a slot (up to half a slot later than the
+        // run began): the measured time reaches the end of that placement too, so the last slot
+        // is not read as a full slot's completions in the few milliseconds left of it.
+        const std::chrono::nanoseconds placed = Result::kSlot * static_cast<std::int64_t>(shift);
+        end = std::max({end, offset + r.measured, placed + r.measured});
         auto addSeries = [shift](std::vector<std::uint64_t>& to, const std::vector<std::uint64_t>& from) {
             if (to.size() < shift + from.size()) to.resize(shift + from.size());
             for (std::size_t s = 0; s < from.size(); ++s)

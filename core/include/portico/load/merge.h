@@ -26,7 +26,8 @@ bool resultFromJson(std::string_view json, Result& out, std::string& error);
 /// - latency, service time and each `byRequest` histogram are the sums of the runs' histograms
 ///   (same buckets, same layout), so every percentile of the merge equals the percentile of one
 ///   histogram that recorded every sample; min and max are exact;
-/// - `startedAt` is the earliest start; `measured` runs from it to the latest end; each run's
+/// - `startedAt` is the earliest start; `measured` runs from it to the latest end (of a run, or of
+///   its series as placed: at most half a slot later); each run's
 ///   100 ms series (completed and failed) is shifted by its start's offset (rounded to a slot) and
 ///   added;
 /// - `samples` are concatenated, their times shifted by each run's exact start offset, their
