@@ -48,8 +48,6 @@ namespace portico::ui {
 
 namespace {
 
-QString ms(std::uint64_t ns) { return QString::number(ns / 1e6, 'f', ns < 10'000'000 ? 3 : 1); }
-
 constexpr int kBinsPerDecade = 20; // latency histogram bins
 const QColor kRed(192, 57, 43);
 const char* const kUrlKey = "loadTest/url";

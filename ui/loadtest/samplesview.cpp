@@ -26,8 +26,6 @@ namespace portico::ui {
 
 namespace {
 
-QString ms(std::uint64_t ns) { return QString::number(ns / 1e6, 'f', ns < 10'000'000 ? 3 : 1); }
-
 const char* failureText(std::uint8_t failure) {
     switch (failure) {
     case 1:
@@ -51,6 +49,8 @@ bool endsWithPort(std::string_view client, std::uint16_t port) {
 }
 
 } // namespace
+
+QString ms(std::uint64_t ns) { return QString::number(ns / 1e6, 'f', ns < 10'000'000 ? 3 : 1); }
 
 std::vector<std::size_t> filterSamples(const load::Result& r, const SampleFilter& f) {
     std::vector<std::size_t> out;

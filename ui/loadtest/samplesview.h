@@ -7,6 +7,7 @@
 #include <portico/capture/exchange.h>
 #include <portico/load/result.h>
 
+#include <QString>
 #include <QWidget>
 
 #include <cstdint>
@@ -41,6 +42,10 @@ struct SampleFilter {
     std::int64_t highNs = 0; ///< ns, exclusive
     int request = -1;        ///< only samples of Options::requests[request]; -1 for every kind
 };
+
+/// A duration in ns as milliseconds for the Load test tab's tables and labels: 3 decimals below
+/// 10 ms, 1 above ("0.358", "24.7").
+QString ms(std::uint64_t ns);
 
 /// Indexes into `r.samples` that `f` keeps, in the order of r.samples (by completion time).
 std::vector<std::size_t> filterSamples(const load::Result& r, const SampleFilter& f);
