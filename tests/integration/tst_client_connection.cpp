@@ -13,6 +13,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -288,10 +289,9 @@ private slots:
         client::Connection conn(io, settings, rec, counters, 4);
         auto request = [](const char* path) {
             client::PreparedRequest p;
-            p.h2Strings = {":method", "GET", ":scheme", "http", ":authority", "127.0.0.1", ":path", path};
-            for (std::size_t i = 0; i < p.h2Strings.size(); i += 2)
-                p.nva.push_back(http2::field(p.h2Strings[i], p.h2Strings[i + 1],
-                                             NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE));
+            const client::HeaderField fields[] = {
+                {":method", "GET"}, {":scheme", "http"}, {":authority", "127.0.0.1"}, {":path", path}};
+            p.h2Block = client::encodeRequestBlock(fields);
             return p;
         };
         const auto ok = request("/ok"), drop = request("/drop");
@@ -334,6 +334,93 @@ private slots:
             QVERIFY2(QString::fromStdString(e).endsWith(QLatin1String(" 200")), e.c_str());
         QVERIFY(counters.bytesRead > 0 && counters.bytesWritten > 0);
         conn.close();
+    }
+
+    // Against another implementation (python3-h2, tests/support/h2_load_peer.py) with the RFC's
+    // 65,535-byte windows and at most 2 streams at once: eight requests in flight wait for streams;
+    // two 200,000-byte uploads go out as the server opens its windows; trailers, a 103 before the
+    // 200, a padded DATA frame and a 20,000-byte header field (HEADERS + CONTINUATION) each end in
+    // one response; then GOAWAY: draining() turns true, no new request is taken, and the
+    // connection closes after the last response (onClosed), ready to open again.
+    void h2AgainstAnotherImplementation() {
+        QTemporaryDir tmp;
+        QProcess py;
+        const int port = test::startSupportScript(py, "h2_load_peer.py", tmp.filePath("port"));
+        QVERIFY2(port, py.readAllStandardError().constData());
+        asio::io_context io;
+        client::ConnectionSettings settings;
+        settings.endpoint = tcp::endpoint(asio::ip::address_v4::loopback(), static_cast<std::uint16_t>(port));
+        settings.h2 = true;
+        Recorder rec;
+        client::TrafficCounters counters;
+        client::Connection conn(io, settings, rec, counters, 8);
+        auto request = [](const char* method, const char* path, std::string body = {}) {
+            client::PreparedRequest p;
+            const std::string length = std::to_string(body.size());
+            std::vector<client::HeaderField> fields{
+                {":method", method}, {":scheme", "http"}, {":authority", "127.0.0.1"}, {":path", path}};
+            if (!body.empty()) fields.emplace_back("content-length", length);
+            p.h2Block = client::encodeRequestBlock(fields);
+            p.body = std::move(body);
+            return p;
+        };
+        const client::PreparedRequest upload = request("POST", "/length", std::string(200000, 'u')),
+                                      trailers = request("GET", "/trailers"),
+                                      early = request("GET", "/early"), padded = request("GET", "/padded"),
+                                      big = request("GET", "/big"), missing = request("GET", "/missing"),
+                                      goaway = request("GET", "/goaway");
+        conn.connect();
+        QVERIFY(runUntil(io, [&] { return !rec.events.empty(); }));
+        QCOMPARE(rec.text(), QStringLiteral("open"));
+        conn.receive();
+        // One request first: its response follows the server's SETTINGS (MAX_CONCURRENT_STREAMS 2),
+        // which python3-h2 enforces as a connection error (RFC 9113 §5.1.2 allows either).
+        std::uint32_t first = 99;
+        QVERIFY(conn.send(missing, first));
+        conn.flush();
+        QVERIFY2(runUntil(io, [&] { return rec.events.size() >= 2; }), qPrintable(rec.text()));
+        QCOMPARE(rec.text(), QStringLiteral("open | response 0 404"));
+        rec.events.clear();
+        const client::PreparedRequest* order[] = {&upload, &trailers, &early,  &upload,
+                                                  &padded, &big,      &missing};
+        for (std::uint32_t i = 0; i < 7; ++i) {
+            std::uint32_t slot = 99;
+            QVERIFY(conn.send(*order[i], slot));
+            QCOMPARE(slot, i);
+        }
+        conn.flush();
+        // onProgress flushes, as the load generator does: WINDOW_UPDATEs open the windows, and
+        // streams that waited for MAX_CONCURRENT_STREAMS go out as others end.
+        rec.onProgressHook = [&] { conn.flush(); };
+        QVERIFY2(runUntil(io, [&] { return rec.events.size() >= 7; }), qPrintable(rec.text()));
+        QVERIFY2(rec.text().count(QLatin1String("response")) == 7,
+                 qPrintable(rec.text() + " / the server said: " + py.readAllStandardError()));
+        QStringList got = rec.text().split(QStringLiteral(" | "));
+        got.sort();
+        QCOMPARE(got.join(QLatin1Char(',')), QStringLiteral("response 0 200,response 1 200,response 2 200,"
+                                                            "response 3 200,response 4 200,response 5 200,"
+                                                            "response 6 404"));
+        QVERIFY(counters.bytesWritten > 400000);
+        rec.events.clear();
+        std::uint32_t slot = 99;
+        QVERIFY(conn.send(goaway, slot));
+        conn.flush();
+        QVERIFY2(runUntil(io, [&] { return rec.events.size() >= 2; }), qPrintable(rec.text()));
+        QCOMPARE(rec.text(), QStringLiteral("response %1 200 | closed").arg(slot));
+        QVERIFY(conn.idle());
+        QVERIFY(!conn.draining());
+        // Open again on a new connection of the same server.
+        rec.events.clear();
+        conn.connect();
+        QVERIFY(runUntil(io, [&] { return !rec.events.empty(); }));
+        conn.receive();
+        QVERIFY(conn.send(missing, slot));
+        conn.flush();
+        QVERIFY2(runUntil(io, [&] { return rec.events.size() >= 2; }), qPrintable(rec.text()));
+        QCOMPARE(rec.text(), QStringLiteral("open | response 0 404"));
+        conn.close();
+        py.kill();
+        py.waitForFinished();
     }
 
     void cleanupTestCase() { engine_.stop(); }

@@ -28,6 +28,10 @@ per() { # rss1 rss2 -> bytes per connection
 }
 requests=$((4 * n2))
 for tool in portico wrk h2load; do
+    if [ "$tool" != portico ] && ! command -v "$tool" >/dev/null; then
+        echo "$tool: not installed (apt-get install $( [ "$tool" = wrk ] && echo wrk || echo nghttp2-client)), skipped"
+        continue
+    fi
     for proto in h1 h2c; do
         case $tool/$proto in
         portico/h1) cmd() { rss "$BIN" bench --no-save -t1 -c "$1" -n $requests "http://127.0.0.1:$p1/"; } ;;

@@ -1,6 +1,6 @@
 // The pipelined/multiplexed client connection (connection.h). TLS runs on the socket itself
-// (SSL_set_fd, like the server's transport); HTTP/2 is an nghttp2 client session fed with mem_recv
-// and drained with mem_send.
+// (SSL_set_fd, like the server's transport); HTTP/2 is the client codec (h2_client_codec.h) fed
+// whole frames from the read buffer, writing into the write buffer.
 #include "client/connection.h"
 
 #include "io/drained.h"
@@ -29,9 +29,11 @@ constexpr unsigned kMaxDepth = 1024;
 Connection::Connection(asio::io_context& io, const ConnectionSettings& settings, ConnectionHandler& handler,
                        TrafficCounters& counters, unsigned depth)
     : io_(io), settings_(settings), handler_(handler), counters_(counters), socket_(io),
-      slots_(std::clamp(depth, 1u, kMaxDepth)), readBuf_(new char[kReadBuffer]) {
-    free_.reserve(slots_.size());
-    writeBuf_.reserve(slots_.size() * 512);
+      slots_(settings.h2 ? 0 : std::clamp(depth, 1u, kMaxDepth)), readBuf_(new char[kReadBuffer]) {
+    if (settings.h2)
+        h2_ = std::make_unique<H2ClientCodec>(static_cast<H2ClientEvents&>(*this),
+                                              std::clamp(depth, 1u, kMaxDepth), settings.h2Settings);
+    writeBuf_.reserve(std::clamp(depth, 1u, kMaxDepth) * 512);
 }
 
 Connection::~Connection() { release(); }
@@ -95,26 +97,10 @@ void Connection::startTls() {
         });
 }
 
-const http2::Callbacks& Connection::h2Callbacks() {
-    static const http2::Callbacks callbacks([](nghttp2_session_callbacks* cbs) {
-        nghttp2_session_callbacks_set_on_header_callback(cbs, onH2Header);
-        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, onH2FrameRecv);
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onH2StreamClose);
-    });
-    return callbacks;
-}
-
 void Connection::opened() {
-    if (settings_.h2) {
-        std::string why;
-        session_ = http2::makeSession(h2Callbacks(), this, settings_.h2Settings, why).release();
-        if (!session_) { // out of memory: a connection that failed
-            connectFailed();
-            return;
-        }
-        free_.clear();
-        for (std::size_t i = slots_.size(); i-- > 0;)
-            free_.push_back(static_cast<std::uint32_t>(i));
+    if (h2_ && !h2_->start(writeBuf_)) { // out of memory: a connection that failed
+        connectFailed();
+        return;
     }
     boost::system::error_code ec;
     const auto local = socket_.local_endpoint(ec); // once per opening: no syscall per request
@@ -202,13 +188,13 @@ void Connection::onReadableTls() {
 
 void Connection::onReadError(bool eof) {
     // EOF completes a close-delimited body; anything else outstanding was lost.
-    if (eof && !session_ && inFlight_ && parser_.started() && parser_.completesAtEof()) completeHttp1();
+    if (eof && !h2_ && inFlight_ && parser_.started() && parser_.completesAtEof()) completeHttp1();
     closedByServer();
 }
 
 // The server closed (or will close) the connection: what is still in flight failed.
 void Connection::closedByServer() {
-    if (inFlight_) {
+    if (inFlight()) {
         fail(Failure::Reset);
         return;
     }
@@ -220,12 +206,11 @@ void Connection::closedByServer() {
 bool Connection::onData(std::size_t n) {
     counters_.bytesRead += n;
     readEnd_ += n;
-    if (session_) return processH2();
-    if (!processHttp1()) return false;
+    if (h2_ ? !processH2() : !processHttp1()) return false;
     if (readBegin_ == readEnd_) {
         readBegin_ = readEnd_ = 0;
     } else if (readEnd_ == kReadBuffer) {
-        if (readBegin_ == 0) { // a head larger than the buffer
+        if (readBegin_ == 0) { // a head larger than the buffer (HTTP/2: the codec takes 16,393 bytes)
             fail(Failure::Protocol);
             return false;
         }
@@ -236,20 +221,30 @@ bool Connection::onData(std::size_t n) {
     return true;
 }
 
+// HTTP/2: every complete frame in the buffer (a cut one stays). False if the connection was closed.
 bool Connection::processH2() {
-    const ssize_t rv = nghttp2_session_mem_recv(
-        session_, reinterpret_cast<const std::uint8_t*>(readBuf_.get()) + readBegin_, readEnd_ - readBegin_);
-    readBegin_ = readEnd_ = 0;
-    if (rv < 0) {
-        fail(Failure::Protocol);
+    std::size_t used = 0;
+    const std::uint64_t gen = generation_;
+    const auto verdict = h2_->receive(reinterpret_cast<const std::uint8_t*>(readBuf_.get()) + readBegin_,
+                                      readEnd_ - readBegin_, used, writeBuf_);
+    readBegin_ += used;
+    if (gen != generation_) return false;
+    if (verdict == H2ClientCodec::Verdict::Error) {
+        flush(); // the GOAWAY, as far as the socket takes it now
+        if (gen == generation_) fail(Failure::Protocol);
         return false;
     }
-    if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) { // GOAWAY handled
-        closedByServer();
+    if (verdict == H2ClientCodec::Verdict::Closed) {
+        flush();
+        if (gen == generation_) closedByServer();
         return false;
     }
     return true;
 }
+
+void Connection::onStreamResponse(std::uint32_t slot, int status) { handler_.onResponse(slot, status); }
+
+void Connection::onStreamFailed(std::uint32_t slot, Failure why) { handler_.onFailed(slot, why); }
 
 // HTTP/1.1: every complete response in the buffer, in send order. False if the connection was
 // closed meanwhile.
@@ -300,15 +295,9 @@ void Connection::fail(Failure why) {
     if (wasOpen) handler_.onClosed();
 }
 
-// Frees the TLS and HTTP/2 state of the current socket (not the socket itself).
+// Frees the TLS state of the current socket (not the socket itself; the HTTP/2 codec starts afresh
+// on the next opening).
 void Connection::release() {
-    if (session_) {
-        nghttp2_session_del(session_);
-        session_ = nullptr;
-        for (auto& s : slots_)
-            s.active = false;
-        free_.clear();
-    }
     if (ssl_) {
         SSL_free(ssl_);
         ssl_ = nullptr;
@@ -330,60 +319,21 @@ void Connection::close() {
 }
 
 bool Connection::send(const PreparedRequest& request, std::uint32_t& slot) {
-    if (!session_) {
-        slot = static_cast<std::uint32_t>((ringHead_ + inFlight_) % slots_.size());
-        slots_[slot].request = &request;
-        ++inFlight_;
-        writeBuf_.append(request.http1);
+    if (h2_) {
+        if (!h2_->submit(request, slot, writeBuf_)) return false;
         ++sent_;
         return true;
     }
-    const std::uint32_t i = free_.back();
-    auto& s = slots_[i];
-    s = Slot{&request, 0, 0, true, false};
-    nghttp2_data_provider body{};
-    body.source.ptr = &s;
-    body.read_callback = readH2Body;
-    const std::int32_t id = nghttp2_submit_request(
-        session_, nullptr, request.nva.data(), request.nva.size(), request.body.empty() ? nullptr : &body,
-        reinterpret_cast<void*>(static_cast<std::uintptr_t>(i) + 1));
-    if (id < 0) { // out of stream ids: this connection is used up
-        s.active = false;
-        return false;
-    }
-    free_.pop_back();
+    slot = static_cast<std::uint32_t>((ringHead_ + inFlight_) % slots_.size());
+    slots_[slot].request = &request;
     ++inFlight_;
+    writeBuf_.append(request.http1);
     ++sent_;
-    slot = i;
     return true;
 }
 
-ssize_t Connection::readH2Body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
-                               std::uint32_t* flags, nghttp2_data_source* source, void*) {
-    auto* s = static_cast<Slot*>(source->ptr);
-    const std::string& b = s->request->body;
-    const std::size_t n = std::min(length, b.size() - s->bodyOffset);
-    std::memcpy(buf, b.data() + s->bodyOffset, n);
-    s->bodyOffset += n;
-    if (s->bodyOffset == b.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return static_cast<ssize_t>(n);
-}
-
 void Connection::flush() {
-    if (state_ != State::Open) return;
-    if (session_) {
-        for (;;) {
-            const std::uint8_t* data = nullptr;
-            const ssize_t n = nghttp2_session_mem_send(session_, &data);
-            if (n < 0) {
-                fail(Failure::Protocol);
-                return;
-            }
-            if (n == 0) break;
-            writeBuf_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-        }
-    }
-    if (writeWaiting_) return;
+    if (state_ != State::Open || writeWaiting_) return;
     const int fd = socket_.native_handle();
     while (written_ < writeBuf_.size()) {
         const auto r = io::transportWrite(fd, ssl_, writeBuf_.data() + written_, writeBuf_.size() - written_);
@@ -408,57 +358,6 @@ void Connection::flush() {
     }
     writeBuf_.clear();
     written_ = 0;
-}
-
-// ---- nghttp2 callbacks: they only update the slots and report; the session is never closed
-// from inside one ----
-
-Connection::Slot* Connection::slotOf(std::int32_t streamId, std::uint32_t* index) {
-    void* d = nghttp2_session_get_stream_user_data(session_, streamId);
-    if (!d) return nullptr;
-    const auto i = reinterpret_cast<std::uintptr_t>(d) - 1;
-    if (i >= slots_.size() || !slots_[i].active) return nullptr;
-    if (index) *index = static_cast<std::uint32_t>(i);
-    return &slots_[i];
-}
-
-int Connection::onH2Header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
-                           std::size_t namelen, const std::uint8_t* value, std::size_t valuelen, std::uint8_t,
-                           void* user) {
-    if (frame->hd.type != NGHTTP2_HEADERS || namelen != 7 || std::memcmp(name, ":status", 7) != 0) return 0;
-    auto* s = static_cast<Connection*>(user)->slotOf(frame->hd.stream_id);
-    if (!s) return 0;
-    int status = 0;
-    for (std::size_t i = 0; i < valuelen && i < 3; ++i)
-        status = status * 10 + (value[i] - '0');
-    s->status = valuelen == 3 && status >= 100 && status <= 599 ? status : 0;
-    return 0;
-}
-
-int Connection::onH2FrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
-    if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
-        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
-        if (auto* s = static_cast<Connection*>(user)->slotOf(frame->hd.stream_id)) s->ended = true;
-    return 0;
-}
-
-int Connection::onH2StreamClose(nghttp2_session*, std::int32_t id, std::uint32_t errorCode, void* user) {
-    auto* c = static_cast<Connection*>(user);
-    std::uint32_t i = 0;
-    Slot* s = c->slotOf(id, &i);
-    if (!s) return 0;
-    s->active = false;
-    c->free_.push_back(i);
-    --c->inFlight_;
-    if (errorCode == NGHTTP2_NO_ERROR && s->ended && s->status >= 200) {
-        c->handler_.onResponse(i, s->status);
-        return 0;
-    }
-    const bool protocol = errorCode == NGHTTP2_NO_ERROR || errorCode == NGHTTP2_PROTOCOL_ERROR ||
-                          errorCode == NGHTTP2_FLOW_CONTROL_ERROR || errorCode == NGHTTP2_COMPRESSION_ERROR ||
-                          errorCode == NGHTTP2_FRAME_SIZE_ERROR;
-    c->handler_.onFailed(i, protocol ? Failure::Protocol : Failure::Reset);
-    return 0;
 }
 
 } // namespace portico::client

@@ -1,5 +1,5 @@
 // One client connection carrying up to `depth` requests at once: HTTP/1.1 keep-alive with
-// pipelining (RFC 9112 §9.3.2) or HTTP/2 multiplexing (RFC 9113 §5, an nghttp2 client session), in
+// pipelining (RFC 9112 §9.3.2) or HTTP/2 multiplexing (RFC 9113 §5, h2_client_codec.h), in
 // cleartext or over TLS. It sends requests prepared once in wire form and reports each response's
 // status when the response is complete; bodies are parsed for framing and dropped. This is the
 // client the load generator drives (load/connections.cpp: one per simulated user, depth 1..1024);
@@ -7,15 +7,14 @@
 // and replay, which deliver bodies to a sink with backpressure.
 #pragma once
 
+#include "client/h2_client_codec.h"
 #include "tls/client_tls.h"
 
 #include <portico/http1/response_parser.h>
-#include <portico/http2/session.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include <nghttp2/nghttp2.h>
 #include <openssl/ssl.h>
 
 #include <cstdint>
@@ -29,10 +28,9 @@ namespace portico::client {
 struct PreparedRequest {
     std::string http1; ///< HTTP/1.1: request line, fields, blank line and body (RFC 9112 §2.1)
     bool head = false; ///< HEAD: the response has no body whatever its fields say (RFC 9110 §9.3.2)
-    /// HTTP/2: the names and values `nva` points into (sent with NO_COPY; must not move).
-    std::vector<std::string> h2Strings;
-    /// HTTP/2: the header section, pseudo-fields first, names lower-case (RFC 9113 §8.2–§8.3).
-    std::vector<nghttp2_nv> nva;
+    /// HTTP/2: the header section (pseudo-fields first, names lower-case, RFC 9113 §8.2–§8.3) as
+    /// one HPACK header block from encodeRequestBlock (h2_client_codec.h): valid on any connection.
+    std::string h2Block;
     std::string body; ///< HTTP/2: the body, sent in DATA frames (empty: END_STREAM on HEADERS)
 };
 
@@ -49,14 +47,9 @@ struct ConnectionSettings {
     SSL_CTX* ssl = nullptr;              ///< https: shared by every connection (SSL_new is thread-safe)
     const tls::ClientTls* tls = nullptr; ///< https: SNI and the certificate check per connection
     bool h2 = false;                     ///< HTTP/2: h2c with prior knowledge, or h2 by ALPN over TLS
-    /// HTTP/2: the client session's settings. The defaults are h2load's: stream and connection
-    /// windows of 2^30-1 bytes, no server push.
-    http2::SessionSettings h2Settings = [] {
-        http2::SessionSettings s;
-        s.streamWindowBytes = (1u << 30) - 1;
-        s.connectionWindowBytes = (1u << 30) - 1;
-        return s;
-    }();
+    /// HTTP/2: what the client announces. The defaults are h2load's: stream and connection
+    /// windows of 2^30-1 bytes (and no server push).
+    H2ClientCodec::Settings h2Settings;
 };
 
 /// Bytes on the wire (after TLS: the TLS records' payload), summed over the connections that
@@ -95,7 +88,7 @@ protected:
 
 /// One connection: Idle → connect() → Connecting → onOpen: Open → (close, fail or the server's
 /// close) → Idle, any number of times. Not thread-safe: one io_context thread drives it.
-class Connection {
+class Connection final : H2ClientEvents {
 public:
     /// `settings`, `handler` and `counters` must outlive the connection. `depth` 1..1024 (clamped).
     Connection(boost::asio::io_context& io, const ConnectionSettings& settings, ConnectionHandler& handler,
@@ -112,7 +105,8 @@ public:
     void receive();
     /// Queues `request` (it must outlive its response) in the free slot it returns in `slot`;
     /// flush() writes what was queued. Requires open() and inFlight() < depth(). False when HTTP/2
-    /// has no stream id left (RFC 9113 §5.1.1): nothing was queued, the connection is used up.
+    /// has no stream id left (RFC 9113 §5.1.1) or the server sent GOAWAY (draining()): nothing
+    /// was queued, the connection is used up.
     bool send(const PreparedRequest& request, std::uint32_t& slot);
     /// Writes what send() queued (HTTP/2: and what the session owes: SETTINGS ACK, WINDOW_UPDATE),
     /// as far as the socket takes it now; the rest when it becomes writable. A write error ends
@@ -126,8 +120,11 @@ public:
     bool open() const { return state_ == State::Open; }
     bool idle() const { return state_ == State::Idle; }
     bool h2() const { return settings_.h2; }
-    std::size_t inFlight() const { return inFlight_; }
-    std::size_t depth() const { return slots_.size(); }
+    /// HTTP/2: the server sent GOAWAY; no new request is taken and the connection closes (with
+    /// onClosed) when the last one in flight ends.
+    bool draining() const { return h2_ && state_ == State::Open && h2_->draining(); }
+    std::size_t inFlight() const { return h2_ ? (state_ == State::Open ? h2_->inFlight() : 0) : inFlight_; }
+    std::size_t depth() const { return h2_ ? h2_->depth() : slots_.size(); }
     /// The client's TCP port of the current (or last) opening, read once when it opened; 0 before.
     std::uint16_t localPort() const { return localPort_; }
     /// Requests queued by send() since the connection last opened: the next one's 0-based number
@@ -137,9 +134,8 @@ public:
     std::uint64_t generation() const { return generation_; }
     /// Calls `f(slot)` for every request in flight (HTTP/1.1: oldest first).
     template <class F> void forEachInFlight(F&& f) const {
-        if (session_) {
-            for (std::uint32_t i = 0; i < slots_.size(); ++i)
-                if (slots_[i].active) f(i);
+        if (h2_) {
+            if (state_ == State::Open) h2_->forEachInFlight(f);
         } else {
             for (std::size_t i = 0; i < inFlight_; ++i)
                 f(static_cast<std::uint32_t>((ringHead_ + i) % slots_.size()));
@@ -149,10 +145,6 @@ public:
 private:
     struct Slot {
         const PreparedRequest* request = nullptr;
-        std::size_t bodyOffset = 0; // HTTP/2: body bytes handed to nghttp2
-        int status = 0;             // HTTP/2: :status
-        bool active = false;        // HTTP/2: the stream is open
-        bool ended = false;         // HTTP/2: END_STREAM received
     };
     enum class State : std::uint8_t { Idle, Connecting, Open };
 
@@ -169,23 +161,17 @@ private:
     void completeHttp1();
     void closedByServer();
     void release();
-    Slot* slotOf(std::int32_t streamId, std::uint32_t* index = nullptr);
 
-    static int onH2Header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t,
-                          const std::uint8_t*, std::size_t, std::uint8_t, void*);
-    static int onH2FrameRecv(nghttp2_session*, const nghttp2_frame*, void*);
-    static int onH2StreamClose(nghttp2_session*, std::int32_t, std::uint32_t, void*);
-    static ssize_t readH2Body(nghttp2_session*, std::int32_t, std::uint8_t*, std::size_t, std::uint32_t*,
-                              nghttp2_data_source*, void*);
-    static const http2::Callbacks& h2Callbacks();
+    // H2ClientEvents
+    void onStreamResponse(std::uint32_t slot, int status) override;
+    void onStreamFailed(std::uint32_t slot, Failure why) override;
 
     boost::asio::io_context& io_;
     const ConnectionSettings& settings_;
     ConnectionHandler& handler_;
     TrafficCounters& counters_;
     boost::asio::ip::tcp::socket socket_;
-    std::vector<Slot> slots_;         // HTTP/1.1: a ring in send order; HTTP/2: by free list
-    std::vector<std::uint32_t> free_; // HTTP/2: unused slots
+    std::vector<Slot> slots_; // HTTP/1.1: a ring in send order (HTTP/2: the codec keeps its own)
     std::size_t ringHead_ = 0, inFlight_ = 0;
     std::unique_ptr<char[]> readBuf_; // kReadBuffer bytes
     std::size_t readBegin_ = 0, readEnd_ = 0;
@@ -194,10 +180,10 @@ private:
     std::size_t written_ = 0;
     http1::ResponseParser parser_;
     SSL* ssl_ = nullptr;
-    nghttp2_session* session_ = nullptr;
-    std::uint64_t generation_ = 0; // bumped on close: handlers of an older socket do nothing
-    std::uint32_t sent_ = 0;       // requests sent since opened()
-    std::uint16_t localPort_ = 0;  // set in opened()
+    std::unique_ptr<H2ClientCodec> h2_; // HTTP/2, for the life of the Connection
+    std::uint64_t generation_ = 0;      // bumped on close: handlers of an older socket do nothing
+    std::uint32_t sent_ = 0;            // requests sent since opened()
+    std::uint16_t localPort_ = 0;       // set in opened()
     State state_ = State::Idle;
     bool writeWaiting_ = false;
 };

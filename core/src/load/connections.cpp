@@ -577,7 +577,9 @@ void Conn::fill() {
     const Ns now = nowNs();
     const bool open = plan.options->model() == Model::Open;
     const std::size_t depth = conn.depth();
-    while (conn.inFlight() < depth && !worker.stopping) {
+    // HTTP/2 after GOAWAY (nginx sends one every keepalive_requests): no new stream; the
+    // connection closes when its last response is in, and onClosed opens a new one.
+    while (conn.inFlight() < depth && !worker.stopping && !conn.draining()) {
         Ns intended = now;
         bool warm = false;
         if (open) {

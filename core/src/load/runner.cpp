@@ -88,31 +88,22 @@ std::string serialise(const RequestSpec& spec, const Url& url) {
 // The HTTP/2 form of a request: pseudo-header fields, then the given fields with lower-case names
 // (Host becomes :authority; connection-specific fields, RFC 9113 §8.2.2, are dropped).
 void prepareH2(Prepared& p, const RequestSpec& spec, const Url& url) {
-    auto& st = p.h2Strings;
-    st.reserve(8 + 2 * spec.headers.size() + 2);
     std::string authority = url.authority;
     for (const auto& [name, value] : spec.headers)
         if (http::iequals(name, "host")) authority = value;
-    std::vector<std::pair<std::size_t, std::size_t>> pairs; // indices into st
-    auto add = [&](std::string name, std::string value) {
-        st.push_back(std::move(name));
-        st.push_back(std::move(value));
-        pairs.emplace_back(st.size() - 2, st.size() - 1);
-    };
-    add(":method", spec.method);
-    add(":scheme", url.scheme);
-    add(":authority", authority);
-    add(":path", url.target);
+    std::vector<std::string> lowered; // the names the fields point into: reserved, never moved
+    lowered.reserve(spec.headers.size());
+    const std::string length = std::to_string(spec.body.size());
+    std::vector<client::HeaderField> fields{
+        {":method", spec.method}, {":scheme", url.scheme}, {":authority", authority}, {":path", url.target}};
     for (const auto& [name, value] : spec.headers) {
-        const std::string lower = http::lower(name);
-        if (lower == "host" || http2::isConnectionSpecific(lower, value)) continue;
-        add(std::move(lower), value);
+        lowered.push_back(http::lower(name));
+        if (lowered.back() == "host" || http2::isConnectionSpecific(lowered.back(), value)) continue;
+        fields.emplace_back(lowered.back(), value);
     }
-    if (!spec.body.empty()) add("content-length", std::to_string(spec.body.size()));
+    if (!spec.body.empty()) fields.emplace_back("content-length", length);
+    p.h2Block = client::encodeRequestBlock(fields);
     p.body = spec.body;
-    for (const auto& [n, v] : pairs)
-        p.nva.push_back(
-            http2::field(st[n], st[v], NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE));
 }
 
 // A blocking TLS handshake on a connected socket, so certificate and ALPN problems are reported as
