@@ -13,6 +13,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -276,6 +277,30 @@ private slots:
         QCOMPARE(r.statuses.at(200), 2000u);
         QCOMPARE(server->terminate(), 0);
         QCOMPARE(serverCount(server->output()), 2000);
+    }
+
+    // HTTP/2 against a server that sends GOAWAY and then answers the streams it got 50 ms later
+    // (python3-h2, tests/support/h2_load_peer.py /goaway), as nginx does when keepalive_requests is
+    // reached: meanwhile the generator must not open streams (they would fail); each connection
+    // drains, closes and opens again, and every request completes.
+    void h2GoawayReconnects() {
+        QTemporaryDir tmp;
+        QProcess py;
+        const int port = test::startSupportScript(py, "h2_load_peer.py", tmp.filePath("port"));
+        QVERIFY2(port, py.readAllStandardError().constData());
+        auto o = options(QStringLiteral("http://127.0.0.1:%1/goaway").arg(port));
+        o.protocol = load::Protocol::Http2;
+        o.streams = 2; // the peer's MAX_CONCURRENT_STREAMS
+        o.connections = 2;
+        o.count = 40;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.requests.started, 40u);
+        QCOMPARE(r.requests.completed, 40u);
+        QCOMPARE(r.requests.failed, 0u);
+        QCOMPARE(r.statuses.at(200), 40u);
+        py.kill();
+        py.waitForFinished();
     }
 
     // A server that stops answering for one second mid-run. The open model's latency, counted from

@@ -5,29 +5,42 @@
 # req/s, each round's B/A and the mean and median of them. Loopback only; each run is bounded by
 # -d (3 s) and `timeout`.
 # usage: tests/perf/load_cost_ab.sh ROUNDS "A ARGS" "B ARGS" [BIN=build/app/portico]
+#   BIN_B=PATH: run B with another binary (an A/B of two builds with the same args);
+#   LIMIT=h2: the HTTP/2 limit server (tests/perf/h2_limit_server.c) instead, for --h2 runs.
 #   URL in the args: write @/ for the limit server's origin, e.g.
 #   tests/perf/load_cost_ab.sh 12 "-c16 -p16 -d3s @/" "-c16 -p16 -d3s @/ @/b"   # breakdown: 1 vs 2 kinds
 #   tests/perf/load_cost_ab.sh 12 "-c16 -p16 -d3s --no-samples @/" "-c16 -p16 -d3s @/"  # drill-down sample
+#   LIMIT=h2 BIN_B=new/portico tests/perf/load_cost_ab.sh 20 "-c16 --streams 16 -d3s @/" "-c16 --streams 16 -d3s @/" old/portico
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:?rounds} argsA=${2:?A args} argsB=${3:?B args}
 BIN=$(realpath "${4:-$here/build/app/portico}")
+BIN_B=$(realpath "${BIN_B:-$BIN}")
+LIMIT=${LIMIT:-h1}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 export PORTICO_DATA_DIR=$tmp/data
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-gcc -O2 -o "$tmp/limit" "$here/../shared/bench/limit_server.c"
+if [ "$LIMIT" = h2 ]; then
+    gcc -O2 -o "$tmp/limit" "$here/tests/perf/h2_limit_server.c"
+else
+    gcc -O2 -o "$tmp/limit" "$here/../shared/bench/limit_server.c"
+fi
 taskset -c 0 "$tmp/limit" "$port" >/dev/null 2>&1 &
 sleep 0.5
-run() { # args -> req/s
-    local args=${1//@\//http://127.0.0.1:$port/}
+run() { # binary args -> req/s
+    local args=${2//@\//http://127.0.0.1:$port/}
     # shellcheck disable=SC2086
-    taskset -c 1 timeout 60 "$BIN" bench --no-save --json "$tmp/out.json" $args >/dev/null
+    taskset -c 1 timeout 60 "$1" bench --no-save --json "$tmp/out.json" $args >/dev/null
     /usr/bin/python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["requestsPerSecond"]))' "$tmp/out.json"
 }
 ratios=()
 for ((i = 1; i <= rounds; i++)); do
-    if ((i % 2)); then a=$(run "$argsA"); b=$(run "$argsB"); else b=$(run "$argsB"); a=$(run "$argsA"); fi
+    if ((i % 2)); then
+        a=$(run "$BIN" "$argsA"); b=$(run "$BIN_B" "$argsB")
+    else
+        b=$(run "$BIN_B" "$argsB"); a=$(run "$BIN" "$argsA")
+    fi
     r=$(/usr/bin/python3 -c "print(f'{$b / $a:.3f}')")
     ratios+=("$r")
     echo "round $i: A $a req/s, B $b req/s, B/A $r"

@@ -12,7 +12,9 @@ Paths:
   /early      103 Early Hints, then 200 "ok"
   /padded     200, body "padded" in a DATA frame with 50 bytes of padding
   /big        200 with a 20,000-byte header field (HEADERS + CONTINUATION) and body "big"
-  /goaway     200 "bye", then GOAWAY naming this stream as the last; the connection closes 200 ms later
+  /goaway     GOAWAY at once, naming the highest stream received as the last (as nginx does when
+              keepalive_requests is reached), then 50 ms later 200 "bye"; the connection closes
+              200 ms after that
   else        404
 """
 import asyncio
@@ -34,6 +36,7 @@ class Connection(asyncio.Protocol):
         self.h2.initiate_connection()
         self.flush()
         self.requests = {}
+        self.goaway = False
 
     def flush(self):
         data = self.h2.data_to_send()
@@ -80,10 +83,20 @@ class Connection(asyncio.Protocol):
             self.h2.send_headers(sid, ok + [("x-big", "b" * 20000)])
             self.h2.send_data(sid, b"big", end_stream=True)
         elif path == "/goaway":
-            self.h2.send_headers(sid, ok)
-            self.h2.send_data(sid, b"bye", end_stream=True)
-            self.h2.close_connection(last_stream_id=sid)
-            asyncio.get_event_loop().call_later(0.2, self.transport.close)
+            if not self.goaway:  # written by hand: python3-h2 sends nothing after its own GOAWAY
+                self.goaway = True
+                self.flush()
+                last = self.h2.highest_inbound_stream_id
+                self.transport.write(b"\x00\x00\x08\x07\x00\x00\x00\x00\x00" +
+                                     last.to_bytes(4, "big") + b"\x00\x00\x00\x00")
+            loop = asyncio.get_event_loop()
+
+            def bye():
+                self.h2.send_headers(sid, ok)
+                self.h2.send_data(sid, b"bye", end_stream=True)
+                self.flush()
+                loop.call_later(0.2, self.transport.close)
+            loop.call_later(0.05, bye)
         else:
             self.h2.send_headers(sid, [(":status", "404")], end_stream=True)
 
