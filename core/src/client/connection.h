@@ -61,7 +61,7 @@ struct TrafficCounters {
 
 /// The owner's side. Every call comes from the connection's io_context thread. A slot is a number
 /// in 0..depth-1 naming one request in flight from send() until onResponse or onFailed for it.
-/// onResponse and onFailed come from inside the read loop or nghttp2's callbacks: they must not
+/// onResponse and onFailed come from inside the read loop (HTTP/2: the codec's receive()): they must not
 /// call back into the Connection (connect, close, fail, send, flush); the other callbacks may.
 class ConnectionHandler {
 public:
@@ -70,8 +70,8 @@ public:
     /// The TCP connect, the TLS handshake or the HTTP/2 session set-up failed; the connection is
     /// idle again. Nothing was in flight.
     virtual void onConnectFailed() = 0;
-    /// The request in `slot` got its whole response, with `status` (100..599; 0 when the HTTP/2
-    /// :status was not three digits). The slot is free again.
+    /// The request in `slot` got its whole response, with `status` (HTTP/1.1 100..599, HTTP/2
+    /// 200..599: a malformed :status fails the request as Failure::Protocol). The slot is free again.
     virtual void onResponse(std::uint32_t slot, int status) = 0;
     /// The request in `slot` ended without a complete response. The slot is free again.
     virtual void onFailed(std::uint32_t slot, Failure why) = 0;

@@ -177,6 +177,12 @@ void putInt(std::string& out, std::uint8_t first, int prefixBits, std::uint64_t 
     out.push_back(static_cast<char>(v));
 }
 
+// A body must be as long as content-length says (RFC 9113 §8.1.1), except where there is none
+// whatever the field says: HEAD, 204, 304 (RFC 9110 §6.4.1).
+template <class Stream> bool noBodyExpected(const Stream& s) {
+    return s.request->head || s.status == 204 || s.status == 304;
+}
+
 void putString(std::string& out, std::string_view s) {
     putInt(out, 0x00, 7, s.size()); // H = 0: raw octets
     out.append(s);
@@ -242,7 +248,7 @@ bool H2ClientCodec::start(std::string& out) {
     nextId_ = 1;
     lastGoodId_ = 0x7fffffff;
     blockStream_ = 0;
-    blockEndStream_ = sawSettings_ = goaway_ = false;
+    blockEndStream_ = sawSettings_ = goaway_ = tableSizePending_ = tableSizeSent_ = false;
     if (inflater_) {
         nghttp2_hd_inflate_del(inflater_);
         inflater_ = nullptr;
@@ -331,7 +337,16 @@ void H2ClientCodec::sendHeaders(std::uint32_t slot, std::string& out) {
     s.sendWindow = peerInitialWindow_;
     insert(s.id, slot);
     ++openStreams_;
-    const std::string& block = s.request->h2Block;
+    std::string_view block = s.request->h2Block;
+    std::string withUpdate; // once per connection at most
+    if (tableSizePending_) {
+        withUpdate.reserve(block.size() + 1);
+        withUpdate.push_back('\x20'); // dynamic table size update to 0 (RFC 7541 §6.3)
+        withUpdate.append(block);
+        block = withUpdate;
+        tableSizePending_ = false;
+        tableSizeSent_ = true;
+    }
     const bool noBody = s.request->body.empty();
     std::size_t offset = 0;
     bool first = true;
@@ -341,7 +356,7 @@ void H2ClientCodec::sendHeaders(std::uint32_t slot, std::string& out) {
         std::uint8_t flags = last ? kEndHeaders : 0;
         if (first && noBody) flags |= kEndStream;
         putFrameHeader(out, n, first ? kHeaders : kContinuation, flags, s.id);
-        out.append(block, offset, n);
+        out.append(block.substr(offset, n));
         offset += n;
         first = false;
     } while (offset < block.size());
@@ -400,6 +415,10 @@ void H2ClientCodec::startWaiting(std::string& out) {
 
 void H2ClientCodec::release(std::uint32_t slot) {
     auto& s = streams_[slot];
+    if (s.blocked) { // its entry goes, so the list stays as short as the streams that wait
+        const auto it = std::find(blockedList_.begin(), blockedList_.end(), slot);
+        if (it != blockedList_.end()) blockedList_.erase(it);
+    }
     if (s.state == StreamState::Open) {
         erase(s.id);
         --openStreams_;
@@ -412,10 +431,7 @@ void H2ClientCodec::release(std::uint32_t slot) {
 
 void H2ClientCodec::complete(std::uint32_t slot, std::string& out) {
     auto& s = streams_[slot];
-    // A body must be as long as content-length says (RFC 9113 §8.1.1), except where there is none
-    // whatever the field says: HEAD, 204, 304 (RFC 9110 §6.4.1).
-    const bool noBody = s.request->head || s.status == 204 || s.status == 304;
-    const bool ok = s.status >= 0 && (!s.hasLength || noBody || s.received == s.contentLength);
+    const bool ok = s.status >= 0 && (!s.hasLength || noBodyExpected(s) || s.received == s.contentLength);
     if (!ok) {
         failStream(slot, Failure::Protocol, kProtocolError, out);
         return;
@@ -542,6 +558,11 @@ bool H2ClientCodec::onData(std::int32_t id, std::uint8_t flags, const std::uint8
         return true;
     }
     s.received += len - pad;
+    // Longer than content-length: malformed at once (RFC 9113 §8.1.1), not only at END_STREAM.
+    if (s.hasLength && !noBodyExpected(s) && s.received > s.contentLength) {
+        failStream(slot, Failure::Protocol, kProtocolError, out);
+        return true;
+    }
     if (flags & kEndStream) {
         complete(slot, out);
         return true;
@@ -637,7 +658,7 @@ bool H2ClientCodec::onBlockFragment(const std::uint8_t* p, std::size_t len, bool
         complete(slot, out);
         return true;
     }
-    if (s->status == -2 || s->status == -1) { // no :status, or a bad content-length
+    if (s->status <= 0) { // no :status, one that is not three digits, or a bad content-length
         failStream(slot, Failure::Protocol, kProtocolError, out);
         return true;
     }
@@ -660,10 +681,17 @@ bool H2ClientCodec::onSettings(std::uint8_t flags, const std::uint8_t* p, std::s
         return true;
     }
     if (len % 6 != 0) return connectionError(kFrameSizeError, out), false;
+    // Until the server's first SETTINGS we assumed a limit; its SETTINGS without
+    // MAX_CONCURRENT_STREAMS means none (§6.5.2: "Initially, there is no limit").
+    if (!sawSettings_) peerMaxStreams_ = 0xffffffffu;
     for (std::size_t i = 0; i < len; i += 6) {
         const std::uint16_t key = static_cast<std::uint16_t>((p[i] << 8) | p[i + 1]);
         const std::uint32_t v = be32(p + i + 2);
         switch (key) {
+        case 0x1: // HEADER_TABLE_SIZE: below the default, the next block we send must say the
+                  // size our encoder uses (RFC 7541 §4.2): 0, as it never indexes; once is enough.
+            if (v < 4096 && !tableSizeSent_) tableSizePending_ = true;
+            break;
         case 0x2: // ENABLE_PUSH: a server may only send 0 (§6.5.2)
             if (v != 0) return connectionError(kProtocolError, out), false;
             break;
@@ -686,7 +714,7 @@ bool H2ClientCodec::onSettings(std::uint8_t flags, const std::uint8_t* p, std::s
             peerMaxFrame_ = v;
             break;
         default:
-            break; // HEADER_TABLE_SIZE (we never index), MAX_HEADER_LIST_SIZE, unknown: nothing to do
+            break; // MAX_HEADER_LIST_SIZE, unknown: nothing to do
         }
     }
     sawSettings_ = true;

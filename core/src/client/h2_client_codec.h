@@ -44,7 +44,8 @@ std::string encodeRequestBlock(std::span<const HeaderField> fields);
 class H2ClientEvents {
 public:
     /// The request in `slot` got its whole response (final :status, then END_STREAM; a body as long
-    /// as its content-length said): `status` 200..599, or 0 when :status was not three digits.
+    /// as its content-length said): `status` 200..599. A response without a valid :status (three
+    /// digits, 100..599) is malformed (RFC 9113 §8.1.1): onStreamFailed with Failure::Protocol.
     virtual void onStreamResponse(std::uint32_t slot, int status) = 0;
     /// The request in `slot` ended without a complete response: the server reset the stream
     /// (RST_STREAM: PROTOCOL_ERROR, FLOW_CONTROL_ERROR, COMPRESSION_ERROR, FRAME_SIZE_ERROR or
@@ -118,7 +119,7 @@ private:
         std::uint64_t contentLength = 0; // valid when hasLength
         std::uint32_t unacked = 0;       // received DATA (with padding) not yet given back
         std::int32_t id = 0;             // stream id once sent
-        std::int16_t status = -1;        // final :status, 0 when not three digits; -1: none yet
+        std::int16_t status = -1;        // :status; 0: not three digits, -1: none yet, -2: bad content-length
         StreamState state = StreamState::Free;
         bool hasLength = false;
         bool blocked = false;  // body waiting for window
@@ -173,7 +174,9 @@ private:
     std::int32_t blockStream_ = 0; // 0: none
     std::uint32_t blockSlot_ = 0;  // the slot, or kNoSlot when the stream is not ours any more
     bool blockEndStream_ = false;
-    bool sawSettings_ = false; // the server's preface (a SETTINGS frame) arrived
+    bool sawSettings_ = false;      // the server's preface (a SETTINGS frame) arrived
+    bool tableSizePending_ = false; // the next header block starts with a table size update to 0
+    bool tableSizeSent_ = false;
     bool goaway_ = false;
 };
 
