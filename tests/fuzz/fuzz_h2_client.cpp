@@ -50,19 +50,25 @@ constexpr std::size_t kKinds = 5;
 const std::array<PreparedRequest, kKinds>& requests() {
     static const std::array<PreparedRequest, kKinds> r = [] {
         std::array<PreparedRequest, kKinds> a;
-        const auto block = [](std::string_view method, std::string_view extra) {
+        const auto fields = [](std::string_view method, std::string_view extra) {
             std::vector<HeaderField> f = {{":method", method},
                                           {":scheme", "http"},
                                           {":authority", "localhost:8080"},
                                           {":path", "/fuzz"}};
             if (!extra.empty()) f.push_back({"x-big", extra});
-            return encodeRequestBlock(f);
+            return f;
+        };
+        const auto block = [&](std::string_view method, std::string_view extra) {
+            return encodeRequestBlock(fields(method, extra));
         };
         static const std::string big(20000, 'b');
-        a[0].h2Block = block("GET", {});
+        // Two kinds with dynamic-table indexing (H2RequestFields), sharing entries, the rest as
+        // fixed blocks.
+        H2RequestFields table;
+        a[0].h2Fields = table.prepare(fields("GET", {}));
         a[1].h2Block = block("HEAD", {});
         a[1].head = true;
-        a[2].h2Block = block("POST", {});
+        a[2].h2Fields = table.prepare(fields("POST", "10 bytes"));
         a[2].body = "0123456789";
         a[3].h2Block = block("POST", {});
         a[3].body.assign(40000, 'p');

@@ -1509,6 +1509,128 @@ private slots:
         QCOMPARE(second, first);
     }
 
+    // --- requests prepared with H2RequestFields: indexed after a connection's first use ---
+
+    // Two kinds sharing :authority and user-agent: the first request of each inserts what it does
+    // not share, later ones are all indexed (one byte per field), and nghttp2's decoder, fed the
+    // blocks in order as a server is, reads the same fields every time. A new connection (start)
+    // inserts again.
+    void indexedFields() {
+        H2RequestFields table;
+        const HeaderField a[] = {{":method", "GET"},
+                                 {":scheme", "http"},
+                                 {":authority", "127.0.0.1:8080"},
+                                 {":path", "/a"},
+                                 {"user-agent", "portico"}};
+        const HeaderField b[] = {
+            {":method", "POST"}, {":scheme", "http"},       {":authority", "127.0.0.1:8080"},
+            {":path", "/b"},     {"user-agent", "portico"}, {"x-kind", "b"}};
+        PreparedRequest ra, rb;
+        ra.h2Fields = table.prepare(a);
+        rb.h2Fields = table.prepare(b);
+        QCOMPARE(table.entries(), std::size_t(5)); // authority, /a, user-agent, /b, x-kind
+        QCOMPARE(int(ra.h2Fields[0].entry), int(H2FieldOp::kNoEntry)); // :method GET is static 2
+        QCOMPARE(ra.h2Fields[2].entry, rb.h2Fields[2].entry);          // one :authority entry
+        Client c(8);
+        for (int round = 0; round < 2; ++round) {
+            if (round) { // a new connection: nothing is in its table yet
+                QVERIFY(c.codec.start(c.out));
+                c.out.clear();
+            }
+            QCOMPARE(c.handshake(), QString("Open / SETTINGS ACK"));
+            nghttp2_hd_inflater* inflater = nullptr;
+            QCOMPARE(nghttp2_hd_inflate_new(&inflater), 0);
+            std::vector<std::size_t> sizes;
+            bool decoded = true;
+            for (const auto* r : {&ra, &rb, &ra, &rb, &ra}) {
+                c.submit(*r);
+                const auto frames = c.takeFrames();
+                QCOMPARE(frames.size(), std::size_t(1));
+                Fields got;
+                decoded = decoded && inflate(inflater, frames[0].payload, got);
+                const auto& want =
+                    r == &ra ? std::span<const HeaderField>(a) : std::span<const HeaderField>(b);
+                QCOMPARE(got.size(), want.size());
+                for (std::size_t i = 0; i < got.size(); ++i) {
+                    QCOMPARE(qb(got[i].first), qb(want[i].first));
+                    QCOMPARE(qb(got[i].second), qb(want[i].second));
+                }
+                sizes.push_back(frames[0].payload.size());
+            }
+            nghttp2_hd_inflate_del(inflater);
+            QVERIFY(decoded);
+            // First of a: GET 1, http 1, :authority (1+1+14), :path (1+1+2), user-agent (1+1+7):
+            // 31; the first of b inserts /b and x-kind only; then every field is one byte.
+            QCOMPARE(sizes[0], std::size_t(31));
+            QCOMPARE(sizes[2], std::size_t(5));
+            QCOMPARE(sizes[3], std::size_t(6));
+            QCOMPARE(sizes[4], std::size_t(5));
+            QVERIFY(sizes[1] > sizes[3]);
+        }
+    }
+
+    // Fields beyond the table's 4,096 bytes are literals without indexing every time.
+    void fieldsBeyondTheTableAreLiterals() {
+        H2RequestFields table;
+        const std::string big(4000, 'v');
+        const HeaderField f[] = {
+            {":method", "GET"}, {"x-big", big}, {"x-other", std::string_view(big).substr(0, 100)}};
+        PreparedRequest r;
+        r.h2Fields = table.prepare(f);
+        QCOMPARE(table.entries(), std::size_t(1)); // x-big (4,037 bytes) fits; x-other would not
+        QCOMPARE(int(r.h2Fields[2].entry), int(H2FieldOp::kNoEntry));
+        Client c(2);
+        QCOMPARE(c.handshake(), QString("Open / SETTINGS ACK"));
+        c.submit(r);
+        c.submit(r);
+        const auto frames = c.takeFrames();
+        QCOMPARE(frames.size(), std::size_t(2));
+        // GET 1, x-big indexed 1, x-other as a literal: 1 + (1+7) + (1+100).
+        QCOMPARE(frames[1].payload.size(), std::size_t(1 + 1 + 1 + 1 + 7 + 1 + 100));
+        nghttp2_hd_inflater* inflater = nullptr;
+        QCOMPARE(nghttp2_hd_inflate_new(&inflater), 0);
+        Fields one, two;
+        const bool ok =
+            inflate(inflater, frames[0].payload, one) && inflate(inflater, frames[1].payload, two);
+        nghttp2_hd_inflate_del(inflater);
+        QVERIFY(ok);
+        QCOMPARE(one, two);
+        QCOMPARE(one.size(), std::size_t(3));
+        QCOMPARE(one[1].second.size(), std::size_t(4000));
+    }
+
+    // A server that allows no dynamic table (HEADER_TABLE_SIZE 0) after entries were inserted: the
+    // next block starts with a table size update to 0 and nothing is indexed any more.
+    void tableTurnedOffAfterInsertions() {
+        H2RequestFields table;
+        const HeaderField f[] = {{":method", "GET"}, {":path", "/x"}, {"user-agent", "portico"}};
+        PreparedRequest r;
+        r.h2Fields = table.prepare(f);
+        Client c(4);
+        QCOMPARE(c.handshake(), QString("Open / SETTINGS ACK"));
+        nghttp2_hd_inflater* inflater = nullptr;
+        QCOMPARE(nghttp2_hd_inflate_new(&inflater), 0);
+        Fields got;
+        c.submit(r);
+        auto frames = c.takeFrames();
+        bool ok = inflate(inflater, frames[0].payload, got);
+        QCOMPARE(c.feed(settings({{kHeaderTableSize, 0}})), QString("Open"));
+        QCOMPARE(c.take(), QString("SETTINGS ACK"));
+        QCOMPARE(nghttp2_hd_inflate_change_table_size(inflater, 0), 0); // the server, once acked
+        for (int i = 0; i < 2; ++i) {
+            c.submit(r);
+            frames = c.takeFrames();
+            QCOMPARE(frames.size(), std::size_t(1));
+            QCOMPARE(frames[0].payload[0] == '\x20', i == 0); // the update, once
+            got.clear();
+            ok = ok && inflate(inflater, frames[0].payload, got);
+            QCOMPARE(got.size(), std::size_t(3));
+            QCOMPARE(qb(got[2].second), QByteArray("portico"));
+        }
+        nghttp2_hd_inflate_del(inflater);
+        QVERIFY(ok);
+    }
+
     // --- flow control of responses: what was received is given back ---
 
     void receivedDataIsGivenBack() {

@@ -29,7 +29,10 @@ struct PreparedRequest {
     std::string http1; ///< HTTP/1.1: request line, fields, blank line and body (RFC 9112 §2.1)
     bool head = false; ///< HEAD: the response has no body whatever its fields say (RFC 9110 §9.3.2)
     /// HTTP/2: the header section (pseudo-fields first, names lower-case, RFC 9113 §8.2–§8.3) as
-    /// one HPACK header block from encodeRequestBlock (h2_client_codec.h): valid on any connection.
+    /// prepared by H2RequestFields (h2_client_codec.h): indexed once each connection has sent it.
+    std::vector<H2FieldOp> h2Fields;
+    /// HTTP/2 when h2Fields is empty: one HPACK header block from encodeRequestBlock, sent as is
+    /// (static table and literals without indexing: valid on any connection).
     std::string h2Block;
     std::string body; ///< HTTP/2: the body, sent in DATA frames (empty: END_STREAM on HEADERS)
 };

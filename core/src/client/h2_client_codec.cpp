@@ -56,12 +56,19 @@ std::uint32_t be32(const std::uint8_t* p) {
     return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
 }
 
-void putFrameHeader(std::string& out, std::size_t length, std::uint8_t type, std::uint8_t flags,
-                    std::int32_t id) {
-    const char h[kHeader] = {
+// The 9 bytes of a frame header at `h`.
+void frameHeaderAt(char* h, std::size_t length, std::uint8_t type, std::uint8_t flags, std::int32_t id) {
+    const char b[kHeader] = {
         static_cast<char>(length >> 16), static_cast<char>(length >> 8), static_cast<char>(length),
         static_cast<char>(type),         static_cast<char>(flags),       static_cast<char>(id >> 24),
         static_cast<char>(id >> 16),     static_cast<char>(id >> 8),     static_cast<char>(id)};
+    std::memcpy(h, b, kHeader);
+}
+
+void putFrameHeader(std::string& out, std::size_t length, std::uint8_t type, std::uint8_t flags,
+                    std::int32_t id) {
+    char h[kHeader];
+    frameHeaderAt(h, length, type, flags, id);
     out.append(h, kHeader);
 }
 
@@ -188,29 +195,73 @@ void putString(std::string& out, std::string_view s) {
     out.append(s);
 }
 
+// The static table's index of `name` with `value` (full) and of `name` alone; 0: none.
+std::pair<std::size_t, std::size_t> staticIndex(std::string_view name, std::string_view value) {
+    std::size_t nameIndex = 0;
+    for (std::size_t i = 0; i < kStatic.size(); ++i) {
+        if (kStatic[i].first != name) continue;
+        if (!nameIndex) nameIndex = i + 1;
+        if (kStatic[i].second == value) return {i + 1, nameIndex};
+    }
+    return {0, nameIndex};
+}
+
+// A literal field (§6.2): with incremental indexing (pattern 01, 6-bit name index) or without
+// (0000, 4-bit); a name index of 0 means the name follows as a string.
+void putLiteral(std::string& out, std::string_view name, std::string_view value, std::size_t nameIndex,
+                bool incremental) {
+    if (incremental)
+        putInt(out, 0x40, 6, nameIndex);
+    else
+        putInt(out, 0x00, 4, nameIndex);
+    if (!nameIndex) putString(out, name);
+    putString(out, value);
+}
+
 } // namespace
 
 std::string encodeRequestBlock(std::span<const HeaderField> fields) {
     std::string out;
     for (const auto& [name, value] : fields) {
-        std::size_t nameIndex = 0, fullIndex = 0;
-        for (std::size_t i = 0; i < kStatic.size(); ++i) {
-            if (kStatic[i].first != name) continue;
-            if (!nameIndex) nameIndex = i + 1;
-            if (kStatic[i].second == value) {
-                fullIndex = i + 1;
-                break;
-            }
-        }
-        if (fullIndex) {
-            putInt(out, 0x80, 7, fullIndex); // indexed header field (§6.1)
-            continue;
-        }
-        putInt(out, 0x00, 4, nameIndex); // literal without indexing (§6.2.2); 0: a new name follows
-        if (!nameIndex) putString(out, name);
-        putString(out, value);
+        const auto [full, nameIndex] = staticIndex(name, value);
+        if (full)
+            putInt(out, 0x80, 7, full); // indexed header field (§6.1)
+        else
+            putLiteral(out, name, value, nameIndex, false);
     }
     return out;
+}
+
+std::vector<H2FieldOp> H2RequestFields::prepare(std::span<const HeaderField> fields) {
+    std::vector<H2FieldOp> ops;
+    ops.reserve(fields.size());
+    for (const auto& [name, value] : fields) {
+        H2FieldOp op;
+        const auto [full, nameIndex] = staticIndex(name, value);
+        if (full) {
+            putInt(op.bytes, 0x80, 7, full);
+            ops.push_back(std::move(op));
+            continue;
+        }
+        std::size_t entry = 0;
+        while (entry < entries_.size() && (entries_[entry].first != name || entries_[entry].second != value))
+            ++entry;
+        const std::size_t size = name.size() + value.size() + 32; // §4.1
+        if (entry == entries_.size() && used_ + size <= kTableBytes &&
+            entries_.size() < H2FieldOp::kNoEntry) {
+            entries_.emplace_back(name, value);
+            used_ += size;
+        }
+        if (entry < entries_.size()) {
+            op.entry = static_cast<std::uint16_t>(entry);
+            putLiteral(op.bytes, name, value, nameIndex, true);
+            putLiteral(op.plain, name, value, nameIndex, false);
+        } else {
+            putLiteral(op.bytes, name, value, nameIndex, false);
+        }
+        ops.push_back(std::move(op));
+    }
+    return ops;
 }
 
 // ---- the codec ----
@@ -249,6 +300,9 @@ bool H2ClientCodec::start(std::string& out) {
     lastGoodId_ = 0x7fffffff;
     blockStream_ = 0;
     blockEndStream_ = sawSettings_ = goaway_ = tableSizePending_ = tableSizeSent_ = false;
+    indexing_ = true;
+    std::fill(inserted_.begin(), inserted_.end(), 0);
+    insertedCount_ = 0;
     if (inflater_) {
         nghttp2_hd_inflate_del(inflater_);
         inflater_ = nullptr;
@@ -337,17 +391,30 @@ void H2ClientCodec::sendHeaders(std::uint32_t slot, std::string& out) {
     s.sendWindow = peerInitialWindow_;
     insert(s.id, slot);
     ++openStreams_;
-    std::string_view block = s.request->h2Block;
-    std::string withUpdate; // once per connection at most
-    if (tableSizePending_) {
-        withUpdate.reserve(block.size() + 1);
-        withUpdate.push_back('\x20'); // dynamic table size update to 0 (RFC 7541 §6.3)
-        withUpdate.append(block);
-        block = withUpdate;
+    const bool noBody = s.request->body.empty();
+    // The block goes straight after a frame header written now and completed when its length is
+    // known; a block larger than the server's frame size moves out and is cut into CONTINUATION.
+    const std::size_t at = out.size();
+    out.append(kHeader, '\0');
+    if (tableSizePending_) {   // once per connection at most
+        out.push_back('\x20'); // dynamic table size update to 0 (RFC 7541 §6.3)
         tableSizePending_ = false;
         tableSizeSent_ = true;
     }
-    const bool noBody = s.request->body.empty();
+    if (s.request->h2Fields.empty())
+        out.append(s.request->h2Block);
+    else
+        encodeFields(s.request->h2Fields, out);
+    const std::size_t size = out.size() - at - kHeader;
+    if (size <= peerMaxFrame_) {
+        frameHeaderAt(out.data() + at, size, kHeaders,
+                      static_cast<std::uint8_t>(kEndHeaders | (noBody ? kEndStream : 0)), s.id);
+        if (!noBody) sendBody(slot, out);
+        return;
+    }
+    const std::string blockCopy = out.substr(at + kHeader);
+    out.resize(at);
+    const std::string_view block = blockCopy;
     std::size_t offset = 0;
     bool first = true;
     do {
@@ -361,6 +428,30 @@ void H2ClientCodec::sendHeaders(std::uint32_t slot, std::string& out) {
         first = false;
     } while (offset < block.size());
     if (!noBody) sendBody(slot, out);
+}
+
+// The fields of one request: each entry indexed once this connection inserted it, inserted (a
+// literal with incremental indexing) the first time. Entries are never evicted (H2RequestFields
+// keeps them within the default table size), so entry s of n inserted is at index 62 + n − s.
+void H2ClientCodec::encodeFields(const std::vector<H2FieldOp>& ops, std::string& out) {
+    for (const auto& op : ops) {
+        if (op.entry == H2FieldOp::kNoEntry) {
+            out.append(op.bytes);
+            continue;
+        }
+        if (!indexing_) {
+            out.append(op.plain);
+            continue;
+        }
+        if (op.entry >= inserted_.size()) inserted_.resize(op.entry + 1u, 0); // the first requests only
+        const std::uint16_t s = inserted_[op.entry];
+        if (s) {
+            putInt(out, 0x80, 7, 62u + insertedCount_ - s); // §6.1, dynamic table (§2.3.3)
+            continue;
+        }
+        out.append(op.bytes);
+        inserted_[op.entry] = ++insertedCount_;
+    }
 }
 
 void H2ClientCodec::sendBody(std::uint32_t slot, std::string& out) {
@@ -690,7 +781,11 @@ bool H2ClientCodec::onSettings(std::uint8_t flags, const std::uint8_t* p, std::s
         switch (key) {
         case 0x1: // HEADER_TABLE_SIZE: below the default, the next block we send must say the
                   // size our encoder uses (RFC 7541 §4.2): 0, as it never indexes; once is enough.
-            if (v < 4096 && !tableSizeSent_) tableSizePending_ = true;
+            // Entries inserted so far go with that update: nothing is indexed any more.
+            if (v < 4096 && !tableSizeSent_) {
+                tableSizePending_ = true;
+                indexing_ = false;
+            }
             break;
         case 0x2: // ENABLE_PUSH: a server may only send 0 (§6.5.2)
             if (v != 0) return connectionError(kProtocolError, out), false;

@@ -39,6 +39,41 @@ using HeaderField = std::pair<std::string_view, std::string_view>;
 /// on any connection at any time. Names and values are taken as given (the caller validates).
 std::string encodeRequestBlock(std::span<const HeaderField> fields);
 
+/// One field of a request prepared by H2RequestFields: sent indexed once the connection's dynamic
+/// table holds it.
+struct H2FieldOp {
+    static constexpr std::uint16_t kNoEntry = 0xffff;
+    /// The field's entry number in its H2RequestFields, or kNoEntry: `bytes` is sent every time.
+    std::uint16_t entry = kNoEntry;
+    /// The field's first sending: for an entry a literal with incremental indexing (RFC 7541
+    /// §6.2.1), else an indexed static field (§6.1) or a literal without indexing (§6.2.2).
+    std::string bytes;
+    /// Entries only: the field as a literal without indexing, for a server that allows no
+    /// dynamic table (SETTINGS_HEADER_TABLE_SIZE below 4,096).
+    std::string plain;
+};
+
+/// The header fields of a run's request kinds prepared for HPACK once, the way browsers and
+/// h2load send them: a field in the static table with its value is indexed (§6.1); any other
+/// field is inserted in the connection's dynamic table the first time that connection sends it
+/// and referred to by index afterwards (1 byte where the literal took dozens), as long as all
+/// the fields together fit the table's default 4,096 bytes (§4.1: name + value + 32 each), so no
+/// entry is ever evicted and its index is known without an encoder per connection (the codec
+/// keeps one number per entry). Fields beyond that budget go as literals without indexing.
+/// Shared by every connection of a run; not thread-safe while prepare() runs.
+class H2RequestFields {
+public:
+    static constexpr std::size_t kTableBytes = 4096;
+    /// The operations for `fields` (names lower-case, in order); equal fields of several requests
+    /// share one entry.
+    std::vector<H2FieldOp> prepare(std::span<const HeaderField> fields);
+    std::size_t entries() const { return entries_.size(); }
+
+private:
+    std::vector<std::pair<std::string, std::string>> entries_;
+    std::size_t used_ = 0; // table bytes of the entries
+};
+
 /// What the codec tells its owner; called from inside receive() or submit(). A slot is a number
 /// in 0..depth-1 naming one request from submit() until one of these two calls for it.
 class H2ClientEvents {
@@ -78,7 +113,7 @@ public:
     H2ClientCodec(const H2ClientCodec&) = delete;
     H2ClientCodec& operator=(const H2ClientCodec&) = delete;
 
-    /// A new connection: forgets every stream (without events) and the HPACK state, then appends the
+    /// A new connection: forgets every stream (without events) and both HPACK states, then appends the
     /// client's connection preface (§3.4): the magic, SETTINGS (ENABLE_PUSH 0, INITIAL_WINDOW_SIZE)
     /// and the connection's WINDOW_UPDATE. False only when the HPACK decoder cannot be allocated.
     bool start(std::string& out);
@@ -132,6 +167,7 @@ private:
     void erase(std::int32_t id);
 
     void sendHeaders(std::uint32_t slot, std::string& out);
+    void encodeFields(const std::vector<H2FieldOp>& ops, std::string& out);
     void sendBody(std::uint32_t slot, std::string& out);
     void sendBlocked(std::string& out);
     void startWaiting(std::string& out);
@@ -177,6 +213,9 @@ private:
     bool sawSettings_ = false;      // the server's preface (a SETTINGS frame) arrived
     bool tableSizePending_ = false; // the next header block starts with a table size update to 0
     bool tableSizeSent_ = false;
+    bool indexing_ = true;                // false once the server allowed no dynamic table
+    std::vector<std::uint16_t> inserted_; // by H2FieldOp::entry: 1-based insertion number, 0: not yet
+    std::uint16_t insertedCount_ = 0;
     bool goaway_ = false;
 };
 

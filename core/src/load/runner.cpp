@@ -86,8 +86,9 @@ std::string serialise(const RequestSpec& spec, const Url& url) {
 }
 
 // The HTTP/2 form of a request: pseudo-header fields, then the given fields with lower-case names
-// (Host becomes :authority; connection-specific fields, RFC 9113 §8.2.2, are dropped).
-void prepareH2(Prepared& p, const RequestSpec& spec, const Url& url) {
+// (Host becomes :authority; connection-specific fields, RFC 9113 §8.2.2, are dropped), prepared
+// for HPACK with the run's other kinds in `table` (indexed after each connection's first use).
+void prepareH2(Prepared& p, const RequestSpec& spec, const Url& url, client::H2RequestFields& table) {
     std::string authority = url.authority;
     for (const auto& [name, value] : spec.headers)
         if (http::iequals(name, "host")) authority = value;
@@ -102,7 +103,7 @@ void prepareH2(Prepared& p, const RequestSpec& spec, const Url& url) {
         fields.emplace_back(lowered.back(), value);
     }
     if (!spec.body.empty()) fields.emplace_back("content-length", length);
-    p.h2Block = client::encodeRequestBlock(fields);
+    p.h2Fields = table.prepare(fields);
     p.body = spec.body;
 }
 
@@ -172,6 +173,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
     plan.specs.reserve(options.requests.size());
     Url first;
     std::uint32_t cumulative = 0;
+    client::H2RequestFields h2Table; // the kinds' fields share dynamic-table entries
     for (const auto& spec : options.requests) {
         Url url;
         if (!parseUrl(spec.url, url, error)) return refuse(error);
@@ -183,7 +185,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
         Prepared p;
         p.head = spec.method == "HEAD";
         if (plan.connection.h2)
-            prepareH2(p, spec, url);
+            prepareH2(p, spec, url, h2Table);
         else
             p.http1 = serialise(spec, url);
         plan.specs.push_back(std::move(p));
