@@ -42,10 +42,12 @@ namespace {
 struct Recorder final : client::ConnectionHandler {
     std::vector<std::string> events;
     std::function<void()> onProgressHook;
+    std::function<void(std::uint32_t)> onResponseHook; // runs inside onResponse when set
     void onOpen() override { events.push_back("open"); }
     void onConnectFailed() override { events.push_back("connect failed"); }
     void onResponse(std::uint32_t slot, int status) override {
         events.push_back("response " + std::to_string(slot) + " " + std::to_string(status));
+        if (onResponseHook) onResponseHook(slot);
     }
     void onFailed(std::uint32_t slot, client::Failure why) override {
         const char* w = why == client::Failure::Reset     ? "reset"
@@ -66,35 +68,41 @@ struct Recorder final : client::ConnectionHandler {
 };
 
 // One scripted connection: accepts once on 127.0.0.1:0, reads until `requests` request heads
-// arrived (blank lines counted), writes `reply`, then closes when `closeAfter`, else waits for the
-// client to close. Everything it read is kept in `received`.
+// arrived (blank lines counted), writes `reply` (and `later` 300 ms after it, when given), then
+// closes when `closeAfter`, else waits for the client to close. Everything it read is kept in
+// `received`.
 class ScriptedServer {
 public:
-    ScriptedServer(int requests, std::string reply, bool closeAfter) {
+    ScriptedServer(int requests, std::string reply, bool closeAfter, std::string later = {}) {
         listener_ = test::listenLoopback(port_, 4);
-        thread_ = std::thread([this, requests, reply = std::move(reply), closeAfter] {
-            const int fd = ::accept(listener_, nullptr, nullptr);
-            if (fd < 0) return;
-            timeval tv{5, 0};
-            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            char buf[4096];
-            auto heads = [&] {
-                int n = 0;
-                for (std::size_t p = 0; (p = received.find("\r\n\r\n", p)) != std::string::npos; p += 4)
-                    ++n;
-                return n;
-            };
-            while (heads() < requests) {
-                const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-                if (n <= 0) break;
-                received.append(buf, static_cast<std::size_t>(n));
-            }
-            ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
-            if (!closeAfter)
-                while (::recv(fd, buf, sizeof buf, 0) > 0) {
+        thread_ =
+            std::thread([this, requests, reply = std::move(reply), closeAfter, later = std::move(later)] {
+                const int fd = ::accept(listener_, nullptr, nullptr);
+                if (fd < 0) return;
+                timeval tv{5, 0};
+                ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                char buf[4096];
+                auto heads = [&] {
+                    int n = 0;
+                    for (std::size_t p = 0; (p = received.find("\r\n\r\n", p)) != std::string::npos; p += 4)
+                        ++n;
+                    return n;
+                };
+                while (heads() < requests) {
+                    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+                    if (n <= 0) break;
+                    received.append(buf, static_cast<std::size_t>(n));
                 }
-            ::close(fd);
-        });
+                ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+                if (!later.empty()) {
+                    std::this_thread::sleep_for(300ms);
+                    ::send(fd, later.data(), later.size(), MSG_NOSIGNAL);
+                }
+                if (!closeAfter)
+                    while (::recv(fd, buf, sizeof buf, 0) > 0) {
+                    }
+                ::close(fd);
+            });
     }
     ~ScriptedServer() {
         ::shutdown(listener_, SHUT_RDWR);
@@ -207,6 +215,30 @@ private slots:
         c.requests = {http1Request("GET", "/")};
         QVERIFY2(c.exchange(3), qPrintable(c.rec.text()));
         QCOMPARE(c.rec.text(), QStringLiteral("open | response 0 200 | closed"));
+    }
+
+    // firstByteNs: a response that came in one read has none (0: "this read"); one whose body came
+    // 300 ms after its head has the time of the read that brought the head.
+    void firstByteTime() {
+        ScriptedServer server(2,
+                              "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                              "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nla",
+                              false, "te");
+        Http1Case c(server.port(), 2);
+        c.requests = {http1Request("GET", "/a"), http1Request("GET", "/b")};
+        std::vector<std::pair<std::int64_t, std::int64_t>> seen; // firstByteNs, time of onResponse
+        c.rec.onResponseHook = [&](std::uint32_t slot) {
+            seen.emplace_back(c.conn.firstByteNs(slot),
+                              std::chrono::steady_clock::now().time_since_epoch().count());
+        };
+        const auto sent = std::chrono::steady_clock::now().time_since_epoch().count();
+        QVERIFY2(c.exchange(3), qPrintable(c.rec.text()));
+        QCOMPARE(c.rec.text(), QStringLiteral("open | response 0 200 | response 1 200"));
+        QCOMPARE(seen.size(), std::size_t(2));
+        QCOMPARE(seen[0].first, std::int64_t(0));
+        QVERIFY2(seen[1].first >= sent && seen[1].second - seen[1].first >= 250'000'000,
+                 qPrintable(QString("first byte %1, done %2").arg(seen[1].first).arg(seen[1].second)));
+        c.conn.close();
     }
 
     // A response cut short by the close: the request failed as reset.

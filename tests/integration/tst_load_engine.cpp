@@ -279,6 +279,32 @@ private slots:
         QCOMPARE(serverCount(server->output()), 2000);
     }
 
+    // The drill-down sample's first byte: a response whose HEADERS come at once and whose body
+    // 300 ms later (tests/support/h2_load_peer.py /slowbody) has firstByteNs near sentNs and at
+    // least 250 ms before doneNs; the JSON carries it.
+    void h2SampleFirstByte() {
+        QTemporaryDir tmp;
+        QProcess py;
+        const int port = test::startSupportScript(py, "h2_load_peer.py", tmp.filePath("port"));
+        QVERIFY2(port, py.readAllStandardError().constData());
+        auto o = options(QStringLiteral("http://127.0.0.1:%1/slowbody").arg(port));
+        o.protocol = load::Protocol::Http2;
+        o.connections = 1;
+        o.count = 3;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.requests.completed, 3u);
+        QVERIFY(!r.samples.empty());
+        for (const auto& x : r.samples) {
+            QVERIFY2(x.firstByteNs >= x.sentNs && x.firstByteNs < x.sentNs + 200'000'000,
+                     qPrintable(QString("sent %1 first byte %2").arg(x.sentNs).arg(x.firstByteNs)));
+            QVERIFY2(x.doneNs - x.firstByteNs >= 250'000'000,
+                     qPrintable(QString("first byte %1 done %2").arg(x.firstByteNs).arg(x.doneNs)));
+        }
+        py.kill();
+        py.waitForFinished();
+    }
+
     // HTTP/2 against a server that sends GOAWAY and then answers the streams it got 50 ms later
     // (python3-h2, tests/support/h2_load_peer.py /goaway), as nginx does when keepalive_requests is
     // reached: meanwhile the generator must not open streams (they would fail); each connection

@@ -71,6 +71,9 @@ QString sampleProblem(const load::Result& r, std::size_t i) {
     if (x.failure > 3) return at + "unknown failure kind";
     if (x.failure == 0 && (x.status < 100 || x.status > 599)) return at + "completed without a status";
     if (x.failure != 0 && x.status != 0) return at + "failed with a status";
+    if (x.failure == 0 && x.firstByteNs < 0) return at + "completed without a first byte";
+    if (x.firstByteNs >= 0 && (x.firstByteNs < x.sentNs || x.firstByteNs > x.doneNs))
+        return at + "first byte outside sent..done";
     if (x.doneNs > r.measured.count()) return at + "done after the end of the measured run";
     if (i > 0 && r.samples[i - 1].doneNs > x.doneNs) return at + "not sorted by doneNs";
     for (std::size_t j = 0; j < i; ++j)
@@ -603,6 +606,7 @@ private slots:
                 QCOMPARE(x.doneNs, orig->doneNs + 250'000'000);
                 QCOMPARE(x.sentNs, orig->sentNs + 250'000'000);
                 QCOMPARE(x.intendedNs, orig->intendedNs + 250'000'000);
+                QCOMPARE(x.firstByteNs, orig->firstByteNs < 0 ? -1 : orig->firstByteNs + 250'000'000);
                 QCOMPARE(x.latencyNs, orig->latencyNs);
                 ++shifted;
             }

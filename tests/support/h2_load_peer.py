@@ -11,6 +11,7 @@ Paths:
   /trailers   200, body "abc", then trailers (x-checksum: 1)
   /early      103 Early Hints, then 200 "ok"
   /padded     200, body "padded" in a DATA frame with 50 bytes of padding
+  /slowbody   200 at once, its body "late" 300 ms later
   /big        200 with a 20,000-byte header field (HEADERS + CONTINUATION) and body "big"
   /goaway     GOAWAY at once, naming the highest stream received as the last (as nginx does when
               keepalive_requests is reached), then 50 ms later 200 "bye"; the connection closes
@@ -76,6 +77,13 @@ class Connection(asyncio.Protocol):
             self.h2.send_headers(sid, [(":status", "103"), ("link", "</a.css>; rel=preload")])
             self.h2.send_headers(sid, ok)
             self.h2.send_data(sid, b"ok", end_stream=True)
+        elif path == "/slowbody":
+            self.h2.send_headers(sid, ok)
+
+            def late():
+                self.h2.send_data(sid, b"late", end_stream=True)
+                self.flush()
+            asyncio.get_event_loop().call_later(0.3, late)
         elif path == "/padded":
             self.h2.send_headers(sid, ok)
             self.h2.send_data(sid, b"padded", end_stream=True, pad_length=50)

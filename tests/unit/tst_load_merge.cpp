@@ -69,6 +69,7 @@ void addSamples(load::Result& r) {
         x.intendedNs = x.sentNs = t;
         x.doneNs = t + 150'000 + i * 1000;
         x.latencyNs = static_cast<std::uint64_t>(x.doneNs - x.intendedNs);
+        if (i < 9) x.firstByteNs = t + 100'000; // none for the failed ones
         if (i >= 9) { // reset, timeout, protocol
             x.failure = static_cast<std::uint8_t>(i - 8);
             x.status = 0;
@@ -228,6 +229,7 @@ private slots:
                 y.intendedNs -= 30'000'000;
                 y.sentNs -= 30'000'000;
                 y.doneNs -= 30'000'000;
+                if (y.firstByteNs >= 0) y.firstByteNs -= 30'000'000;
                 QVERIFY(std::find(first.begin(), first.end(), y) != first.end());
                 ++fromFirst;
             } else { // run 2, the earliest: not shifted, connections 4..7
@@ -275,6 +277,12 @@ private slots:
                               << "samples[0].localPort";
         QTest::newRow("missing") << QByteArray(",\"sequence\":0,") << QByteArray(",")
                                  << "samples[0].sequence: missing";
+        QTest::newRow("first byte after done")
+            << QByteArray("\"firstByteNs\":101000,") << QByteArray("\"firstByteNs\":151001,")
+            << "samples[0].firstByteNs: not sentNs";
+        QTest::newRow("first byte before sent")
+            << QByteArray("\"firstByteNs\":101000,") << QByteArray("\"firstByteNs\":999,")
+            << "samples[0].firstByteNs: not sentNs";
         QTest::newRow("fraction") << QByteArray("\"doneNs\":151000") << QByteArray("\"doneNs\":151000.5")
                                   << "samples[0].doneNs";
     }

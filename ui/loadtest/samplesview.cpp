@@ -114,6 +114,7 @@ capture::Exchange sampleExchange(const load::Result& r, const load::ExchangeSamp
     }
     e.set(capture::Phase::RequestHeaders, s.sentNs);
     e.set(capture::Phase::RequestBodyDone, s.sentNs);
+    if (s.firstByteNs >= 0) e.set(capture::Phase::ResponseFirstByte, s.firstByteNs);
     e.set(capture::Phase::ResponseDone, s.doneNs);
     e.startedUnixNs =
         std::chrono::duration_cast<std::chrono::nanoseconds>(r.startedAt.time_since_epoch()).count() +

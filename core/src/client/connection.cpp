@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace portico::client {
@@ -34,7 +35,12 @@ Connection::Connection(asio::io_context& io, const ConnectionSettings& settings,
         h2_ = std::make_unique<H2ClientCodec>(static_cast<H2ClientEvents&>(*this),
                                               std::clamp(depth, 1u, kMaxDepth), settings.h2Settings);
     writeBuf_.reserve(std::clamp(depth, 1u, kMaxDepth) * 512);
+    firstByte_.assign(std::clamp(depth, 1u, kMaxDepth), 0);
 }
+
+namespace {
+std::int64_t steadyNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+} // namespace
 
 Connection::~Connection() { release(); }
 
@@ -208,6 +214,8 @@ bool Connection::onData(std::size_t n) {
     counters_.bytesRead += n;
     readEnd_ += n;
     if (h2_ ? !processH2() : !processHttp1()) return false;
+    // HTTP/1.1: a response begun and not ended in this read gets the read's time as its first byte.
+    if (!h2_ && parser_.started() && inFlight_ && !firstByte_[ringHead_]) firstByte_[ringHead_] = steadyNs();
     if (readBegin_ == readEnd_) {
         readBegin_ = readEnd_ = 0;
     } else if (readEnd_ == kReadBuffer) {
@@ -230,6 +238,12 @@ bool Connection::processH2() {
                                       readEnd_ - readBegin_, used, writeBuf_);
     readBegin_ += used;
     if (gen != generation_) return false;
+    // Responses whose first HEADERS came in this read and that are still open: the read's time.
+    if (!h2_->begunThisRead().empty()) {
+        const std::int64_t now = steadyNs();
+        for (const std::uint32_t slot : h2_->begunThisRead())
+            if (h2_->inFlight(slot) && !firstByte_[slot]) firstByte_[slot] = now;
+    }
     if (verdict == H2ClientCodec::Verdict::Error) {
         flush(); // the GOAWAY, as far as the socket takes it now
         if (gen == generation_) fail(Failure::Protocol);
@@ -322,10 +336,12 @@ void Connection::close() {
 bool Connection::send(const PreparedRequest& request, std::uint32_t& slot) {
     if (h2_) {
         if (!h2_->submit(request, slot, writeBuf_)) return false;
+        firstByte_[slot] = 0;
         ++sent_;
         return true;
     }
     slot = static_cast<std::uint32_t>((ringHead_ + inFlight_) % slots_.size());
+    firstByte_[slot] = 0;
     slots_[slot].request = &request;
     ++inFlight_;
     writeBuf_.append(request.http1);

@@ -130,6 +130,11 @@ public:
     std::size_t depth() const { return h2_ ? h2_->depth() : slots_.size(); }
     /// The client's TCP port of the current (or last) opening, read once when it opened; 0 before.
     std::uint16_t localPort() const { return localPort_; }
+    /// When the first byte of the response in `slot` arrived (steady_clock ns since its epoch),
+    /// read once per read and only for a response that did not end in the read that began it; 0
+    /// when it began in the read now being processed (or nothing of it came yet). Valid from
+    /// send() until onResponse or onFailed for the slot returns.
+    std::int64_t firstByteNs(std::uint32_t slot) const { return firstByte_[slot]; }
     /// Requests queued by send() since the connection last opened: the next one's 0-based number
     /// on this connection (HTTP/1.1: the server's request index − 1; HTTP/2: (stream id − 1) / 2).
     std::uint32_t requestsSent() const { return sent_; }
@@ -181,6 +186,7 @@ private:
     std::size_t readAsked_ = 0; // the room of the read in flight
     std::string writeBuf_;
     std::size_t written_ = 0;
+    std::vector<std::int64_t> firstByte_; // by slot: see firstByteNs
     http1::ResponseParser parser_;
     SSL* ssl_ = nullptr;
     std::unique_ptr<H2ClientCodec> h2_; // HTTP/2, for the life of the Connection

@@ -271,6 +271,7 @@ H2ClientCodec::H2ClientCodec(H2ClientEvents& events, unsigned depth, Settings se
     free_.reserve(streams_.size());
     waiting_.resize(streams_.size());
     blockedList_.reserve(streams_.size());
+    begun_.reserve(streams_.size());
     std::size_t cap = 4;
     while (cap < 2 * streams_.size())
         cap *= 2;
@@ -290,6 +291,7 @@ bool H2ClientCodec::start(std::string& out) {
         free_.push_back(static_cast<std::uint32_t>(i));
     waitHead_ = waitCount_ = 0;
     blockedList_.clear();
+    begun_.clear();
     std::fill(idKeys_.begin(), idKeys_.end(), 0);
     inFlight_ = openStreams_ = 0;
     connSendWindow_ = peerInitialWindow_ = 65535;
@@ -555,6 +557,7 @@ H2ClientCodec::Verdict H2ClientCodec::connectionError(std::uint32_t code, std::s
 H2ClientCodec::Verdict H2ClientCodec::receive(const std::uint8_t* data, std::size_t n, std::size_t& used,
                                               std::string& out) {
     used = 0;
+    begun_.clear();
     while (n - used >= kHeader) {
         const std::uint8_t* h = data + used;
         const std::size_t length = (std::size_t{h[0]} << 16) | (std::size_t{h[1]} << 8) | h[2];
@@ -689,6 +692,10 @@ bool H2ClientCodec::onHeaders(std::int32_t id, std::uint8_t flags, const std::ui
     if (slot != kNoSlot) {
         auto& s = streams_[slot];
         if (s.status >= 0) s.trailers = true; // after the final header block: trailers (§8.1)
+        if (!s.begun) {
+            s.begun = true;
+            begun_.push_back(slot);
+        }
     }
     return onBlockFragment(p + begin, end - begin, flags & kEndHeaders, out);
 }

@@ -136,6 +136,11 @@ public:
 
     std::size_t inFlight() const { return inFlight_; }
     std::size_t depth() const { return streams_.size(); }
+    /// The slots whose response's first HEADERS frame came in the last receive() (ended since or
+    /// not: see inFlight(slot)).
+    const std::vector<std::uint32_t>& begunThisRead() const { return begun_; }
+    /// Whether `slot` holds a request in flight.
+    bool inFlight(std::uint32_t slot) const { return streams_[slot].state != StreamState::Free; }
     /// The server sent GOAWAY: no new request; Closed follows when the last one in flight ends.
     bool draining() const { return goaway_; }
     /// Calls `f(slot)` for every request in flight.
@@ -159,6 +164,7 @@ private:
         bool hasLength = false;
         bool blocked = false;  // body waiting for window
         bool trailers = false; // the final header block was received; any more is trailers
+        bool begun = false;    // a HEADERS frame of the response came
     };
 
     // Stream id → slot: open addressing with linear probing, capacity a power of two ≥ 2·depth.
@@ -194,6 +200,7 @@ private:
     std::vector<std::uint32_t> waiting_; // slots waiting for MAX_CONCURRENT_STREAMS, FIFO (ring)
     std::size_t waitHead_ = 0, waitCount_ = 0;
     std::vector<std::uint32_t> blockedList_; // slots whose body waits for a window
+    std::vector<std::uint32_t> begun_;       // begunThisRead()
     std::vector<std::int32_t> idKeys_;       // the id → slot table (0: empty)
     std::vector<std::uint32_t> idSlots_;
     nghttp2_hd_inflater* inflater_ = nullptr;

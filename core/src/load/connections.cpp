@@ -66,8 +66,9 @@ struct Conn final : client::ConnectionHandler {
 
     void connect(); // unless stopping
     void fill();
-    void record(const InFlight& f, int status, Ns now);
-    void failOne(const InFlight& f, Failure kind, Ns now);
+    /// `firstByte`: Connection::firstByteNs of its slot (0: in the read of `now`, or none).
+    void record(const InFlight& f, int status, Ns now, Ns firstByte);
+    void failOne(const InFlight& f, Failure kind, Ns now, Ns firstByte = 0);
     void shut(); // closes without reporting (the worker counts what was in flight)
     void armTimer(Ns at);
     /// Send time of the oldest request in flight (inFlight() > 0).
@@ -80,8 +81,12 @@ struct Conn final : client::ConnectionHandler {
     // client::ConnectionHandler
     void onOpen() override;
     void onConnectFailed() override;
-    void onResponse(std::uint32_t slot, int status) override { record(meta[slot], status, nowNs()); }
-    void onFailed(std::uint32_t slot, Failure why) override { failOne(meta[slot], why, nowNs()); }
+    void onResponse(std::uint32_t slot, int status) override {
+        record(meta[slot], status, nowNs(), conn.firstByteNs(slot));
+    }
+    void onFailed(std::uint32_t slot, Failure why) override {
+        failOne(meta[slot], why, nowNs(), conn.firstByteNs(slot));
+    }
     void onClosed() override;
     void onProgress() override { fill(); }
 };
@@ -246,8 +251,9 @@ struct Worker {
         return static_cast<int>(slot);
     }
 
+    /// `firstByte` 0: none for a failure, `now` for a response.
     ExchangeSample sampleOf(const Conn::InFlight& f, unsigned connection, int status, std::uint8_t failure,
-                            Ns now) const {
+                            Ns now, Ns firstByte) const {
         ExchangeSample x;
         x.request = f.spec;
         x.status = status;
@@ -255,6 +261,8 @@ struct Worker {
         x.intendedNs = f.intended - plan.warmupEnd;
         x.sentNs = f.sent - plan.warmupEnd;
         x.doneNs = now - plan.warmupEnd;
+        if (firstByte || !failure)
+            x.firstByteNs = std::clamp(firstByte ? firstByte : now, f.sent, now) - plan.warmupEnd;
         x.latencyNs = static_cast<std::uint64_t>(std::max<Ns>(0, now - f.intended));
         x.connection = connection;
         x.sequence = f.sequence;
@@ -279,14 +287,15 @@ struct Worker {
 
     /// A measured request completed at `now` with latency `ns`: a candidate of its latency bin's
     /// and its second's reservoirs; built into a sample only when one of them keeps it.
-    void sampleCompleted(const Conn::InFlight& f, unsigned connection, int status, Ns now, std::uint64_t ns) {
+    void sampleCompleted(const Conn::InFlight& f, unsigned connection, int status, Ns now, std::uint64_t ns,
+                         Ns firstByte) {
         Reservoir& bin = binSamples[latencySampleBin(ns)];
         const int inBin = reservoirSlot(bin);
         if (now >= secondEnd) [[unlikely]]
             nextSecond(now);
         const int inSecond = second ? reservoirSlot(*second) : -1;
         if (inBin < 0 && inSecond < 0) return;
-        const ExchangeSample x = sampleOf(f, connection, status, 0, now);
+        const ExchangeSample x = sampleOf(f, connection, status, 0, now, firstByte);
         if (inBin >= 0) bin.kept[static_cast<std::size_t>(inBin)] = x;
         if (inSecond >= 0) second->kept[static_cast<std::size_t>(inSecond)] = x;
     }
@@ -511,7 +520,7 @@ void Conn::armTimer(Ns at) {
     });
 }
 
-void Conn::record(const InFlight& f, int status, Ns now) {
+void Conn::record(const InFlight& f, int status, Ns now, Ns firstByte) {
     if (f.warm) {
         ++worker.warmup.completed;
         return;
@@ -534,11 +543,11 @@ void Conn::record(const InFlight& f, int status, Ns now) {
     if (worker.plan.options->model() == Model::Open)
         worker.service->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.sent)));
     worker.countSlot(now, f.spec);
-    if (worker.sampling) worker.sampleCompleted(f, index, status, now, ns);
+    if (worker.sampling) worker.sampleCompleted(f, index, status, now, ns, firstByte);
     worker.lastEvent = now;
 }
 
-void Conn::failOne(const InFlight& f, Failure kind, Ns now) {
+void Conn::failOne(const InFlight& f, Failure kind, Ns now, Ns firstByte) {
     auto& counts = f.warm ? worker.warmup : worker.requests;
     ++counts.failed;
     if (f.warm) return;
@@ -563,8 +572,8 @@ void Conn::failOne(const InFlight& f, Failure kind, Ns now) {
         count(k.errors);
     }
     if (worker.sampling && worker.failedSamples.size() < Result::kMaxFailedSamples)
-        worker.failedSamples.push_back(
-            worker.sampleOf(f, index, 0, static_cast<std::uint8_t>(static_cast<unsigned>(kind) + 1), now));
+        worker.failedSamples.push_back(worker.sampleOf(
+            f, index, 0, static_cast<std::uint8_t>(static_cast<unsigned>(kind) + 1), now, firstByte));
     worker.lastEvent = std::max(worker.lastEvent, now);
 }
 

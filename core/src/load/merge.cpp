@@ -148,6 +148,11 @@ std::vector<ExchangeSample> samples(const json& list, std::size_t requests, unsi
         x.sentNs = time("sentNs");
         x.doneNs = time("doneNs");
         if (x.intendedNs > x.sentNs || x.sentNs > x.doneNs) bad(where, "not intendedNs ≤ sentNs ≤ doneNs");
+        if (e.contains("firstByteNs")) { // optional: absent when no byte of the response came
+            x.firstByteNs = time("firstByteNs");
+            if (x.firstByteNs < x.sentNs || x.firstByteNs > x.doneNs)
+                bad(where + ".firstByteNs", "not sentNs ≤ firstByteNs ≤ doneNs");
+        }
         x.latencyNs = count(e, "latencyNs", where);
         if (x.latencyNs != static_cast<std::uint64_t>(x.doneNs - x.intendedNs))
             bad(where + ".latencyNs", "not doneNs − intendedNs");
@@ -403,6 +408,7 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
             x.intendedNs += offset.count();
             x.sentNs += offset.count();
             x.doneNs += offset.count();
+            if (x.firstByteNs >= 0) x.firstByteNs += offset.count();
             x.connection += connectionBase;
             m.samples.push_back(x);
         }

@@ -349,8 +349,9 @@ std::string toJson(const Result& r) {
         out += "{\"request\":" + num(std::uint64_t{x.request}) + ",\"status\":" + std::to_string(x.status) +
                ",\"failure\":" + kFailure[x.failure < 4 ? x.failure : 3] +
                ",\"intendedNs\":" + std::to_string(x.intendedNs) + ",\"sentNs\":" + std::to_string(x.sentNs) +
-               ",\"doneNs\":" + std::to_string(x.doneNs) + ",\"latencyNs\":" + num(x.latencyNs) +
-               ",\"connection\":" + num(std::uint64_t{x.connection}) +
+               ",\"doneNs\":" + std::to_string(x.doneNs) +
+               (x.firstByteNs >= 0 ? ",\"firstByteNs\":" + std::to_string(x.firstByteNs) : std::string()) +
+               ",\"latencyNs\":" + num(x.latencyNs) + ",\"connection\":" + num(std::uint64_t{x.connection}) +
                ",\"sequence\":" + num(std::uint64_t{x.sequence}) +
                ",\"localPort\":" + num(std::uint64_t{x.localPort}) + "}";
     }

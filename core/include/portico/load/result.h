@@ -76,6 +76,11 @@ struct ExchangeSample {
     std::int64_t intendedNs = 0; ///< open model: the schedule's send time; closed model: = sentNs
     std::int64_t sentNs = 0;     ///< when it was written to the connection (queued for the send)
     std::int64_t doneNs = 0;     ///< when its response completed, or when it failed
+    /// When the response's first byte arrived (HTTP/1.1: its status line; HTTP/2: its first
+    /// HEADERS frame), sentNs ≤ firstByteNs ≤ doneNs; the time of the read that brought it, so a
+    /// response that came in one read has firstByteNs = doneNs. −1: none (a request that failed
+    /// before any byte of its response, or a file written before this field existed).
+    std::int64_t firstByteNs = -1;
     /// doneNs − intendedNs, ns, ≥ 0: for a completed request the value recorded in Result::latency
     /// (corrected in the open model); for a failed one the time until it failed (in no histogram).
     std::uint64_t latencyNs = 0;
