@@ -458,9 +458,13 @@ int runBench(const BenchOptions& b) {
             std::cerr << "portico bench: -H '" << h << "': expected 'Name: value'\n";
             return kExitUsage;
         }
+        // The field value without the whitespace around it (RFC 9110 §5.5; HTTP/2 forbids it,
+        // RFC 9113 §8.2.1).
         std::string value = h.substr(colon + 1);
         while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
             value.erase(0, 1);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+            value.pop_back();
         headers.emplace_back(h.substr(0, colon), value);
     }
     if (b.suite) {

@@ -441,6 +441,18 @@ private slots:
         QCOMPARE(rec.text(), QStringLiteral("response %1 200 | closed").arg(slot));
         QVERIFY(conn.idle());
         QVERIFY(!conn.draining());
+        // GOAWAY with an error and the close right after it (python3-h2 and nginx do so): the
+        // request in flight fails at once as reset, not at the owner's timeout.
+        rec.events.clear();
+        conn.connect();
+        QVERIFY(runUntil(io, [&] { return !rec.events.empty(); }));
+        conn.receive();
+        const auto abort = request("GET", "/abort");
+        QVERIFY(conn.send(abort, slot));
+        conn.flush();
+        std::this_thread::sleep_for(300ms); // the GOAWAY and the FIN both wait for one read
+        QVERIFY2(runUntil(io, [&] { return rec.events.size() >= 3; }), qPrintable(rec.text()));
+        QCOMPARE(rec.text(), QStringLiteral("open | failed 0 reset | closed"));
         // Open again on a new connection of the same server.
         rec.events.clear();
         conn.connect();

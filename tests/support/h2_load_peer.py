@@ -12,6 +12,7 @@ Paths:
   /early      103 Early Hints, then 200 "ok"
   /padded     200, body "padded" in a DATA frame with 50 bytes of padding
   /slowbody   200 at once, its body "late" 300 ms later
+  /abort      no answer: GOAWAY (ENHANCE_YOUR_CALM, this stream the last) and a FIN at once
   /big        200 with a 20,000-byte header field (HEADERS + CONTINUATION) and body "big"
   /goaway     GOAWAY at once, naming the highest stream received as the last (as nginx does when
               keepalive_requests is reached), then 50 ms later 200 "bye"; the connection closes
@@ -84,6 +85,11 @@ class Connection(asyncio.Protocol):
                 self.h2.send_data(sid, b"late", end_stream=True)
                 self.flush()
             asyncio.get_event_loop().call_later(0.3, late)
+        elif path == "/abort":
+            self.flush()
+            self.transport.write(b"\x00\x00\x08\x07\x00\x00\x00\x00\x00" + sid.to_bytes(4, "big") +
+                                 b"\x00\x00\x00\x0b")
+            self.transport.write_eof()  # a FIN, the socket still open for reading
         elif path == "/padded":
             self.h2.send_headers(sid, ok)
             self.h2.send_data(sid, b"padded", end_stream=True, pad_length=50)

@@ -159,8 +159,8 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
     // server without a recv that would fail with EAGAIN (io/drained.h), a syscall per response
     // saved on the client side. Not in the middle of a response: the server may close right after
     // these bytes (a close-delimited body), and a FIN that came with them raises no new edge.
-    // HTTP/2: not with a frame cut short in the buffer either.
-    if (drained && !parser_.started() && readBegin_ == readEnd_) io::markDrained(socket_);
+    // HTTP/2: not with a frame cut short in the buffer, nor after GOAWAY (the server closes next).
+    if (drained && !parser_.started() && readBegin_ == readEnd_ && !draining()) io::markDrained(socket_);
     read();
     handler_.onProgress();
 }
