@@ -165,7 +165,7 @@ public:
     }
     void onStreamFailed(std::uint32_t slot, Failure why) override {
         PORTICO_FUZZ_CHECK(slot < busy_.size() && busy_[slot]);
-        PORTICO_FUZZ_CHECK(why == Failure::Reset || why == Failure::Protocol);
+        PORTICO_FUZZ_CHECK(why == Failure::Reset || why == Failure::Protocol || why == Failure::Refused);
         busy_[slot] = false;
         --busy_count_;
         o_.events.emplace_back('F', slot, static_cast<int>(why));

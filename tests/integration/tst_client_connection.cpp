@@ -51,6 +51,7 @@ struct Recorder final : client::ConnectionHandler {
     }
     void onFailed(std::uint32_t slot, client::Failure why) override {
         const char* w = why == client::Failure::Reset     ? "reset"
+                        : why == client::Failure::Refused ? "refused"
                         : why == client::Failure::Timeout ? "timeout"
                                                           : "protocol";
         events.push_back("failed " + std::to_string(slot) + " " + w);

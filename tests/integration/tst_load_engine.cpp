@@ -305,6 +305,30 @@ private slots:
         py.waitForFinished();
     }
 
+    // Requests the server did not process (above GOAWAY's last stream id, RFC 9113 §6.8) are sent
+    // again on the next connection, not counted as failures: a server that processes only the
+    // first stream of each connection (h2_load_peer.py /refuse), two streams per connection.
+    void h2UnprocessedAreSentAgain() {
+        QTemporaryDir tmp;
+        QProcess py;
+        const int port = test::startSupportScript(py, "h2_load_peer.py", tmp.filePath("port"));
+        QVERIFY2(port, py.readAllStandardError().constData());
+        auto o = options(QStringLiteral("http://127.0.0.1:%1/refuse").arg(port));
+        o.protocol = load::Protocol::Http2;
+        o.streams = 2;
+        o.connections = 1;
+        o.count = 8;
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.requests.started, 8u);
+        QCOMPARE(r.requests.completed, 8u);
+        QCOMPARE(r.requests.failed, 0u);
+        QCOMPARE(r.requests.cancelled, 0u);
+        QCOMPARE(r.statuses.at(200), 8u);
+        py.kill();
+        py.waitForFinished();
+    }
+
     // HTTP/2 against a server that sends GOAWAY and then answers the streams it got 50 ms later
     // (python3-h2, tests/support/h2_load_peer.py /goaway), as nginx does when keepalive_requests is
     // reached: meanwhile the generator must not open streams (they would fail); each connection

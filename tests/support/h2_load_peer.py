@@ -12,6 +12,9 @@ Paths:
   /early      103 Early Hints, then 200 "ok"
   /padded     200, body "padded" in a DATA frame with 50 bytes of padding
   /slowbody   200 at once, its body "late" 300 ms later
+  /refuse     GOAWAY at once naming this stream as the last, so every later stream of the
+              connection is not processed (RFC 9113 §6.8) and gets no answer; this one gets 200 "one"
+              50 ms later; the connection closes 200 ms after that
   /abort      no answer: GOAWAY (ENHANCE_YOUR_CALM, this stream the last) and a FIN at once
   /big        200 with a 20,000-byte header field (HEADERS + CONTINUATION) and body "big"
   /goaway     GOAWAY at once, naming the highest stream received as the last (as nginx does when
@@ -39,6 +42,7 @@ class Connection(asyncio.Protocol):
         self.flush()
         self.requests = {}
         self.goaway = False
+        self.last = None  # /refuse: the last stream processed
 
     def flush(self):
         data = self.h2.data_to_send()
@@ -65,6 +69,8 @@ class Connection(asyncio.Protocol):
 
     def respond(self, sid):
         path, length = self.requests.pop(sid)
+        if self.last is not None and sid > self.last:
+            return  # not processed (GOAWAY)
         ok = [(":status", "200")]
         if path == "/length":
             body = str(length).encode()
@@ -85,6 +91,19 @@ class Connection(asyncio.Protocol):
                 self.h2.send_data(sid, b"late", end_stream=True)
                 self.flush()
             asyncio.get_event_loop().call_later(0.3, late)
+        elif path == "/refuse":
+            self.last = sid
+            self.flush()
+            self.transport.write(b"\x00\x00\x08\x07\x00\x00\x00\x00\x00" + sid.to_bytes(4, "big") +
+                                 b"\x00\x00\x00\x00")
+            loop = asyncio.get_event_loop()
+
+            def one():
+                self.h2.send_headers(sid, ok)
+                self.h2.send_data(sid, b"one", end_stream=True)
+                self.flush()
+                loop.call_later(0.2, self.transport.close)
+            loop.call_later(0.05, one)
         elif path == "/abort":
             self.flush()
             self.transport.write(b"\x00\x00\x08\x07\x00\x00\x00\x00\x00" + sid.to_bytes(4, "big") +

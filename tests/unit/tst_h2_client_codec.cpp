@@ -290,6 +290,8 @@ QString failureName(Failure f) {
         return "Timeout";
     case Failure::Protocol:
         return "Protocol";
+    case Failure::Refused:
+        return "Refused";
     }
     return "?";
 }
@@ -707,7 +709,7 @@ private slots:
             QCOMPARE(c.feed(reset ? rstStream(id, kRefusedStream)
                                   : c.headers(id, {{":status", "200"}}, kEndHeaders | kEndStream)),
                      QString("Open"));
-            QCOMPARE(c.events(), reset ? fail(slot, "Reset") : resp(slot, 200));
+            QCOMPARE(c.events(), reset ? fail(slot, "Refused") : resp(slot, 200));
             streamSlot.erase(it);
             QCOMPARE(c.codec.inFlight(), std::size_t(depth - 1));
             QVERIFY(submitOne());
@@ -1156,8 +1158,8 @@ private slots:
         QTest::newRow("FLOW_CONTROL_ERROR") << uint(kFlowControlError) << "Protocol" << false;
         QTest::newRow("STREAM_CLOSED") << uint(kStreamClosed) << "Reset" << false;
         QTest::newRow("FRAME_SIZE_ERROR") << uint(kFrameSizeError) << "Protocol" << false;
-        QTest::newRow("REFUSED_STREAM") << uint(kRefusedStream) << "Reset" << false;
-        QTest::newRow("REFUSED_STREAM after HEADERS") << uint(kRefusedStream) << "Reset" << true;
+        QTest::newRow("REFUSED_STREAM") << uint(kRefusedStream) << "Refused" << false;
+        QTest::newRow("REFUSED_STREAM after HEADERS") << uint(kRefusedStream) << "Refused" << true;
         QTest::newRow("CANCEL") << uint(kCancel) << "Reset" << false;
         QTest::newRow("COMPRESSION_ERROR") << uint(kCompressionError) << "Protocol" << false;
         QTest::newRow("ENHANCE_YOUR_CALM") << uint(kEnhanceYourCalm) << "Reset" << false;
@@ -1236,7 +1238,7 @@ private slots:
         QCOMPARE(c.events(), resp(a, 200));
         QCOMPARE(c.take(), QString("HEADERS 3 END_STREAM END_HEADERS"));
         QCOMPARE(c.feed(rstStream(3, kRefusedStream)), QString("Open")); // a reset ends a stream too
-        QCOMPARE(c.events(), fail(b, "Reset"));
+        QCOMPARE(c.events(), fail(b, "Refused"));
         QCOMPARE(c.take(), QString("HEADERS 5 END_STREAM END_HEADERS"));
         QCOMPARE(c.feed(c.headers(5, {{":status", "200"}}) + data(5, "x", kEndStream)), QString("Open"));
         QCOMPARE(c.events(), resp(d, 200));
@@ -1711,7 +1713,7 @@ private slots:
                  QString("Open / HEADERS 1 END_STREAM END_HEADERS; HEADERS 3 END_STREAM END_HEADERS; "
                          "HEADERS 5 END_STREAM END_HEADERS; SETTINGS ACK"));
         QCOMPARE(c.feed(goaway(3, kNoError)), QString("Open"));
-        QCOMPARE(c.events(), fail(d, "Reset"));
+        QCOMPARE(c.events(), fail(d, "Refused"));
         QVERIFY(c.codec.draining());
         QCOMPARE(c.codec.inFlight(), std::size_t(2));
         QCOMPARE(c.take().contains("HEADERS"), false);
@@ -1737,7 +1739,7 @@ private slots:
         QCOMPARE(c.events(), QString());
         QVERIFY(c.codec.draining());
         QCOMPARE(c.feed(goaway(1, kEnhanceYourCalm)), QString("Open"));
-        QCOMPARE(c.events(), fail(b, "Reset") + " " + fail(d, "Reset"));
+        QCOMPARE(c.events(), fail(b, "Refused") + " " + fail(d, "Refused"));
         QCOMPARE(c.feed(c.headers(1, {{":status", "200"}}, kEndHeaders | kEndStream)), QString("Closed"));
         QCOMPARE(c.events(), resp(a, 200));
     }
@@ -1761,8 +1763,8 @@ private slots:
         QCOMPARE(c.take(), QString("HEADERS 1 END_STREAM END_HEADERS"));
         QCOMPARE(c.feed(goaway(1, kNoError)), QString("Open"));
         const QString events = c.events();
-        QVERIFY2(events == fail(b, "Reset") + " " + fail(d, "Reset") ||
-                     events == fail(d, "Reset") + " " + fail(b, "Reset"),
+        QVERIFY2(events == fail(b, "Refused") + " " + fail(d, "Refused") ||
+                     events == fail(d, "Refused") + " " + fail(b, "Refused"),
                  qPrintable(events));
         QCOMPARE(c.codec.inFlight(), std::size_t(1));
         QCOMPARE(c.feed(c.headers(1, {{":status", "200"}}, kEndHeaders | kEndStream)), QString("Closed"));

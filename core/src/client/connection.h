@@ -42,6 +42,10 @@ enum class Failure : std::uint8_t {
     Reset,    ///< the connection closed or was reset, or the stream was reset (RST_STREAM)
     Timeout,  ///< the owner gave up waiting (Connection::fail)
     Protocol, ///< a malformed or unexpected response, or an HTTP/2 protocol-level error code
+    /// HTTP/2: the server did not process the request, so it may be sent again (RFC 9113 §8.7):
+    /// its stream was above GOAWAY's last stream id (§6.8) or reset with REFUSED_STREAM, or it
+    /// waited in the client for a stream when GOAWAY came.
+    Refused,
 };
 
 /// What every connection of one owner shares: where to connect and how.

@@ -96,6 +96,8 @@ Failure failureOf(std::uint32_t code) {
     case kCompressionError:
     case kFrameSizeError:
         return Failure::Protocol;
+    case kRefusedStream: // not processed: safe to send again (RFC 9113 §8.7)
+        return Failure::Refused;
     default:
         return Failure::Reset;
     }
@@ -881,7 +883,7 @@ bool H2ClientCodec::onGoaway(const std::uint8_t* p, std::size_t len, std::string
         if (s.state == StreamState::Free) continue;
         if (s.state == StreamState::Open && s.id <= lastGoodId_) continue;
         release(i);
-        events_.onStreamFailed(i, Failure::Reset);
+        events_.onStreamFailed(i, Failure::Refused);
     }
     waitHead_ = waitCount_ = 0;
     return true;

@@ -84,8 +84,9 @@ public:
     virtual void onStreamResponse(std::uint32_t slot, int status) = 0;
     /// The request in `slot` ended without a complete response: the server reset the stream
     /// (RST_STREAM: PROTOCOL_ERROR, FLOW_CONTROL_ERROR, COMPRESSION_ERROR, FRAME_SIZE_ERROR or
-    /// NO_ERROR before the end as Failure::Protocol, any other code as Failure::Reset), the
-    /// response was malformed (Protocol), or GOAWAY said the server will not process it (Reset).
+    /// NO_ERROR before the end as Failure::Protocol, REFUSED_STREAM as Failure::Refused, any other
+    /// code as Failure::Reset), the response was malformed (Protocol), or GOAWAY said the server
+    /// will not process it or it was never sent (Refused).
     virtual void onStreamFailed(std::uint32_t slot, Failure why) = 0;
 
 protected:

@@ -51,6 +51,7 @@ struct Conn final : client::ConnectionHandler {
         std::uint32_t spec = 0;     // index in Options::requests
         std::uint32_t sequence = 0; // its number on the connection since it opened
         std::uint16_t port = 0;     // the connection's local port
+        std::uint8_t retries = 0;   // times it was sent again after Failure::Refused
     };
 
     Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth);
@@ -60,7 +61,10 @@ struct Conn final : client::ConnectionHandler {
     asio::steady_timer timer;   // open-model pacing or reconnect back-off
     unsigned index;             // 0..connections-1 over the whole run
     std::vector<InFlight> meta; // by slot
-    std::uint64_t nextSeq = 0;  // open model: this connection's next arrival
+    /// Requests the server did not process (Failure::Refused), to be sent again first; started
+    /// already, so neither counted nor drawn again. Cancelled if the run stops first.
+    std::vector<InFlight> retry;
+    std::uint64_t nextSeq = 0; // open model: this connection's next arrival
     bool timerArmed = false;
     bool scheduleDone = false; // open model: no arrival of this connection is left
 
@@ -84,9 +88,7 @@ struct Conn final : client::ConnectionHandler {
     void onResponse(std::uint32_t slot, int status) override {
         record(meta[slot], status, nowNs(), conn.firstByteNs(slot));
     }
-    void onFailed(std::uint32_t slot, Failure why) override {
-        failOne(meta[slot], why, nowNs(), conn.firstByteNs(slot));
-    }
+    void onFailed(std::uint32_t slot, Failure why) override;
     void onClosed() override;
     void onProgress() override { fill(); }
 };
@@ -188,6 +190,7 @@ struct Worker {
     std::uint64_t quota = std::numeric_limits<std::uint64_t>::max(); // closed model: measured starts left
     std::uint64_t rng;
     std::size_t openConns = 0; // connections in State::Open
+    std::size_t retries = 0;   // requests waiting in the connections' `retry` lists
     bool stopping = false;
     bool finished = false;
     Ns stopAt = 0;
@@ -395,7 +398,8 @@ struct Worker {
         if (now >= plan.deadline) return true;
         // The target went away: no connection for a whole timeout ends the run instead of retrying forever.
         if (openConns == 0 && now - lastAlive >= plan.options->timeout.count()) return true;
-        if (plan.options->model() == Model::Closed) return quota == 0 && now >= plan.warmupEnd;
+        if (plan.options->model() == Model::Closed)
+            return quota == 0 && retries == 0 && now >= plan.warmupEnd;
         for (const auto& c : conns)
             if (!c->scheduleDone) return false;
         return true;
@@ -425,12 +429,16 @@ struct Worker {
         const bool graceOver = now - stopAt >= plan.options->stopGrace.count();
         if (totalInFlight() && !graceOver) return;
         for (auto& c : conns) {
-            c->conn.forEachInFlight([&](std::uint32_t slot) {
-                const auto& f = c->meta[slot];
+            auto cancel = [&](const Conn::InFlight& f) {
                 ++(f.warm ? warmup : requests).cancelled;
                 if (!f.warm && !bySpec.empty()) ++bySpec[f.spec].requests.cancelled;
                 lastEvent = std::max(lastEvent, now);
-            });
+            };
+            c->conn.forEachInFlight([&](std::uint32_t slot) { cancel(c->meta[slot]); });
+            for (const auto& f : c->retry)
+                cancel(f);
+            retries -= c->retry.size();
+            c->retry.clear();
             c->shut();
         }
         finished = true;
@@ -547,6 +555,24 @@ void Conn::record(const InFlight& f, int status, Ns now, Ns firstByte) {
     worker.lastEvent = now;
 }
 
+// Refused (HTTP/2: not processed by the server) is sent again, up to kMaxRetries times and not
+// while stopping; as a failure it counts as reset.
+void Conn::onFailed(std::uint32_t slot, Failure why) {
+    constexpr std::uint8_t kMaxRetries = 3;
+    const Ns now = nowNs();
+    InFlight f = meta[slot];
+    if (why == Failure::Refused) {
+        if (!worker.stopping && f.retries < kMaxRetries) {
+            ++f.retries;
+            retry.push_back(f);
+            ++worker.retries;
+            return;
+        }
+        why = Failure::Reset;
+    }
+    failOne(f, why, now, conn.firstByteNs(slot));
+}
+
 void Conn::failOne(const InFlight& f, Failure kind, Ns now, Ns firstByte) {
     auto& counts = f.warm ? worker.warmup : worker.requests;
     ++counts.failed;
@@ -554,6 +580,7 @@ void Conn::failOne(const InFlight& f, Failure kind, Ns now, Ns firstByte) {
     auto count = [kind](ErrorCounts& e) {
         switch (kind) {
         case Failure::Reset:
+        case Failure::Refused:
             ++e.reset;
             break;
         case Failure::Timeout:
@@ -589,6 +616,19 @@ void Conn::fill() {
     // HTTP/2 after GOAWAY (nginx sends one every keepalive_requests): no new stream; the
     // connection closes when its last response is in, and onClosed opens a new one.
     while (conn.inFlight() < depth && !worker.stopping && !conn.draining()) {
+        if (!retry.empty()) { // sent again as it was, on this connection now
+            InFlight f = retry.back();
+            std::uint32_t slot = 0;
+            f.sent = now; // open model: the latency still counts from the schedule's time
+            if (!open) f.intended = now;
+            f.sequence = conn.requestsSent();
+            f.port = conn.localPort();
+            if (!conn.send(plan.specs[f.spec], slot)) break;
+            retry.pop_back();
+            --worker.retries;
+            meta[slot] = f;
+            continue;
+        }
         Ns intended = now;
         bool warm = false;
         if (open) {

@@ -39,8 +39,10 @@ enum class Model : std::uint8_t { Closed, Open };
 ///   client offers ALPN "http/1.1".
 /// - Http2: HTTP/2 (RFC 9113; Portico's client framing with nghttp2's HPACK decoder), `streams`
 ///   concurrent streams per connection. After a GOAWAY (e.g. nginx's keepalive_requests) a
-///   connection takes no new request, closes when its last response is in and opens again; streams
-///   the server did not process (above GOAWAY's last stream id) count as reset. Over https the client offers ALPN "h2" only and a server that does not select it
+///   connection takes no new request, closes when its last response is in and opens again. A
+///   request the server did not process (above GOAWAY's last stream id, REFUSED_STREAM, or still
+///   waiting in the client for a stream) is sent again, first, up to 3 times (RFC 9113 §8.7), then
+///   counts as reset; one still waiting when the run stops counts as cancelled. Over https the client offers ALPN "h2" only and a server that does not select it
 ///   is refused at start; over http it speaks h2c with prior knowledge (RFC 9113 §3.3: the
 ///   connection preface first, no Upgrade), and a server that does not answer the preface with
 ///   SETTINGS is refused at start.
