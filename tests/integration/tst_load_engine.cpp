@@ -320,10 +320,15 @@ private slots:
         o.count = 8;
         auto r = load::run(o);
         QVERIFY2(r.ok(), r.error.c_str());
-        QCOMPARE(r.requests.started, 8u);
-        QCOMPARE(r.requests.completed, 8u);
-        QCOMPARE(r.requests.failed, 0u);
-        QCOMPARE(r.requests.cancelled, 0u);
+        const QString counts =
+            QString("started %1 completed %2 failed %3 (reset %4, protocol %5) cancelled %6")
+                .arg(r.requests.started)
+                .arg(r.requests.completed)
+                .arg(r.requests.failed)
+                .arg(r.errors.reset)
+                .arg(r.errors.protocol)
+                .arg(r.requests.cancelled);
+        QVERIFY2(r.requests.started == 8 && r.requests.completed == 8, qPrintable(counts));
         QCOMPARE(r.statuses.at(200), 8u);
         py.kill();
         py.waitForFinished();

@@ -427,7 +427,8 @@ struct Worker {
             if (c->conn.inFlight() && now - c->oldestSent() >= timeout) c->conn.fail(Failure::Timeout);
         if (!stopping) return;
         const bool graceOver = now - stopAt >= plan.options->stopGrace.count();
-        if (totalInFlight() && !graceOver) return;
+        // Requests to send again are in flight too: the stop waits for them (up to the grace).
+        if ((totalInFlight() || retries) && !graceOver) return;
         for (auto& c : conns) {
             auto cancel = [&](const Conn::InFlight& f) {
                 ++(f.warm ? warmup : requests).cancelled;
@@ -487,7 +488,8 @@ Conn::Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth)
 }
 
 void Conn::connect() {
-    if (!worker.stopping) conn.connect();
+    // Stopping: only to send again what the server did not process (the grace bounds it).
+    if (!worker.stopping || !retry.empty()) conn.connect();
 }
 
 void Conn::onOpen() {
@@ -555,14 +557,14 @@ void Conn::record(const InFlight& f, int status, Ns now, Ns firstByte) {
     worker.lastEvent = now;
 }
 
-// Refused (HTTP/2: not processed by the server) is sent again, up to kMaxRetries times and not
-// while stopping; as a failure it counts as reset.
+// Refused (HTTP/2: not processed by the server) is sent again, up to kMaxRetries times, also while
+// the run stops (it was started; the stop's grace bounds the wait); beyond that it counts as reset.
 void Conn::onFailed(std::uint32_t slot, Failure why) {
     constexpr std::uint8_t kMaxRetries = 3;
     const Ns now = nowNs();
     InFlight f = meta[slot];
     if (why == Failure::Refused) {
-        if (!worker.stopping && f.retries < kMaxRetries) {
+        if (f.retries < kMaxRetries) {
             ++f.retries;
             retry.push_back(f);
             ++worker.retries;
@@ -615,8 +617,8 @@ void Conn::fill() {
     const std::size_t depth = conn.depth();
     // HTTP/2 after GOAWAY (nginx sends one every keepalive_requests): no new stream; the
     // connection closes when its last response is in, and onClosed opens a new one.
-    while (conn.inFlight() < depth && !worker.stopping && !conn.draining()) {
-        if (!retry.empty()) { // sent again as it was, on this connection now
+    while (conn.inFlight() < depth && !conn.draining()) {
+        if (!retry.empty()) { // sent again as it was, on this connection now (also while stopping)
             InFlight f = retry.back();
             std::uint32_t slot = 0;
             f.sent = now; // open model: the latency still counts from the schedule's time
@@ -629,6 +631,7 @@ void Conn::fill() {
             meta[slot] = f;
             continue;
         }
+        if (worker.stopping) break;
         Ns intended = now;
         bool warm = false;
         if (open) {
