@@ -32,8 +32,8 @@ namespace portico::load {
 /// Threads: `options.threads` worker threads, each with its own io_context and connections; each
 /// keeps its own histograms and counters, merged at the end. Requests are pre-serialised; the read
 /// buffer (64 KiB per connection) and the write buffer are allocated once, so HTTP/1.1 in cleartext
-/// does not allocate per request in steady state (nghttp2's HPACK decoder and OpenSSL allocate per field/record).
-/// SIGPIPE is blocked on the worker threads (OpenSSL writes with write()).
+/// does not allocate per request in steady state (nghttp2's HPACK decoder and OpenSSL allocate per
+/// field/record). SIGPIPE is blocked on the worker threads (OpenSSL writes with write()).
 ///
 /// `live`, when given, is fed while the run goes (see Live).
 Result run(const Options& options, const std::atomic<bool>* abort = nullptr, Live* live = nullptr);
