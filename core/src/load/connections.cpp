@@ -62,7 +62,7 @@ struct Conn final : client::ConnectionHandler {
     unsigned index;             // 0..connections-1 over the whole run
     std::vector<InFlight> meta; // by slot
     /// Requests the server did not process (Failure::Refused), to be sent again first; started
-    /// already, so neither counted nor drawn again. Cancelled if the run stops first.
+    /// already, so neither counted nor drawn again. Cancelled if the stop's grace ends first.
     std::vector<InFlight> retry;
     std::uint64_t nextSeq = 0; // open model: this connection's next arrival
     bool timerArmed = false;
