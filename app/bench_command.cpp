@@ -467,18 +467,33 @@ int runBench(const BenchOptions& b) {
             value.pop_back();
         headers.emplace_back(h.substr(0, colon), value);
     }
+    // -H replaces a suite route's field of that name, or adds it.
+    auto withHeaders = [&](std::vector<load::SuiteRoute> routes) {
+        for (auto& route : routes)
+            for (const auto& field : headers) {
+                std::erase_if(route.headers, [&](const auto& h) {
+                    return strcasecmp(h.first.c_str(), field.first.c_str()) == 0;
+                });
+                route.headers.push_back(field);
+            }
+        return routes;
+    };
     if (b.suite) {
-        if (b.urls.size() > 1) {
-            std::cerr << "portico bench --suite: give at most one base URL\n";
+        if (b.urls.size() > 1 || !b.weights.empty() || !b.bodyFile.empty() || b.method != "GET" ||
+            !b.hgrmFile.empty() || !b.hdrLogFile.empty() || !b.reportFile.empty()) {
+            std::cerr
+                << "portico bench --suite: takes at most one base URL, and no --weights, --body or "
+                   "--method (the routes are the suite's) nor --hgrm, --hdr-log or --report (use --json)\n";
             return kExitUsage;
         }
         const std::string base = b.urls.empty() ? load::kSuiteDefaultUrl : b.urls.front();
-        return runSuiteRoutes(b, o, base, load::suiteRoutes(), "--suite", [&](load::SuiteResult& suite) {
-            bool met = true;
-            for (auto& run : suite.runs)
-                met = load::judgeAll(thresholds, run.result) && met;
-            return met;
-        });
+        return runSuiteRoutes(b, o, base, withHeaders(load::suiteRoutes()), "--suite",
+                              [&](load::SuiteResult& suite) {
+                                  bool met = true;
+                                  for (auto& run : suite.runs)
+                                      met = load::judgeAll(thresholds, run.result) && met;
+                                  return met;
+                              });
     }
     if (!b.suiteFile.empty()) {
         std::string base, error;
@@ -492,17 +507,9 @@ int runBench(const BenchOptions& b) {
             std::cerr << "portico bench --suite-file: " << error << "\n";
             return kExitUsage;
         }
-        auto routes = suiteFile.suiteRoutes();
-        for (auto& route : routes)
-            for (const auto& field : headers) { // -H replaces the file's field of that name
-                std::erase_if(route.headers, [&](const auto& h) {
-                    return strcasecmp(h.first.c_str(), field.first.c_str()) == 0;
-                });
-                route.headers.push_back(field);
-            }
-        return runSuiteRoutes(b, o, base, routes, "--suite-file", [&](load::SuiteResult& suite) {
-            return load::judgeSuiteFile(suiteFile, thresholds, suite);
-        });
+        return runSuiteRoutes(
+            b, o, base, withHeaders(suiteFile.suiteRoutes()), "--suite-file",
+            [&](load::SuiteResult& suite) { return load::judgeSuiteFile(suiteFile, thresholds, suite); });
     }
     if (!b.from.empty()) {
         std::string error;

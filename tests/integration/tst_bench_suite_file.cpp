@@ -265,6 +265,32 @@ routes:
         QCOMPARE(doc["kind"].toString(), QStringLiteral("suite"));
     }
 
+    // -H reaches every route of the built-in suite (and of a suite file): a Range field turns the
+    // static routes' answers into 206, the others' stay 200.
+    void headersReachSuiteRoutes() {
+        const QString json = files_.filePath("ranged.json");
+        auto p = bench({"--suite", server_->baseUrl(), "-n", "5", "-c", "1", "--no-save", "--json", json,
+                        "-H", "Range: bytes=0-0"});
+        QVERIFY2(p.exitCode == 0, p.err.constData());
+        const auto routes = readJson(json)["routes"].toArray();
+        QCOMPARE(routes.size(), 11);
+        for (const auto& r : routes) {
+            const auto o = r.toObject();
+            const bool ranged = o["name"].toString() == "static" || o["name"].toString() == "root";
+            const auto statuses = o["result"].toObject()["statuses"].toObject();
+            QVERIFY2(statuses[ranged ? "206" : "200"].toInt() == 5, qPrintable(o["name"].toString()));
+        }
+        const QString file = write(
+            "ranged.yaml", "routes: [{name: s, path: /static/style.css}, {name: p, path: /plaintext}]\n");
+        p = bench({"--suite-file", file, server_->baseUrl(), "-n", "5", "-c", "1", "--no-save", "--json",
+                   json, "-H", "Range: bytes=0-0"});
+        QVERIFY2(p.exitCode == 0, p.err.constData());
+        const auto fileRoutes = readJson(json)["routes"].toArray();
+        QCOMPARE(fileRoutes.size(), 2);
+        QCOMPARE(fileRoutes[0].toObject()["result"].toObject()["statuses"].toObject()["206"].toInt(), 5);
+        QCOMPARE(fileRoutes[1].toObject()["result"].toObject()["statuses"].toObject()["200"].toInt(), 5);
+    }
+
     void usageErrors() {
         // A file that is not there, a folder, and options that do not go with a suite file: exit 2.
         auto p = bench({"--suite-file", files_.filePath("none.yaml")});
@@ -284,6 +310,16 @@ routes:
         p = bench({"--suite-file", piped, "--h2"});
         QCOMPARE(p.exitCode, 2);
         QVERIFY2(p.err.contains("pipeline 4 is HTTP/1.1 only"), p.err.constData());
+        // The built-in suite refuses what it would otherwise ignore, before anything is sent.
+        for (const QStringList& extra :
+             {QStringList{"--hgrm", files_.filePath("x.hgrm")},
+              QStringList{"--report", files_.filePath("x.html")},
+              QStringList{"--hdr-log", files_.filePath("x.hlog")}, QStringList{"--method", "POST"}}) {
+            p = bench(QStringList{"--suite"} + extra);
+            QCOMPARE(p.exitCode, 2);
+            QVERIFY2(p.err.contains("--suite: takes at most one base URL"), p.err.constData());
+            QVERIFY(!QFile::exists(files_.filePath("x.hgrm")) && !QFile::exists(files_.filePath("x.html")));
+        }
     }
 };
 
