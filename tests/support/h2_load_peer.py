@@ -31,6 +31,11 @@ import h2.events
 import h2.settings
 
 
+def goaway_frame(last, code):
+    """A GOAWAY frame (RFC 9113 §6.8), written by hand: python3-h2 sends nothing after its own."""
+    return b"\x00\x00\x08\x07\x00\x00\x00\x00\x00" + last.to_bytes(4, "big") + code.to_bytes(4, "big")
+
+
 class Connection(asyncio.Protocol):
     def connection_made(self, transport):
         self.transport = transport
@@ -94,8 +99,7 @@ class Connection(asyncio.Protocol):
         elif path == "/refuse":
             self.last = sid
             self.flush()
-            self.transport.write(b"\x00\x00\x08\x07\x00\x00\x00\x00\x00" + sid.to_bytes(4, "big") +
-                                 b"\x00\x00\x00\x00")
+            self.transport.write(goaway_frame(sid, 0))
             loop = asyncio.get_event_loop()
 
             def one():
@@ -106,8 +110,7 @@ class Connection(asyncio.Protocol):
             loop.call_later(0.05, one)
         elif path == "/abort":
             self.flush()
-            self.transport.write(b"\x00\x00\x08\x07\x00\x00\x00\x00\x00" + sid.to_bytes(4, "big") +
-                                 b"\x00\x00\x00\x0b")
+            self.transport.write(goaway_frame(sid, 0xb))
             self.transport.write_eof()  # a FIN, the socket still open for reading
         elif path == "/padded":
             self.h2.send_headers(sid, ok)
@@ -116,12 +119,11 @@ class Connection(asyncio.Protocol):
             self.h2.send_headers(sid, ok + [("x-big", "b" * 20000)])
             self.h2.send_data(sid, b"big", end_stream=True)
         elif path == "/goaway":
-            if not self.goaway:  # written by hand: python3-h2 sends nothing after its own GOAWAY
+            if not self.goaway:
                 self.goaway = True
                 self.flush()
                 last = self.h2.highest_inbound_stream_id
-                self.transport.write(b"\x00\x00\x08\x07\x00\x00\x00\x00\x00" +
-                                     last.to_bytes(4, "big") + b"\x00\x00\x00\x00")
+                self.transport.write(goaway_frame(last, 0))
             loop = asyncio.get_event_loop()
 
             def bye():

@@ -70,7 +70,7 @@ void addSamples(load::Result& r) {
         x.doneNs = t + 150'000 + i * 1000;
         x.latencyNs = static_cast<std::uint64_t>(x.doneNs - x.intendedNs);
         if (i < 9) x.firstByteNs = t + 100'000; // none for the failed ones
-        if (i >= 9) { // reset, timeout, protocol
+        if (i >= 9) {                           // reset, timeout, protocol
             x.failure = static_cast<std::uint8_t>(i - 8);
             x.status = 0;
         }

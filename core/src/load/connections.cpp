@@ -561,7 +561,6 @@ void Conn::record(const InFlight& f, int status, Ns now, Ns firstByte) {
 // the run stops (it was started; the stop's grace bounds the wait); beyond that it counts as reset.
 void Conn::onFailed(std::uint32_t slot, Failure why) {
     constexpr std::uint8_t kMaxRetries = 3;
-    const Ns now = nowNs();
     InFlight f = meta[slot];
     if (why == Failure::Refused) {
         if (f.retries < kMaxRetries) {
@@ -572,7 +571,7 @@ void Conn::onFailed(std::uint32_t slot, Failure why) {
         }
         why = Failure::Reset;
     }
-    failOne(f, why, now, conn.firstByteNs(slot));
+    failOne(f, why, nowNs(), conn.firstByteNs(slot));
 }
 
 void Conn::failOne(const InFlight& f, Failure kind, Ns now, Ns firstByte) {

@@ -42,10 +42,10 @@ enum class Model : std::uint8_t { Closed, Open };
 ///   connection takes no new request, closes when its last response is in and opens again. A
 ///   request the server did not process (above GOAWAY's last stream id, REFUSED_STREAM, or still
 ///   waiting in the client for a stream) is sent again, first, up to 3 times (RFC 9113 §8.7), then
-///   counts as reset; one still waiting when the run stops counts as cancelled. Over https the client offers ALPN "h2" only and a server that does not select it
-///   is refused at start; over http it speaks h2c with prior knowledge (RFC 9113 §3.3: the
-///   connection preface first, no Upgrade), and a server that does not answer the preface with
-///   SETTINGS is refused at start.
+///   counts as reset; one still waiting when the run stops counts as cancelled. Over https the client offers
+///   ALPN "h2" only and a server that does not select it is refused at start; over http it speaks h2c with
+///   prior knowledge (RFC 9113 §3.3: the connection preface first, no Upgrade), and a server that does not
+///   answer the preface with SETTINGS is refused at start.
 enum class Protocol : std::uint8_t { Http1, Http2 };
 
 /// Parameters of a run. A run is always bounded: `duration`, `count` or both must be set (both: the
