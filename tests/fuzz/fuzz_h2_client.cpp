@@ -157,13 +157,30 @@ public:
     }
 
     void onStreamResponse(std::uint32_t slot, int status) override {
+        if (slot < held_.size()) held_[slot] = false;
         PORTICO_FUZZ_CHECK(slot < busy_.size() && busy_[slot]);
         PORTICO_FUZZ_CHECK(status >= 200 && status <= 599);
         busy_[slot] = false;
         --busy_count_;
         o_.events.emplace_back('R', slot, status);
     }
+    // Odd slots keep their heads: the fields come only for a slot in flight that was asked and
+    // said yes, never a pseudo-field, and the same whether the input comes whole or bytewise.
+    bool holdResponseHead(std::uint32_t slot) override {
+        PORTICO_FUZZ_CHECK(slot < busy_.size() && busy_[slot]);
+        o_.events.emplace_back('H', slot, 0);
+        held_.resize(busy_.size());
+        held_[slot] = (slot & 1) != 0;
+        return held_[slot];
+    }
+    void onResponseField(std::uint32_t slot, std::string_view name, std::string_view value) override {
+        PORTICO_FUZZ_CHECK(slot < busy_.size() && busy_[slot] && slot < held_.size() && held_[slot]);
+        PORTICO_FUZZ_CHECK(!name.empty() && name[0] != ':');
+        o_.events.emplace_back('f', slot,
+                               static_cast<int>(name.size() % 10'000 * 100'000 + value.size() % 100'000));
+    }
     void onStreamFailed(std::uint32_t slot, Failure why) override {
+        if (slot < held_.size()) held_[slot] = false;
         PORTICO_FUZZ_CHECK(slot < busy_.size() && busy_[slot]);
         PORTICO_FUZZ_CHECK(why == Failure::Reset || why == Failure::Protocol || why == Failure::Refused);
         busy_[slot] = false;
@@ -364,6 +381,7 @@ private:
     const bool bytewise_;
     H2ClientCodec codec_;
     std::vector<bool> busy_;
+    std::vector<bool> held_; // by slot: holdResponseHead said yes for its response
     std::size_t busy_count_ = 0;
     std::size_t submits_ = 0;
     std::string pending_, out_;

@@ -128,15 +128,19 @@ class TestLoadOutputs : public QObject {
 private slots:
     void initTestCase() {
         qputenv("PORTICO_DATA_DIR", dir_.filePath("data").toUtf8());
-        writeFile(dir_.filePath("portico.yaml"), "listen: [\"127.0.0.1:0\"]\n"
-                                                 "vhosts:\n"
-                                                 "  - routes:\n"
-                                                 "      - path: /fast\n"
-                                                 "        respond: {body: fast}\n"
-                                                 "      - path: /slow\n"
-                                                 "        respond: {body: slow, latency: 5ms}\n"
-                                                 "      - path: /drop\n"
-                                                 "        respond: {body: x, drop_rate: 1}\n");
+        writeFile(dir_.filePath("portico.yaml"),
+                  "listen: [\"127.0.0.1:0\"]\n"
+                  "vhosts:\n"
+                  "  - routes:\n"
+                  "      - path: /fast\n"
+                  "        respond: {body: fast}\n"
+                  "      - path: /slow\n"
+                  "        respond: {body: slow, latency: 5ms}\n"
+                  "      - path: /drop\n"
+                  "        respond: {body: x, drop_rate: 1}\n"
+                  "      - path: /big\n"
+                  "        respond: {file: big.bin, headers: {X-Kind: big}}\n");
+        writeFile(dir_.filePath("big.bin"), QByteArray(300'000, 'b')); // spans several reads
         server_ = std::make_unique<test::ServerProcess>(
             QStringList{"--config", dir_.filePath("portico.yaml"), "--no-reload"});
         QVERIFY2(server_->waitReady(), server_->output().constData());
@@ -327,7 +331,9 @@ private slots:
     // Each sample names its server-side record: a server recording its exchanges has one whose
     // client port is the sample's localPort and whose index on the connection is the sequence
     // (HTTP/1.1: streamId = sequence + 1; HTTP/2: stream id = 2 × sequence + 1), with the same
-    // target and status.
+    // target and status, and the response fields the sample kept are the ones that record says
+    // were sent. HTTP/1.1 keeps every head (also of /big, whose body spans reads after its head
+    // was parsed); HTTP/2 those it guessed may be sampled: most of them here.
     void samplesFindServerRecords() {
         const QString db = dir_.filePath("record.db");
         test::ServerProcess recording(
@@ -337,7 +343,7 @@ private slots:
         std::vector<load::Result> runs;
         for (bool h2 : {false, true}) {
             load::Options o;
-            o.requests = {spec(base + "/fast", 3), spec(base + "/slow", 1)};
+            o.requests = {spec(base + "/fast", 3), spec(base + "/slow", 1), spec(base + "/big", 1)};
             o.connections = 3;
             o.count = 300;
             o.warmup = 50ms;
@@ -366,15 +372,31 @@ private slots:
         }
         for (std::size_t run = 0; run < runs.size(); ++run) {
             const auto& r = runs[run];
-            std::size_t found = 0;
+            std::size_t found = 0, withFields = 0;
+            std::set<std::string> kinds; // of the samples with fields
+            // Fields as (lower-case name, value), sorted: HTTP/2 names are lower-case on the wire.
+            auto canonical = [](const auto& fields) {
+                std::vector<std::pair<std::string, std::string>> out;
+                for (const auto& f : fields) {
+                    std::string name = f.first;
+                    for (auto& c : name)
+                        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                    out.emplace_back(name, f.second);
+                }
+                std::sort(out.begin(), out.end());
+                return out;
+            };
             for (const auto& x : r.samples) {
                 const std::uint32_t id = run == 1 ? 2 * x.sequence + 1 : x.sequence + 1;
-                const std::string path = x.request == 0 ? "/fast" : "/slow";
+                static const char* const kPaths[] = {"/fast", "/slow", "/big"};
+                const std::string path = kPaths[x.request];
                 const auto [from, to] = byKey.equal_range({x.localPort, id});
-                const bool match = std::any_of(from, to, [&](const auto& k) {
-                    return k.second->target == path && k.second->status == x.status &&
-                           k.second->httpVersion == (run == 1 ? 20 : 11);
-                });
+                const capture::Exchange* record = nullptr;
+                for (auto k = from; k != to; ++k)
+                    if (k->second->target == path && k->second->status == x.status &&
+                        k->second->httpVersion == (run == 1 ? 20 : 11))
+                        record = k->second;
+                const bool match = record != nullptr;
                 QVERIFY2(match, qPrintable(QStringLiteral(
                                                "run %1: no %2 record for port %3 id %4 (%5 with that key)")
                                                .arg(run)
@@ -383,8 +405,39 @@ private slots:
                                                .arg(id)
                                                .arg(std::distance(from, to))));
                 ++found;
+                if (run == 0) QVERIFY2(x.responseHeaders, "an HTTP/1.1 sample without its response fields");
+                if (!x.responseHeaders) continue;
+                ++withFields;
+                kinds.insert(path);
+                std::vector<std::pair<std::string, std::string>> sent;
+                for (const auto& h : record->responseHeaders)
+                    if (!h.name.starts_with(':'))
+                        sent.emplace_back(h.name, h.value); // the record has :status
+                auto text = [](const auto& fields) {
+                    QStringList out;
+                    for (const auto& [name, value] : fields)
+                        out << QString::fromStdString(name + ": " + value);
+                    return out.join(" | ");
+                };
+                QVERIFY2(canonical(*x.responseHeaders) == canonical(sent),
+                         qPrintable(QStringLiteral("run %1 %2: kept %3; sent %4")
+                                        .arg(run)
+                                        .arg(QString::fromStdString(path))
+                                        .arg(text(canonical(*x.responseHeaders)))
+                                        .arg(text(canonical(sent)))));
+                if (path == "/big")
+                    QVERIFY(std::find(
+                                x.responseHeaders->begin(), x.responseHeaders->end(),
+                                std::pair<std::string, std::string>(run == 1 ? "x-kind" : "X-Kind", "big")) !=
+                            x.responseHeaders->end());
             }
             QCOMPARE(found, r.samples.size());
+            QVERIFY2(2 * withFields >= r.samples.size(),
+                     qPrintable(QStringLiteral("run %1: %2 of %3 samples with response fields")
+                                    .arg(run)
+                                    .arg(withFields)
+                                    .arg(r.samples.size())));
+            QCOMPARE(kinds.size(), std::size_t(3));
         }
     }
 

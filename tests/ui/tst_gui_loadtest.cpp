@@ -866,6 +866,7 @@ private slots:
         s.doneNs = 7'500'000;
         s.sequence = 3;
         s.localPort = 40000;
+        s.responseHeaders = {{"content-type", "application/json"}, {"x-request-id", "abc"}};
         capture::Exchange e = ui::sampleExchange(r, s);
         QCOMPARE(e.id, std::uint64_t(0));
         QCOMPARE(e.method, std::string("POST"));
@@ -878,6 +879,8 @@ private slots:
         QCOMPARE(std::string(e.requestHeader("x-trace")), std::string("7"));
         QCOMPARE(std::string(e.requestHeader("content-length")), std::string("2"));
         QCOMPARE(e.requestBody, std::string("{}"));
+        QCOMPARE(e.responseHeaders.size(), std::size_t(2));
+        QCOMPARE(std::string(e.responseHeader("x-request-id")), std::string("abc"));
         QCOMPARE(e.durationNs(), std::int64_t(2'500'000));
         QCOMPARE(e.startedUnixNs, std::int64_t(1'800'000'000'005'000'000));
         QVERIFY(e.error.empty());

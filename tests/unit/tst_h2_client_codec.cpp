@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -310,6 +311,18 @@ QString verdictName(Verdict v) {
 
 struct Recorder final : H2ClientEvents {
     QStringList log;
+    std::set<std::uint32_t> hold; // slots whose final head holdResponseHead keeps
+    bool logHold = false;         // log each holdResponseHead call as "H<slot>"
+    bool holdResponseHead(std::uint32_t slot) override {
+        if (logHold) log << QString("H%1").arg(slot);
+        return hold.count(slot) > 0;
+    }
+    void onResponseField(std::uint32_t slot, std::string_view name, std::string_view value) override {
+        log << QString("f%1:%2=%3")
+                   .arg(slot)
+                   .arg(QString::fromUtf8(name.data(), static_cast<int>(name.size())))
+                   .arg(QString::fromUtf8(value.data(), static_cast<int>(value.size())));
+    }
     void onStreamResponse(std::uint32_t slot, int status) override {
         log << QString("R%1:%2").arg(slot).arg(status);
     }
@@ -970,6 +983,38 @@ private slots:
         QVERIFY(!frames.empty());
         QCOMPARE(frames.back().type, kGoaway);
         if (code >= 0) QCOMPARE(describe(frames.back()), QString("GOAWAY 0 %1").arg(code));
+    }
+
+    // holdResponseHead is asked once per final head (not for 1xx), as its :status is decoded;
+    // only a held head's other fields follow, in order, also across CONTINUATION, never trailers.
+    void heldResponseFields() {
+        Client c(3);
+        const auto r = request();
+        const auto a = c.submit(r), b = c.submit(r), d = c.submit(r);
+        c.recorder.hold = {a, d};
+        c.recorder.logHold = true;
+        QVERIFY(c.handshake().startsWith("Open"));
+        QCOMPARE(c.feed(cat({c.headers(1, {{":status", "103"}, {"link", "</a.css>; rel=preload"}}),
+                             c.headers(1, {{":status", "200"},
+                                           {"content-type", "text/plain"},
+                                           {"x-a", ""},
+                                           {"content-length", "2"}}),
+                             data(1, "ok", kEndStream)})),
+                 QString("Open"));
+        QCOMPARE(c.events(), QString("H%1 f%1:content-type=text/plain f%1:x-a= f%1:content-length=2 %2")
+                                 .arg(a)
+                                 .arg(resp(a, 200)));
+        // Not held: asked, no field reported.
+        QCOMPARE(c.feed(c.headers(3, {{":status", "404"}, {"server", "t"}}, kEndHeaders | kEndStream)),
+                 QString("Open"));
+        QCOMPARE(c.events(), QString("H%1 %2").arg(b).arg(resp(b, 404)));
+        // A block split over CONTINUATION, then trailers (not reported).
+        const std::string block = c.hpack.block({{":status", "200"}, {"x-long", std::string(40, 'v')}});
+        QCOMPARE(c.feed(cat({frame(kHeaders, 0, 5, block.substr(0, 3)),
+                             frame(kContinuation, kEndHeaders, 5, block.substr(3)), data(5, "b"),
+                             c.headers(5, {{"x-sum", "1"}}, kEndHeaders | kEndStream)})),
+                 QString("Open"));
+        QCOMPARE(c.events(), QString("H%1 f%1:x-long=%2 %3").arg(d).arg(QString(40, 'v')).arg(resp(d, 200)));
     }
 
     void informationalAndTrailers() {

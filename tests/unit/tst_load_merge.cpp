@@ -70,7 +70,9 @@ void addSamples(load::Result& r) {
         x.doneNs = t + 150'000 + i * 1000;
         x.latencyNs = static_cast<std::uint64_t>(x.doneNs - x.intendedNs);
         if (i < 9) x.firstByteNs = t + 100'000; // none for the failed ones
-        if (i >= 9) {                           // reset, timeout, protocol
+        if (i < 3) x.responseHeaders = {{"Content-Type", "text/plain"}, {"X-Q", "a\"b\\c"}};
+        if (i == 3) x.responseHeaders.emplace(); // a head kept that had no fields
+        if (i >= 9) {                            // reset, timeout, protocol
             x.failure = static_cast<std::uint8_t>(i - 8);
             x.status = 0;
         }
@@ -192,6 +194,10 @@ private slots:
         const std::string json = load::toJson(r);
         QVERIFY(json.find("\"failure\":\"timeout\"") != std::string::npos);
         QVERIFY(json.find("\"failure\":null") != std::string::npos);
+        QVERIFY(
+            json.find("\"responseHeaders\":[[\"Content-Type\",\"text/plain\"],[\"X-Q\",\"a\\\"b\\\\c\"]]") !=
+            std::string::npos);
+        QVERIFY(json.find("\"responseHeaders\":[]") != std::string::npos);
         load::Result back;
         std::string error;
         QVERIFY2(load::resultFromJson(json, back, error), error.c_str());
@@ -283,6 +289,13 @@ private slots:
         QTest::newRow("first byte before sent")
             << QByteArray("\"firstByteNs\":101000,") << QByteArray("\"firstByteNs\":999,")
             << "samples[0].firstByteNs: not sentNs";
+        QTest::newRow("response field not a pair") << QByteArray("[\"X-Q\",") << QByteArray("[\"X-Q\",1,")
+                                                   << "samples[0].responseHeaders: not an array";
+        QTest::newRow("response field without a name")
+            << QByteArray("[\"X-Q\",") << QByteArray("[\"\",") << "samples[0].responseHeaders: not an array";
+        QTest::newRow("response fields not an array")
+            << QByteArray("\"responseHeaders\":[]") << QByteArray("\"responseHeaders\":{}")
+            << "samples[3].responseHeaders: not an array";
         QTest::newRow("fraction") << QByteArray("\"doneNs\":151000") << QByteArray("\"doneNs\":151000.5")
                                   << "samples[0].doneNs";
     }

@@ -112,6 +112,9 @@ capture::Exchange sampleExchange(const load::Result& r, const load::ExchangeSamp
         e.requestBody = spec.body;
         e.requestBodySize = spec.body.size();
     }
+    if (s.responseHeaders)
+        for (const auto& [name, value] : *s.responseHeaders)
+            e.responseHeaders.push_back({name, value});
     e.set(capture::Phase::RequestHeaders, s.sentNs);
     e.set(capture::Phase::RequestBodyDone, s.sentNs);
     if (s.firstByteNs >= 0) e.set(capture::Phase::ResponseFirstByte, s.firstByteNs);

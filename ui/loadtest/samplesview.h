@@ -54,10 +54,10 @@ std::vector<std::size_t> filterSamples(const load::Result& r, const SampleFilter
 /// authority, target, request fields and body from Options::requests[s.request] (Host from the
 /// URL unless the request sets one); status; `error` "connection reset", "timed out" or "protocol
 /// error" for a failed one; protocol Http1 (HTTP/1.1) or Http2 as Options::protocol; client
-/// "local port N"; streamId numbered as the server numbers it (HTTP/1.1 sequence + 1, HTTP/2
-/// 2 × sequence + 1); phases RequestHeaders = sentNs, ResponseFirstByte = firstByteNs (when
-/// known) and ResponseDone = doneNs (steady ns from the end of the warm-up), startedUnixNs =
-/// Result::startedAt + sentNs. `id` 0 (not a capture record). A sample whose request index is out of range
+/// "local port N"; responseHeaders the sample's (when it kept them); streamId numbered as the server numbers
+/// it (HTTP/1.1 sequence + 1, HTTP/2 2 × sequence + 1); phases RequestHeaders = sentNs, ResponseFirstByte =
+/// firstByteNs (when known) and ResponseDone = doneNs (steady ns from the end of the warm-up), startedUnixNs
+/// = Result::startedAt + sentNs. `id` 0 (not a capture record). A sample whose request index is out of range
 /// gives a record with only the times.
 capture::Exchange sampleExchange(const load::Result& r, const load::ExchangeSample& s);
 

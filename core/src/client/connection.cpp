@@ -195,7 +195,8 @@ void Connection::onReadableTls() {
 
 void Connection::onReadError(bool eof) {
     // EOF completes a close-delimited body; anything else outstanding was lost.
-    if (eof && !h2_ && inFlight_ && parser_.started() && parser_.completesAtEof()) completeHttp1();
+    if (eof && !h2_ && inFlight_ && parser_.started() && parser_.completesAtEof())
+        completeHttp1(true); // its head came in a read before
     closedByServer();
 }
 
@@ -213,6 +214,7 @@ void Connection::closedByServer() {
 bool Connection::onData(std::size_t n) {
     counters_.bytesRead += n;
     readEnd_ += n;
+    readNs_ = 0;
     if (h2_ ? !processH2() : !processHttp1()) return false;
     // HTTP/1.1: a response begun and not ended in this read gets the read's time as its first byte.
     if (!h2_ && parser_.started() && inFlight_ && !firstByte_[ringHead_]) firstByte_[ringHead_] = steadyNs();
@@ -240,7 +242,7 @@ bool Connection::processH2() {
     if (gen != generation_) return false;
     // Responses whose first HEADERS came in this read and that are still open: the read's time.
     if (!h2_->begunThisRead().empty()) {
-        const std::int64_t now = steadyNs();
+        const std::int64_t now = readNs_ ? readNs_ : steadyNs();
         for (const std::uint32_t slot : h2_->begunThisRead())
             if (h2_->inFlight(slot) && !firstByte_[slot]) firstByte_[slot] = now;
     }
@@ -257,9 +259,51 @@ bool Connection::processH2() {
     return true;
 }
 
-void Connection::onStreamResponse(std::uint32_t slot, int status) { handler_.onResponse(slot, status); }
+void Connection::onStreamResponse(std::uint32_t slot, int status) {
+    std::string* head = held_.empty() ? nullptr : held(slot);
+    if (!head) {
+        handler_.onResponse(slot, status);
+        return;
+    }
+    fields_ = *head;
+    handler_.onResponse(slot, status);
+    fields_.reset();
+    dropHeld(slot);
+}
 
-void Connection::onStreamFailed(std::uint32_t slot, Failure why) { handler_.onFailed(slot, why); }
+void Connection::onStreamFailed(std::uint32_t slot, Failure why) {
+    if (!held_.empty()) dropHeld(slot);
+    handler_.onFailed(slot, why);
+}
+
+bool Connection::holdResponseHead(std::uint32_t slot) {
+    if (!settings_.keepResponseHeads) return false;
+    if (!readNs_) readNs_ = steadyNs();
+    if (!handler_.holdResponseHead(slot, readNs_)) return false;
+    if (std::string* head = held(slot))
+        head->clear(); // not expected: a slot's head is dropped when its request ends
+    else
+        held_.emplace_back(slot, std::string());
+    return true;
+}
+
+void Connection::onResponseField(std::uint32_t slot, std::string_view name, std::string_view value) {
+    if (std::string* head = held(slot)) head->append(name).append(": ").append(value).append("\r\n");
+}
+
+std::string* Connection::held(std::uint32_t slot) {
+    for (auto& [s, head] : held_)
+        if (s == slot) return &head;
+    return nullptr;
+}
+
+void Connection::dropHeld(std::uint32_t slot) {
+    for (auto it = held_.begin(); it != held_.end(); ++it)
+        if (it->first == slot) {
+            held_.erase(it);
+            return;
+        }
+}
 
 // HTTP/1.1: every complete response in the buffer, in send order. False if the connection was
 // closed meanwhile.
@@ -270,16 +314,22 @@ bool Connection::processHttp1() {
             return false;
         }
         if (!parser_.started()) parser_.begin(slots_[ringHead_].request->head);
+        const bool headEarlier = parser_.headDone(); // in an earlier read: its bytes may be gone
         std::size_t used = 0;
         const auto st = parser_.parse(readBuf_.get() + readBegin_, readEnd_ - readBegin_, used);
         readBegin_ += used;
-        if (st == ResponseParser::Status::NeedMore) break;
+        if (st == ResponseParser::Status::NeedMore) {
+            // The body goes on in later reads, which may reuse the head's bytes: a copy.
+            if (settings_.keepResponseHeads && !headEarlier && parser_.headDone())
+                held_.emplace_back(static_cast<std::uint32_t>(ringHead_), std::string(parser_.head().fields));
+            break;
+        }
         if (st == ResponseParser::Status::Error) {
             fail(Failure::Protocol);
             return false;
         }
         const bool keepAlive = parser_.keepAlive(); // completeHttp1() resets the parser
-        completeHttp1();
+        completeHttp1(headEarlier);
         if (!keepAlive) { // the server will not answer the rest
             closedByServer();
             return false;
@@ -289,13 +339,26 @@ bool Connection::processHttp1() {
 }
 
 // HTTP/1.1: the oldest request's response is complete.
-void Connection::completeHttp1() {
+// `headHeld`: its head came in an earlier read (held_ has it when heads are kept); else the head's
+// bytes are still in the read buffer.
+void Connection::completeHttp1(bool headHeld) {
     const auto slot = static_cast<std::uint32_t>(ringHead_);
     ringHead_ = (ringHead_ + 1) % slots_.size();
     --inFlight_;
     const int status = parser_.status();
+    if (settings_.keepResponseHeads) {
+        if (!headHeld) {
+            fields_ = parser_.head().fields;
+        } else if (std::string* head = held(slot)) {
+            fields_ = *head;
+        }
+    }
     parser_ = ResponseParser{};
     handler_.onResponse(slot, status);
+    if (settings_.keepResponseHeads) {
+        fields_.reset();
+        if (headHeld) dropHeld(slot);
+    }
 }
 
 void Connection::fail(Failure why) {
@@ -331,6 +394,7 @@ void Connection::close() {
     written_ = 0;
     writeWaiting_ = false;
     parser_ = ResponseParser{};
+    held_.clear();
 }
 
 bool Connection::send(const PreparedRequest& request, std::uint32_t& slot) {

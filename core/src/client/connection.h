@@ -19,7 +19,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace portico::client {
@@ -57,6 +60,10 @@ struct ConnectionSettings {
     /// HTTP/2: what the client announces. The defaults are h2load's: stream and connection
     /// windows of 2^30-1 bytes (and no server push).
     H2ClientCodec::Settings h2Settings;
+    /// Make response heads available to onResponse (Connection::responseFields): HTTP/1.1 every
+    /// one (a head whose body spans reads is copied; one that ends in its read is not), HTTP/2 those
+    /// the handler asks for in holdResponseHead (decoded fields are copied as they come).
+    bool keepResponseHeads = false;
 };
 
 /// Bytes on the wire (after TLS: the TLS records' payload), summed over the connections that
@@ -88,6 +95,13 @@ public:
     virtual void onClosed() = 0;
     /// A read was processed (responses reported): the owner may send more.
     virtual void onProgress() = 0;
+    /// HTTP/2 with ConnectionSettings::keepResponseHeads: the final head of the response in `slot`
+    /// is being decoded, in a read that arrived at `readNs` (steady_clock ns since its epoch): true
+    /// to have responseFields() give its fields in onResponse. Must not call into the Connection.
+    virtual bool holdResponseHead(std::uint32_t slot, std::int64_t readNs) {
+        (void)slot, (void)readNs;
+        return false;
+    }
 
 protected:
     ~ConnectionHandler() = default;
@@ -142,6 +156,11 @@ public:
     /// Requests queued by send() since the connection last opened: the next one's 0-based number
     /// on this connection (HTTP/1.1: the server's request index − 1; HTTP/2: (stream id − 1) / 2).
     std::uint32_t requestsSent() const { return sent_; }
+    /// Only inside onResponse, with ConnectionSettings::keepResponseHeads: the final response head's
+    /// fields as field lines, each `name: value` ended by CRLF (HTTP/1.1: as received, a bare LF
+    /// possible; read them with http1::forEachResponseField), pseudo-fields and trailers left out;
+    /// nullopt when it was not kept (HTTP/2: holdResponseHead said no). Valid during the call.
+    std::optional<std::string_view> responseFields() const { return fields_; }
     /// Bumped whenever the socket changes: the owner's timers compare it to ignore an old one.
     std::uint64_t generation() const { return generation_; }
     /// Calls `f(slot)` for every request in flight (HTTP/1.1: oldest first).
@@ -170,13 +189,17 @@ private:
     bool onData(std::size_t n);
     bool processHttp1();
     bool processH2();
-    void completeHttp1();
+    void completeHttp1(bool headHeld);
+    std::string* held(std::uint32_t slot);
+    void dropHeld(std::uint32_t slot);
     void closedByServer();
     void release();
 
     // H2ClientEvents
     void onStreamResponse(std::uint32_t slot, int status) override;
     void onStreamFailed(std::uint32_t slot, Failure why) override;
+    bool holdResponseHead(std::uint32_t slot) override;
+    void onResponseField(std::uint32_t slot, std::string_view name, std::string_view value) override;
 
     boost::asio::io_context& io_;
     const ConnectionSettings& settings_;
@@ -191,6 +214,11 @@ private:
     std::string writeBuf_;
     std::size_t written_ = 0;
     std::vector<std::int64_t> firstByte_; // by slot: see firstByteNs
+    std::int64_t readNs_ = 0;             // the time of the read being processed, once asked; 0: not yet
+    // Response heads kept past their read (keepResponseHeads): HTTP/1.1 the one whose body spans
+    // reads, HTTP/2 those holdResponseHead asked for; by slot, as responseFields() gives them.
+    std::vector<std::pair<std::uint32_t, std::string>> held_;
+    std::optional<std::string_view> fields_; // responseFields() during onResponse
     http1::ResponseParser parser_;
     SSL* ssl_ = nullptr;
     std::unique_ptr<H2ClientCodec> h2_; // HTTP/2, for the life of the Connection

@@ -88,6 +88,18 @@ public:
     /// code as Failure::Reset), the response was malformed (Protocol), or GOAWAY said the server
     /// will not process it or it was never sent (Refused).
     virtual void onStreamFailed(std::uint32_t slot, Failure why) = 0;
+    /// The final (non-1xx) :status of the response in `slot` was decoded: true to have its other
+    /// fields reported by onResponseField as they are decoded (HPACK state allows no later look).
+    virtual bool holdResponseHead(std::uint32_t slot) {
+        (void)slot;
+        return false;
+    }
+    /// One field of the final response head in `slot` (after holdResponseHead returned true), in
+    /// received order, pseudo-fields left out; the views are valid only during the call. Trailers
+    /// are not reported.
+    virtual void onResponseField(std::uint32_t slot, std::string_view name, std::string_view value) {
+        (void)slot, (void)name, (void)value;
+    }
 
 protected:
     ~H2ClientEvents() = default;
@@ -166,6 +178,7 @@ private:
         bool blocked = false;  // body waiting for window
         bool trailers = false; // the final header block was received; any more is trailers
         bool begun = false;    // a HEADERS frame of the response came
+        bool hold = false;     // the final head's fields go to onResponseField
     };
 
     // Stream id → slot: open addressing with linear probing, capacity a power of two ≥ 2·depth.

@@ -88,6 +88,7 @@ struct Conn final : client::ConnectionHandler {
     void onResponse(std::uint32_t slot, int status) override {
         record(meta[slot], status, nowNs(), conn.firstByteNs(slot));
     }
+    bool holdResponseHead(std::uint32_t slot, std::int64_t readNs) override;
     void onFailed(std::uint32_t slot, Failure why) override;
     void onClosed() override;
     void onProgress() override { fill(); }
@@ -254,6 +255,19 @@ struct Worker {
         return static_cast<int>(slot);
     }
 
+    /// Whether a completion at about `now` with latency about `ns` may be kept by a reservoir: its
+    /// bin's, the next bin's (it may end a little later than guessed) or its second's, when one of
+    /// its next `ahead` candidates is kept (the responses whose heads came before their ends, as
+    /// HTTP/2 heads of several streams may, complete first). Asked at an HTTP/2 response's head,
+    /// so that only then are its fields copied for the sample.
+    bool mayKeep(std::uint64_t ns, Ns now, std::size_t ahead) const {
+        auto keepsNext = [ahead](const Reservoir& r) { return r.seen + ahead >= r.next; };
+        const std::size_t b = latencySampleBin(ns);
+        if (keepsNext(binSamples[b]) || (b + 1 < kSampleBins && keepsNext(binSamples[b + 1]))) return true;
+        if (now >= secondEnd) return true; // a new second (until kSampleSeconds): its first are kept
+        return second && keepsNext(*second);
+    }
+
     /// `firstByte` 0: none for a failure, `now` for a response.
     ExchangeSample sampleOf(const Conn::InFlight& f, unsigned connection, int status, std::uint8_t failure,
                             Ns now, Ns firstByte) const {
@@ -290,15 +304,22 @@ struct Worker {
 
     /// A measured request completed at `now` with latency `ns`: a candidate of its latency bin's
     /// and its second's reservoirs; built into a sample only when one of them keeps it.
+    /// `fields`: the response head's field lines when the connection kept them.
     void sampleCompleted(const Conn::InFlight& f, unsigned connection, int status, Ns now, std::uint64_t ns,
-                         Ns firstByte) {
+                         Ns firstByte, std::optional<std::string_view> fields) {
         Reservoir& bin = binSamples[latencySampleBin(ns)];
         const int inBin = reservoirSlot(bin);
         if (now >= secondEnd) [[unlikely]]
             nextSecond(now);
         const int inSecond = second ? reservoirSlot(*second) : -1;
         if (inBin < 0 && inSecond < 0) return;
-        const ExchangeSample x = sampleOf(f, connection, status, 0, now, firstByte);
+        ExchangeSample x = sampleOf(f, connection, status, 0, now, firstByte);
+        if (fields) {
+            x.responseHeaders.emplace();
+            http1::forEachResponseField(*fields, [&](std::string_view name, std::string_view value) {
+                x.responseHeaders->emplace_back(name, value);
+            });
+        }
         if (inBin >= 0) bin.kept[static_cast<std::size_t>(inBin)] = x;
         if (inSecond >= 0) second->kept[static_cast<std::size_t>(inSecond)] = x;
     }
@@ -553,8 +574,16 @@ void Conn::record(const InFlight& f, int status, Ns now, Ns firstByte) {
     if (worker.plan.options->model() == Model::Open)
         worker.service->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.sent)));
     worker.countSlot(now, f.spec);
-    if (worker.sampling) worker.sampleCompleted(f, index, status, now, ns, firstByte);
+    if (worker.sampling) worker.sampleCompleted(f, index, status, now, ns, firstByte, conn.responseFields());
     worker.lastEvent = now;
+}
+
+// HTTP/2: keep this head's fields only if its completion may be sampled (the guess takes the read's
+// time as the completion's; a sample whose head was not kept has no responseHeaders).
+bool Conn::holdResponseHead(std::uint32_t slot, std::int64_t readNs) {
+    const InFlight& f = meta[slot];
+    return !f.warm && worker.mayKeep(static_cast<std::uint64_t>(std::max<Ns>(0, readNs - f.intended)), readNs,
+                                     conn.inFlight());
 }
 
 // Refused (HTTP/2: not processed by the server) is sent again, up to kMaxRetries times, also while

@@ -161,7 +161,21 @@ std::vector<ExchangeSample> samples(const json& list, std::size_t requests, unsi
         x.connection = static_cast<std::uint32_t>(count(e, "connection", where));
         x.sequence = static_cast<std::uint32_t>(whole("sequence", std::numeric_limits<std::uint32_t>::max()));
         x.localPort = static_cast<std::uint16_t>(whole("localPort", 65535));
-        out.push_back(x);
+        if (e.contains("responseHeaders")) { // optional: kept heads only
+            if (x.failure) bad(where + ".responseHeaders", "present for a failed request");
+            const json& h = e["responseHeaders"];
+            if (!h.is_array()) bad(where + ".responseHeaders", "not an array of [name, value]");
+            auto& fields = x.responseHeaders.emplace();
+            fields.reserve(h.size());
+            for (const json& f : h) {
+                if (!f.is_array() || f.size() != 2 || !f[0].is_string() || !f[1].is_string() ||
+                    f[0].get_ref<const std::string&>().empty())
+                    bad(where + ".responseHeaders",
+                        "not an array of [name, value] (strings, names not empty)");
+                fields.emplace_back(f[0].get<std::string>(), f[1].get<std::string>());
+            }
+        }
+        out.push_back(std::move(x));
     }
     return out;
 }

@@ -353,7 +353,21 @@ std::string toJson(const Result& r) {
                (x.firstByteNs >= 0 ? ",\"firstByteNs\":" + std::to_string(x.firstByteNs) : std::string()) +
                ",\"latencyNs\":" + num(x.latencyNs) + ",\"connection\":" + num(std::uint64_t{x.connection}) +
                ",\"sequence\":" + num(std::uint64_t{x.sequence}) +
-               ",\"localPort\":" + num(std::uint64_t{x.localPort}) + "}";
+               ",\"localPort\":" + num(std::uint64_t{x.localPort});
+        if (x.responseHeaders) {
+            out += ",\"responseHeaders\":[";
+            for (std::size_t j = 0; j < x.responseHeaders->size(); ++j) {
+                if (j) out += ',';
+                out += '[';
+                // Bytes from the wire, which need not be UTF-8: those ≥ 0x7F as \u00XX.
+                appendJsonString(out, (*x.responseHeaders)[j].first, http::JsonBytes::Ascii);
+                out += ',';
+                appendJsonString(out, (*x.responseHeaders)[j].second, http::JsonBytes::Ascii);
+                out += ']';
+            }
+            out += ']';
+        }
+        out += '}';
     }
     out += "]";
     out +=

@@ -170,6 +170,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
     plan.abort = abort;
     plan.live = live;
     plan.connection.h2 = options.protocol == Protocol::Http2;
+    plan.connection.keepResponseHeads = options.samples; // the samples' responseHeaders
     plan.specs.reserve(options.requests.size());
     Url first;
     std::uint32_t cumulative = 0;

@@ -96,6 +96,8 @@ public:
     bool completesAtEof() const { return state_ == State::UntilClose; }
     /// True between `begin` and the end of the response.
     bool started() const { return state_ != State::Idle; }
+    /// True once the final head was parsed (head() describes it) until the response ends.
+    bool headDone() const { return state_ != State::Idle && state_ != State::Head; }
 
     const ResponseHead& head() const { return head_; }
     std::string_view body() const { return body_; }

@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace portico::load {
@@ -88,6 +90,12 @@ struct ExchangeSample {
     /// The request's number on its connection, 0-based since the connection last (re)connected.
     std::uint32_t sequence = 0;
     std::uint16_t localPort = 0; ///< the client's TCP port of that connection (0: unknown)
+    /// The final response head's fields (name, value; as received, pseudo-fields and trailers left
+    /// out) of a completed request; nullopt for a failed one, and when the head was not kept:
+    /// HTTP/1.1 keeps every head, HTTP/2 copies the fields of a response only when, as its head
+    /// arrives, its completion looks likely to be sampled (its latency so far is in a bin, or the
+    /// next one, that would keep it, or its second would), so a few HTTP/2 samples lack them.
+    std::optional<std::vector<std::pair<std::string, std::string>>> responseHeaders;
 
     bool operator==(const ExchangeSample&) const = default;
 };
