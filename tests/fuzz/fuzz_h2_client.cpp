@@ -129,7 +129,9 @@ struct Outcome {
 class Run final : public H2ClientEvents {
 public:
     Run(const Params& p, bool bytewise)
-        : p_(p), bytewise_(bytewise), codec_(*this, p.depth, p.settings), busy_(p.depth, false) {}
+        : p_(p), bytewise_(bytewise), codec_(*this, p.depth, p.settings), busy_(p.depth, false) {
+        codec_.askResponseHeads(true);
+    }
 
     Outcome go() {
         PORTICO_FUZZ_CHECK(codec_.start(out_));

@@ -5,7 +5,8 @@
 # tests/perf/h2_limit_server.c for h2c: canned answers, so the generator's work is what varies).
 # usage: [KINDS=N] tests/perf/load_ir_per_request.sh BIN [WORKLOAD=h1] [N1=20000] [N2=120000]
 # KINDS=N (default 1) sends N request kinds (URLs /plaintext, /kind2, ...; equal weights), which
-# turns on the per-kind breakdown (Result::byRequest).
+# turns on the per-kind breakdown (Result::byRequest). EXTRA="ARGS" adds generator arguments (e.g.
+# EXTRA=--no-samples); KEEP=DIR keeps the N2 run's callgrind profile as DIR/callgrind.out.
 # Workloads: h1 = -t1 -c10; h1pipe = -t1 -c10 -p16; h2c = --h2 --streams 16 -t1 -c10.
 # The generator runs under callgrind twice, for N1 and N2 requests; (Ir(N2) - Ir(N1)) / (N2 - N1)
 # leaves start-up out. Prints "WORKLOAD BIN Ir/request". Bounded: each run at most 300 s.
@@ -28,7 +29,7 @@ for ((k = 2; k <= kinds; k++)); do urls+=("http://127.0.0.1:$port/kind$k"); done
 sleep 0.5
 total() { # requests -> total Ir of one generator run
     timeout 300 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$BIN" bench --no-save -t1 \
-        "${args[@]}" -n "$1" --json "$tmp/r.json" "${urls[@]}" >"$tmp/bench.log" 2>&1 ||
+        "${args[@]}" ${EXTRA:-} -n "$1" --json "$tmp/r.json" "${urls[@]}" >"$tmp/bench.log" 2>&1 ||
         { cat "$tmp/bench.log" >&2; exit 1; }
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); q=r["requests"]
 sys.exit(0 if q["completed"] == int(sys.argv[2]) and q["failed"] == 0 else 1)' "$tmp/r.json" "$1" ||
@@ -37,4 +38,5 @@ sys.exit(0 if q["completed"] == int(sys.argv[2]) and q["failed"] == 0 else 1)' "
 }
 a=$(total "$n1")
 b=$(total "$n2")
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$tmp/cg.out" "$KEEP/callgrind.out"
 echo "$workload kinds=$kinds $1 $(( (b - a) / (n2 - n1) ))"

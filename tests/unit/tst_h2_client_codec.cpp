@@ -985,6 +985,19 @@ private slots:
         if (code >= 0) QCOMPARE(describe(frames.back()), QString("GOAWAY 0 %1").arg(code));
     }
 
+    // Not asked unless askResponseHeads(true): no call, no field.
+    void responseHeadsNotAskedByDefault() {
+        Client c(1);
+        const auto r = request();
+        const auto a = c.submit(r);
+        c.recorder.hold = {a};
+        c.recorder.logHold = true;
+        QVERIFY(c.handshake().startsWith("Open"));
+        QCOMPARE(c.feed(c.headers(1, {{":status", "200"}, {"server", "t"}}, kEndHeaders | kEndStream)),
+                 QString("Open"));
+        QCOMPARE(c.events(), resp(a, 200));
+    }
+
     // holdResponseHead is asked once per final head (not for 1xx), as its :status is decoded;
     // only a held head's other fields follow, in order, also across CONTINUATION, never trailers.
     void heldResponseFields() {
@@ -993,6 +1006,7 @@ private slots:
         const auto a = c.submit(r), b = c.submit(r), d = c.submit(r);
         c.recorder.hold = {a, d};
         c.recorder.logHold = true;
+        c.codec.askResponseHeads(true);
         QVERIFY(c.handshake().startsWith("Open"));
         QCOMPARE(c.feed(cat({c.headers(1, {{":status", "103"}, {"link", "</a.css>; rel=preload"}}),
                              c.headers(1, {{":status", "200"},

@@ -34,13 +34,12 @@ Connection::Connection(asio::io_context& io, const ConnectionSettings& settings,
     if (settings.h2)
         h2_ = std::make_unique<H2ClientCodec>(static_cast<H2ClientEvents&>(*this),
                                               std::clamp(depth, 1u, kMaxDepth), settings.h2Settings);
+    if (h2_) h2_->askResponseHeads(settings.keepResponseHeads);
     writeBuf_.reserve(std::clamp(depth, 1u, kMaxDepth) * 512);
     firstByte_.assign(std::clamp(depth, 1u, kMaxDepth), 0);
 }
 
-namespace {
-std::int64_t steadyNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
-} // namespace
+namespace {} // namespace
 
 Connection::~Connection() { release(); }
 
@@ -194,6 +193,7 @@ void Connection::onReadableTls() {
 }
 
 void Connection::onReadError(bool eof) {
+    readNs_ = 0; // a response the close completes: the time now
     // EOF completes a close-delimited body; anything else outstanding was lost.
     if (eof && !h2_ && inFlight_ && parser_.started() && parser_.completesAtEof())
         completeHttp1(true); // its head came in a read before
@@ -217,7 +217,7 @@ bool Connection::onData(std::size_t n) {
     readNs_ = 0;
     if (h2_ ? !processH2() : !processHttp1()) return false;
     // HTTP/1.1: a response begun and not ended in this read gets the read's time as its first byte.
-    if (!h2_ && parser_.started() && inFlight_ && !firstByte_[ringHead_]) firstByte_[ringHead_] = steadyNs();
+    if (!h2_ && parser_.started() && inFlight_ && !firstByte_[ringHead_]) firstByte_[ringHead_] = readTime();
     if (readBegin_ == readEnd_) {
         readBegin_ = readEnd_ = 0;
     } else if (readEnd_ == kReadBuffer) {
@@ -242,7 +242,7 @@ bool Connection::processH2() {
     if (gen != generation_) return false;
     // Responses whose first HEADERS came in this read and that are still open: the read's time.
     if (!h2_->begunThisRead().empty()) {
-        const std::int64_t now = readNs_ ? readNs_ : steadyNs();
+        const std::int64_t now = readTime();
         for (const std::uint32_t slot : h2_->begunThisRead())
             if (h2_->inFlight(slot) && !firstByte_[slot]) firstByte_[slot] = now;
     }
@@ -260,7 +260,16 @@ bool Connection::processH2() {
 }
 
 void Connection::onStreamResponse(std::uint32_t slot, int status) {
-    std::string* head = held_.empty() ? nullptr : held(slot);
+    if (!heldCount_) [[likely]] {
+        handler_.onResponse(slot, status);
+        return;
+    }
+    respondHeld(slot, status);
+}
+
+// A response while some heads are held (HTTP/2): with its fields if it is one of them.
+void Connection::respondHeld(std::uint32_t slot, int status) {
+    std::string* head = held(slot);
     if (!head) {
         handler_.onResponse(slot, status);
         return;
@@ -272,23 +281,18 @@ void Connection::onStreamResponse(std::uint32_t slot, int status) {
 }
 
 void Connection::onStreamFailed(std::uint32_t slot, Failure why) {
-    if (!held_.empty()) dropHeld(slot);
+    if (heldCount_) dropHeld(slot);
     handler_.onFailed(slot, why);
 }
 
-bool Connection::holdResponseHead(std::uint32_t slot) {
-    if (!settings_.keepResponseHeads) return false;
-    if (!readNs_) readNs_ = steadyNs();
-    if (!handler_.holdResponseHead(slot, readNs_)) return false;
-    if (std::string* head = held(slot))
-        head->clear(); // not expected: a slot's head is dropped when its request ends
-    else
-        held_.emplace_back(slot, std::string());
-    return true;
-}
+// Asked by the codec only with keepResponseHeads (H2ClientCodec::askResponseHeads), once per
+// response: a plain forward; the held entry is made at the head's first field.
+bool Connection::holdResponseHead(std::uint32_t slot) { return handler_.holdResponseHead(slot); }
 
 void Connection::onResponseField(std::uint32_t slot, std::string_view name, std::string_view value) {
-    if (std::string* head = held(slot)) head->append(name).append(": ").append(value).append("\r\n");
+    std::string* head = held(slot);
+    if (!head) head = newHeld(slot);
+    head->append(name).append(": ").append(value).append("\r\n");
 }
 
 std::string* Connection::held(std::uint32_t slot) {
@@ -297,10 +301,24 @@ std::string* Connection::held(std::uint32_t slot) {
     return nullptr;
 }
 
+// An entry for `slot`: a free one (its string keeps its capacity: nothing allocated once the
+// entries are as many and as long as needed), else a new one.
+std::string* Connection::newHeld(std::uint32_t slot) {
+    ++heldCount_;
+    for (auto& [s, head] : held_)
+        if (s == kFreeHeld) {
+            s = slot;
+            head.clear();
+            return &head;
+        }
+    return &held_.emplace_back(slot, std::string()).second;
+}
+
 void Connection::dropHeld(std::uint32_t slot) {
-    for (auto it = held_.begin(); it != held_.end(); ++it)
-        if (it->first == slot) {
-            held_.erase(it);
+    for (auto& [s, head] : held_)
+        if (s == slot) {
+            s = kFreeHeld;
+            --heldCount_;
             return;
         }
 }
@@ -321,7 +339,7 @@ bool Connection::processHttp1() {
         if (st == ResponseParser::Status::NeedMore) {
             // The body goes on in later reads, which may reuse the head's bytes: a copy.
             if (settings_.keepResponseHeads && !headEarlier && parser_.headDone())
-                held_.emplace_back(static_cast<std::uint32_t>(ringHead_), std::string(parser_.head().fields));
+                h1Head_.assign(parser_.head().fields);
             break;
         }
         if (st == ResponseParser::Status::Error) {
@@ -339,26 +357,17 @@ bool Connection::processHttp1() {
 }
 
 // HTTP/1.1: the oldest request's response is complete.
-// `headHeld`: its head came in an earlier read (held_ has it when heads are kept); else the head's
-// bytes are still in the read buffer.
+// `headHeld`: its head came in an earlier read (copied to h1Head_ when heads are kept); else the
+// head's bytes are still in the read buffer. fields_ is left as it is after the call (read only
+// inside onResponse), so that the call is the last thing done.
 void Connection::completeHttp1(bool headHeld) {
     const auto slot = static_cast<std::uint32_t>(ringHead_);
     ringHead_ = (ringHead_ + 1) % slots_.size();
     --inFlight_;
     const int status = parser_.status();
-    if (settings_.keepResponseHeads) {
-        if (!headHeld) {
-            fields_ = parser_.head().fields;
-        } else if (std::string* head = held(slot)) {
-            fields_ = *head;
-        }
-    }
+    if (settings_.keepResponseHeads) fields_ = headHeld ? std::string_view(h1Head_) : parser_.head().fields;
     parser_ = ResponseParser{};
     handler_.onResponse(slot, status);
-    if (settings_.keepResponseHeads) {
-        fields_.reset();
-        if (headHeld) dropHeld(slot);
-    }
 }
 
 void Connection::fail(Failure why) {
@@ -394,7 +403,9 @@ void Connection::close() {
     written_ = 0;
     writeWaiting_ = false;
     parser_ = ResponseParser{};
-    held_.clear();
+    for (auto& entry : held_)
+        entry.first = kFreeHeld;
+    heldCount_ = 0;
 }
 
 bool Connection::send(const PreparedRequest& request, std::uint32_t& slot) {

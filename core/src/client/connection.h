@@ -17,6 +17,7 @@
 
 #include <openssl/ssl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -96,10 +97,11 @@ public:
     /// A read was processed (responses reported): the owner may send more.
     virtual void onProgress() = 0;
     /// HTTP/2 with ConnectionSettings::keepResponseHeads: the final head of the response in `slot`
-    /// is being decoded, in a read that arrived at `readNs` (steady_clock ns since its epoch): true
-    /// to have responseFields() give its fields in onResponse. Must not call into the Connection.
-    virtual bool holdResponseHead(std::uint32_t slot, std::int64_t readNs) {
-        (void)slot, (void)readNs;
+    /// is being decoded (Connection::readTime() is its read's time): true to have responseFields()
+    /// give its fields in onResponse (a head with no field but :status then gives none). Must not
+    /// call into the Connection but for readTime().
+    virtual bool holdResponseHead(std::uint32_t slot) {
+        (void)slot;
         return false;
     }
 
@@ -156,6 +158,14 @@ public:
     /// Requests queued by send() since the connection last opened: the next one's 0-based number
     /// on this connection (HTTP/1.1: the server's request index − 1; HTTP/2: (stream id − 1) / 2).
     std::uint32_t requestsSent() const { return sent_; }
+    /// The time of the read being processed (steady_clock ns since its epoch), taken from the clock
+    /// at the first call in that read: inside onResponse, when the response's last bytes were
+    /// read (one clock read for all the responses a read completes); after the server's close,
+    /// the time of the call.
+    std::int64_t readTime() {
+        if (!readNs_) readNs_ = std::chrono::steady_clock::now().time_since_epoch().count();
+        return readNs_;
+    }
     /// Only inside onResponse, with ConnectionSettings::keepResponseHeads: the final response head's
     /// fields as field lines, each `name: value` ended by CRLF (HTTP/1.1: as received, a bare LF
     /// possible; read them with http1::forEachResponseField), pseudo-fields and trailers left out;
@@ -191,6 +201,8 @@ private:
     bool processH2();
     void completeHttp1(bool headHeld);
     std::string* held(std::uint32_t slot);
+    std::string* newHeld(std::uint32_t slot);
+    [[gnu::noinline]] void respondHeld(std::uint32_t slot, int status);
     void dropHeld(std::uint32_t slot);
     void closedByServer();
     void release();
@@ -215,9 +227,12 @@ private:
     std::size_t written_ = 0;
     std::vector<std::int64_t> firstByte_; // by slot: see firstByteNs
     std::int64_t readNs_ = 0;             // the time of the read being processed, once asked; 0: not yet
-    // Response heads kept past their read (keepResponseHeads): HTTP/1.1 the one whose body spans
-    // reads, HTTP/2 those holdResponseHead asked for; by slot, as responseFields() gives them.
+    // HTTP/2 response heads kept (keepResponseHeads, holdResponseHead said yes): by slot, as
+    // responseFields() gives them; entries of slot kFreeHeld are free, heldCount_ are not.
+    static constexpr std::uint32_t kFreeHeld = 0xffffffffu;
     std::vector<std::pair<std::uint32_t, std::string>> held_;
+    std::size_t heldCount_ = 0;
+    std::string h1Head_; // HTTP/1.1: the fields of the head whose body spans reads (keepResponseHeads)
     std::optional<std::string_view> fields_; // responseFields() during onResponse
     http1::ResponseParser parser_;
     SSL* ssl_ = nullptr;

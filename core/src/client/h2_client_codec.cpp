@@ -724,7 +724,7 @@ bool H2ClientCodec::onBlockFragment(const std::uint8_t* p, std::size_t len, bool
                                                         [](std::uint8_t c) { return c >= '0' && c <= '9'; });
                     s->status =
                         static_cast<std::int16_t>(digits && status >= 100 && status <= 599 ? status : 0);
-                    if (s->status >= 200) s->hold = events_.holdResponseHead(blockSlot_);
+                    if (s->status >= 200 && askHeads_) s->hold = events_.holdResponseHead(blockSlot_);
                 } else if (nv.namelen == 14 && std::memcmp(nv.name, "content-length", 14) == 0) {
                     std::uint64_t v = 0;
                     bool good = nv.valuelen > 0 && nv.valuelen <= 19;

@@ -147,6 +147,9 @@ public:
     /// Events are reported from inside; replies go to `out`.
     Verdict receive(const std::uint8_t* data, std::size_t n, std::size_t& used, std::string& out);
 
+    /// Whether holdResponseHead is asked at each final response head (default: no, never called).
+    void askResponseHeads(bool on) { askHeads_ = on; }
+
     std::size_t inFlight() const { return inFlight_; }
     std::size_t depth() const { return streams_.size(); }
     /// The slots whose response's first HEADERS frame came in the last receive() (ended since or
@@ -208,6 +211,7 @@ private:
     bool onGoaway(const std::uint8_t* p, std::size_t len, std::string& out);
 
     H2ClientEvents& events_;
+    bool askHeads_ = false;
     Settings settings_;
     std::vector<Stream> streams_;        // by slot
     std::vector<std::uint32_t> free_;    // free slots

@@ -47,12 +47,19 @@ struct Conn final : client::ConnectionHandler {
     struct InFlight {
         Ns intended = 0; // open model: the schedule's send time; closed model: = sent
         Ns sent = 0;
-        bool warm = false;
         std::uint32_t spec = 0;     // index in Options::requests
         std::uint32_t sequence = 0; // its number on the connection since it opened
         std::uint16_t port = 0;     // the connection's local port
-        std::uint8_t retries = 0;   // times it was sent again after Failure::Refused
+        bool warm = false;
+        std::uint8_t retries = 0; // times it was sent again after Failure::Refused
+        // HTTP/2 drill-down sample (Worker::sampleHead): the entries + 1 its head took in its
+        // latency bin's and its second's reservoirs (0: none), that bin, and the second's number
+        // mod 256. All 0 when nothing was taken, as a new InFlight is.
+        std::uint8_t headBin = 0;
+        std::uint8_t binEntry = 0, secondEntry = 0;
+        std::uint8_t secondTag = 0;
     };
+    static_assert(sizeof(InFlight) == 32, "one InFlight per slot: 32 bytes");
 
     Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth);
 
@@ -86,9 +93,9 @@ struct Conn final : client::ConnectionHandler {
     void onOpen() override;
     void onConnectFailed() override;
     void onResponse(std::uint32_t slot, int status) override {
-        record(meta[slot], status, nowNs(), conn.firstByteNs(slot));
+        record(meta[slot], status, conn.readTime(), conn.firstByteNs(slot)); // one clock read per read
     }
-    bool holdResponseHead(std::uint32_t slot, std::int64_t readNs) override;
+    bool holdResponseHead(std::uint32_t slot) override;
     void onFailed(std::uint32_t slot, Failure why) override;
     void onClosed() override;
     void onProgress() override { fill(); }
@@ -116,6 +123,11 @@ struct Reservoir {
     std::uint64_t next = 1; // the number (from 1) of the next candidate kept
     double w = 0;           // Algorithm L's W: the largest of kKeep uniform keys kept so far
     std::array<ExchangeSample, kKeep> kept{};
+    // The kept entries' response fields as field lines (ExchangeSample::responseHeaders is filled
+    // from them at the merge): assigned in place, so an entry replaced allocates nothing once its
+    // string is long enough.
+    std::array<std::string, kKeep> fields{};
+    std::array<bool, kKeep> hasFields{};
 };
 
 /// One finished interval of one thread (Options::latencyIntervals).
@@ -142,6 +154,7 @@ struct Worker {
             // Every buffer of the sample is sized here: nothing is allocated per request (the
             // seconds of a run bounded by count only grow by doubling, once per new second).
             sampling = true;
+            sampleAtHead = o.protocol == Protocol::Http2;
             failedSamples.reserve(Result::kMaxFailedSamples);
             binSamples.resize(kSampleBins);
             const auto seconds = o.duration.count() > 0
@@ -185,7 +198,11 @@ struct Worker {
     std::vector<Reservoir> binSamples;         // kSampleBins
     std::vector<Reservoir> secondSamples;      // ≤ Result::kSampleSeconds
     Reservoir* second = nullptr;               // secondSamples[the current second]
-    Ns secondEnd = 0;                          // when the current second ends
+    std::size_t secondIndex = 0;               // of `second`
+    // HTTP/2: a response is a candidate when its head comes (sampleHead), so that its fields are
+    // copied only when it is kept; HTTP/1.1 at its completion (sampleCompleted).
+    bool sampleAtHead = false;
+    Ns secondEnd = 0; // when the current second ends
 
     // Run state.
     std::uint64_t quota = std::numeric_limits<std::uint64_t>::max(); // closed model: measured starts left
@@ -255,19 +272,6 @@ struct Worker {
         return static_cast<int>(slot);
     }
 
-    /// Whether a completion at about `now` with latency about `ns` may be kept by a reservoir: its
-    /// bin's, the next bin's (it may end a little later than guessed) or its second's, when one of
-    /// its next `ahead` candidates is kept (the responses whose heads came before their ends, as
-    /// HTTP/2 heads of several streams may, complete first). Asked at an HTTP/2 response's head,
-    /// so that only then are its fields copied for the sample.
-    bool mayKeep(std::uint64_t ns, Ns now, std::size_t ahead) const {
-        auto keepsNext = [ahead](const Reservoir& r) { return r.seen + ahead >= r.next; };
-        const std::size_t b = latencySampleBin(ns);
-        if (keepsNext(binSamples[b]) || (b + 1 < kSampleBins && keepsNext(binSamples[b + 1]))) return true;
-        if (now >= secondEnd) return true; // a new second (until kSampleSeconds): its first are kept
-        return second && keepsNext(*second);
-    }
-
     /// `firstByte` 0: none for a failure, `now` for a response.
     ExchangeSample sampleOf(const Conn::InFlight& f, unsigned connection, int status, std::uint8_t failure,
                             Ns now, Ns firstByte) const {
@@ -299,11 +303,49 @@ struct Worker {
         }
         if (s >= secondSamples.size()) secondSamples.resize(s + 1);
         second = &secondSamples[s];
+        secondIndex = s;
         secondEnd = plan.warmupEnd + static_cast<Ns>(s + 1) * kSecond;
     }
 
-    /// A measured request completed at `now` with latency `ns`: a candidate of its latency bin's
-    /// and its second's reservoirs; built into a sample only when one of them keeps it.
+    /// HTTP/2: the final head of a measured request came in a read at `readNs`: a candidate of
+    /// the reservoirs of its latency bin then and of that second, so that its fields are copied only
+    /// when one keeps it (they cannot be decoded later). Its entries are noted in `f`; its sample is
+    /// written there when it completes (sampleKeptAtHead); one that fails after its head leaves the
+    /// entry as it was (an entry still empty is not listed).
+    bool sampleHead(Conn::InFlight& f, Ns readNs) {
+        const std::size_t b =
+            latencySampleBin(static_cast<std::uint64_t>(std::max<Ns>(0, readNs - f.intended)));
+        bool kept = false;
+        if (const int e = reservoirSlot(binSamples[b]); e >= 0) [[unlikely]] {
+            f.headBin = static_cast<std::uint8_t>(b);
+            f.binEntry = static_cast<std::uint8_t>(e + 1);
+            kept = true;
+        }
+        if (readNs >= secondEnd) [[unlikely]]
+            nextSecond(readNs);
+        if (const int e = second ? reservoirSlot(*second) : -1; e >= 0) [[unlikely]] {
+            f.secondEntry = static_cast<std::uint8_t>(e + 1);
+            f.secondTag = static_cast<std::uint8_t>(secondIndex);
+            kept = true;
+        }
+        return kept; // f's entries stay 0 (none) otherwise, as a new InFlight has them
+    }
+
+    /// HTTP/2: a measured request whose head sampleHead kept completed: its sample, with `fields`,
+    /// goes in the entries its head took.
+    [[gnu::noinline]] void sampleKeptAtHead(const Conn::InFlight& f, unsigned connection, int status, Ns now,
+                                            Ns firstByte, std::optional<std::string_view> fields) {
+        Reservoir* inSecond = nullptr;
+        if (f.secondEntry) { // its second: the current one or one of the 255 before
+            const std::size_t s = secondIndex - (static_cast<std::uint8_t>(secondIndex - f.secondTag));
+            if (s < secondSamples.size()) inSecond = &secondSamples[s];
+        }
+        keep(sampleOf(f, connection, status, 0, now, firstByte), fields,
+             f.binEntry ? &binSamples[f.headBin] : nullptr, f.binEntry - 1, inSecond, f.secondEntry - 1);
+    }
+
+    /// HTTP/1.1: a measured request completed at `now` with latency `ns`: a candidate of its latency
+    /// bin's and its second's reservoirs; built into a sample only when one of them keeps it.
     /// `fields`: the response head's field lines when the connection kept them.
     void sampleCompleted(const Conn::InFlight& f, unsigned connection, int status, Ns now, std::uint64_t ns,
                          Ns firstByte, std::optional<std::string_view> fields) {
@@ -312,16 +354,22 @@ struct Worker {
         if (now >= secondEnd) [[unlikely]]
             nextSecond(now);
         const int inSecond = second ? reservoirSlot(*second) : -1;
-        if (inBin < 0 && inSecond < 0) return;
-        ExchangeSample x = sampleOf(f, connection, status, 0, now, firstByte);
-        if (fields) {
-            x.responseHeaders.emplace();
-            http1::forEachResponseField(*fields, [&](std::string_view name, std::string_view value) {
-                x.responseHeaders->emplace_back(name, value);
-            });
+        if (inBin < 0 && inSecond < 0) [[likely]]
+            return;
+        keep(sampleOf(f, connection, status, 0, now, firstByte), fields, &bin, inBin, second, inSecond);
+    }
+
+    /// A kept completion: `x` with `fields` (when the connection kept them) into entry `e1` of `r1`
+    /// and `e2` of `r2` (none when negative).
+    [[gnu::noinline]] static void keep(const ExchangeSample& x, std::optional<std::string_view> fields,
+                                       Reservoir* r1, int e1, Reservoir* r2, int e2) {
+        for (auto [r, e] : {std::pair{r1, e1}, std::pair{r2, e2}}) {
+            if (!r || e < 0) continue;
+            const auto i = static_cast<std::size_t>(e);
+            r->kept[i] = x;
+            r->hasFields[i] = fields.has_value();
+            if (fields) r->fields[i].assign(*fields);
         }
-        if (inBin >= 0) bin.kept[static_cast<std::size_t>(inBin)] = x;
-        if (inSecond >= 0) second->kept[static_cast<std::size_t>(inSecond)] = x;
     }
 
     /// A measured latency (corrected timing) completed or given up at `now`, of no request kind's
@@ -574,16 +622,19 @@ void Conn::record(const InFlight& f, int status, Ns now, Ns firstByte) {
     if (worker.plan.options->model() == Model::Open)
         worker.service->record(static_cast<std::uint64_t>(std::max<Ns>(0, now - f.sent)));
     worker.countSlot(now, f.spec);
-    if (worker.sampling) worker.sampleCompleted(f, index, status, now, ns, firstByte, conn.responseFields());
+    if (worker.sampling) {
+        if (!worker.sampleAtHead)
+            worker.sampleCompleted(f, index, status, now, ns, firstByte, conn.responseFields());
+        else if (f.binEntry || f.secondEntry)
+            worker.sampleKeptAtHead(f, index, status, now, firstByte, conn.responseFields());
+    }
     worker.lastEvent = now;
 }
 
-// HTTP/2: keep this head's fields only if its completion may be sampled (the guess takes the read's
-// time as the completion's; a sample whose head was not kept has no responseHeaders).
-bool Conn::holdResponseHead(std::uint32_t slot, std::int64_t readNs) {
-    const InFlight& f = meta[slot];
-    return !f.warm && worker.mayKeep(static_cast<std::uint64_t>(std::max<Ns>(0, readNs - f.intended)), readNs,
-                                     conn.inFlight());
+// HTTP/2: the head decides whether the request is sampled, and so whether its fields are kept.
+bool Conn::holdResponseHead(std::uint32_t slot) {
+    InFlight& f = meta[slot];
+    return !f.warm && worker.sampleHead(f, conn.readTime()); // asked only when sampling
 }
 
 // Refused (HTTP/2: not processed by the server) is sent again, up to kMaxRetries times, also while
@@ -653,6 +704,7 @@ void Conn::fill() {
             if (!open) f.intended = now;
             f.sequence = conn.requestsSent();
             f.port = conn.localPort();
+            f.binEntry = f.secondEntry = 0; // a head of the refused attempt took no entry to keep
             if (!conn.send(plan.specs[f.spec], slot)) break;
             retry.pop_back();
             --worker.retries;
@@ -689,7 +741,7 @@ void Conn::fill() {
             worker.warmupBytesWritten = worker.traffic.bytesWritten;
         }
         const std::uint32_t spec = worker.pickSpec();
-        const InFlight f{intended, now, warm, spec, conn.requestsSent(), conn.localPort()};
+        const InFlight f{intended, now, spec, conn.requestsSent(), conn.localPort(), warm};
         ++(warm ? worker.warmup : worker.requests).started;
         if (!warm && !worker.bySpec.empty()) ++worker.bySpec[spec].requests.started;
         std::uint32_t slot = 0;
@@ -718,8 +770,15 @@ void mergeReservoirs(const std::vector<const Reservoir*>& parts, std::mt19937_64
     std::uint64_t total = 0;
     for (const Reservoir* r : parts)
         if (r->seen) {
-            p.push_back(
-                {r->seen, static_cast<std::size_t>(std::min<std::uint64_t>(r->seen, kKeep)), r->kept});
+            Part& part = p.emplace_back(
+                r->seen, static_cast<std::size_t>(std::min<std::uint64_t>(r->seen, kKeep)), r->kept);
+            for (std::size_t i = 0; i < part.kept; ++i) {
+                if (!r->hasFields[i]) continue;
+                auto& fields = part.samples[i].responseHeaders.emplace();
+                http1::forEachResponseField(r->fields[i], [&](std::string_view name, std::string_view value) {
+                    fields.emplace_back(name, value);
+                });
+            }
             total += r->seen;
         }
     for (std::size_t draw = 0; draw < kKeep && total; ++draw) {
@@ -730,7 +789,8 @@ void mergeReservoirs(const std::vector<const Reservoir*>& parts, std::mt19937_64
         // p[w].kept > 0: fewer than kKeep were drawn from it, and it kept min(seen, kKeep).
         auto& part = p[w];
         const std::size_t i = static_cast<std::size_t>(rng() % part.kept);
-        out.push_back(part.samples[i]);
+        // An entry an HTTP/2 head took for a request that then failed may still be empty.
+        if (part.samples[i].status != 0 || part.samples[i].failure != 0) out.push_back(part.samples[i]);
         part.samples[i] = part.samples[--part.kept];
         --part.left;
         --total;

@@ -91,10 +91,10 @@ struct ExchangeSample {
     std::uint32_t sequence = 0;
     std::uint16_t localPort = 0; ///< the client's TCP port of that connection (0: unknown)
     /// The final response head's fields (name, value; as received, pseudo-fields and trailers left
-    /// out) of a completed request; nullopt for a failed one, and when the head was not kept:
-    /// HTTP/1.1 keeps every head, HTTP/2 copies the fields of a response only when, as its head
-    /// arrives, its completion looks likely to be sampled (its latency so far is in a bin, or the
-    /// next one, that would keep it, or its second would), so a few HTTP/2 samples lack them.
+    /// out) of a completed request; nullopt for a failed one (and for an HTTP/2 head with no field
+    /// but :status). HTTP/2 heads are decoded once, so there a request is a candidate of the sample
+    /// when its head arrives (its latency bin and second then) and its fields are copied only if
+    /// it is kept; HTTP/1.1 requests are candidates when they complete.
     std::optional<std::vector<std::pair<std::string, std::string>>> responseHeaders;
 
     bool operator==(const ExchangeSample&) const = default;
