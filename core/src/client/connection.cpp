@@ -39,8 +39,6 @@ Connection::Connection(asio::io_context& io, const ConnectionSettings& settings,
     firstByte_.assign(std::clamp(depth, 1u, kMaxDepth), 0);
 }
 
-namespace {} // namespace
-
 Connection::~Connection() { release(); }
 
 void Connection::connect() {
