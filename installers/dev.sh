@@ -90,18 +90,23 @@ fi
 if [ "$mode" = sanitize ]; then
   cd "$here"
   status=0
+  failed=""
   for preset in asan tsan; do
     # A failed build fails the stage but does not skip the other preset.
     { cmake --preset "$preset" "${launcher[@]}" >/dev/null && cmake --build --preset "$preset" -j "$jobs"; } ||
-      { status=1; continue; }
+      { status=1; failed+=" $preset:build"; continue; }
     install_js "$here/build/$preset"
     # A suite that fails is run once more and fails the stage only if it fails again; the first
     # failure stays in the log.
-    ctest --preset "$preset" -j "$jobs" --timeout 900 --repeat until-pass:2 || status=1
+    ctest --preset "$preset" -j "$jobs" --timeout 900 --repeat until-pass:2 ||
+      { status=1; failed+=" $preset:$(tr '\n' ' ' <"$here/build/$preset/Testing/Temporary/LastTestsFailed.log" 2>/dev/null)"; }
     if [ "$preset" = asan ]; then
-      FUZZ_BUILD="$here/build/asan" FUZZ_JOBS=$jobs "$here/installers/fuzz.sh" "${FUZZ_SECONDS:-20}" || status=1
+      FUZZ_BUILD="$here/build/asan" FUZZ_JOBS=$jobs "$here/installers/fuzz.sh" "${FUZZ_SECONDS:-20}" ||
+        { status=1; failed+=" fuzz: see the fuzz.sh report above"; }
     fi
   done
+  # The last lines of a long log: what failed, so that a log's tail names it.
+  [ -n "$failed" ] && echo "dev.sh sanitize: failed:$failed" >&2
   exit $status
 fi
 
