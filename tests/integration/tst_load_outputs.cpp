@@ -507,13 +507,26 @@ private slots:
         // The first ones: none of them after the first half of the run.
         QVERIFY2(many.samples.back().doneNs < many.measured.count() / 2,
                  qPrintable(QString::number(many.samples.back().doneNs)));
-        // 1.5 s of failures: in every 100 ms slot but perhaps the first (connecting) and the last.
+        // 1.5 s of failures, each in the 100 ms slot it happened in: spread over the run, not
+        // bunched. Interior slots (not the first, connecting, nor the last) have failures, but for
+        // one in four at most: a loaded CI host can stall the generator for a slot or two.
         QCOMPARE(many.failedPerSlot.size(), many.perSlot.size());
         QVERIFY2(many.failedPerSlot.size() >= 14, qPrintable(QString::number(many.failedPerSlot.size())));
         QCOMPARE(std::accumulate(many.failedPerSlot.begin(), many.failedPerSlot.end(), std::uint64_t{0}),
                  many.requests.failed);
-        for (std::size_t s = 1; s + 1 < many.failedPerSlot.size(); ++s)
-            QVERIFY2(many.failedPerSlot[s] > 0, qPrintable(QString("slot %1 has no failure").arg(s)));
+        std::size_t interior = 0, empty = 0;
+        QString emptySlots;
+        for (std::size_t s = 1; s + 1 < many.failedPerSlot.size(); ++s) {
+            ++interior;
+            if (many.failedPerSlot[s] == 0) {
+                ++empty;
+                emptySlots += QString(" %1").arg(s);
+            }
+        }
+        QVERIFY2(
+            4 * empty <= interior,
+            qPrintable(
+                QString("%1 of %2 slots without a failure:%3").arg(empty).arg(interior).arg(emptySlots)));
     }
 
     // At most kSamplesPerBin completions per latency bin and kSamplesPerSecond per second: the
