@@ -68,6 +68,23 @@ load::Options options(const QString& url) {
 
 bool addsUp(const load::RequestCounts& c) { return c.started == c.completed + c.failed + c.cancelled; }
 
+// tests/support/h2_load_peer.py on loopback for one test (port 0 if it did not start), stopped
+// when it goes out of scope; options() aims an HTTP/2 run at one of its paths.
+struct H2Peer {
+    QTemporaryDir tmp;
+    QProcess py;
+    int port = test::startSupportScript(py, "h2_load_peer.py", tmp.filePath("port"));
+    ~H2Peer() {
+        py.kill();
+        py.waitForFinished();
+    }
+    load::Options options(const char* path) const {
+        auto o = ::options(QStringLiteral("http://127.0.0.1:%1%2").arg(port).arg(path));
+        o.protocol = load::Protocol::Http2;
+        return o;
+    }
+};
+
 // A tiny HTTP/1.1 server on its own thread that answers every request head with a canned 200 and can
 // be told to stall: requests that arrive while it stalls are answered when the stall ends. Counts
 // the request heads it received.
@@ -283,12 +300,9 @@ private slots:
     // 300 ms later (tests/support/h2_load_peer.py /slowbody) has firstByteNs near sentNs and at
     // least 250 ms before doneNs; the JSON carries it.
     void h2SampleFirstByte() {
-        QTemporaryDir tmp;
-        QProcess py;
-        const int port = test::startSupportScript(py, "h2_load_peer.py", tmp.filePath("port"));
-        QVERIFY2(port, py.readAllStandardError().constData());
-        auto o = options(QStringLiteral("http://127.0.0.1:%1/slowbody").arg(port));
-        o.protocol = load::Protocol::Http2;
+        H2Peer peer;
+        QVERIFY2(peer.port, peer.py.readAllStandardError().constData());
+        auto o = peer.options("/slowbody");
         o.connections = 1;
         o.count = 3;
         auto r = load::run(o);
@@ -301,20 +315,15 @@ private slots:
             QVERIFY2(x.doneNs - x.firstByteNs >= 250'000'000,
                      qPrintable(QString("first byte %1 done %2").arg(x.firstByteNs).arg(x.doneNs)));
         }
-        py.kill();
-        py.waitForFinished();
     }
 
     // Requests the server did not process (above GOAWAY's last stream id, RFC 9113 §6.8) are sent
     // again on the next connection, not counted as failures: a server that processes only the
     // first stream of each connection (h2_load_peer.py /refuse), two streams per connection.
     void h2UnprocessedAreSentAgain() {
-        QTemporaryDir tmp;
-        QProcess py;
-        const int port = test::startSupportScript(py, "h2_load_peer.py", tmp.filePath("port"));
-        QVERIFY2(port, py.readAllStandardError().constData());
-        auto o = options(QStringLiteral("http://127.0.0.1:%1/refuse").arg(port));
-        o.protocol = load::Protocol::Http2;
+        H2Peer peer;
+        QVERIFY2(peer.port, peer.py.readAllStandardError().constData());
+        auto o = peer.options("/refuse");
         o.streams = 2;
         o.connections = 1;
         o.count = 8;
@@ -330,8 +339,6 @@ private slots:
                 .arg(r.requests.cancelled);
         QVERIFY2(r.requests.started == 8 && r.requests.completed == 8, qPrintable(counts));
         QCOMPARE(r.statuses.at(200), 8u);
-        py.kill();
-        py.waitForFinished();
     }
 
     // HTTP/2 against a server that sends GOAWAY and then answers the streams it got 50 ms later
@@ -339,12 +346,9 @@ private slots:
     // reached: meanwhile the generator must not open streams (they would fail); each connection
     // drains, closes and opens again, and every request completes.
     void h2GoawayReconnects() {
-        QTemporaryDir tmp;
-        QProcess py;
-        const int port = test::startSupportScript(py, "h2_load_peer.py", tmp.filePath("port"));
-        QVERIFY2(port, py.readAllStandardError().constData());
-        auto o = options(QStringLiteral("http://127.0.0.1:%1/goaway").arg(port));
-        o.protocol = load::Protocol::Http2;
+        H2Peer peer;
+        QVERIFY2(peer.port, peer.py.readAllStandardError().constData());
+        auto o = peer.options("/goaway");
         o.streams = 2; // the peer's MAX_CONCURRENT_STREAMS
         o.connections = 2;
         o.count = 40;
@@ -354,8 +358,6 @@ private slots:
         QCOMPARE(r.requests.completed, 40u);
         QCOMPARE(r.requests.failed, 0u);
         QCOMPARE(r.statuses.at(200), 40u);
-        py.kill();
-        py.waitForFinished();
     }
 
     // A server that stops answering for one second mid-run. The open model's latency, counted from

@@ -72,6 +72,17 @@ class Connection(asyncio.Protocol):
                 self.respond(e.stream_id)
         self.flush()
 
+    def answer_then_close(self, sid, body):
+        """50 ms later a 200 with `body` on `sid`, then the connection closes 200 ms after."""
+        loop = asyncio.get_event_loop()
+
+        def answer():
+            self.h2.send_headers(sid, [(":status", "200")])
+            self.h2.send_data(sid, body, end_stream=True)
+            self.flush()
+            loop.call_later(0.2, self.transport.close)
+        loop.call_later(0.05, answer)
+
     def respond(self, sid):
         path, length = self.requests.pop(sid)
         if self.last is not None and sid > self.last:
@@ -100,14 +111,7 @@ class Connection(asyncio.Protocol):
             self.last = sid
             self.flush()
             self.transport.write(goaway_frame(sid, 0))
-            loop = asyncio.get_event_loop()
-
-            def one():
-                self.h2.send_headers(sid, ok)
-                self.h2.send_data(sid, b"one", end_stream=True)
-                self.flush()
-                loop.call_later(0.2, self.transport.close)
-            loop.call_later(0.05, one)
+            self.answer_then_close(sid, b"one")
         elif path == "/abort":
             self.flush()
             self.transport.write(goaway_frame(sid, 0xb))
@@ -124,14 +128,7 @@ class Connection(asyncio.Protocol):
                 self.flush()
                 last = self.h2.highest_inbound_stream_id
                 self.transport.write(goaway_frame(last, 0))
-            loop = asyncio.get_event_loop()
-
-            def bye():
-                self.h2.send_headers(sid, ok)
-                self.h2.send_data(sid, b"bye", end_stream=True)
-                self.flush()
-                loop.call_later(0.2, self.transport.close)
-            loop.call_later(0.05, bye)
+            self.answer_then_close(sid, b"bye")
         else:
             self.h2.send_headers(sid, [(":status", "404")], end_stream=True)
 

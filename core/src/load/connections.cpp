@@ -770,7 +770,8 @@ void mergeReservoirs(const std::vector<const Reservoir*>& parts, std::mt19937_64
     std::uint64_t total = 0;
     for (const Reservoir* r : parts)
         if (r->seen) {
-            p.push_back({r->seen, static_cast<std::size_t>(std::min<std::uint64_t>(r->seen, kKeep)), r->kept});
+            p.push_back(
+                {r->seen, static_cast<std::size_t>(std::min<std::uint64_t>(r->seen, kKeep)), r->kept});
             Part& part = p.back();
             for (std::size_t i = 0; i < part.kept; ++i) {
                 if (!r->hasFields[i]) continue;
