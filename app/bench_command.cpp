@@ -72,6 +72,7 @@ struct BenchOptions {
     std::string startAt;                 // --start-at TIME
     bool startAtGiven = false;           // --start-at was given (even as '')
     bool noSamples = false;              // --no-samples
+    bool requestId = false;              // --request-id
     // Set on the command line (a suite file's values fill only the others).
     bool connectionsGiven = false, threadsGiven = false, pipelineGiven = false;
 };
@@ -407,6 +408,7 @@ int runBench(const BenchOptions& b) {
     o.allowRemote = b.allowRemote;
     o.latencyIntervals = !b.hdrLogFile.empty();
     o.samples = !b.noSamples;
+    o.requestId = b.requestId;
     if (b.startAtGiven) {
         if (!load::parseIsoTime(b.startAt, o.startAt)) {
             std::cerr << "portico bench: --start-at '" << b.startAt
@@ -690,6 +692,9 @@ Command addBenchCommand(CLI::App& app) {
         ->expected(2);
     cmd->add_flag("--no-save", b->noSave, "Do not save this run in the history");
     cmd->add_flag("--no-samples", b->noSamples, "Keep no drill-down sample of exchanges (JSON `samples`)");
+    cmd->add_flag("--request-id", b->requestId,
+                  "Send x-request-id: RUN-CONNECTION.PORT.N with every request; each sample names its id "
+                  "(JSON `samples[].requestId`), to find it in the server's log or capture");
     cmd->add_option("--from", b->from,
                     "Replay a recorded set as load: the requests of a session file (serve --record) or HAR, "
                     "weighted by how often each was recorded; the URL, if given, is the base to send them to")

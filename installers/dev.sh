@@ -102,7 +102,7 @@ if [ "$mode" = sanitize ]; then
       { status=1; failed+=" $preset:$(tr '\n' ' ' <"$here/build/$preset/Testing/Temporary/LastTestsFailed.log" 2>/dev/null)"; }
     if [ "$preset" = asan ]; then
       FUZZ_BUILD="$here/build/asan" FUZZ_JOBS=$jobs "$here/installers/fuzz.sh" "${FUZZ_SECONDS:-20}" ||
-        { status=1; failed+=" fuzz: see the fuzz.sh report above"; }
+        { status=1; failed+=" fuzz: $(tr '\n' ';' <"$here/build/asan/fuzz-failed.txt" 2>/dev/null)"; }
     fi
   done
   # The last lines of a long log: what failed, so that a log's tail names it.

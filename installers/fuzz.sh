@@ -14,7 +14,8 @@
 #   FUZZ_BUILD=DIR uses an already configured PORTICO_FUZZ build (installers/dev.sh sanitize: the
 #     asan preset's build/asan) instead of configuring one.
 # A crash, leak, sanitizer report, failed invariant, 10 s timeout or 2 GiB RSS stops a target; its
-# input is written to BUILD/artifacts/ and the end of its log is printed; the exit status is 1.
+# input is written to BUILD/artifacts/, the end of its log is printed, one line naming the target
+# and the sanitizer's verdict goes to BUILD/fuzz-failed.txt (and last on stderr); the exit status is 1.
 # Put a fixed reproducer in tests/fuzz/crashes/NAME so every build replays it. Results of long
 # runs: docs/security.md.
 set -eu
@@ -41,6 +42,8 @@ else
 fi
 cmake --build "$build" -j "$(nproc)" --target $(for t in $targets; do printf 'fuzz_%s ' "$t"; done)
 mkdir -p "$build/artifacts"
+# One line per failed target, read by installers/dev.sh sanitize for the log's last line.
+rm -f "$build/fuzz-failed.txt"
 
 # One target: its log in BUILD/fuzz-NAME.log, its exit status in BUILD/fuzz-NAME.status.
 run() {
@@ -66,6 +69,10 @@ report() {
   [ "$st" = 0 ] && return 0
   echo "   FAILED (exit $st): $build/fuzz-$t.log, $build/artifacts/" >&2
   tail -n 60 "$build/fuzz-$t.log" | sed 's/^/   | /' >&2
+  # One line for the summary: the sanitizer's or libFuzzer's verdict and the saved input.
+  why=$(grep -m1 -E '^==[0-9]+== ?(ERROR|WARNING)|^SUMMARY:|runtime error:|ALARM: working on the last Unit|out-of-memory|deadly signal|^Failed invariant|Assertion' "$build/fuzz-$t.log" || true)
+  art=$(grep -m1 -oE 'Test unit written to [^ ]+' "$build/fuzz-$t.log" | sed 's/Test unit written to //' || true)
+  echo "$t (exit $st): ${why:-no sanitizer line; see $build/fuzz-$t.log} ${art:+[input $art]}" >>"$build/fuzz-failed.txt"
   return 1
 }
 
@@ -81,4 +88,8 @@ while [ $# -gt 0 ]; do
   wait
   for t in $batch; do report "$t" || status=1; done
 done
+if [ "$status" != 0 ]; then
+  echo "fuzz.sh: failed:" >&2
+  sed 's/^/  /' "$build/fuzz-failed.txt" >&2
+fi
 exit $status

@@ -5,6 +5,7 @@
 #include "test_support.h"
 
 #include <portico/capture/session_file.h>
+#include <portico/http/ascii.h>
 #include <portico/load/merge.h>
 #include <portico/load/runner.h>
 #include <portico/load/thresholds.h>
@@ -14,6 +15,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -434,7 +436,98 @@ private slots:
             QCOMPARE(found, r.samples.size());
             QCOMPARE(withFields, r.samples.size());
             QCOMPARE(kinds.size(), std::size_t(3));
+            for (const auto& x : r.samples)
+                QVERIFY2(x.requestId.empty(), "a request id without Options::requestId");
         }
+        for (const auto& e : exchanges) // ids are opt-in: none was sent
+            for (const auto& h : e.requestHeaders)
+                QVERIFY2(!http::iequals(h.name, "x-request-id"), e.target.c_str());
+    }
+
+    // With Options::requestId every request carries `x-request-id: RUN-CONNECTION.PORT.N` (HTTP/1.1
+    // inserted before the blank line, also ahead of a body; HTTP/2 a literal after the prepared
+    // fields): the server's records each have exactly one, all different, naming the record's own client port
+    // and its index on the connection, one run id per run; and each sample's requestId is the id of a record
+    // with its target and status.
+    void requestIdsNameServerRecords() {
+        const QString db = dir_.filePath("ids.db");
+        test::ServerProcess recording(
+            {"--config", dir_.filePath("portico.yaml"), "--no-reload", "--record", db});
+        QVERIFY2(recording.waitReady(), recording.output().constData());
+        const QString base = recording.baseUrl();
+        std::vector<load::Result> runs;
+        for (bool h2 : {false, true}) {
+            load::Options o;
+            auto post = spec(base + "/fast", 1);
+            post.method = "POST";
+            post.headers = {{"X-Test", "ids"}};
+            post.body = "hello body";
+            o.requests = {spec(base + "/fast", 2), post, spec(base + "/slow", 1)};
+            o.connections = 3;
+            o.count = 400;
+            o.requestId = true;
+            if (h2) {
+                o.protocol = load::Protocol::Http2;
+                o.streams = 8;
+            } else {
+                o.pipeline = 3;
+            }
+            auto r = load::run(o);
+            QVERIFY2(r.ok(), r.error.c_str());
+            QCOMPARE(r.errors.reset + r.errors.timeout + r.errors.protocol, std::uint64_t(0));
+            QVERIFY(!r.samples.empty());
+            runs.push_back(std::move(r));
+        }
+        QCOMPARE(recording.terminate(), 0);
+        std::string error;
+        const auto exchanges = capture::loadSessionFile(db.toStdString(), error);
+        QVERIFY2(error.empty(), error.c_str());
+        const QRegularExpression form("^([0-9a-f]{12})-([0-9]+)\\.([0-9]+)\\.([0-9]+)$");
+        std::map<std::string, const capture::Exchange*> byId;
+        std::set<std::string> runIds;
+        for (const auto& e : exchanges) {
+            std::vector<std::string> ids;
+            for (const auto& h : e.requestHeaders)
+                if (http::iequals(h.name, "x-request-id")) ids.push_back(h.value);
+            QVERIFY2(ids.size() == 1, qPrintable(QStringLiteral("record #%1 (%2) has %3 x-request-id fields")
+                                                     .arg(e.id)
+                                                     .arg(QString::fromStdString(e.target))
+                                                     .arg(ids.size())));
+            const auto m = form.match(QString::fromStdString(ids.front()));
+            QVERIFY2(m.hasMatch(), ids.front().c_str());
+            runIds.insert(m.captured(1).toStdString());
+            QVERIFY2(e.client.ends_with(":" + m.captured(3).toStdString()),
+                     qPrintable(QString::fromStdString(ids.front() + " from " + e.client)));
+            const std::uint32_t n = m.captured(4).toUInt();
+            QCOMPARE(e.streamId, e.httpVersion == 20 ? 2 * n + 1 : n + 1);
+            QVERIFY2(byId.emplace(ids.front(), &e).second, ids.front().c_str());
+            if (e.method == "POST") { // the body still follows the fields intact
+                QCOMPARE(e.requestBody, std::string("hello body"));
+                QVERIFY(std::any_of(e.requestHeaders.begin(), e.requestHeaders.end(), [](const auto& h) {
+                    return http::iequals(h.name, "x-test") && h.value == "ids";
+                }));
+            }
+        }
+        QCOMPARE(runIds.size(), runs.size());
+        for (std::size_t run = 0; run < runs.size(); ++run)
+            for (const auto& x : runs[run].samples) {
+                static const char* const kPaths[] = {"/fast", "/fast", "/slow"};
+                const auto it = byId.find(x.requestId);
+                QVERIFY2(it != byId.end(),
+                         qPrintable(QStringLiteral("run %1: sample id '%2' sent by no request")
+                                        .arg(run)
+                                        .arg(QString::fromStdString(x.requestId))));
+                const auto& e = *it->second;
+                QCOMPARE(e.target, std::string(kPaths[x.request]));
+                QCOMPARE(e.method, std::string(x.request == 1 ? "POST" : "GET"));
+                QCOMPARE(e.status, x.status);
+                QCOMPARE(e.httpVersion, run == 1 ? 20 : 11);
+                QVERIFY(x.requestId.starts_with(it->first.substr(0, 12)));
+                QVERIFY2(x.requestId.find("-" + std::to_string(x.connection) + "." +
+                                          std::to_string(x.localPort) + "." + std::to_string(x.sequence)) ==
+                             12,
+                         x.requestId.c_str());
+            }
     }
 
     // Many kinds (more than the branch-free draw covers): each drawn in proportion to its weight.
@@ -619,6 +712,26 @@ private slots:
         for (const char* key : {"request", "status", "failure", "intendedNs", "sentNs", "doneNs", "latencyNs",
                                 "connection", "sequence", "localPort"})
             QVERIFY2(first.contains(key), key);
+        QVERIFY(!first.contains("requestId")); // opt-in
+        QCOMPARE(readJson(on)["options"].toObject()["requestId"].toBool(true), false);
+        // --request-id: the option in the JSON and each sample's id, made of its own fields.
+        const QString ids = dir_.filePath("request-ids.json");
+        auto c = test::runProcess(test::porticoBinary(), {"bench", url("/fast"), "-n", "300", "-c", "2",
+                                                          "--no-save", "--request-id", "--json", ids});
+        QVERIFY2(c.exitCode == 0, c.err.constData());
+        QCOMPARE(readJson(ids)["options"].toObject()["requestId"].toBool(false), true);
+        const auto withIds = readJson(ids)["samples"].toArray();
+        QVERIFY(!withIds.isEmpty());
+        for (const auto& v : withIds) {
+            const auto x = v.toObject();
+            const QString tail = QStringLiteral("-%1.%2.%3")
+                                     .arg(x["connection"].toInteger())
+                                     .arg(x["localPort"].toInteger())
+                                     .arg(x["sequence"].toInteger());
+            QVERIFY2(x["requestId"].toString().size() == 12 + tail.size() &&
+                         x["requestId"].toString().endsWith(tail),
+                     qPrintable(x["requestId"].toString() + " " + tail));
+        }
     }
 
     // The JSON keeps the samples (failed ones with their kind); read back, they are the same; two

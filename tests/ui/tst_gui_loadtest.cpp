@@ -854,6 +854,22 @@ private slots:
 
     // A sample as the generator saw it, for the inspector: the request from the options, the
     // server's stream numbering, the times.
+    // Request ids go to this app's own listeners only: same scheme and port, a loopback host (or
+    // the listener's own, or any host for a wildcard listener).
+    void requestIdsOnlyForTheOwnServer() {
+        const QStringList listeners{"http://127.0.0.1:8080/", "https://[::1]:8443/", "http://0.0.0.0:9000/"};
+        QVERIFY(ui::targetsListener(listeners, "http://127.0.0.1:8080/x"));
+        QVERIFY(ui::targetsListener(listeners, "http://localhost:8080/"));
+        QVERIFY(ui::targetsListener(listeners, "https://localhost:8443/a"));
+        QVERIFY(ui::targetsListener(listeners, "https://127.0.0.2:8443/a"));
+        QVERIFY(ui::targetsListener(listeners, "http://devbox.lan:9000/"));
+        QVERIFY(!ui::targetsListener(listeners, "http://127.0.0.1:8081/"));  // another port
+        QVERIFY(!ui::targetsListener(listeners, "https://127.0.0.1:8080/")); // another scheme
+        QVERIFY(!ui::targetsListener(listeners, "http://example.test:8080/"));
+        QVERIFY(!ui::targetsListener(listeners, "not a url"));
+        QVERIFY(!ui::targetsListener({}, "http://127.0.0.1:8080/"));
+    }
+
     void sampleExchangeBuildsTheClientSideRecord() {
         load::Result r;
         load::RequestSpec spec{"https://example.test:8443/api?x=1", "POST", {{"X-Trace", "7"}}, "{}"};
@@ -868,6 +884,10 @@ private slots:
         s.localPort = 40000;
         s.responseHeaders = {{"content-type", "application/json"}, {"x-request-id", "abc"}};
         capture::Exchange e = ui::sampleExchange(r, s);
+        QCOMPARE(std::string(e.requestHeader("x-request-id")), std::string()); // the run sent none
+        s.requestId = "0123456789ab-0.40000.3";
+        e = ui::sampleExchange(r, s);
+        QCOMPARE(std::string(e.requestHeader("x-request-id")), s.requestId);
         QCOMPARE(e.id, std::uint64_t(0));
         QCOMPARE(e.method, std::string("POST"));
         QCOMPARE(e.url(), std::string("https://example.test:8443/api?x=1"));
@@ -921,6 +941,9 @@ private slots:
         const load::Result& r = *page.runs().first().result;
         QVERIFY2(r.ok(), r.error.c_str());
         QVERIFY(!r.samples.empty());
+        QVERIFY(r.options.requestId); // its own server: the requests carry ids
+        for (const auto& s : r.samples)
+            QVERIFY2(s.requestId.size() > 13, s.requestId.c_str());
         auto table = page.findChild<QTableWidget*>("loadSamples");
         QCOMPARE(table->rowCount(), int(r.samples.size()));
 
@@ -990,6 +1013,20 @@ private slots:
                  shown->client.c_str());
         QCOMPARE(shown->streamId, table->item(0, 6)->text().toUInt() + 1);
         QCOMPARE(shown->status, 200);
+        // Found by the id the request carried: the sample of that row sent the record's id.
+        const auto row = std::find_if(r.samples.begin(), r.samples.end(), [&](const load::ExchangeSample& s) {
+            return QString::number(s.connection) == table->item(0, 5)->text() &&
+                   QString::number(s.sequence) == table->item(0, 6)->text() &&
+                   QString::number(s.localPort) == table->item(0, 7)->text();
+        });
+        QVERIFY(row != r.samples.end());
+        QCOMPARE(std::string(shown->requestHeader("x-request-id")), row->requestId);
+        QVERIFY2(page.samples()
+                     ->inspectorDialog()
+                     ->findChild<QLabel*>("loadSampleSource")
+                     ->text()
+                     .contains(QString::fromStdString(row->requestId)),
+                 "the dialog names the request id");
 
         // With capture off, the next run's samples open as the generator saw them.
         QVERIFY(withCapture(false).isEmpty());

@@ -72,7 +72,10 @@ void addSamples(load::Result& r) {
         if (i < 9) x.firstByteNs = t + 100'000; // none for the failed ones
         if (i < 3) x.responseHeaders = {{"Content-Type", "text/plain"}, {"X-Q", "a\"b\\c"}};
         if (i == 3) x.responseHeaders.emplace(); // a head kept that had no fields
-        if (i >= 9) {                            // reset, timeout, protocol
+        if (i < 6)
+            x.requestId = "00c0ffee00aa-" + std::to_string(x.connection) + "." + std::to_string(x.localPort) +
+                          "." + std::to_string(x.sequence);
+        if (i >= 9) { // reset, timeout, protocol
             x.failure = static_cast<std::uint8_t>(i - 8);
             x.status = 0;
         }
@@ -198,6 +201,7 @@ private slots:
             json.find("\"responseHeaders\":[[\"Content-Type\",\"text/plain\"],[\"X-Q\",\"a\\\"b\\\\c\"]]") !=
             std::string::npos);
         QVERIFY(json.find("\"responseHeaders\":[]") != std::string::npos);
+        QVERIFY(json.find("\"requestId\":\"00c0ffee00aa-0.40000.0\"") != std::string::npos);
         load::Result back;
         std::string error;
         QVERIFY2(load::resultFromJson(json, back, error), error.c_str());
@@ -298,6 +302,17 @@ private slots:
             << "samples[3].responseHeaders: not an array";
         QTest::newRow("fraction") << QByteArray("\"doneNs\":151000") << QByteArray("\"doneNs\":151000.5")
                                   << "samples[0].doneNs";
+        QTest::newRow("request id not a string")
+            << QByteArray("\"requestId\":\"00c0ffee00aa-0.40000.0\"") << QByteArray("\"requestId\":7")
+            << "samples[0].requestId: not 1..256 visible ASCII";
+        QTest::newRow("request id with a space")
+            << QByteArray("\"requestId\":\"00c0ffee00aa-0.40000.0\"")
+            << QByteArray("\"requestId\":\"00c0ffee00aa 0.40000.0\"") << "samples[0].requestId";
+        QTest::newRow("request id empty") << QByteArray("\"requestId\":\"00c0ffee00aa-0.40000.0\"")
+                                          << QByteArray("\"requestId\":\"\"") << "samples[0].requestId";
+        QTest::newRow("requestId option")
+            << QByteArray("\"requestId\":false") << QByteArray("\"requestId\":1")
+            << "options.requestId: not true or false";
     }
     void corruptSamples() {
         QFETCH(QByteArray, from);

@@ -625,6 +625,10 @@ bool LoadTestPage::options(load::Options& o, QString& error) const {
     o.pipeline = unsigned(m_pipeline->value());
     o.count = std::uint64_t(m_count->value());
     o.rate = m_rate->value();
+    // A run against this window's own server carries request ids: a sample then opens the
+    // server's record of the very same exchange (findServerRecord).
+    o.requestId =
+        m_server && !o.requests.empty() && targetsListener(m_server->urls(), o.requests.front().url);
     QString ignored;
     parseDurationField(m_duration->text(), true, o.duration, ignored);
     parseDurationField(m_warmup->text(), true, o.warmup, ignored);

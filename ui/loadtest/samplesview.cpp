@@ -5,6 +5,7 @@
 #include "servercontroller.h"
 
 #include <portico/engine/engine.h>
+#include <portico/http/ascii.h>
 #include <portico/http/url.h>
 
 #include <algorithm>
@@ -78,6 +79,36 @@ std::vector<std::size_t> filterSamples(const load::Result& r, const SampleFilter
     return out;
 }
 
+namespace {
+bool loopbackHost(const std::string& host) {
+    return http::iequals(host, "localhost") || host == "::1" || host.rfind("127.", 0) == 0;
+}
+} // namespace
+
+bool targetsListener(const QStringList& listenerUrls, const std::string& url) {
+    http::Url target;
+    std::string error;
+    if (!http::parseUrl(url, target, error)) return false;
+    for (const QString& l : listenerUrls) {
+        http::Url listener;
+        if (!http::parseUrl(l.toStdString(), listener, error)) continue;
+        if (listener.scheme != target.scheme || listener.port != target.port) continue;
+        if (listener.host == "0.0.0.0" || listener.host == "::" ||
+            http::iequals(listener.host, target.host) ||
+            (loopbackHost(target.host) && loopbackHost(listener.host)))
+            return true;
+    }
+    return false;
+}
+
+namespace {
+bool carriesRequestId(const capture::Exchange& e, const std::string& id) {
+    return std::any_of(e.requestHeaders.begin(), e.requestHeaders.end(), [&](const auto& h) {
+        return h.value == id && http::iequals(h.name, load::kRequestIdField);
+    });
+}
+} // namespace
+
 capture::Exchange sampleExchange(const load::Result& r, const load::ExchangeSample& s) {
     capture::Exchange e;
     const bool h2 = r.options.protocol == load::Protocol::Http2;
@@ -109,6 +140,7 @@ capture::Exchange sampleExchange(const load::Result& r, const load::ExchangeSamp
             e.requestHeaders.push_back({name, value});
         if (!spec.body.empty())
             e.requestHeaders.push_back({"Content-Length", std::to_string(spec.body.size())});
+        if (!s.requestId.empty()) e.requestHeaders.push_back({"X-Request-Id", s.requestId});
         e.requestBody = spec.body;
         e.requestBodySize = spec.body.size();
     }
@@ -164,6 +196,11 @@ std::optional<capture::Exchange> findServerRecord(const engine::Engine& engine, 
         bool past = false;
         for (auto& e : batch) {
             if (doneWall(e) > doneUnixNs + kAfterNs) past = true;
+            if (!s.requestId.empty()) { // the id the request carried names it alone
+                if (!carriesRequestId(e, s.requestId)) continue;
+                best = std::move(e);
+                break;
+            }
             if (e.streamId != stream || e.method != spec.method || e.target != target ||
                 !endsWithPort(e.client, s.localPort))
                 continue;
@@ -174,7 +211,7 @@ std::optional<capture::Exchange> findServerRecord(const engine::Engine& engine, 
                 best = std::move(e);
             }
         }
-        if (past) break;
+        if (past || (best && !s.requestId.empty())) break;
     }
     if (best) {
         // The window's copy may lack the body when it came from the session file; exchange() has it.
@@ -341,12 +378,12 @@ bool SamplesView::openRow(int row) {
         layout->addWidget(m_source);
         layout->addWidget(m_inspector, 1);
     }
-    const QString where =
-        tr("the generator's connection %1, its request %2 there counting from 0; the server "
-           "numbers its own connections and counts requests from 1; client port %3")
-            .arg(s.connection)
-            .arg(s.sequence)
-            .arg(s.localPort);
+    QString where = tr("the generator's connection %1, its request %2 there counting from 0; the server "
+                       "numbers its own connections and counts requests from 1; client port %3")
+                        .arg(s.connection)
+                        .arg(s.sequence)
+                        .arg(s.localPort);
+    if (!s.requestId.empty()) where += tr("; X-Request-Id %1").arg(QString::fromStdString(s.requestId));
     if (record) {
         m_dialog->setWindowTitle(tr("Sampled request — server record #%1").arg(record->id));
         const std::int64_t serverNs = record->durationNs();

@@ -8,6 +8,7 @@
 #include <portico/load/result.h>
 
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 
 #include <cstdint>
@@ -61,14 +62,23 @@ std::vector<std::size_t> filterSamples(const load::Result& r, const SampleFilter
 /// gives a record with only the times.
 capture::Exchange sampleExchange(const load::Result& r, const load::ExchangeSample& s);
 
+/// Whether `url` goes to one of `listenerUrls` (ServerController::urls(), "http://127.0.0.1:8080/"):
+/// the same scheme and port, and a host that is the listener's, a loopback name or address
+/// (localhost, 127.0.0.0/8, ::1), or any host when the listener is a wildcard (0.0.0.0, ::). The
+/// load page then sends request ids (load::Options::requestId) so findServerRecord finds records
+/// by id. False for a URL that does not parse.
+bool targetsListener(const QStringList& listenerUrls, const std::string& url);
+
 /// The server's own capture record of `s`, when the run went to a server of this process with
 /// capture on: among records with id > `sinceId` that completed (server wall clock) from 0.5 s
 /// before to 0.25 s after the generator saw the response — found by bisection over the ids, which
-/// follow completion order, then at most `maxScan` records read — the one whose client port is
-/// s.localPort, whose stream id is the sample's (as sampleExchange numbers it), with the sample's
-/// method and target, started within 2 s of the sample's send time (a later connection may reuse
-/// the port), the closest in time if several. nullopt when none is. About 20 lookups and the
-/// records of that 0.75 s, so it runs on the UI thread at a click.
+/// follow completion order, then at most `maxScan` records read — the one whose `x-request-id`
+/// field is s.requestId when the run sent ids (Options::requestId). A run without them falls back
+/// to the one whose client port is s.localPort, whose stream id is the sample's (as
+/// sampleExchange numbers it), with the sample's method and target, started within 2 s of the
+/// sample's send time (a later connection may reuse the port), the closest in time if several.
+/// nullopt when none is. About 20 lookups and the records of that 0.75 s, so it runs on the UI
+/// thread at a click.
 std::optional<capture::Exchange> findServerRecord(const engine::Engine& engine, const load::Result& r,
                                                   const load::ExchangeSample& s, std::uint64_t sinceId,
                                                   std::size_t maxScan = 100'000);

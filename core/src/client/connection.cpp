@@ -109,6 +109,10 @@ void Connection::opened() {
     const auto local = socket_.local_endpoint(ec); // once per opening: no syscall per request
     localPort_ = ec ? 0 : local.port();
     sent_ = 0;
+    if (!requestIdBase_.empty()) {
+        requestIdPrefix_ = requestIdBase_ + std::to_string(localPort_) + '.';
+        if (h2_) h2_->setRequestIdPrefix(requestIdPrefix_);
+    }
     state_ = State::Open;
     handler_.onOpen();
 }
@@ -417,7 +421,18 @@ bool Connection::send(const PreparedRequest& request, std::uint32_t& slot) {
     firstByte_[slot] = 0;
     slots_[slot].request = &request;
     ++inFlight_;
-    writeBuf_.append(request.http1);
+    if (requestIdPrefix_.empty() || request.http1FieldsEnd == 0 ||
+        request.http1FieldsEnd >= request.http1.size()) {
+        writeBuf_.append(request.http1);
+    } else {
+        const std::string_view wire = request.http1;
+        writeBuf_.append(wire.substr(0, request.http1FieldsEnd));
+        writeBuf_.append("X-Request-Id: ");
+        writeBuf_.append(requestIdPrefix_);
+        writeBuf_.append(std::to_string(sent_));
+        writeBuf_.append("\r\n");
+        writeBuf_.append(wire.substr(request.http1FieldsEnd));
+    }
     ++sent_;
     return true;
 }

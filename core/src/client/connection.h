@@ -31,6 +31,9 @@ namespace portico::client {
 /// A request in wire form, built once and sent any number of times.
 struct PreparedRequest {
     std::string http1; ///< HTTP/1.1: request line, fields, blank line and body (RFC 9112 §2.1)
+    /// HTTP/1.1: the offset in `http1` of the blank line that ends the fields, where a request id
+    /// field is inserted (Connection::setRequestId); 0 = unknown, then none is.
+    std::uint32_t http1FieldsEnd = 0;
     bool head = false; ///< HEAD: the response has no body whatever its fields say (RFC 9110 §9.3.2)
     /// HTTP/2: the header section (pseudo-fields first, names lower-case, RFC 9113 §8.2–§8.3) as
     /// prepared by H2RequestFields (h2_client_codec.h): indexed once each connection has sent it.
@@ -40,6 +43,9 @@ struct PreparedRequest {
     std::string h2Block;
     std::string body; ///< HTTP/2: the body, sent in DATA frames (empty: END_STREAM on HEADERS)
 };
+
+/// The request id field's name (Connection::setRequestId), as nginx's $request_id and Envoy use it.
+inline constexpr std::string_view kRequestIdField = "x-request-id";
 
 /// How the connection's requests ended when they did not get a complete response.
 enum class Failure : std::uint8_t {
@@ -119,6 +125,14 @@ public:
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
+
+    /// From the next opening on, every request carries the field `kRequestIdField:
+    /// <base><port>.<n>`, where <port> is localPort() and <n> the request's number on the opening
+    /// (requestsSent() before its send(), so HTTP/2: (stream id − 1) / 2): unique per client port
+    /// and request, e.g. `3f9a0c61d2e4-7.50412.0`. `base` holds only visible ASCII (RFC 9110
+    /// §5.5); empty (the default) sends none. HTTP/1.1 needs PreparedRequest::http1FieldsEnd;
+    /// HTTP/2 sends it as a literal without indexing (RFC 7541 §6.2.2) after the prepared fields.
+    void setRequestId(std::string base) { requestIdBase_ = std::move(base); }
 
     /// Opens a new connection (any earlier one is closed without callbacks): onOpen or
     /// onConnectFailed follows, never before this returns unless the socket cannot be opened.
@@ -239,6 +253,8 @@ private:
     std::unique_ptr<H2ClientCodec> h2_; // HTTP/2, for the life of the Connection
     std::uint64_t generation_ = 0;      // bumped on close: handlers of an older socket do nothing
     std::uint32_t sent_ = 0;            // requests sent since opened()
+    std::string requestIdBase_;         // setRequestId
+    std::string requestIdPrefix_;       // base + port + '.' of this opening; empty: no id field
     std::uint16_t localPort_ = 0;       // set in opened()
     State state_ = State::Idle;
     bool writeWaiting_ = false;

@@ -409,6 +409,11 @@ void H2ClientCodec::sendHeaders(std::uint32_t slot, std::string& out) {
         out.append(s.request->h2Block);
     else
         encodeFields(s.request->h2Fields, out);
+    if (!requestIdPrefix_.empty()) {
+        out.push_back('\0'); // literal without indexing, new name (RFC 7541 §6.2.2)
+        putString(out, kRequestIdField);
+        putString(out, requestIdPrefix_ + std::to_string((s.id - 1) / 2));
+    }
     const std::size_t size = out.size() - at - kHeader;
     if (size <= peerMaxFrame_) {
         frameHeaderAt(out.data() + at, size, kHeaders,

@@ -149,6 +149,10 @@ public:
 
     /// Whether holdResponseHead is asked at each final response head (default: no, never called).
     void askResponseHeads(bool on) { askHeads_ = on; }
+    /// Non-empty: every request's header block ends with the field `x-request-id:
+    /// <prefix><(stream id − 1) / 2>` as a literal without indexing, new name (RFC 7541 §6.2.2);
+    /// `prefix` is visible ASCII, under 100 bytes. Set it before the opening's first submit().
+    void setRequestIdPrefix(std::string prefix) { requestIdPrefix_ = std::move(prefix); }
 
     std::size_t inFlight() const { return inFlight_; }
     std::size_t depth() const { return streams_.size(); }
@@ -238,6 +242,7 @@ private:
     bool sawSettings_ = false;      // the server's preface (a SETTINGS frame) arrived
     bool tableSizePending_ = false; // the next header block starts with a table size update to 0
     bool tableSizeSent_ = false;
+    std::string requestIdPrefix_;         // setRequestIdPrefix
     bool indexing_ = true;                // false once the server allowed no dynamic table
     std::vector<std::uint16_t> inserted_; // by H2FieldOp::entry: 1-based insertion number, 0: not yet
     std::uint16_t insertedCount_ = 0;

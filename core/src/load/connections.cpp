@@ -554,6 +554,8 @@ bool started(const Worker& w) { return w.plan.start != 0; }
 
 Conn::Conn(Worker& w, asio::io_context& io, unsigned global, unsigned depth)
     : worker(w), conn(io, w.plan.connection, *this, w.traffic, depth), timer(io), index(global), meta(depth) {
+    if (!w.plan.requestIdRun.empty())
+        conn.setRequestId(w.plan.requestIdRun + '-' + std::to_string(global) + '.');
 }
 
 void Conn::connect() {
@@ -799,7 +801,10 @@ void mergeReservoirs(const std::vector<const Reservoir*>& parts, std::mt19937_64
 }
 
 // Merges the threads' drill-down samples into result.samples (Result::samples).
-void mergeSamples(const std::vector<std::unique_ptr<Worker>>& workers, Result& result) {
+static_assert(kRequestIdField == client::kRequestIdField);
+
+void mergeSamples(const std::vector<std::unique_ptr<Worker>>& workers, const std::string& run,
+                  Result& result) {
     auto& out = result.samples;
     // Failures: each thread kept its first kMaxFailedSamples, so the run's first ones are among them.
     for (const auto& w : workers)
@@ -832,6 +837,13 @@ void mergeSamples(const std::vector<std::unique_ptr<Worker>>& workers, Result& r
     // A request kept both for its bin and for its second is the same sample twice: listed once.
     std::sort(out.begin(), out.end(), byDone);
     out.erase(std::unique(out.begin(), out.end()), out.end());
+    // The id each one carried (client::Connection::setRequestId): run, connection, port, number;
+    // none for a request that failed before its connection opened (port unknown).
+    if (!run.empty())
+        for (auto& x : out)
+            if (x.localPort)
+                x.requestId = run + '-' + std::to_string(x.connection) + '.' + std::to_string(x.localPort) +
+                              '.' + std::to_string(x.sequence);
 }
 
 } // namespace
@@ -1019,7 +1031,7 @@ void drive(Plan& plan, Result& result) {
         }
     }
 
-    if (options.samples) mergeSamples(workers, result);
+    if (options.samples) mergeSamples(workers, plan.requestIdRun, result);
 }
 
 } // namespace portico::load::detail

@@ -175,6 +175,16 @@ std::vector<ExchangeSample> samples(const json& list, std::size_t requests, unsi
                 fields.emplace_back(f[0].get<std::string>(), f[1].get<std::string>());
             }
         }
+        if (e.contains("requestId")) { // optional: runs with Options::requestId
+            const json& id = e["requestId"];
+            const bool visible =
+                id.is_string() && !id.get_ref<const std::string&>().empty() &&
+                id.get_ref<const std::string&>().size() <= 256 &&
+                std::all_of(id.get_ref<const std::string&>().begin(), id.get_ref<const std::string&>().end(),
+                            [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+            if (!visible) bad(where + ".requestId", "not 1..256 visible ASCII characters");
+            x.requestId = id.get<std::string>();
+        }
         out.push_back(std::move(x));
     }
     return out;
@@ -230,6 +240,9 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
         r.options.stopGrace = secondsField(o, "stopGraceSeconds", "options");
         if (o.contains("samples") && !o["samples"].is_boolean()) bad("options.samples", "not true or false");
         r.options.samples = o.contains("samples") ? o["samples"].get<bool>() : doc.contains("samples");
+        if (o.contains("requestId") && !o["requestId"].is_boolean())
+            bad("options.requestId", "not true or false");
+        r.options.requestId = o.contains("requestId") && o["requestId"].get<bool>();
         if (doc.contains("startedAt") && !parseIsoTime(text(doc, "startedAt", ""), r.startedAt))
             bad("startedAt", "not an ISO 8601 time");
         r.measured = secondsField(doc, "measuredSeconds", "");
@@ -450,6 +463,8 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
     m.options.threads = std::min(256u, std::max(1u, m.options.threads));
     m.options.samples =
         std::any_of(runs.begin(), runs.end(), [](const Result& r) { return r.options.samples; });
+    m.options.requestId =
+        std::any_of(runs.begin(), runs.end(), [](const Result& r) { return r.options.requestId; });
     std::stable_sort(m.samples.begin(), m.samples.end(),
                      [](const ExchangeSample& a, const ExchangeSample& b) { return a.doneNs < b.doneNs; });
     m.measured = end;

@@ -36,7 +36,8 @@ struct Plan {
     Ns warmupEnd = 0;     // measurement begins
     Ns deadline = kNever; // no request starts at or after this (duration bound)
     std::uint64_t openLimit = std::numeric_limits<std::uint64_t>::max(); // open model: k < openLimit
-    double periodNs = 0; // open model: ns between two arrivals over all connections
+    double periodNs = 0;      // open model: ns between two arrivals over all connections
+    std::string requestIdRun; // Options::requestId: the run's 12 hex digits; empty: no id field
 };
 
 /// Runs the measured part of a planned run: one thread per worker (min(threads, connections)),

@@ -271,7 +271,8 @@ std::string toJson(const Result& r) {
            ",\"rate\":" + num(o.rate) + ",\"warmupSeconds\":" + num(seconds(o.warmup)) +
            ",\"timeoutSeconds\":" + num(seconds(o.timeout)) +
            ",\"stopGraceSeconds\":" + num(seconds(o.stopGrace)) +
-           ",\"samples\":" + (o.samples ? "true" : "false") + "},\"startedAt\":";
+           ",\"samples\":" + (o.samples ? "true" : "false") +
+           ",\"requestId\":" + (o.requestId ? "true" : "false") + "},\"startedAt\":";
     appendString(out, isoTime(r.startedAt));
     out += ",\"measuredSeconds\":" + num(seconds(r.measured)) + ",\"requests\":";
     appendCounts(out, r.requests);
@@ -354,6 +355,10 @@ std::string toJson(const Result& r) {
                ",\"latencyNs\":" + num(x.latencyNs) + ",\"connection\":" + num(std::uint64_t{x.connection}) +
                ",\"sequence\":" + num(std::uint64_t{x.sequence}) +
                ",\"localPort\":" + num(std::uint64_t{x.localPort});
+        if (!x.requestId.empty()) {
+            out += ",\"requestId\":";
+            appendJsonString(out, x.requestId, http::JsonBytes::Ascii);
+        }
         if (x.responseHeaders) {
             out += ",\"responseHeaders\":[";
             for (std::size_t j = 0; j < x.responseHeaders->size(); ++j) {

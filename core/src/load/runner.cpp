@@ -35,6 +35,7 @@
 #include <latch>
 #include <limits>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include <csignal>
@@ -171,6 +172,13 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
     plan.live = live;
     plan.connection.h2 = options.protocol == Protocol::Http2;
     plan.connection.keepResponseHeads = options.samples; // the samples' responseHeaders
+    if (options.requestId) { // 48 random bits: runs on several generators do not collide
+        std::random_device random;
+        const std::uint64_t bits = (std::uint64_t{random()} << 16 ^ random()) & 0xffff'ffff'ffffu;
+        char run[13];
+        std::snprintf(run, sizeof run, "%012llx", static_cast<unsigned long long>(bits));
+        plan.requestIdRun = run;
+    }
     plan.specs.reserve(options.requests.size());
     Url first;
     std::uint32_t cumulative = 0;
@@ -187,8 +195,10 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
         p.head = spec.method == "HEAD";
         if (plan.connection.h2)
             prepareH2(p, spec, url, h2Table);
-        else
+        else {
             p.http1 = serialise(spec, url);
+            p.http1FieldsEnd = static_cast<std::uint32_t>(p.http1.size() - spec.body.size() - 2);
+        }
         plan.specs.push_back(std::move(p));
         cumulative += spec.weight;
         plan.cumulativeWeights.push_back(cumulative);

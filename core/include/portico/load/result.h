@@ -96,6 +96,9 @@ struct ExchangeSample {
     /// when its head arrives (its latency bin and second then) and its fields are copied only if
     /// it is kept; HTTP/1.1 requests are candidates when they complete.
     std::optional<std::vector<std::pair<std::string, std::string>>> responseHeaders;
+    /// With Options::requestId: the `x-request-id` value the request carried (its last attempt's,
+    /// when the server refused it and it was sent again); empty otherwise.
+    std::string requestId;
 
     bool operator==(const ExchangeSample&) const = default;
 };
