@@ -194,7 +194,11 @@ private slots:
     void samplesJsonRoundTrip() {
         auto r = run(1, 1000, kT0);
         addSamples(r);
+        r.options.requests[0].headers = {{"X-Trace", "7"},
+                                         {"Accept", "text/\"x\""}}; // a sample's request fields
         const std::string json = load::toJson(r);
+        QVERIFY(json.find("\"headers\":[[\"X-Trace\",\"7\"],[\"Accept\",\"text/\\\"x\\\"\"]]") !=
+                std::string::npos);
         QVERIFY(json.find("\"failure\":\"timeout\"") != std::string::npos);
         QVERIFY(json.find("\"failure\":null") != std::string::npos);
         QVERIFY(
@@ -207,6 +211,8 @@ private slots:
         QVERIFY2(load::resultFromJson(json, back, error), error.c_str());
         QCOMPARE(back.samples.size(), r.samples.size());
         QVERIFY(back.samples == r.samples);
+        QVERIFY(back.options.requests[0].headers == r.options.requests[0].headers);
+        QVERIFY(back.options.requests[1].headers.empty());
         QCOMPARE(back.samples[10].failure, std::uint8_t(2));
         QVERIFY(back.options.samples);
         // Older files have no samples: none, and the run reads as one without them.
@@ -424,6 +430,12 @@ private slots:
                                     << QByteArray("\"statuses\":{\"20x\"") << "statuses";
         QTest::newRow("startedAt") << QByteArray("\"startedAt\":\"2025")
                                    << QByteArray("\"startedAt\":\"x2025") << "startedAt";
+        QTest::newRow("request fields")
+            << QByteArray("\"bodyBytes\":0}") << QByteArray("\"bodyBytes\":0,\"headers\":[[\"X\"]]}")
+            << "target.requests[0].headers: not an array of [name, value]";
+        QTest::newRow("request field name")
+            << QByteArray("\"bodyBytes\":0}") << QByteArray("\"bodyBytes\":0,\"headers\":[[\"\",\"v\"]]}")
+            << "target.requests[0].headers";
     }
     void corruptInput() {
         QFETCH(QByteArray, from);

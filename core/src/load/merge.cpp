@@ -108,6 +108,20 @@ std::unique_ptr<stats::Histogram> histogram(const json& v, const std::string& wh
     return h;
 }
 
+// Header fields as [[name, value], ...]: strings, names not empty.
+std::vector<std::pair<std::string, std::string>> fieldPairs(const json& h, const std::string& where) {
+    if (!h.is_array()) bad(where, "not an array of [name, value]");
+    std::vector<std::pair<std::string, std::string>> fields;
+    fields.reserve(h.size());
+    for (const json& f : h) {
+        if (!f.is_array() || f.size() != 2 || !f[0].is_string() || !f[1].is_string() ||
+            f[0].get_ref<const std::string&>().empty())
+            bad(where, "not an array of [name, value] (strings, names not empty)");
+        fields.emplace_back(f[0].get<std::string>(), f[1].get<std::string>());
+    }
+    return fields;
+}
+
 // Result::samples: each entry's types and ranges, against the run's requests and connections.
 std::vector<ExchangeSample> samples(const json& list, std::size_t requests, unsigned connections) {
     if (!list.is_array()) bad("samples", "not an array");
@@ -163,17 +177,7 @@ std::vector<ExchangeSample> samples(const json& list, std::size_t requests, unsi
         x.localPort = static_cast<std::uint16_t>(whole("localPort", 65535));
         if (e.contains("responseHeaders")) { // optional: kept heads only
             if (x.failure) bad(where + ".responseHeaders", "present for a failed request");
-            const json& h = e["responseHeaders"];
-            if (!h.is_array()) bad(where + ".responseHeaders", "not an array of [name, value]");
-            auto& fields = x.responseHeaders.emplace();
-            fields.reserve(h.size());
-            for (const json& f : h) {
-                if (!f.is_array() || f.size() != 2 || !f[0].is_string() || !f[1].is_string() ||
-                    f[0].get_ref<const std::string&>().empty())
-                    bad(where + ".responseHeaders",
-                        "not an array of [name, value] (strings, names not empty)");
-                fields.emplace_back(f[0].get<std::string>(), f[1].get<std::string>());
-            }
+            x.responseHeaders = fieldPairs(e["responseHeaders"], where + ".responseHeaders");
         }
         if (e.contains("requestId")) { // optional: runs with Options::requestId
             const json& id = e["requestId"];
@@ -217,6 +221,8 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
             if (weight < 1 || weight > std::numeric_limits<unsigned>::max())
                 bad(where + ".weight", "out of range");
             spec.weight = static_cast<unsigned>(weight);
+            if (requests[i].contains("headers")) // optional: only requests given fields have it
+                spec.headers = fieldPairs(requests[i]["headers"], where + ".headers");
             r.options.requests.push_back(std::move(spec));
         }
         const json& o = field(doc, "options", "");

@@ -257,7 +257,20 @@ std::string toJson(const Result& r) {
         out += ",\"method\":";
         appendString(out, q.method);
         out += ",\"weight\":" + num(std::uint64_t{q.weight}) +
-               ",\"bodyBytes\":" + num(std::uint64_t{q.body.size()}) + "}";
+               ",\"bodyBytes\":" + num(std::uint64_t{q.body.size()});
+        if (!q.headers.empty()) { // the fields given for it (-H, a suite, --from), as given
+            out += ",\"headers\":[";
+            for (std::size_t j = 0; j < q.headers.size(); ++j) {
+                if (j) out += ',';
+                out += '[';
+                appendJsonString(out, q.headers[j].first, http::JsonBytes::Ascii);
+                out += ',';
+                appendJsonString(out, q.headers[j].second, http::JsonBytes::Ascii);
+                out += ']';
+            }
+            out += ']';
+        }
+        out += '}';
     }
     out += "]},\"options\":{\"model\":";
     appendString(out, o.model() == Model::Open ? "open" : "closed");
