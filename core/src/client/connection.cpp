@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 
@@ -425,13 +426,21 @@ bool Connection::send(const PreparedRequest& request, std::uint32_t& slot) {
         request.http1FieldsEnd >= request.http1.size()) {
         writeBuf_.append(request.http1);
     } else {
-        const std::string_view wire = request.http1;
-        writeBuf_.append(wire.substr(0, request.http1FieldsEnd));
-        writeBuf_.append("X-Request-Id: ");
-        writeBuf_.append(requestIdPrefix_);
-        writeBuf_.append(std::to_string(sent_));
-        writeBuf_.append("\r\n");
-        writeBuf_.append(wire.substr(request.http1FieldsEnd));
+        constexpr std::string_view kName = "X-Request-Id: ";
+        char n[12];
+        const auto end = std::to_chars(n, n + sizeof n, sent_).ptr;
+        const std::size_t digits = static_cast<std::size_t>(end - n);
+        // One resize and plain copies: the field goes in before the blank line.
+        const std::size_t at = writeBuf_.size(), head = request.http1FieldsEnd;
+        writeBuf_.resize(at + request.http1.size() + kName.size() + requestIdPrefix_.size() + digits + 2);
+        char* p = writeBuf_.data() + at;
+        p = std::copy_n(request.http1.data(), head, p);
+        p = std::copy_n(kName.data(), kName.size(), p);
+        p = std::copy_n(requestIdPrefix_.data(), requestIdPrefix_.size(), p);
+        p = std::copy_n(n, digits, p);
+        *p++ = '\r';
+        *p++ = '\n';
+        std::copy_n(request.http1.data() + head, request.http1.size() - head, p);
     }
     ++sent_;
     return true;

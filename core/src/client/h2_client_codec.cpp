@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstring>
 
 namespace portico::client {
@@ -410,9 +411,17 @@ void H2ClientCodec::sendHeaders(std::uint32_t slot, std::string& out) {
     else
         encodeFields(s.request->h2Fields, out);
     if (!requestIdPrefix_.empty()) {
-        out.push_back('\0'); // literal without indexing, new name (RFC 7541 §6.2.2)
-        putString(out, kRequestIdField);
-        putString(out, requestIdPrefix_ + std::to_string((s.id - 1) / 2));
+        // A literal without indexing, new name (RFC 7541 §6.2.2), no Huffman; the value's length
+        // fits the 7-bit prefix (setRequestIdPrefix: under 100 bytes, plus ≤ 10 digits).
+        static constexpr char kLiteral[] = "\0\x0cx-request-id";
+        static_assert(sizeof kLiteral - 1 == 2 + kRequestIdField.size());
+        char field[sizeof kLiteral + 1 + 128];
+        char* p = std::copy_n(kLiteral, sizeof kLiteral - 1, field) + 1;
+        p = std::copy_n(requestIdPrefix_.data(), requestIdPrefix_.size(), p);
+        p = std::to_chars(p, p + 10, static_cast<std::uint32_t>(s.id - 1) / 2).ptr;
+        field[sizeof kLiteral - 1] =
+            static_cast<char>(p - field - static_cast<std::ptrdiff_t>(sizeof kLiteral));
+        out.append(field, p);
     }
     const std::size_t size = out.size() - at - kHeader;
     if (size <= peerMaxFrame_) {

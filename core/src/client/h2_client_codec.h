@@ -151,8 +151,11 @@ public:
     void askResponseHeads(bool on) { askHeads_ = on; }
     /// Non-empty: every request's header block ends with the field `x-request-id:
     /// <prefix><(stream id − 1) / 2>` as a literal without indexing, new name (RFC 7541 §6.2.2);
-    /// `prefix` is visible ASCII, under 100 bytes. Set it before the opening's first submit().
-    void setRequestIdPrefix(std::string prefix) { requestIdPrefix_ = std::move(prefix); }
+    /// `prefix` is visible ASCII, under 100 bytes (a longer one is ignored: no field). Set it before the
+    /// opening's first submit().
+    void setRequestIdPrefix(std::string prefix) {
+        if (prefix.size() < 100) requestIdPrefix_ = std::move(prefix);
+    }
 
     std::size_t inFlight() const { return inFlight_; }
     std::size_t depth() const { return streams_.size(); }
