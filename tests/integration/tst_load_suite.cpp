@@ -81,12 +81,16 @@ private slots:
         for (const auto& r : load::suiteRoutes())
             QVERIFY2(table.find("  " + r.name + " ") != std::string::npos, table.c_str());
         QVERIFY(table.find("geo. mean") != std::string::npos);
+        QVERIFY2(table.find("p99     Errors\n") != std::string::npos, table.c_str()); // as the app's column
 
         auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(load::suiteToJson(suite)));
         QVERIFY(doc.isObject());
         QCOMPARE(doc["kind"].toString(), QStringLiteral("suite"));
         QCOMPARE(doc["routes"].toArray().size(), 11);
         QCOMPARE(doc["routes"].toArray()[3].toObject()["name"].toString(), QStringLiteral("file"));
+        QCOMPARE(doc["routes"].toArray()[3].toObject()["description"].toString(),
+                 QString::fromStdString(load::suiteRoutes()[3].description));
+        QVERIFY(!load::suiteRoutes()[3].description.empty());
         QCOMPARE(doc["routes"]
                      .toArray()[3]
                      .toObject()["result"]

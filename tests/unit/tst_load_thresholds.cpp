@@ -52,6 +52,8 @@ private slots:
         QTest::newRow("errors") << "errors<1%" << int(M::Errors) << 1.0;
         QTest::newRow("status class") << "status:5xx<0.1%" << int(M::Status) << 0.1;
         QTest::newRow("status code") << "status:404 <= 2 %" << int(M::Status) << 2.0;
+        QTest::newRow("no errors at all") << "errors<=0%" << int(M::Errors) << 0.0; // a bound, not a typo
+        QTest::newRow("every response 2xx") << "status:2xx>=100%" << int(M::Status) << 100.0;
     }
     void parsesEachKey() {
         QFETCH(QString, expr);
@@ -98,6 +100,14 @@ private slots:
                                          << "one comparison";
         QTest::newRow("empty") << ""
                                << "expected KEY<VALUE";
+        QTest::newRow("latency below 0") << "p99<0ms"
+                                         << "can never be met";
+        QTest::newRow("rps below 0") << "rps<0"
+                                     << "can never be met";
+        QTest::newRow("errors below 0") << "errors<0%"
+                                        << "can never be met";
+        QTest::newRow("share above 100") << "status:5xx>100%"
+                                         << "a share is at most 100%";
     }
     void refusesWithAReason() {
         QFETCH(QString, expr);

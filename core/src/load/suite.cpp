@@ -128,8 +128,9 @@ std::string suiteTable(const SuiteResult& suite) {
     char line[256];
     std::snprintf(line, sizeof line, "Benchmark suite @ %s\n", suite.baseUrl.c_str());
     s += line;
+    // "Errors" as in the desktop app: answers other than 2xx/3xx plus failed requests (SuiteRun::bad).
     std::snprintf(line, sizeof line, "  %-12s %14s %11s %11s %10s\n", "Route", "Requests/sec", "p50", "p99",
-                  "Non-2xx/3xx");
+                  "Errors");
     s += line;
     for (const auto& run : suite.runs) {
         const auto& r = run.result;
@@ -172,6 +173,10 @@ std::string suiteToJson(const SuiteResult& suite) {
         appendJsonString(out, run.route.target);
         out += ",\"method\":";
         appendJsonString(out, run.route.method);
+        if (!run.route.description.empty()) {
+            out += ",\"description\":";
+            appendJsonString(out, run.route.description);
+        }
         out += ",\"result\":";
         std::string r = toJson(run.result);
         while (!r.empty() && (r.back() == '\n' || r.back() == ' '))

@@ -61,9 +61,21 @@ std::optional<Threshold> parseThreshold(std::string_view text, std::string& erro
     Threshold t;
     const std::string_view expr = trim(text);
     t.expr = std::string(expr);
-    auto fail = [&](const std::string& why) {
+    auto fail = [&](const std::string& why) -> std::optional<Threshold> {
         error = "threshold '" + t.expr + "': " + why;
         return std::nullopt;
+    };
+    // A bound nothing measured can meet (every value is ≥ 0, a share ≤ 100 %) is a typo, not a
+    // test: refused rather than always breached.
+    auto possible = [&](const Threshold& th) -> std::optional<Threshold> {
+        const bool share = th.metric == Threshold::Metric::Errors || th.metric == Threshold::Metric::Status;
+        if ((th.op == Threshold::Op::Less && th.limit <= 0) ||
+            (th.op == Threshold::Op::LessEqual && th.limit < 0))
+            return fail("can never be met: no measured value is below 0");
+        if (share && ((th.op == Threshold::Op::Greater && th.limit >= 100) ||
+                      (th.op == Threshold::Op::GreaterEqual && th.limit > 100)))
+            return fail("can never be met: a share is at most 100%");
+        return th;
     };
     const auto opAt = expr.find_first_of("<>");
     if (opAt == std::string_view::npos)
@@ -92,20 +104,20 @@ std::optional<Threshold> parseThreshold(std::string_view text, std::string& erro
         }
         if (!parseDurationNs(value, t.limit))
             return fail("expected a duration with a unit after '" + op + "', e.g. 250ms, 1.5s, 800us");
-        return t;
+        return possible(t);
     }
     if (key == "rps") {
         t.metric = Threshold::Metric::Rps;
         std::string_view after;
         if (!parseNumber(value, t.limit, after) || !after.empty())
             return fail("expected requests per second after '" + op + "', e.g. rps>1000");
-        return t;
+        return possible(t);
     }
     if (key == "errors") {
         t.metric = Threshold::Metric::Errors;
         if (!parsePercent(value, t.limit))
             return fail("expected a percentage 0..100 after '" + op + "', e.g. errors<1%");
-        return t;
+        return possible(t);
     }
     if (key.starts_with("status:")) {
         t.metric = Threshold::Metric::Status;
@@ -123,7 +135,7 @@ std::optional<Threshold> parseThreshold(std::string_view text, std::string& erro
         }
         if (!parsePercent(value, t.limit))
             return fail("expected a percentage 0..100 after '" + op + "', e.g. status:5xx<0.1%");
-        return t;
+        return possible(t);
     }
     return fail(
         "unknown key '" + std::string(key) +
