@@ -193,9 +193,9 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
                           "' differs from '" + first.origin() + "'");
         Prepared p;
         p.head = spec.method == "HEAD";
-        if (plan.connection.h2)
+        if (plan.connection.h2) {
             prepareH2(p, spec, url, h2Table);
-        else {
+        } else {
             p.http1 = serialise(spec, url);
             p.http1FieldsEnd = static_cast<std::uint32_t>(p.http1.size() - spec.body.size() - 2);
         }
