@@ -73,6 +73,7 @@ struct BenchOptions {
     bool startAtGiven = false;           // --start-at was given (even as '')
     bool noSamples = false;              // --no-samples
     bool requestId = false;              // --request-id
+    std::string proxy;                   // --proxy
     // Set on the command line (a suite file's values fill only the others).
     bool connectionsGiven = false, threadsGiven = false, pipelineGiven = false;
 };
@@ -409,6 +410,7 @@ int runBench(const BenchOptions& b) {
     o.latencyIntervals = !b.hdrLogFile.empty();
     o.samples = !b.noSamples;
     o.requestId = b.requestId;
+    o.proxy = b.proxy;
     if (b.startAtGiven) {
         if (!load::parseIsoTime(b.startAt, o.startAt)) {
             std::cerr << "portico bench: --start-at '" << b.startAt
@@ -692,6 +694,9 @@ Command addBenchCommand(CLI::App& app) {
         ->expected(2);
     cmd->add_flag("--no-save", b->noSave, "Do not save this run in the history");
     cmd->add_flag("--no-samples", b->noSamples, "Keep no drill-down sample of exchanges (JSON `samples`)");
+    cmd->add_option("--proxy", b->proxy,
+                    "Send the load through a forward proxy http://HOST:PORT (http targets in absolute-form, "
+                    "https and h2c through CONNECT tunnels); loopback only unless --allow-remote");
     cmd->add_flag("--request-id", b->requestId,
                   "Send x-request-id: RUN-CONNECTION.PORT.N with every request; each sample names its id "
                   "(JSON `samples[].requestId`), to find it in the server's log or capture");

@@ -66,6 +66,31 @@ load::Options options(const QString& url, std::uint64_t count) {
 
 bool addsUp(const load::RequestCounts& c) { return c.started == c.completed + c.failed + c.cancelled; }
 
+// tests/support/forward_proxy.py on loopback for one test (port 0 if it did not start): CONNECT
+// tunnels and absolute-form requests, each first request of a connection logged on stderr.
+struct ForwardProxy {
+    QTemporaryDir tmp;
+    QProcess py;
+    int port = 0;
+    explicit ForwardProxy(const QStringList& extra = {}) {
+        port = test::startSupportScript(py, "forward_proxy.py", tmp.filePath("port"), extra);
+    }
+    ~ForwardProxy() {
+        py.kill();
+        py.waitForFinished();
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+    QStringList log() {
+        py.waitForReadyRead(50);
+        seen += QString::fromUtf8(py.readAllStandardError());
+        QStringList requests; // Python's own warnings, if any, are not requests
+        for (const QString& line : seen.split('\n', Qt::SkipEmptyParts))
+            if (line.startsWith("CONNECT ") || line.startsWith("ABSOLUTE ")) requests << line;
+        return requests;
+    }
+    QString seen;
+};
+
 } // namespace
 
 class TestLoadH2Tls : public QObject {
@@ -104,6 +129,92 @@ private slots:
     void cleanupTestCase() {
         if (server_) server_->terminate();
         qunsetenv("PORTICO_DATA_DIR");
+    }
+
+    // Through a forward proxy (`--proxy`): https and h2c open one CONNECT tunnel per connection
+    // (and one for the pre-flight) to the target's authority with its port, then TLS or HTTP/2
+    // run inside it; plain HTTP/1.1 goes in absolute-form. Every request completes as it would
+    // directly.
+    void throughAForwardProxy_data() {
+        QTest::addColumn<QString>("scheme");
+        QTest::addColumn<bool>("h2");
+        QTest::newRow("https h1") << "https" << false;
+        QTest::newRow("https h2") << "https" << true;
+        QTest::newRow("h2c") << "http" << true;
+        QTest::newRow("http absolute-form") << "http" << false;
+    }
+    void throughAForwardProxy() {
+        QFETCH(QString, scheme);
+        QFETCH(bool, h2);
+        ForwardProxy proxy;
+        QVERIFY(proxy.port != 0);
+        const bool tls = scheme == "https";
+        auto o = options(tls ? https("/") : http("/"), 300);
+        o.caFile = ca_.toStdString();
+        o.proxy = proxy.url();
+        o.connections = 3;
+        if (h2) {
+            o.protocol = load::Protocol::Http2;
+            o.streams = 4;
+        }
+        auto r = load::run(o);
+        QVERIFY2(r.ok(), r.error.c_str());
+        QCOMPARE(r.requests.completed, std::uint64_t{300});
+        QCOMPARE(r.statuses.at(200), std::uint64_t{300});
+        QCOMPARE(r.errors.connect, std::uint64_t{0});
+        QVERIFY2(r.address.starts_with("proxy 127.0.0.1:" + std::to_string(proxy.port)), r.address.c_str());
+        const quint16 port = tls ? server_->tlsPort() : server_->plainPort();
+        const QString authority =
+            tls ? QStringLiteral("localhost:%1").arg(port) : QStringLiteral("127.0.0.1:%1").arg(port);
+        QStringList log;
+        QTRY_VERIFY_WITH_TIMEOUT((log = proxy.log()).size() >= (tls || h2 ? 4 : 3), 5000);
+        if (tls || h2) { // the pre-flight's tunnel and one per connection
+            QVERIFY2(log.size() == 4, qPrintable(log.join(" | ")));
+            for (const auto& line : log)
+                QCOMPARE(line, "CONNECT " + authority);
+        } else { // no pre-flight request on HTTP/1.1: one absolute-form first request per connection
+            QCOMPARE(log.size(), 3);
+            for (const auto& line : log)
+                QCOMPARE(line, "ABSOLUTE GET http://" + authority + "/");
+        }
+        QVERIFY(load::toJson(r).find("\"proxy\":\"" + proxy.url() + "\"") != std::string::npos);
+    }
+
+    // A proxy that refuses the tunnel, one that does not listen, and proxy URLs that are not an
+    // HTTP forward proxy on loopback: one clear error each, before any load.
+    void proxyProblemsAreClearErrors() {
+        ForwardProxy refusing({"--refuse"});
+        QVERIFY(refusing.port != 0);
+        auto o = options(https("/"), 10);
+        o.caFile = ca_.toStdString();
+        o.proxy = refusing.url();
+        auto r = load::run(o);
+        QVERIFY(!r.ok());
+        QVERIFY2(r.error == "the proxy at 127.0.0.1:" + std::to_string(refusing.port) +
+                                " refused CONNECT localhost:" + std::to_string(server_->tlsPort()) +
+                                ": HTTP/1.1 403 Forbidden",
+                 r.error.c_str());
+        // The same from the command line: exit 1, the reason on stderr.
+        auto cli =
+            test::runProcess(test::porticoBinary(), {"bench", https("/"), "-n", "10", "--no-save", "--cacert",
+                                                     ca_, "--proxy", QString::fromStdString(refusing.url())});
+        QCOMPARE(cli.exitCode, 1);
+        QVERIFY2(cli.err.contains("refused CONNECT localhost:"), cli.err.constData());
+        o.proxy = "http://127.0.0.1:" + std::to_string(test::freePort());
+        r = load::run(o);
+        QVERIFY(!r.ok());
+        QVERIFY2(r.error.starts_with("cannot connect to the proxy 127.0.0.1:"), r.error.c_str());
+        for (const char* bad :
+             {"https://127.0.0.1:3128", "socks5://127.0.0.1:1080", "http://127.0.0.1:3128/path"}) {
+            o.proxy = bad;
+            std::string error;
+            QVERIFY2(!load::validate(o, error), bad);
+            QVERIFY2(error.find("proxy") != std::string::npos, error.c_str());
+        }
+        o.proxy = "http://192.0.2.1:3128"; // TEST-NET-1: refused before any packet is sent
+        r = load::run(o);
+        QVERIFY(!r.ok());
+        QVERIFY2(r.error.find("not a loopback address") != std::string::npos, r.error.c_str());
     }
 
     void httpsWithExportedCa() {

@@ -11,6 +11,7 @@
 #include <openssl/err.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -61,11 +62,65 @@ void Connection::connect() {
         }
         boost::system::error_code ignored;
         socket_.set_option(tcp::no_delay(true), ignored);
-        if (settings_.ssl)
-            startTls();
+        if (!settings_.tunnel.empty())
+            startTunnel();
         else
-            opened();
+            connected();
     });
+}
+
+// TCP (and the proxy's tunnel, if any) is up: TLS next, or the connection is open.
+void Connection::connected() {
+    if (settings_.ssl)
+        startTls();
+    else
+        opened();
+}
+
+// Through a forward proxy: CONNECT, then its answer's head (RFC 9110 §9.3.6).
+void Connection::startTunnel() {
+    asio::async_write(socket_, asio::buffer(settings_.tunnel),
+                      [this, gen = generation_](const boost::system::error_code& e, std::size_t) {
+                          if (gen != generation_) return;
+                          if (e) {
+                              connectFailed();
+                              return;
+                          }
+                          readEnd_ = 0;
+                          readTunnelAnswer();
+                      });
+}
+
+void Connection::readTunnelAnswer() {
+    constexpr std::size_t kMaxHead = 16 * 1024;
+    socket_.async_read_some(asio::buffer(readBuf_.get() + readEnd_, kMaxHead - readEnd_),
+                            [this, gen = generation_](const boost::system::error_code& e, std::size_t n) {
+                                if (gen != generation_) return;
+                                if (e) {
+                                    connectFailed();
+                                    return;
+                                }
+                                readEnd_ += n;
+                                const std::string_view got(readBuf_.get(), readEnd_);
+                                const auto end = got.find("\r\n\r\n");
+                                if (end == std::string_view::npos) {
+                                    if (readEnd_ == kMaxHead)
+                                        connectFailed();
+                                    else
+                                        readTunnelAnswer();
+                                    return;
+                                }
+                                // "HTTP/1.x 2xx ...": the tunnel is open. The server behind it has not been
+                                // spoken to, so nothing may follow the head.
+                                const bool open = got.size() >= 12 && got.starts_with("HTTP/1.") &&
+                                                  got[9] == '2' && end + 4 == got.size();
+                                readBegin_ = readEnd_ = 0;
+                                if (!open) {
+                                    connectFailed();
+                                    return;
+                                }
+                                connected();
+                            });
 }
 
 void Connection::connectFailed() {

@@ -71,6 +71,13 @@ struct ConnectionSettings {
     /// one (a head whose body spans reads is copied; one that ends in its read is not), HTTP/2 those
     /// the handler asks for in holdResponseHead (decoded fields are copied as they come).
     bool keepResponseHeads = false;
+    /// Through a forward proxy (`endpoint` is then the proxy's): non-empty, the CONNECT request
+    /// (RFC 9110 §9.3.6, e.g. "CONNECT host:443 HTTP/1.1\r\nHost: host:443\r\n\r\n") written after
+    /// each TCP connect; a 2xx answer opens the tunnel, and TLS or h2c then start inside it as they
+    /// would on a direct connection. Any other answer, a head over 16 KiB, bytes after the head or
+    /// the proxy's close is a failed connect (onConnectFailed). Empty: a direct connection (or
+    /// HTTP/1.1 in absolute-form to the proxy, which the caller's PreparedRequest says).
+    std::string tunnel;
 };
 
 /// Bytes on the wire (after TLS: the TLS records' payload), summed over the connections that
@@ -204,6 +211,9 @@ private:
     enum class State : std::uint8_t { Idle, Connecting, Open };
 
     void connectFailed();
+    void connected();
+    void startTunnel();
+    void readTunnelAnswer();
     void startTls();
     void opened();
     void read();

@@ -249,6 +249,7 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
         if (o.contains("requestId") && !o["requestId"].is_boolean())
             bad("options.requestId", "not true or false");
         r.options.requestId = o.contains("requestId") && o["requestId"].get<bool>();
+        if (o.contains("proxy")) r.options.proxy = text(o, "proxy", "options");
         if (doc.contains("startedAt") && !parseIsoTime(text(doc, "startedAt", ""), r.startedAt))
             bad("startedAt", "not an ISO 8601 time");
         r.measured = secondsField(doc, "measuredSeconds", "");

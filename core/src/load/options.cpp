@@ -2,6 +2,7 @@
 #include <portico/load/options.h>
 
 #include <portico/http/message.h>
+#include <portico/http/url.h>
 
 #include <cmath>
 
@@ -82,6 +83,18 @@ bool validate(const Options& o, std::string& error) {
         o.startAt > std::chrono::system_clock::now() + std::chrono::hours(24)) {
         error = "the start time is more than 24 hours ahead";
         return false;
+    }
+    if (!o.proxy.empty()) {
+        http::Url u;
+        std::string why;
+        if (!http::parseUrl(o.proxy, u, why)) {
+            error = "proxy: " + why;
+            return false;
+        }
+        if (u.scheme != "http" || (u.target != "/" && !u.target.empty())) {
+            error = "proxy '" + o.proxy + "': expected http://HOST:PORT (an HTTP/1.1 forward proxy)";
+            return false;
+        }
     }
     return true;
 }

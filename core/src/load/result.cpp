@@ -285,7 +285,12 @@ std::string toJson(const Result& r) {
            ",\"timeoutSeconds\":" + num(seconds(o.timeout)) +
            ",\"stopGraceSeconds\":" + num(seconds(o.stopGrace)) +
            ",\"samples\":" + (o.samples ? "true" : "false") +
-           ",\"requestId\":" + (o.requestId ? "true" : "false") + "},\"startedAt\":";
+           ",\"requestId\":" + (o.requestId ? "true" : "false");
+    if (!o.proxy.empty()) {
+        out += ",\"proxy\":";
+        appendString(out, o.proxy);
+    }
+    out += "},\"startedAt\":";
     appendString(out, isoTime(r.startedAt));
     out += ",\"measuredSeconds\":" + num(seconds(r.measured)) + ",\"requests\":";
     appendCounts(out, r.requests);

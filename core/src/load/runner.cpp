@@ -55,11 +55,17 @@ using tls::sslErrorText;
 
 namespace {
 
-std::string serialise(const RequestSpec& spec, const Url& url) {
+// `absolute`: to a forward proxy, the request-target in absolute-form (RFC 9112 §3.2.2).
+std::string serialise(const RequestSpec& spec, const Url& url, bool absolute) {
     std::string s;
     s.reserve(128 + spec.body.size());
     s += spec.method;
     s += ' ';
+    if (absolute) {
+        s += url.scheme;
+        s += "://";
+        s += url.authority;
+    }
     s += url.target;
     s += " HTTP/1.1\r\n";
     bool host = false;
@@ -106,6 +112,41 @@ void prepareH2(Prepared& p, const RequestSpec& spec, const Url& url, client::H2R
     if (!spec.body.empty()) fields.emplace_back("content-length", length);
     p.h2Fields = table.prepare(fields);
     p.body = spec.body;
+}
+
+// The authority-form of CONNECT's target: host and port, an IPv6 literal in brackets (RFC 9110
+// §9.3.6).
+std::string authorityWithPort(const Url& url) {
+    const bool v6 = url.host.find(':') != std::string::npos;
+    return (v6 ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port);
+}
+
+// Through a forward proxy: CONNECT on the connected socket (blocking; SO_RCVTIMEO bounds it) and
+// the status line of its answer. Empty when the tunnel is open (2xx, nothing after the head).
+std::string probeTunnel(tcp::socket& sock, const std::string& request, const std::string& proxy,
+                        const std::string& authority) {
+    const int fd = sock.native_handle();
+    const std::string who = "the proxy at " + proxy;
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
+        return who + " closed the connection before CONNECT " + authority;
+    std::string head;
+    char buf[4096];
+    while (head.find("\r\n\r\n") == std::string::npos) {
+        if (head.size() > 16 * 1024) return who + " answered CONNECT with a head over 16 KiB";
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0)
+            return who + " did not answer CONNECT " + authority +
+                   (n < 0 ? std::string(": ") + std::strerror(errno)
+                          : std::string(": it closed the connection"));
+        head.append(buf, static_cast<std::size_t>(n));
+    }
+    const std::string line = head.substr(0, head.find("\r\n"));
+    if (!(line.size() >= 12 && line.starts_with("HTTP/1.") && line[9] == '2'))
+        return who + " refused CONNECT " + authority + ": " + line;
+    if (head.size() != head.find("\r\n\r\n") + 4)
+        return who + " sent bytes after its answer to CONNECT " + authority +
+               ", before the server behind it spoke";
+    return {};
 }
 
 // A blocking TLS handshake on a connected socket, so certificate and ALPN problems are reported as
@@ -196,7 +237,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
         if (plan.connection.h2) {
             prepareH2(p, spec, url, h2Table);
         } else {
-            p.http1 = serialise(spec, url);
+            p.http1 = serialise(spec, url, !options.proxy.empty() && url.scheme == "http");
             p.http1FieldsEnd = static_cast<std::uint32_t>(p.http1.size() - spec.body.size() - 2);
         }
         plan.specs.push_back(std::move(p));
@@ -213,6 +254,24 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
         if (!client::isLoopback(e.address()) && !options.allowRemote)
             return refuse("refusing to load '" + first.host + "' (" + e.address().to_string() +
                           "): not a loopback address; pass --allow-remote to load another machine");
+    // Through a forward proxy: connections go to it; https and h2c through a CONNECT tunnel.
+    auto connectTo = candidates;
+    std::string connectName = first.host;
+    if (!options.proxy.empty()) {
+        Url proxy;
+        if (!parseUrl(options.proxy, proxy, error)) return refuse("proxy: " + error);
+        connectTo = client::resolve(proxy.host, proxy.port, resolveError);
+        if (connectTo.empty()) return refuse("proxy: " + resolveError);
+        for (const auto& e : connectTo)
+            if (!client::isLoopback(e.address()) && !options.allowRemote)
+                return refuse("refusing the proxy '" + proxy.host + "' (" + e.address().to_string() +
+                              "): not a loopback address; pass --allow-remote to use another machine");
+        connectName = "the proxy " + proxy.authority;
+        if (first.scheme == "https" || plan.connection.h2) {
+            const std::string authority = authorityWithPort(first);
+            plan.connection.tunnel = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
+        }
+    }
     asio::io_context setup;
 
     // TLS: one client context for every connection.
@@ -235,9 +294,10 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
     {
         std::string failures;
         const int fd =
-            client::connectFd(candidates, std::chrono::seconds(5), true, plan.connection.endpoint, failures);
-        if (fd < 0) return refuse(client::cannotConnect(first.host, failures));
+            client::connectFd(connectTo, std::chrono::seconds(5), true, plan.connection.endpoint, failures);
+        if (fd < 0) return refuse(client::cannotConnect(connectName, failures));
         result.address = client::endpointText(plan.connection.endpoint);
+        if (!options.proxy.empty()) result.address = "proxy " + result.address;
         tcp::socket probe(setup);
         boost::system::error_code ec;
         probe.assign(plan.connection.endpoint.protocol(), fd, ec);
@@ -248,20 +308,28 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
         const timeval tv{5, 0}; // a silent server must not hang the probe
         ::setsockopt(probe.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         ::setsockopt(probe.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        // Who answers the TLS and HTTP/2 probes: the target, through the proxy's tunnel if any.
+        const std::string serverName =
+            options.proxy.empty() ? result.address
+                                  : authorityWithPort(first) + " (through the " + result.address + ")";
         std::string problem;
-        if (plan.connection.ssl) {
+        if (!plan.connection.tunnel.empty())
+            problem = probeTunnel(probe, plan.connection.tunnel,
+                                  client::endpointText(plan.connection.endpoint), authorityWithPort(first));
+        if (problem.empty() && plan.connection.ssl) {
             // The probe runs on the caller's thread: SIGPIPE blocked for it, and one it raised consumed.
             sigset_t pipe, old;
             sigemptyset(&pipe);
             sigaddset(&pipe, SIGPIPE);
             pthread_sigmask(SIG_BLOCK, &pipe, &old);
-            problem = probeTls(plan, probe, result.address);
+            problem = probeTls(plan, probe, serverName);
             const timespec zero{0, 0};
             while (sigtimedwait(&pipe, nullptr, &zero) == SIGPIPE) {
             }
             pthread_sigmask(SIG_SETMASK, &old, nullptr);
-        } else if (plan.connection.h2)
-            problem = probeH2c(probe, result.address);
+        } else if (problem.empty() && plan.connection.h2) {
+            problem = probeH2c(probe, serverName);
+        }
         if (!problem.empty()) return refuse(problem);
         probe.close(ec);
     }

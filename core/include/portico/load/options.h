@@ -96,6 +96,13 @@ struct Options {
     /// sample carries its id (ExchangeSample::requestId). Off by default: the field costs about
     /// 45 bytes per request (HTTP/2: a literal, not indexed) and a few ns to format.
     bool requestId = false;
+    /// Send the load through a forward proxy, "http://HOST:PORT" (HTTP/1.1, RFC 9110 §7.6): http
+    /// targets over HTTP/1.1 go to it in absolute-form (RFC 9112 §3.2.2); https targets and h2c
+    /// open a CONNECT tunnel per connection (RFC 9110 §9.3.6) inside which TLS or HTTP/2 run as on
+    /// a direct connection, so the latency includes the proxy. The proxy's address is kept to
+    /// loopback like the target's (unless allowRemote), and the target must still resolve to
+    /// loopback here. A proxy that refuses the CONNECT is a clear error at start. Empty: direct.
+    std::string proxy;
     /// Wall-clock start barrier: when set (not the epoch), the run connects first and then waits
     /// until this time before its clock starts, so that generators on several machines started
     /// with the same time measure the same interval. A time in the past starts at once; more than
