@@ -13,7 +13,9 @@
 //   nothing; Closed comes with nothing in flight;
 // - receive consumes whole frames (used <= n; the rest is no whole frame);
 // - what the codec writes is whole frames: HEADERS on new, increasing odd stream ids, each block
-//   contiguous (CONTINUATION), no DATA after the stream's END_STREAM or RST_STREAM, WINDOW_UPDATE
+//   contiguous (CONTINUATION), with byte 1's top bit set ending in the request id field
+//   (setRequestIdPrefix: `x-request-id: <prefix><(stream id - 1) / 2>`, a literal without
+//   indexing, RFC 7541 §6.2.2), no DATA after the stream's END_STREAM or RST_STREAM, WINDOW_UPDATE
 //   increments in 1..2^31-1 that never give back more than was received, ACKs only;
 // - it never sends beyond the server's connection window; fed one byte at a time (so one frame
 //   per call), never beyond a stream's window (the server's INITIAL_WINDOW_SIZE and
@@ -111,6 +113,14 @@ bool wholeFrameAtFront(std::string_view s) {
     return s.size() >= 9 + len;
 }
 
+constexpr std::string_view kIdPrefix = "0123456789ab-7.40000.";
+
+// The end of a request's header block with the request id: the literal, new name, no Huffman.
+std::string requestIdLiteral(std::uint32_t stream) {
+    const std::string value = std::string(kIdPrefix) + std::to_string((stream - 1) / 2);
+    return std::string("\0\x0cx-request-id", 14) + static_cast<char>(value.size()) + value;
+}
+
 struct Params {
     unsigned depth = 1;
     H2ClientCodec::Settings settings;
@@ -131,6 +141,7 @@ public:
     Run(const Params& p, bool bytewise)
         : p_(p), bytewise_(bytewise), codec_(*this, p.depth, p.settings), busy_(p.depth, false) {
         codec_.askResponseHeads(true);
+        if (p.kindSeed & 0x80) codec_.setRequestIdPrefix(std::string(kIdPrefix));
     }
 
     Outcome go() {
@@ -297,11 +308,17 @@ private:
                 lastStream_ = f.stream;
                 ended_[f.stream] = f.flags & kEndStream;
                 if (!(f.flags & kEndHeaders)) blockStream_ = f.stream;
+                block_.assign(f.payload);
+                if ((f.flags & kEndHeaders) && (p_.kindSeed & 0x80))
+                    PORTICO_FUZZ_CHECK(block_.ends_with(requestIdLiteral(f.stream)));
                 checkFrameSize(f, exact);
                 o_.written.push_back("HEADERS " + std::to_string(f.stream) + " " + std::to_string(f.flags));
                 break;
             case kContinuation:
                 PORTICO_FUZZ_CHECK(blockStream_ != 0 && f.stream == blockStream_);
+                block_.append(f.payload);
+                if ((f.flags & kEndHeaders) && (p_.kindSeed & 0x80))
+                    PORTICO_FUZZ_CHECK(block_.ends_with(requestIdLiteral(f.stream)));
                 if (f.flags & kEndHeaders) blockStream_ = 0;
                 checkFrameSize(f, exact);
                 break;
@@ -391,6 +408,7 @@ private:
     // The client's frames.
     bool sawPreface_ = false;
     std::uint32_t lastStream_ = 0, blockStream_ = 0;
+    std::string block_;                   // the header block being written (HEADERS, then CONTINUATION)
     std::map<std::uint32_t, bool> ended_; // END_STREAM or RST_STREAM sent
     std::uint64_t dataOut_ = 0, givenBack_ = 0;
     std::map<std::uint32_t, std::uint64_t> dataOutByStream_, givenBackByStream_;
