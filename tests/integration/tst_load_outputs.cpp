@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -49,6 +50,27 @@ load::RequestSpec spec(const QString& url, unsigned weight = 1) {
     r.url = url.toStdString();
     r.weight = weight;
     return r;
+}
+
+// A server recording to DB (in `dir`, which has portico.yaml) under two runs made by `make(base URL, h2)`,
+// HTTP/1.1 then HTTP/2, each with samples; then the server's records. Fails the test on a
+// failed run or an unreadable session file.
+void recordedRuns(const QTemporaryDir& dir, const QString& dbName, std::vector<load::Result>& runs,
+                  std::vector<capture::Exchange>& exchanges,
+                  const std::function<load::Options(const QString&, bool)>& make) {
+    const QString db = dir.filePath(dbName);
+    test::ServerProcess recording({"--config", dir.filePath("portico.yaml"), "--no-reload", "--record", db});
+    QVERIFY2(recording.waitReady(), recording.output().constData());
+    for (bool h2 : {false, true}) {
+        auto r = load::run(make(recording.baseUrl(), h2));
+        QVERIFY2(r.ok(), r.error.c_str());
+        QVERIFY(!r.samples.empty());
+        runs.push_back(std::move(r));
+    }
+    QCOMPARE(recording.terminate(), 0);
+    std::string error;
+    exchanges = capture::loadSessionFile(db.toStdString(), error);
+    QVERIFY2(error.empty(), error.c_str());
 }
 
 // What every sample must satisfy whatever the run: "" or what is wrong with samples[i].
@@ -337,13 +359,9 @@ private slots:
     // were sent (HTTP/1.1 also for /big, whose body spans reads after its head was parsed;
     // HTTP/2 decides at the head whether a request is sampled, so every sample has them).
     void samplesFindServerRecords() {
-        const QString db = dir_.filePath("record.db");
-        test::ServerProcess recording(
-            {"--config", dir_.filePath("portico.yaml"), "--no-reload", "--record", db});
-        QVERIFY2(recording.waitReady(), recording.output().constData());
-        const QString base = recording.baseUrl();
         std::vector<load::Result> runs;
-        for (bool h2 : {false, true}) {
+        std::vector<capture::Exchange> exchanges;
+        recordedRuns(dir_, "record.db", runs, exchanges, [](const QString& base, bool h2) {
             load::Options o;
             o.requests = {spec(base + "/fast", 3), spec(base + "/slow", 1), spec(base + "/big", 1)};
             o.connections = 3;
@@ -355,15 +373,9 @@ private slots:
             } else {
                 o.pipeline = 2;
             }
-            auto r = load::run(o);
-            QVERIFY2(r.ok(), r.error.c_str());
-            QVERIFY(!r.samples.empty());
-            runs.push_back(std::move(r));
-        }
-        QCOMPARE(recording.terminate(), 0);
-        std::string error;
-        const auto exchanges = capture::loadSessionFile(db.toStdString(), error);
-        QVERIFY2(error.empty(), error.c_str());
+            return o;
+        });
+        if (QTest::currentTestFailed()) return;
         // Records by (client port, stream id): a port may come back in the other run.
         std::multimap<std::pair<std::uint16_t, std::uint32_t>, const capture::Exchange*> byKey;
         for (const auto& e : exchanges) {
@@ -450,13 +462,9 @@ private slots:
     // and its index on the connection, one run id per run; and each sample's requestId is the id of a record
     // with its target and status.
     void requestIdsNameServerRecords() {
-        const QString db = dir_.filePath("ids.db");
-        test::ServerProcess recording(
-            {"--config", dir_.filePath("portico.yaml"), "--no-reload", "--record", db});
-        QVERIFY2(recording.waitReady(), recording.output().constData());
-        const QString base = recording.baseUrl();
         std::vector<load::Result> runs;
-        for (bool h2 : {false, true}) {
+        std::vector<capture::Exchange> exchanges;
+        recordedRuns(dir_, "ids.db", runs, exchanges, [](const QString& base, bool h2) {
             load::Options o;
             auto post = spec(base + "/fast", 1);
             post.method = "POST";
@@ -472,16 +480,11 @@ private slots:
             } else {
                 o.pipeline = 3;
             }
-            auto r = load::run(o);
-            QVERIFY2(r.ok(), r.error.c_str());
+            return o;
+        });
+        if (QTest::currentTestFailed()) return;
+        for (const auto& r : runs)
             QCOMPARE(r.errors.reset + r.errors.timeout + r.errors.protocol, std::uint64_t(0));
-            QVERIFY(!r.samples.empty());
-            runs.push_back(std::move(r));
-        }
-        QCOMPARE(recording.terminate(), 0);
-        std::string error;
-        const auto exchanges = capture::loadSessionFile(db.toStdString(), error);
-        QVERIFY2(error.empty(), error.c_str());
         const QRegularExpression form("^([0-9a-f]{12})-([0-9]+)\\.([0-9]+)\\.([0-9]+)$");
         std::map<std::string, const capture::Exchange*> byId;
         std::set<std::string> runIds;
