@@ -74,6 +74,7 @@ struct BenchOptions {
     bool noSamples = false;              // --no-samples
     bool requestId = false;              // --request-id
     std::string proxy;                   // --proxy
+    bool proxyGiven = false;             // --proxy given (an empty URL is a usage error)
     // Set on the command line (a suite file's values fill only the others).
     bool connectionsGiven = false, threadsGiven = false, pipelineGiven = false;
 };
@@ -411,6 +412,10 @@ int runBench(const BenchOptions& b) {
     o.samples = !b.noSamples;
     o.requestId = b.requestId;
     o.proxy = b.proxy;
+    if (b.proxyGiven && o.proxy.empty()) {
+        std::cerr << "portico bench: --proxy needs a URL, http://HOST:PORT\n";
+        return kExitUsage;
+    }
     if (b.startAtGiven) {
         if (!load::parseIsoTime(b.startAt, o.startAt)) {
             std::cerr << "portico bench: --start-at '" << b.startAt
@@ -694,9 +699,16 @@ Command addBenchCommand(CLI::App& app) {
         ->expected(2);
     cmd->add_flag("--no-save", b->noSave, "Do not save this run in the history");
     cmd->add_flag("--no-samples", b->noSamples, "Keep no drill-down sample of exchanges (JSON `samples`)");
-    cmd->add_option("--proxy", b->proxy,
-                    "Send the load through a forward proxy http://HOST:PORT (http targets in absolute-form, "
-                    "https and h2c through CONNECT tunnels); loopback only unless --allow-remote");
+    cmd->add_option_function<std::string>(
+        "--proxy",
+        [b](const std::string& url) {
+            b->proxy = url;
+            b->proxyGiven = true;
+        },
+        "Send the load through a forward proxy http://HOST:PORT: http targets over HTTP/1.1 in "
+        "absolute-form, "
+        "https (HTTP/1.1 or h2) and h2c through one CONNECT tunnel per connection; loopback only unless "
+        "--allow-remote");
     cmd->add_flag("--request-id", b->requestId,
                   "Send x-request-id: RUN-CONNECTION.PORT.N with every request; each sample names its id "
                   "(JSON `samples[].requestId`), to find it in the server's log or capture");

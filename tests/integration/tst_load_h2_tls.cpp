@@ -203,9 +203,9 @@ private slots:
         o.proxy = "http://127.0.0.1:" + std::to_string(test::freePort());
         r = load::run(o);
         QVERIFY(!r.ok());
-        QVERIFY2(r.error.starts_with("cannot connect to the proxy 127.0.0.1:"), r.error.c_str());
-        for (const char* bad :
-             {"https://127.0.0.1:3128", "socks5://127.0.0.1:1080", "http://127.0.0.1:3128/path"}) {
+        QVERIFY2(r.error.starts_with("cannot connect to the proxy: 127.0.0.1:"), r.error.c_str());
+        for (const char* bad : {"https://127.0.0.1:3128", "socks5://127.0.0.1:1080",
+                                "http://127.0.0.1:3128/path", "http://127.0.0.1", "127.0.0.1:3128"}) {
             o.proxy = bad;
             std::string error;
             QVERIFY2(!load::validate(o, error), bad);

@@ -468,7 +468,7 @@ private slots:
             load::Options o;
             auto post = spec(base + "/fast", 1);
             post.method = "POST";
-            post.headers = {{"X-Test", "ids"}};
+            post.headers = {{"X-Test", "ids"}, {"X-Request-Id", "given"}}; // replaced by the run's
             post.body = "hello body";
             o.requests = {spec(base + "/fast", 2), post, spec(base + "/slow", 1)};
             o.connections = 3;
@@ -483,8 +483,12 @@ private slots:
             return o;
         });
         if (QTest::currentTestFailed()) return;
-        for (const auto& r : runs)
+        for (const auto& r : runs) {
             QCOMPARE(r.errors.reset + r.errors.timeout + r.errors.protocol, std::uint64_t(0));
+            // What was sent: the given id left out of the kind's fields.
+            QCOMPARE(r.options.requests[1].headers.size(), std::size_t(1));
+            QCOMPARE(r.options.requests[1].headers[0].first, std::string("X-Test"));
+        }
         const QRegularExpression form("^([0-9a-f]{12})-([0-9]+)\\.([0-9]+)\\.([0-9]+)$");
         std::map<std::string, const capture::Exchange*> byId;
         std::set<std::string> runIds;

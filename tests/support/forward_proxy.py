@@ -102,7 +102,12 @@ async def handle(reader, writer):
             writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             writer.close()
             return
-        up_reader, up_writer = await asyncio.open_connection(host, port)
+        try:
+            up_reader, up_writer = await asyncio.open_connection(host, port)
+        except OSError:
+            writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            writer.close()
+            return
         up_writer.write(head)
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
         return

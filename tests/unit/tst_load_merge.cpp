@@ -410,6 +410,19 @@ private slots:
         QVERIFY2(QString::fromStdString(error).contains("other requests"), error.c_str());
         std::vector<load::Result> none;
         QVERIFY(!load::mergeResults(none, merged, error));
+        // Runs of another set-up: through a proxy and direct, with request ids and without.
+        for (int kind = 0; kind < 3; ++kind) {
+            std::vector<load::Result> unlike;
+            unlike.push_back(run(1, 100, kT0));
+            unlike.push_back(run(2, 100, kT0));
+            if (kind == 0) unlike[1].options.proxy = "http://127.0.0.1:3128";
+            if (kind == 1) unlike[0].options.requestId = true;
+            if (kind == 2) unlike[1].options.protocol = load::Protocol::Http2;
+            QVERIFY(!load::mergeResults(unlike, merged, error));
+            const char* says[] = {"another proxy (--proxy)", "another request id setting",
+                                  "another protocol"};
+            QVERIFY2(error.find(says[kind]) != std::string::npos, error.c_str());
+        }
     }
 
     // A corrupt or foreign file is an error naming the field, never a crash.

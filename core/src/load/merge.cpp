@@ -341,9 +341,13 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
         const auto& other = runs[n].options.requests;
         const Options& a = runs.front().options;
         const Options& b = runs[n].options;
-        if (a.model() != b.model() || a.protocol != b.protocol) {
+        if (a.model() != b.model() || a.protocol != b.protocol || a.proxy != b.proxy ||
+            a.requestId != b.requestId) {
             error = "run " + std::to_string(n + 1) + " used another " +
-                    (a.model() != b.model() ? "load model (closed or open)" : "protocol") +
+                    (a.model() != b.model()     ? "load model (closed or open)"
+                     : a.protocol != b.protocol ? "protocol"
+                     : a.proxy != b.proxy       ? "proxy (--proxy)"
+                                                : "request id setting (--request-id)") +
                     " than run 1: merge runs of one test only";
             return false;
         }
@@ -470,8 +474,6 @@ bool mergeResults(std::vector<Result>& runs, Result& merged, std::string& error)
     m.options.threads = std::min(256u, std::max(1u, m.options.threads));
     m.options.samples =
         std::any_of(runs.begin(), runs.end(), [](const Result& r) { return r.options.samples; });
-    m.options.requestId =
-        std::any_of(runs.begin(), runs.end(), [](const Result& r) { return r.options.requestId; });
     std::stable_sort(m.samples.begin(), m.samples.end(),
                      [](const ExchangeSample& a, const ExchangeSample& b) { return a.doneNs < b.doneNs; });
     m.measured = end;

@@ -87,11 +87,10 @@ bool validate(const Options& o, std::string& error) {
     if (!o.proxy.empty()) {
         http::Url u;
         std::string why;
-        if (!http::parseUrl(o.proxy, u, why)) {
-            error = "proxy: " + why;
-            return false;
-        }
-        if (u.scheme != "http" || (u.target != "/" && !u.target.empty())) {
+        // The port must be written: a forward proxy has no default one (Squid 3128, mitmproxy 8080).
+        const bool port =
+            http::parseUrl(o.proxy, u, why) && u.authority.ends_with(":" + std::to_string(u.port));
+        if (!port || u.scheme != "http" || (u.target != "/" && !u.target.empty())) {
             error = "proxy '" + o.proxy + "': expected http://HOST:PORT (an HTTP/1.1 forward proxy)";
             return false;
         }

@@ -200,6 +200,12 @@ std::string probeH2c(tcp::socket& sock, const std::string& address) {
 Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
     Result result;
     result.options = options;
+    // Request ids replace any x-request-id given (-H) or recorded (--from): one field, ours. The
+    // result's requests say what was sent.
+    if (options.requestId)
+        for (auto& spec : result.options.requests)
+            std::erase_if(spec.headers,
+                          [](const auto& h) { return http::iequals(h.first, kRequestIdField); });
     auto refuse = [&](std::string message) {
         result.error = std::move(message);
         return std::move(result);
@@ -224,7 +230,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
     Url first;
     std::uint32_t cumulative = 0;
     client::H2RequestFields h2Table; // the kinds' fields share dynamic-table entries
-    for (const auto& spec : options.requests) {
+    for (const auto& spec : result.options.requests) {
         Url url;
         if (!parseUrl(spec.url, url, error)) return refuse(error);
         if (plan.specs.empty())
@@ -266,7 +272,7 @@ Result run(const Options& options, const std::atomic<bool>* abort, Live* live) {
             if (!client::isLoopback(e.address()) && !options.allowRemote)
                 return refuse("refusing the proxy '" + proxy.host + "' (" + e.address().to_string() +
                               "): not a loopback address; pass --allow-remote to use another machine");
-        connectName = "the proxy " + proxy.authority;
+        connectName = "the proxy"; // cannotConnect adds its address
         if (first.scheme == "https" || plan.connection.h2) {
             const std::string authority = authorityWithPort(first);
             plan.connection.tunnel = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
