@@ -60,6 +60,25 @@ def split_authority(authority, default_port):
     return host, int(port)
 
 
+async def answer(writer, status):
+    """A final answer without a body; the connection closes."""
+    writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    await writer.drain()
+    writer.close()
+
+
+async def open_upstream(writer, host, port, refuse):
+    """(reader, writer) to host:port; None after answering 403 (refused, or not loopback) or 502."""
+    if refuse or not loopback(host):
+        await answer(writer, b"403 Forbidden")
+        return None
+    try:
+        return await asyncio.open_connection(host, port)
+    except OSError:
+        await answer(writer, b"502 Bad Gateway")
+        return None
+
+
 async def handle(reader, writer):
     task = asyncio.current_task()
     TASKS.add(task)
@@ -72,47 +91,26 @@ async def handle(reader, writer):
     line = head.split(b"\r\n", 1)[0].decode("latin-1")
     parts = line.split(" ")
     if len(parts) != 3:
-        writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        writer.close()
+        await answer(writer, b"400 Bad Request")
         return
     method, target, _ = parts
     if method == "CONNECT":
         print("CONNECT " + target, file=sys.stderr, flush=True)
-        host, port = split_authority(target, 443)
-        if REFUSE or not loopback(host):
-            writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        upstream = await open_upstream(writer, *split_authority(target, 443), REFUSE)
+        if upstream:
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             await writer.drain()
-            writer.close()
-            return
-        try:
-            up_reader, up_writer = await asyncio.open_connection(host, port)
-        except OSError:
-            writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            writer.close()
-            return
-        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        await writer.drain()
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+            await asyncio.gather(pipe(reader, upstream[1]), pipe(upstream[0], writer))
         return
     if target.startswith("http://"):
         print("ABSOLUTE " + method + " " + target, file=sys.stderr, flush=True)
         authority = target[len("http://"):].split("/", 1)[0]
-        host, port = split_authority(authority, 80)
-        if not loopback(host):
-            writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            writer.close()
-            return
-        try:
-            up_reader, up_writer = await asyncio.open_connection(host, port)
-        except OSError:
-            writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            writer.close()
-            return
-        up_writer.write(head)
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        upstream = await open_upstream(writer, *split_authority(authority, 80), False)
+        if upstream:
+            upstream[1].write(head)
+            await asyncio.gather(pipe(reader, upstream[1]), pipe(upstream[0], writer))
         return
-    writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-    writer.close()
+    await answer(writer, b"400 Bad Request")
 
 
 async def main():
