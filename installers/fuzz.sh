@@ -70,7 +70,9 @@ report() {
   echo "   FAILED (exit $st): $build/fuzz-$t.log, $build/artifacts/" >&2
   tail -n 60 "$build/fuzz-$t.log" | sed 's/^/   | /' >&2
   # One line for the summary: the sanitizer's or libFuzzer's verdict and the saved input.
-  why=$(grep -m1 -E '^==[0-9]+== ?(ERROR|WARNING)|^SUMMARY:|runtime error:|ALARM: working on the last Unit|out-of-memory|deadly signal|^Failed invariant|Assertion' "$build/fuzz-$t.log" || true)
+  # The specific cause first (a UBSan or invariant line is followed by libFuzzer's "deadly signal").
+  why=$(grep -m1 -E 'runtime error:|invariant failed|Assertion|^==[0-9]+== ?ERROR: (Address|Leak|Undefined)' "$build/fuzz-$t.log" ||
+        grep -m1 -E '^==[0-9]+== ?(ERROR|WARNING)|^SUMMARY:|ALARM: working on the last Unit|out-of-memory|deadly signal' "$build/fuzz-$t.log" || true)
   art=$(grep -m1 -oE 'Test unit written to [^ ]+' "$build/fuzz-$t.log" | sed 's/Test unit written to //' || true)
   echo "$t (exit $st): ${why:-no sanitizer line; see $build/fuzz-$t.log} ${art:+[input $art]}" >>"$build/fuzz-failed.txt"
   return 1

@@ -102,9 +102,14 @@ private slots:
         QVERIFY(load::parseIsoTime("@1765000000.25", back));
         QVERIFY(back == kT0 + 250ms);
         QVERIFY(load::isoTime({}).empty());
+        QVERIFY(load::parseIsoTime("2199-12-31T23:59:59Z", back));
+        QVERIFY(back == std::chrono::system_clock::time_point(std::chrono::seconds(7'258'118'399)));
         for (const char* bad : {"", "2025-12-06", "2025-12-06T05:46:40", "2025-13-06T05:46:40Z",
                                 "2025-12-06T05:46:40.Z", "2025-12-06T05:46:40Zjunk", "@", "@12x", "tomorrow",
-                                "2025-12-06T05:46:40+1:00", "2026-02-30T00:00:00Z", "2026-04-31T12:00:00Z"}) {
+                                "2025-12-06T05:46:40+1:00", "2026-02-30T00:00:00Z", "2026-04-31T12:00:00Z",
+                                // outside 1970..2199 (nanoseconds since 1970 overflow int64 in 2262)
+                                "4052-12-06T08:33:01.295384Z", "1969-12-31T23:59:59Z", "2200-01-01T00:00:00Z",
+                                "@7258118400", "@999999999999"}) {
             auto untouched = kT0;
             QVERIFY2(!load::parseIsoTime(bad, untouched), bad);
             QVERIFY(untouched == kT0);

@@ -146,6 +146,9 @@ std::string isoTime(std::chrono::system_clock::time_point t) {
 
 bool parseIsoTime(std::string_view text, std::chrono::system_clock::time_point& out) {
     using namespace std::chrono;
+    // Seconds of 2200-01-01T00:00:00Z: later times are refused (nanoseconds since the epoch in an
+    // int64 end in 2262).
+    constexpr std::int64_t kEndSeconds = 7'258'118'400;
     auto digits = [&](std::size_t at, std::size_t n, int& v) {
         if (at + n > text.size()) return false;
         v = 0;
@@ -180,7 +183,7 @@ bool parseIsoTime(std::string_view text, std::chrono::system_clock::time_point& 
             ++n;
         }
         std::int64_t ns = 0;
-        if (n == 0 || !fraction(at, ns) || at != text.size()) return false;
+        if (n == 0 || !fraction(at, ns) || at != text.size() || secs >= kEndSeconds) return false;
         out = system_clock::time_point(
             duration_cast<system_clock::duration>(std::chrono::seconds(secs) + nanoseconds(ns)));
         return true;
@@ -190,7 +193,8 @@ bool parseIsoTime(std::string_view text, std::chrono::system_clock::time_point& 
         !digits(8, 2, d) || (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || !digits(11, 2, h) ||
         text[13] != ':' || !digits(14, 2, mi) || text[16] != ':' || !digits(17, 2, s))
         return false;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return false;
+    if (y < 1970 || y > 2199 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60)
+        return false;
     std::size_t at = 19;
     std::int64_t ns = 0;
     if (!fraction(at, ns) || at >= text.size()) return false;

@@ -216,7 +216,8 @@ struct Result {
 /// epoch (no time).
 std::string isoTime(std::chrono::system_clock::time_point t);
 /// Parses "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" (RFC 3339; a space may replace the T)
-/// or "@SECONDS[.fraction]" since the Unix epoch. False on anything else, with `out` untouched.
+/// or "@SECONDS[.fraction]" since the Unix epoch, for times from 1970 up to (not including) the year
+/// 2200. False on anything else, with `out` untouched.
 bool parseIsoTime(std::string_view text, std::chrono::system_clock::time_point& out);
 
 /// The result as JSON (UTF-8, one object), in the schema of docs/load-results.md ("schema": 1).
