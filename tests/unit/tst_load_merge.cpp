@@ -127,6 +127,15 @@ private slots:
         QCOMPARE(back.statuses, r.statuses);
         QVERIFY(back.startedAt == r.startedAt);
         QCOMPARE(back.perSlot, r.perSlot);
+        // A run without a start time (the epoch) is written as "startedAt": "" and read back so.
+        {
+            auto untimed = run(1, 5000, std::chrono::system_clock::time_point{});
+            const std::string text = load::toJson(untimed);
+            QVERIFY(text.find("\"startedAt\":\"\"") != std::string::npos);
+            load::Result again;
+            QVERIFY2(load::resultFromJson(text, again, error), error.c_str());
+            QVERIFY(again.startedAt == std::chrono::system_clock::time_point{});
+        }
         // `r` was made without the failures' series: none is written, none read back.
         QVERIFY(load::toJson(r).find("\"failed\":[") == std::string::npos);
         QVERIFY(back.failedPerSlot.empty());

@@ -250,7 +250,10 @@ bool resultFromJson(std::string_view input, Result& out, std::string& error) {
             bad("options.requestId", "not true or false");
         r.options.requestId = o.contains("requestId") && o["requestId"].get<bool>();
         if (o.contains("proxy")) r.options.proxy = text(o, "proxy", "options");
-        if (doc.contains("startedAt") && !parseIsoTime(text(doc, "startedAt", ""), r.startedAt))
+        // "" is no start time (isoTime of the epoch, what toJson writes for a run without one).
+        if (const std::string started =
+                doc.contains("startedAt") ? text(doc, "startedAt", "") : std::string();
+            !started.empty() && !parseIsoTime(started, r.startedAt))
             bad("startedAt", "not an ISO 8601 time");
         r.measured = secondsField(doc, "measuredSeconds", "");
         r.requests = counts(field(doc, "requests", ""), "requests");
