@@ -57,7 +57,57 @@ struct ServeOptions {
     std::string record;
     bool serverTiming = false;
     bool quiet = false;
+    bool forwardProxy = false; // `portico proxy`: a forward proxy listener on 127.0.0.1
+    bool noIntercept = false;  // `portico proxy --no-intercept`: CONNECT tunnels pass bytes unread
+    std::vector<std::string> tlsPassthrough;
+    std::string upstreamCaCert;
+    bool upstreamInsecure = false;
 };
+
+// A YAML double-quoted scalar holding `text`.
+std::string yamlQuoted(const std::string& text) {
+    std::string out = "\"";
+    for (char c : text) {
+        if (c == '"' || c == '\\') out.push_back('\\');
+        out.push_back(c);
+    }
+    return out + "\"";
+}
+
+// `portico proxy`'s config: one forward proxy listener on 127.0.0.1:`port`; a request addressed to
+// the proxy itself (origin-form) gets a page saying how to use it.
+std::shared_ptr<const Config> forwardProxyConfig(const ServeOptions& o, std::uint16_t port,
+                                                 std::string& error) {
+    const std::string address = "127.0.0.1:" + std::to_string(port);
+    std::string proxy = std::string("{intercept: ") + (o.noIntercept ? "false" : "true");
+    if (!o.tlsPassthrough.empty()) {
+        proxy += ", tls_passthrough: [";
+        for (std::size_t i = 0; i < o.tlsPassthrough.size(); ++i)
+            proxy += (i ? ", " : "") + yamlQuoted(o.tlsPassthrough[i]);
+        proxy += "]";
+    }
+    if (!o.upstreamCaCert.empty())
+        proxy += ", upstream_cacert: " + yamlQuoted(std::filesystem::absolute(o.upstreamCaCert).string());
+    if (o.upstreamInsecure) proxy += ", upstream_insecure: true";
+    proxy += "}";
+    const std::string yaml = "listen: [{address: \"" + address + "\", forward_proxy: " + proxy +
+                             "}]\n"
+                             "vhosts:\n"
+                             "  - routes:\n"
+                             "      - path: /\n"
+                             "        respond:\n"
+                             "          body: |\n"
+                             "            This is Portico's forward proxy. Point a client at it:\n"
+                             "              export http_proxy=http://{{header.Host}} "
+                             "https_proxy=http://{{header.Host}}\n"
+                             "              curl -x http://{{header.Host}} http://example.com/\n";
+    auto result = portico::config::loadConfigText(yaml, "(portico proxy)", "");
+    if (!result.ok()) {
+        error = result.errors.front().toString();
+        return nullptr;
+    }
+    return result.config;
+}
 
 std::mutex g_outMutex;
 // For a listener on every address (0.0.0.0, ::): the URLs of this machine's own addresses, loopback
@@ -166,7 +216,16 @@ void applyOverrides(const ServeOptions& o, bool fromDir, bool requestLines, Conf
 int serve(const ServeOptions& o) {
     std::shared_ptr<const Config> cfg;
     bool fromDir = o.config.empty();
-    if (!fromDir) {
+    // Without an explicit port: 8080 (a folder) or 8000 (the forward proxy), moving on when taken.
+    const std::uint16_t defaultPort = o.forwardProxy ? 8000 : 8080;
+    if (o.forwardProxy) {
+        std::string error;
+        cfg = forwardProxyConfig(o, o.port >= 0 ? static_cast<std::uint16_t>(o.port) : defaultPort, error);
+        if (!cfg) {
+            std::cerr << "portico: " << error << "\n";
+            return kExitFailure;
+        }
+    } else if (!fromDir) {
         auto result = portico::config::loadConfigFile(o.config);
         if (!result.ok()) {
             for (const auto& e : result.errors)
@@ -229,13 +288,14 @@ int serve(const ServeOptions& o) {
     bool started = engine.start(cfg, error);
     // Like Vite: `portico serve DIR` without an explicit port moves on when 8080 is taken, and says so.
     const std::string firstError = error;
-    for (std::uint16_t p = 8081; !started && fromDir && o.port < 0 && p < 8100; ++p) {
+    for (std::uint16_t p = defaultPort + 1; !started && fromDir && o.port < 0 && p < defaultPort + 20; ++p) {
         auto retry = std::make_shared<Config>(*cfg);
         retry->listen[0].port = p;
         cfg = retry;
         started = engine.start(cfg, error);
         if (started)
-            std::cerr << "Port 8080 is in use (" << firstError << "); serving on " << p << " instead\n";
+            std::cerr << "Port " << defaultPort << " is in use (" << firstError << "); serving on " << p
+                      << " instead\n";
     }
     if (!started) {
         std::cerr << "portico: cannot start: " << error << "\n";
@@ -243,9 +303,12 @@ int serve(const ServeOptions& o) {
     }
     {
         std::lock_guard lock(g_outMutex);
-        std::cout << "Portico " << portico::engine::version() << " serving "
-                  << (fromDir ? cfg->vhosts.front().root->root : o.config) << " (" << engine.workerCount()
-                  << (engine.workerCount() == 1 ? " worker" : " workers") << ")\n";
+        std::cout << "Portico " << portico::engine::version() << " "
+                  << (o.forwardProxy ? std::string("forward proxy")
+                      : fromDir      ? "serving " + cfg->vhosts.front().root->root
+                                     : "serving " + o.config)
+                  << " (" << engine.workerCount() << (engine.workerCount() == 1 ? " worker" : " workers")
+                  << ")\n";
         for (const auto& ep : engine.endpoints()) {
             std::cout << "Listening on " << ep.url()
                       << (ep.host == "localhost" && ep.note.empty() ? " (127.0.0.1 and [::1])" : "") << "\n";
@@ -256,6 +319,19 @@ int serve(const ServeOptions& o) {
                 std::cerr << "Warning: " << ep.url()
                           << " is not a loopback address: other machines on the network can reach this "
                              "server and the files it serves.\n";
+        }
+        if (o.forwardProxy && !engine.endpoints().empty()) {
+            const std::string proxyUrl = engine.endpoints().front().url();
+            std::cout << "Use it: export http_proxy=" << proxyUrl << " https_proxy=" << proxyUrl << "\n";
+            if (o.noIntercept)
+                std::cout << "https:// goes through CONNECT tunnels, passed on unread (--no-intercept)\n";
+            else
+                std::cout << "https:// is intercepted: clients must trust the local development CA ("
+                          << (portico::tls::defaultDataDir() / "ca" / "ca.crt").string()
+                          << "; `portico cert install` adds it to the system store)\n";
+            if (o.upstreamInsecure)
+                std::cerr << "Warning: --upstream-insecure: origins' certificates are NOT verified; anyone "
+                             "on the path to them can read and change this traffic.\n";
         }
         if (std::any_of(cfg->listen.begin(), cfg->listen.end(),
                         [](const auto& l) { return l.tls && l.tls->autoCa; }))
@@ -333,6 +409,31 @@ int main(int argc, char** argv) {
     serveCmd->add_flag("--server-timing", so.serverTiming,
                        "Capture, and add a Server-Timing header to responses");
 
+    ServeOptions po;
+    po.forwardProxy = true;
+    auto* proxyCmd = app.add_subcommand(
+        "proxy", "Run a forward proxy on 127.0.0.1 for any client (http:// forwarded, https:// tunnelled)");
+    proxyCmd->add_option("-p,--port", po.port, "Port to listen on (0 = any free port; default 8000)")
+        ->check(portico::app::wholeNumber(0, 65535));
+    proxyCmd->add_option("-w,--workers", po.workers, "Worker threads (default: one per core)")
+        ->check(portico::app::wholeNumber(1, 256));
+    proxyCmd->add_option("--access-log", po.accessLog,
+                         "Write a Combined Log Format access log to FILE (- = stdout)");
+    proxyCmd->add_flag("-q,--quiet", po.quiet, "No request lines");
+    proxyCmd->add_option("--record", po.record, "Capture every exchange into this SQLite session file");
+    proxyCmd->add_flag(
+        "--no-intercept", po.noIntercept,
+        "Pass https:// (CONNECT) tunnels on unread instead of decrypting them with the local CA");
+    proxyCmd->add_option("--tls-passthrough", po.tlsPassthrough,
+                         "Never intercept hosts matching this glob (e.g. '*.bank.example'); repeatable");
+    proxyCmd
+        ->add_option("--upstream-cacert", po.upstreamCaCert,
+                     "Also trust these CA certificates (PEM) for origins, beside the system store")
+        ->check(portico::app::existingFile());
+    proxyCmd->add_flag(
+        "--upstream-insecure", po.upstreamInsecure,
+        "Do not verify origins' certificates (dangerous; for a local origin with a throw-away certificate)");
+
     auto certCmd = portico::app::addCertCommand(app);
     auto bench = portico::app::addBenchCommand(app);
     auto har = portico::app::addHarCommand(app);
@@ -383,6 +484,7 @@ int main(int argc, char** argv) {
         return kExitOk;
     }
     if (serveCmd->parsed()) return serve(so);
+    if (proxyCmd->parsed()) return serve(po);
     if (certCmd.cmd->parsed()) return certCmd.run();
     if (bench.cmd->parsed()) return bench.run();
     if (har.cmd->parsed()) return har.run();

@@ -557,6 +557,7 @@ QMap<QString, QSet<QString>> helpDefaults() {
     static const QRegularExpression value(R"(\b[Dd]efault:?\s+`?([^\s`,;:)]+))");
     QMap<QString, QSet<QString>> defaults;
     for (const QStringList& sub : QList<QStringList>{{"serve"},
+                                                     {"proxy"},
                                                      {"bench"},
                                                      {"replay"},
                                                      {"gui"},
@@ -857,6 +858,36 @@ public:
         return problem.isEmpty() ? QString() : problem + "\n" + output;
     }
 
+    // `portico proxy`: on a free port instead of the documented one; its page for requests to
+    // itself answers, and SIGTERM ends it (with its `recorded` line when it records).
+    QString proxy(QStringList args, const DocCommand& c) {
+        QMap<std::uint16_t, std::uint16_t> ports;
+        bool hasPort = false;
+        for (int i = 0; i + 1 < args.size(); ++i)
+            if (args[i] == "--port" || args[i] == "-p") {
+                const std::uint16_t port = freePort();
+                ports[port] = static_cast<std::uint16_t>(args[i + 1].toUInt());
+                args[i + 1] = QString::number(port);
+                hasPort = true;
+            }
+        if (!hasPort) {
+            const std::uint16_t port = freePort();
+            ports[port] = 8000;
+            args << "--port" << QString::number(port);
+        }
+        auto s = ServerProcess::exactly(args, env, scratch);
+        if (!s->waitReady(15000)) return "did not start listening:\n" + QString::fromUtf8(s->output());
+        printed += printedListeners(s->output(), ports, c);
+        QString problem = httpCheck(QString("http://127.0.0.1:%1/").arg(s->plainPort()), {}, "forward proxy");
+        const int code = s->terminate(kExitMs);
+        const QString output = QString::fromUtf8(s->output());
+        if (problem.isEmpty() && code != 0) problem = sigtermProblem(code);
+        static const QRegularExpression recorded(R"(recorded (\d+) exchange\(s\))");
+        if (problem.isEmpty() && args.contains("--record") && recorded.match(output).captured(1).toInt() < 1)
+            problem = "no `recorded N exchange(s)` line";
+        return problem.isEmpty() ? QString() : problem + "\n" + output;
+    }
+
     // `portico` / `portico gui` without --screenshot: the window on the demo (its copy in
     // ~/.local/share/portico/demo, made here first with free ports), served over HTTP and HTTPS.
     QString gui(const QStringList& args) {
@@ -1075,6 +1106,8 @@ public:
                 problem = gui(args);
             } else if (sub == "gui") {
                 problem = guiBounded(args);
+            } else if (sub == "proxy") {
+                problem = proxy(args, c);
             } else if (sub == "bench") {
                 problem = bench(args, trusted);
             } else if (sub == "har") {
@@ -1177,7 +1210,7 @@ private slots:
         }
         QVERIFY2(failures.isEmpty(), qPrintable(failures.join('\n')));
         // Every subcommand appears in the docs at least once.
-        for (const char* sub : {"serve", "cert", "bench", "har", "replay", "gui", "version", "help"})
+        for (const char* sub : {"serve", "proxy", "cert", "bench", "har", "replay", "gui", "version", "help"})
             QVERIFY2(subcommands.contains(sub), sub);
         qInfo("%lld documented commands accepted", static_cast<long long>(commands.size()));
     }

@@ -50,7 +50,7 @@ private slots:
         auto unknown = runProcess(porticoBinary(), {"frobnicate"});
         QCOMPARE(unknown.exitCode, 2);
         QVERIFY2(
-            unknown.err.startsWith("portico: unknown subcommand 'frobnicate'; one of: serve, cert, bench"),
+            unknown.err.startsWith("portico: unknown subcommand 'frobnicate'; one of: serve, proxy, cert, bench"),
             unknown.err.constData());
         // --version and -V as well as `version`.
         for (const char* flag : {"--version", "-V"}) {

@@ -625,6 +625,19 @@ private slots:
         QTest::newRow("listen localhost overlaps ::1")
             << QByteArray("listen: [localhost:8080, \"[::1]:8080\"]\n") + v
             << QStringList{"test.yaml:1:26: listen[1]: duplicate listener [::1]:8080 (already on line 1)"};
+        QTest::newRow("forward proxy with tls")
+            << QByteArray("listen:\n  - {address: 127.0.0.1:8443, tls: auto, forward_proxy: true}\n") + v
+            << QStringList{"test.yaml:2:57: listen[0].forward_proxy: a forward proxy listener is cleartext "
+                           "(clients reach "
+                           "https:// origins through CONNECT): remove `tls:` or use another listener"};
+        QTest::newRow("forward proxy on every address")
+            << QByteArray("listen:\n  - {address: 0.0.0.0:8000, forward_proxy: true}\n") + v
+            << QStringList{
+                   "test.yaml:2:44: listen[0].forward_proxy: a forward proxy listener binds loopback only "
+                   "(127.0.0.1, \"[::1]\" or localhost), so it is never an open proxy; got 0.0.0.0"};
+        QTest::newRow("forward proxy not a bool")
+            << QByteArray("listen:\n  - {address: 127.0.0.1:8000, forward_proxy: please}\n") + v
+            << QStringList{"test.yaml:2:46: listen[0].forward_proxy: expected true or false, got 'please'"};
         QTest::newRow("listen without address")
             << QByteArray("listen: [{}]\n") + v
             << QStringList{"test.yaml:1:10: listen[0]: listener needs an `address:` (HOST:PORT)"};
@@ -1392,7 +1405,8 @@ private slots:
         for (const Block& b : blocks)
             if (b.lang == "yaml" && b.before != "<!-- invalid -->") inputs << b.text.toUtf8();
         inputs << QByteArray(
-            "workers: 3\nlisten: [\"[::1]:0\", {address: 127.0.0.1:0, tls: auto}]\n"
+            "workers: 3\nlisten: [\"[::1]:0\", {address: 127.0.0.1:0, tls: auto},\n"
+            "  {address: localhost:0, forward_proxy: true}]\n"
             "limits: {max_body_bytes: 1000, idle_timeout: 1500ms, drain_timeout: 0s}\n"
             "http2: {enabled: false, reset_rate: 7}\nserver_header: false\n"
             "vhosts:\n  - names: [a.test]\n    port: 81\n    server_header: true\n"

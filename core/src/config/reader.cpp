@@ -60,7 +60,7 @@ constexpr std::string_view kTopNotYet[] = {"live_reload"};
 constexpr std::string_view kCaptureKeys[] = {
     "enabled",    "max_records",   "max_bytes", "ring_records", "record_bytes",
     "body_bytes", "server_timing", "store",     "ws_messages",  "store_max_bytes"};
-constexpr std::string_view kListenKeys[] = {"address", "tls"};
+constexpr std::string_view kListenKeys[] = {"address", "tls", "forward_proxy"};
 constexpr std::string_view kTlsKeys[] = {"cert", "key"};
 constexpr std::string_view kHttp2Keys[] = {
     "enabled",    "max_concurrent_streams", "initial_window_bytes", "connection_window_bytes", "reset_burst",
@@ -165,7 +165,8 @@ void Reader::readListen(const Value& v, std::vector<Listen>& out) {
         if (item.node.IsScalar()) {
             l = parseAddress(item);
         } else if (item.node.IsMap()) {
-            bool sawAddress = false, tlsOk = true;
+            bool sawAddress = false, tlsOk = true, forwardProxy = false;
+            ForwardProxy proxy;
             std::optional<ListenTls> tls;
             readMap(item, kListenKeys, [&](const Entry& e) {
                 if (e.key == "address") {
@@ -186,16 +187,28 @@ void Reader::readListen(const Value& v, std::vector<Listen>& out) {
                                   describe(e.value.node));
                         tlsOk = false;
                     }
+                } else if (e.key == "forward_proxy") {
+                    if (e.value.node.IsMap()) {
+                        if (auto p = readForwardProxy(e.value)) {
+                            forwardProxy = true;
+                            proxy = std::move(*p);
+                        }
+                    } else if (auto b = boolean(e.value)) {
+                        forwardProxy = *b;
+                    }
                 } else {
                     return false;
                 }
                 return true;
             });
             if (!sawAddress) error(item, "listener needs an `address:` (HOST:PORT)");
-            if (l && tlsOk)
+            if (l && tlsOk) {
                 l->tls = std::move(tls);
-            else
+                l->forwardProxy = forwardProxy;
+                l->proxy = std::move(proxy);
+            } else {
                 l.reset();
+            }
         } else if (item.node.IsSequence()) {
             error(item, "expected \"HOST:PORT\" or {address: HOST:PORT}, got a list; quote IPv6 addresses: "
                         "\"[::1]:8080\"");
@@ -207,6 +220,37 @@ void Reader::readListen(const Value& v, std::vector<Listen>& out) {
         out.push_back(*l);
         map_.listen.push_back(item.path);
     }
+}
+
+std::optional<ForwardProxy> Reader::readForwardProxy(const Value& v) {
+    static constexpr std::string_view kKeys[] = {"intercept", "tls_passthrough", "upstream_cacert",
+                                                 "upstream_insecure"};
+    ForwardProxy p;
+    bool ok = true;
+    readMap(v, kKeys, [&](const Entry& e) {
+        if (e.key == "intercept") {
+            auto b = boolean(e.value);
+            ok = ok && b;
+            if (b) p.intercept = *b;
+        } else if (e.key == "tls_passthrough") {
+            auto list = strings(e.value);
+            ok = ok && list;
+            if (list) p.tlsPassthrough = std::move(*list);
+        } else if (e.key == "upstream_cacert") {
+            auto file = absolute(e.value);
+            ok = ok && file;
+            if (file) p.upstreamCaFile = std::move(*file);
+        } else if (e.key == "upstream_insecure") {
+            auto b = boolean(e.value);
+            ok = ok && b;
+            if (b) p.upstreamInsecure = *b;
+        } else {
+            return false;
+        }
+        return true;
+    });
+    if (!ok) return std::nullopt;
+    return p;
 }
 
 std::optional<Listen> Reader::parseAddress(const Value& v) {

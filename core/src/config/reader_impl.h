@@ -97,6 +97,7 @@ private:
     void readTop(const Value& v, Config& c);
     void readListen(const Value& v, std::vector<Listen>& out);
     std::optional<Listen> parseAddress(const Value& v);
+    std::optional<ForwardProxy> readForwardProxy(const Value& v);
     void readLimits(const Value& v, Limits& l);
     void readAccessLog(const Value& v, AccessLog& a);
     void readCompression(const Value& v, Compression& c);

@@ -395,17 +395,36 @@ std::string configToYaml(const Config& c, const std::string& baseDir) {
     if (c.workers) out << YAML::Key << "workers" << YAML::Value << c.workers;
     out << YAML::Key << "listen" << YAML::Value << YAML::BeginSeq;
     for (const Listen& l : c.listen) {
-        if (!l.tls) {
+        if (!l.tls && !l.forwardProxy) {
             out << YAML::DoubleQuoted << addressText(l.host, l.port);
             continue;
         }
         out << YAML::BeginMap;
         out << YAML::Key << "address" << YAML::Value << YAML::DoubleQuoted << addressText(l.host, l.port);
-        out << YAML::Key << "tls" << YAML::Value;
-        if (l.tls->autoCa)
-            out << "auto";
-        else
-            emitTlsFiles(out, l.tls->files, base);
+        if (l.tls) {
+            out << YAML::Key << "tls" << YAML::Value;
+            if (l.tls->autoCa)
+                out << "auto";
+            else
+                emitTlsFiles(out, l.tls->files, base);
+        }
+        if (l.forwardProxy && l.proxy == ForwardProxy{}) {
+            out << YAML::Key << "forward_proxy" << YAML::Value << true;
+        } else if (l.forwardProxy) {
+            out << YAML::Key << "forward_proxy" << YAML::Value << YAML::BeginMap;
+            if (l.proxy.intercept) out << YAML::Key << "intercept" << YAML::Value << true;
+            if (!l.proxy.tlsPassthrough.empty()) {
+                out << YAML::Key << "tls_passthrough" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+                for (const auto& glob : l.proxy.tlsPassthrough)
+                    out << YAML::DoubleQuoted << glob;
+                out << YAML::EndSeq;
+            }
+            if (!l.proxy.upstreamCaFile.empty())
+                out << YAML::Key << "upstream_cacert" << YAML::Value
+                    << relativePath(l.proxy.upstreamCaFile, base);
+            if (l.proxy.upstreamInsecure) out << YAML::Key << "upstream_insecure" << YAML::Value << true;
+            out << YAML::EndMap;
+        }
         out << YAML::EndMap;
     }
     out << YAML::EndSeq;

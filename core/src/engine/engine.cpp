@@ -188,6 +188,25 @@ struct Engine::Impl {
         snap->hub = hub;
         for (std::size_t i = 0; i < config->listen.size(); ++i) {
             const auto& l = config->listen[i];
+            if (l.forwardProxy) snap->forwardProxyPorts.insert(bound[i].port);
+            if (l.forwardProxy && l.proxy.intercept) {
+                if (!ca) {
+                    ca = tls::LocalCa::openOrCreate(tls::defaultDataDir(), error);
+                    if (!ca) return nullptr;
+                }
+                auto t = tls::ServerTls::createIntercepting(
+                    [ca = ca](std::string_view name, std::string& err) -> std::optional<tls::PemPair> {
+                        auto leaf = ca->leafFor(name, err);
+                        if (!leaf) return std::nullopt;
+                        return tls::PemPair{leaf->chainPem, leaf->keyPem};
+                    },
+                    config->http2.enabled, error);
+                if (!t) {
+                    error = l.host + ":" + std::to_string(l.port) + ": " + error;
+                    return nullptr;
+                }
+                snap->intercept[bound[i].port] = {std::move(t), l.proxy};
+            }
             if (!l.tls) continue;
             tls::Issuer issuer;
             if (l.tls->autoCa) {

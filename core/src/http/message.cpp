@@ -196,6 +196,8 @@ std::string_view reasonPhrase(int status) {
         return "Gateway Timeout";
     case 505:
         return "HTTP Version Not Supported";
+    case 508:
+        return "Loop Detected"; // RFC 5842 §7.2
     default:
         return "Unknown";
     }

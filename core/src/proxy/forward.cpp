@@ -63,6 +63,11 @@ bool streamsRequestBody(const config::ProxyAction& action) {
 
 namespace {
 
+// Proxy-Authorization, Proxy-Connection and other fields addressed to the proxy (RFC 9110 §11.7).
+bool isProxyField(std::string_view name) {
+    return name.size() > 6 && http::iequals(name.substr(0, 6), "proxy-");
+}
+
 bool idempotent(http::Method m) {
     return m == http::Method::Get || m == http::Method::Head || m == http::Method::Options ||
            m == http::Method::Put || m == http::Method::Delete || m == http::Method::Trace;
@@ -103,7 +108,12 @@ void buildHttp1(client::Http1Request& out, const config::ProxyAction& action, co
         r.append(value);
         r.append("\r\n");
     };
-    const detail::RequestFieldsSeen seen = detail::copyEndToEndFields(req, http::isHopByHop, line);
+    const detail::RequestFieldsSeen seen = detail::copyEndToEndFields(
+        req,
+        [&action](std::string_view name) {
+            return http::isHopByHop(name) || (action.transparent && isProxyField(name));
+        },
+        line);
     if (seen.teTrailers) r.append("TE: trailers\r\n"); // TE: trailers is end-to-end in meaning (§7.6.1)
     if (out.upgrade) r.append("Connection: Upgrade\r\nUpgrade: websocket\r\n");
     line("Host", action.changeOrigin || req.host.empty()
@@ -166,7 +176,11 @@ client::H2Request buildH2(const config::ProxyAction& action, const http::Request
     detail::appendUpstreamTarget(path, action, req);
     out.add(":path", path);
     const detail::RequestFieldsSeen seen = detail::copyEndToEndFields(
-        req, client::isH2HopByHop, [&](std::string_view name, std::string_view value) {
+        req,
+        [&action](std::string_view name) {
+            return client::isH2HopByHop(name) || (action.transparent && isProxyField(name));
+        },
+        [&](std::string_view name, std::string_view value) {
             if (http::iequals(name, "content-type") && value.starts_with("application/grpc")) out.grpc = true;
             if (http::iequals(name, "grpc-timeout")) {
                 out.grpcTimeout = parseGrpcTimeout(value);
@@ -231,15 +245,15 @@ bool viaHttp2(asio::io_context& io, const config::ProxyAction& action) {
 std::shared_ptr<client::Call> forward(asio::io_context& io, std::shared_ptr<void> owner,
                                       std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
                                       const http::Request& req, bool tls, client::Sink* sink,
-                                      bool bodyFollows) {
+                                      bool bodyFollows, const client::CallOptions* options) {
     if (!action.fastcgi.address.empty())
         return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
     if (viaHttp2(io, action))
         return client::startH2(io, std::move(owner), std::move(snapshot), action,
-                               buildH2(action, req, tls, bodyFollows), sink);
+                               buildH2(action, req, tls, bodyFollows), sink, options);
     auto call = client::Http1Call::create(io, action);
     buildHttp1(call->request(), action, req, tls, bodyFollows);
-    call->start(std::move(owner), std::move(snapshot), sink);
+    call->start(std::move(owner), std::move(snapshot), sink, options);
     return call;
 }
 

@@ -27,10 +27,12 @@ using client::Sink;
 /// FastCGI. With `bodyFollows` (only where streamsRequestBody(action)) req.body is ignored and the
 /// body comes through Call::requestBody/requestEnd; its length is req's Content-Length field when
 /// it has one (and no Transfer-Encoding), else unknown. Never calls `sink` before returning.
+/// `options` (an intercepted tunnel's origin: its verifying TLS context) goes to the client call
+/// and must outlive it; null: the reverse proxy's defaults.
 std::shared_ptr<client::Call> forward(boost::asio::io_context& io, std::shared_ptr<void> owner,
                                       std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
                                       const http::Request& req, bool tls, client::Sink* sink,
-                                      bool bodyFollows = false);
+                                      bool bodyFollows = false, const client::CallOptions* options = nullptr);
 
 /// True when `action` forwards request bodies as they arrive (`proxy:` and `grpc:` routes, HTTP/1.1
 /// and HTTP/2 upstreams alike; not `fastcgi:`, whose CONTENT_LENGTH must be known up front), so a
@@ -81,7 +83,8 @@ RequestFieldsSeen copyEndToEndFields(const http::Request& req, HopByHop&& hopByH
     return seen;
 }
 
-/// The fields the proxy adds, as add(name, pieces) calls in this order, each value given as the
+/// The fields the proxy adds (none for a `transparent` action, which only writes back the received
+/// X-Forwarded-For and Via lists), as add(name, pieces) calls in this order, each value given as the
 /// pieces to write one after another (no allocation here): X-Forwarded-For (the received list,
 /// then the client's address or "unknown"), X-Forwarded-Proto, X-Forwarded-Host (when the request
 /// named a host), Via (the received list, then this hop: "1.1 portico", "1.0 portico" or
@@ -92,6 +95,12 @@ template <class Add>
 void addForwardingFields(const http::Request& req, bool tls, const config::ProxyAction& action,
                          const RequestFieldsSeen& seen, bool lowerCaseNames, Add&& add) {
     using Pieces = std::initializer_list<std::string_view>;
+    if (action.transparent) { // a forward proxy passes the request on as it came
+        if (!seen.xForwardedFor.empty())
+            add(lowerCaseNames ? "x-forwarded-for" : "X-Forwarded-For", Pieces{seen.xForwardedFor});
+        if (!seen.via.empty()) add(lowerCaseNames ? "via" : "Via", Pieces{seen.via});
+        return;
+    }
     const std::string_view proto = tls ? "https" : "http";
     const std::string_view client =
         req.clientAddress.empty() ? std::string_view("unknown") : req.clientAddress;
@@ -124,10 +133,14 @@ void addForwardingFields(const http::Request& req, bool tls, const config::Proxy
 /// The fields a proxied response carries downstream, as fn(name, value) calls: the upstream's
 /// (`upstream`, as given to Sink::onUpstreamHead) without Date and Server (the downstream writes
 /// its own) and without any name `overrides` (the vhost's and route's `headers`) sets, then
-/// `overrides`. Names compare case-insensitively (RFC 9110 §5.1).
-template <class Fn> void mergeResponseFields(std::string_view upstream, std::string_view overrides, Fn&& fn) {
+/// `overrides`. Names compare case-insensitively (RFC 9110 §5.1). `transparent` (a forward
+/// proxy's answer from an origin): the upstream's Date and Server are kept (the downstream writes
+/// neither of its own).
+template <class Fn>
+void mergeResponseFields(std::string_view upstream, std::string_view overrides, Fn&& fn,
+                         bool transparent = false) {
     http::forEachFieldLine(upstream, [&](std::string_view name, std::string_view value) {
-        if (http::iequals(name, "date") || http::iequals(name, "server")) return;
+        if (!transparent && (http::iequals(name, "date") || http::iequals(name, "server"))) return;
         bool overridden = false;
         http::forEachFieldLine(overrides, [&](std::string_view mine, std::string_view) {
             overridden = overridden || http::iequals(mine, name);

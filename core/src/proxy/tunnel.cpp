@@ -16,7 +16,8 @@ constexpr std::size_t kChunk = 64 * 1024;
 // per direction, which reads each buffer in place before it is written on (no copy of the bytes).
 class TunnelCapture {
 public:
-    TunnelCapture(capture::WsCapturePtr wc, bool deflate) : wc_(std::move(wc)) {
+    TunnelCapture(capture::WsCapturePtr wc, bool deflate, bool raw) : wc_(std::move(wc)), raw_(raw) {
+        if (raw_) return;
         for (bool client : {true, false}) {
             ws::FrameObserver::Options o;
             o.fromClient = client;
@@ -32,6 +33,16 @@ public:
     }
     void opened() { capture::wsOpened(*wc_); }
     void observe(bool client, std::string_view bytes) {
+        if (raw_) {
+            capture::Exchange& r = wc_->record;
+            std::string& kept = client ? r.requestBody : r.responseBody;
+            (client ? r.requestBodySize : r.responseBodySize) += bytes.size();
+            const std::size_t room = wc_->bodyBytes > kept.size() ? wc_->bodyBytes - kept.size() : 0;
+            kept.append(bytes.substr(0, std::min(room, bytes.size())));
+            if (bytes.size() > room)
+                r.flags |= client ? capture::kRequestBodyTruncated : capture::kResponseBodyTruncated;
+            return;
+        }
         if (!stopped_.empty() || bytes.empty()) return;
         ws::FrameObserver& ob = client ? *fromClient_ : *fromUpstream_;
         if (ob.feed(bytes)) return;
@@ -43,6 +54,10 @@ public:
         fromUpstream_.reset();
     }
     void closed() {
+        if (raw_) {
+            capture::wsClosed(*wc_, {});
+            return;
+        }
         capture::wsClosed(*wc_, !stopped_.empty() ? std::string_view(stopped_)
                                 : closeSeen_      ? std::string_view()
                                                   : std::string_view("closed without a closing handshake"));
@@ -50,6 +65,7 @@ public:
 
 private:
     capture::WsCapturePtr wc_;
+    bool raw_; // a CONNECT tunnel: bytes counted, not read as frames
     std::unique_ptr<ws::FrameObserver> fromClient_, fromUpstream_;
     std::string stopped_;    // why the record stopped ("" while it goes on)
     bool closeSeen_ = false; // the closing handshake began (a Close frame either way)
@@ -59,10 +75,10 @@ class Tunnel final : public io::Session, public std::enable_shared_from_this<Tun
 public:
     using Socket = io::Socket;
     Tunnel(io::SessionHost& worker, Socket client, SSL* ssl, Socket upstream, SSL* upstreamSsl,
-           capture::WsCapturePtr capture, bool deflate)
+           capture::WsCapturePtr capture, bool deflate, bool raw)
         : worker_(worker), client_(std::move(client)), upstream_(std::move(upstream)), ssl_(ssl),
           upstreamSsl_(upstreamSsl) {
-        if (capture) cap_ = std::make_unique<TunnelCapture>(std::move(capture), deflate);
+        if (capture) cap_ = std::make_unique<TunnelCapture>(std::move(capture), deflate, raw);
         worker_.link(this);
         boost::system::error_code ec;
         client_.non_blocking(true, ec);
@@ -200,9 +216,9 @@ private:
 
 void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, client::UpstreamSocket upstream,
                  SSL* upstreamSsl, std::string_view toClient, std::string_view leftover,
-                 std::string_view toUpstream, capture::WsCapturePtr capture, bool deflate) {
+                 std::string_view toUpstream, capture::WsCapturePtr capture, bool deflate, bool raw) {
     auto t = std::make_shared<Tunnel>(worker, std::move(client), ssl, std::move(upstream), upstreamSsl,
-                                      std::move(capture), deflate);
+                                      std::move(capture), deflate, raw);
     t->start(toClient, leftover, toUpstream);
 }
 

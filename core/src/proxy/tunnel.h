@@ -28,8 +28,14 @@ namespace portico::proxy {
 /// permessage-deflate was negotiated in the 101) and publishes it closed. The observation never
 /// changes what is forwarded; bytes that are not WebSocket frames stop it for this tunnel (the
 /// record's `error` says where and why) and keep flowing.
+///
+/// `raw` (a forward proxy's CONNECT tunnel): the record is not read as WebSocket frames; it counts
+/// the bytes each way (requestBodySize: client → upstream after the 200, responseBodySize: upstream
+/// → client) and keeps the first capture.body_bytes of each (kRequestBodyTruncated /
+/// kResponseBodyTruncated when there were more). `toClient` (the 200) is not counted.
 void startTunnel(io::SessionHost& worker, io::Socket client, SSL* ssl, client::UpstreamSocket upstream,
                  SSL* upstreamSsl, std::string_view toClient, std::string_view leftover,
-                 std::string_view toUpstream, capture::WsCapturePtr capture = nullptr, bool deflate = false);
+                 std::string_view toUpstream, capture::WsCapturePtr capture = nullptr, bool deflate = false,
+                 bool raw = false);
 
 } // namespace portico::proxy

@@ -2,7 +2,9 @@
 #include "serve/serve.h"
 
 #include "handlers/live_reload.h"
+#include "proxy/connect.h"
 #include "proxy/forward.h"
+#include "proxy/origin.h"
 
 #include <portico/http/path.h>
 
@@ -18,6 +20,98 @@ bool isWebSocketEndpoint(const config::Vhost& vhost, const routing::RouteResult&
 }
 
 namespace {
+
+// The labels a forward proxy's exchanges carry in capture and statistics (no vhost, no route).
+constexpr std::string_view kForwardProxyLabel = "(forward proxy)";
+
+bool isAbsoluteForm(std::string_view target) {
+    return (target.size() > 7 && http::iequals(target.substr(0, 7), "http://")) ||
+           (target.size() > 8 && http::iequals(target.substr(0, 8), "https://"));
+}
+
+// A forward proxy listener's CONNECT and absolute-form requests (serve.h); false when `req` is
+// neither (the vhosts serve it).
+bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, ResponseWriter& writer,
+                  const Stamps& stamps) {
+    const bool connect = req.method == http::Method::Connect;
+    if (ctx.httpVersion != 1 || (!connect && !isAbsoluteForm(req.target))) return false;
+    if (stamps.routeNs) *stamps.routeNs = capture::nowNs();
+    if (stamps.labels) *stamps.labels = {kForwardProxyLabel, connect ? "(tunnel)" : "(origin)"};
+    std::string host;
+    std::uint16_t port = 0;
+    std::string_view scheme, authority = req.target;
+    if (!connect) {
+        const std::size_t colon = req.target.find(':');
+        scheme = req.target.substr(0, colon);
+        authority = req.target.substr(colon + 3);
+        authority = authority.substr(0, authority.find_first_of("/?#"));
+    }
+    if (!proxy::splitAuthority(authority, host, port) || (connect && port == 0)) {
+        handlers::errorResponse(400, res); // RFC 9110 §9.3.6: CONNECT names host and port
+        res.ownedBody().append(connect ? "CONNECT needs host:port\n" : "invalid authority in the target\n");
+        writer.respond(req, res);
+        return true;
+    }
+    if (port == 0) port = http::iequals(scheme, "https") ? 443 : 80;
+    if (proxy::isOwnListener(host, port, ctx.localPort)) {
+        handlers::errorResponse(508, res); // the request would come back here
+        res.ownedBody().append("the target is this proxy's own listener\n");
+        writer.respond(req, res);
+        return true;
+    }
+    if (connect) {
+        if (writer.intercept(req, host, port)) return true;
+        ForwardTarget to = writer.forwardTo(req, res);
+        writer.forwarding(proxy::startConnect(*to.io, std::move(to.owner), std::move(host), port,
+                                              config::ProxyAction{}.connectTimeout, to.sink));
+        return true;
+    }
+    std::string error;
+    auto action = proxy::originAction(scheme, authority, error);
+    if (!action) {
+        handlers::errorResponse(400, res);
+        res.ownedBody().append(error + "\n");
+        writer.respond(req, res);
+        return true;
+    }
+    res.forward = action.get();
+    ForwardTarget to = writer.forwardTo(req, res);
+    // The call keeps the session's snapshot and the origin's action alive (the per-thread cache
+    // may drop it meanwhile).
+    struct Keep {
+        std::shared_ptr<const void> snapshot;
+        std::shared_ptr<const config::ProxyAction> action;
+    };
+    auto keep = std::make_shared<Keep>(Keep{std::move(to.snapshot), action});
+    writer.forwarding(proxy::forward(*to.io, std::move(to.owner),
+                                     std::shared_ptr<const void>(keep, keep.get()), *action, req, to.tls,
+                                     to.sink, to.bodyFollows));
+    return true;
+}
+
+// A request inside an intercepted tunnel: to the tunnel's origin, whatever its target.
+void interceptedRequest(const Context& ctx, http::Request& req, http::Response& res, ResponseWriter& writer,
+                        const Stamps& stamps) {
+    if (stamps.routeNs) *stamps.routeNs = capture::nowNs();
+    if (stamps.labels) *stamps.labels = {kForwardProxyLabel, "(intercepted)"};
+    if (req.method == http::Method::Connect || req.method == http::Method::Other) {
+        handlers::errorResponse(501, res);
+        writer.respond(req, res);
+        return;
+    }
+    const proxy::InterceptedOrigin& o = *ctx.origin;
+    bool upgrade = false;
+    if (ctx.httpVersion == 1)
+        for (const auto& h : req.headers)
+            upgrade =
+                upgrade || (http::iequals(h.name, "upgrade") && http::listHasToken(h.value, "websocket"));
+    const config::ProxyAction& action = upgrade ? *o.wsAction : *o.action;
+    res.forward = &action;
+    ForwardTarget to = writer.forwardTo(req, res);
+    // The session holds the origin (and so the action and its TLS contexts) for its whole life.
+    writer.forwarding(proxy::forward(*to.io, std::move(to.owner), std::move(to.snapshot), action, req, true,
+                                     to.sink, to.bodyFollows, upgrade ? &o.h1Options : &o.h2Options));
+}
 
 // The answers before routing; true when `res` holds one.
 bool answeredBeforeRouting(http::Request& req, std::string& pathScratch, http::Response& res) {
@@ -47,6 +141,11 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
     Routed scratch;
     Routed& routed = routedOut ? *routedOut : scratch;
     routed.routed = false;
+    if (ctx.origin) {
+        interceptedRequest(ctx, req, res, writer, stamps);
+        return;
+    }
+    if (ctx.forwardProxy && forwardProxy(ctx, req, res, writer, stamps)) return;
     if (answeredBeforeRouting(req, pathScratch, res)) {
         writer.respond(req, res);
         return;
@@ -73,8 +172,10 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
 }
 
 bool streamsRequestBody(const Context& ctx, http::Method method, std::string_view rawPath,
-                        std::string_view host, bool upgrade, std::string& pathScratch) {
+                        std::string_view host, bool upgrade, std::string& pathScratch, bool absoluteForm) {
     if (upgrade || method == http::Method::Other || method == http::Method::Connect) return false;
+    if (ctx.forwardProxy && absoluteForm && ctx.httpVersion == 1) return true; // to an origin
+    if (ctx.origin) return true;                                               // an intercepted tunnel's
     if (http::normalizePath(rawPath, pathScratch) != http::PathError::None) return false;
     const std::size_t vh = ctx.router.selectVhost(host, ctx.localPort);
     const routing::RouteResult rr = ctx.router.match(vh, method, pathScratch);
@@ -84,7 +185,10 @@ bool streamsRequestBody(const Context& ctx, http::Method method, std::string_vie
 }
 
 bool refusedByHead(const Context& ctx, http::Method method, std::string_view rawPath, std::string_view host,
-                   std::string& pathScratch) {
+                   std::string& pathScratch, bool absoluteForm) {
+    if ((ctx.forwardProxy && ctx.httpVersion == 1 && (absoluteForm || method == http::Method::Connect)) ||
+        ctx.origin)
+        return false; // passed on by the forward proxy
     if (method == http::Method::Other || method == http::Method::Connect) return true; // 501, as serve()
     if (http::normalizePath(rawPath, pathScratch) != http::PathError::None) return false;
     const std::size_t vh = ctx.router.selectVhost(host, ctx.localPort);

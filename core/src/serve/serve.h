@@ -22,6 +22,10 @@
 #include <string>
 #include <string_view>
 
+namespace portico::proxy {
+struct InterceptedOrigin;
+}
+
 namespace portico::serve {
 
 /// Where a request arrived, and the worker's state the actions use.
@@ -31,6 +35,9 @@ struct Context {
     handlers::WorkerState& state;
     std::uint16_t localPort = 0; ///< the listener's bound port (vhost selection by port)
     int httpVersion = 1;         ///< 1 (HTTP/1.x) or 2; decides whether a WebSocket upgrade is possible
+    bool forwardProxy = false;   ///< the listener is also a forward proxy (config::Listen::forwardProxy)
+    /// The session is an intercepted CONNECT tunnel's inside: every request goes to this origin.
+    const proxy::InterceptedOrigin* origin = nullptr;
 };
 
 /// The vhost and route serve() chose. `routed` is false when the request was answered before
@@ -87,6 +94,17 @@ public:
         (void)routed;
         return false;
     }
+    /// HTTP/1.1 on a forward proxy listener: CONNECT `host`:`port` (not the proxy itself) may be
+    /// intercepted (the listener's forward_proxy.intercept, the host not in tls_passthrough):
+    /// then the session answers 200, terminates the client's TLS with a leaf from the local CA and
+    /// serves the tunnel's requests with Context::origin, and returns true. False: serve() opens
+    /// a tunnel whose bytes pass unread.
+    virtual bool intercept(const http::Request& req, std::string_view host, std::uint16_t port) {
+        (void)req;
+        (void)host;
+        (void)port;
+        return false;
+    }
 };
 
 /// Produces the answer to `req` into `res` (which serve() resets first) and hands it to `writer`.
@@ -95,8 +113,15 @@ public:
 /// string is untouched). In order:
 ///  - a method Portico does not implement → 501 (RFC 9110 §9.1; no route can name one);
 ///  - `OPTIONS *` → 204 with the server-wide Allow (RFC 9110 §9.3.7);
-///  - CONNECT → 501: Portico is an origin server and reverse proxy, not a forward proxy, and does
-///    not offer extended CONNECT (RFC 9110 §9.3.6, RFC 8441);
+///  - on a forward proxy listener (Context::forwardProxy), over HTTP/1.1:
+///    - CONNECT host:port (RFC 9110 §9.3.6) → a tunnel: proxy::startConnect to the host through
+///      writer.forwardTo()/forwarding(); the session answers 200 and pipes the bytes, or the
+///      call's 502/504. A target without a port → 400; the listener itself → 508 (a loop);
+///    - an absolute-form request ("GET http://host/path", RFC 9112 §3.2.2) → forwarded to that
+///      origin (proxy::originAction: transparent, Proxy-* fields dropped); the listener itself → 508;
+///  - inside an intercepted tunnel (Context::origin): every request → forwarded to that origin
+///    (an HTTP/1.1 WebSocket upgrade over HTTP/1.1, the rest by ALPN), CONNECT → 501;
+///  - any other CONNECT → 501 (no extended CONNECT either, RFC 8441);
 ///  - a path that does not normalise (dot segments above the root, bad percent-encoding, NUL)
 ///    → 400;
 ///  - otherwise the vhost (Host, then the listener's port, then the default) and the route;
@@ -114,19 +139,23 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
 /// Whether a request, known by its head only, goes to a route that streams its request body
 /// (proxy::streamsRequestBody): then the session starts the exchange before the body arrives
 /// (bounded-memory uploads, gRPC client streaming). `rawPath` is the target's path without the
-/// query. False for every request serve() would answer before routing, for Upgrade requests
+/// query; `absoluteForm`: the target was absolute-form (on a forward proxy listener every such
+/// request streams, as it goes to an origin). Inside an intercepted tunnel every request but
+/// CONNECT streams. False for every request serve() would answer before routing, for Upgrade requests
 /// (`upgrade`: a WebSocket bootstrap keeps the buffered path) and for every other action.
 /// One route match; `pathScratch` is overwritten.
 bool streamsRequestBody(const Context& ctx, http::Method method, std::string_view rawPath,
-                        std::string_view host, bool upgrade, std::string& pathScratch);
+                        std::string_view host, bool upgrade, std::string& pathScratch,
+                        bool absoluteForm = false);
 
 /// Whether a request known by its head only is refused whatever its body (RFC 9110 §10.1.1: the
 /// answer to "Expect: 100-continue" is then the final status, and the body is never read): an
 /// unimplemented method or CONNECT (501), no route for the path (404) or for the method (405), or a method
 /// other than GET/HEAD/OPTIONS on a vhost's static root (405). A path that does not normalise is
-/// left to serve() (false). `pathScratch` is overwritten.
+/// left to serve() (false), and so is every request a forward proxy listener passes on (CONNECT,
+/// `absoluteForm`). `pathScratch` is overwritten.
 bool refusedByHead(const Context& ctx, http::Method method, std::string_view rawPath, std::string_view host,
-                   std::string& pathScratch);
+                   std::string& pathScratch, bool absoluteForm = false);
 
 /// Whether `req` (routed to `route` in `vhost`; `req.path` normalised) is for a WebSocket endpoint:
 /// a `websocket` route, or the live-reload endpoint of a vhost that has it. Cheap; false otherwise.

@@ -62,6 +62,7 @@ Connection::Connection(Worker& worker, Socket socket, std::uint16_t localPort, S
                        std::unique_ptr<capture::ConnCapture> cap)
     : worker_(worker), socket_(std::move(socket)), localPort_(localPort) {
     worker_.link(this);
+    forwardProxy_ = worker_.snapshot().forwardProxyPorts.contains(localPort);
     if (ssl || cap) {
         extra().ssl = ssl;
         extra().cap = std::move(cap);
@@ -432,6 +433,10 @@ void Connection::parseAndHandle() {
             startWebSocket();
             return;
         }
+        if (rareIf() && rareIf()->interceptPort) {
+            startIntercept();
+            return;
+        }
         if (phase_ == Phase::Body) phase_ = Phase::Head;
         if (closeAfterWrite_ || delayed() || sendingFile() || proxying() ||
             out_.size() - batchStart > kMaxBatchBytes) {
@@ -447,9 +452,10 @@ bool Connection::answerBeforeBody() {
     // never sends a body that would be refused.
     const Snapshot& snap = worker_.snapshot();
     http1::RequestHead& head = worker_.head();
-    const serve::Context ctx{*snap.config, snap.router, worker_.handlerState(), localPort_, 1};
-    const bool refuse =
-        serve::refusedByHead(ctx, head.method, head.rawPath, head.host, worker_.pathScratch());
+    const serve::Context ctx{*snap.config,  snap.router, worker_.handlerState(), localPort_, 1,
+                             forwardProxy_, origin()};
+    const bool refuse = serve::refusedByHead(ctx, head.method, head.rawPath, head.host, worker_.pathScratch(),
+                                             !head.authority.empty());
     if (!refuse) return false;
     // The body will never be read, so this connection cannot carry another request.
     head.keepAlive = false;
@@ -487,6 +493,9 @@ struct Connection::Writer final : serve::ResponseWriter {
     bool upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed) override {
         return conn.upgrade(req, res, routed);
     }
+    bool intercept(const http::Request& req, std::string_view host, std::uint16_t port) override {
+        return conn.intercept(req, host, port);
+    }
     serve::ForwardTarget forwardTo(http::Request& req, const http::Response& res) override {
         return conn.forwardTo(req, res, bodyFollows);
     }
@@ -518,7 +527,8 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
     servedAny_ = true;
 
     http::Response& res = worker_.response();
-    const serve::Context ctx{cfg, snap.router, worker_.handlerState(), localPort_, 1};
+    const serve::Context ctx{cfg,           snap.router, worker_.handlerState(), localPort_, 1,
+                             forwardProxy_, origin()};
     serve::Stamps stamps;
     if (cap()) stamps = {&cap()->routeNs, &cap()->labels};
     Writer writer{*this, bodyFollows};

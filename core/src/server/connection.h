@@ -4,6 +4,7 @@
 #include "io/io_buffer.h"
 #include "io/session.h"
 #include "proxy/forward.h"
+#include "proxy/origin.h"
 #include "serve/serve.h"
 
 #include <portico/http/message.h>
@@ -47,6 +48,10 @@ public:
     ~Connection();
 
     void start();
+    /// Before start(): this connection is an intercepted tunnel's inside (front_door.h).
+    void setOrigin(std::shared_ptr<const proxy::InterceptedOrigin> origin) {
+        extra().origin = std::move(origin);
+    }
     /// Called by the worker's ticker: enforce the deadline of the current phase.
     void checkDeadline(Clock::time_point now) override;
     /// Called when the worker starts draining: idle connections close now, busy ones after the exchange.
@@ -95,6 +100,9 @@ private:
     void answerProxied(int status, const std::string& message);
     bool pumpProxy();
     bool startH2(std::string_view received);
+    void startConnectTunnel(std::string toClient, client::UpstreamSocket upstream);
+    bool intercept(const http::Request& req, std::string_view host, std::uint16_t port);
+    void startIntercept();
     void startWebSocket();
     void waitRead();
     bool park();
@@ -161,6 +169,8 @@ private:
         bool proxyChunked = false;
         bool proxyHeadSent = false;
         bool proxyPaused = false;
+        bool proxyConnect = false;     // a forward proxy's CONNECT: the upstream's socket becomes a tunnel
+        bool proxyTransparent = false; // a forward proxy's origin: its Date and Server pass unchanged
         bool proxyServerHeader = true;
         std::string clientAddress; // the peer's address for X-Forwarded-For, read once per connection
         // A request body streaming to the proxied exchange: Content-Length bytes still to come
@@ -174,6 +184,10 @@ private:
         Clock::time_point uploadDeadline = Clock::time_point::max();
         std::chrono::nanoseconds delay{0};
         std::unique_ptr<ws::Accepted> upgrade; // a WebSocket handshake answered with 101
+        // A CONNECT to intercept (Writer::intercept): once this request is done, the socket goes to
+        // a TLS handshake with a leaf for `interceptHost` (server::startIntercepted).
+        std::string interceptHost;
+        std::uint16_t interceptPort = 0;
     };
     /// What only TLS, capture or the rare features need, behind one pointer: a plaintext
     /// connection without capture holds none of it (memory per idle connection).
@@ -181,12 +195,15 @@ private:
         SSL* ssl = nullptr;                        // TLS (transport.h); null on cleartext
         std::unique_ptr<capture::ConnCapture> cap; // null unless capture was on at accept
         std::unique_ptr<Rare> rare;
+        // An intercepted CONNECT tunnel's inside: every request goes there (serve::Context::origin).
+        std::shared_ptr<const proxy::InterceptedOrigin> origin;
     };
     Extra& extra();
     Rare& rare();
     Rare* rareIf() const { return extra_ ? extra_->rare.get() : nullptr; }
     SSL* ssl() const { return extra_ ? extra_->ssl : nullptr; }
     capture::ConnCapture* cap() const { return extra_ ? extra_->cap.get() : nullptr; }
+    const proxy::InterceptedOrigin* origin() const { return extra_ ? extra_->origin.get() : nullptr; }
     bool sendingFile() const { return rareIf() && rareIf()->fileLeft > 0; }
     bool delayed() const { return rareIf() && rareIf()->delay.count() > 0; }
     bool proxying() const { return rareIf() && rareIf()->proxy; }
@@ -213,6 +230,7 @@ private:
     bool parked_ : 1 = false;       // in the worker's park set, no read pending (park())
     bool servedAny_ : 1 = false;    // a request was answered (the h2c preface only counts before that)
     bool writeWaiting_ : 1 = false; // an async_wait for writability is pending
+    bool forwardProxy_ : 1 = false; // the listener is also a forward proxy (serve::Context::forwardProxy)
 };
 
 } // namespace portico::server

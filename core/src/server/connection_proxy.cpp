@@ -8,6 +8,7 @@
 #include "io/transport.h"
 #include "proxy/tunnel.h"
 #include "serve/serve.h"
+#include "server/front_door.h"
 #include "server/worker.h"
 
 #include <portico/handlers/dispatch.h>
@@ -37,6 +38,8 @@ serve::ForwardTarget Connection::forwardTo(http::Request& req, const http::Respo
     r.proxyChunked = false;
     r.proxyHeadSent = false;
     r.proxyPaused = false;
+    r.proxyConnect = req.method == http::Method::Connect;
+    r.proxyTransparent = res.forward && static_cast<const config::ProxyAction*>(res.forward)->transparent;
     if (r.clientAddress.empty()) {
         boost::system::error_code ec;
         auto remote = socket_.remote_endpoint(ec);
@@ -83,9 +86,10 @@ bool Connection::proxiesBody() {
     bool upgrade = false;
     for (std::size_t i = 0; i < head.headerCount && !upgrade; ++i)
         upgrade = http::iequals(head.headers[i].name, "upgrade");
-    const serve::Context ctx{*snap.config, snap.router, worker_.handlerState(), localPort_, 1};
+    const serve::Context ctx{*snap.config,  snap.router, worker_.handlerState(), localPort_, 1,
+                             forwardProxy_, origin()};
     return serve::streamsRequestBody(ctx, head.method, head.rawPath, head.host, upgrade,
-                                     worker_.pathScratch());
+                                     worker_.pathScratch(), !head.authority.empty());
 }
 
 // The request's body did not come with its head and its route proxies: the exchange starts now and
@@ -286,13 +290,19 @@ void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
     const std::size_t headStart = out_.size();
     r.proxyRecord.status = status;
     if (cap()) r.proxyRecord.upstreamByteNs = capture::nowNs();
-    appendStatusLines(status, r.proxyServerHeader);
-    proxy::mergeResponseFields(fields, r.proxyFields, [&](std::string_view name, std::string_view value) {
-        out_.append(name);
-        out_.append(": ");
-        out_.append(value);
-        out_.append("\r\n");
-    });
+    if (r.proxyTransparent)
+        out_.append(http::statusLine11(status)); // the origin's Date and Server follow
+    else
+        appendStatusLines(status, r.proxyServerHeader);
+    proxy::mergeResponseFields(
+        fields, r.proxyFields,
+        [&](std::string_view name, std::string_view value) {
+            out_.append(name);
+            out_.append(": ");
+            out_.append(value);
+            out_.append("\r\n");
+        },
+        r.proxyTransparent);
     if (!noBody) {
         if (length) {
             out_.append("Content-Length: ");
@@ -357,13 +367,20 @@ void Connection::onUpstreamUpgrade(std::string_view fields, client::UpstreamSock
     Rare& r = *rareIf();
     auto done = std::move(r.proxy);
     std::string toClient(out_.allocated() ? out_.unread() : std::string_view());
+    if (r.proxyConnect) {
+        startConnectTunnel(std::move(toClient), std::move(upstream));
+        return;
+    }
     toClient.append("HTTP/1.1 101 Switching Protocols\r\n");
-    proxy::mergeResponseFields(fields, r.proxyFields, [&](std::string_view name, std::string_view value) {
-        toClient.append(name);
-        toClient.append(": ");
-        toClient.append(value);
-        toClient.append("\r\n");
-    });
+    proxy::mergeResponseFields(
+        fields, r.proxyFields,
+        [&](std::string_view name, std::string_view value) {
+            toClient.append(name);
+            toClient.append(": ");
+            toClient.append(value);
+            toClient.append("\r\n");
+        },
+        r.proxyTransparent);
     toClient.append("Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
     r.proxyRecord.status = 101;
     if (cap()) {
@@ -390,6 +407,62 @@ void Connection::onUpstreamUpgrade(std::string_view fields, client::UpstreamSock
     closed_ = true;
     deadline_ = Clock::time_point::max();
     releaseBuffers();
+}
+
+// A forward proxy's CONNECT reached its host (proxy::startConnect): the 200 goes to the client and
+// both sockets become a tunnel of raw bytes; with capture on, its record counts them.
+void Connection::startConnectTunnel(std::string toClient, client::UpstreamSocket upstream) {
+    Rare& r = *rareIf();
+    const std::size_t headAt = toClient.size();
+    toClient.append("HTTP/1.1 200 Connection established\r\n\r\n"); // RFC 9110 §9.3.6: no content
+    r.proxyRecord.status = 200;
+    if (cap()) {
+        r.proxyRecord.upstreamByteNs = capture::nowNs();
+        r.proxyRecord.responseHead.assign(
+            std::string_view(toClient).substr(headAt, toClient.size() - headAt - 2));
+    }
+    capture::WsCapturePtr tunnelCapture;
+    finishProxied({}, cap() ? &tunnelCapture : nullptr);
+    if (tunnelCapture) tunnelCapture->record.protocol = capture::Protocol::Http1;
+    proxy::startTunnel(worker_, std::move(socket_), ssl(), std::move(upstream), nullptr, toClient, {},
+                       in_.allocated() ? in_.unread() : std::string_view(), std::move(tunnelCapture), false,
+                       true);
+    if (extra_) extra_->ssl = nullptr;
+    closed_ = true;
+    deadline_ = Clock::time_point::max();
+    releaseBuffers();
+}
+
+// serve() asks whether this CONNECT is intercepted: the listener's forward_proxy.intercept, and the
+// host not in its tls_passthrough list. The handshake starts once the request is done (drive).
+bool Connection::intercept(const http::Request& req, std::string_view host, std::uint16_t port) {
+    (void)req;
+    const Snapshot& snap = worker_.snapshot();
+    auto it = snap.intercept.find(localPort_);
+    if (it == snap.intercept.end() || proxy::matchesHostGlob(host, it->second.options.tlsPassthrough))
+        return false;
+    Rare& r = rare();
+    r.interceptHost.assign(host);
+    r.interceptPort = port;
+    return true;
+}
+
+// The intercepted CONNECT's 200 goes out (with whatever was queued before it), then the socket and
+// the bytes the client sent after the CONNECT (its ClientHello, often) go to the TLS handshake;
+// this object is finished, as after startH2.
+void Connection::startIntercept() {
+    Rare& r = *rareIf();
+    std::string toClient(out_.allocated() ? out_.unread() : std::string_view());
+    toClient.append("HTTP/1.1 200 Connection established\r\n\r\n");
+    std::string pending(in_.allocated() ? in_.unread() : std::string_view());
+    const std::string host = std::move(r.interceptHost);
+    const std::uint16_t port = r.interceptPort;
+    r.interceptPort = 0;
+    closed_ = true;
+    deadline_ = Clock::time_point::max();
+    releaseBuffers();
+    startIntercepted(worker_, std::move(socket_), localPort_, host, port, std::move(toClient),
+                     std::move(pending));
 }
 
 void Connection::onUpstreamConnected() {

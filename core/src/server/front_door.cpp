@@ -3,11 +3,15 @@
 
 #include "capture/hooks.h"
 #include "io/tls_handshake.h"
+#include "proxy/origin.h"
 #include "server/connection.h"
 #include "server/h2_connection.h"
 #include "server/worker.h"
 #include "tls/alpn.h"
 #include "tls/server_tls.h"
+#include "tls/socket_bio.h"
+
+#include <boost/asio/write.hpp>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -111,12 +115,52 @@ private:
             auto h2 = std::make_shared<H2Connection>(worker_, std::move(socket_), ssl, localPort_,
                                                      std::string_view());
             if (cap_) h2->adoptCapture(std::move(cap_));
+            if (origin_) h2->setOrigin(std::move(origin_));
             h2->start();
             return;
         }
         auto c = std::make_shared<Connection>(worker_, std::move(socket_), localPort_, ssl, std::move(cap_));
+        if (origin_) c->setOrigin(std::move(origin_));
         c->start();
     }
+
+public:
+    // An intercepted CONNECT (startIntercepted): the 200 first, then the handshake with a leaf for
+    // `host` until SNI names another, `pending` served to OpenSSL before the socket's bytes.
+    void startIntercept(const std::string& host, std::shared_ptr<const proxy::InterceptedOrigin> origin,
+                        std::string toClient, std::string pending) {
+        origin_ = std::move(origin);
+        pending_ = std::move(pending);
+        const Snapshot& snap = worker_.snapshot();
+        if (snap.config->capture.enabled)
+            cap_ = capture::beginConnection(worker_.recorder(), *snap.config,
+                                            capture::peerName(socket_.native_handle()));
+        ssl_ = tls_->newSslFor(socket_.native_handle(), host);
+        if (!ssl_) {
+            abort();
+            return;
+        }
+        if (auto* bio = tls::socketBioState(ssl_); bio && !pending_.empty()) {
+            bio->pending = pending_.data();
+            bio->pendingBytes = pending_.size();
+        }
+        deadline_ = Clock::now() + snap.config->limits.headerTimeout;
+        toClient_ = std::move(toClient);
+        auto self = shared_from_this();
+        boost::asio::async_write(socket_, boost::asio::buffer(toClient_),
+                                 [self](const boost::system::error_code& ec, std::size_t) {
+                                     if (ec || self->closed_) {
+                                         self->abort();
+                                         return;
+                                     }
+                                     self->handshake();
+                                 });
+    }
+
+private:
+    std::shared_ptr<const proxy::InterceptedOrigin> origin_; // intercepted tunnels only
+    std::string toClient_;                                   // the CONNECT's 200
+    std::string pending_; // bytes after the CONNECT head, read by OpenSSL first (socket_bio.h)
 
     Worker& worker_;
     io::Socket socket_;
@@ -130,6 +174,25 @@ private:
 };
 
 } // namespace
+
+void startIntercepted(Worker& worker, io::Socket socket, std::uint16_t localPort, const std::string& host,
+                      std::uint16_t port, std::string toClient, std::string pending) {
+    const Snapshot& snap = worker.snapshot();
+    auto it = snap.intercept.find(localPort);
+    std::string error;
+    auto origin = it == snap.intercept.end()
+                      ? nullptr
+                      : proxy::interceptedOrigin(host, port, it->second.options, error);
+    if (!origin) {
+        std::fprintf(stderr, "portico: cannot intercept CONNECT %s:%u: %s\n", host.c_str(), unsigned(port),
+                     error.empty() ? "no interception on this listener" : error.c_str());
+        boost::system::error_code ec;
+        socket.close(ec);
+        return;
+    }
+    std::make_shared<TlsHandshake>(worker, std::move(socket), localPort, it->second.tls)
+        ->startIntercept(host, std::move(origin), std::move(toClient), std::move(pending));
+}
 
 void acceptConnection(Worker& worker, io::Socket socket, std::uint16_t localPort) {
     boost::system::error_code ec;

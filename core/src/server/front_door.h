@@ -9,6 +9,7 @@
 #include "io/session.h"
 
 #include <cstdint>
+#include <string>
 
 namespace portico::server {
 
@@ -19,5 +20,15 @@ class Worker;
 /// A handshake that fails or times out closes the socket and counts in the worker's and the
 /// listener's tlsHandshakeFailures (a timeout in timeouts); at most one line a second is logged.
 void acceptConnection(Worker& worker, io::Socket socket, std::uint16_t localPort);
+
+/// An intercepted CONNECT (serve::ResponseWriter::intercept): writes `toClient` (the 200, after
+/// anything queued before it), then runs the TLS handshake with a leaf for the client's SNI name,
+/// or `host` without one (the listener's intercepting ServerTls in the worker's snapshot),
+/// `pending` being bytes the client sent after the CONNECT head. Then, by ALPN, an H2Connection
+/// or a Connection serves the tunnel, every request forwarded to `host`:`port` over verified TLS
+/// (proxy::interceptedOrigin). Under the listener's header_timeout; a failed handshake (a client
+/// that refuses the CA's certificate) closes the tunnel and is logged at most once a second.
+void startIntercepted(Worker& worker, io::Socket socket, std::uint16_t localPort, const std::string& host,
+                      std::uint16_t port, std::string toClient, std::string pending);
 
 } // namespace portico::server

@@ -506,7 +506,8 @@ bool H2Connection::streamsBody(const Stream& s) {
                 host = std::string_view(s.arena).substr(f.value, f.valueLen);
     }
     const std::string_view target = s.path;
-    const serve::Context ctx{*snap.config, snap.router, worker_.handlerState(), localPort_, 2};
+    const serve::Context ctx{*snap.config, snap.router,  worker_.handlerState(), localPort_, 2,
+                             false,        origin_.get()};
     return serve::streamsRequestBody(ctx, http::methodFromToken(s.method), target.substr(0, target.find('?')),
                                      host, false, worker_.pathScratch());
 }
@@ -643,7 +644,7 @@ void H2Connection::dispatch(Stream& s) {
     s.host = std::string(req.host);
 
     http::Response& res = s.res;
-    const serve::Context ctx{cfg, snap.router, worker_.handlerState(), localPort_, 2};
+    const serve::Context ctx{cfg, snap.router, worker_.handlerState(), localPort_, 2, false, origin_.get()};
     serve::Stamps stamps;
     if (cap_) stamps = {&s.capRouteNs, &s.capLabels};
     Writer writer{*this, s};
@@ -719,7 +720,7 @@ void H2Connection::submit(Stream& s) {
     std::to_chars(statusText, statusText + 3, status);
     add(":status", std::string_view(statusText, 3));
     std::string_view date = worker_.dateLine(); // "Date: ...\r\n"
-    if (date.size() > 8) add("date", date.substr(6, date.size() - 8));
+    if (date.size() > 8 && !s.originHead) add("date", date.substr(6, date.size() - 8));
     if (res.serverHeader) add("server", "Portico/" PORTICO_VERSION);
     http::forEachFieldLine(block, [&](std::string_view name, std::string_view value) {
         if (http2::isConnectionSpecific(name, value)) return;

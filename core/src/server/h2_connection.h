@@ -44,6 +44,8 @@ public:
     void start();
     /// Capture state of the connection this session came from (before start()).
     void adoptCapture(std::unique_ptr<capture::ConnCapture> cap);
+    /// Before start(): this connection is an intercepted tunnel's inside (front_door.h).
+    void setOrigin(std::shared_ptr<const proxy::InterceptedOrigin> origin) { origin_ = std::move(origin); }
     void checkDeadline(Clock::time_point now) override;
     void onDrain() override;
     void abort() override;
@@ -136,6 +138,7 @@ private:
     std::int32_t closingId_ = 0; // the stream a RST_STREAM just went out or came in for
     Closed closingHow_ = Closed::Normal;
     std::uint16_t localPort_;
+    std::shared_ptr<const proxy::InterceptedOrigin> origin_; // an intercepted tunnel's inside
     bool closed_ = false;
     bool reading_ = false;      // a read wait is pending
     bool writing_ = false;      // waiting for the socket to become writable

@@ -77,9 +77,12 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
     http::Response& res = s->res;
     res.reset();
     res.status = status;
-    res.serverHeader = serverHeader;
+    // Inside an intercepted tunnel the origin's head passes as it came (Date, Server included).
+    s->originHead = conn->origin_ != nullptr;
+    res.serverHeader = serverHeader && !s->originHead;
     proxy::mergeResponseFields(
-        fields, extra, [&](std::string_view name, std::string_view value) { res.addHeader(name, value); });
+        fields, extra, [&](std::string_view name, std::string_view value) { res.addHeader(name, value); },
+        s->originHead);
     length = len;
     headSent = true;
     if (conn->cap_) s->capUpstreamByteNs = capture::nowNs();

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace portico::tls {
 class ServerTls;
@@ -25,6 +26,14 @@ struct Snapshot {
     routing::Router router;
     /// TLS of each listener by its bound port; absent: cleartext. Filled before publishing.
     std::unordered_map<std::uint16_t, std::shared_ptr<tls::ServerTls>> tls;
+    /// Bound ports of the listeners that are also forward proxies (config::Listen::forwardProxy).
+    std::unordered_set<std::uint16_t> forwardProxyPorts;
+    /// Forward proxy listeners that intercept TLS (forward_proxy.intercept), by bound port.
+    struct Interception {
+        std::shared_ptr<tls::ServerTls> tls; ///< leaves from the local CA for any name asked
+        config::ForwardProxy options;
+    };
+    std::unordered_map<std::uint16_t, Interception> intercept;
     /// The engine's WebSocket hub (rooms, live reload, counters); the same object in every snapshot.
     std::shared_ptr<ws::Hub> hub;
 };

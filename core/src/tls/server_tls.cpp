@@ -189,6 +189,37 @@ std::shared_ptr<ServerTls> ServerTls::create(const config::Config& cfg, const co
     return t;
 }
 
+std::shared_ptr<ServerTls> ServerTls::createIntercepting(Issuer issuer, bool h2, std::string& error) {
+    std::shared_ptr<ServerTls> t(new ServerTls());
+    t->h2_ = h2;
+    t->anyName_ = true;
+    t->issuer_ = std::move(issuer);
+    if (!t->issuer_) {
+        error = "interception needs the local development CA";
+        return nullptr;
+    }
+    // The default context (no SNI, no name given) has localhost's leaf.
+    t->default_ = t->contextFor("localhost");
+    if (!t->default_) {
+        error = "local CA: cannot issue a certificate";
+        return nullptr;
+    }
+    return t;
+}
+
+SSL* ServerTls::newSslFor(int fd, std::string_view name) {
+    SSL_CTX* ctx = contextFor(name);
+    if (!ctx) return nullptr;
+    SSL* ssl = SSL_new(ctx);
+    if (!ssl) return nullptr;
+    if (!attachSocketBio(ssl, fd)) {
+        SSL_free(ssl);
+        return nullptr;
+    }
+    SSL_set_accept_state(ssl);
+    return ssl;
+}
+
 ServerTls::~ServerTls() {
     for (SSL_CTX* ctx : owned_)
         SSL_CTX_free(ctx);
@@ -211,11 +242,12 @@ SSL_CTX* ServerTls::contextFor(std::string_view rawName) {
     for (const auto& [pattern, ctx] : vhostNames_)
         if (nameMatches(pattern, name)) return ctx;
     if (!issuer_) return nullptr;
-    bool served = std::any_of(servedNames_.begin(), servedNames_.end(),
-                              [&](const std::string& p) { return nameMatches(p, name); });
+    bool served = anyName_ || std::any_of(servedNames_.begin(), servedNames_.end(),
+                                          [&](const std::string& p) { return nameMatches(p, name); });
     if (!served) return nullptr; // never issue for a name the config doesn't serve
     std::lock_guard lock(issuedMutex_);
     if (auto it = issued_.find(name); it != issued_.end()) return it->second;
+    if (issued_.size() >= kMaxInterceptNames) return nullptr;
     std::string error;
     auto pem = issuer_(name, error);
     if (!pem) return nullptr;

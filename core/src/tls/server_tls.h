@@ -49,8 +49,19 @@ public:
     ServerTls(const ServerTls&) = delete;
     ServerTls& operator=(const ServerTls&) = delete;
 
+    /// A forward proxy's TLS interception (RFC 9110 §9.3.6 tunnels it terminates): a leaf from
+    /// `issuer` (the local CA) for whatever name the client asks for by SNI, or, without SNI, for
+    /// the name given to newSslFor (the CONNECT host). Names are issued once and cached for the
+    /// object's life (at most kMaxInterceptNames; past that a handshake for a new name fails).
+    /// ALPN: "h2" (when `h2`) or "http/1.1". Null with `error` when the first leaf cannot be issued.
+    static std::shared_ptr<ServerTls> createIntercepting(Issuer issuer, bool h2, std::string& error);
+    static constexpr std::size_t kMaxInterceptNames = 10000;
+
     /// A server-side SSL for the accepted socket `fd` (not yet handshaken), or nullptr.
     SSL* newSsl(int fd) const;
+    /// As newSsl, with the certificate for `name` (issued on first use) until SNI says otherwise;
+    /// nullptr when no certificate can be had for `name`.
+    SSL* newSslFor(int fd, std::string_view name);
 
     /// Handshakes that failed (bad client hello, protocol version, unknown CA alert...).
     std::atomic<std::uint64_t> handshakeFailures{0};
@@ -66,6 +77,7 @@ private:
     // tls: auto
     Issuer issuer_;
     std::vector<std::string> servedNames_; // names (and "*.suffix" patterns) a leaf may be issued for
+    bool anyName_ = false;                 // createIntercepting: any name the client asks for
     bool h2_ = true;
     std::mutex issuedMutex_;
     std::map<std::string, SSL_CTX*, std::less<>> issued_;

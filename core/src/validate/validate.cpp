@@ -158,6 +158,16 @@ void Validator::listeners() {
         const config::Listen& l = c_.listen[i];
         const std::string path = i < map_.listen.size() ? map_.listen[i] : item("listen", i);
         if (l.tls && !l.tls->autoCa) tlsFiles(l.tls->files, path + ".tls");
+        if (l.forwardProxy && l.tls)
+            error(path + ".forward_proxy", "a forward proxy listener is cleartext (clients reach https:// "
+                                           "origins through CONNECT): remove `tls:` or use another listener");
+        if (l.forwardProxy && l.host != "localhost" && l.host != "127.0.0.1" && l.host != "::1")
+            error(path + ".forward_proxy",
+                  "a forward proxy listener binds loopback only (127.0.0.1, \"[::1]\" "
+                  "or localhost), so it is never an open proxy; got " +
+                      l.host);
+        if (l.forwardProxy && files_ && !l.proxy.upstreamCaFile.empty())
+            existing(path + ".forward_proxy.upstream_cacert", l.proxy.upstreamCaFile, false);
         // "localhost" is 127.0.0.1 and ::1: it overlaps either.
         auto covers = [](const std::string& a, const std::string& b) {
             return a == b || (a == "localhost" && (b == "127.0.0.1" || b == "::1"));

@@ -44,12 +44,31 @@ struct ListenTls {
     bool operator==(const ListenTls&) const = default;
 };
 
+/// What a forward proxy listener does with CONNECT tunnels (`forward_proxy: {...}`).
+struct ForwardProxy {
+    /// Terminate the client's TLS inside CONNECT with a leaf from the local development CA for the
+    /// name it asks for, and forward its requests to the origin over Portico's own TLS (verified
+    /// against the system store plus `upstreamCaFile`). Off: tunnels pass bytes unread.
+    bool intercept = false;
+    /// Host globs ("*.bank.example", "pinned.test"; `*` any run of characters, case-insensitive)
+    /// whose CONNECT tunnels are never intercepted.
+    std::vector<std::string> tlsPassthrough;
+    std::string upstreamCaFile;    ///< extra CA certificates (PEM) for origins; absolute after loading
+    bool upstreamInsecure = false; ///< origins' certificates not verified (loud at start)
+    bool operator==(const ForwardProxy&) const = default;
+};
+
 /// One listening address. `host` is an IPv4 or IPv6 literal ("127.0.0.1", "::1", "0.0.0.0") or
 /// "localhost": 127.0.0.1 and ::1 on one port (IPv4 only, with a note, where ::1 is unavailable).
 struct Listen {
     std::string host = "localhost";
     std::uint16_t port = 8080;    ///< 0 = any free port (tests)
     std::optional<ListenTls> tls; ///< none: cleartext (HTTP/1.1 and h2c with prior knowledge)
+    /// `forward_proxy: true`: also an HTTP forward proxy (RFC 9110 §7.6, §9.3.6) for any client:
+    /// absolute-form requests ("GET http://host/path") go to that origin, CONNECT opens a tunnel.
+    /// Origin-form requests are still served by the vhosts. Cleartext and loopback only (validated).
+    bool forwardProxy = false;
+    ForwardProxy proxy; ///< `forward_proxy: {intercept: ..., ...}`; defaults for `forward_proxy: true`
     Location where;
     bool operator==(const Listen&) const = default;
 };
@@ -232,6 +251,10 @@ struct ProxyAction {
     std::string descriptorSet;
     bool ws = false; ///< forward WebSocket upgrades (RFC 6455) to an HTTP/1.1 upstream and pipe the bytes
     FastCgi fastcgi; ///< written as `fastcgi:` (address set; `upstreams` is then empty)
+    /// Not from YAML: a forward proxy's request to an origin (proxy/origin.h). The request goes on
+    /// as the client sent it: no X-Forwarded-*, Via or Forwarded added, and Proxy-* fields (meant
+    /// for this hop) dropped with the hop-by-hop ones.
+    bool transparent = false;
     bool operator==(const ProxyAction&) const = default;
 };
 

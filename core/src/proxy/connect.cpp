@@ -1,0 +1,109 @@
+// CONNECT's upstream connection (connect.h).
+#include "proxy/connect.h"
+
+#include "client/connect.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+namespace portico::proxy {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+class ConnectCall final : public client::Call, public std::enable_shared_from_this<ConnectCall> {
+public:
+    ConnectCall(asio::io_context& io, std::shared_ptr<void> owner, std::string host, std::uint16_t port,
+                client::Sink* sink)
+        : socket_(io), timer_(io), owner_(std::move(owner)), host_(std::move(host)), port_(port),
+          sink_(sink) {}
+
+    void start(std::chrono::nanoseconds timeout) {
+        // Posted: the sink is never called before startConnect() returns.
+        asio::post(socket_.get_executor(), [self = shared_from_this(), timeout] { self->connect(timeout); });
+    }
+    void resume() override {}
+    void cancel() override {
+        if (done_) return;
+        done_ = true;
+        boost::system::error_code ec;
+        timer_.cancel();
+        socket_.close(ec);
+        owner_.reset();
+    }
+
+private:
+    std::string where() const {
+        const bool v6 = host_.find(':') != std::string::npos;
+        return (v6 ? "[" + host_ + "]" : host_) + ":" + std::to_string(port_);
+    }
+
+    void connect(std::chrono::nanoseconds timeout) {
+        if (done_) return;
+        std::string error;
+        auto endpoints = client::resolve(host_, port_, error);
+        if (endpoints.empty()) {
+            fail(502, error);
+            return;
+        }
+        timer_.expires_after(timeout);
+        timer_.async_wait([self = shared_from_this(), timeout](const boost::system::error_code& ec) {
+            if (ec || self->done_) return;
+            self->fail(504, "timed out connecting to " + self->where() + " after " +
+                                std::to_string(
+                                    std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
+                                " ms");
+        });
+        client::asyncConnect(socket_, std::move(endpoints),
+                             [self = shared_from_this()](const boost::system::error_code& ec,
+                                                         const tcp::endpoint&, const std::string& failures) {
+                                 if (self->done_) return;
+                                 if (ec) {
+                                     self->fail(502, "cannot connect to " + self->where() + ": " + failures);
+                                     return;
+                                 }
+                                 self->connected();
+                             });
+    }
+
+    void connected() {
+        done_ = true;
+        timer_.cancel();
+        boost::system::error_code ec;
+        socket_.set_option(tcp::no_delay(true), ec);
+        client::Sink* sink = sink_;
+        auto keep = std::move(owner_); // the session outlives its own callbacks
+        sink->onUpstreamConnected();
+        sink->onUpstreamUpgrade({}, std::move(socket_), nullptr, {});
+    }
+
+    void fail(int status, const std::string& message) {
+        done_ = true;
+        timer_.cancel();
+        boost::system::error_code ec;
+        socket_.close(ec);
+        auto keep = std::move(owner_);
+        sink_->onUpstreamError(status, message);
+    }
+
+    client::UpstreamSocket socket_;
+    asio::steady_timer timer_;
+    std::shared_ptr<void> owner_;
+    std::string host_;
+    std::uint16_t port_;
+    client::Sink* sink_;
+    bool done_ = false;
+};
+
+} // namespace
+
+std::shared_ptr<client::Call> startConnect(asio::io_context& io, std::shared_ptr<void> owner,
+                                           std::string host, std::uint16_t port,
+                                           std::chrono::nanoseconds timeout, client::Sink* sink) {
+    auto call = std::make_shared<ConnectCall>(io, std::move(owner), std::move(host), port, sink);
+    call->start(timeout);
+    return call;
+}
+
+} // namespace portico::proxy

@@ -1,0 +1,528 @@
+// A listener with `forward_proxy: true` and `portico proxy`, driven by curl -x and raw sockets:
+// absolute-form requests forwarded to their origin as the client sent them (RFC 9110 §7.6, RFC
+// 9112 §3.2.2), CONNECT tunnels (RFC 9110 §9.3.6) to a cleartext and a TLS origin, the errors
+// (502 with the reason, 400, 508 for a loop), and what the capture records of both.
+#include "test_support.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace portico::test;
+
+namespace {
+struct Reply {
+    int status = 0;
+    QByteArray headers;
+    QByteArray body;
+    int exitCode = -1;
+    QByteArray err;
+};
+
+Reply curl(const QStringList& args) {
+    QTemporaryFile body;
+    body.open();
+    QTemporaryFile head;
+    head.open();
+    auto r = runProcess("curl",
+                        QStringList{"-sS", "--max-time", "20", "-D", head.fileName(), "-o", body.fileName(),
+                                    "-w", "%{http_code}"} +
+                            args,
+                        {}, 30000);
+    Reply out;
+    out.status = QString::fromLatin1(r.out).toInt();
+    out.headers = head.readAll();
+    out.body = body.readAll();
+    out.exitCode = r.exitCode;
+    out.err = r.err;
+    return out;
+}
+
+// The fields upstream.py's /echo received, lower-cased names.
+QMap<QString, QStringList> receivedHeaders(const QJsonObject& echo) {
+    QMap<QString, QStringList> out;
+    for (const auto& pair : echo.value("headers").toArray())
+        out[pair.toArray().at(0).toString().toLower()] << pair.toArray().at(1).toString();
+    return out;
+}
+
+// The head lines of `head` whose name is `name` (case-insensitive), values trimmed.
+QStringList headerValues(const QByteArray& head, const QByteArray& name) {
+    QStringList out;
+    for (const QByteArray& line : head.split('\n'))
+        if (line.toLower().startsWith(name.toLower() + ":"))
+            out << QString::fromLatin1(line.mid(name.size() + 1).trimmed());
+    return out;
+}
+
+std::uint16_t closedPort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+} // namespace
+
+class TestForwardProxy : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+    QProcess upstream_, tlsUpstream_;
+    int upstreamPort_ = 0, tlsPort_ = 0;
+    std::unique_ptr<ServerProcess> server_;
+    QString proxy_; // "http://127.0.0.1:PORT"
+
+    QString origin(const QString& path) const {
+        return QStringLiteral("http://127.0.0.1:%1%2").arg(upstreamPort_).arg(path);
+    }
+
+private slots:
+    void initTestCase() {
+        upstreamPort_ = startSupportScript(upstream_, "upstream.py", tmp_.filePath("up.port"));
+        QVERIFY(upstreamPort_);
+        auto gen = makeSelfSignedCert(tmp_.filePath("cert.pem"), tmp_.filePath("key.pem"), "127.0.0.1");
+        QVERIFY2(gen.exitCode == 0, gen.err.constData());
+        tlsPort_ = startSupportScript(tlsUpstream_, "upstream.py", tmp_.filePath("tls.port"),
+                                      {"--tls", tmp_.filePath("cert.pem"), tmp_.filePath("key.pem")});
+        QVERIFY(tlsPort_);
+        QDir().mkpath(tmp_.filePath("site"));
+        QFile index(tmp_.filePath("site/index.html"));
+        QVERIFY(index.open(QIODevice::WriteOnly));
+        index.write("served by the proxy's own vhost\n");
+        index.close();
+        QFile cfg(tmp_.filePath("portico.yaml"));
+        QVERIFY(cfg.open(QIODevice::WriteOnly));
+        cfg.write(R"(listen: [{address: 127.0.0.1:0, forward_proxy: true}]
+vhosts:
+  - root: site
+)");
+        cfg.close();
+        server_ = std::make_unique<ServerProcess>(
+            QStringList{"--config", tmp_.filePath("portico.yaml"), "--record", tmp_.filePath("rec.db")});
+        QVERIFY2(server_->waitReady(), server_->output().constData());
+        proxy_ = server_->baseUrl();
+    }
+    void cleanupTestCase() {
+        for (QProcess* p : {&upstream_, &tlsUpstream_}) {
+            p->kill();
+            p->waitForFinished();
+        }
+    }
+
+    // An absolute-form request goes to its origin in origin-form, with the client's Host, without
+    // the proxy's own fields (Proxy-*, hop-by-hop) and without X-Forwarded-*/Via added; the
+    // origin's answer comes back with its own Date and Server.
+    void absoluteFormGoesToTheOrigin() {
+        auto r = curl({"-x", proxy_, "-H", "Proxy-Authorization: Basic dXNlcjpwYXNz", "-H", "X-Custom: kept",
+                       origin("/echo?x=1")});
+        QCOMPARE(r.status, 200);
+        const auto echo = QJsonDocument::fromJson(r.body).object();
+        QCOMPARE(echo.value("method").toString(), QString("GET"));
+        QCOMPARE(echo.value("path").toString(), QString("/echo?x=1"));
+        const auto h = receivedHeaders(echo);
+        QCOMPARE(h.value("host"), QStringList{QStringLiteral("127.0.0.1:%1").arg(upstreamPort_)});
+        QCOMPARE(h.value("x-custom"), QStringList{"kept"});
+        for (const char* gone : {"proxy-authorization", "proxy-connection", "x-forwarded-for",
+                                 "x-forwarded-proto", "x-forwarded-host", "via", "forwarded"})
+            QVERIFY2(!h.contains(gone), gone);
+        const QStringList server = headerValues(r.headers, "Server");
+        QCOMPARE(server.size(), 1);
+        QVERIFY2(server.front().contains("Python"), qPrintable(server.front())); // the origin's, not ours
+        QCOMPARE(headerValues(r.headers, "Date").size(), 1);
+        // A request the client sent with X-Forwarded-For keeps its list as it was.
+        r = curl({"-x", proxy_, "-H", "X-Forwarded-For: 10.0.0.1", origin("/echo")});
+        QCOMPARE(receivedHeaders(QJsonDocument::fromJson(r.body).object()).value("x-forwarded-for"),
+                 QStringList{"10.0.0.1"});
+    }
+
+    // A body streams to the origin (the forwarded exchange starts at the end of the head) and a
+    // large response streams back; both arrive whole.
+    void bodiesPassBothWays() {
+        QByteArray upload(3 * 1024 * 1024 + 17, '\0');
+        for (int i = 0; i < upload.size(); ++i)
+            upload[i] = char((i * 7 + 3) & 255);
+        QFile f(tmp_.filePath("upload.bin"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(upload);
+        f.close();
+        auto r = curl({"-x", proxy_, "--data-binary", "@" + tmp_.filePath("upload.bin"), "-H",
+                       "Content-Type: application/octet-stream", origin("/upload")});
+        QCOMPARE(r.status, 200);
+        const auto up = QJsonDocument::fromJson(r.body).object();
+        QCOMPARE(qint64(up.value("bytes").toDouble()), qint64(upload.size()));
+        r = curl({"-x", proxy_, origin("/big?n=5000000")});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.body.size(), 5000000);
+        QCOMPARE(r.body.at(4999999), char((4999999 * 31 + 7) & 255));
+    }
+
+    // Origin-form requests to the proxy's port are the vhosts' (the proxy is also a server).
+    void originFormIsServedHere() {
+        auto r = curl({proxy_ + "/"});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.body, QByteArray("served by the proxy's own vhost\n"));
+    }
+
+    // CONNECT opens a tunnel: curl's HTTP request through it (-p), and TLS to an https origin that
+    // the client verifies itself (the bytes pass unread).
+    void connectTunnels() {
+        auto r = curl({"-p", "-x", proxy_, origin("/echo?via=tunnel")});
+        QCOMPARE(r.status, 200);
+        QVERIFY2(r.headers.contains("200 Connection established"), r.headers.constData());
+        const auto echo = QJsonDocument::fromJson(r.body).object();
+        QCOMPARE(echo.value("path").toString(), QString("/echo?via=tunnel"));
+        r = curl({"-x", proxy_, "--cacert", tmp_.filePath("cert.pem"),
+                  QStringLiteral("https://127.0.0.1:%1/big?n=300000").arg(tlsPort_)});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.body.size(), 300000);
+        // The origin's certificate is what the client saw: without its CA, curl refuses it.
+        r = curl({"-x", proxy_, QStringLiteral("https://127.0.0.1:%1/echo").arg(tlsPort_)});
+        QCOMPARE(r.exitCode, 60); // CURLE_PEER_FAILED_VERIFICATION
+    }
+
+    // Bytes that follow the CONNECT head in the same packet are the tunnel's first bytes.
+    void bytesAfterConnectGoThrough() {
+        const QByteArray req =
+            QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: 127.0.0.1:%1\r\n\r\n"
+                           "GET /echo?early=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .arg(upstreamPort_)
+                .toLatin1();
+        auto reply = rawExchange(server_->port(), req, 3000);
+        QVERIFY2(reply.bytes.startsWith("HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.0 200") ||
+                     reply.bytes.startsWith("HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 200"),
+                 reply.bytes.left(200).constData());
+        QVERIFY(reply.bytes.contains("\"/echo?early=1\""));
+        // Garbage through a tunnel is the origin's business; the proxy stays up.
+        const QByteArray garbage =
+            QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(upstreamPort_).toLatin1() +
+            QByteArray("\x16\x03\x01\xff\xff garbage\r\n\r\n", 20);
+        reply = rawExchange(server_->port(), garbage, 2000);
+        QVERIFY2(reply.bytes.startsWith("HTTP/1.1 200 Connection established\r\n\r\n"),
+                 reply.bytes.left(200).constData());
+        QCOMPARE(curl({"-x", proxy_, origin("/echo")}).status, 200);
+    }
+
+    // What cannot be forwarded gets the status that says why, with the reason in the body.
+    void refusals_data() {
+        QTest::addColumn<QString>("request");
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("says");
+        const int dead = closedPort();
+        const quint16 self = server_->port();
+        QTest::newRow("CONNECT to a closed port")
+            << QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(dead) << 502
+            << QStringLiteral("cannot connect to 127.0.0.1:%1").arg(dead);
+        QTest::newRow("CONNECT to an unknown name")
+            << QStringLiteral("CONNECT no-such-host.invalid:443 HTTP/1.1\r\nHost: a\r\n\r\n") << 502
+            << QStringLiteral("no-such-host.invalid");
+        QTest::newRow("CONNECT without a port")
+            << QStringLiteral("CONNECT 127.0.0.1 HTTP/1.1\r\nHost: a\r\n\r\n") << 400
+            << QStringLiteral("host:port");
+        QTest::newRow("CONNECT to the proxy itself")
+            << QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(self) << 508
+            << QStringLiteral("own listener");
+        QTest::newRow("CONNECT to localhost, the proxy itself")
+            << QStringLiteral("CONNECT localhost:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(self) << 508
+            << QStringLiteral("own listener");
+        QTest::newRow("absolute-form to the proxy itself")
+            << QStringLiteral("GET http://127.0.0.1:%1/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+                   .arg(self)
+            << 508 << QStringLiteral("own listener");
+        QTest::newRow("absolute-form to a closed port")
+            << QStringLiteral("GET http://127.0.0.1:%1/x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+                   .arg(dead)
+            << 502 << QStringLiteral("127.0.0.1:%1").arg(dead);
+    }
+    void refusals() {
+        QFETCH(QString, request);
+        QFETCH(int, status);
+        QFETCH(QString, says);
+        auto reply = rawExchange(server_->port(), request.toLatin1(), 3000);
+        QVERIFY2(reply.bytes.startsWith(QStringLiteral("HTTP/1.1 %1 ").arg(status).toLatin1()),
+                 reply.bytes.left(300).constData());
+        QVERIFY2(reply.bytes.contains(says.toLatin1()), reply.bytes.constData());
+    }
+
+    // Last (it stops the server): the session file holds the forwarded exchange and the tunnel,
+    // the tunnel with the bytes each way.
+    void recordsOfBothKinds() {
+        // One more tunnel whose byte counts are known: 28 bytes up, then the answer.
+        const QByteArray req = QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: 127.0.0.1:%1\r\n\r\n")
+                                   .arg(upstreamPort_)
+                                   .toLatin1() +
+                               "GET /status/204 HTTP/1.1\r\n\r\n";
+        auto reply = rawExchange(server_->port(), req, 1500);
+        QVERIFY2(reply.bytes.contains("HTTP/1.0 204") || reply.bytes.contains("HTTP/1.1 204"),
+                 reply.bytes.constData());
+        QCOMPARE(server_->terminate(), 0);
+        const QString har = tmp_.filePath("out.har");
+        auto r = runProcess(porticoBinary(), {"har", "export", tmp_.filePath("rec.db"), har});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QFile f(har);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto entries =
+            QJsonDocument::fromJson(f.readAll()).object()["log"].toObject()["entries"].toArray();
+        bool sawOrigin = false, sawTunnel = false;
+        for (const auto& e : entries) {
+            const auto request = e.toObject()["request"].toObject();
+            const auto response = e.toObject()["response"].toObject();
+            const QString url = request["url"].toString();
+            if (request["method"] == "GET" && url.endsWith("/echo?x=1")) {
+                sawOrigin = true;
+                QCOMPARE(response["status"].toInt(), 200);
+            }
+            if (request["method"] == "CONNECT" && request["bodySize"].toInt() == 28) {
+                sawTunnel = true;
+                QCOMPARE(response["status"].toInt(), 200);
+                QVERIFY2(response["bodySize"].toInt() > 20,
+                         qPrintable(QString::number(response["bodySize"].toInt())));
+            }
+        }
+        QVERIFY(sawOrigin);
+        QVERIFY(sawTunnel);
+    }
+};
+
+// TLS interception (forward_proxy.intercept): inside CONNECT the client gets a leaf from the local
+// CA for the host it asked for; its requests (HTTP/1.1 or h2 by ALPN) go to the origin over
+// Portico's own TLS, verified against upstream_cacert; tls_passthrough hosts are tunnelled.
+class TestInterception : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+    QProcess origin_, stranger_; // stranger_: a certificate nobody trusts
+    int originPort_ = 0, strangerPort_ = 0;
+    std::unique_ptr<ServerProcess> h2Origin_; // Portico with tls: auto under its own CA: h2 by ALPN
+    std::unique_ptr<ServerProcess> proxy_;
+    QString proxyUrl_, ca_; // the proxy's CA certificate (what a client must trust)
+
+    Reply viaProxy(const QString& url, QStringList extra = {}) {
+        return curl(QStringList{"-x", proxyUrl_, "--cacert", ca_} + extra + QStringList{url});
+    }
+
+private slots:
+    void initTestCase() {
+        auto gen = makeSelfSignedCert(tmp_.filePath("origin.pem"), tmp_.filePath("origin.key"), "origin",
+                                      "IP:127.0.0.1,DNS:localhost");
+        QVERIFY2(gen.exitCode == 0, gen.err.constData());
+        gen = makeSelfSignedCert(tmp_.filePath("stranger.pem"), tmp_.filePath("stranger.key"), "stranger",
+                                 "IP:127.0.0.1");
+        QVERIFY2(gen.exitCode == 0, gen.err.constData());
+        originPort_ = startSupportScript(origin_, "upstream.py", tmp_.filePath("origin.port"),
+                                         {"--tls", tmp_.filePath("origin.pem"), tmp_.filePath("origin.key")});
+        strangerPort_ =
+            startSupportScript(stranger_, "upstream.py", tmp_.filePath("stranger.port"),
+                               {"--tls", tmp_.filePath("stranger.pem"), tmp_.filePath("stranger.key")});
+        QVERIFY(originPort_ && strangerPort_);
+        // An h2 origin: Portico under its own CA (another data dir).
+        QDir().mkpath(tmp_.filePath("site"));
+        QFile index(tmp_.filePath("site/index.html"));
+        QVERIFY(index.open(QIODevice::WriteOnly));
+        index.write("from the h2 origin\n");
+        index.close();
+        QFile originCfg(tmp_.filePath("origin.yaml"));
+        QVERIFY(originCfg.open(QIODevice::WriteOnly));
+        originCfg.write("listen: [{address: 127.0.0.1:0, tls: auto}]\nvhosts:\n  - root: site\n");
+        originCfg.close();
+        h2Origin_ =
+            std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("origin.yaml")},
+                                            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("origin-data")});
+        QVERIFY2(h2Origin_->waitReady(), h2Origin_->output().constData());
+        // upstream_cacert: the python origin's certificate and the h2 origin's CA.
+        QFile bundle(tmp_.filePath("origins.pem"));
+        QVERIFY(bundle.open(QIODevice::WriteOnly));
+        for (const QString& f : {tmp_.filePath("origin.pem"), tmp_.filePath("origin-data/ca/ca.crt")}) {
+            QFile in(f);
+            QVERIFY2(in.open(QIODevice::ReadOnly), qPrintable(f));
+            bundle.write(in.readAll());
+        }
+        bundle.close();
+        QFile cfg(tmp_.filePath("proxy.yaml"));
+        QVERIFY(cfg.open(QIODevice::WriteOnly));
+        cfg.write(R"(listen:
+  - address: 127.0.0.1:0
+    forward_proxy: {intercept: true, upstream_cacert: origins.pem, tls_passthrough: ["LOCAL*"]}
+vhosts:
+  - root: site
+)");
+        cfg.close();
+        proxy_ = std::make_unique<ServerProcess>(
+            QStringList{"--config", tmp_.filePath("proxy.yaml"), "--record", tmp_.filePath("rec.db")},
+            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("proxy-data")});
+        QVERIFY2(proxy_->waitReady(), proxy_->output().constData());
+        proxyUrl_ = proxy_->baseUrl();
+        ca_ = tmp_.filePath("proxy-data/ca/ca.crt");
+        QVERIFY(QFile::exists(ca_));
+    }
+    void cleanupTestCase() {
+        for (QProcess* p : {&origin_, &stranger_}) {
+            p->kill();
+            p->waitForFinished();
+        }
+    }
+
+    // The client trusts only the proxy's CA, and gets the origin's answer: the request was
+    // decrypted, forwarded over TLS the proxy verified, and answered as the origin answered (its
+    // Server and Date; no X-Forwarded-*). HTTP/1.1 and h2 between client and proxy alike.
+    void interceptsForAClientThatTrustsTheCa_data() {
+        QTest::addColumn<QString>("mode");
+        QTest::newRow("http/1.1") << "--http1.1";
+        QTest::newRow("h2") << "--http2";
+    }
+    void interceptsForAClientThatTrustsTheCa() {
+        QFETCH(QString, mode);
+        auto r = viaProxy(QStringLiteral("https://127.0.0.1:%1/echo?q=%2").arg(originPort_).arg(mode),
+                          {mode, "-H", "X-Custom: yes"});
+        QVERIFY2(r.status == 200, r.err.constData());
+        const auto echo = QJsonDocument::fromJson(r.body).object();
+        QCOMPARE(echo.value("path").toString(), QStringLiteral("/echo?q=%1").arg(mode));
+        const auto h = receivedHeaders(echo);
+        QCOMPARE(h.value("x-custom"), QStringList{"yes"});
+        QVERIFY(!h.contains("x-forwarded-for"));
+        QVERIFY(!h.contains("via"));
+        const QStringList server = headerValues(r.headers, "server");
+        QCOMPARE(server.size(), 1);
+        QVERIFY2(server.front().contains("Python"), qPrintable(server.front()));
+        QCOMPARE(headerValues(r.headers, "date").size(), 1);
+        QVERIFY2(
+            r.headers.startsWith(mode == "--http2" ? "HTTP/1.1 200 Connection established" : "HTTP/1.1 200"),
+            r.headers.constData());
+        QVERIFY(r.headers.contains(mode == "--http2" ? "\nHTTP/2 200" : "\nHTTP/1.1 200"));
+    }
+
+    // An origin that speaks h2 (Portico with its own CA, trusted through upstream_cacert); a large
+    // body both ways.
+    void h2OriginAndBodies() {
+        auto r = viaProxy(QStringLiteral("https://127.0.0.1:%1/index.html").arg(h2Origin_->tlsPort()),
+                          {"--http2"});
+        QVERIFY2(r.status == 200, r.err.constData());
+        QCOMPARE(r.body, QByteArray("from the h2 origin\n"));
+        r = viaProxy(QStringLiteral("https://127.0.0.1:%1/big?n=2000000").arg(originPort_), {"--http2"});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.body.size(), 2000000);
+        QByteArray upload(1024 * 1024 + 3, 'u');
+        QFile f(tmp_.filePath("up.bin"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(upload);
+        f.close();
+        r = viaProxy(QStringLiteral("https://127.0.0.1:%1/upload").arg(originPort_),
+                     {"--http2", "--data-binary", "@" + tmp_.filePath("up.bin")});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(qint64(QJsonDocument::fromJson(r.body).object().value("bytes").toDouble()),
+                 qint64(upload.size()));
+    }
+
+    // An origin whose certificate the proxy cannot verify: 502 naming the reason, not the
+    // origin's page.
+    void unverifiedOriginIs502() {
+        auto r = viaProxy(QStringLiteral("https://127.0.0.1:%1/echo").arg(strangerPort_));
+        QCOMPARE(r.status, 502);
+        QVERIFY2(r.body.contains("certificate"), r.body.constData());
+    }
+
+    // A tls_passthrough host ("LOCAL*" matches "localhost", case-insensitive) is tunnelled: the
+    // client sees the origin's own certificate (trusting only the origin's works, only the
+    // proxy's CA does not).
+    void passthroughHostsAreTunnelled() {
+        const QString url = QStringLiteral("https://localhost:%1/echo").arg(originPort_);
+        auto r = curl({"-x", proxyUrl_, "--cacert", tmp_.filePath("origin.pem"), url});
+        QVERIFY2(r.status == 200, r.err.constData());
+        r = viaProxy(url);
+        QCOMPARE(r.exitCode, 60);
+        // Not on the list: intercepted, so only the proxy's CA works.
+        const QString other = QStringLiteral("https://127.0.0.1:%1/echo").arg(originPort_);
+        QCOMPARE(curl({"-x", proxyUrl_, "--cacert", tmp_.filePath("origin.pem"), other}).exitCode, 60);
+    }
+
+    // A client that sends garbage instead of a ClientHello loses its tunnel; the proxy goes on.
+    void garbageInsteadOfTls() {
+        const QByteArray req =
+            QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(originPort_).toLatin1() +
+            "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        auto reply = rawExchange(proxy_->port(), req, 3000);
+        QVERIFY2(reply.bytes.startsWith("HTTP/1.1 200 Connection established\r\n\r\n"),
+                 reply.bytes.constData());
+        QVERIFY(reply.closedByServer);
+        QCOMPARE(viaProxy(QStringLiteral("https://127.0.0.1:%1/echo").arg(originPort_)).status, 200);
+    }
+
+    // Last (it stops the proxy): the records hold the decrypted exchanges as https URLs.
+    void recordsHoldTheDecryptedExchanges() {
+        QCOMPARE(proxy_->terminate(), 0);
+        const QString har = tmp_.filePath("out.har");
+        auto r = runProcess(porticoBinary(), {"har", "export", tmp_.filePath("rec.db"), har});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QFile f(har);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto entries =
+            QJsonDocument::fromJson(f.readAll()).object()["log"].toObject()["entries"].toArray();
+        QStringList urls;
+        for (const auto& e : entries)
+            urls << e.toObject()["request"].toObject()["url"].toString() + " " +
+                        QString::number(e.toObject()["response"].toObject()["status"].toInt());
+        for (const QString& mode : {"--http1.1", "--http2"})
+            QVERIFY2(urls.contains(
+                         QStringLiteral("https://127.0.0.1:%1/echo?q=%2 200").arg(originPort_).arg(mode)),
+                     qPrintable(urls.join('\n')));
+        QVERIFY2(urls.contains(QStringLiteral("https://127.0.0.1:%1/echo 502").arg(strangerPort_)),
+                 qPrintable(urls.join('\n')));
+    }
+};
+
+// `portico proxy`: the command's listener, its banner and its page for requests to itself.
+class TestProxyCommand : public QObject {
+    Q_OBJECT
+private slots:
+    void startsAndSaysHowToUseIt() {
+        QProcess upstream;
+        QTemporaryDir tmp;
+        const int port = startSupportScript(upstream, "upstream.py", tmp.filePath("up.port"));
+        QVERIFY(port);
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("PORTICO_DATA_DIR", tmp.filePath("data"));
+        auto proxy = ServerProcess::exactly({"proxy", "--port", "0", "-q"}, env, tmp.path());
+        QVERIFY2(proxy->waitReady(), proxy->output().constData());
+        QVERIFY2(proxy->output().contains("export http_proxy=http://127.0.0.1:"),
+                 proxy->output().constData());
+        const QString url = proxy->baseUrl();
+        auto r = curl({url + "/"});
+        QCOMPARE(r.status, 200);
+        QVERIFY2(r.body.contains("curl -x " + url.toLatin1()), r.body.constData());
+        r = curl({"-x", url, QStringLiteral("http://127.0.0.1:%1/echo").arg(port)});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(QJsonDocument::fromJson(r.body).object().value("path").toString(), QString("/echo"));
+        QCOMPARE(proxy->terminate(), 0);
+        upstream.kill();
+        upstream.waitForFinished();
+    }
+};
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    int status = 0;
+    {
+        TestForwardProxy t;
+        status |= QTest::qExec(&t, argc, argv);
+    }
+    {
+        TestInterception t;
+        status |= QTest::qExec(&t, argc, argv);
+    }
+    {
+        TestProxyCommand t;
+        status |= QTest::qExec(&t, argc, argv);
+    }
+    return status;
+}
+
+#include "tst_forward_proxy.moc"
