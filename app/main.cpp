@@ -109,6 +109,60 @@ std::shared_ptr<const Config> forwardProxyConfig(const ServeOptions& o, std::uin
     return result.config;
 }
 
+// `portico proxy env`: shell exports that point a terminal's clients at the proxy and make them
+// trust the local CA (a bundle of the system's roots and the CA, rewritten when either changed).
+int proxyEnv(int port) {
+    std::string error;
+    auto ca = portico::tls::LocalCa::openOrCreate(portico::tls::defaultDataDir(), error);
+    if (!ca) {
+        std::cerr << "portico: local CA: " << error << "\n";
+        return kExitFailure;
+    }
+    std::string bundle;
+    for (const char* roots : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"}) {
+        std::ifstream in(roots, std::ios::binary);
+        if (!in) continue;
+        bundle.assign(std::istreambuf_iterator<char>(in), {});
+        break;
+    }
+    if (!bundle.empty() && bundle.back() != '\n') bundle.push_back('\n');
+    bundle += ca->certPem();
+    const std::filesystem::path bundlePath = ca->certPath().parent_path() / "bundle.pem";
+    std::string old;
+    if (std::ifstream in(bundlePath, std::ios::binary); in)
+        old.assign(std::istreambuf_iterator<char>(in), {});
+    if (old != bundle) {
+        const std::filesystem::path tmp = bundlePath.string() + ".tmp";
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << bundle;
+        out.close();
+        std::error_code ec;
+        if (!out || (std::filesystem::rename(tmp, bundlePath, ec), ec)) {
+            std::cerr << "portico: cannot write " << bundlePath.string() << "\n";
+            return kExitFailure;
+        }
+    }
+    const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
+    auto shellQuoted = [](const std::string& text) {
+        std::string out = "'";
+        for (char ch : text)
+            out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+        return out + "'";
+    };
+    const std::string b = shellQuoted(bundlePath.string());
+    const std::string c = shellQuoted(ca->certPath().string());
+    std::cout << "# Portico's forward proxy on " << proxy << " (start it with `portico proxy --port " << port
+              << "`), and its local CA trusted.\n"
+              << "# Apply with: eval \"$(portico proxy env)\"\n"
+              << "export HTTP_PROXY=" << proxy << " HTTPS_PROXY=" << proxy << " http_proxy=" << proxy
+              << " https_proxy=" << proxy << "\n"
+              << "export NO_PROXY= no_proxy=   # nothing bypasses the proxy, localhost included\n"
+              << "export SSL_CERT_FILE=" << b << " CURL_CA_BUNDLE=" << b << " REQUESTS_CA_BUNDLE=" << b
+              << " GIT_SSL_CAINFO=" << b << "\n"
+              << "export NODE_EXTRA_CA_CERTS=" << c << "\n";
+    return kExitOk;
+}
+
 std::mutex g_outMutex;
 // For a listener on every address (0.0.0.0, ::): the URLs of this machine's own addresses, loopback
 // first, since "http://0.0.0.0:8080/" is not a URL a browser on another machine can use.
@@ -433,6 +487,12 @@ int main(int argc, char** argv) {
     proxyCmd->add_flag(
         "--upstream-insecure", po.upstreamInsecure,
         "Do not verify origins' certificates (dangerous; for a local origin with a throw-away certificate)");
+    int envPort = 8000;
+    auto* proxyEnvCmd = proxyCmd->add_subcommand(
+        "env", "Print shell exports that send a terminal's clients through the proxy and trust the local CA");
+    proxyEnvCmd->add_option("-p,--port", envPort, "The proxy's port (default 8000)")
+        ->check(portico::app::wholeNumber(1, 65535));
+    proxyCmd->require_subcommand(0, 1);
 
     auto certCmd = portico::app::addCertCommand(app);
     auto bench = portico::app::addBenchCommand(app);
@@ -484,6 +544,7 @@ int main(int argc, char** argv) {
         return kExitOk;
     }
     if (serveCmd->parsed()) return serve(so);
+    if (proxyEnvCmd->parsed()) return proxyEnv(envPort);
     if (proxyCmd->parsed()) return serve(po);
     if (certCmd.cmd->parsed()) return certCmd.run();
     if (bench.cmd->parsed()) return bench.run();

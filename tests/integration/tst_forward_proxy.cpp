@@ -505,6 +505,56 @@ private slots:
         upstream.kill();
         upstream.waitForFinished();
     }
+
+    // `portico proxy env`: after eval-ing its exports, curl and Python's urllib reach an https
+    // origin through the intercepting proxy with no flag of their own (HTTPS_PROXY, and the
+    // bundle of system roots plus the local CA in CURL_CA_BUNDLE / SSL_CERT_FILE).
+    void envExportsMakeClientsUseIt() {
+        QTemporaryDir tmp;
+        auto gen = makeSelfSignedCert(tmp.filePath("origin.pem"), tmp.filePath("origin.key"), "origin",
+                                      "IP:127.0.0.1");
+        QVERIFY2(gen.exitCode == 0, gen.err.constData());
+        QProcess origin;
+        const int originPort = startSupportScript(origin, "upstream.py", tmp.filePath("origin.port"),
+                                                  {"--tls", tmp.filePath("origin.pem"), tmp.filePath("origin.key")});
+        QVERIFY(originPort);
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("PORTICO_DATA_DIR", tmp.filePath("data"));
+        auto proxy = ServerProcess::exactly(
+            {"proxy", "--port", "0", "-q", "--upstream-cacert", tmp.filePath("origin.pem")}, env, tmp.path());
+        QVERIFY2(proxy->waitReady(), proxy->output().constData());
+        const QString port = QString::number(proxy->port());
+        QProcess p;
+        p.setProcessEnvironment(env);
+        p.start(porticoBinary(), {"proxy", "env", "--port", port});
+        QVERIFY(p.waitForFinished(20000));
+        const QByteArray exports = p.readAllStandardOutput();
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        QVERIFY2(exports.contains("export HTTP_PROXY=http://127.0.0.1:" + port.toLatin1()), exports.constData());
+        QVERIFY(exports.contains("REQUESTS_CA_BUNDLE="));
+        QVERIFY(exports.contains("NODE_EXTRA_CA_CERTS="));
+        QFile bundle(tmp.filePath("data/ca/bundle.pem"));
+        QVERIFY(bundle.open(QIODevice::ReadOnly));
+        const QByteArray pem = bundle.readAll();
+        QFile caFile(tmp.filePath("data/ca/ca.crt"));
+        QVERIFY(caFile.open(QIODevice::ReadOnly));
+        QVERIFY(pem.endsWith(caFile.readAll()));
+        const QString script = QStringLiteral(
+                                   "eval \"$('%1' proxy env --port %2)\" && "
+                                   "curl -sS --max-time 20 https://127.0.0.1:%3/echo?from=curl && echo && "
+                                   "/usr/bin/python3 -c \"import urllib.request; print(urllib.request.urlopen("
+                                   "'https://127.0.0.1:%3/echo?from=python', timeout=20).read().decode())\"")
+                                   .arg(porticoBinary(), port)
+                                   .arg(originPort);
+        p.start("bash", {"-c", script});
+        QVERIFY(p.waitForFinished(60000));
+        const QByteArray out = p.readAllStandardOutput();
+        QVERIFY2(p.exitCode() == 0, (out + p.readAllStandardError()).constData());
+        QVERIFY2(out.contains("\"/echo?from=curl\"") && out.contains("\"/echo?from=python\""), out.constData());
+        QCOMPARE(proxy->terminate(), 0);
+        origin.kill();
+        origin.waitForFinished();
+    }
 };
 
 int main(int argc, char** argv) {
