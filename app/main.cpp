@@ -62,6 +62,7 @@ struct ServeOptions {
     std::vector<std::string> tlsPassthrough;
     std::string upstreamCaCert;
     bool upstreamInsecure = false;
+    std::string maxBodyBytes; // `portico proxy --max-body-bytes SIZE` (limits.max_body_bytes)
 };
 
 // A YAML double-quoted scalar holding `text`.
@@ -90,7 +91,10 @@ std::shared_ptr<const Config> forwardProxyConfig(const ServeOptions& o, std::uin
         proxy += ", upstream_cacert: " + yamlQuoted(std::filesystem::absolute(o.upstreamCaCert).string());
     if (o.upstreamInsecure) proxy += ", upstream_insecure: true";
     proxy += "}";
-    const std::string yaml = "listen: [{address: \"" + address + "\", forward_proxy: " + proxy +
+    const std::string limits = o.maxBodyBytes.empty()
+                                   ? std::string()
+                                   : "limits: {max_body_bytes: " + yamlQuoted(o.maxBodyBytes) + "}\n";
+    const std::string yaml = limits + "listen: [{address: \"" + address + "\", forward_proxy: " + proxy +
                              "}]\n"
                              "vhosts:\n"
                              "  - routes:\n"
@@ -487,6 +491,9 @@ int main(int argc, char** argv) {
     proxyCmd->add_flag(
         "--upstream-insecure", po.upstreamInsecure,
         "Do not verify origins' certificates (dangerous; for a local origin with a throw-away certificate)");
+    proxyCmd->add_option(
+        "--max-body-bytes", po.maxBodyBytes,
+        "Largest request body passed on, e.g. 100MiB or 2GiB (default 10MiB: limits.max_body_bytes)");
     int envPort = 8000;
     auto* proxyEnvCmd = proxyCmd->add_subcommand(
         "env", "Print shell exports that send a terminal's clients through the proxy and trust the local CA");

@@ -239,6 +239,10 @@ vhosts:
             << QStringLiteral("GET http://127.0.0.1:%1/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
                    .arg(self)
             << 508 << QStringLiteral("own listener");
+        QTest::newRow("absolute-form https (not verified here: refused)")
+            << QStringLiteral("GET https://127.0.0.1:%1/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+                   .arg(dead)
+            << 400 << QStringLiteral("send CONNECT for https");
         QTest::newRow("absolute-form to a closed port")
             << QStringLiteral("GET http://127.0.0.1:%1/x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
                    .arg(dead)
@@ -280,10 +284,18 @@ vhosts:
             const QString url = request["url"].toString();
             if (request["method"] == "GET" && url.endsWith("/echo?x=1")) {
                 sawOrigin = true;
+                QCOMPARE(url, origin("/echo?x=1"));
                 QCOMPARE(response["status"].toInt(), 200);
+                // The credentials meant for the proxy are not kept.
+                bool redacted = false;
+                for (const auto& h : request["headers"].toArray())
+                    if (h.toObject()["name"].toString().toLower() == "proxy-authorization")
+                        redacted = h.toObject()["value"].toString() == "[redacted]";
+                QVERIFY(redacted);
             }
             if (request["method"] == "CONNECT" && request["bodySize"].toInt() == 28) {
                 sawTunnel = true;
+                QCOMPARE(url, QStringLiteral("127.0.0.1:%1").arg(upstreamPort_));
                 QCOMPARE(response["status"].toInt(), 200);
                 QVERIFY2(response["bodySize"].toInt() > 20,
                          qPrintable(QString::number(response["bodySize"].toInt())));
@@ -300,8 +312,8 @@ vhosts:
 class TestInterception : public QObject {
     Q_OBJECT
     QTemporaryDir tmp_;
-    QProcess origin_, stranger_; // stranger_: a certificate nobody trusts
-    int originPort_ = 0, strangerPort_ = 0;
+    QProcess origin_, stranger_, plain_; // stranger_: a certificate nobody trusts; plain_: no TLS
+    int originPort_ = 0, strangerPort_ = 0, plainPort_ = 0;
     std::unique_ptr<ServerProcess> h2Origin_; // Portico with tls: auto under its own CA: h2 by ALPN
     std::unique_ptr<ServerProcess> proxy_;
     QString proxyUrl_, ca_; // the proxy's CA certificate (what a client must trust)
@@ -323,7 +335,8 @@ private slots:
         strangerPort_ =
             startSupportScript(stranger_, "upstream.py", tmp_.filePath("stranger.port"),
                                {"--tls", tmp_.filePath("stranger.pem"), tmp_.filePath("stranger.key")});
-        QVERIFY(originPort_ && strangerPort_);
+        plainPort_ = startSupportScript(plain_, "upstream.py", tmp_.filePath("plain.port"));
+        QVERIFY(originPort_ && strangerPort_ && plainPort_);
         // An h2 origin: Portico under its own CA (another data dir).
         QDir().mkpath(tmp_.filePath("site"));
         QFile index(tmp_.filePath("site/index.html"));
@@ -365,7 +378,7 @@ vhosts:
         QVERIFY(QFile::exists(ca_));
     }
     void cleanupTestCase() {
-        for (QProcess* p : {&origin_, &stranger_}) {
+        for (QProcess* p : {&origin_, &stranger_, &plain_}) {
             p->kill();
             p->waitForFinished();
         }
@@ -444,15 +457,28 @@ vhosts:
         QCOMPARE(curl({"-x", proxyUrl_, "--cacert", tmp_.filePath("origin.pem"), other}).exitCode, 60);
     }
 
-    // A client that sends garbage instead of a ClientHello loses its tunnel; the proxy goes on.
-    void garbageInsteadOfTls() {
+    // What a client sends inside CONNECT that is not TLS (plain HTTP, a browser's ws://) goes to
+    // the host unread, as through a tunnel that is not intercepted: with the first bytes in the
+    // CONNECT's packet, and sent after the 200.
+    void plainBytesInsideAnInterceptedTunnel() {
+        auto r =
+            curl({"-p", "-x", proxyUrl_, QStringLiteral("http://127.0.0.1:%1/echo?plain=1").arg(plainPort_)});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(QJsonDocument::fromJson(r.body).object().value("path").toString(), QString("/echo?plain=1"));
         const QByteArray req =
-            QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(originPort_).toLatin1() +
-            "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+            QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(plainPort_).toLatin1() +
+            "GET /echo?early=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
         auto reply = rawExchange(proxy_->port(), req, 3000);
         QVERIFY2(reply.bytes.startsWith("HTTP/1.1 200 Connection established\r\n\r\n"),
                  reply.bytes.constData());
-        QVERIFY(reply.closedByServer);
+        QVERIFY2(reply.bytes.contains("\"/echo?early=1\""), reply.bytes.constData());
+        // Bytes to a TLS origin that are not TLS: the origin's problem; the proxy goes on.
+        const QByteArray garbage =
+            QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(originPort_).toLatin1() +
+            "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        reply = rawExchange(proxy_->port(), garbage, 3000);
+        QVERIFY2(reply.bytes.startsWith("HTTP/1.1 200 Connection established\r\n\r\n"),
+                 reply.bytes.constData());
         QCOMPARE(viaProxy(QStringLiteral("https://127.0.0.1:%1/echo").arg(originPort_)).status, 200);
     }
 
@@ -501,6 +527,21 @@ private slots:
         r = curl({"-x", url, QStringLiteral("http://127.0.0.1:%1/echo").arg(port)});
         QCOMPARE(r.status, 200);
         QCOMPARE(QJsonDocument::fromJson(r.body).object().value("path").toString(), QString("/echo"));
+        // A body over limits.max_body_bytes (10 MiB by default) is refused; --max-body-bytes raises it.
+        QFile big(tmp.filePath("11m.bin"));
+        QVERIFY(big.open(QIODevice::WriteOnly));
+        big.write(QByteArray(11 * 1000 * 1000, 'b'));
+        big.close();
+        const QString upload = QStringLiteral("http://127.0.0.1:%1/upload").arg(port);
+        QCOMPARE(curl({"-x", url, "--data-binary", "@" + big.fileName(), upload}).status, 413);
+        QCOMPARE(proxy->terminate(), 0);
+        proxy = ServerProcess::exactly({"proxy", "--port", "0", "-q", "--max-body-bytes", "20MiB"}, env,
+                                       tmp.path());
+        QVERIFY2(proxy->waitReady(), proxy->output().constData());
+        r = curl({"-x", proxy->baseUrl(), "--data-binary", "@" + big.fileName(), upload});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(qint64(QJsonDocument::fromJson(r.body).object().value("bytes").toDouble()),
+                 qint64(11 * 1000 * 1000));
         QCOMPARE(proxy->terminate(), 0);
         upstream.kill();
         upstream.waitForFinished();
@@ -515,8 +556,9 @@ private slots:
                                       "IP:127.0.0.1");
         QVERIFY2(gen.exitCode == 0, gen.err.constData());
         QProcess origin;
-        const int originPort = startSupportScript(origin, "upstream.py", tmp.filePath("origin.port"),
-                                                  {"--tls", tmp.filePath("origin.pem"), tmp.filePath("origin.key")});
+        const int originPort =
+            startSupportScript(origin, "upstream.py", tmp.filePath("origin.port"),
+                               {"--tls", tmp.filePath("origin.pem"), tmp.filePath("origin.key")});
         QVERIFY(originPort);
         auto env = QProcessEnvironment::systemEnvironment();
         env.insert("PORTICO_DATA_DIR", tmp.filePath("data"));
@@ -530,7 +572,8 @@ private slots:
         QVERIFY(p.waitForFinished(20000));
         const QByteArray exports = p.readAllStandardOutput();
         QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
-        QVERIFY2(exports.contains("export HTTP_PROXY=http://127.0.0.1:" + port.toLatin1()), exports.constData());
+        QVERIFY2(exports.contains("export HTTP_PROXY=http://127.0.0.1:" + port.toLatin1()),
+                 exports.constData());
         QVERIFY(exports.contains("REQUESTS_CA_BUNDLE="));
         QVERIFY(exports.contains("NODE_EXTRA_CA_CERTS="));
         QFile bundle(tmp.filePath("data/ca/bundle.pem"));
@@ -539,18 +582,19 @@ private slots:
         QFile caFile(tmp.filePath("data/ca/ca.crt"));
         QVERIFY(caFile.open(QIODevice::ReadOnly));
         QVERIFY(pem.endsWith(caFile.readAll()));
-        const QString script = QStringLiteral(
-                                   "eval \"$('%1' proxy env --port %2)\" && "
-                                   "curl -sS --max-time 20 https://127.0.0.1:%3/echo?from=curl && echo && "
-                                   "/usr/bin/python3 -c \"import urllib.request; print(urllib.request.urlopen("
-                                   "'https://127.0.0.1:%3/echo?from=python', timeout=20).read().decode())\"")
-                                   .arg(porticoBinary(), port)
-                                   .arg(originPort);
+        const QString script =
+            QStringLiteral("eval \"$('%1' proxy env --port %2)\" && "
+                           "curl -sS --max-time 20 https://127.0.0.1:%3/echo?from=curl && echo && "
+                           "/usr/bin/python3 -c \"import urllib.request; print(urllib.request.urlopen("
+                           "'https://127.0.0.1:%3/echo?from=python', timeout=20).read().decode())\"")
+                .arg(porticoBinary(), port)
+                .arg(originPort);
         p.start("bash", {"-c", script});
         QVERIFY(p.waitForFinished(60000));
         const QByteArray out = p.readAllStandardOutput();
         QVERIFY2(p.exitCode() == 0, (out + p.readAllStandardError()).constData());
-        QVERIFY2(out.contains("\"/echo?from=curl\"") && out.contains("\"/echo?from=python\""), out.constData());
+        QVERIFY2(out.contains("\"/echo?from=curl\"") && out.contains("\"/echo?from=python\""),
+                 out.constData());
         QCOMPARE(proxy->terminate(), 0);
         origin.kill();
         origin.waitForFinished();

@@ -51,8 +51,15 @@ std::int64_t Exchange::durationNs() const {
 }
 
 std::string Exchange::url() const {
-    if (target.starts_with("http://") || target.starts_with("https://")) return target;
-    return (scheme.empty() ? std::string("http") : scheme) + "://" + authority + target;
+    auto startsWithNoCase = [this](std::string_view prefix) {
+        return target.size() >= prefix.size() &&
+               http::iequals(std::string_view(target).substr(0, prefix.size()), prefix);
+    };
+    if (startsWithNoCase("http://") || startsWithNoCase("https://")) return target; // absolute-form
+    if (http::iequals(method, "CONNECT")) return target;                            // authority-form
+    const std::string base = (scheme.empty() ? std::string("http") : scheme) + "://" + authority;
+    if (target == "*") return base; // OPTIONS * (asterisk-form)
+    return base + target;
 }
 
 namespace {

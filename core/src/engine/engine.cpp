@@ -5,6 +5,7 @@
 #include "capture/collector.h"
 #include "client/connect.h"
 #include "handlers/live_reload.h"
+#include "proxy/origin.h"
 #include "server/access_log.h"
 #include "server/snapshot.h"
 #include "server/worker.h"
@@ -203,6 +204,10 @@ struct Engine::Impl {
                     config->http2.enabled, error);
                 if (!t) {
                     error = l.host + ":" + std::to_string(l.port) + ": " + error;
+                    return nullptr;
+                }
+                if (!proxy::prepareInterception(l.proxy, error)) {
+                    error = l.host + ":" + std::to_string(l.port) + ": forward_proxy: " + error;
                     return nullptr;
                 }
                 snap->intercept[bound[i].port] = {std::move(t), l.proxy};

@@ -4,11 +4,15 @@
 #include "client/connect.h"
 #include "tls/client_tls.h"
 
+#include <openssl/ssl.h>
+
 #include <portico/http/message.h>
 
 #include <boost/asio/ip/address.hpp>
 
 #include <charconv>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 
 namespace portico::proxy {
@@ -73,6 +77,39 @@ std::shared_ptr<const config::ProxyAction> originAction(std::string_view scheme,
     return action;
 }
 
+namespace {
+// The client contexts (trust store, ALPN) for origins, built once per process and settings (loading
+// the system store takes tens of milliseconds); each origin gets its own SNI and name check on
+// them (tls::clientTlsFor). Kept for the process's life.
+const tls::ClientTls* originTlsBase(const config::ForwardProxy& options, bool h2, std::string& error) {
+    static std::mutex mutex;
+    static std::map<std::string, std::unique_ptr<tls::ClientTls>> bases;
+    const std::string key =
+        (h2 ? "h2|" : "h1|") + options.upstreamCaFile + (options.upstreamInsecure ? "|insecure" : "");
+    std::lock_guard lock(mutex);
+    auto& base = bases[key];
+    if (!base) {
+        tls::ClientTlsOptions t;
+        t.host = "origin.invalid"; // a name: verification on unless insecure (clientTlsFor sets the host)
+        t.alpn = h2 ? std::vector<std::string>{"h2", "http/1.1"} : std::vector<std::string>{"http/1.1"};
+        t.insecure = options.upstreamInsecure;
+        t.caFile = options.upstreamCaFile;
+        base = tls::makeClientTls(t, error);
+        if (!base) {
+            bases.erase(key);
+            return nullptr;
+        }
+        // Origins that close without close_notify (many dev servers) end a close-delimited body.
+        SSL_CTX_set_options(base->ctx.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
+    }
+    return base.get();
+}
+} // namespace
+
+bool prepareInterception(const config::ForwardProxy& options, std::string& error) {
+    return originTlsBase(options, true, error) && originTlsBase(options, false, error);
+}
+
 std::shared_ptr<const InterceptedOrigin> interceptedOrigin(const std::string& host, std::uint16_t port,
                                                            const config::ForwardProxy& options,
                                                            std::string& error) {
@@ -100,13 +137,9 @@ std::shared_ptr<const InterceptedOrigin> interceptedOrigin(const std::string& ho
     o->action = std::move(action);
     o->wsAction = std::move(ws);
     for (bool h2 : {true, false}) {
-        tls::ClientTlsOptions t;
-        t.host = host;
-        t.alpn = h2 ? std::vector<std::string>{"h2", "http/1.1"} : std::vector<std::string>{"http/1.1"};
-        t.insecure = options.upstreamInsecure;
-        t.caFile = options.upstreamCaFile;
-        std::shared_ptr<const tls::ClientTls> ctx = tls::makeClientTls(t, error);
-        if (!ctx) return nullptr;
+        const tls::ClientTls* base = originTlsBase(options, h2, error);
+        if (!base) return nullptr;
+        std::shared_ptr<const tls::ClientTls> ctx = tls::clientTlsFor(*base, host);
         (h2 ? o->h2Tls : o->h1Tls) = ctx;
         (h2 ? o->h2Options : o->h1Options).tls = ctx.get();
     }

@@ -52,6 +52,11 @@ std::shared_ptr<const InterceptedOrigin> interceptedOrigin(const std::string& ho
                                                            const config::ForwardProxy& options,
                                                            std::string& error);
 
+/// Builds the client TLS contexts interceptedOrigin uses for `options` ahead of the first tunnel
+/// (reading the system store and upstream_cacert takes tens of milliseconds). False with `error`
+/// ("cannot load CA certificates from 'F': ...") when upstream_cacert does not load.
+bool prepareInterception(const config::ForwardProxy& options, std::string& error);
+
 /// Whether `host` matches one of `globs` (`*` any run of characters; case-insensitive), e.g. a
 /// forward proxy's tls_passthrough list.
 bool matchesHostGlob(std::string_view host, const std::vector<std::string>& globs);

@@ -52,7 +52,15 @@ bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, R
         writer.respond(req, res);
         return true;
     }
-    if (port == 0) port = http::iequals(scheme, "https") ? 443 : 80;
+    if (!connect && http::iequals(scheme, "https")) {
+        // The client could not check the origin's certificate here, and this path does not verify
+        // it either: refused rather than forwarded unchecked (clients send CONNECT for https).
+        handlers::errorResponse(400, res);
+        res.ownedBody().append("absolute-form https:// is not forwarded: send CONNECT for https\n");
+        writer.respond(req, res);
+        return true;
+    }
+    if (port == 0) port = 80;
     if (proxy::isOwnListener(host, port, ctx.localPort)) {
         handlers::errorResponse(508, res); // the request would come back here
         res.ownedBody().append("the target is this proxy's own listener\n");

@@ -64,8 +64,11 @@ serve::ForwardTarget Connection::forwardTo(http::Request& req, const http::Respo
     pr.responseBytes = 0;
     pr.upstreamNs = pr.upstreamByteNs = -1;
     if (cap()) {
+        // Credentials meant for this proxy are not kept in records (sessions get shared).
         for (const auto& h : req.headers)
-            pr.headers.emplace_back(h.name, h.value);
+            pr.headers.emplace_back(h.name, http::iequals(h.name, "proxy-authorization")
+                                                ? std::string_view("[redacted]")
+                                                : h.value);
         pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap()->cfg.bodyBytes)));
     }
     return {&worker_.io(), shared_from_this(), worker_.snapshotPtr(), this, ssl() != nullptr, bodyFollows};

@@ -3,7 +3,9 @@
 
 #include "capture/hooks.h"
 #include "io/tls_handshake.h"
+#include "proxy/connect.h"
 #include "proxy/origin.h"
+#include "proxy/tunnel.h"
 #include "server/connection.h"
 #include "server/h2_connection.h"
 #include "server/worker.h"
@@ -16,7 +18,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -38,6 +43,45 @@ void logHandshakeFailure(const std::string& client) {
     char reason[256] = "closed during the handshake";
     if (unsigned long e = ERR_peek_last_error()) ERR_error_string_n(e, reason, sizeof reason);
     std::fprintf(stderr, "portico: TLS handshake with %s failed: %s\n", client.c_str(), reason);
+}
+
+// An intercepted CONNECT whose client did not start TLS: the bytes go to host:port unread, as in a
+// tunnel that is not intercepted.
+class PlainTunnel final : public client::Sink, public std::enable_shared_from_this<PlainTunnel> {
+public:
+    PlainTunnel(Worker& worker, io::Socket client, std::string toUpstream)
+        : worker_(worker), client_(std::move(client)), toUpstream_(std::move(toUpstream)) {}
+    void start(const std::string& host, std::uint16_t port) {
+        call_ = proxy::startConnect(worker_.io(), shared_from_this(), host, port,
+                                    config::ProxyAction{}.connectTimeout, this);
+    }
+    void onUpstreamUpgrade(std::string_view, client::UpstreamSocket upstream, client::SslPtr,
+                           std::string_view) override {
+        call_.reset();
+        proxy::startTunnel(worker_, std::move(client_), nullptr, std::move(upstream), nullptr, {}, {},
+                           toUpstream_, nullptr, false, true);
+    }
+    void onUpstreamError(int, const std::string& message) override {
+        call_.reset();
+        std::fprintf(stderr, "portico: CONNECT tunnel: %s\n", message.c_str());
+        boost::system::error_code ec;
+        client_.close(ec);
+    }
+    // A CONNECT call delivers nothing else.
+    void onUpstreamHead(int, std::string_view, std::optional<std::uint64_t>) override {}
+    bool onUpstreamBody(std::string_view) override { return true; }
+    void onUpstreamEnd() override {}
+
+private:
+    Worker& worker_;
+    io::Socket client_;
+    std::string toUpstream_;
+    std::shared_ptr<client::Call> call_;
+};
+
+void startPlainTunnel(Worker& worker, io::Socket client, const std::string& host, std::uint16_t port,
+                      std::string toUpstream) {
+    std::make_shared<PlainTunnel>(worker, std::move(client), std::move(toUpstream))->start(host, port);
 }
 
 // A connection during its TLS handshake: in the worker's list (header_timeout, drain) until the
@@ -129,6 +173,7 @@ public:
     // `host` until SNI names another, `pending` served to OpenSSL before the socket's bytes.
     void startIntercept(const std::string& host, std::shared_ptr<const proxy::InterceptedOrigin> origin,
                         std::string toClient, std::string pending) {
+        host_ = host;
         origin_ = std::move(origin);
         pending_ = std::move(pending);
         const Snapshot& snap = worker_.snapshot();
@@ -153,12 +198,50 @@ public:
                                          self->abort();
                                          return;
                                      }
-                                     self->handshake();
+                                     self->firstByte();
                                  });
     }
 
 private:
-    std::shared_ptr<const proxy::InterceptedOrigin> origin_; // intercepted tunnels only
+    // TLS starts with a handshake record (0x16, RFC 8446 §5.1). Anything else inside the tunnel
+    // (plain HTTP, a ws:// WebSocket, which browsers send through CONNECT too) is passed on unread.
+    void firstByte() {
+        if (!pending_.empty()) {
+            if (pending_.front() == 0x16)
+                handshake();
+            else
+                passThrough();
+            return;
+        }
+        auto self = shared_from_this();
+        socket_.async_wait(io::Socket::wait_read, [self](const boost::system::error_code& ec) {
+            if (ec || self->closed_) {
+                self->abort();
+                return;
+            }
+            char byte = 0;
+            const ssize_t n = ::recv(self->socket_.native_handle(), &byte, 1, MSG_PEEK);
+            if (n == 1 && byte == 0x16)
+                self->handshake();
+            else if (n == 1)
+                self->passThrough();
+            else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                self->firstByte();
+            else
+                self->abort();
+        });
+    }
+
+    void passThrough() {
+        closed_ = true;
+        if (cap_) capture::h1Closed(*cap_);
+        startPlainTunnel(worker_, std::move(socket_), host_, origin_->port, std::move(pending_));
+    }
+
+public:
+private:
+    std::string host_;                                       // intercepted tunnels only: the CONNECT host
+    std::shared_ptr<const proxy::InterceptedOrigin> origin_; // and its origin
     std::string toClient_;                                   // the CONNECT's 200
     std::string pending_; // bytes after the CONNECT head, read by OpenSSL first (socket_bio.h)
 

@@ -65,6 +65,19 @@ std::unique_ptr<ClientTls> makeClientTls(const ClientTlsOptions& o, std::string&
     return t;
 }
 
+std::unique_ptr<ClientTls> clientTlsFor(const ClientTls& base, const std::string& host) {
+    auto t = std::make_unique<ClientTls>();
+    SSL_CTX_up_ref(base.ctx.get());
+    t->ctx = {base.ctx.get(), SSL_CTX_free};
+    const bool ip = ipLiteral(host);
+    if (!ip) t->sni = host;
+    if (!base.verifyHost.empty()) { // verifying
+        t->verifyHost = host;
+        t->verifyIp = ip;
+    }
+    return t;
+}
+
 void ClientTls::prepare(SSL* ssl) const {
     if (!sni.empty()) SSL_set_tlsext_host_name(ssl, sni.c_str());
     if (!verifyHost.empty()) {

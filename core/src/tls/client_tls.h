@@ -33,6 +33,11 @@ struct ClientTls {
 /// Builds the context. Null with `error` ("cannot load CA certificates from 'F': ...") on failure.
 std::unique_ptr<ClientTls> makeClientTls(const ClientTlsOptions& options, std::string& error);
 
+/// A ClientTls for `host` sharing `base`'s context (one reference more on it): the same ALPN,
+/// trust store and verification switch, with `host`'s SNI and name or IP check. Building a
+/// verifying context reads the system store (milliseconds); this costs a few allocations.
+std::unique_ptr<ClientTls> clientTlsFor(const ClientTls& base, const std::string& host);
+
 /// The first queued OpenSSL error as text ("connection closed during the handshake" when none);
 /// empties the thread's error queue.
 std::string sslErrorText();

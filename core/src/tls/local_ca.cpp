@@ -143,9 +143,12 @@ std::string randomHex(std::size_t bytes) {
 }
 
 /// Writes `data` to `target` atomically: a new temporary file in the same directory, created with
-/// `mode` (O_EXCL, so never with wider permissions), fsync'd, then renamed over `target`.
-/// False with `error` ("PATH: reason").
-bool writeFileAtomically(const fs::path& target, std::string_view data, mode_t mode, std::string& error) {
+/// `mode` (O_EXCL, so never with wider permissions), fsync'd when `durable`, then renamed over
+/// `target`. False with `error` ("PATH: reason"). Leaf cache files are not `durable`: a file a crash
+/// left empty or cut fails leafFor's checks and is issued again, and an fsync on the request path
+/// of an intercepting proxy's first CONNECT to a host cost tens of milliseconds.
+bool writeFileAtomically(const fs::path& target, std::string_view data, mode_t mode, std::string& error,
+                         bool durable = true) {
     fs::path tmp = target;
     tmp += ".tmp." + std::to_string(::getpid()) + "." + randomHex(4);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
@@ -165,7 +168,7 @@ bool writeFileAtomically(const fs::path& target, std::string_view data, mode_t m
         }
         done += static_cast<std::size_t>(n);
     }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    if ((durable && ::fsync(fd) != 0) || ::close(fd) != 0) {
         error = tmp.string() + ": " + errnoText(errno);
         ::unlink(tmp.c_str());
         return false;
@@ -729,7 +732,7 @@ std::optional<IssuedCert> LocalCa::leafFor(std::string_view name, std::string& e
     IssuedCert issued{leafPem + s.certPem, keyPem, toTimePoint(X509_get0_notAfter(leaf.get())), spec->names};
     std::string writeError;
     if (!makePrivateDir(s.certsDir, writeError) ||
-        !writeFileAtomically(file, issued.chainPem + issued.keyPem, 0600, writeError))
+        !writeFileAtomically(file, issued.chainPem + issued.keyPem, 0600, writeError, false))
         error = "certificate for " + spec->name + " issued but not cached on disk: " + writeError;
     return s.leaves[spec->name] = std::move(issued);
 }

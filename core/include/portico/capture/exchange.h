@@ -145,7 +145,8 @@ struct Exchange {
     std::int64_t between(Phase a, Phase b) const { return at(a) < 0 || at(b) < 0 ? -1 : at(b) - at(a); }
     /// Request start to response done (or to the last phase present), ns; -1 if unknown.
     std::int64_t durationNs() const;
-    /// scheme://authority/target
+    /// scheme://authority/target; an absolute-form target (a forward proxy's request) as it is, a
+    /// CONNECT's authority-form target ("host:port") as it is, `OPTIONS *` as scheme://authority.
     std::string url() const;
     /// First value of header `name` (case-insensitive), "" if absent.
     std::string_view requestHeader(std::string_view name) const;

@@ -73,7 +73,8 @@ public:
     /// validity from one hour ago for `kLeafValidity`.
     ///
     /// Cached in memory and on disk in `dataDir/certs/<file name>.pem` (leaf certificate, CA
-    /// certificate and key, mode 0600, written to a temporary file and renamed into place). The
+    /// certificate and key, mode 0600, written to a temporary file and renamed into place, not
+    /// fsync'd: a cache file a crash cut fails the checks below and is issued again). The
     /// file name is the lower-cased name with '*' spelled "_wildcard" and ':' as '_' (characters
     /// a DNS name cannot contain, so names never collide); a name whose file name would exceed 160
     /// characters keeps its first 100 plus '_' and 32 hex digits of its SHA-256. A cached leaf is reissued
