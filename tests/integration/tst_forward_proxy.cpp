@@ -61,18 +61,6 @@ QStringList headerValues(const QByteArray& head, const QByteArray& name) {
             out << QString::fromLatin1(line.mid(name.size() + 1).trimmed());
     return out;
 }
-
-std::uint16_t closedPort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
 } // namespace
 
 class TestForwardProxy : public QObject {
@@ -218,14 +206,11 @@ vhosts:
         QTest::addColumn<QString>("request");
         QTest::addColumn<int>("status");
         QTest::addColumn<QString>("says");
-        const int dead = closedPort();
+        const int dead = freePort(); // nothing listens there
         const quint16 self = server_->port();
         QTest::newRow("CONNECT to a closed port")
             << QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(dead) << 502
             << QStringLiteral("cannot connect to 127.0.0.1:%1").arg(dead);
-        QTest::newRow("CONNECT to an unknown name")
-            << QStringLiteral("CONNECT no-such-host.invalid:443 HTTP/1.1\r\nHost: a\r\n\r\n") << 502
-            << QStringLiteral("no-such-host.invalid");
         QTest::newRow("CONNECT without a port")
             << QStringLiteral("CONNECT 127.0.0.1 HTTP/1.1\r\nHost: a\r\n\r\n") << 400
             << QStringLiteral("host:port");

@@ -71,18 +71,6 @@ QJsonObject upstreamSaw(RawClient& c, const char* path) {
     const auto body = c.body();
     return QJsonDocument::fromJson(QByteArray(body.data(), qsizetype(body.size()))).object();
 }
-
-int deadPort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
 } // namespace
 
 class TestProxyH2 : public QObject {
@@ -199,7 +187,7 @@ vhosts:
 )")
                       .arg(upstream_->plainPort())
                       .arg(upstream_->tlsPort())
-                      .arg(deadPort())
+                      .arg(freePort())
                       .arg(h2pyPort_)
                       .arg(upstreamH1_->tlsPort())
                       .arg(tlspyPort_)

@@ -140,6 +140,18 @@ bool usePem(SSL_CTX* ctx, const PemPair& pem, std::string& error) {
     return true;
 }
 
+// A server-side SSL on `ctx` for the socket `fd`, in accept state; nullptr when OpenSSL cannot.
+SSL* serverSsl(SSL_CTX* ctx, int fd) {
+    SSL* ssl = SSL_new(ctx);
+    if (!ssl) return nullptr;
+    if (!attachSocketBio(ssl, fd)) {
+        SSL_free(ssl);
+        return nullptr;
+    }
+    SSL_set_accept_state(ssl);
+    return ssl;
+}
+
 } // namespace
 
 std::shared_ptr<ServerTls> ServerTls::create(const config::Config& cfg, const config::ListenTls& listen,
@@ -209,15 +221,7 @@ std::shared_ptr<ServerTls> ServerTls::createIntercepting(Issuer issuer, bool h2,
 
 SSL* ServerTls::newSslFor(int fd, std::string_view name) {
     SSL_CTX* ctx = contextFor(name);
-    if (!ctx) return nullptr;
-    SSL* ssl = SSL_new(ctx);
-    if (!ssl) return nullptr;
-    if (!attachSocketBio(ssl, fd)) {
-        SSL_free(ssl);
-        return nullptr;
-    }
-    SSL_set_accept_state(ssl);
-    return ssl;
+    return ctx ? serverSsl(ctx, fd) : nullptr;
 }
 
 ServerTls::~ServerTls() {
@@ -225,16 +229,7 @@ ServerTls::~ServerTls() {
         SSL_CTX_free(ctx);
 }
 
-SSL* ServerTls::newSsl(int fd) const {
-    SSL* ssl = SSL_new(default_);
-    if (!ssl) return nullptr;
-    if (!attachSocketBio(ssl, fd)) {
-        SSL_free(ssl);
-        return nullptr;
-    }
-    SSL_set_accept_state(ssl);
-    return ssl;
-}
+SSL* ServerTls::newSsl(int fd) const { return serverSsl(default_, fd); }
 
 SSL_CTX* ServerTls::contextFor(std::string_view rawName) {
     std::string name = lower(rawName);
