@@ -478,9 +478,22 @@ vhosts:
         const auto entries =
             QJsonDocument::fromJson(f.readAll()).object()["log"].toObject()["entries"].toArray();
         QStringList urls;
-        for (const auto& e : entries)
-            urls << e.toObject()["request"].toObject()["url"].toString() + " " +
-                        QString::number(e.toObject()["response"].toObject()["status"].toInt());
+        for (const auto& e : entries) {
+            const auto response = e.toObject()["response"].toObject();
+            const QString url = e.toObject()["request"].toObject()["url"].toString();
+            urls << url + " " + QString::number(response["status"].toInt());
+            if (!url.contains("/echo?q=")) continue;
+            // The record shows the head the client got: the origin's one Date and its Server.
+            int dates = 0;
+            QString server;
+            for (const auto& h : response["headers"].toArray()) {
+                const QString name = h.toObject()["name"].toString().toLower();
+                dates += name == "date";
+                if (name == "server") server = h.toObject()["value"].toString();
+            }
+            QVERIFY2(dates == 1, qPrintable(url));
+            QVERIFY2(server.contains("Python"), qPrintable(url + " " + server));
+        }
         for (const QString& mode : {"--http1.1", "--http2"})
             QVERIFY2(urls.contains(
                          QStringLiteral("https://127.0.0.1:%1/echo?q=%2 200").arg(originPort_).arg(mode)),

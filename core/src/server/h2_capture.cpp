@@ -43,8 +43,9 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     req.body = s.capBody;
     capture::ExchangeInput in;
     in.requestHeadBytes = headBytes;
-    if (const std::string_view date = worker_.dateLine(); date.size() > 8)
-        in.h2Date = date.substr(6, date.size() - 8); // "Date: ...\r\n", as submit() sends it
+    // "Date: ...\r\n", as submit() sends it; an intercepted origin's head carries its own.
+    if (const std::string_view date = worker_.dateLine(); date.size() > 8 && !s.originHead)
+        in.h2Date = date.substr(6, date.size() - 8);
     in.protocol = capture::Protocol::Http2;
     in.httpVersion = 20;
     in.streamId = static_cast<std::uint32_t>(s.id);
