@@ -437,9 +437,23 @@ vhosts:
         QVERIFY2(r.status == 200, r.err.constData());
         r = viaProxy(url);
         QCOMPARE(r.exitCode, 60);
-        // Not on the list: intercepted, so only the proxy's CA works.
+    }
+
+    // A client that refuses the proxy's certificate (it trusts only the origin's: a pinned app)
+    // fails once; the proxy notes the TLS alert and passes that origin's next tunnels through
+    // unread, so the client works from then on. Other origins are still intercepted.
+    void aClientThatRefusesTheCaIsPassedThrough() {
+        const QString pinned = QStringLiteral("https://127.0.0.1:%1/echo?pinned=1").arg(strangerPort_);
+        const QStringList trustsOnlyTheOrigin{"-x", proxyUrl_, "--cacert", tmp_.filePath("stranger.pem")};
+        QCOMPARE(curl(trustsOnlyTheOrigin + QStringList{pinned}).exitCode, 60); // intercepted: refused
+        auto r = curl(trustsOnlyTheOrigin + QStringList{pinned});
+        QVERIFY2(r.status == 200, r.err.constData());
+        QCOMPARE(QJsonDocument::fromJson(r.body).object().value("path").toString(),
+                 QString("/echo?pinned=1"));
+        QTRY_VERIFY_WITH_TIMEOUT(proxy_->output().contains("refused the local CA's certificate"), 5000);
+        // Another origin on the same host is still intercepted: only the proxy's CA works there.
         const QString other = QStringLiteral("https://127.0.0.1:%1/echo").arg(originPort_);
-        QCOMPARE(curl({"-x", proxyUrl_, "--cacert", tmp_.filePath("origin.pem"), other}).exitCode, 60);
+        QCOMPARE(viaProxy(other).status, 200);
     }
 
     // What a client sends inside CONNECT that is not TLS (plain HTTP, a browser's ws://) goes to

@@ -10,6 +10,7 @@
 #include "serve/serve.h"
 #include "server/front_door.h"
 #include "server/worker.h"
+#include "tls/server_tls.h"
 
 #include <portico/handlers/dispatch.h>
 
@@ -444,6 +445,10 @@ bool Connection::intercept(const http::Request& req, std::string_view host, std:
     auto it = snap.intercept.find(localPort_);
     if (it == snap.intercept.end() || proxy::matchesHostGlob(host, it->second.options.tlsPassthrough))
         return false;
+    const bool v6 = host.find(':') != std::string_view::npos;
+    const std::string authority =
+        (v6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+    if (it->second.tls->refused(authority)) return false; // its client refused our certificate before
     Rare& r = rare();
     r.interceptHost.assign(host);
     r.interceptPort = port;

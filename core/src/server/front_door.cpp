@@ -45,6 +45,23 @@ void logHandshakeFailure(const std::string& client) {
     std::fprintf(stderr, "portico: TLS handshake with %s failed: %s\n", client.c_str(), reason);
 }
 
+// The TLS alerts a client sends when it does not accept the certificate it was shown (RFC 8446
+// §6.2): an unknown CA, a bad or unsupported certificate, one it cannot check.
+bool refusedOurCertificate(unsigned long error) {
+    switch (ERR_GET_REASON(error)) {
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+        return true;
+    default:
+        return false;
+    }
+}
+
 // An intercepted CONNECT whose client did not start TLS: the bytes go to host:port unread, as in a
 // tunnel that is not intercepted.
 class PlainTunnel final : public client::Sink, public std::enable_shared_from_this<PlainTunnel> {
@@ -140,6 +157,13 @@ private:
                 if (end == io::HandshakeEnd::Failed) {
                     self->worker_.counters().tlsHandshakeFailures.fetch_add(1, std::memory_order_relaxed);
                     self->tls_->handshakeFailures.fetch_add(1, std::memory_order_relaxed);
+                    if (self->origin_ && refusedOurCertificate(ERR_peek_last_error())) {
+                        self->tls_->markRefused(self->origin_->authority);
+                        std::fprintf(stderr,
+                                     "portico: the client of a CONNECT to %s refused the local CA's "
+                                     "certificate; its next tunnels there pass through unread\n",
+                                     self->origin_->authority.c_str());
+                    }
                     boost::system::error_code ec;
                     const auto remote = self->socket_.remote_endpoint(ec);
                     logHandshakeFailure(ec ? std::string("?") : remote.address().to_string());

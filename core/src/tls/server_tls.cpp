@@ -219,6 +219,16 @@ std::shared_ptr<ServerTls> ServerTls::createIntercepting(Issuer issuer, bool h2,
     return t;
 }
 
+void ServerTls::markRefused(std::string origin) {
+    std::lock_guard lock(refusedMutex_);
+    if (refused_.size() < kMaxInterceptNames) refused_.insert(std::move(origin));
+}
+
+bool ServerTls::refused(std::string_view origin) const {
+    std::lock_guard lock(refusedMutex_);
+    return refused_.find(origin) != refused_.end();
+}
+
 SSL* ServerTls::newSslFor(int fd, std::string_view name) {
     SSL_CTX* ctx = contextFor(name);
     return ctx ? serverSsl(ctx, fd) : nullptr;

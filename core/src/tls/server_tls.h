@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,12 @@ public:
     static std::shared_ptr<ServerTls> createIntercepting(Issuer issuer, bool h2, std::string& error);
     static constexpr std::size_t kMaxInterceptNames = 10000;
 
+    /// Interception: a client refused the certificate minted for `origin` ("host:port") with a TLS
+    /// alert (a pinned app, a client that does not trust the CA): later tunnels to it pass through
+    /// unread (refused()), so the client keeps working. At most kMaxInterceptNames origins.
+    void markRefused(std::string origin);
+    bool refused(std::string_view origin) const;
+
     /// A server-side SSL for the accepted socket `fd` (not yet handshaken), or nullptr.
     SSL* newSsl(int fd) const;
     /// As newSsl, with the certificate for `name` (issued on first use) until SNI says otherwise;
@@ -81,6 +88,8 @@ private:
     bool h2_ = true;
     std::mutex issuedMutex_;
     std::map<std::string, SSL_CTX*, std::less<>> issued_;
+    mutable std::mutex refusedMutex_;
+    std::set<std::string, std::less<>> refused_; // origins whose clients refused our certificate
 };
 
 } // namespace portico::tls
