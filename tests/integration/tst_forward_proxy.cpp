@@ -194,7 +194,7 @@ vhosts:
         // Garbage through a tunnel is the origin's business; the proxy stays up.
         const QByteArray garbage =
             QStringLiteral("CONNECT 127.0.0.1:%1 HTTP/1.1\r\nHost: a\r\n\r\n").arg(upstreamPort_).toLatin1() +
-            QByteArray("\x16\x03\x01\xff\xff garbage\r\n\r\n", 20);
+            QByteArrayLiteral("\x16\x03\x01\xff\xff garbage\r\n\r\n");
         reply = rawExchange(server_->port(), garbage, 2000);
         QVERIFY2(reply.bytes.startsWith("HTTP/1.1 200 Connection established\r\n\r\n"),
                  reply.bytes.left(200).constData());
@@ -508,7 +508,7 @@ vhosts:
             QVERIFY2(dates == 1, qPrintable(url));
             QVERIFY2(server.contains("Python"), qPrintable(url + " " + server));
         }
-        for (const QString& mode : {"--http1.1", "--http2"})
+        for (const char* mode : {"--http1.1", "--http2"})
             QVERIFY2(urls.contains(
                          QStringLiteral("https://127.0.0.1:%1/echo?q=%2 200").arg(originPort_).arg(mode)),
                      qPrintable(urls.join('\n')));
