@@ -49,9 +49,9 @@ private slots:
         QCOMPARE(bad.exitCode, 2);
         auto unknown = runProcess(porticoBinary(), {"frobnicate"});
         QCOMPARE(unknown.exitCode, 2);
-        QVERIFY2(
-            unknown.err.startsWith("portico: unknown subcommand 'frobnicate'; one of: serve, proxy, cert, bench"),
-            unknown.err.constData());
+        QVERIFY2(unknown.err.startsWith(
+                     "portico: unknown subcommand 'frobnicate'; one of: serve, proxy, cert, bench"),
+                 unknown.err.constData());
         // --version and -V as well as `version`.
         for (const char* flag : {"--version", "-V"}) {
             auto r = runProcess(porticoBinary(), {flag});

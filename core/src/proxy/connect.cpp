@@ -2,6 +2,7 @@
 #include "proxy/connect.h"
 
 #include "client/connect.h"
+#include "proxy/origin.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -34,10 +35,7 @@ public:
     }
 
 private:
-    std::string where() const {
-        const bool v6 = host_.find(':') != std::string::npos;
-        return (v6 ? "[" + host_ + "]" : host_) + ":" + std::to_string(port_);
-    }
+    std::string where() const { return authorityText(host_, port_); }
 
     void connect(std::chrono::nanoseconds timeout) {
         if (done_) return;

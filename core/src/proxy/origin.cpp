@@ -46,6 +46,11 @@ bool splitAuthority(std::string_view authority, std::string& host, std::uint16_t
     return true;
 }
 
+std::string authorityText(std::string_view host, std::uint16_t port) {
+    const bool v6 = host.find(':') != std::string_view::npos;
+    return (v6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+}
+
 std::shared_ptr<const config::ProxyAction> originAction(std::string_view scheme, std::string_view authority,
                                                         std::string& error) {
     const bool https = http::iequals(scheme, "https");
@@ -64,8 +69,7 @@ std::shared_ptr<const config::ProxyAction> originAction(std::string_view scheme,
         return nullptr;
     }
     if (u.port == 0) u.port = https ? 443 : 80;
-    const bool v6 = u.host.find(':') != std::string::npos;
-    u.authority = (v6 ? "[" + u.host + "]" : u.host) + ":" + std::to_string(u.port);
+    u.authority = authorityText(u.host, u.port);
     u.protocol = https ? config::Upstream::Protocol::H2 : config::Upstream::Protocol::Http1;
     auto action = std::make_shared<config::ProxyAction>();
     action->upstreams.push_back(std::move(u));
@@ -122,8 +126,7 @@ std::shared_ptr<const InterceptedOrigin> interceptedOrigin(const std::string& ho
     auto o = std::make_shared<InterceptedOrigin>();
     o->host = host;
     o->port = port;
-    const bool v6 = host.find(':') != std::string::npos;
-    o->authority = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+    o->authority = authorityText(host, port);
     config::Upstream u;
     u.host = host;
     u.port = port;

@@ -18,6 +18,10 @@ namespace portico::proxy {
 /// False for an empty host, a bracket without its pair, or a port that is not 1..65535.
 bool splitAuthority(std::string_view authority, std::string& host, std::uint16_t& port);
 
+/// "host:port", an IPv6 host in brackets ("[::1]:443"): the authority-form of `host` (no
+/// brackets) and `port`, as a CONNECT names it and as interception keys its origins.
+std::string authorityText(std::string_view host, std::uint16_t port);
+
 /// The action for origin `scheme`://`authority`: one upstream (http → HTTP/1.1, port 80 by
 /// default, WebSocket upgrades passed; https → TLS, port 443, h2 or http/1.1 by ALPN), the
 /// request passed on `transparent` (no X-Forwarded-*, Proxy-* dropped), the Host field as the

@@ -445,9 +445,7 @@ bool Connection::intercept(const http::Request& req, std::string_view host, std:
     auto it = snap.intercept.find(localPort_);
     if (it == snap.intercept.end() || proxy::matchesHostGlob(host, it->second.options.tlsPassthrough))
         return false;
-    const bool v6 = host.find(':') != std::string_view::npos;
-    const std::string authority =
-        (v6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+    const std::string authority = proxy::authorityText(host, port);
     if (it->second.tls->refused(authority)) return false; // its client refused our certificate before
     Rare& r = rare();
     r.interceptHost.assign(host);

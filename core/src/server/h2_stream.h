@@ -119,7 +119,7 @@ struct H2Connection::Stream {
     std::optional<boost::asio::steady_timer> timer;
     bool delayed = false;             // the response waits for its `latency` (timer)
     bool bodyTimedOut = false;        // answered 408 by body_timeout: RST_STREAM(NO_ERROR) after it
-    bool originHead = false; // an intercepted origin's head: its Date and Server pass, none of ours
+    bool originHead = false;          // an intercepted origin's head: its Date and Server pass, none of ours
     std::unique_ptr<ProxySink> proxy; // a `proxy:` route's exchange in progress
     Clock::time_point start = Clock::now();
     Clock::time_point lastInput = start; // opened, or its last body bytes (body_timeout)
