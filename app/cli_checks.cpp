@@ -1,5 +1,8 @@
 #include "cli_checks.h"
 
+#include <portico/config/network.h>
+#include <portico/http/ascii.h>
+
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -99,6 +102,43 @@ CLI::Validator existingFile() {
             return {};
         },
         "FILE");
+}
+
+CLI::Validator clientNetwork() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            std::string error;
+            return config::parseNetwork(text, error) ? std::string() : error;
+        },
+        "CIDR");
+}
+
+std::pair<std::string, std::string> splitHostMapping(const std::string& text) {
+    const std::size_t eq = text.find('=');
+    std::string name = http::lower(text.substr(0, eq));
+    if (!name.empty() && name.back() == '.') name.pop_back();
+    std::string address = eq == std::string::npos ? std::string() : text.substr(eq + 1);
+    if (address.size() > 2 && address.front() == '[' && address.back() == ']')
+        address = address.substr(1, address.size() - 2);
+    return {name, address};
+}
+
+CLI::Validator hostMapping() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            if (text.find('=') == std::string::npos)
+                return "'" + text + "': expected NAME=ADDR (e.g. api.example.test=127.0.0.1" +
+                       (text.find(':') != std::string::npos ? "; curl's NAME:PORT:ADDR form is not taken"
+                                                            : "") +
+                       ")";
+            const auto [name, address] = splitHostMapping(text);
+            if (std::string why = config::hostOverrideNameProblem(name); !why.empty()) return why;
+            if (!config::isIpLiteral(address))
+                return "'" + address +
+                       "' is not an IPv4 or IPv6 address (NAME=ADDR maps a name to an address)";
+            return {};
+        },
+        "NAME=ADDR");
 }
 
 CLI::Validator existingFolder() {

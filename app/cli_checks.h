@@ -25,6 +25,17 @@ CLI::Validator existingFile();
 /// An existing folder: "PATH: no such folder" / "PATH: is a file, not a folder".
 CLI::Validator existingFolder();
 
+/// A client network as `forward_proxy.allow` takes it ("192.168.1.0/24", "10.1.2.3", "fd00::/8";
+/// config::parseNetwork's error otherwise).
+CLI::Validator clientNetwork();
+
+/// A `hosts:` entry as NAME=ADDR ("api.example.test=127.0.0.1", "*.dev.test=::1"): the error
+/// names what is wrong, and says so for curl's --resolve form (NAME:PORT:ADDR).
+CLI::Validator hostMapping();
+
+/// Splits a value hostMapping() accepted into the lower-case name and the address (no brackets).
+std::pair<std::string, std::string> splitHostMapping(const std::string& text);
+
 /// The command line names a subcommand that does not exist (`portico frobnicate`,
 /// `portico cert bogus`) or stops where one is required (`portico cert`): the message
 /// ("portico cert: unknown subcommand 'bogus'; one of: ca, export, install, uninstall" and a

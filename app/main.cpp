@@ -1,8 +1,10 @@
 // The `portico` executable: `serve`, `bench`, `cert`, `har`, `replay`, `gui` (the default), `version`,
 // `help`.
+#include "browser_launch.h"
 #include "cli_checks.h"
 #include "commands.h"
 
+#include <portico/config/network.h>
 #include <portico/engine/engine.h>
 #include <portico/tls/local_ca.h>
 #include <portico/validate/load.h>
@@ -14,14 +16,17 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -29,8 +34,13 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace {
 
@@ -62,7 +72,9 @@ struct ServeOptions {
     std::vector<std::string> tlsPassthrough;
     std::string upstreamCaCert;
     bool upstreamInsecure = false;
-    std::string maxBodyBytes; // `portico proxy --max-body-bytes SIZE` (limits.max_body_bytes)
+    std::string maxBodyBytes;         // `portico proxy --max-body-bytes SIZE` (limits.max_body_bytes)
+    std::vector<std::string> allow;   // `portico proxy --allow CIDR` (forward_proxy.allow)
+    std::vector<std::string> resolve; // `--resolve NAME=ADDR` (hosts:)
 };
 
 // A YAML double-quoted scalar holding `text`.
@@ -75,12 +87,38 @@ std::string yamlQuoted(const std::string& text) {
     return out + "\"";
 }
 
-// `portico proxy`'s config: one forward proxy listener on 127.0.0.1:`port`; a request addressed to
-// the proxy itself (origin-form) gets a page saying how to use it.
+// `portico proxy --host ADDR`: "" when ADDR may be used (loopback, or any address with --allow),
+// else the usage error, which names the flag to add.
+std::string proxyHostProblem(const ServeOptions& o) {
+    if (o.host.empty() || o.host == "localhost") return {};
+    std::string error;
+    auto n = portico::config::parseNetwork(o.host, error);
+    if (!n || o.host.find('/') != std::string::npos)
+        return "--host '" + o.host + "': expected an IP address (127.0.0.1, 0.0.0.0, ::) or localhost";
+    bool loopback = false;
+    for (const auto& l : portico::config::loopbackNetworks())
+        loopback = loopback || portico::config::contains(l, n->bytes.data(), n->v6);
+    if (loopback || !o.allow.empty()) return {};
+    return "--host " + o.host +
+           " is not a loopback address: add --allow CIDR (repeatable) for the client networks that may "
+           "use the proxy, e.g. --allow 192.168.1.0/24 (never an open proxy)";
+}
+
+// `portico proxy`'s config: one forward proxy listener on `--host` (127.0.0.1 by default):`port`,
+// admitting `--allow`'s networks (loopback clients without it); a request addressed to the proxy
+// itself (origin-form) gets a page saying how to use it.
 std::shared_ptr<const Config> forwardProxyConfig(const ServeOptions& o, std::uint16_t port,
                                                  std::string& error) {
-    const std::string address = "127.0.0.1:" + std::to_string(port);
+    const std::string host = o.host.empty() ? "127.0.0.1" : o.host;
+    const std::string address =
+        (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
     std::string proxy = std::string("{intercept: ") + (o.noIntercept ? "false" : "true");
+    if (!o.allow.empty()) {
+        proxy += ", allow: [";
+        for (std::size_t i = 0; i < o.allow.size(); ++i)
+            proxy += (i ? ", " : "") + yamlQuoted(o.allow[i]);
+        proxy += "]";
+    }
     if (!o.tlsPassthrough.empty()) {
         proxy += ", tls_passthrough: [";
         for (std::size_t i = 0; i < o.tlsPassthrough.size(); ++i)
@@ -117,53 +155,12 @@ std::shared_ptr<const Config> forwardProxyConfig(const ServeOptions& o, std::uin
 // trust the local CA (a bundle of the system's roots and the CA, rewritten when either changed).
 int proxyEnv(int port) {
     std::string error;
-    auto ca = portico::tls::LocalCa::openOrCreate(portico::tls::defaultDataDir(), error);
-    if (!ca) {
-        std::cerr << "portico: local CA: " << error << "\n";
+    const auto text = portico::launch::proxyEnvText(port, portico::tls::defaultDataDir(), error);
+    if (!text) {
+        std::cerr << "portico: " << error << "\n";
         return kExitFailure;
     }
-    std::string bundle;
-    for (const char* roots : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"}) {
-        std::ifstream in(roots, std::ios::binary);
-        if (!in) continue;
-        bundle.assign(std::istreambuf_iterator<char>(in), {});
-        break;
-    }
-    if (!bundle.empty() && bundle.back() != '\n') bundle.push_back('\n');
-    bundle += ca->certPem();
-    const std::filesystem::path bundlePath = ca->certPath().parent_path() / "bundle.pem";
-    std::string old;
-    if (std::ifstream in(bundlePath, std::ios::binary); in)
-        old.assign(std::istreambuf_iterator<char>(in), {});
-    if (old != bundle) {
-        const std::filesystem::path tmp = bundlePath.string() + ".tmp";
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << bundle;
-        out.close();
-        std::error_code ec;
-        if (!out || (std::filesystem::rename(tmp, bundlePath, ec), ec)) {
-            std::cerr << "portico: cannot write " << bundlePath.string() << "\n";
-            return kExitFailure;
-        }
-    }
-    const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
-    auto shellQuoted = [](const std::string& text) {
-        std::string out = "'";
-        for (char ch : text)
-            out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-        return out + "'";
-    };
-    const std::string b = shellQuoted(bundlePath.string());
-    const std::string c = shellQuoted(ca->certPath().string());
-    std::cout << "# Portico's forward proxy on " << proxy << " (start it with `portico proxy --port " << port
-              << "`), and its local CA trusted.\n"
-              << "# Apply with: eval \"$(portico proxy env)\"\n"
-              << "export HTTP_PROXY=" << proxy << " HTTPS_PROXY=" << proxy << " http_proxy=" << proxy
-              << " https_proxy=" << proxy << "\n"
-              << "export NO_PROXY= no_proxy=   # nothing bypasses the proxy, localhost included\n"
-              << "export SSL_CERT_FILE=" << b << " CURL_CA_BUNDLE=" << b << " REQUESTS_CA_BUNDLE=" << b
-              << " GIT_SSL_CAINFO=" << b << "\n"
-              << "export NODE_EXTRA_CA_CERTS=" << c << "\n";
+    std::cout << *text;
     return kExitOk;
 }
 
@@ -269,6 +266,19 @@ void applyOverrides(const ServeOptions& o, bool fromDir, bool requestLines, Conf
         c.capture.enabled = true;
         c.capture.serverTiming = true;
     }
+    // --resolve NAME=ADDR (checked by the parser): before the file's `hosts:`, replacing its entry
+    // for the same name.
+    portico::config::HostOverrides hosts;
+    for (const std::string& mapping : o.resolve) {
+        const auto split = portico::app::splitHostMapping(mapping);
+        const std::string& name = split.first; // not a structured binding: clang 14 cannot capture those
+        std::erase_if(hosts, [&name](const auto& h) { return h.name == name; });
+        hosts.push_back({name, split.second, {}});
+    }
+    for (auto& h : c.hosts)
+        if (std::none_of(hosts.begin(), hosts.end(), [&h](const auto& mine) { return mine.name == h.name; }))
+            hosts.push_back(std::move(h));
+    c.hosts = std::move(hosts);
 }
 
 int serve(const ServeOptions& o) {
@@ -381,6 +391,12 @@ int serve(const ServeOptions& o) {
         if (o.forwardProxy && !engine.endpoints().empty()) {
             const std::string proxyUrl = engine.endpoints().front().url();
             std::cout << "Use it: export http_proxy=" << proxyUrl << " https_proxy=" << proxyUrl << "\n";
+            if (!o.allow.empty()) {
+                std::cout << "Clients allowed (--allow; others get 403):";
+                for (const auto& network : o.allow)
+                    std::cout << " " << network;
+                std::cout << "\n";
+            }
             if (o.noIntercept)
                 std::cout << "https:// goes through CONNECT tunnels, passed on unread (--no-intercept)\n";
             else
@@ -416,6 +432,166 @@ int serve(const ServeOptions& o) {
                     ? " (" + std::to_string(engine.droppedRecords()) + " dropped: rings full)"
                     : ""));
     return kExitOk;
+}
+
+// `portico proxy chromium`: the URL, the browser and the arguments after `--`.
+struct ChromiumOptions {
+    std::string url;
+    std::string browser;
+    std::vector<std::string> extra;
+};
+
+// Something accepts connections on 127.0.0.1:`port` (a proxy started earlier, in another terminal).
+bool listensOnLoopback(std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool connected = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return connected;
+}
+
+// Chromium or Chrome through the intercepting proxy on 127.0.0.1:PORT, with a throw-away profile
+// and the local CA trusted by its key for this browser only. Starts the proxy in this process when
+// nothing listens there (stopped when the browser exits); Ctrl+C stops both.
+int proxyChromium(const ServeOptions& o, const ChromiumOptions& c) {
+    std::string error;
+    const std::string browser = portico::launch::findChromium(c.browser, error);
+    if (browser.empty()) {
+        std::cerr << "portico: " << error << "\n";
+        return kExitFailure;
+    }
+    if (portico::launch::isUnsupportedBrowser(browser)) {
+        std::cerr << "portico proxy chromium: " << browser
+                  << ": Chromium/Chrome only (for other clients: `portico proxy` and `portico proxy env`)\n";
+        return kExitUsage;
+    }
+    // Signals (and the browser's exit) are taken by this thread only, never by the workers.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    std::uint16_t port = o.port >= 0 ? static_cast<std::uint16_t>(o.port) : 8000;
+    portico::engine::Engine engine;
+    const bool ownProxy = port == 0 || !listensOnLoopback(port);
+    if (ownProxy) {
+        auto cfg = forwardProxyConfig(o, port, error);
+        if (!cfg) {
+            std::cerr << "portico: " << error << "\n";
+            return kExitFailure;
+        }
+        const bool requestLines = !o.quiet && o.accessLog.empty() && isatty(STDOUT_FILENO) == 1;
+        auto withOverrides = std::make_shared<Config>(*cfg);
+        applyOverrides(o, true, requestLines, *withOverrides);
+        if (!engine.start(withOverrides, error) || engine.endpoints().empty()) {
+            std::cerr << "portico: cannot start the proxy: " << error << "\n";
+            return kExitFailure;
+        }
+        port = engine.endpoints().front().port;
+        report(
+            "Portico forward proxy on http://127.0.0.1:" + std::to_string(port) + "/ (" +
+            (o.noIntercept ? std::string("https:// tunnelled unread") : std::string("https:// intercepted")) +
+            "); it stops when the browser exits");
+        if (o.upstreamInsecure)
+            report("Warning: --upstream-insecure: origins' certificates are NOT verified; anyone on the path "
+                   "to them can read and change this traffic.");
+    } else {
+        report("A proxy already listens on 127.0.0.1:" + std::to_string(port) +
+               ": the browser goes through it (it must intercept with the local CA in " +
+               (portico::tls::defaultDataDir() / "ca").string() + ")");
+        if (!o.record.empty() || !o.accessLog.empty() || !o.upstreamCaCert.empty() || o.upstreamInsecure ||
+            o.noIntercept || !o.tlsPassthrough.empty() || !o.maxBodyBytes.empty())
+            report("Note: the proxy options apply only to a proxy started here; they are ignored");
+    }
+    auto launch = portico::launch::prepareChromium(browser, port, c.extra, c.url,
+                                                   portico::tls::defaultDataDir(), error);
+    if (!launch) {
+        std::cerr << "portico: " << error << "\n";
+        return kExitFailure;
+    }
+    report("Launching " + launch->program + " with a throw-away profile (" + launch->profileDir +
+           ") that trusts the local CA's key (sha256/" + launch->spki + ")");
+
+    // The browser gets default signal handling and an empty mask (not this process's ignored
+    // SIGPIPE and blocked SIGINT/SIGTERM/SIGCHLD).
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD})
+        sigaddset(&defaults, sig);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    std::vector<char*> argvOut;
+    argvOut.push_back(launch->program.data());
+    for (auto& a : launch->args)
+        argvOut.push_back(a.data());
+    argvOut.push_back(nullptr);
+    pid_t pid = 0;
+    // Nothing of this process's but stdin, stdout and stderr: the engine's listening sockets in
+    // the browser would keep the proxy's port bound after the proxy stopped.
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addclosefrom_np(&files, 3);
+    const int spawned = posix_spawn(&pid, launch->program.c_str(), &files, &attr, argvOut.data(), environ);
+    posix_spawn_file_actions_destroy(&files);
+    posix_spawnattr_destroy(&attr);
+    if (spawned != 0) {
+        std::cerr << "portico: cannot start " << launch->program << ": " << std::strerror(spawned) << "\n";
+        portico::launch::removeProfileDir(launch->profileDir);
+        return kExitFailure;
+    }
+
+    int status = 0;
+    bool interrupted = false;
+    for (;;) {
+        int sig = 0;
+        sigwait(&signals, &sig);
+        if (sig == SIGCHLD) {
+            if (waitpid(pid, &status, WNOHANG) == pid) break;
+            continue;
+        }
+        // Ctrl+C or SIGTERM: the browser first (5 s to close), then the proxy.
+        interrupted = true;
+        report(std::string("portico: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+               ": closing the browser and stopping the proxy");
+        ::kill(pid, SIGTERM);
+        sigset_t child;
+        sigemptyset(&child);
+        sigaddset(&child, SIGCHLD);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        bool gone = false;
+        while (!gone && std::chrono::steady_clock::now() < deadline) {
+            gone = waitpid(pid, &status, WNOHANG) == pid;
+            const timespec tick{0, 100 * 1000 * 1000};
+            if (!gone) sigtimedwait(&child, nullptr, &tick);
+        }
+        if (!gone) {
+            ::kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        }
+        break;
+    }
+    if (!portico::launch::removeProfileDir(launch->profileDir))
+        report("portico: could not remove the browser's profile " + launch->profileDir);
+    if (ownProxy) {
+        engine.stop();
+        if (!o.record.empty())
+            report("portico: recorded " + std::to_string(engine.capturedRecords()) + " exchange(s) to " +
+                   o.record);
+    }
+    if (interrupted) return kExitOk;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    report("portico: the browser was ended by signal " + std::to_string(WTERMSIG(status)));
+    return kExitFailure;
 }
 
 } // namespace
@@ -466,39 +642,73 @@ int main(int argc, char** argv) {
     serveCmd->add_option("--record", so.record, "Capture every exchange into this SQLite session file");
     serveCmd->add_flag("--server-timing", so.serverTiming,
                        "Capture, and add a Server-Timing header to responses");
+    serveCmd
+        ->add_option("--resolve", so.resolve,
+                     "Connect to upstreams named NAME at ADDR (NAME=ADDR, '*.' wildcards; like the config's "
+                     "hosts:); repeatable")
+        ->check(portico::app::hostMapping());
 
     ServeOptions po;
     po.forwardProxy = true;
     auto* proxyCmd = app.add_subcommand(
         "proxy", "Run a forward proxy on 127.0.0.1 for any client (http:// forwarded, https:// tunnelled)");
-    proxyCmd->add_option("-p,--port", po.port, "Port to listen on (0 = any free port; default 8000)")
-        ->check(portico::app::wholeNumber(0, 65535));
-    proxyCmd->add_option("-w,--workers", po.workers, "Worker threads (default: one per core)")
-        ->check(portico::app::wholeNumber(1, 256));
-    proxyCmd->add_option("--access-log", po.accessLog,
-                         "Write a Combined Log Format access log to FILE (- = stdout)");
-    proxyCmd->add_flag("-q,--quiet", po.quiet, "No request lines");
-    proxyCmd->add_option("--record", po.record, "Capture every exchange into this SQLite session file");
-    proxyCmd->add_flag(
-        "--no-intercept", po.noIntercept,
-        "Pass https:// (CONNECT) tunnels on unread instead of decrypting them with the local CA");
-    proxyCmd->add_option("--tls-passthrough", po.tlsPassthrough,
-                         "Never intercept hosts matching this glob (e.g. '*.bank.example'); repeatable");
+    // The proxy's options, on `portico proxy` and on `portico proxy chromium` (for the proxy it
+    // starts when none listens yet).
+    const auto addProxyOptions = [](CLI::App* cmd, ServeOptions& o) {
+        cmd->add_option("-p,--port", o.port, "Port to listen on (0 = any free port; default 8000)")
+            ->check(portico::app::wholeNumber(0, 65535));
+        cmd->add_option("-w,--workers", o.workers, "Worker threads (default: one per core)")
+            ->check(portico::app::wholeNumber(1, 256));
+        cmd->add_option("--access-log", o.accessLog,
+                        "Write a Combined Log Format access log to FILE (- = stdout)");
+        cmd->add_flag("-q,--quiet", o.quiet, "No request lines");
+        cmd->add_option("--record", o.record, "Capture every exchange into this SQLite session file");
+        cmd->add_flag(
+            "--no-intercept", o.noIntercept,
+            "Pass https:// (CONNECT) tunnels on unread instead of decrypting them with the local CA");
+        cmd->add_option("--tls-passthrough", o.tlsPassthrough,
+                        "Never intercept hosts matching this glob (e.g. '*.bank.example'); repeatable");
+        cmd->add_option("--upstream-cacert", o.upstreamCaCert,
+                        "Also trust these CA certificates (PEM) for origins, beside the system store")
+            ->check(portico::app::existingFile());
+        cmd->add_flag("--upstream-insecure", o.upstreamInsecure,
+                      "Do not verify origins' certificates (dangerous; for a local origin with a throw-away "
+                      "certificate)");
+        cmd->add_option("--max-body-bytes", o.maxBodyBytes,
+                        "Largest request body passed on, e.g. 100MiB or 2GiB (default 10MiB: "
+                        "limits.max_body_bytes)");
+    };
+    addProxyOptions(proxyCmd, po);
+    proxyCmd->add_option("-H,--host", po.host,
+                         "Address to bind (default 127.0.0.1); one that is not loopback needs --allow");
     proxyCmd
-        ->add_option("--upstream-cacert", po.upstreamCaCert,
-                     "Also trust these CA certificates (PEM) for origins, beside the system store")
-        ->check(portico::app::existingFile());
-    proxyCmd->add_flag(
-        "--upstream-insecure", po.upstreamInsecure,
-        "Do not verify origins' certificates (dangerous; for a local origin with a throw-away certificate)");
-    proxyCmd->add_option(
-        "--max-body-bytes", po.maxBodyBytes,
-        "Largest request body passed on, e.g. 100MiB or 2GiB (default 10MiB: limits.max_body_bytes)");
+        ->add_option("--allow", po.allow,
+                     "Client network that may use the proxy (CIDR or address, e.g. 192.168.1.0/24); "
+                     "repeatable; default: loopback clients only")
+        ->check(portico::app::clientNetwork());
+    proxyCmd
+        ->add_option("--resolve", po.resolve,
+                     "Connect to origins named NAME at ADDR (NAME=ADDR, '*.' wildcards; like the config's "
+                     "hosts:); repeatable")
+        ->check(portico::app::hostMapping());
     int envPort = 8000;
     auto* proxyEnvCmd = proxyCmd->add_subcommand(
         "env", "Print shell exports that send a terminal's clients through the proxy and trust the local CA");
     proxyEnvCmd->add_option("-p,--port", envPort, "The proxy's port (default 8000)")
         ->check(portico::app::wholeNumber(1, 65535));
+    ServeOptions chromiumProxy;
+    chromiumProxy.forwardProxy = true;
+    ChromiumOptions chromium;
+    auto* chromiumCmd = proxyCmd->add_subcommand(
+        "chromium", "Open Chromium or Chrome through the proxy (started here if none listens on the port), "
+                    "trusting the local CA for that browser only; arguments after -- go to the browser");
+    chromiumCmd->add_option("url", chromium.url, "Page to open (default: the browser's start page)");
+    chromiumCmd->add_option(
+        "--browser", chromium.browser,
+        "Chromium or Chrome to run (default: $PORTICO_BROWSER, else chromium, "
+        "chromium-browser, google-chrome or google-chrome-stable on PATH); Chromium/Chrome "
+        "only");
+    addProxyOptions(chromiumCmd, chromiumProxy);
     proxyCmd->require_subcommand(0, 1);
 
     auto certCmd = portico::app::addCertCommand(app);
@@ -531,6 +741,19 @@ int main(int argc, char** argv) {
     // dir and --config are mutually exclusive.
     serveCmd->get_option("dir")->excludes(serveCmd->get_option("--config"));
 
+    // `portico proxy chromium ... -- ARGS`: what follows `--` is the browser's, never ours.
+    std::vector<std::string> browserArgs;
+    if (argc > 2 && std::string_view(argv[1]) == "proxy")
+        for (int i = 2; i < argc; ++i) {
+            if (std::string_view(argv[i]) != "--") continue;
+            if (std::find_if(argv + 2, argv + i,
+                             [](const char* a) { return std::string_view(a) == "chromium"; }) != argv + i) {
+                browserArgs.assign(argv + i + 1, argv + argc);
+                argc = i;
+            }
+            break;
+        }
+
     // Before CLI11, whose words for these are "The following argument was not expected" and
     // "A subcommand is required".
     if (std::string problem = portico::app::subcommandProblem(app, argc, argv); !problem.empty()) {
@@ -542,6 +765,12 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? kExitOk : kExitUsage;
     }
+    if (proxyCmd->parsed() && proxyCmd->get_subcommands().empty()) {
+        if (std::string problem = proxyHostProblem(po); !problem.empty()) {
+            std::cerr << "portico proxy: " << problem << "\nRun 'portico help proxy' for usage.\n";
+            return kExitUsage;
+        }
+    }
     // Test hook: with PORTICO_CHECK_ARGS set, stop once the command line parsed (exit 0; a bad one
     // exits 2 above). tst_docs_commands runs every command of the docs this way.
     if (const char* check = std::getenv("PORTICO_CHECK_ARGS"); check && *check) return kExitOk;
@@ -552,6 +781,10 @@ int main(int argc, char** argv) {
     }
     if (serveCmd->parsed()) return serve(so);
     if (proxyEnvCmd->parsed()) return proxyEnv(envPort);
+    if (chromiumCmd->parsed()) {
+        chromium.extra = browserArgs;
+        return proxyChromium(chromiumProxy, chromium);
+    }
     if (proxyCmd->parsed()) return serve(po);
     if (certCmd.cmd->parsed()) return certCmd.run();
     if (bench.cmd->parsed()) return bench.run();

@@ -2,6 +2,7 @@
 // capture state.
 #include "mainwindow.h"
 
+#include "browser_launch.h"
 #include "inspector/inspectorwidget.h"
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
@@ -9,6 +10,7 @@
 #include "sites/sitespage.h"
 #include "traffic/trafficpage.h"
 
+#include <QClipboard>
 #include <QCloseEvent>
 #include <QCoreApplication>
 #include <QDateTime>
@@ -16,10 +18,12 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QProcess>
 #include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
@@ -31,6 +35,7 @@
 #include <QUrl>
 
 #include <portico/engine/engine.h>
+#include <portico/tls/local_ca.h>
 
 #include <algorithm>
 
@@ -77,11 +82,17 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_websocket = new QLabel;
     m_websocket->setObjectName("statusWebSocket");
     m_websocket->setVisible(false);
+    m_interceptStatus = new QLabel;
+    m_interceptStatus->setObjectName("statusIntercept");
     statusBar()->addPermanentWidget(m_listeners);
+    statusBar()->addPermanentWidget(m_interceptStatus);
     statusBar()->addPermanentWidget(m_rate);
     statusBar()->addPermanentWidget(m_websocket);
     statusBar()->addPermanentWidget(m_capture);
     connect(server, &ServerController::listenersChanged, this, &MainWindow::updateListeners);
+    connect(server, &ServerController::interceptChanged, this, &MainWindow::updateIntercept);
+    if (const int port = QSettings().value("intercept/port", 8000).toInt(); port > 0 && port < 65536)
+        m_interceptPort = std::uint16_t(port);
     m_rateTimer = new QTimer(this);
     m_rateTimer->setInterval(500);
     connect(m_rateTimer, &QTimer::timeout, this, &MainWindow::updateRate);
@@ -89,6 +100,7 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     updateListeners();
     updateRate();
     buildMenus();
+    updateIntercept();
 
     QSettings settings;
     // The size the user left, or 1280×800; either way no larger than the screen's free area (at
@@ -149,6 +161,22 @@ void MainWindow::buildMenus() {
         m_load->start();
     });
     load->addAction(tr("S&top"), QKeySequence(Qt::CTRL | Qt::Key_Period), m_load, &LoadTestPage::stop);
+    QMenu* intercept = menuBar()->addMenu(tr("&Intercept"));
+    m_interceptAction = intercept->addAction(QString());
+    m_interceptAction->setObjectName("interceptAction");
+    m_interceptAction->setCheckable(true);
+    connect(m_interceptAction, &QAction::triggered, this, &MainWindow::setIntercepting);
+    QAction* browser =
+        intercept->addAction(tr("&Launch browser through the proxy"), this, &MainWindow::launchBrowser);
+    browser->setObjectName("launchBrowserAction");
+    browser->setToolTip(tr("Chromium or Chrome with a throw-away profile that trusts the local CA (nothing "
+                           "in the system trust store changes)"));
+    QAction* terminal =
+        intercept->addAction(tr("&Copy terminal setup"), this, &MainWindow::copyTerminalSetup);
+    terminal->setObjectName("copyTerminalSetupAction");
+    terminal->setToolTip(
+        tr("The exports of `portico proxy env`: paste them into a terminal to send its curl, "
+           "git, Python and Node through the proxy"));
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&User guide"), QKeySequence::HelpContents, this, &MainWindow::openGuide);
     help->addAction(tr("&Keyboard shortcuts"), this, &MainWindow::showShortcuts);
@@ -170,6 +198,134 @@ QList<QPair<QString, QKeySequence>> MainWindow::shortcuts() const {
         }
     }
     return out;
+}
+
+MainWindow::~MainWindow() {
+    // The browsers go with the proxy they were pointed at; their profiles with them.
+    for (QProcess* p : browsers()) {
+        p->disconnect(this);
+        p->terminate();
+        if (!p->waitForFinished(3000)) {
+            p->kill();
+            p->waitForFinished(2000);
+        }
+        launch::removeProfileDir(p->property("profileDir").toString().toStdString());
+    }
+}
+
+QList<QProcess*> MainWindow::browsers() const {
+    QList<QProcess*> out;
+    for (QProcess* p : findChildren<QProcess*>("browser", Qt::FindDirectChildrenOnly))
+        if (p->state() != QProcess::NotRunning) out << p;
+    return out;
+}
+
+void MainWindow::setInterceptPort(std::uint16_t port) {
+    if (port == 0) return;
+    m_interceptPort = port;
+    QSettings().setValue("intercept/port", int(port));
+    updateIntercept();
+}
+
+bool MainWindow::setIntercepting(bool on) {
+    QString error;
+    const bool ok = m_server->setIntercept(on, m_interceptPort, &error);
+    m_interceptError = ok ? QString() : error;
+    if (!ok)
+        statusBar()->showMessage(tr("Cannot intercept on 127.0.0.1:%1: %2").arg(m_interceptPort).arg(error),
+                                 10000);
+    updateIntercept();
+    return ok;
+}
+
+void MainWindow::updateIntercept() {
+    const bool on = m_server->intercepting();
+    const std::uint16_t port = on ? m_server->interceptPort() : m_interceptPort;
+    if (m_interceptAction) {
+        m_interceptAction->setText(tr("&Intercept traffic (proxy on 127.0.0.1:%1)").arg(port));
+        const QSignalBlocker block(m_interceptAction);
+        m_interceptAction->setChecked(on);
+    }
+    if (on) {
+        m_interceptError.clear();
+        m_interceptStatus->setText(QStringLiteral("<span style=\"color:#2e7d32;font-weight:bold\">%1</span>")
+                                       .arg(tr("● Intercepting on 127.0.0.1:%1").arg(port).toHtmlEscaped()));
+        m_interceptStatus->setToolTip(
+            tr("A forward proxy on http://127.0.0.1:%1: point clients at it (Intercept › "
+               "Copy terminal setup, Launch browser); HTTPS is decrypted with the local "
+               "CA and every exchange is listed in the Traffic tab")
+                .arg(port));
+    } else if (!m_interceptError.isEmpty()) {
+        m_interceptStatus->setText(QStringLiteral("<span style=\"color:#c62828\">%1</span>")
+                                       .arg(tr("Intercept off: 127.0.0.1:%1 is not available").arg(port)));
+        m_interceptStatus->setToolTip(m_interceptError);
+    } else {
+        m_interceptStatus->setText(tr("Intercept off"));
+        m_interceptStatus->setToolTip(
+            tr("Intercept › Intercept traffic starts a forward proxy on 127.0.0.1:%1").arg(port));
+    }
+}
+
+void MainWindow::launchBrowser() {
+    if (!m_server->intercepting() && !setIntercepting(true)) {
+        QMessageBox::warning(
+            this, tr("Cannot launch the browser"),
+            tr("The proxy cannot start on 127.0.0.1:%1:\n%2").arg(m_interceptPort).arg(m_interceptError));
+        return;
+    }
+    std::string why;
+    auto prepared =
+        launch::prepareChromium({}, m_server->interceptPort(), {}, {}, tls::defaultDataDir(), why);
+    if (!prepared) {
+        QMessageBox::warning(this, tr("Cannot launch the browser"), QString::fromStdString(why));
+        return;
+    }
+    auto* p = new QProcess(this);
+    p->setObjectName("browser");
+    const QString profile = QString::fromStdString(prepared->profileDir);
+    p->setProperty("profileDir", profile);
+    p->setProgram(QString::fromStdString(prepared->program));
+    QStringList args;
+    for (const auto& a : prepared->args)
+        args << QString::fromStdString(a);
+    p->setArguments(args);
+    // The browser inherits none of the engine's sockets (it would keep the proxy's port bound).
+    p->setChildProcessModifier([] { launch::closeInheritedAtExec(); });
+    p->setStandardOutputFile(QProcess::nullDevice());
+    p->setStandardErrorFile(QProcess::nullDevice());
+    connect(p, &QProcess::finished, this, [this, p, profile] {
+        launch::removeProfileDir(profile.toStdString());
+        statusBar()->showMessage(tr("Browser closed; its profile is removed"), 5000);
+        p->deleteLater();
+    });
+    connect(p, &QProcess::errorOccurred, this, [this, p, profile](QProcess::ProcessError e) {
+        if (e != QProcess::FailedToStart) return;
+        launch::removeProfileDir(profile.toStdString());
+        statusBar()->showMessage(tr("Cannot start %1: %2").arg(p->program(), p->errorString()), 10000);
+        p->deleteLater();
+    });
+    p->start();
+    statusBar()->showMessage(tr("Launched %1 through the proxy on 127.0.0.1:%2")
+                                 .arg(QFileInfo(p->program()).fileName())
+                                 .arg(m_server->interceptPort()),
+                             8000);
+}
+
+void MainWindow::copyTerminalSetup() {
+    const std::uint16_t port = m_server->intercepting() ? m_server->interceptPort() : m_interceptPort;
+    std::string why;
+    const auto text = launch::proxyEnvText(port, tls::defaultDataDir(), why);
+    if (!text) {
+        statusBar()->showMessage(tr("Cannot copy the terminal setup: %1").arg(QString::fromStdString(why)),
+                                 10000);
+        return;
+    }
+    QGuiApplication::clipboard()->setText(QString::fromStdString(*text));
+    statusBar()->showMessage(
+        m_server->intercepting()
+            ? tr("Copied the terminal setup: paste it into a terminal")
+            : tr("Copied the terminal setup (switch Intercept on for the proxy to answer)"),
+        8000);
 }
 
 void MainWindow::showShortcuts() {
@@ -339,7 +495,7 @@ void MainWindow::updateRate() {
         m_websocket->setVisible(true);
     }
     const auto cfg = m_server->config();
-    if (!cfg || !cfg->capture.enabled) {
+    if (!cfg || (!cfg->capture.enabled && !m_server->intercepting())) {
         m_capture->setText(tr("capture: off"));
     } else {
         m_capture->setText(

@@ -3,7 +3,11 @@
 
 #include <QMainWindow>
 
+#include <cstdint>
+
+class QAction;
 class QLabel;
+class QProcess;
 class QScrollArea;
 class QTabWidget;
 class QTimer;
@@ -21,6 +25,7 @@ class MainWindow : public QMainWindow {
 
 public:
     explicit MainWindow(ServerController* server, QWidget* parent = nullptr);
+    ~MainWindow() override;
 
     SitesPage* sitesPage() const { return m_sites; }
     TrafficPage* trafficPage() const { return m_traffic; }
@@ -41,7 +46,26 @@ public:
     /// fields and returns true; otherwise returns false with the reason in `why`.
     bool openDraft(const QString& path, QString* why);
 
+    /// The Intercept menu's switch ("Intercept traffic (proxy on 127.0.0.1:PORT)"), checkable.
+    QAction* interceptAction() const { return m_interceptAction; }
+    /// The proxy's port (QSettings "intercept/port", default 8000); takes effect at the next switch-on.
+    std::uint16_t interceptPort() const { return m_interceptPort; }
+    void setInterceptPort(std::uint16_t port);
+    /// Browsers started by "Launch browser through the proxy" that are still running.
+    QList<QProcess*> browsers() const;
+
 public slots:
+    /// Intercept › the switch: starts (or stops) the intercepting forward proxy on
+    /// 127.0.0.1:interceptPort() in the running engine. When the port is taken the switch stays off
+    /// and the status bar says why. Returns whether the proxy is in the state asked for.
+    bool setIntercepting(bool on);
+    /// Intercept › Launch browser through the proxy: Chromium or Chrome ($PORTICO_BROWSER, else on
+    /// PATH) with a throw-away profile, through the proxy (switched on first), trusting the local CA
+    /// for that browser only (the launch of `portico proxy chromium`).
+    void launchBrowser();
+    /// Intercept › Copy terminal setup: the exports of `portico proxy env --port PORT`, to the
+    /// clipboard.
+    void copyTerminalSetup();
     /// Help menu: the shortcut list, the About box (Portico, Qt and the core's library versions),
     /// the user guide (docs/gui.md as installed, else in the source tree).
     void showShortcuts();
@@ -62,6 +86,7 @@ private:
     void updateRecentMenu();
     void updateContextShortcuts();
     void updateTitle();
+    void updateIntercept();
 
     ServerController* m_server;
     QTabWidget* m_tabs = nullptr;
@@ -73,7 +98,11 @@ private:
     QLabel* m_listeners = nullptr;
     QLabel* m_rate = nullptr;
     QLabel* m_capture = nullptr;
-    QLabel* m_websocket = nullptr; ///< WebSocket sessions and rooms; hidden until the first one
+    QLabel* m_websocket = nullptr;       ///< WebSocket sessions and rooms; hidden until the first one
+    QLabel* m_interceptStatus = nullptr; ///< the proxy: off, on (port), or why it could not start
+    QAction* m_interceptAction = nullptr;
+    std::uint16_t m_interceptPort = 8000;
+    QString m_interceptError; ///< why the last switch-on failed ("" when it did not)
     QTimer* m_rateTimer = nullptr;
     QMenu* m_recent = nullptr;
     QAction* m_revert = nullptr;

@@ -3,6 +3,7 @@
 
 #include <portico/config/reader.h>
 #include <portico/config/writer.h>
+#include <portico/tls/local_ca.h>
 #include <portico/validate/load.h>
 #include <portico/validate/validate.h>
 
@@ -16,6 +17,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <filesystem>
 
 namespace portico::ui {
 
@@ -152,7 +154,13 @@ bool ServerController::open(const QString& path, QString* error, bool movePortIf
     }
     m_engine.stop();
     std::string why;
-    bool started = m_engine.start(cfg, why);
+    bool started = m_engine.start(forEngine(cfg), why);
+    if (!started && intercepting()) {
+        // The new project takes the proxy's port (or the proxy cannot start): the project wins.
+        m_interceptPort = 0;
+        emit interceptChanged();
+        started = m_engine.start(cfg, why);
+    }
     // Like `portico serve DIR`: when the port is taken, move on to the next free one (not saved).
     for (int step = 1;
          !started && movePortIfTaken && step < 20 && !cfg->listen.empty() && cfg->listen.front().port != 0;
@@ -161,7 +169,7 @@ bool ServerController::open(const QString& path, QString* error, bool movePortIf
         for (auto& l : retry->listen) // all together, so 8080/8443 become 8081/8444
             if (l.port != 0 && l.port < 65535) l.port = static_cast<std::uint16_t>(l.port + 1);
         cfg = retry;
-        started = m_engine.start(cfg, why);
+        started = m_engine.start(forEngine(cfg), why);
     }
     if (!started) {
         if (error) *error = QString::fromStdString(why);
@@ -208,7 +216,7 @@ bool ServerController::openDraft(const QString& path, std::shared_ptr<config::Co
 
 bool ServerController::apply(std::shared_ptr<const config::Config> cfg, QString* error, bool save) {
     std::string why;
-    if (!m_engine.publish(cfg, why)) {
+    if (!m_engine.publish(forEngine(cfg), why)) {
         if (error) *error = QString::fromStdString(why);
         return false;
     }
@@ -230,10 +238,63 @@ bool ServerController::apply(std::shared_ptr<const config::Config> cfg, QString*
 
 void ServerController::stop() { m_engine.stop(); }
 
+std::shared_ptr<const config::Config>
+ServerController::forEngine(std::shared_ptr<const config::Config> cfg) const {
+    if (!cfg || !intercepting()) return cfg;
+    auto out = std::make_shared<config::Config>(*cfg);
+    config::Listen proxy;
+    proxy.host = "127.0.0.1";
+    proxy.port = m_interceptPort;
+    proxy.forwardProxy = true;
+    proxy.proxy.intercept = true;
+    // The local CA's own sites (`tls: auto`, this app's HTTPS listeners) verify as origins.
+    const auto ca = tls::defaultDataDir() / "ca" / "ca.crt";
+    std::error_code ec;
+    if (std::filesystem::exists(ca, ec)) proxy.proxy.upstreamCaFile = ca.string();
+    out->listen.push_back(proxy);
+    out->capture.enabled = true;
+    return out;
+}
+
+bool ServerController::isProxyEndpoint(const engine::Endpoint& ep) const {
+    return intercepting() && ep.port == m_interceptPort && ep.host == "127.0.0.1" && !ep.tls;
+}
+
+bool ServerController::setIntercept(bool on, std::uint16_t port, QString* error) {
+    if (on && port == 0) {
+        if (error) *error = tr("the proxy needs a port");
+        return false;
+    }
+    const std::uint16_t before = m_interceptPort;
+    if (on == intercepting() && (!on || port == before)) return true;
+    m_interceptPort = on ? port : 0;
+    if (m_config && m_engine.running()) {
+        // The local CA exists before the listener names it as an origin CA (intercepting creates
+        // it anyway).
+        if (on) {
+            std::string why;
+            if (!tls::LocalCa::openOrCreate(tls::defaultDataDir(), why)) {
+                m_interceptPort = before;
+                if (error) *error = tr("local CA: %1").arg(QString::fromStdString(why));
+                return false;
+            }
+        }
+        std::string why;
+        if (!m_engine.publish(forEngine(m_config), why)) {
+            m_interceptPort = before;
+            if (error) *error = QString::fromStdString(why);
+            return false;
+        }
+    }
+    emit interceptChanged();
+    emit listenersChanged();
+    return true;
+}
+
 QStringList ServerController::urls() const {
     QStringList out;
     for (const auto& ep : m_engine.endpoints())
-        out << QString::fromStdString(ep.url());
+        if (!isProxyEndpoint(ep)) out << QString::fromStdString(ep.url());
     return out;
 }
 
@@ -246,7 +307,7 @@ QStringList ServerController::exposedUrls() const {
 
 QString ServerController::firstHttpUrl() const {
     for (const auto& ep : m_engine.endpoints())
-        if (!ep.tls) return QString::fromStdString(ep.url());
+        if (!ep.tls && !isProxyEndpoint(ep)) return QString::fromStdString(ep.url());
     return {};
 }
 
@@ -277,7 +338,7 @@ void ServerController::onFileChanged() {
     auto cfg = std::const_pointer_cast<config::Config>(result.config);
     cfg->sourcePath = m_configPath.toStdString();
     std::string why;
-    if (!m_engine.publish(cfg, why)) {
+    if (!m_engine.publish(forEngine(cfg), why)) {
         emit externalChange(
             tr("%1 changed on disk but cannot be applied: %2").arg(name, QString::fromStdString(why)), false);
         return;

@@ -83,9 +83,20 @@ public:
     std::shared_ptr<const ws::Stats> webSocketStats() const;
     engine::Engine& engine() { return m_engine; }
 
+    /// The Intercept switch: a forward proxy listener that intercepts HTTPS with the local CA
+    /// (`forward_proxy: {intercept: true}`) on 127.0.0.1:`port`, added to what the engine serves
+    /// (never to the project's config or file) with capture on, so its exchanges are in the
+    /// Traffic tab. Origins are verified against the system store plus the local CA (the project's
+    /// own `tls: auto` sites). Kept across open(), apply() and reloads of the file. False with
+    /// `error` (the port is taken, ...) and off when the listener cannot be opened.
+    bool setIntercept(bool on, std::uint16_t port, QString* error);
+    bool intercepting() const { return m_interceptPort != 0; }
+    std::uint16_t interceptPort() const { return m_interceptPort; }
+
 signals:
     void configChanged();    ///< a new snapshot is in force (Apply, or an external edit)
     void listenersChanged(); ///< urls() changed
+    void interceptChanged(); ///< the Intercept switch went on or off
     /// The project file changed on disk: reloaded, or refused (message lists the errors).
     void externalChange(const QString& message, bool reloaded);
 
@@ -94,6 +105,10 @@ private:
     void onFileChanged();
 
     void sample();
+    /// What the engine runs for the project's `config`: the config, plus the proxy listener
+    /// while intercepting.
+    std::shared_ptr<const config::Config> forEngine(std::shared_ptr<const config::Config> config) const;
+    bool isProxyEndpoint(const engine::Endpoint& ep) const;
 
     engine::Engine m_engine;
     std::atomic<std::uint64_t> m_liveRequests{0}, m_liveOpen{0}, m_liveCaptured{0}, m_liveDropped{0};
@@ -111,6 +126,7 @@ private:
     QString m_sessionFile;
     QByteArray m_lastWritten; ///< what we saved last, so our own writes are not "external"
     QFileSystemWatcher* m_watcher = nullptr;
+    std::uint16_t m_interceptPort = 0; ///< 0: not intercepting
 };
 
 } // namespace portico::ui

@@ -30,7 +30,8 @@ bool makeCert(const QString& dir) {
 
 bool ordered(const capture::Exchange& e) {
     std::int64_t last = -1;
-    for (auto p : e.phases) {
+    for (auto phase : capture::kTimelineOrder) {
+        const std::int64_t p = e.at(phase);
         if (p < 0) continue;
         if (p < last) return false;
         last = p;

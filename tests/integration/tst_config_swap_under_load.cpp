@@ -77,6 +77,28 @@ private slots:
         QCOMPARE(c.body(), std::string_view("B"));
         eng.stop();
     }
+
+    // Two listeners on any free port of the same host keep their own ports across a publish of the
+    // same config (each bound listener serves one config entry: the second used to take the first's).
+    void twoPortZeroListenersKeepTheirPorts() {
+        engine::Engine eng;
+        std::string error;
+        auto cfg = std::make_shared<config::Config>(*makeConfig("A"));
+        cfg->listen = {config::Listen{"127.0.0.1", 0, {}, {}}, config::Listen{"127.0.0.1", 0, {}, {}}};
+        QVERIFY2(eng.start(cfg, error), error.c_str());
+        QCOMPARE(eng.endpoints().size(), std::size_t(2));
+        const std::uint16_t first = eng.endpoints()[0].port, second = eng.endpoints()[1].port;
+        QVERIFY(first != second);
+        QVERIFY2(eng.publish(cfg, error), error.c_str());
+        QCOMPARE(eng.endpoints().size(), std::size_t(2));
+        QCOMPARE(eng.endpoints()[0].port, first);
+        QCOMPARE(eng.endpoints()[1].port, second);
+        for (std::uint16_t port : {first, second}) {
+            test::RawClient c(port);
+            QCOMPARE(c.exchange("GET /v HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+        }
+        eng.stop();
+    }
 };
 
 QTEST_GUILESS_MAIN(TestConfigSwapUnderLoad)

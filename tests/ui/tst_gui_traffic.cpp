@@ -237,9 +237,8 @@ private slots:
         // Timeline: one segment per phase present, ending at the phase's own timestamp.
         const auto& segments = page.inspector()->timeline()->segments();
         std::vector<capture::Phase> expected;
-        for (std::size_t i = 0; i < capture::kPhaseCount; ++i) {
-            const auto p = static_cast<capture::Phase>(i);
-            if (e->phases[i] < 0) continue;
+        for (const capture::Phase p : capture::kTimelineOrder) {
+            if (e->at(p) < 0) continue;
             if (e->streamId > 1 && (p == capture::Phase::Accepted || p == capture::Phase::TlsDone)) continue;
             expected.push_back(p);
         }

@@ -96,8 +96,8 @@ private slots:
         auto e = roundTrip(rec, [&](capture::SlotWriter& w, capture::SlotHead* h) {
             h->status = 201;
             h->phases[static_cast<int>(capture::Phase::RequestHeaders)] = 123;
-            for (auto s : {"TLSv1.3", "h2", "127.0.0.1:5000", "site", "/api/*", "POST", "https", "localhost",
-                           "/api/x?y=1", ""})
+            for (auto s : {"TLSv1.3", "h2", "127.0.0.1:8443", "TLSv1.2", "http/1.1", "127.0.0.1:5000", "site",
+                           "/api/*", "POST", "https", "localhost", "/api/x?y=1", ""})
                 w.str(s);
             auto l = w.beginList();
             w.pair(l, "Content-Type", "application/octet-stream");
@@ -114,6 +114,10 @@ private slots:
         QCOMPARE(e.method, std::string("POST"));
         QCOMPARE(e.target, std::string("/api/x?y=1"));
         QCOMPARE(e.tlsVersion, std::string("TLSv1.3"));
+        QCOMPARE(e.upstreamAddress, std::string("127.0.0.1:8443"));
+        QCOMPARE(e.upstreamTlsVersion, std::string("TLSv1.2"));
+        QCOMPARE(e.upstreamAlpn, std::string("http/1.1"));
+        QCOMPARE(e.client, std::string("127.0.0.1:5000"));
         QCOMPARE(e.requestHeaders.size(), std::size_t(2));
         QCOMPARE(e.requestHeaders[1].value, std::string("a\0b", 3));
         QCOMPARE(e.responseHeaders.size(), std::size_t(1));

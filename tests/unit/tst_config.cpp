@@ -11,6 +11,7 @@
 // standing for the folder's absolute path.
 #include "test_support.h"
 
+#include <portico/config/network.h>
 #include <portico/config/writer.h>
 #include <portico/http/message.h>
 #include <portico/validate/load.h>
@@ -102,8 +103,16 @@ QString staticText(const StaticAction& s) {
 QStringList dump(const Config& c) {
     QStringList out;
     out << QString("workers %1").arg(c.workers);
-    for (const Listen& l : c.listen)
+    for (const Listen& l : c.listen) {
         out << QString("listen %1 %2").arg(str(l.host)).arg(l.port);
+        if (!l.forwardProxy) continue;
+        QStringList allow;
+        for (const auto& network : l.proxy.allow)
+            allow << str(network);
+        out << QString("forward_proxy %1 %2 allow=%3").arg(str(l.host)).arg(l.port).arg(allow.join(','));
+    }
+    for (const HostOverride& h : c.hosts)
+        out << QString("hosts %1 %2").arg(str(h.name), str(h.address));
     const Limits& L = c.limits;
     out << QString("limits.max_request_line_bytes %1").arg(L.maxRequestLineBytes)
         << QString("limits.max_header_bytes %1").arg(L.maxHeaderBytes)
@@ -354,6 +363,29 @@ private slots:
                            "listen 127.0.0.1 0"};
         QTest::newRow("listen scalar") << QByteArray("listen: 127.0.0.2:81\nvhosts: [{root: site}]\n")
                                        << QStringList{"listen 127.0.0.2 81"};
+        // A forward proxy on an address other machines reach needs its client networks; loopback
+        // (all of 127/8, ::1, localhost) does not.
+        QTest::newRow("forward proxy allow")
+            << QByteArray("listen:\n"
+                          "  - {address: 0.0.0.0:8000, forward_proxy: {allow: [192.168.1.0/24, 10.1.2.3]}}\n"
+                          "  - {address: \"[::]:8001\", forward_proxy: {allow: [\"fd00::/8\", \"::1\", "
+                          "0.0.0.0/0]}}\n"
+                          "  - {address: 127.0.0.2:8002, forward_proxy: true}\n"
+                          "  - {address: 127.0.0.1:8003, forward_proxy: {allow: 127.0.0.2/32}}\n"
+                          "vhosts: [{root: site}]\n")
+            << QStringList{
+                   "forward_proxy 0.0.0.0 8000 allow=192.168.1.0/24,10.1.2.3",
+                   "forward_proxy :: 8001 allow=fd00::/8,::1,0.0.0.0/0",
+                   "forward_proxy 127.0.0.2 8002 allow=", "forward_proxy 127.0.0.1 8003 allow=127.0.0.2/32"};
+        QTest::newRow("hosts") << QByteArray("hosts:\n"
+                                             "  api.example.test: 127.0.0.1\n"
+                                             "  \"*.dev.test\": \"::1\"\n"
+                                             "  Upper.Example.Test.: \"[::1]\"\n"
+                                             "  under_score.test: 10.0.0.7\n"
+                                             "vhosts: [{root: site}]\n")
+                               << QStringList{"hosts api.example.test 127.0.0.1", "hosts *.dev.test ::1",
+                                              "hosts upper.example.test ::1",
+                                              "hosts under_score.test 10.0.0.7"};
         QTest::newRow("limits") << QByteArray("limits:\n"
                                               "  max_request_line_bytes: 4KiB\n"
                                               "  max_header_bytes: 32KiB\n"
@@ -633,8 +665,85 @@ private slots:
         QTest::newRow("forward proxy on every address")
             << QByteArray("listen:\n  - {address: 0.0.0.0:8000, forward_proxy: true}\n") + v
             << QStringList{
-                   "test.yaml:2:44: listen[0].forward_proxy: a forward proxy listener binds loopback only "
-                   "(127.0.0.1, \"[::1]\" or localhost), so it is never an open proxy; got 0.0.0.0"};
+                   "test.yaml:2:44: listen[0].forward_proxy: a forward proxy listener on 0.0.0.0 needs "
+                   "`allow: [CIDR, ...]`, the client networks that may use it (e.g. {allow: "
+                   "[192.168.1.0/24]}), so it is never an open proxy; without `allow:` it binds "
+                   "loopback only (127.0.0.1, \"[::1]\" or localhost)"};
+        QTest::newRow("forward proxy on a LAN address with an empty allow")
+            << QByteArray("listen:\n  - {address: 192.168.1.5:8000, forward_proxy: {allow: []}}\n") + v
+            << QStringList{"test.yaml:2:48: listen[0].forward_proxy: a forward proxy listener on 192.168.1.5 "
+                           "needs `allow: [CIDR, ...]`, the client networks that may use it (e.g. {allow: "
+                           "[192.168.1.0/24]}), so it is never an open proxy; without `allow:` it binds "
+                           "loopback only (127.0.0.1, \"[::1]\" or localhost)"};
+        QTest::newRow("forward proxy on ::, intercepting, without allow")
+            << QByteArray("listen:\n  - {address: \"[::]:8000\", forward_proxy: {intercept: true}}\n") + v
+            << QStringList{"test.yaml:2:43: listen[0].forward_proxy: a forward proxy listener on :: needs "
+                           "`allow: [CIDR, ...]`, the client networks that may use it (e.g. {allow: "
+                           "[192.168.1.0/24]}), so it is never an open proxy; without `allow:` it binds "
+                           "loopback only (127.0.0.1, \"[::1]\" or localhost)"};
+        QTest::newRow("forward proxy allow: bad networks")
+            << QByteArray("listen:\n  - address: 0.0.0.0:8000\n    forward_proxy:\n      allow:\n"
+                          "        - 10.0.0.1/8\n        - 10.0.0.0/33\n        - \"fd00::1/8\"\n"
+                          "        - \"[fd00::]/8\"\n        - 10.0.0.0/\n        - 10.0.0.0/-1\n"
+                          "        - 300.1.2.3\n        - lan\n        - 10.0.0.0/8/8\n") +
+                   v
+            << QStringList{
+                   "test.yaml:5:11: listen[0].forward_proxy.allow[0]: '10.0.0.1/8' has bits set after the /8 "
+                   "prefix: write 10.0.0.0/8",
+                   "test.yaml:6:11: listen[0].forward_proxy.allow[1]: prefix length must be a number from 0 "
+                   "to 32, got '33'",
+                   "test.yaml:7:11: listen[0].forward_proxy.allow[2]: 'fd00::1/8' has bits set after the /8 "
+                   "prefix: write fd00::/8",
+                   "test.yaml:8:11: listen[0].forward_proxy.allow[3]: '[fd00::]' is not an IPv4 or IPv6 "
+                   "address (write IPv6 networks without brackets: \"fd00::/8\")",
+                   "test.yaml:9:11: listen[0].forward_proxy.allow[4]: prefix length must be a number from 0 "
+                   "to 32, got ''",
+                   "test.yaml:10:11: listen[0].forward_proxy.allow[5]: prefix length must be a number from 0 "
+                   "to 32, got '-1'",
+                   "test.yaml:11:11: listen[0].forward_proxy.allow[6]: '300.1.2.3' is not an IPv4 or IPv6 "
+                   "address",
+                   "test.yaml:12:11: listen[0].forward_proxy.allow[7]: 'lan' is not an IPv4 or IPv6 address",
+                   "test.yaml:13:11: listen[0].forward_proxy.allow[8]: prefix length must be a number from 0 "
+                   "to 32, got '8/8'"};
+        QTest::newRow("forward proxy allow: not a list")
+            << QByteArray(
+                   "listen:\n  - {address: 0.0.0.0:8000, forward_proxy: {allow: {lan: 10.0.0.0/8}}}\n") +
+                   v
+            << QStringList{
+                   "test.yaml:2:52: listen[0].forward_proxy.allow: expected a string or a list, got a map"};
+        QTest::newRow("hosts: bad names and values")
+            << QByteArray(
+                   "hosts:\n  bad..name: 127.0.0.1\n  \"10.0.0.1\": 127.0.0.1\n  \"[::1]\": 127.0.0.1\n"
+                   "  \"*.\": 127.0.0.1\n  \"a.*.test\": 127.0.0.1\n  \"api.test:443\": 127.0.0.1\n"
+                   "  name.test: localhost\n  other.test: 127.0.0.1:8080\n  list.test: [127.0.0.1]\n"
+                   "  empty.test:\n") +
+                   v
+            << QStringList{
+                   "test.yaml:2:3: hosts.bad..name: 'bad..name' is not a host name (labels of letters, "
+                   "digits, "
+                   "'-' and '_' joined by single dots, optionally starting with '*.')",
+                   "test.yaml:3:3: hosts.10.0.0.1: '10.0.0.1' is an address: `hosts:` maps names to "
+                   "addresses",
+                   "test.yaml:4:3: hosts.[::1]: '[::1]' is an address: `hosts:` maps names to addresses",
+                   "test.yaml:5:3: hosts.*.: '*' is not a host name (labels of letters, digits, '-' and '_' "
+                   "joined by single dots, optionally starting with '*.')",
+                   "test.yaml:6:3: hosts.a.*.test: 'a.*.test' is not a host name (labels of letters, digits, "
+                   "'-' and '_' joined by single dots, optionally starting with '*.')",
+                   "test.yaml:7:3: hosts.api.test:443: 'api.test:443' is not a host name (labels of letters, "
+                   "digits, '-' and '_' joined by single dots, optionally starting with '*.')",
+                   "test.yaml:8:14: hosts.name.test: expected an IPv4 or IPv6 address (127.0.0.1, \"::1\"), "
+                   "got "
+                   "'localhost' (a name is not resolved here)",
+                   "test.yaml:9:15: hosts.other.test: expected an IPv4 or IPv6 address (127.0.0.1, \"::1\"), "
+                   "got "
+                   "'127.0.0.1:8080' (a name is not resolved here)",
+                   "test.yaml:10:14: hosts.list.test: expected a string, got a list",
+                   "test.yaml:11:3: hosts.empty.test: missing value"};
+        QTest::newRow("hosts: duplicate name, another case")
+            << QByteArray("hosts:\n  api.test: 127.0.0.1\n  API.Test: 127.0.0.2\n") + v
+            << QStringList{"test.yaml:3:3: hosts.API.Test: duplicate host 'api.test' (already on line 2)"};
+        QTest::newRow("hosts: not a map") << QByteArray("hosts: [api.test=127.0.0.1]\n") + v
+                                          << QStringList{"test.yaml:1:8: hosts: expected a map, got a list"};
         QTest::newRow("forward proxy not a bool")
             << QByteArray("listen:\n  - {address: 127.0.0.1:8000, forward_proxy: please}\n") + v
             << QStringList{"test.yaml:2:46: listen[0].forward_proxy: expected true or false, got 'please'"};
@@ -1505,6 +1614,86 @@ private slots:
     }
 
     // proxy.keepalive (idle upstream connections per worker): default, 0, the range, the writer.
+    // `hosts:` lookups: an exact name before any wildcard, the longest wildcard suffix, a wildcard
+    // never matching its bare domain, case and one trailing dot ignored.
+    void hostOverrideLookup_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("address"); // "" when no entry applies
+        QTest::newRow("exact") << "api.example.test"
+                               << "127.0.0.1";
+        QTest::newRow("exact, other case, trailing dot") << "API.Example.Test."
+                                                         << "127.0.0.1";
+        QTest::newRow("exact beats a wildcard") << "x.dev.test"
+                                                << "127.0.0.9";
+        QTest::newRow("wildcard") << "a.dev.test"
+                                  << "::1";
+        QTest::newRow("wildcard, deeper") << "a.b.dev.test"
+                                          << "::1";
+        QTest::newRow("longest wildcard") << "a.api.dev.test"
+                                          << "127.0.0.3";
+        QTest::newRow("not the bare domain") << "dev.test"
+                                             << "";
+        QTest::newRow("not a suffix that is not a label") << "adev.test"
+                                                          << "";
+        QTest::newRow("unmapped") << "example.test"
+                                  << "";
+    }
+    void hostOverrideLookup() {
+        QFETCH(QString, name);
+        QFETCH(QString, address);
+        const HostOverrides hosts{{"*.dev.test", "::1", {}},
+                                  {"api.example.test", "127.0.0.1", {}},
+                                  {"*.api.dev.test", "127.0.0.3", {}},
+                                  {"x.dev.test", "127.0.0.9", {}}};
+        const HostOverride* h = findHostOverride(hosts, name.toStdString());
+        QCOMPARE(h ? str(h->address) : QString(), address);
+        QVERIFY(!findHostOverride({}, "api.example.test"));
+    }
+
+    // Client networks match by prefix; an IPv4-mapped IPv6 client is its IPv4 address.
+    void networkContains_data() {
+        QTest::addColumn<QString>("network");
+        QTest::addColumn<QString>("client");
+        QTest::addColumn<bool>("inside");
+        QTest::newRow("/24 in") << "192.168.1.0/24"
+                                << "192.168.1.77" << true;
+        QTest::newRow("/24 out") << "192.168.1.0/24"
+                                 << "192.168.2.1" << false;
+        QTest::newRow("/12 odd bits in") << "172.16.0.0/12"
+                                         << "172.31.255.255" << true;
+        QTest::newRow("/12 odd bits out") << "172.16.0.0/12"
+                                          << "172.32.0.1" << false;
+        QTest::newRow("one address") << "10.1.2.3"
+                                     << "10.1.2.3" << true;
+        QTest::newRow("one address, another") << "10.1.2.3"
+                                              << "10.1.2.4" << false;
+        QTest::newRow("/0 is everyone (v4)") << "0.0.0.0/0"
+                                             << "203.0.113.9" << true;
+        QTest::newRow("v4 network, v6 client") << "0.0.0.0/0"
+                                               << "2001:db8::1" << false;
+        QTest::newRow("v4-mapped client") << "127.0.0.0/8"
+                                          << "::ffff:127.0.0.2" << true;
+        QTest::newRow("v6 /8") << "fd00::/8"
+                               << "fd12:3456::1" << true;
+        QTest::newRow("v6 /8 out") << "fd00::/8"
+                                   << "fe80::1" << false;
+        QTest::newRow("::1") << "::1"
+                             << "::1" << true;
+        QTest::newRow("::1 is not ::2") << "::1"
+                                        << "::2" << false;
+    }
+    void networkContains() {
+        QFETCH(QString, network);
+        QFETCH(QString, client);
+        QFETCH(bool, inside);
+        std::string error;
+        auto n = parseNetwork(network.toStdString(), error);
+        QVERIFY2(n, error.c_str());
+        auto c = parseNetwork(client.toStdString(), error);
+        QVERIFY2(c, error.c_str());
+        QCOMPARE(contains(*n, c->bytes.data(), c->v6), inside);
+    }
+
     void proxyKeepalive() {
         auto action = [](const LoadResult& r) -> const ProxyAction* {
             if (!r.ok()) return nullptr;

@@ -34,6 +34,7 @@ const QSet<QString> kAllowed = {
     "portico/config/config.h",
     "portico/config/reader.h",
     "portico/config/pattern.h",
+    "portico/config/network.h",
     "portico/validate/load.h",
     "portico/validate/validate.h",
     "portico/config/writer.h",

@@ -360,7 +360,22 @@ void InspectorWidget::fillHeaders(const capture::Exchange& e) {
             protocolName(e.protocol, e.httpVersion) +
                 (e.tlsVersion.empty() ? QString() : QStringLiteral(" · %1").arg(qs(e.tlsVersion))) +
                 (e.alpn.empty() ? QString() : QStringLiteral(" · ALPN %1").arg(qs(e.alpn))));
-    addPair(general, tr("Client"), qs(e.client));
+    addPair(general, tr("Client"),
+            e.clientProcess.empty() ? qs(e.client)
+                                    : tr("%1 · process %2").arg(qs(e.client), qs(e.clientProcess)));
+    if (e.source != capture::Source::Server) {
+        static const char* const kSources[] = {
+            QT_TR_NOOP("server"), QT_TR_NOOP("forward proxy (http:// request)"),
+            QT_TR_NOOP("intercepted (decrypted inside CONNECT)"), QT_TR_NOOP("tunnel (bytes passed unread)")};
+        addPair(general, tr("Source"), tr(kSources[static_cast<int>(e.source)]));
+    }
+    if (!e.upstreamAddress.empty() || !e.upstreamTlsVersion.empty())
+        addPair(
+            general, tr("Upstream"),
+            (e.upstreamAddress.empty() ? tr("pooled connection") : qs(e.upstreamAddress)) +
+                (e.upstreamTlsVersion.empty() ? QString()
+                                              : QStringLiteral(" · %1").arg(qs(e.upstreamTlsVersion))) +
+                (e.upstreamAlpn.empty() ? QString() : QStringLiteral(" · ALPN %1").arg(qs(e.upstreamAlpn))));
     addPair(general, tr("Vhost / route"), QStringLiteral("%1 / %2").arg(qs(e.vhost), qs(e.route)));
     // The top 16 bits of a connection id are the worker's index.
     addPair(general, tr("Connection"),

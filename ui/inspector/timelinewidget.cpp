@@ -28,7 +28,10 @@ QColor phaseColor(capture::Phase p) {
         return QColor(52, 152, 219); // request
     case capture::Phase::RouteMatched:
         return QColor(155, 89, 182); // routing
+    case capture::Phase::UpstreamResolved:
+    case capture::Phase::UpstreamTcpConnected:
     case capture::Phase::UpstreamConnected:
+    case capture::Phase::UpstreamRequestSent:
     case capture::Phase::UpstreamFirstByte:
         return QColor(22, 160, 133); // upstream
     default:
@@ -70,8 +73,14 @@ QString TimelineWidget::phaseLabel(capture::Phase p) {
         return tr("Request body read");
     case capture::Phase::RouteMatched:
         return tr("Route matched");
+    case capture::Phase::UpstreamResolved:
+        return tr("Upstream DNS");
+    case capture::Phase::UpstreamTcpConnected:
+        return tr("Upstream TCP connect");
     case capture::Phase::UpstreamConnected:
-        return tr("Upstream connected");
+        return tr("Upstream ready (TLS done)");
+    case capture::Phase::UpstreamRequestSent:
+        return tr("Upstream request sent");
     case capture::Phase::UpstreamFirstByte:
         return tr("Upstream first byte");
     case capture::Phase::ResponseFirstByte:
@@ -91,11 +100,10 @@ std::vector<TimelineSegment> TimelineWidget::segmentsOf(const capture::Exchange&
     std::vector<TimelineSegment> out;
     const bool firstOnConnection = e.streamId <= 1;
     std::int64_t previous = -1;
-    for (std::size_t i = 0; i < capture::kPhaseCount; ++i) {
-        const auto phase = static_cast<capture::Phase>(i);
+    for (const capture::Phase phase : capture::kTimelineOrder) {
         if (!firstOnConnection && (phase == capture::Phase::Accepted || phase == capture::Phase::TlsDone))
             continue;
-        const std::int64_t t = e.phases[i];
+        const std::int64_t t = e.at(phase);
         if (t < 0) continue;
         out.push_back({phase, previous < 0 ? t : previous, t});
         previous = t;

@@ -202,6 +202,7 @@ TrafficPage::TrafficPage(ServerController* server, QWidget* parent) : QWidget(pa
     });
 
     connect(server, &ServerController::configChanged, this, &TrafficPage::updateCaptureState);
+    connect(server, &ServerController::interceptChanged, this, &TrafficPage::updateCaptureState);
     connect(server, &ServerController::listenersChanged, this, &TrafficPage::updateEmptyHint);
     m_feed = new TrafficFeed(&server->engine());
     m_feed->setParent(this);
@@ -415,7 +416,8 @@ void TrafficPage::updateCount() {
 
 void TrafficPage::updateCaptureState() {
     const auto cfg = m_server->config();
-    m_captureOff->setVisible(!cfg || !cfg->capture.enabled);
+    // Intercepting captures whatever the project says (ServerController::setIntercept).
+    m_captureOff->setVisible((!cfg || !cfg->capture.enabled) && !m_server->intercepting());
     updateEmptyHint();
 }
 

@@ -1,5 +1,7 @@
 // Collector thread: drain rings → window (+ store), completions, 1 s time series.
 #include "capture/collector.h"
+
+#include "capture/process_lookup.h"
 #include <portico/http/ascii.h>
 
 #include <algorithm>
@@ -17,6 +19,9 @@ constexpr auto kStoreCommitEvery = std::chrono::milliseconds(50);
 // rings dropped) is never more than a fraction of a second old, even when the store is slower
 // than the traffic (then the rings drop, and say so, instead of the file falling behind).
 constexpr std::size_t kDrainBatch = 512;
+// How long a drain waits for a forward-proxy connection's client process lookup still running (a
+// scan of /proc takes a few ms; more on a loaded machine). Only records of such connections wait.
+constexpr auto kProcessWait = std::chrono::milliseconds(250);
 constexpr std::size_t kSeriesSlots = 300;
 constexpr auto kCheckpointEvery = std::chrono::milliseconds(100);
 
@@ -146,8 +151,11 @@ Collector::~Collector() { stop(); }
 
 void Collector::start(std::vector<Recorder*> recorders) {
     recorders_ = std::move(recorders);
-    for (auto* rec : recorders_)
+    if (!processes_) processes_ = std::make_unique<ProcessLookup>();
+    for (auto* rec : recorders_) {
         rec->setWaker(this);
+        rec->setProcessLookup(processes_.get());
+    }
     stop_ = false;
     final_.reset();
     lastCommit_ = std::chrono::steady_clock::now();
@@ -194,8 +202,10 @@ void Collector::stop() {
         checkpointThread_.join();
         checkpointStore_.reset();
     }
-    for (auto* rec : recorders_)
+    for (auto* rec : recorders_) {
         rec->setWaker(nullptr);
+        rec->setProcessLookup(nullptr); // the lookup thread lives on with this collector
+    }
     {
         std::lock_guard d(drainMutex_);
         drain();
@@ -414,6 +424,7 @@ Exchange Collector::Stored::decode() const {
     Exchange e = decodeSlot(head, payload.data());
     e.id = id;
     if (!error.empty()) e.error = error;
+    if (!clientProcess.empty()) e.clientProcess = clientProcess;
     return e;
 }
 
@@ -434,6 +445,8 @@ bool Collector::takeFromRings(std::vector<Stored>& batch,
                 st.head = h;
                 st.payload.assign(payload, h.used);
                 st.id = (static_cast<std::uint64_t>(w) << 48) | h.seq; // renumbered below
+                if (h.source != static_cast<std::uint8_t>(Source::Server))
+                    st.clientProcess = processes_->find(h.connectionId, kProcessWait);
             },
             kDrainBatch);
         const std::size_t taken = batch.size() - before;
@@ -443,7 +456,11 @@ bool Collector::takeFromRings(std::vector<Stored>& batch,
         if (auto* c = rec->completionsForReader())
             c->drain([&](const Completion& x) { completions.emplace_back(w, x); });
         if (auto* f = rec->fullForReader())
-            f->drain([&](FullRecord&& x) { fulls.emplace_back(w, std::move(x)); });
+            f->drain([&](FullRecord&& x) {
+                if (x.record && x.record->source != Source::Server && x.record->clientProcess.empty())
+                    x.record->clientProcess = processes_->find(x.record->connectionId, kProcessWait);
+                fulls.emplace_back(w, std::move(x));
+            });
     }
     return more;
 }

@@ -21,6 +21,8 @@
 
 namespace portico::capture {
 
+class ProcessLookup;
+
 class Collector final : private RingWaker {
 public:
     /// `store` may be null. Ids continue after the store's highest id.
@@ -101,6 +103,8 @@ private:
     bool commitStore();                       // writer: commits the session file's open transaction
 
     config::Capture cfg_;
+    std::unique_ptr<ProcessLookup>
+        processes_;                 // while started: the client processes of forward-proxy connections
     std::unique_ptr<Store> store_;  // the writer thread's only while it runs (else under drainMutex_)
     std::unique_ptr<Store> reader_; // the same file read-only, for get() and recent() past the window
     mutable std::mutex readerMutex_;
@@ -144,6 +148,7 @@ private:
         SlotHead head;
         std::string payload;
         std::string error;                    // set by a completion
+        std::string clientProcess;            // Exchange::clientProcess (ProcessLookup's answer)
         std::shared_ptr<const Exchange> full; // a whole record (WebSocket session) instead of a slot
         Exchange decode() const;
         std::size_t bytes() const {

@@ -10,8 +10,8 @@
 namespace portico::capture {
 
 namespace {
-constexpr std::string_view kKeys[] = {"status", "method",   "path",   "url",   "host",  "vhost",
-                                      "route",  "protocol", "client", "error", "header"};
+constexpr std::string_view kKeys[] = {"status",   "method", "path",  "url",    "host",   "vhost",  "route",
+                                      "protocol", "client", "error", "header", "source", "process"};
 
 using http::lower;
 
@@ -106,6 +106,13 @@ std::optional<Filter> Filter::parse(std::string_view expr, std::string& error) {
         } else if (t.key == "error") {
             t.value = lower(t.value);
             if (t.value != "yes" && t.value != "no") return fail(start, "error: expected yes or no");
+        } else if (t.key == "source") {
+            t.value = lower(t.value);
+            Source source{};
+            if (!sourceFromName(t.value, source))
+                return fail(start,
+                            "source: expected server, forward, intercepted or tunnel, got '" + t.value + "'");
+            t.number = static_cast<int>(source);
         }
         f.terms_.push_back(std::move(t));
     }
@@ -170,6 +177,10 @@ bool Filter::matches(const Exchange& e) const {
                 (t.value == "grpc" && e.protocol == Protocol::Grpc);
         } else if (t.key == "client") {
             m = std::string_view(e.client).starts_with(t.value);
+        } else if (t.key == "source") {
+            m = static_cast<int>(e.source) == t.number;
+        } else if (t.key == "process") {
+            m = contains(e.clientProcess, t.value);
         } else if (t.key == "error") {
             const bool err = !e.error.empty() || e.isError();
             m = (t.value == "yes") == err;

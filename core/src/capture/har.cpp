@@ -418,6 +418,11 @@ json harPortico(const Exchange& e) {
     if (!e.tlsVersion.empty()) p["tlsVersion"] = e.tlsVersion;
     if (!e.alpn.empty()) p["alpn"] = e.alpn;
     if (!e.client.empty()) p["client"] = e.client;
+    if (!e.clientProcess.empty()) p["clientProcess"] = e.clientProcess;
+    if (e.source != Source::Server) p["source"] = sourceName(e.source);
+    if (!e.upstreamAddress.empty()) p["upstreamAddress"] = e.upstreamAddress;
+    if (!e.upstreamTlsVersion.empty()) p["upstreamTlsVersion"] = e.upstreamTlsVersion;
+    if (!e.upstreamAlpn.empty()) p["upstreamAlpn"] = e.upstreamAlpn;
     if (e.localPort) p["localPort"] = e.localPort;
     if (!e.vhost.empty()) p["vhost"] = e.vhost;
     if (!e.route.empty()) p["route"] = e.route;
@@ -808,6 +813,11 @@ void readPortico(const json& p, const std::string& where, Exchange& e) {
     e.tlsVersion = str(p, "tlsVersion");
     e.alpn = str(p, "alpn");
     e.client = str(p, "client");
+    e.clientProcess = str(p, "clientProcess");
+    if (!sourceFromName(str(p, "source", "server"), e.source)) e.source = Source::Server;
+    e.upstreamAddress = str(p, "upstreamAddress");
+    e.upstreamTlsVersion = str(p, "upstreamTlsVersion");
+    e.upstreamAlpn = str(p, "upstreamAlpn");
     e.localPort = count<std::uint16_t>(p, "localPort", 0);
     e.vhost = str(p, "vhost");
     e.route = str(p, "route");

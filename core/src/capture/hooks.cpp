@@ -1,6 +1,8 @@
 // Filling ring slots from a connection's view of an exchange; HTTP/1.1 publish/complete batching.
 #include "capture/hooks.h"
 
+#include "capture/process_lookup.h"
+
 #include "tls/alpn.h"
 
 #include <openssl/ssl.h>
@@ -17,11 +19,30 @@ namespace portico::capture {
 
 std::string_view phaseName(Phase p) {
     static constexpr std::string_view kNames[] = {
-        "accepted",      "tls_done",           "request_headers",     "request_body_done",
-        "route_matched", "upstream_connected", "upstream_first_byte", "response_first_byte",
-        "response_done"};
+        "accepted",      "tls_done",           "request_headers",        "request_body_done",
+        "route_matched", "upstream_connected", "upstream_first_byte",    "response_first_byte",
+        "response_done", "upstream_resolved",  "upstream_tcp_connected", "upstream_request_sent"};
+    static_assert(std::size(kNames) == kPhaseCount);
     auto i = static_cast<std::size_t>(p);
     return i < std::size(kNames) ? kNames[i] : std::string_view("?");
+}
+
+namespace {
+constexpr std::string_view kSourceNames[] = {"server", "forward", "intercepted", "tunnel"};
+}
+
+std::string_view sourceName(Source s) {
+    auto i = static_cast<std::size_t>(s);
+    return i < std::size(kSourceNames) ? kSourceNames[i] : std::string_view("server");
+}
+
+bool sourceFromName(std::string_view name, Source& out) {
+    for (std::size_t i = 0; i < std::size(kSourceNames); ++i)
+        if (kSourceNames[i] == name) {
+            out = static_cast<Source>(i);
+            return true;
+        }
+    return false;
 }
 
 RouteLabels labelsFor(const config::Vhost& vhost, const routing::RouteResult& rr) {
@@ -51,6 +72,10 @@ std::unique_ptr<ConnCapture> beginConnection(Recorder& rec, const config::Config
     cc->client = std::move(client);
     cc->acceptedNs = nowNs();
     return cc;
+}
+
+void askClientProcess(ConnCapture& cc, int fd) {
+    if (ProcessLookup* p = cc.rec->processLookup()) p->request(cc.connectionId, fd);
 }
 
 std::string peerName(int fd) {
@@ -89,6 +114,7 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
     h->protocol = static_cast<std::uint8_t>(in.protocol);
     h->httpVersion = in.httpVersion;
     h->localPort = in.localPort;
+    h->source = static_cast<std::uint8_t>(in.source != Source::Server ? in.source : cc.source);
     h->status = in.res ? in.res->status : 0;
     h->startedUnixNs = in.requestStartNs >= 0 ? unixNsAt(in.requestStartNs) : unixNowNs();
     for (std::size_t i = 0; i < kPhaseCount; ++i)
@@ -105,6 +131,9 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
     const char* tlsVersion = in.ssl ? SSL_get_version(in.ssl) : "";
     w.str(tlsVersion ? tlsVersion : "");
     w.str(in.ssl ? tls::alpnOf(in.ssl) : std::string_view());
+    w.str(in.upstreamAddress);
+    w.str(in.upstreamTlsVersion);
+    w.str(in.upstreamAlpn);
     w.str(cc.client);
     w.str(in.labels.vhost);
     w.str(in.labels.route);
@@ -257,6 +286,35 @@ void wsClosed(WsCapture& wc, std::string_view error) {
     if (!error.empty()) wc.record.error = error;
     auto rec = std::make_unique<Exchange>(std::move(wc.record));
     wc.rec->publishFull(wc.key, true, std::move(rec));
+}
+
+// ---- a forward proxy's CONNECT ----
+
+WsCapturePtr connectRecord(ConnCapture& cc, std::uint16_t localPort, std::string_view authority,
+                           Source source, std::string_view route, std::int64_t startNs) {
+    http::Request req;
+    req.methodToken = "CONNECT";
+    req.target = authority;
+    req.host = authority;
+    http::Response res;
+    res.status = 200;
+    ExchangeInput in;
+    in.protocol = Protocol::Http1;
+    in.httpVersion = 11;
+    in.streamId = ++cc.requests;
+    in.localPort = localPort;
+    in.req = &req;
+    in.res = &res;
+    in.responseHasBody = false;
+    in.responseHead = "HTTP/1.1 200 Connection established\r\n"; // what the session wrote (no fields)
+    in.scheme = "http";
+    in.labels = {"(forward proxy)", route};
+    in.source = source;
+    in.requestStartNs = startNs;
+    in.phases[static_cast<std::size_t>(Phase::RequestHeaders)] = startNs;
+    WsCapturePtr wc = wsBegin(cc, in);
+    wc->record.protocol = Protocol::Http1;
+    return wc;
 }
 
 // ---- gRPC calls ----

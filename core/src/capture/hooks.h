@@ -10,6 +10,7 @@
 #include <portico/http/message.h>
 #include <portico/routing/router.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -46,7 +47,10 @@ struct ExchangeInput {
     std::string_view error;
     RouteLabels labels;
     std::int64_t requestStartNs = -1; ///< first byte of the request (steady ns)
-    std::int64_t phases[kPhaseCount] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
+    std::array<std::int64_t, kPhaseCount> phases = kNoPhases;
+    Source source = Source::Server; ///< Server: the connection's (ConnCapture::source)
+    /// Proxied: the upstream connection's address and TLS (Exchange::upstreamAddress, ...).
+    std::string_view upstreamAddress, upstreamTlsVersion, upstreamAlpn;
 };
 
 /// Per-connection capture state (heap, only when capture was on when the connection started).
@@ -63,6 +67,9 @@ struct ConnCapture {
     } cfg;
     std::uint64_t connectionId = 0;
     std::string client; ///< "127.0.0.1:53012"
+    /// Where this connection's exchanges come from: Intercepted inside a forward proxy's CONNECT;
+    /// Server otherwise (a forward proxy's absolute-form and CONNECT records say so themselves).
+    Source source = Source::Server;
     bool serverTiming = false;
     std::int64_t acceptedNs = -1;
     std::int64_t tlsDoneNs = -1;
@@ -88,6 +95,11 @@ struct ConnCapture {
 
 /// Creates the state for a new connection when capture is on in `cfg`; null otherwise.
 std::unique_ptr<ConnCapture> beginConnection(Recorder& rec, const config::Config& cfg, std::string client);
+
+/// Asks (without waiting) which process on this machine is the client of `cc`'s connection,
+/// accepted as socket `fd`: the collector puts the answer in its records (Exchange::clientProcess).
+/// For a forward proxy's connections, whose clients are local apps.
+void askClientProcess(ConnCapture& cc, int fd);
 
 /// "127.0.0.1:53012" / "[::1]:53012" for a connected socket ("" if unknown).
 std::string peerName(int fd);
@@ -129,6 +141,17 @@ void wsMessage(WsCapture& wc, bool fromClient, std::uint8_t opcode, std::string_
                std::uint64_t size, bool compressed = false);
 /// The session is gone: ResponseDone, `error` ("" for a clean close), final version published.
 void wsClosed(WsCapture& wc, std::string_view error);
+
+// ---- a forward proxy's CONNECT, seen by the front door ----
+
+/// The record of an intercepted CONNECT to `authority` ("host:port") that the front door handles
+/// after its 200 (the connection's own capture, `cc`, began there): protocol Http1, method CONNECT,
+/// target and authority `authority`, status 200, `source` (Tunnel: its bytes pass unread and
+/// proxy::startTunnel's `raw` mode counts them into it; Intercepted: its interception failed, closed
+/// with wsClosed(error) at once), route label `route` ("(tunnel)", "(tls_passthrough)", ...),
+/// RequestHeaders at `startNs`.
+WsCapturePtr connectRecord(ConnCapture& cc, std::uint16_t localPort, std::string_view authority,
+                           Source source, std::string_view route, std::int64_t startNs);
 
 // ---- gRPC calls ----
 

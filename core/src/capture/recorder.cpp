@@ -137,6 +137,8 @@ Exchange decodeSlot(const SlotHead& h, const char* payload) {
     e.protocol = static_cast<Protocol>(h.protocol);
     e.httpVersion = h.httpVersion;
     e.localPort = h.localPort;
+    e.source = h.source <= static_cast<std::uint8_t>(Source::Tunnel) ? static_cast<Source>(h.source)
+                                                                     : Source::Server;
     e.status = h.status;
     e.flags = h.flags;
     e.startedUnixNs = h.startedUnixNs;
@@ -149,6 +151,9 @@ Exchange decodeSlot(const SlotHead& h, const char* payload) {
     Reader r{payload, h.used};
     e.tlsVersion = r.str();
     e.alpn = r.str();
+    e.upstreamAddress = r.str();
+    e.upstreamTlsVersion = r.str();
+    e.upstreamAlpn = r.str();
     e.client = r.str();
     e.vhost = r.str();
     e.route = r.str();

@@ -27,6 +27,7 @@ struct SlotHead {
     std::uint8_t protocol = 0;
     std::uint8_t httpVersion = 11;
     std::uint16_t localPort = 0;
+    std::uint8_t source = 0; ///< Source
     std::int32_t status = 0;
     std::uint32_t flags = 0;
     std::int64_t startedUnixNs = 0;
@@ -194,6 +195,8 @@ private:
 
 /// What a worker calls when its ring is half full, so the collector drains before its wait ends
 /// (the collector implements it). Called on the worker thread; must not block.
+class ProcessLookup;
+
 class RingWaker {
 public:
     virtual void ringHalfFull() = 0;
@@ -242,6 +245,9 @@ public:
     /// Who to wake when the ring reaches half full (null: nobody); set by the collector at start
     /// and cleared at stop, while the worker may be publishing.
     void setWaker(RingWaker* w) { waker_.store(w, std::memory_order_release); }
+    /// Where a worker asks for a connection's client process (the collector's; null when none).
+    void setProcessLookup(ProcessLookup* p) { processes_.store(p, std::memory_order_release); }
+    ProcessLookup* processLookup() const { return processes_.load(std::memory_order_acquire); }
 
 private:
     unsigned workerIndex_;
@@ -250,6 +256,7 @@ private:
     std::unique_ptr<FullRing> full_;
     std::atomic<Ring*> ring_{nullptr};
     std::atomic<RingWaker*> waker_{nullptr};
+    std::atomic<ProcessLookup*> processes_{nullptr};
     std::uint64_t nextSeq_ = 1;
     std::uint64_t connections_ = 0;
     std::uint64_t fullKeys_ = 0;

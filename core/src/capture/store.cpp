@@ -32,8 +32,19 @@ CREATE TABLE IF NOT EXISTS exchanges (
 );
 )sql";
 // Columns added after portico-capture-1's first files: added to older files on open (NULL there).
-constexpr const char* kAddedColumns[][2] = {
-    {"message_count", "INTEGER"}, {"messages", "BLOB"}, {"response_trailers", "BLOB"}};
+constexpr const char* kAddedColumns[][2] = {{"message_count", "INTEGER"},
+                                            {"messages", "BLOB"},
+                                            {"response_trailers", "BLOB"},
+                                            {"source", "INTEGER"},
+                                            {"client_process", "TEXT"},
+                                            {"upstream_address", "TEXT"},
+                                            {"upstream_tls_version", "TEXT"},
+                                            {"upstream_alpn", "TEXT"},
+                                            {"upstream_resolved_ns", "INTEGER"},
+                                            {"upstream_tcp_connected_ns", "INTEGER"},
+                                            {"upstream_request_sent_ns", "INTEGER"}};
+// The phases with a column in the first files (Phase's first nine); later phases have theirs at the end.
+constexpr std::size_t kFirstPhases = 9;
 constexpr const char* kColumns =
     "id, started_unix_ns, connection_id, stream_id, protocol, http_version, tls_version, alpn, client, "
     "local_port, vhost, route, method, scheme, authority, target, status, error, flags, request_headers, "
@@ -41,8 +52,10 @@ constexpr const char* kColumns =
     "response_body, response_body_size, response_headers_size, accepted_ns, tls_done_ns, "
     "request_headers_ns, request_body_done_ns, route_matched_ns, upstream_connected_ns, "
     "upstream_first_byte_ns, response_first_byte_ns, response_done_ns, message_count, messages, "
-    "response_trailers";
-constexpr int kColumnCount = 40;
+    "response_trailers, source, client_process, upstream_address, upstream_tls_version, upstream_alpn, "
+    "upstream_resolved_ns, upstream_tcp_connected_ns, upstream_request_sent_ns";
+constexpr int kColumnCount = 48;
+static_assert(kPhaseCount == kFirstPhases + 3, "a new Phase needs its column here");
 
 std::string text(sqlite3_stmt* st, int i) {
     const auto* p = static_cast<const char*>(sqlite3_column_blob(st, i));
@@ -303,12 +316,14 @@ bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
     blob(e.responseBody);
     i64(static_cast<std::int64_t>(e.responseBodySize));
     i64(static_cast<std::int64_t>(e.responseHeadersSize));
-    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    auto phase = [&](std::size_t p) {
         if (e.phases[p] < 0)
             sqlite3_bind_null(st, i++);
         else
             i64(e.phases[p]);
-    }
+    };
+    for (std::size_t p = 0; p < kFirstPhases; ++p)
+        phase(p);
     i64(static_cast<std::int64_t>(e.messageCount));
     if (e.messages.empty())
         sqlite3_bind_null(st, i++);
@@ -318,6 +333,13 @@ bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
         sqlite3_bind_null(st, i++);
     else
         blob(encoded(encodeHeaders(e.responseTrailers)));
+    i64(static_cast<int>(e.source));
+    str(e.clientProcess);
+    str(e.upstreamAddress);
+    str(e.upstreamTlsVersion);
+    str(e.upstreamAlpn);
+    for (std::size_t p = kFirstPhases; p < kPhaseCount; ++p)
+        phase(p);
     return true;
 }
 
@@ -405,14 +427,25 @@ std::vector<Exchange> Store::select(const std::string& where, std::int64_t arg, 
         e.responseBody = str();
         e.responseBodySize = static_cast<std::uint64_t>(i64());
         e.responseHeadersSize = static_cast<std::uint64_t>(i64());
-        for (std::size_t p = 0; p < kPhaseCount; ++p) {
+        auto phase = [&](std::size_t p) {
             const bool null = sqlite3_column_type(st, i) == SQLITE_NULL;
             std::int64_t v = i64();
             e.phases[p] = null ? -1 : v;
-        }
+        };
+        for (std::size_t p = 0; p < kFirstPhases; ++p)
+            phase(p);
         e.messageCount = static_cast<std::uint64_t>(i64());
         e.messages = decodeMessages(str());
         e.responseTrailers = decodeHeaders(str());
+        const std::int64_t source = i64(); // NULL in older files: 0, Server
+        e.source = source >= 0 && source <= static_cast<int>(Source::Tunnel) ? static_cast<Source>(source)
+                                                                             : Source::Server;
+        e.clientProcess = str();
+        e.upstreamAddress = str();
+        e.upstreamTlsVersion = str();
+        e.upstreamAlpn = str();
+        for (std::size_t p = kFirstPhases; p < kPhaseCount; ++p)
+            phase(p);
         out.push_back(std::move(e));
     }
     sqlite3_finalize(st);

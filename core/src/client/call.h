@@ -89,6 +89,17 @@ public:
 
     /// A connection to the upstream is ready for this request (capture's UpstreamConnected).
     virtual void onUpstreamConnected() {}
+    /// This call opened a new upstream connection (not a pooled one); told before
+    /// onUpstreamConnected. `resolvedNs`: the name's addresses were at hand (DNS done; at once for
+    /// an IP literal), `tcpConnectedNs`: TCP connected (before any TLS handshake), both steady_clock
+    /// nanoseconds since its epoch (capture's clock); `address` the peer connected, "127.0.0.1:8443"
+    /// or "[::1]:8443".
+    virtual void onUpstreamConnection(std::int64_t resolvedNs, std::int64_t tcpConnectedNs,
+                                      std::string_view address) {
+        (void)resolvedNs;
+        (void)tcpConnectedNs;
+        (void)address;
+    }
     /// The TLS handshake with an https:// upstream completed, before onUpstreamConnected:
     /// `version` as OpenSSL names it ("TLSv1.3"), `alpn` the protocol selected ("" for none).
     virtual void onUpstreamTls(std::string_view version, std::string_view alpn) {

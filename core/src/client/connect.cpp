@@ -2,6 +2,8 @@
 // one for command-line clients.
 #include "client/connect.h"
 
+#include <portico/config/network.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -17,11 +19,17 @@ namespace portico::client {
 
 namespace asio = boost::asio;
 
-std::vector<tcp::endpoint> resolve(const std::string& host, std::uint16_t port, std::string& error) {
+std::vector<tcp::endpoint> resolve(const std::string& host, std::uint16_t port, std::string& error,
+                                   const config::HostOverrides* hosts) {
     std::string bare = host;
     if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']') bare = bare.substr(1, bare.size() - 2);
     std::vector<tcp::endpoint> out;
     boost::system::error_code ec;
+    if (const config::HostOverride* mapped = hosts ? config::findHostOverride(*hosts, bare) : nullptr) {
+        out.emplace_back(asio::ip::make_address(mapped->address, ec), port); // a literal (validated)
+        if (!ec) return out;
+        out.clear();
+    }
     auto address = asio::ip::make_address(bare, ec);
     if (!ec) {
         out.emplace_back(address, port);

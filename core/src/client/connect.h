@@ -2,6 +2,8 @@
 // and gRPC upstreams, FastCGI over TCP, the load generator, replay) turns HOST:PORT into a socket.
 #pragma once
 
+#include <portico/config/config.h>
+
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -27,9 +29,11 @@ inline constexpr std::chrono::milliseconds kAttemptTimeout{1000};
 
 /// `host` (a name, or an IPv4/IPv6 literal, brackets allowed) and `port` as TCP endpoints in the
 /// order getaddrinfo gives (RFC 6724: "localhost" on a stock Debian gives [::1] before 127.0.0.1).
-/// A literal is not looked up. Blocking (names of a dev setup come from /etc/hosts at once). Empty,
+/// A name `hosts` maps (the config's `hosts:`, config::findHostOverride) is that one address, and a
+/// literal, neither looked up. Blocking (names of a dev setup come from /etc/hosts at once). Empty,
 /// with `error` = "cannot resolve 'NAME': REASON", when the name has no address.
-std::vector<tcp::endpoint> resolve(const std::string& host, std::uint16_t port, std::string& error);
+std::vector<tcp::endpoint> resolve(const std::string& host, std::uint16_t port, std::string& error,
+                                   const config::HostOverrides* hosts = nullptr);
 
 /// True for 127.0.0.0/8, ::1 and ::ffff:127.x.y.z: this machine only.
 bool isLoopback(const boost::asio::ip::address& address);

@@ -39,7 +39,7 @@ void H2Call::pick() {
         return;
     }
     auto& conn = pools.conns[key(*chosen)];
-    if (!conn || !conn->usable()) conn = std::make_shared<H2Conn>(io_, *chosen, action_, options_);
+    if (!conn || !conn->usable()) conn = std::make_shared<H2Conn>(io_, *chosen, action_, options_, hosts_);
     conn_ = conn;
     conn->attach(shared_from_this());
 }
@@ -48,6 +48,11 @@ void H2Call::connected() {
     if (!sink_) return;
     if (conn_ && conn_->ssl()) tlsDone(conn_->ssl());
     if (sink_) sink_->onUpstreamConnected();
+}
+
+void H2Call::connectionOpened(const H2Conn& conn) {
+    if (sink_ && !cancelled_ && conn.tcpConnectedNs() >= 0)
+        sink_->onUpstreamConnection(conn.resolvedNs(), conn.tcpConnectedNs(), conn.connectedTo());
 }
 
 void H2Call::tlsDone(SSL* ssl) {
@@ -195,7 +200,7 @@ void H2Call::toHttp1() {
     Sink* sink = sink_;
     sink_ = nullptr;
     inner_ = Http1Call::startPrepared(io_, std::move(owner_), std::move(snapshot_), action_, std::move(r),
-                                      sink, options_);
+                                      sink, options_, hosts_);
 }
 
 long H2Call::readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags) {
@@ -466,9 +471,11 @@ void H2Request::append(std::string& arena, std::vector<Span>& spans, std::string
 
 std::shared_ptr<Call> startH2(asio::io_context& io, std::shared_ptr<void> owner,
                               std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
-                              H2Request&& req, Sink* sink, const CallOptions* options) {
+                              H2Request&& req, Sink* sink, const CallOptions* options,
+                              const config::HostOverrides* hosts) {
     auto call = std::make_shared<H2Call>(io, action);
     call->options_ = options;
+    call->hosts_ = hosts;
     call->owner_ = std::move(owner);
     call->snapshot_ = std::move(snapshot);
     call->sink_ = sink;

@@ -84,10 +84,12 @@ inline bool isH2HopByHop(std::string_view name) {
 /// (status 0); an upstream RST_STREAM → Sink::onUpstreamReset with its error code (gRPC's
 /// PROTOCOL-HTTP2.md maps it to a status at the client). Never calls `sink` before returning.
 /// `options` (null: the defaults) must outlive the call; calls on one io_context to one upstream
-/// share its connection, made with the first one's options.
+/// share its connection, made with the first one's options and its `hosts` (the config's `hosts:`
+/// overrides of the upstream's address, client::resolve; null: none; `snapshot` keeps them).
 std::shared_ptr<Call> startH2(boost::asio::io_context& io, std::shared_ptr<void> owner,
                               std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
-                              H2Request&& req, Sink* sink, const CallOptions* options = nullptr);
+                              H2Request&& req, Sink* sink, const CallOptions* options = nullptr,
+                              const config::HostOverrides* hosts = nullptr);
 
 /// The TLS client context of https:// upstreams' first connection, one per thread (freed when the
 /// thread ends): TLS 1.2+, ALPN "h2" then "http/1.1", certificates not verified (a dev server's

@@ -2,10 +2,12 @@
 // H2Conn, one nghttp2 client session per upstream and thread (h2_conn.cpp). Private to client/.
 #pragma once
 
+#include "client/connect.h"
 #include "client/h2_client.h"
 #include "client/http1_call.h"
 #include "client/per_context.h"
 
+#include <portico/config/network.h>
 #include <portico/http2/session.h>
 
 #include <boost/asio/steady_timer.hpp>
@@ -65,8 +67,9 @@ public:
     void submitOn(H2Conn& conn);
     void connectFailed(int status, const std::string& why);
     void connectionLost(const std::string& why);
-    void connected();       // the connection is ready for this call
-    void tlsDone(SSL* ssl); // its TLS handshake completed (before a handover to HTTP/1.1)
+    void connected();                          // the connection is ready for this call
+    void tlsDone(SSL* ssl);                    // its TLS handshake completed (before a handover to HTTP/1.1)
+    void connectionOpened(const H2Conn& conn); // it waited for `conn`, new: its DNS/TCP times
     long readBody(std::uint8_t* buf, std::size_t len, std::uint32_t* flags);
     void onHeader(std::string_view name, std::string_view value);
     void onHeaders(bool endStream);
@@ -87,9 +90,10 @@ public:
     std::shared_ptr<void> owner_;
     std::shared_ptr<const void> snapshot_;
     Sink* sink_ = nullptr;
-    const CallOptions* options_ = nullptr; // null: the defaults
-    asio::steady_timer timer_;             // response_timeout
-    asio::steady_timer deadline_;          // grpc-timeout
+    const CallOptions* options_ = nullptr;         // null: the defaults
+    const config::HostOverrides* hosts_ = nullptr; // `hosts:` (snapshot_ keeps it); null: none
+    asio::steady_timer timer_;                     // response_timeout
+    asio::steady_timer deadline_;                  // grpc-timeout
     const config::Upstream* upstream_ = nullptr;
     std::shared_ptr<H2Conn> conn_;
     std::shared_ptr<Call> inner_; // after toHttp1(): the HTTP/1.1 exchange
@@ -130,7 +134,7 @@ public:
 class H2Conn final : public std::enable_shared_from_this<H2Conn> {
 public:
     H2Conn(asio::io_context& io, const config::Upstream& u, const config::ProxyAction& action,
-           const CallOptions* options)
+           const CallOptions* options, const config::HostOverrides* hosts)
         : io_(io), socket_(io.get_executor()), timer_(io), host_(u.host), authority_(u.authority),
           key_(key(u)), port_(u.port), tls_(u.protocol == config::Upstream::Protocol::H2),
           connectTimeout_(action.connectTimeout), idleTimeout_(action.idleTimeout),
@@ -139,6 +143,9 @@ public:
             clientTls_ = options->tls;
             endpoints_ = options->endpoints;
         }
+        // `hosts:` maps the name to one address now: the connection outlives the call's snapshot.
+        if (std::string ignored; endpoints_.empty() && hosts && config::findHostOverride(*hosts, host_))
+            endpoints_ = client::resolve(host_, port_, ignored, hosts);
     }
     ~H2Conn() {
         if (session_) nghttp2_session_del(session_);
@@ -149,6 +156,10 @@ public:
     bool tls() const { return tls_; }
     SSL* ssl() const { return ssl_; } // https:// upstreams, once connected
     const std::string& authority() const { return authority_; }
+    // When this connection resolved its name and connected (steady ns, -1 before), and to where.
+    std::int64_t resolvedNs() const { return resolvedNs_; }
+    std::int64_t tcpConnectedNs() const { return tcpConnectedNs_; }
+    const std::string& connectedTo() const { return connectedTo_; }
     void start();
     void attach(const std::shared_ptr<H2Call>& call);
     void flush();
@@ -201,6 +212,8 @@ private:
     std::chrono::nanoseconds connectTimeout_, idleTimeout_, failTimeout_;
     const tls::ClientTls* clientTls_ = nullptr; // CallOptions::tls (null: h2UpstreamTlsContext)
     std::vector<tcp::endpoint> endpoints_;      // CallOptions::endpoints (empty: resolve host_)
+    std::int64_t resolvedNs_ = -1, tcpConnectedNs_ = -1;
+    std::string connectedTo_;
     std::map<std::int32_t, std::shared_ptr<H2Call>> streams_;
     std::vector<std::shared_ptr<H2Call>> waiting_; // until the connection is ready
     std::string in_;

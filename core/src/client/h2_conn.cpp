@@ -26,6 +26,7 @@ void H2Conn::start() {
         asio::post(io_, [self = shared_from_this(), why = std::move(error)] { self->die(502, why); });
         return;
     }
+    resolvedNs_ = std::chrono::steady_clock::now().time_since_epoch().count();
     timer_.expires_after(connectTimeout_);
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
         if (e || self->ready_ || self->dead_) return;
@@ -34,14 +35,16 @@ void H2Conn::start() {
     const bool several = endpoints.size() > 1;
     client::asyncConnect(
         socket_, std::move(endpoints),
-        [self = shared_from_this(), several](const boost::system::error_code& e, const tcp::endpoint&,
-                                             const std::string& failures) {
+        [self = shared_from_this(), several](const boost::system::error_code& e,
+                                             const tcp::endpoint& endpoint, const std::string& failures) {
             if (self->dead_) return;
             if (e) {
                 poolsOf(self->io_).failedUntil[self->key_] = Clock::now() + self->failTimeout_;
                 self->die(502, "cannot connect: " + (several ? failures : e.message()));
                 return;
             }
+            self->tcpConnectedNs_ = std::chrono::steady_clock::now().time_since_epoch().count();
+            self->connectedTo_ = client::endpointText(endpoint);
             boost::system::error_code ignored;
             self->socket_.set_option(tcp::no_delay(true), ignored);
             self->socket_.non_blocking(true, ignored);
@@ -125,6 +128,7 @@ void H2Conn::ready() {
     waiting_.clear();
     for (auto& c : waiting) {
         if (c->cancelled_) continue;
+        c->connectionOpened(*this);
         c->connected();
         c->submitOn(*this);
     }
@@ -262,8 +266,10 @@ void H2Conn::handOverToHttp1() {
     poolsOf(io_).http1.insert(key_);
     auto waiting = std::move(waiting_);
     waiting_.clear();
-    for (auto& c : waiting)
+    for (auto& c : waiting) {
+        c->connectionOpened(*this);
         c->tlsDone(ssl_);
+    }
     // The connection goes on as HTTP/1.1: the first waiting call takes it from the pool, the
     // others connect anew (one request at a time per HTTP/1.1 connection).
     if (!waiting.empty()) {

@@ -305,8 +305,9 @@ std::shared_ptr<Http1Call> Http1Call::create(asio::io_context& io, const config:
 }
 
 void Http1Call::start(std::shared_ptr<void> owner, std::shared_ptr<const void> snapshot, Sink* sink,
-                      const CallOptions* options) {
+                      const CallOptions* options, const config::HostOverrides* hosts) {
     options_ = options;
+    hosts_ = hosts;
     owner_ = std::move(owner);
     snapshot_ = std::move(snapshot);
     sink_ = sink;
@@ -330,11 +331,12 @@ void Http1Call::start(std::shared_ptr<void> owner, std::shared_ptr<const void> s
 std::shared_ptr<Http1Call> Http1Call::startPrepared(asio::io_context& io, std::shared_ptr<void> owner,
                                                     std::shared_ptr<const void> snapshot,
                                                     const config::ProxyAction& action, Http1Request&& req,
-                                                    Sink* sink, const CallOptions* options) {
+                                                    Sink* sink, const CallOptions* options,
+                                                    const config::HostOverrides* hosts) {
     auto x = create(io, action);
     keepString(x->pending_.head);
     x->pending_ = std::move(req);
-    x->start(std::move(owner), std::move(snapshot), sink, options);
+    x->start(std::move(owner), std::move(snapshot), sink, options, hosts);
     return x;
 }
 
@@ -433,22 +435,27 @@ void Http1Call::connect() {
     std::string error;
     auto endpoints = options_ && !options_->endpoints.empty()
                          ? options_->endpoints
-                         : client::resolve(upstream_->host, upstream_->port, error);
+                         : client::resolve(upstream_->host, upstream_->port, error, hosts_);
     if (endpoints.empty()) {
         fail(502, error, true);
         return;
     }
+    if (sink_) resolvedNs_ = std::chrono::steady_clock::now().time_since_epoch().count();
     arm(action_.connectTimeout);
     const bool several = endpoints.size() > 1;
     client::asyncConnect(
         socket_, std::move(endpoints),
-        [self = shared_from_this(), several](const boost::system::error_code& e, const tcp::endpoint&,
-                                             const std::string& failures) {
+        [self = shared_from_this(), several](const boost::system::error_code& e,
+                                             const tcp::endpoint& endpoint, const std::string& failures) {
             if (self->cancelled_ || self->stage_ == Stage::Done) return;
             if (e) {
                 if (e == asio::error::operation_aborted) return; // the timer answered
                 self->fail(502, "cannot connect: " + (several ? failures : e.message()), true);
                 return;
+            }
+            if (self->sink_) {
+                self->tcpConnectedNs_ = std::chrono::steady_clock::now().time_since_epoch().count();
+                self->connectedTo_ = client::endpointText(endpoint);
             }
             boost::system::error_code ignored;
             self->socket_.set_option(tcp::no_delay(true), ignored);
@@ -496,6 +503,7 @@ void Http1Call::startTls() {
                 return;
             }
             if (self->sink_) self->sink_->onUpstreamTls(SSL_get_version(self->ssl_.get()), alpn);
+            self->tlsToldThisCall_ = true;
             self->send();
         });
 }
@@ -504,6 +512,14 @@ void Http1Call::send() {
     stage_ = Stage::Sending;
     parser_.begin(headRequest_, http1::ResponseParser::Deliver::Events);
     carry_.clear();
+    if (sink_ && tcpConnectedNs_ >= 0) {
+        sink_->onUpstreamConnection(resolvedNs_, tcpConnectedNs_, connectedTo_);
+        tcpConnectedNs_ = -1;
+    } else if (sink_ && ssl_ && !tlsToldThisCall_) {
+        // A pooled TLS connection: its handshake was another call's; its version and ALPN hold.
+        sink_->onUpstreamTls(SSL_get_version(ssl_.get()), tls::alpnOf(ssl_.get()));
+    }
+    tlsToldThisCall_ = false;
     if (sink_) sink_->onUpstreamConnected();
     arm(action_.responseTimeout);
     if (streaming_) {

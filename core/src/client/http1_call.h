@@ -88,16 +88,18 @@ public:
     /// per-thread pool: appending does not allocate in steady state).
     Http1Request& request() { return pending_; }
     /// Sends request(). `owner` and `snapshot` are kept alive until the call ends or is
-    /// cancelled. `options` (null: the defaults) must outlive the call. Never calls `sink` before
-    /// returning but for onUpstreamConnected.
+    /// cancelled. `options` (null: the defaults) must outlive the call; so must `hosts` (the
+    /// config's `hosts:` overrides of the upstream's address, client::resolve; null: none), which
+    /// `snapshot` normally keeps. Never calls `sink` before returning but for onUpstreamConnected.
     void start(std::shared_ptr<void> owner, std::shared_ptr<const void> snapshot, Sink* sink,
-               const CallOptions* options = nullptr);
+               const CallOptions* options = nullptr, const config::HostOverrides* hosts = nullptr);
 
     /// create(), request() = `req`, start().
     static std::shared_ptr<Http1Call> startPrepared(boost::asio::io_context& io, std::shared_ptr<void> owner,
                                                     std::shared_ptr<const void> snapshot,
                                                     const config::ProxyAction& action, Http1Request&& req,
-                                                    Sink* sink, const CallOptions* options = nullptr);
+                                                    Sink* sink, const CallOptions* options = nullptr,
+                                                    const config::HostOverrides* hosts = nullptr);
 
     /// The downstream drained: deliver more body.
     void resume() override;
@@ -143,11 +145,17 @@ private:
     std::shared_ptr<void> owner_;
     std::shared_ptr<const void> snapshot_;
     Sink* sink_ = nullptr;
-    const CallOptions* options_ = nullptr; // null: the defaults
+    const CallOptions* options_ = nullptr;         // null: the defaults
+    const config::HostOverrides* hosts_ = nullptr; // `hosts:` (snapshot_ keeps it); null: none
     Socket socket_;
     SslPtr ssl_;                // https:// upstreams: the TLS connection on socket_
     std::uint32_t connGen_ = 0; // bumped by closeConnection(): TLS waits of an earlier socket end
-    Deadlines& deadlines_;      // this io_context's (one timer for all exchanges)
+    // A connection this call opened (Sink::onUpstreamConnection, told once in send()): steady ns.
+    std::int64_t resolvedNs_ = -1;
+    std::int64_t tcpConnectedNs_ = -1;
+    std::string connectedTo_;
+    bool tlsToldThisCall_ = false; // startTls told the sink already (send() tells it for pooled ones)
+    Deadlines& deadlines_;         // this io_context's (one timer for all exchanges)
     std::chrono::steady_clock::time_point deadline_{};
     Http1Call* deadlinePrev_ = nullptr; // in deadlines_'s lane for the armed timeout
     Http1Call* deadlineNext_ = nullptr;

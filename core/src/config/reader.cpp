@@ -2,6 +2,7 @@
 // error. What needs other modules or the disk is checked by validate/ (portico/validate/validate.h).
 #include "reader_impl.h"
 
+#include <portico/config/network.h>
 #include <portico/config/reader.h>
 
 #include <yaml-cpp/yaml.h>
@@ -55,7 +56,7 @@ namespace {
 // The keys each map of the schema takes. Keeping them in one place makes the schema easy to read
 // next to docs/configuration.md.
 constexpr std::string_view kTopKeys[] = {"workers",       "listen", "limits", "access_log", "compression",
-                                         "server_header", "vhosts", "http2",  "capture"};
+                                         "server_header", "vhosts", "http2",  "capture",    "hosts"};
 constexpr std::string_view kTopNotYet[] = {"live_reload"};
 constexpr std::string_view kCaptureKeys[] = {
     "enabled",    "max_records",   "max_bytes", "ring_records", "record_bytes",
@@ -131,6 +132,8 @@ void Reader::readTop(const Value& v, Config& c) {
                 readCapture(val, c.capture);
             } else if (e.key == "server_header") {
                 if (auto b = boolean(val)) c.serverHeader = *b;
+            } else if (e.key == "hosts") {
+                readHosts(val, c.hosts);
             } else if (e.key == "vhosts") {
                 sawVhosts = true;
                 auto items = list(val, false);
@@ -224,7 +227,7 @@ void Reader::readListen(const Value& v, std::vector<Listen>& out) {
 
 std::optional<ForwardProxy> Reader::readForwardProxy(const Value& v) {
     static constexpr std::string_view kKeys[] = {"intercept", "tls_passthrough", "upstream_cacert",
-                                                 "upstream_insecure"};
+                                                 "upstream_insecure", "allow"};
     ForwardProxy p;
     bool ok = true;
     readMap(v, kKeys, [&](const Entry& e) {
@@ -244,6 +247,24 @@ std::optional<ForwardProxy> Reader::readForwardProxy(const Value& v) {
             auto b = boolean(e.value);
             ok = ok && b;
             if (b) p.upstreamInsecure = *b;
+        } else if (e.key == "allow") {
+            // Client networks: each checked here, where its position is known; the listener's
+            // address against the list is validate's (a cross-field rule).
+            auto items = list(e.value, true);
+            ok = ok && items;
+            if (!items) return true;
+            for (const Value& item : *items) {
+                auto text = string(item);
+                std::string why;
+                if (!text) {
+                    ok = false;
+                } else if (!parseNetwork(*text, why)) {
+                    error(item, why);
+                    ok = false;
+                } else {
+                    p.allow.push_back(*text);
+                }
+            }
         } else {
             return false;
         }
@@ -251,6 +272,36 @@ std::optional<ForwardProxy> Reader::readForwardProxy(const Value& v) {
     });
     if (!ok) return std::nullopt;
     return p;
+}
+
+void Reader::readHosts(const Value& v, HostOverrides& out) {
+    readMap(v, {}, [&](const Entry& e) {
+        std::string name = lower(e.key);
+        if (!name.empty() && name.back() == '.') name.pop_back();
+        if (std::string why = hostOverrideNameProblem(name); !why.empty()) {
+            errorAtKey(e, why);
+            return true;
+        }
+        auto address = string(e.value);
+        if (!address) return true;
+        std::string literal = *address;
+        if (literal.size() > 2 && literal.front() == '[' && literal.back() == ']')
+            literal = literal.substr(1, literal.size() - 2); // "[::1]" as in a URL
+        if (!isIpLiteral(literal)) {
+            error(e.value, "expected an IPv4 or IPv6 address (127.0.0.1, \"::1\"), got '" + *address +
+                               "' (a name is not resolved here)");
+            return true;
+        }
+        auto same =
+            std::find_if(out.begin(), out.end(), [&](const HostOverride& h) { return h.name == name; });
+        if (same != out.end()) {
+            errorAtKey(e, "duplicate host '" + name + "' (already on line " +
+                              std::to_string(same->where.line) + ")");
+            return true;
+        }
+        out.push_back(HostOverride{name, literal, locate(e.keyMark)});
+        return true;
+    });
 }
 
 std::optional<Listen> Reader::parseAddress(const Value& v) {

@@ -98,6 +98,7 @@ private:
     void readListen(const Value& v, std::vector<Listen>& out);
     std::optional<Listen> parseAddress(const Value& v);
     std::optional<ForwardProxy> readForwardProxy(const Value& v);
+    void readHosts(const Value& v, HostOverrides& out);
     void readLimits(const Value& v, Limits& l);
     void readAccessLog(const Value& v, AccessLog& a);
     void readCompression(const Value& v, Compression& c);

@@ -423,6 +423,12 @@ std::string configToYaml(const Config& c, const std::string& baseDir) {
                 out << YAML::Key << "upstream_cacert" << YAML::Value
                     << relativePath(l.proxy.upstreamCaFile, base);
             if (l.proxy.upstreamInsecure) out << YAML::Key << "upstream_insecure" << YAML::Value << true;
+            if (!l.proxy.allow.empty()) {
+                out << YAML::Key << "allow" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+                for (const auto& network : l.proxy.allow)
+                    out << YAML::DoubleQuoted << network;
+                out << YAML::EndSeq;
+            }
             out << YAML::EndMap;
         }
         out << YAML::EndMap;
@@ -451,6 +457,13 @@ std::string configToYaml(const Config& c, const std::string& baseDir) {
     emitHttp2(out, c.http2);
     emitCapture(out, c.capture, base);
     if (!c.serverHeader) out << YAML::Key << "server_header" << YAML::Value << false;
+    if (!c.hosts.empty()) {
+        out << YAML::Key << "hosts" << YAML::Value << YAML::BeginMap;
+        for (const HostOverride& h : c.hosts)
+            out << YAML::Key << YAML::DoubleQuoted << h.name << YAML::Value << YAML::DoubleQuoted
+                << h.address;
+        out << YAML::EndMap;
+    }
     out << YAML::Key << "vhosts" << YAML::Value << YAML::BeginSeq;
     for (const Vhost& vh : c.vhosts)
         emitVhost(out, vh, base);

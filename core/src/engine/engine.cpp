@@ -189,7 +189,24 @@ struct Engine::Impl {
         snap->hub = hub;
         for (std::size_t i = 0; i < config->listen.size(); ++i) {
             const auto& l = config->listen[i];
-            if (l.forwardProxy) snap->forwardProxyPorts.insert(bound[i].port);
+            if (l.forwardProxy) {
+                snap->forwardProxyPorts.insert(bound[i].port);
+                // Listeners sharing a port (none but "localhost"'s two sockets can) admit either's.
+                auto& networks = snap->clientNetworks[bound[i].port];
+                if (l.proxy.allow.empty()) {
+                    const auto loopback = config::loopbackNetworks();
+                    networks.insert(networks.end(), loopback.begin(), loopback.end());
+                }
+                for (const std::string& text : l.proxy.allow) {
+                    auto n =
+                        config::parseNetwork(text, error); // validated at load; a model built in code is not
+                    if (!n) {
+                        error = l.host + ":" + std::to_string(l.port) + ": forward_proxy.allow: " + error;
+                        return nullptr;
+                    }
+                    networks.push_back(*n);
+                }
+            }
             if (l.forwardProxy && l.proxy.intercept) {
                 if (!ca) {
                     ca = tls::LocalCa::openOrCreate(tls::defaultDataDir(), error);
@@ -370,11 +387,17 @@ bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& 
     // Open the listeners the new config adds before closing the ones it drops.
     std::vector<Impl::BoundListener> next;
     std::vector<Impl::BoundListener> added;
+    // Each bound listener serves at most one of the new config's: two `HOST:0` listeners (any free
+    // port each) keep their own ports, in order, instead of both taking the first one's.
+    std::vector<bool> taken(d_->listeners.size(), false);
     for (const auto& l : config->listen) {
-        auto it = std::find_if(d_->listeners.begin(), d_->listeners.end(), [&](const Impl::BoundListener& b) {
-            return b.host == l.host && b.configuredPort == l.port;
-        });
+        auto it = d_->listeners.begin();
+        for (; it != d_->listeners.end(); ++it)
+            if (!taken[std::size_t(it - d_->listeners.begin())] && it->host == l.host &&
+                it->configuredPort == l.port)
+                break;
         if (it != d_->listeners.end()) {
+            taken[std::size_t(it - d_->listeners.begin())] = true;
             next.push_back(*it);
             next.back().tls = l.tls.has_value();
             continue;
@@ -529,6 +552,7 @@ Counters Engine::sumCounters() const {
         c.parseErrors += wc.parseErrors.load(std::memory_order_relaxed);
         c.timeouts += wc.timeouts.load(std::memory_order_relaxed);
         c.connectionsRefused += wc.refused.load(std::memory_order_relaxed);
+        c.connectionsDenied += wc.denied.load(std::memory_order_relaxed);
         c.tlsHandshakeFailures += wc.tlsHandshakeFailures.load(std::memory_order_relaxed);
         c.h2Abuse += wc.h2Abuse.load(std::memory_order_relaxed);
     }

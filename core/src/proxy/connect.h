@@ -21,9 +21,11 @@ namespace portico::proxy {
 /// hands the socket over (the call is finished). Failure: onUpstreamError(502, "cannot connect to
 /// HOST:PORT: reason") or onUpstreamError(504, "timed out connecting to HOST:PORT after N ms").
 /// Never calls `sink` before returning; cancel() stops it (no callback after). `owner` is kept
-/// alive until the call ends.
+/// alive until the call ends. `hosts` (the config's `hosts:`; null: none), looked at before
+/// returning, may give `host` a fixed address; messages still name `host`.
 std::shared_ptr<client::Call> startConnect(boost::asio::io_context& io, std::shared_ptr<void> owner,
                                            std::string host, std::uint16_t port,
-                                           std::chrono::nanoseconds timeout, client::Sink* sink);
+                                           std::chrono::nanoseconds timeout, client::Sink* sink,
+                                           const config::HostOverrides* hosts = nullptr);
 
 } // namespace portico::proxy

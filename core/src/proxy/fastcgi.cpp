@@ -69,6 +69,7 @@ public:
 
     std::shared_ptr<void> owner_;
     std::shared_ptr<const void> snapshot_;
+    const config::HostOverrides* hosts_ = nullptr; // `hosts:` (snapshot_ keeps it); null: none
     Sink* sink_ = nullptr;
 
 private:
@@ -181,7 +182,7 @@ void FastCgiCall::connect() {
     std::vector<tcp::endpoint> endpoints;
     if (f.socketPath.empty()) {
         std::string error;
-        endpoints = client::resolve(f.host, f.port, error);
+        endpoints = client::resolve(f.host, f.port, error, hosts_);
         if (endpoints.empty()) {
             fail(502, error);
             return;
@@ -411,10 +412,11 @@ void FastCgiCall::cancel() {
 std::shared_ptr<client::Call> startFastCgi(asio::io_context& io, std::shared_ptr<void> owner,
                                            std::shared_ptr<const void> snapshot,
                                            const config::ProxyAction& action, const http::Request& req,
-                                           bool tls, Sink* sink) {
+                                           bool tls, Sink* sink, const config::HostOverrides* hosts) {
     auto call = std::make_shared<FastCgiCall>(io, action);
     call->owner_ = std::move(owner);
     call->snapshot_ = std::move(snapshot);
+    call->hosts_ = hosts;
     call->sink_ = sink;
     call->build(req, tls);
     asio::post(io, [call] { call->connect(); });

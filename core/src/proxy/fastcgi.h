@@ -20,10 +20,12 @@ namespace portico::proxy {
 ///
 /// Errors: connect failure → 502, connect_timeout or no head within response_timeout → 504, a
 /// malformed record or head, or the end before a head → 502, a connection lost after the head →
-/// abort (status 0). Messages name the FastCGI address.
+/// abort (status 0). Messages name the FastCGI address. `hosts` (the config's `hosts:`; null: none)
+/// may map a TCP address's name; `snapshot` keeps it.
 std::shared_ptr<client::Call> startFastCgi(boost::asio::io_context& io, std::shared_ptr<void> owner,
                                            std::shared_ptr<const void> snapshot,
                                            const config::ProxyAction& action, const http::Request& req,
-                                           bool tls, Sink* sink);
+                                           bool tls, Sink* sink,
+                                           const config::HostOverrides* hosts = nullptr);
 
 } // namespace portico::proxy

@@ -245,15 +245,16 @@ bool viaHttp2(asio::io_context& io, const config::ProxyAction& action) {
 std::shared_ptr<client::Call> forward(asio::io_context& io, std::shared_ptr<void> owner,
                                       std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
                                       const http::Request& req, bool tls, client::Sink* sink,
-                                      bool bodyFollows, const client::CallOptions* options) {
+                                      bool bodyFollows, const client::CallOptions* options,
+                                      const config::HostOverrides* hosts) {
     if (!action.fastcgi.address.empty())
-        return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink);
+        return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink, hosts);
     if (viaHttp2(io, action))
         return client::startH2(io, std::move(owner), std::move(snapshot), action,
-                               buildH2(action, req, tls, bodyFollows), sink, options);
+                               buildH2(action, req, tls, bodyFollows), sink, options, hosts);
     auto call = client::Http1Call::create(io, action);
     buildHttp1(call->request(), action, req, tls, bodyFollows);
-    call->start(std::move(owner), std::move(snapshot), sink, options);
+    call->start(std::move(owner), std::move(snapshot), sink, options, hosts);
     return call;
 }
 

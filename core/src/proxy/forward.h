@@ -28,11 +28,14 @@ using client::Sink;
 /// body comes through Call::requestBody/requestEnd; its length is req's Content-Length field when
 /// it has one (and no Transfer-Encoding), else unknown. Never calls `sink` before returning.
 /// `options` (an intercepted tunnel's origin: its verifying TLS context) goes to the client call
-/// and must outlive it; null: the reverse proxy's defaults.
+/// and must outlive it; null: the reverse proxy's defaults. `hosts` (the config's `hosts:`, which
+/// `snapshot` keeps; null: none) gives an upstream name a fixed address; the name is still what
+/// the request, SNI and the certificate check use.
 std::shared_ptr<client::Call> forward(boost::asio::io_context& io, std::shared_ptr<void> owner,
                                       std::shared_ptr<const void> snapshot, const config::ProxyAction& action,
                                       const http::Request& req, bool tls, client::Sink* sink,
-                                      bool bodyFollows = false, const client::CallOptions* options = nullptr);
+                                      bool bodyFollows = false, const client::CallOptions* options = nullptr,
+                                      const config::HostOverrides* hosts = nullptr);
 
 /// True when `action` forwards request bodies as they arrive (`proxy:` and `grpc:` routes, HTTP/1.1
 /// and HTTP/2 upstreams alike; not `fastcgi:`, whose CONTENT_LENGTH must be known up front), so a

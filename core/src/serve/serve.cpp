@@ -6,6 +6,7 @@
 #include "proxy/forward.h"
 #include "proxy/origin.h"
 
+#include <portico/config/network.h>
 #include <portico/http/path.h>
 
 #include <variant>
@@ -61,7 +62,10 @@ bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, R
         return true;
     }
     if (port == 0) port = 80;
-    if (proxy::isOwnListener(host, port, ctx.localPort)) {
+    // A name `hosts:` maps to this listener's address is a loop too.
+    const config::HostOverride* mapped = config::findHostOverride(ctx.config.hosts, host);
+    if (proxy::isOwnListener(host, port, ctx.localPort) ||
+        (mapped && proxy::isOwnListener(mapped->address, port, ctx.localPort))) {
         handlers::errorResponse(508, res); // the request would come back here
         res.ownedBody().append("the target is this proxy's own listener\n");
         writer.respond(req, res);
@@ -71,7 +75,8 @@ bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, R
         if (writer.intercept(req, host, port)) return true;
         ForwardTarget to = writer.forwardTo(req, res);
         writer.forwarding(proxy::startConnect(*to.io, std::move(to.owner), std::move(host), port,
-                                              config::ProxyAction{}.connectTimeout, to.sink));
+                                              config::ProxyAction{}.connectTimeout, to.sink,
+                                              &ctx.config.hosts));
         return true;
     }
     std::string error;
@@ -93,7 +98,7 @@ bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, R
     auto keep = std::make_shared<Keep>(Keep{std::move(to.snapshot), action});
     writer.forwarding(proxy::forward(*to.io, std::move(to.owner),
                                      std::shared_ptr<const void>(keep, keep.get()), *action, req, to.tls,
-                                     to.sink, to.bodyFollows));
+                                     to.sink, to.bodyFollows, nullptr, &ctx.config.hosts));
     return true;
 }
 
@@ -118,7 +123,8 @@ void interceptedRequest(const Context& ctx, http::Request& req, http::Response& 
     ForwardTarget to = writer.forwardTo(req, res);
     // The session holds the origin (and so the action and its TLS contexts) for its whole life.
     writer.forwarding(proxy::forward(*to.io, std::move(to.owner), std::move(to.snapshot), action, req, true,
-                                     to.sink, to.bodyFollows, upgrade ? &o.h1Options : &o.h2Options));
+                                     to.sink, to.bodyFollows, upgrade ? &o.h1Options : &o.h2Options,
+                                     &ctx.config.hosts));
 }
 
 // The answers before routing; true when `res` holds one.
@@ -176,7 +182,7 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
     const auto& action = *static_cast<const config::ProxyAction*>(res.forward);
     ForwardTarget to = writer.forwardTo(req, res);
     writer.forwarding(proxy::forward(*to.io, std::move(to.owner), std::move(to.snapshot), action, req, to.tls,
-                                     to.sink, to.bodyFollows));
+                                     to.sink, to.bodyFollows, nullptr, &ctx.config.hosts));
 }
 
 bool streamsRequestBody(const Context& ctx, http::Method method, std::string_view rawPath,

@@ -71,6 +71,10 @@ public:
     void onUpstreamError(int status, const std::string& message) override;
     void onUpstreamTrailers(std::string_view fields) override;
     void onUpstreamConnected() override;
+    void onUpstreamConnection(std::int64_t resolvedNs, std::int64_t tcpConnectedNs,
+                              std::string_view address) override;
+    void onUpstreamTls(std::string_view version, std::string_view alpn) override;
+    void onRequestSent() override;
     void onUpstreamUpgrade(std::string_view fields, client::UpstreamSocket upstream,
                            client::SslPtr upstreamSsl, std::string_view leftover) override;
     void onRequestBodyConsumed(std::size_t n) override;
@@ -161,6 +165,8 @@ private:
             std::string responseBody; // capture only: a prefix
             std::uint64_t responseBytes = 0;
             std::int64_t upstreamNs = -1, upstreamByteNs = -1;
+            std::int64_t resolvedNs = -1, tcpNs = -1, sentNs = -1;  // capture only
+            std::string upstreamAddress, upstreamTls, upstreamAlpn; // capture only
         } proxyRecord;
         std::string proxyFields; // vhost/route headers for the upstream's response
         int proxyMinor = 1;

@@ -11,6 +11,7 @@ void Connection::captureStart() {
     const Snapshot& snap = worker_.snapshot();
     extra().cap = capture::beginConnection(worker_.recorder(), *snap.config,
                                            capture::peerName(socket_.native_handle()));
+    if (forwardProxy_ && cap()) capture::askClientProcess(*cap(), socket_.native_handle());
 }
 
 void Connection::addServerTiming(http::Response& res) {
@@ -131,7 +132,20 @@ void Connection::finishProxied(std::string_view error, capture::WsCapturePtr* ws
     phase(capture::Phase::RequestHeaders) = cc.headNs >= 0 ? cc.headNs : start;
     phase(capture::Phase::RequestBodyDone) = cc.bodyDoneNs;
     phase(capture::Phase::RouteMatched) = cc.routeNs;
+    phase(capture::Phase::UpstreamResolved) = pr.resolvedNs;
+    phase(capture::Phase::UpstreamTcpConnected) = pr.tcpNs;
     phase(capture::Phase::UpstreamConnected) = pr.upstreamNs;
+    phase(capture::Phase::UpstreamRequestSent) = pr.sentNs;
+    in.upstreamAddress = pr.upstreamAddress;
+    in.upstreamTlsVersion = pr.upstreamTls;
+    in.upstreamAlpn = pr.upstreamAlpn;
+    // A forward proxy's own requests: absolute-form (RFC 9112 §3.2.2) and CONNECT tunnels.
+    if (forwardProxy_ && !origin()) {
+        if (http::iequals(pr.method, "CONNECT"))
+            in.source = capture::Source::Tunnel;
+        else if (!pr.target.empty() && pr.target.front() != '/' && pr.target != "*")
+            in.source = capture::Source::Forward;
+    }
     phase(capture::Phase::UpstreamFirstByte) = pr.upstreamByteNs;
     phase(capture::Phase::ResponseFirstByte) = pr.upstreamByteNs;
     if (ws) {

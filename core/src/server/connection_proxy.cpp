@@ -64,6 +64,10 @@ serve::ForwardTarget Connection::forwardTo(http::Request& req, const http::Respo
     pr.responseBody.clear();
     pr.responseBytes = 0;
     pr.upstreamNs = pr.upstreamByteNs = -1;
+    pr.resolvedNs = pr.tcpNs = pr.sentNs = -1;
+    pr.upstreamAddress.clear();
+    pr.upstreamTls.clear();
+    pr.upstreamAlpn.clear();
     if (cap()) {
         // Credentials meant for this proxy are not kept in records (sessions get shared).
         for (const auto& h : req.headers)
@@ -473,6 +477,26 @@ void Connection::startIntercept() {
 
 void Connection::onUpstreamConnected() {
     if (cap()) rareIf()->proxyRecord.upstreamNs = capture::nowNs();
+}
+
+void Connection::onUpstreamConnection(std::int64_t resolvedNs, std::int64_t tcpConnectedNs,
+                                      std::string_view address) {
+    if (!cap()) return;
+    auto& pr = rareIf()->proxyRecord;
+    pr.resolvedNs = resolvedNs;
+    pr.tcpNs = tcpConnectedNs;
+    pr.upstreamAddress.assign(address);
+}
+
+void Connection::onUpstreamTls(std::string_view version, std::string_view alpn) {
+    if (!cap()) return;
+    auto& pr = rareIf()->proxyRecord;
+    pr.upstreamTls.assign(version);
+    pr.upstreamAlpn.assign(alpn);
+}
+
+void Connection::onRequestSent() {
+    if (cap()) rareIf()->proxyRecord.sentNs = capture::nowNs();
 }
 
 void Connection::onUpstreamTrailers(std::string_view fields) {

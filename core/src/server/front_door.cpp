@@ -10,6 +10,7 @@
 #include "server/h2_connection.h"
 #include "server/worker.h"
 #include "tls/alpn.h"
+#include "tls/client_hello.h"
 #include "tls/server_tls.h"
 #include "tls/socket_bio.h"
 
@@ -66,20 +67,36 @@ bool refusedOurCertificate(unsigned long error) {
 // tunnel that is not intercepted.
 class PlainTunnel final : public client::Sink, public std::enable_shared_from_this<PlainTunnel> {
 public:
-    PlainTunnel(Worker& worker, io::Socket client, std::string toUpstream)
-        : worker_(worker), client_(std::move(client)), toUpstream_(std::move(toUpstream)) {}
+    PlainTunnel(Worker& worker, io::Socket client, std::string toUpstream, capture::WsCapturePtr record)
+        : worker_(worker), client_(std::move(client)), toUpstream_(std::move(toUpstream)),
+          record_(std::move(record)) {}
     void start(const std::string& host, std::uint16_t port) {
         call_ = proxy::startConnect(worker_.io(), shared_from_this(), host, port,
-                                    config::ProxyAction{}.connectTimeout, this);
+                                    config::ProxyAction{}.connectTimeout, this,
+                                    &worker_.snapshot().config->hosts);
     }
     void onUpstreamUpgrade(std::string_view, client::UpstreamSocket upstream, client::SslPtr,
                            std::string_view) override {
         call_.reset();
+        if (record_) record_->record.set(capture::Phase::UpstreamConnected, capture::nowNs());
         proxy::startTunnel(worker_, std::move(client_), nullptr, std::move(upstream), nullptr, {}, {},
-                           toUpstream_, nullptr, false, true);
+                           toUpstream_, std::move(record_), false, true);
     }
-    void onUpstreamError(int, const std::string& message) override {
+    void onUpstreamConnection(std::int64_t resolvedNs, std::int64_t tcpConnectedNs,
+                              std::string_view address) override {
+        if (!record_) return;
+        record_->record.set(capture::Phase::UpstreamResolved, resolvedNs);
+        record_->record.set(capture::Phase::UpstreamTcpConnected, tcpConnectedNs);
+        record_->record.upstreamAddress.assign(address);
+    }
+    void onUpstreamError(int status, const std::string& message) override {
         call_.reset();
+        if (record_) {
+            // The client has its 200 already: the tunnel's end is all it sees; the record says why.
+            record_->record.status = status;
+            capture::wsClosed(*record_, message);
+            record_.reset();
+        }
         std::fprintf(stderr, "portico: CONNECT tunnel: %s\n", message.c_str());
         boost::system::error_code ec;
         client_.close(ec);
@@ -93,12 +110,34 @@ private:
     Worker& worker_;
     io::Socket client_;
     std::string toUpstream_;
+    capture::WsCapturePtr record_; // null when capture is off
     std::shared_ptr<client::Call> call_;
 };
 
 void startPlainTunnel(Worker& worker, io::Socket client, const std::string& host, std::uint16_t port,
-                      std::string toUpstream) {
-    std::make_shared<PlainTunnel>(worker, std::move(client), std::move(toUpstream))->start(host, port);
+                      std::string toUpstream, capture::WsCapturePtr record) {
+    std::make_shared<PlainTunnel>(worker, std::move(client), std::move(toUpstream), std::move(record))
+        ->start(host, port);
+}
+
+// The TLS handshake states in which the server has sent its certificate and waits for the client
+// (TLS 1.3: its whole first flight; TLS 1.2: up to ServerHelloDone): a client that closes then,
+// without an alert, read our certificate and did not like it.
+bool certificateSent(const SSL* ssl) {
+    switch (SSL_get_state(ssl)) {
+    case TLS_ST_SW_SRVR_DONE:
+    case TLS_ST_SW_FINISHED:
+    case TLS_ST_EARLY_DATA: // TLS 1.3: after the server's Finished, waiting for the client's
+    case TLS_ST_SR_CERT:
+    case TLS_ST_SR_KEY_EXCH:
+    case TLS_ST_SR_CERT_VRFY:
+    case TLS_ST_SR_CHANGE:
+    case TLS_ST_SR_FINISHED:
+    case TLS_ST_SR_END_OF_EARLY_DATA:
+        return true;
+    default:
+        return false;
+    }
 }
 
 // A connection during its TLS handshake: in the worker's list (header_timeout, drain) until the
@@ -146,6 +185,11 @@ public:
 
 private:
     void handshake() {
+        if (auto* bio = ssl_ ? tls::socketBioState(ssl_) : nullptr;
+            bio && !pending_.empty() && !bio->pending) {
+            bio->pending = pending_.data(); // pending_ does not change from here on
+            bio->pendingBytes = pending_.size();
+        }
         auto self = shared_from_this();
         io::driveHandshake(
             socket_, ssl_, [self] { return !self->closed_; },
@@ -157,13 +201,7 @@ private:
                 if (end == io::HandshakeEnd::Failed) {
                     self->worker_.counters().tlsHandshakeFailures.fetch_add(1, std::memory_order_relaxed);
                     self->tls_->handshakeFailures.fetch_add(1, std::memory_order_relaxed);
-                    if (self->origin_ && refusedOurCertificate(ERR_peek_last_error())) {
-                        self->tls_->markRefused(self->origin_->authority);
-                        std::fprintf(stderr,
-                                     "portico: the client of a CONNECT to %s refused the local CA's "
-                                     "certificate; its next tunnels there pass through unread\n",
-                                     self->origin_->authority.c_str());
-                    }
+                    if (self->origin_) self->interceptionFailed();
                     boost::system::error_code ec;
                     const auto remote = self->socket_.remote_endpoint(ec);
                     logHandshakeFailure(ec ? std::string("?") : remote.address().to_string());
@@ -175,6 +213,39 @@ private:
 
     // The socket, the TLS state and the connection's capture move to the session; this object
     // leaves the worker's list when the last handler holding it returns.
+    // An intercepted CONNECT's handshake failed. A client that refuses the local CA's certificate
+    // (an alert naming the certificate, or a close right after it: a pinned app) has its later
+    // tunnels to the same host:port passed through unread; the failure is one record either way.
+    void interceptionFailed() {
+        const unsigned long e = ERR_peek_last_error();
+        const bool eof = e == 0 || ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+        const bool refused = refusedOurCertificate(e) || (eof && certificateSent(ssl_));
+        std::string why;
+        if (refusedOurCertificate(e)) {
+            const char* alert = ERR_reason_error_string(e);
+            why = std::string("the client refused the local CA's certificate (") +
+                  (alert ? alert : "an alert") + ")";
+        } else if (refused) {
+            why = "the client closed the connection after the local CA's certificate, without an alert";
+        } else if (eof) {
+            why = "the client closed the connection during the TLS handshake";
+        } else {
+            char text[256] = "";
+            ERR_error_string_n(e, text, sizeof text);
+            why = std::string("TLS handshake with the client failed: ") + text;
+        }
+        if (refused) {
+            tls_->markRefused(origin_->authority);
+            why += "; its next tunnels to " + origin_->authority + " pass through unread";
+            std::fprintf(stderr, "portico: CONNECT %s: %s\n", origin_->authority.c_str(), why.c_str());
+        }
+        if (cap_) {
+            auto record = capture::connectRecord(*cap_, localPort_, origin_->authority,
+                                                 capture::Source::Intercepted, "(intercepted)", connectNs_);
+            capture::wsClosed(*record, "TLS interception failed: " + why);
+        }
+    }
+
     void handOver() {
         closed_ = true;
         if (cap_) cap_->tlsDoneNs = capture::nowNs();
@@ -201,17 +272,21 @@ public:
         origin_ = std::move(origin);
         pending_ = std::move(pending);
         const Snapshot& snap = worker_.snapshot();
-        if (snap.config->capture.enabled)
+        if (snap.config->capture.enabled) {
             cap_ = capture::beginConnection(worker_.recorder(), *snap.config,
                                             capture::peerName(socket_.native_handle()));
+            if (cap_) {
+                cap_->source = capture::Source::Intercepted;
+                capture::askClientProcess(*cap_, socket_.native_handle());
+            }
+        }
+        connectNs_ = capture::nowNs();
+        if (auto it = snap.intercept.find(localPort_); it != snap.intercept.end())
+            passthrough_ = it->second.options.tlsPassthrough; // usually empty: no copy then
         ssl_ = tls_->newSslFor(socket_.native_handle(), host);
         if (!ssl_) {
             abort();
             return;
-        }
-        if (auto* bio = tls::socketBioState(ssl_); bio && !pending_.empty()) {
-            bio->pending = pending_.data();
-            bio->pendingBytes = pending_.size();
         }
         deadline_ = Clock::now() + snap.config->limits.headerTimeout;
         toClient_ = std::move(toClient);
@@ -230,11 +305,15 @@ private:
     // TLS starts with a handshake record (0x16, RFC 8446 §5.1). Anything else inside the tunnel
     // (plain HTTP, a ws:// WebSocket, which browsers send through CONNECT too) is passed on unread.
     void firstByte() {
+        if (!passthrough_.empty()) {
+            scanHello();
+            return;
+        }
         if (!pending_.empty()) {
             if (pending_.front() == 0x16)
                 handshake();
             else
-                passThrough();
+                passThrough("(tunnel: not TLS)");
             return;
         }
         auto self = shared_from_this();
@@ -248,7 +327,7 @@ private:
             if (n == 1 && byte == 0x16)
                 self->handshake();
             else if (n == 1)
-                self->passThrough();
+                self->passThrough("(tunnel: not TLS)");
             else if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 self->firstByte();
             else
@@ -256,10 +335,56 @@ private:
         });
     }
 
-    void passThrough() {
+    // With tls_passthrough globs: the ClientHello is read here (its bytes kept in pending_, served
+    // to OpenSSL or to the tunnel afterwards) and its SNI name decides, as the CONNECT host did.
+    void scanHello() {
+        std::string name;
+        switch (tls::clientHelloServerName(pending_, name)) {
+        case tls::HelloScan::NotTls:
+            passThrough("(tunnel: not TLS)");
+            return;
+        case tls::HelloScan::Done:
+            if (!name.empty() && proxy::matchesHostGlob(name, passthrough_)) {
+                passThrough("(tls_passthrough)");
+                return;
+            }
+            handshake();
+            return;
+        case tls::HelloScan::Malformed:
+            handshake(); // OpenSSL answers it with the right alert
+            return;
+        case tls::HelloScan::NeedMore:
+            break;
+        }
+        auto self = shared_from_this();
+        socket_.async_wait(io::Socket::wait_read, [self](const boost::system::error_code& ec) {
+            if (ec || self->closed_) {
+                self->abort();
+                return;
+            }
+            char buf[16384];
+            const ssize_t n = ::recv(self->socket_.native_handle(), buf, sizeof buf, 0);
+            if (n > 0) {
+                self->pending_.append(buf, static_cast<std::size_t>(n));
+                self->scanHello();
+            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                self->scanHello();
+            } else {
+                self->abort();
+            }
+        });
+    }
+
+    void passThrough(std::string_view route) {
         closed_ = true;
-        if (cap_) capture::h1Closed(*cap_);
-        startPlainTunnel(worker_, std::move(socket_), host_, origin_->port, std::move(pending_));
+        capture::WsCapturePtr record;
+        if (cap_) {
+            record = capture::connectRecord(*cap_, localPort_, origin_->authority, capture::Source::Tunnel,
+                                            route, connectNs_);
+            capture::h1Closed(*cap_);
+        }
+        startPlainTunnel(worker_, std::move(socket_), host_, origin_->port, std::move(pending_),
+                         std::move(record));
     }
 
 public:
@@ -268,6 +393,8 @@ private:
     std::shared_ptr<const proxy::InterceptedOrigin> origin_; // and its origin
     std::string toClient_;                                   // the CONNECT's 200
     std::string pending_; // bytes after the CONNECT head, read by OpenSSL first (socket_bio.h)
+    std::vector<std::string> passthrough_; // the listener's tls_passthrough globs (matched against SNI)
+    std::int64_t connectNs_ = -1;          // when the intercepted CONNECT reached the front door
 
     Worker& worker_;
     io::Socket socket_;

@@ -79,6 +79,14 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = s.capRouteNs;
     in.phases[static_cast<std::size_t>(capture::Phase::UpstreamConnected)] = s.capUpstreamNs;
     in.phases[static_cast<std::size_t>(capture::Phase::UpstreamFirstByte)] = s.capUpstreamByteNs;
+    if (proxied) {
+        in.phases[static_cast<std::size_t>(capture::Phase::UpstreamResolved)] = proxied->capResolvedNs;
+        in.phases[static_cast<std::size_t>(capture::Phase::UpstreamTcpConnected)] = proxied->capTcpNs;
+        in.phases[static_cast<std::size_t>(capture::Phase::UpstreamRequestSent)] = proxied->capSentNs;
+        in.upstreamAddress = proxied->capAddress;
+        in.upstreamTlsVersion = proxied->capTls;
+        in.upstreamAlpn = proxied->capAlpn;
+    }
     if (answered) {
         in.phases[static_cast<std::size_t>(capture::Phase::ResponseFirstByte)] = s.capFirstByteNs;
         if (error.empty())

@@ -35,6 +35,10 @@ struct H2Connection::ProxySink final : client::Sink {
     std::uint64_t sentBytes = 0;             // body bytes handed to nghttp2
     std::string capBody;                     // capture only: a prefix of the response body
     capture::GrpcCapture* capGrpc = nullptr; // capture only: the call's messages (owned by the Stream)
+    // Capture only: a new upstream connection's DNS/TCP times, the request's end (steady ns), the
+    // upstream's address and TLS.
+    std::int64_t capResolvedNs = -1, capTcpNs = -1, capSentNs = -1;
+    std::string capAddress, capTls, capAlpn;
     bool done = false;
     bool paused = false;
     bool deferred = false;
@@ -47,6 +51,21 @@ struct H2Connection::ProxySink final : client::Sink {
     void onUpstreamEnd() override;
     void onUpstreamError(int status, const std::string& message) override;
     void onUpstreamConnected() override;
+    void onUpstreamConnection(std::int64_t resolvedNs, std::int64_t tcpConnectedNs,
+                              std::string_view address) override {
+        if (!conn->cap_) return;
+        capResolvedNs = resolvedNs;
+        capTcpNs = tcpConnectedNs;
+        capAddress.assign(address);
+    }
+    void onUpstreamTls(std::string_view version, std::string_view alpn) override {
+        if (!conn->cap_) return;
+        capTls.assign(version);
+        capAlpn.assign(alpn);
+    }
+    void onRequestSent() override {
+        if (conn->cap_) capSentNs = capture::nowNs();
+    }
     void onUpstreamTrailers(std::string_view fields) override { trailers.assign(fields); }
     void onUpstreamHeadersOnly(int status, std::string_view fields) override;
     void onUpstreamReset(std::uint32_t code, bool sent, const std::string& message) override;

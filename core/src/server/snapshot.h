@@ -2,6 +2,7 @@
 #pragma once
 
 #include <portico/config/config.h>
+#include <portico/config/network.h>
 #include <portico/routing/router.h>
 
 #include <atomic>
@@ -28,6 +29,9 @@ struct Snapshot {
     std::unordered_map<std::uint16_t, std::shared_ptr<tls::ServerTls>> tls;
     /// Bound ports of the listeners that are also forward proxies (config::Listen::forwardProxy).
     std::unordered_set<std::uint16_t> forwardProxyPorts;
+    /// The clients each forward proxy listener admits (forward_proxy.allow, parsed; loopback
+    /// without it), by bound port: checked at accept, before a byte is read (Worker::accept).
+    std::unordered_map<std::uint16_t, std::vector<config::Network>> clientNetworks;
     /// Forward proxy listeners that intercept TLS (forward_proxy.intercept), by bound port.
     struct Interception {
         std::shared_ptr<tls::ServerTls> tls; ///< leaves from the local CA for any name asked

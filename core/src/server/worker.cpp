@@ -10,7 +10,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/socket_base.hpp>
 
+#include <cstdio>
 #include <ctime>
+#include <fcntl.h>
 #include <future>
 
 #include <pthread.h>
@@ -26,6 +28,34 @@ namespace {
 // SO_REUSEPORT: each worker has its own accept queue; the kernel spreads connections.
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 constexpr auto kTick = std::chrono::milliseconds(250);
+
+// Whether `peer` may use the listener on `port`: a forward proxy listener admits only its client
+// networks (Snapshot::clientNetworks); every other listener anyone. No allocation.
+bool admitted(const Snapshot& snap, std::uint16_t port, const tcp::endpoint& peer) {
+    if (snap.clientNetworks.empty()) return true;
+    auto it = snap.clientNetworks.find(port);
+    if (it == snap.clientNetworks.end()) return true;
+    const auto address = peer.address();
+    const bool v6 = address.is_v6();
+    const auto v4Bytes = v6 ? asio::ip::address_v4::bytes_type{} : address.to_v4().to_bytes();
+    const auto v6Bytes = v6 ? address.to_v6().to_bytes() : asio::ip::address_v6::bytes_type{};
+    const std::uint8_t* bytes = v6 ? v6Bytes.data() : v4Bytes.data();
+    for (const config::Network& n : it->second)
+        if (config::contains(n, bytes, v6)) return true;
+    return false;
+}
+
+// One stderr line a second at most for refused forward proxy clients (a scan is not a flood).
+void logDenied(const tcp::endpoint& peer, std::uint16_t port) {
+    static std::atomic<std::int64_t> last{0};
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    std::int64_t prev = last.load(std::memory_order_relaxed);
+    if (prev == now || !last.compare_exchange_strong(prev, now)) return;
+    std::fprintf(stderr, "portico: refused %s on the forward proxy's port %u: not in forward_proxy.allow\n",
+                 peer.address().to_string().c_str(), unsigned(port));
+}
 } // namespace
 
 Worker::Worker(unsigned index, SnapshotSlot& slot, std::shared_ptr<AccessLogger> log)
@@ -112,9 +142,12 @@ std::uint16_t Worker::openListener(const std::string& host, std::uint16_t port, 
         return 0;
     }
     acceptor.non_blocking(true, ec);
+    // Not inherited by child processes (a browser `portico proxy chromium` starts, a FastCGI
+    // backend): a child holding the listener keeps the port bound after Portico stops.
+    ::fcntl(acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
     std::uint16_t bound = acceptor.local_endpoint(ec).port();
     listeners_.push_back(
-        Listener{host, bound, std::move(acceptor), acceptSlots_.emplace(acceptSlots_.end())});
+        Listener{host, bound, std::move(acceptor), acceptSlots_.emplace(acceptSlots_.end()), {}});
     if (thread_.joinable()) accept(listeners_.back());
     return bound;
 }
@@ -164,13 +197,28 @@ void Worker::runSync(const std::function<void()>& fn) {
 
 void Worker::accept(Listener& l) {
     l.acceptor.async_accept(
-        io_, io::inSlot(*l.acceptOp, [this, &l](const boost::system::error_code& ec, io::Socket socket) {
+        io_, l.peer,
+        io::inSlot(*l.acceptOp, [this, &l](const boost::system::error_code& ec, io::Socket socket) {
             if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
             if (!ec) {
                 counters_.accepted.fetch_add(1, std::memory_order_relaxed);
                 refreshSnapshot();
                 const auto& limits = snapshot().config->limits;
-                if (counters_.open.load(std::memory_order_relaxed) >= limits.maxConnectionsPerWorker) {
+                if (!admitted(snapshot(), l.port, l.peer)) {
+                    // A client outside forward_proxy.allow: 403 at once, nothing read, then close. As
+                    // tinyproxy answers a client its Allow/Deny lists refuse (and Squid's
+                    // http_access deny): the user of a device the list forgot sees why, where a
+                    // bare reset would look like a network fault. Best effort, non-blocking.
+                    counters_.denied.fetch_add(1, std::memory_order_relaxed);
+                    static constexpr char kDenial[] =
+                        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 61\r\n"
+                        "Connection: close\r\n\r\nThis proxy does not serve your address "
+                        "(forward_proxy.allow)\n";
+                    ::send(socket.native_handle(), kDenial, sizeof kDenial - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                    logDenied(l.peer, l.port);
+                    boost::system::error_code ignored;
+                    socket.close(ignored);
+                } else if (counters_.open.load(std::memory_order_relaxed) >= limits.maxConnectionsPerWorker) {
                     // Over the limit: a clear refusal, then close (best effort, non-blocking).
                     counters_.refused.fetch_add(1, std::memory_order_relaxed);
                     static constexpr char kRefusal[] =

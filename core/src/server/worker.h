@@ -40,6 +40,7 @@ struct WorkerCounters {
     std::atomic<std::uint64_t> parseErrors{0};
     std::atomic<std::uint64_t> timeouts{0};
     std::atomic<std::uint64_t> refused{0};
+    std::atomic<std::uint64_t> denied{0}; // forward proxy clients outside forward_proxy.allow (403)
     std::atomic<std::uint64_t> tlsHandshakeFailures{0};
     std::atomic<std::uint64_t> h2Abuse{0}; // connections cut off with GOAWAY(ENHANCE_YOUR_CALM)
 };
@@ -142,6 +143,7 @@ private:
         std::uint16_t port;
         boost::asio::ip::tcp::acceptor acceptor;
         std::list<io::HandlerSlot>::iterator acceptOp; // its pending accept operation (slot_allocator.h)
+        boost::asio::ip::tcp::endpoint peer;           // the accepted client's address, from accept4
     };
     void accept(Listener& l);
     void watchParked();

@@ -4,6 +4,7 @@
 #include <portico/validate/validate.h>
 
 #include <portico/capture/grpc.h>
+#include <portico/config/network.h>
 #include <portico/config/pattern.h>
 #include <portico/http/message.h>
 #include <portico/tls/local_ca.h>
@@ -77,6 +78,17 @@ std::string normalise(const fs::path& p) {
 }
 
 std::string item(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+/// A listen host that only this machine reaches: "localhost", 127.0.0.0/8 or ::1.
+bool isLoopbackHost(const std::string& host) {
+    if (host == "localhost") return true;
+    std::string ignored;
+    auto n = config::parseNetwork(host, ignored);
+    if (!n) return false;
+    for (const config::Network& loopback : config::loopbackNetworks())
+        if (config::contains(loopback, n->bytes.data(), n->v6)) return true;
+    return false;
+}
 
 class Validator {
 public:
@@ -161,11 +173,13 @@ void Validator::listeners() {
         if (l.forwardProxy && l.tls)
             error(path + ".forward_proxy", "a forward proxy listener is cleartext (clients reach https:// "
                                            "origins through CONNECT): remove `tls:` or use another listener");
-        if (l.forwardProxy && l.host != "localhost" && l.host != "127.0.0.1" && l.host != "::1")
+        // Loopback, or any address with the client networks that may use it: never an open proxy.
+        if (l.forwardProxy && l.proxy.allow.empty() && !isLoopbackHost(l.host))
             error(path + ".forward_proxy",
-                  "a forward proxy listener binds loopback only (127.0.0.1, \"[::1]\" "
-                  "or localhost), so it is never an open proxy; got " +
-                      l.host);
+                  "a forward proxy listener on " + l.host +
+                      " needs `allow: [CIDR, ...]`, the client networks that may use it (e.g. "
+                      "{allow: [192.168.1.0/24]}), so it is never an open proxy; without `allow:` it "
+                      "binds loopback only (127.0.0.1, \"[::1]\" or localhost)");
         if (l.forwardProxy && files_ && !l.proxy.upstreamCaFile.empty())
             existing(path + ".forward_proxy.upstream_cacert", l.proxy.upstreamCaFile, false);
         // "localhost" is 127.0.0.1 and ::1: it overlaps either.

@@ -18,23 +18,62 @@ enum class Protocol : std::uint8_t {
     Grpc = 3,      ///< a gRPC call over HTTP/2 (one stream of a `grpc:`/`proxy:` route), `messages` filled
 };
 
-/// The server-side timeline, in this order (DESIGN.md "Capture"). Upstream phases are reserved for
-/// proxied routes.
+/// The server-side timeline (DESIGN.md "Capture"). The enum's order is the storage order (session
+/// file columns, ring slots): phases added later come last; kTimelineOrder is the order they happen
+/// in. The upstream phases are those of proxied exchanges (reverse proxy, forward proxy,
+/// interception); the name resolution and TCP phases only when the exchange opened a new upstream
+/// connection (a pooled one has UpstreamConnected only, as Chrome DevTools shows a reused
+/// connection).
 enum class Phase : std::uint8_t {
-    Accepted = 0,      ///< the TCP connection was accepted (shared by every exchange on it)
-    TlsDone,           ///< the TLS handshake finished (absent on cleartext)
-    RequestHeaders,    ///< HTTP/1.1: first byte of the request; HTTP/2: HEADERS frame began
-    RequestBodyDone,   ///< the whole request (head, body, trailers) was received
-    RouteMatched,      ///< vhost chosen and route matched (absent for requests refused earlier)
-    UpstreamConnected, ///< reserved (proxy)
-    UpstreamFirstByte, ///< reserved (proxy)
-    ResponseFirstByte, ///< the response started to be written to the socket (after mock latency)
-    ResponseDone,      ///< the last response byte was handed to the kernel (HTTP/2: stream closed)
+    Accepted = 0,         ///< the TCP connection was accepted (shared by every exchange on it)
+    TlsDone,              ///< the TLS handshake finished (absent on cleartext)
+    RequestHeaders,       ///< HTTP/1.1: first byte of the request; HTTP/2: HEADERS frame began
+    RequestBodyDone,      ///< the whole request (head, body, trailers) was received
+    RouteMatched,         ///< vhost chosen and route matched (absent for requests refused earlier)
+    UpstreamConnected,    ///< an upstream connection is ready for the request (after its TLS handshake)
+    UpstreamFirstByte,    ///< the first byte of the upstream's response arrived
+    ResponseFirstByte,    ///< the response started to be written to the socket (after mock latency)
+    ResponseDone,         ///< the last response byte was handed to the kernel (HTTP/2: stream closed)
+    UpstreamResolved,     ///< a new upstream connection: the name's addresses were at hand (DNS done)
+    UpstreamTcpConnected, ///< a new upstream connection: TCP connected (its TLS handshake follows)
+    UpstreamRequestSent,  ///< the whole request went to the upstream (HTTP/2: its last frame was queued)
     Count
 };
 constexpr std::size_t kPhaseCount = static_cast<std::size_t>(Phase::Count);
+/// The phases in the order they happen in one exchange (for timelines and durations).
+inline constexpr std::array<Phase, kPhaseCount> kTimelineOrder = {Phase::Accepted,
+                                                                  Phase::TlsDone,
+                                                                  Phase::RequestHeaders,
+                                                                  Phase::RequestBodyDone,
+                                                                  Phase::RouteMatched,
+                                                                  Phase::UpstreamResolved,
+                                                                  Phase::UpstreamTcpConnected,
+                                                                  Phase::UpstreamConnected,
+                                                                  Phase::UpstreamRequestSent,
+                                                                  Phase::UpstreamFirstByte,
+                                                                  Phase::ResponseFirstByte,
+                                                                  Phase::ResponseDone};
+/// Every phase absent (-1): the initial value of a record's phases.
+inline constexpr std::array<std::int64_t, kPhaseCount> kNoPhases = [] {
+    std::array<std::int64_t, kPhaseCount> a{};
+    for (auto& x : a)
+        x = -1;
+    return a;
+}();
 /// "accepted", "tls_done", ... (the names used in the session file and the HAR `_portico` fields).
 std::string_view phaseName(Phase p);
+
+/// How the exchange reached Portico.
+enum class Source : std::uint8_t {
+    Server = 0,      ///< addressed to Portico itself: served or reverse-proxied by its routes
+    Forward = 1,     ///< a forward proxy's absolute-form request (`GET http://host/path`, RFC 9112 §3.2.2)
+    Intercepted = 2, ///< decrypted inside a forward proxy's CONNECT (TLS interception by the local CA)
+    Tunnel = 3, ///< a forward proxy's CONNECT tunnel whose bytes passed unread (or whose interception failed)
+};
+/// "server", "forward", "intercepted", "tunnel" (session file, HAR `_portico.source`, the filter's
+/// `source:`); sourceFromName is its inverse (nullopt-like: false when unknown).
+std::string_view sourceName(Source s);
+bool sourceFromName(std::string_view name, Source& out);
 
 struct Header {
     std::string name;
@@ -105,13 +144,24 @@ struct Exchange {
     std::string tlsVersion;        ///< "TLSv1.3", "TLSv1.2"; "" for cleartext
     std::string alpn;              ///< "h2", "http/1.1"; "" when none was negotiated
     std::string client;            ///< client address ("127.0.0.1:53012", "[::1]:53012")
-    std::uint16_t localPort = 0;   ///< the listener's port
-    std::string vhost;             ///< label of the vhost chosen ("" when refused before routing)
-    std::string route;             ///< label of the route ("(static)", "(no route)", "" before routing)
-    std::string method;            ///< as received ("GET")
-    std::string scheme;            ///< "http" or "https"
-    std::string authority;         ///< Host / :authority as received
-    std::string target;            ///< request target as received ("/a/b?x=1")
+    /// The client's process on this machine when Portico could tell (a forward proxy's loopback
+    /// clients, Linux: the socket's inode found in /proc/PID/fd): "PID COMMAND" ("4242 curl"),
+    /// COMMAND as /proc/PID/comm names it; "" when unknown.
+    std::string clientProcess;
+    Source source = Source::Server;
+    /// Proxied exchanges: the upstream's address as connected ("93.184.216.34:443"; "" for a
+    /// pooled connection's later requests over HTTP/2 or when not proxied), its TLS version and
+    /// ALPN ("" for cleartext / none).
+    std::string upstreamAddress;
+    std::string upstreamTlsVersion;
+    std::string upstreamAlpn;
+    std::uint16_t localPort = 0; ///< the listener's port
+    std::string vhost;           ///< label of the vhost chosen ("" when refused before routing)
+    std::string route;           ///< label of the route ("(static)", "(no route)", "" before routing)
+    std::string method;          ///< as received ("GET")
+    std::string scheme;          ///< "http" or "https"
+    std::string authority;       ///< Host / :authority as received
+    std::string target;          ///< request target as received ("/a/b?x=1")
     std::vector<Header> requestHeaders;
     std::vector<Header> requestTrailers;
     std::string requestBody;           ///< prefix of at most capture.body_bytes
@@ -132,7 +182,7 @@ struct Exchange {
     std::uint32_t flags = 0;        ///< ExchangeFlags
     std::int64_t startedUnixNs = 0; ///< wall clock (system_clock, Unix epoch) at RequestHeaders, ns
     /// steady_clock nanoseconds per Phase; -1 = absent / not applicable.
-    std::array<std::int64_t, kPhaseCount> phases{-1, -1, -1, -1, -1, -1, -1, -1, -1};
+    std::array<std::int64_t, kPhaseCount> phases = kNoPhases;
     /// WebSocket: the session's messages in order; gRPC: the call's messages both ways in order. At
     /// most capture.ws_messages (then kMessagesTruncated).
     std::vector<Message> messages;

@@ -4,6 +4,7 @@
 //   term    := ["-"] key ":" value       "-" negates
 //            | ["-"] word                 substring of the URL (case-insensitive)
 //   key     := status | method | path | url | host | vhost | route | protocol | client | error | header
+//            | source | process
 //   value   := word | '"' chars '"'
 //
 //   status:404  status:>=400  status:<300  status:5xx  status:!200
@@ -12,6 +13,8 @@
 //   host:localhost (substring of the Host/:authority)    vhost:NAME route:NAME (exact)
 //   protocol:h1|h2|ws|grpc   client:127.0.0.1 (prefix)   error:yes|no
 //   header:NAME (request or response header present) / header:NAME=VALUE (substring)
+//   source:server|forward|intercepted|tunnel (Exchange::source)   process:curl (substring of
+//   Exchange::clientProcess, "PID COMMAND")
 #pragma once
 
 #include <portico/capture/exchange.h>

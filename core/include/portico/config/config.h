@@ -55,6 +55,11 @@ struct ForwardProxy {
     std::vector<std::string> tlsPassthrough;
     std::string upstreamCaFile;    ///< extra CA certificates (PEM) for origins; absolute after loading
     bool upstreamInsecure = false; ///< origins' certificates not verified (loud at start)
+    /// Client networks that may use the listener at all ("192.168.1.0/24", "10.1.2.3", "fd00::/8";
+    /// config/network.h): any other client is answered 403 at accept and closed. Empty: loopback
+    /// clients only (127.0.0.0/8, ::1). A listener on an address that is not loopback needs a
+    /// non-empty list (validated), so a config never makes an open proxy.
+    std::vector<std::string> allow;
     bool operator==(const ForwardProxy&) const = default;
 };
 
@@ -66,12 +71,24 @@ struct Listen {
     std::optional<ListenTls> tls; ///< none: cleartext (HTTP/1.1 and h2c with prior knowledge)
     /// `forward_proxy: true`: also an HTTP forward proxy (RFC 9110 §7.6, §9.3.6) for any client:
     /// absolute-form requests ("GET http://host/path") go to that origin, CONNECT opens a tunnel.
-    /// Origin-form requests are still served by the vhosts. Cleartext and loopback only (validated).
+    /// Origin-form requests are still served by the vhosts. Cleartext; on a loopback address, or
+    /// any address with a `forward_proxy.allow` list (validated).
     bool forwardProxy = false;
     ForwardProxy proxy; ///< `forward_proxy: {intercept: ..., ...}`; defaults for `forward_proxy: true`
     Location where;
     bool operator==(const Listen&) const = default;
 };
+
+/// One `hosts:` entry: Portico's connections to upstreams named `name` go to `address` instead of
+/// what the resolver says (curl's --resolve, an /etc/hosts line). Only the address changes: the
+/// Host field, SNI and the certificate check still use the name.
+struct HostOverride {
+    std::string name;    ///< lower-case: "api.example.test", or "*.dev.test" (any name under dev.test)
+    std::string address; ///< an IPv4 or IPv6 literal, without brackets
+    Location where;
+    bool operator==(const HostOverride&) const = default;
+};
+using HostOverrides = std::vector<HostOverride>;
 
 /// HTTP/2 settings (`http2:`), RFC 9113. Abuse beyond these bounds gets GOAWAY(ENHANCE_YOUR_CALM).
 struct Http2 {
@@ -346,6 +363,9 @@ struct Config {
     Http2 http2;
     Capture capture;
     bool serverHeader = true; ///< send "Server: Portico/VERSION"
+    /// `hosts:`: upstream names resolved to fixed addresses (reverse-proxy upstreams, a forward
+    /// proxy's origins and CONNECT tunnels, FastCGI over TCP); config/network.h findHostOverride.
+    HostOverrides hosts;
     std::vector<Vhost> vhosts;
     std::string sourcePath; ///< file it was loaded from ("" if built in code)
     bool operator==(const Config&) const = default;

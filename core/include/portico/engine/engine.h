@@ -40,6 +40,7 @@ struct Counters {
     std::uint64_t parseErrors = 0; ///< requests answered 4xx/5xx by the parser (400, 413, 414, 431, 501, 505)
     std::uint64_t timeouts = 0;    ///< connections closed by a header/body/idle/write timeout
     std::uint64_t connectionsRefused = 0;   ///< over limits.max_connections_per_worker
+    std::uint64_t connectionsDenied = 0;    ///< forward proxy clients outside forward_proxy.allow (403)
     std::uint64_t tlsHandshakeFailures = 0; ///< TLS handshakes that failed before completing
     std::uint64_t h2Abuse =
         0; ///< HTTP/2 connections closed with GOAWAY(ENHANCE_YOUR_CALM): floods, rapid reset
