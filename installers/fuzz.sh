@@ -5,7 +5,7 @@
 #   installers/fuzz.sh [SECONDS] [TARGET...]     targets: http1_parser http1_response h2_session
 #                                                ws_frames ws_observer config_loader har_import
 #                                                route_pattern load_result hdr_histogram suite_file
-#                                                h2_client
+#                                                h2_client client_hello
 #   FUZZ_JOBS=N (default 1) runs N targets at a time, each on one core.
 #   FUZZ_RUNS=N stops each target after N executions (libFuzzer -runs) if SECONDS does not come first.
 #   FUZZ_SANITIZERS=undefined builds in build-fuzz-undefined/ without ASan: 2-4x more inputs per
@@ -22,7 +22,7 @@ set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-http1_parser http1_response h2_session ws_frames ws_observer config_loader har_import route_pattern load_result hdr_histogram suite_file h2_client}
+targets=${*:-http1_parser http1_response h2_session ws_frames ws_observer config_loader har_import route_pattern load_result hdr_histogram suite_file h2_client client_hello}
 jobs=${FUZZ_JOBS:-1}
 case $jobs in '' | *[!0-9]* | 0) echo "fuzz.sh: FUZZ_JOBS must be a whole number >= 1" >&2; exit 2 ;; esac
 runs=${FUZZ_RUNS:--1}

@@ -21,22 +21,6 @@ using namespace portico::test;
 
 namespace {
 
-struct Reply {
-    int status = 0;
-    QByteArray body;
-    int exitCode = -1;
-    QByteArray err;
-};
-
-Reply curl(const QStringList& args) {
-    QTemporaryFile body;
-    body.open();
-    auto r = runProcess(
-        "curl", QStringList{"-sS", "--max-time", "20", "-o", body.fileName(), "-w", "%{http_code}"} + args,
-        {}, 30000);
-    return {QString::fromLatin1(r.out).toInt(), body.readAll(), r.exitCode, r.err};
-}
-
 // Connects to 127.0.0.1:`port`, sends nothing, and returns what the server sends before it closes
 // (at most `ms` milliseconds of waiting).
 QByteArray unsolicited(std::uint16_t port, int ms = 3000) {
@@ -86,7 +70,7 @@ private slots:
         index.write("the proxy's own vhost\n");
         index.close();
         // 127.0.0.2 must be usable as a source address here (Linux: all of 127/8 is on lo).
-        auto probe = curl({"--interface", "127.0.0.2", origin("/echo")});
+        auto probe = curlFetch({"--interface", "127.0.0.2", origin("/echo")});
         QVERIFY2(probe.status == 200, probe.err.constData());
     }
     void cleanupTestCase() {
@@ -107,18 +91,18 @@ private slots:
         QVERIFY2(proxy.waitReady(), proxy.output().constData());
         const QString url = proxy.baseUrl();
 
-        auto r = curl({"--interface", "127.0.0.2", "-x", url, origin("/echo?from=2")});
+        auto r = curlFetch({"--interface", "127.0.0.2", "-x", url, origin("/echo?from=2")});
         QCOMPARE(r.status, 200);
         QCOMPARE(QJsonDocument::fromJson(r.body).object().value("path").toString(), QString("/echo?from=2"));
-        r = curl({"--interface", "127.0.0.2", url + "/"});
+        r = curlFetch({"--interface", "127.0.0.2", url + "/"});
         QCOMPARE(r.status, 200);
         QCOMPARE(r.body, QByteArray("the proxy's own vhost\n"));
 
-        r = curl({"-x", url, origin("/echo?from=1")});
+        r = curlFetch({"-x", url, origin("/echo?from=1")});
         QCOMPARE(r.status, 403);
         QVERIFY2(r.body.contains("forward_proxy.allow"), r.body.constData());
-        QCOMPARE(curl({url + "/"}).status, 403);
-        QCOMPARE(curl({"-p", "-x", url, origin("/echo")}).exitCode, 56); // CONNECT answered 403
+        QCOMPARE(curlFetch({url + "/"}).status, 403);
+        QCOMPARE(curlFetch({"-p", "-x", url, origin("/echo")}).exitCode, 56); // CONNECT answered 403
         const QByteArray early = unsolicited(proxy.port());
         QVERIFY2(early.startsWith("HTTP/1.1 403 Forbidden\r\n") &&
                      early.contains("\r\nConnection: close\r\n"),
@@ -126,7 +110,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(
             proxy.output().contains("portico: refused 127.0.0.1 on the forward proxy's port"), 5000);
         // Still serving the listed client afterwards.
-        QCOMPARE(curl({"--interface", "127.0.0.2", "-x", url, origin("/echo")}).status, 200);
+        QCOMPARE(curlFetch({"--interface", "127.0.0.2", "-x", url, origin("/echo")}).status, 200);
         QCOMPARE(proxy.terminate(), 0);
     }
 
@@ -138,8 +122,9 @@ private slots:
         auto proxy =
             ServerProcess::exactly({"proxy", "--port", "0", "-q", "--no-intercept"}, env, tmp_.path());
         QVERIFY2(proxy->waitReady(), proxy->output().constData());
-        QCOMPARE(curl({"-x", proxy->baseUrl(), origin("/echo")}).status, 200);
-        QCOMPARE(curl({"--interface", "127.0.0.2", "-x", proxy->baseUrl(), origin("/echo")}).status, 200);
+        QCOMPARE(curlFetch({"-x", proxy->baseUrl(), origin("/echo")}).status, 200);
+        QCOMPARE(curlFetch({"--interface", "127.0.0.2", "-x", proxy->baseUrl(), origin("/echo")}).status,
+                 200);
         QCOMPARE(proxy->terminate(), 0);
 
         proxy = ServerProcess::exactly(
@@ -148,8 +133,9 @@ private slots:
         QVERIFY2(proxy->waitReady(), proxy->output().constData());
         QVERIFY2(proxy->output().contains("Clients allowed (--allow; others get 403): 127.0.0.2"),
                  proxy->output().constData());
-        QCOMPARE(curl({"--interface", "127.0.0.2", "-x", proxy->baseUrl(), origin("/echo")}).status, 200);
-        QCOMPARE(curl({"-x", proxy->baseUrl(), origin("/echo")}).status, 403);
+        QCOMPARE(curlFetch({"--interface", "127.0.0.2", "-x", proxy->baseUrl(), origin("/echo")}).status,
+                 200);
+        QCOMPARE(curlFetch({"-x", proxy->baseUrl(), origin("/echo")}).status, 403);
         QCOMPARE(proxy->terminate(), 0);
     }
 

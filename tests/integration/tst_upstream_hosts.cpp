@@ -16,22 +16,6 @@ using namespace portico::test;
 
 namespace {
 
-struct Reply {
-    int status = 0;
-    QByteArray body;
-    int exitCode = -1;
-    QByteArray err;
-};
-
-Reply curl(const QStringList& args) {
-    QTemporaryFile body;
-    body.open();
-    auto r = runProcess(
-        "curl", QStringList{"-sS", "--max-time", "20", "-o", body.fileName(), "-w", "%{http_code}"} + args,
-        {}, 30000);
-    return {QString::fromLatin1(r.out).toInt(), body.readAll(), r.exitCode, r.err};
-}
-
 // The Host field upstream.py's /echo received.
 QString receivedHost(const QByteArray& body) {
     for (const auto& pair : QJsonDocument::fromJson(body).object().value("headers").toArray())
@@ -94,11 +78,11 @@ private slots:
 
     // An absolute-form request to a mapped name reaches the local origin, with the name as Host.
     void absoluteFormToAMappedName() {
-        auto r =
-            curl({"-x", proxyUrl_, QStringLiteral("http://api.example.test:%1/echo?n=1").arg(plainPort_)});
+        auto r = curlFetch(
+            {"-x", proxyUrl_, QStringLiteral("http://api.example.test:%1/echo?n=1").arg(plainPort_)});
         QVERIFY2(r.status == 200, r.err + r.body);
         QCOMPARE(receivedHost(r.body), QStringLiteral("api.example.test:%1").arg(plainPort_));
-        r = curl({"-x", proxyUrl_, QStringLiteral("http://deep.a.wild.test:%1/echo").arg(plainPort_)});
+        r = curlFetch({"-x", proxyUrl_, QStringLiteral("http://deep.a.wild.test:%1/echo").arg(plainPort_)});
         QVERIFY2(r.status == 200, r.err + r.body);
         QCOMPARE(receivedHost(r.body), QStringLiteral("deep.a.wild.test:%1").arg(plainPort_));
     }
@@ -106,11 +90,11 @@ private slots:
     // CONNECT to a mapped name: a tunnel passed unread (tls_passthrough: the client checks the
     // origin's certificate for the name itself), and plain HTTP inside an intercepted CONNECT.
     void connectTunnelsToAMappedName() {
-        auto r = curl({"-x", proxyUrl_, "--cacert", tmp_.filePath("origin.pem"),
-                       QStringLiteral("https://pass.example.test:%1/echo?t=1").arg(tlsPort_)});
+        auto r = curlFetch({"-x", proxyUrl_, "--cacert", tmp_.filePath("origin.pem"),
+                            QStringLiteral("https://pass.example.test:%1/echo?t=1").arg(tlsPort_)});
         QVERIFY2(r.status == 200, r.err + r.body);
         QCOMPARE(QJsonDocument::fromJson(r.body).object().value("path").toString(), QString("/echo?t=1"));
-        r = curl(
+        r = curlFetch(
             {"-p", "-x", proxyUrl_, QStringLiteral("http://api.example.test:%1/echo?t=2").arg(plainPort_)});
         QVERIFY2(r.status == 200, r.err + r.body);
         QCOMPARE(QJsonDocument::fromJson(r.body).object().value("path").toString(), QString("/echo?t=2"));
@@ -121,27 +105,28 @@ private slots:
     // 502 even though the address is the same.
     void interceptedOriginIsVerifiedByName() {
         for (const char* mode : {"--http1.1", "--http2"}) {
-            auto r = curl({"-x", proxyUrl_, "--cacert", ca_, mode,
-                           QStringLiteral("https://api.example.test:%1/echo?i=1").arg(tlsPort_)});
+            auto r = curlFetch({"-x", proxyUrl_, "--cacert", ca_, mode,
+                                QStringLiteral("https://api.example.test:%1/echo?i=1").arg(tlsPort_)});
             QVERIFY2(r.status == 200, r.err + r.body);
             QCOMPARE(receivedHost(r.body), QStringLiteral("api.example.test:%1").arg(tlsPort_));
         }
-        auto r = curl({"-x", proxyUrl_, "--cacert", ca_,
-                       QStringLiteral("https://other.example.test:%1/echo").arg(tlsPort_)});
+        auto r = curlFetch({"-x", proxyUrl_, "--cacert", ca_,
+                            QStringLiteral("https://other.example.test:%1/echo").arg(tlsPort_)});
         QCOMPARE(r.status, 502);
         QVERIFY2(r.body.contains("certificate"), r.body.constData());
     }
 
     // A `proxy:` route's upstream named by a mapped name.
     void reverseProxyUpstream() {
-        auto r = curl({proxyUrl_ + "/rp/echo?rp=1"});
+        auto r = curlFetch({proxyUrl_ + "/rp/echo?rp=1"});
         QVERIFY2(r.status == 200, r.err + r.body);
         QCOMPARE(QJsonDocument::fromJson(r.body).object().value("path").toString(), QString("/echo?rp=1"));
     }
 
     // A name mapped to the proxy's own address and port is a loop.
     void aMappedNameCanBeALoop() {
-        auto r = curl({"-x", proxyUrl_, QStringLiteral("http://api.example.test:%1/").arg(proxy_->port())});
+        auto r =
+            curlFetch({"-x", proxyUrl_, QStringLiteral("http://api.example.test:%1/").arg(proxy_->port())});
         QCOMPARE(r.status, 508);
     }
 
@@ -154,8 +139,8 @@ private slots:
             {"proxy", "--port", "0", "-q", "--no-intercept", "--resolve", "cli.example.test=127.0.0.1"}, env,
             tmp_.path());
         QVERIFY2(proxy->waitReady(), proxy->output().constData());
-        auto r = curl({"-x", proxy->baseUrl(),
-                       QStringLiteral("http://cli.example.test:%1/echo?cli=1").arg(plainPort_)});
+        auto r = curlFetch({"-x", proxy->baseUrl(),
+                            QStringLiteral("http://cli.example.test:%1/echo?cli=1").arg(plainPort_)});
         QVERIFY2(r.status == 200, r.err + r.body);
         QCOMPARE(receivedHost(r.body), QStringLiteral("cli.example.test:%1").arg(plainPort_));
         QCOMPARE(proxy->terminate(), 0);
@@ -170,7 +155,7 @@ private slots:
         // The command line's entry wins over the file's (127.0.0.9: nothing listens there).
         ServerProcess serve({"--config", cfg.fileName(), "--resolve", "API.example.test=127.0.0.1"});
         QVERIFY2(serve.waitReady(), serve.output().constData());
-        r = curl({serve.baseUrl() + "/echo?serve=1"});
+        r = curlFetch({serve.baseUrl() + "/echo?serve=1"});
         QVERIFY2(r.status == 200, r.err + r.body);
         QCOMPARE(serve.terminate(), 0);
 

@@ -127,6 +127,7 @@ CurlReply curlFetch(const QStringList& args) {
     }
     reply.err = r.err.left(r.err.lastIndexOf('\n')).trimmed();
     reply.body = body.readAll();
+    reply.exitCode = r.exitCode;
     return reply;
 }
 

@@ -73,7 +73,8 @@ struct CurlReply {
     int status = 0;
     QString httpVersion;
     QByteArray body;
-    QByteArray err; ///< curl's stderr (its error message when status is 0)
+    QByteArray err;    ///< curl's stderr (its error message when status is 0)
+    int exitCode = -1; ///< curl's exit code (7: could not connect, 60: certificate not trusted, ...)
 };
 
 /// Runs `curl -sS --max-time 10 <args...>` (args hold the URL and any options) and returns what it got.

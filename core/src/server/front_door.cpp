@@ -36,11 +36,7 @@ using tcp = boost::asio::ip::tcp;
 // At most one line per second per process: a scanner must not flood the terminal.
 void logHandshakeFailure(const std::string& client) {
     static std::atomic<std::int64_t> last{0};
-    const std::int64_t now =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
-    std::int64_t prev = last.load(std::memory_order_relaxed);
-    if (prev == now || !last.compare_exchange_strong(prev, now)) return;
+    if (!onceASecond(last)) return;
     char reason[256] = "closed during the handshake";
     if (unsigned long e = ERR_peek_last_error()) ERR_error_string_n(e, reason, sizeof reason);
     std::fprintf(stderr, "portico: TLS handshake with %s failed: %s\n", client.c_str(), reason);

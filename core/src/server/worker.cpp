@@ -48,11 +48,7 @@ bool admitted(const Snapshot& snap, std::uint16_t port, const tcp::endpoint& pee
 // One stderr line a second at most for refused forward proxy clients (a scan is not a flood).
 void logDenied(const tcp::endpoint& peer, std::uint16_t port) {
     static std::atomic<std::int64_t> last{0};
-    const std::int64_t now =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
-    std::int64_t prev = last.load(std::memory_order_relaxed);
-    if (prev == now || !last.compare_exchange_strong(prev, now)) return;
+    if (!onceASecond(last)) return;
     std::fprintf(stderr, "portico: refused %s on the forward proxy's port %u: not in forward_proxy.allow\n",
                  peer.address().to_string().c_str(), unsigned(port));
 }

@@ -29,6 +29,16 @@
 
 namespace portico::server {
 
+/// True at most once a second for each `last` (a static of the caller, shared by every thread):
+/// for stderr lines that a scanner or a flood of clients would otherwise repeat without end.
+inline bool onceASecond(std::atomic<std::int64_t>& last) {
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    std::int64_t prev = last.load(std::memory_order_relaxed);
+    return prev != now && last.compare_exchange_strong(prev, now);
+}
+
 class Connection;
 using io::Session;
 
