@@ -8,6 +8,9 @@ alert (what a pinned app does when it does not like the certificate).
       response's status line and body; exit 0, or 3 when the certificate was not trusted.
   connect_tls_client.py --proxy PORT --connect HOST:PORT --sni NAME --close-after-hello
       CONNECT, send a ClientHello, read the server's answer, close the socket without a word.
+  connect_tls_client.py --proxy PORT --connect HOST:PORT --sni NAME --cafile PEM --hold N
+      N such tunnels (GET PATH answered in each), held open: prints "open N", then waits until
+      its standard input closes (at most 60 s).
 """
 import argparse
 import socket
@@ -79,6 +82,21 @@ def close_after_hello(args):
     return 0 if got else 4
 
 
+def hold(args):
+    ctx = ssl.create_default_context(cafile=args.cafile)
+    held = []
+    for _ in range(args.hold):
+        tls = ctx.wrap_socket(connect(args.proxy, args.connect), server_hostname=args.sni)
+        tls.sendall(f"GET {args.path} HTTP/1.1\r\nHost: {args.sni}\r\n\r\n".encode())
+        if not tls.recv(65536).startswith(b"HTTP/1.1 200"):
+            return 5
+        held.append(tls)
+    print("open", len(held), flush=True)
+    import select
+    select.select([sys.stdin], [], [], 60)
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--proxy", type=int, required=True)
@@ -87,7 +105,10 @@ def main():
     p.add_argument("--cafile")
     p.add_argument("--path", default="/echo")
     p.add_argument("--close-after-hello", action="store_true")
+    p.add_argument("--hold", type=int, default=0)
     args = p.parse_args()
+    if args.hold:
+        return hold(args)
     return close_after_hello(args) if args.close_after_hello else get(args)
 
 
