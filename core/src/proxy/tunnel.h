@@ -18,10 +18,11 @@ namespace portico::proxy {
 /// Starts piping between the client's socket (`ssl` when TLS; the tunnel frees it) and the
 /// upstream's (`upstreamSsl` for an https:// upstream, null for http://; freed likewise). `toClient` then
 /// `leftover` are queued first (the 101 head, then any bytes the upstream sent after it), `toUpstream`
-/// likewise (bytes the client sent after its request). Each direction holds at most one 64 KiB read at a time
-/// and reads again only when it was written, so a slow side pauses the other (bounded memory). One side's EOF
-/// is passed on as a half-close; an error, the worker's drain or the drain timeout closes both. A Session in
-/// the worker's list.
+/// likewise (bytes the client sent after its request). Each direction reads at most 64 KiB at a time into the
+/// worker thread's scratch buffer and writes it on at once, keeping only what the other side did not take,
+/// and reads again only when that was written: a slow side pauses the other (bounded memory), and an idle
+/// tunnel holds no buffer. One side's EOF is passed on as a half-close; an error, the worker's drain or the
+/// drain timeout closes both. A Session in the worker's list.
 ///
 /// `capture` (null when capture is off) is the session's record (capture::wsBegin): the tunnel
 /// publishes it open, adds every message both ways as its bytes are read (`deflate`:
