@@ -430,8 +430,6 @@ int runBench(const BenchOptions& b) {
         if (o.startAt <= now)
             std::cerr << "portico bench: --start-at " << load::isoTime(o.startAt)
                       << " has passed: starting now (workers started with it are not aligned)\n";
-        else
-            std::cerr << "Waiting until " << load::isoTime(o.startAt) << " to start\n";
     }
     if (!parseDurationOption("--duration", b.duration, o.duration) ||
         !parseDurationOption("--warmup", b.warmup, o.warmup) ||
@@ -579,6 +577,9 @@ int runBench(const BenchOptions& b) {
     g_abort.store(false);
     auto oldInt = std::signal(SIGINT, onSignal);
     auto oldTerm = std::signal(SIGTERM, onSignal);
+    // Said once a signal would end the wait cleanly (a script that stops it on this line gets exit 1).
+    if (o.startAt > std::chrono::system_clock::now())
+        std::cerr << "Waiting until " << load::isoTime(o.startAt) << " to start\n";
     // On a terminal: the header as soon as the run starts, then a live line (oha's way) until the
     // summary replaces it. Nothing extra when stdout is a file or a pipe.
     const bool live = !jsonToStdout && ::isatty(STDOUT_FILENO);

@@ -321,11 +321,22 @@ private slots:
         // this check had (malloc's arenas and caches settling, not a leak: the same spread on the
         // older commit). A per-request leak of even 2 bytes over the soak's ~2 million HTTP/2
         // requests would still be past 8 %.
-        if (test::kSanitized)
+        // Twice in December (28,524 -> 34,556 and 28,696 -> 32,548 KiB) one soak stepped past 8 % and
+        // the next run did not: a step of malloc's arenas, not a leak. A leak keeps growing, so a
+        // step past the bound gets a second soak of half the length, which must add under 2 % more
+        // (a 2-byte-per-request leak adds more than that over its million requests).
+        if (test::kSanitized) {
             qInfo("RSS check skipped: sanitizer build (ASan's quarantine and shadow, TSan's history)");
-        else
-            QVERIFY2(rss1 < rss0 + rss0 * 8 / 100,
-                     qPrintable(QString("RSS %1 -> %2 KiB").arg(rss0).arg(rss1)));
+        } else if (rss1 >= rss0 + rss0 * 8 / 100) {
+            qInfo("RSS stepped %ld -> %ld KiB: a second soak tells a leak from a step", rss0, rss1);
+            phase("soak again", std::max(6, seconds / 2), true);
+            if (QTest::currentTestFailed()) return;
+            QTest::qWait(1000);
+            const long rss2 = rssKiB();
+            QVERIFY2(
+                rss2 < rss1 + rss0 * 2 / 100,
+                qPrintable(QString("RSS %1 -> %2 -> %3 KiB: still growing").arg(rss0).arg(rss1).arg(rss2)));
+        }
         QVERIFY2(fds1.size() <= fds0.size(), ("new descriptors: " + newFds(fds0, fds1)).c_str());
 
         // Graceful stop during load: slow requests in flight complete; nothing is cut in half.
