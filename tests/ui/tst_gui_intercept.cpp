@@ -185,7 +185,8 @@ private slots:
 
     // PORTICO_INTERCEPT_SCREENSHOT=FILE: the window at 1280×800 with the Intercept menu open over
     // the Traffic tab, which lists a few more intercepted exchanges, one of them in the inspector
-    // (docs/images/gui-intercept.png, and FILE-timeline.png). Nothing is checked beyond the picture being written.
+    // (docs/images/gui-intercept.png, and FILE-timeline.png). Nothing is checked beyond the picture being
+    // written.
     void screenshot() {
         const QString file = qEnvironmentVariable("PORTICO_INTERCEPT_SCREENSHOT");
         if (file.isEmpty()) QSKIP("PORTICO_INTERCEPT_SCREENSHOT is not set");
