@@ -467,6 +467,38 @@ vhosts:
         QVERIFY2(next["connection_id"].toInt() > id, QJsonDocument(next).toJson().constData());
     }
 
+    // An HTTP/2 upstream's HEADERS that came without DATA reach the HTTP/1.1 client at once: the
+    // head is held only while the rest of the same read is processed (for one write with the
+    // first body bytes), not until the body comes. The upstream sends this body only when asked.
+    void h2HeadWithoutDataIsNotHeldBack() {
+        const int fd = connectLoopback(server_->port());
+        QVERIFY(fd >= 0);
+        timeval tv{5, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        const std::string req = "GET /idle/held HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+        QCOMPARE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), ssize_t(req.size()));
+        std::string got;
+        char buf[4096];
+        while (got.find("\r\n\r\n") == std::string::npos) {
+            const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) break; // a timeout (5 s): the head was held back
+            got.append(buf, std::size_t(n));
+        }
+        const std::size_t end = got.find("\r\n\r\n");
+        QVERIFY2(end != std::string::npos, got.c_str());
+        QVERIFY2(got.starts_with("HTTP/1.1 200"), got.c_str());
+        QCOMPARE(got.size(), end + 4); // no body yet: the upstream holds it
+        RawClient other(server_->port());
+        QCOMPARE(other.exchange("GET /idle/release HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"), 200);
+        while (got.size() < end + 4 + 8) {
+            const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            got.append(buf, std::size_t(n));
+        }
+        ::close(fd);
+        QCOMPARE(QByteArray::fromStdString(got.substr(end + 4)), QByteArray("released"));
+    }
+
     // Last: stops the server to read its session file.
     void proxiedExchangesAreLoggedAndCaptured() {
         QCOMPARE(get("/h2c/teapot?capture=1", "").status, 418);

@@ -7,6 +7,8 @@ Paths (any method; a request body is read and dropped):
   /conn    JSON: connection_id (1, 2, ... in accept order), client_port, open (connections open now,
            this one included), goaways (GOAWAY frames received so far, all connections)
   /brief   the same; then this connection is closed (a TCP FIN, no GOAWAY) 200 ms later
+  /held    200 with its HEADERS at once and its body ("released") only when /release is asked
+  /release sends the body of every held response; 200 "ok"
   else     404
 """
 import asyncio
@@ -19,6 +21,7 @@ import h2.events
 import h2.exceptions
 
 STATE = {"n": 0, "open": 0, "goaways": 0}
+HELD = []  # (connection, stream id) of /held responses whose body waits for /release
 
 
 class Connection(asyncio.Protocol):
@@ -59,7 +62,21 @@ class Connection(asyncio.Protocol):
 
     def respond(self, stream_id):
         path = self.paths.pop(stream_id, "").split("?")[0]
-        if path in ("/conn", "/brief"):
+        if path == "/held":
+            self.h2.send_headers(stream_id, [(":status", "200"), ("content-type", "text/plain"),
+                                             ("content-length", "8")])
+            HELD.append((self, stream_id))
+            return
+        if path == "/release":
+            for conn, held in HELD:
+                try:
+                    conn.h2.send_data(held, b"released", end_stream=True)
+                except h2.exceptions.H2Error:
+                    continue
+                conn.transport.write(conn.h2.data_to_send())
+            HELD.clear()
+            status, body = 200, b"ok"
+        elif path in ("/conn", "/brief"):
             status = 200
             body = json.dumps({"connection_id": self.id, "client_port": self.port,
                                "open": STATE["open"], "goaways": STATE["goaways"]}).encode()

@@ -74,6 +74,9 @@ public:
                                            std::optional<std::uint64_t> length) {
         onUpstreamHead(status, fields, length);
     }
+    /// After onUpstreamHeadBodyFollows, when the bytes read so far held no body after all (an
+    /// HTTP/2 upstream's HEADERS read without DATA): a held head leaves now. Default: nothing.
+    virtual void onUpstreamHeadRelease() {}
     /// Body bytes (de-chunked). Return false when the downstream buffer is full: no more calls
     /// until Call::resume().
     virtual bool onUpstreamBody(std::string_view data) = 0;

@@ -325,7 +325,15 @@ void H2Call::onHeaders(bool endStream) {
             if (sink) sink->onUpstreamHeadersOnly(status_, fields_);
             return;
         }
-        if (sink_) sink_->onUpstreamHead(status_, fields_, length_);
+        if (sink_ && conn_ && conn_->inRecv()) {
+            // DATA read with this HEADERS comes in the same mem_recv: the head can leave with it
+            // in one write; H2Conn releases it when the read is processed (releaseHead).
+            headHeld_ = true;
+            conn_->holdHead(id_);
+            sink_->onUpstreamHeadBodyFollows(status_, fields_, length_);
+        } else if (sink_) {
+            sink_->onUpstreamHead(status_, fields_, length_);
+        }
         if (!req_.grpc && !done_) armResponse();
         return;
     }
@@ -335,6 +343,12 @@ void H2Call::onHeaders(bool endStream) {
     finish();
 }
 
+void H2Call::releaseHead() {
+    if (!headHeld_) return;
+    headHeld_ = false;
+    if (sink_ && !done_ && !cancelled_) sink_->onUpstreamHeadRelease();
+}
+
 void H2Call::onData(const std::uint8_t* data, std::size_t len) {
     nghttp2_session* session = conn_ ? conn_->session() : nullptr;
     if (!sink_ || done_) {
@@ -342,6 +356,7 @@ void H2Call::onData(const std::uint8_t* data, std::size_t len) {
         return;
     }
     if (!req_.grpc) armResponse();
+    headHeld_ = false; // leaves with these bytes
     const bool more = sink_->onUpstreamBody({reinterpret_cast<const char*>(data), len});
     if (cancelled_) { // the downstream went away in there
         if (session) nghttp2_session_consume(session, id_, len);

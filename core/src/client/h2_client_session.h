@@ -6,6 +6,7 @@
 #include "client/h2_client.h"
 #include "client/http1_call.h"
 #include "client/per_context.h"
+#include "tls/socket_bio.h"
 
 #include <portico/config/network.h>
 #include <portico/http2/session.h>
@@ -31,6 +32,9 @@ namespace h2up {
 constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::size_t kOutHighWater = 64 * 1024;
 constexpr int kReadsPerTurn = 8;
+// TLS input Asio reads at once: a whole record (RFC 8446 §5.2: a 5-byte header and at most
+// 2^14 + 256 bytes of ciphertext).
+constexpr std::size_t kCipherInBytes = 16 * 1024 + 512;
 constexpr std::int32_t kStreamWindow = 1 << 20;      // per stream: what one slow reader may hold
 constexpr std::int32_t kConnectionWindow = 16 << 20; // per upstream connection
 
@@ -74,6 +78,8 @@ public:
     void onHeader(std::string_view name, std::string_view value);
     void onHeaders(bool endStream);
     void onData(const std::uint8_t* data, std::size_t len);
+    /// The bytes of one read were all given to nghttp2: a head held for the body lets go.
+    void releaseHead();
     void onDataEnd();
     void onClose(std::uint32_t code);
     /// The chosen https:// upstream speaks HTTP/1.1: the request goes to an HTTP/1.1 exchange
@@ -111,6 +117,7 @@ public:
     bool deferred_ = false;
     bool firstByte_ = false; // onUpstreamFirstByte was told
     bool headSent_ = false;
+    bool headHeld_ = false; // the sink holds the head until DATA or releaseHead
     bool ended_ = false;
     bool paused_ = false;
     bool cancelled_ = false;
@@ -174,6 +181,10 @@ public:
     nghttp2_session* session() const { return session_; }
     bool dead() const { return dead_; }
     void registerStream(std::int32_t id, std::shared_ptr<H2Call> call) { streams_[id] = std::move(call); }
+    /// Inside nghttp2_session_mem_recv (a call's head then waits for the DATA of the same read).
+    bool inRecv() const { return inRecv_; }
+    /// Stream `id`'s head is held until the bytes of the current read are all processed.
+    void holdHead(std::int32_t id) { heldHeads_.push_back(id); }
 
     // nghttp2 callbacks.
     static int onHeaderCb(nghttp2_session*, const nghttp2_frame* f, const std::uint8_t* name,
@@ -196,6 +207,7 @@ private:
     void die(int status, const std::string& why);
     void handOverToHttp1();
     void armIdle();
+    void releaseHeads();
     H2Call* call(std::int32_t id) {
         auto it = streams_.find(id);
         return it == streams_.end() ? nullptr : it->second.get();
@@ -218,6 +230,10 @@ private:
     std::vector<std::shared_ptr<H2Call>> waiting_; // until the connection is ready
     std::string in_;
     std::string out_;
+    // TLS: the socket BIO (socket_bio.h) and the buffer Asio reads ciphertext into (see waitRead).
+    tls::SocketBioState* bio_ = nullptr;
+    std::unique_ptr<char[]> cipherIn_;
+    std::vector<std::int32_t> heldHeads_; // streams whose head waits for this read's DATA
     std::size_t outOffset_ = 0;
     bool started_ = false;
     bool ready_ = false;

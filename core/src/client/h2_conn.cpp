@@ -3,6 +3,7 @@
 #include "client/h2_client_session.h"
 
 #include "client/connect.h"
+#include "io/drained.h"
 #include "io/tls_handshake.h"
 #include "io/transport.h"
 #include "tls/alpn.h"
@@ -62,7 +63,8 @@ void H2Conn::handshake() {
             die(502, "TLS: " + tls::sslErrorText());
             return;
         }
-        SSL_set_fd(ssl_, socket_.native_handle());
+        // The socket BIO reads like BIO_s_socket until ready() turns its drain tracking on.
+        if (!tls::attachSocketBio(ssl_, socket_.native_handle())) SSL_set_fd(ssl_, socket_.native_handle());
         if (clientTls_) {
             clientTls_->prepare(ssl_); // SNI and the name to verify
         } else {
@@ -124,6 +126,7 @@ void H2Conn::ready() {
     }
     ready_ = true;
     timer_.cancel();
+    if (ssl_ && (bio_ = tls::socketBioState(ssl_))) bio_->trackDrained = true;
     auto waiting = std::move(waiting_);
     waiting_.clear();
     for (auto& c : waiting) {
@@ -156,10 +159,38 @@ void H2Conn::waitRead() {
     if (dead_ || reading_) return;
     reading_ = true;
     if (io::transportPending(ssl_)) {
+        if (bio_) bio_->drained = false; // as H2Connection::waitRead: the socket may have more now
         asio::post(io_, [self = shared_from_this()] {
             self->reading_ = false;
             self->onReadable();
         });
+        return;
+    }
+    if (bio_) {
+        // TLS, as the server's H2Connection::waitRead: Asio reads the next ciphertext into
+        // cipherIn_ and OpenSSL takes it from the BIO. One recv per response, where OpenSSL reading
+        // the socket itself cost a recv for the record header, one for its body, one that failed
+        // with EAGAIN and an epoll_ctl for the async_wait.
+        if (!cipherIn_) cipherIn_ = std::make_unique<char[]>(kCipherInBytes);
+        if (bio_->drained) io::markDrained(socket_);
+        bio_->readPending = true;
+        socket_.async_read_some(
+            asio::buffer(cipherIn_.get(), kCipherInBytes),
+            [self = shared_from_this()](const boost::system::error_code& e, std::size_t n) {
+                self->reading_ = false;
+                self->bio_->readPending = false;
+                if (self->dead_) return;
+                if (e) {
+                    if (e != asio::error::operation_aborted)
+                        self->die(502, e == asio::error::eof ? "the upstream closed the connection"
+                                                             : "connection lost: " + e.message());
+                    return;
+                }
+                self->bio_->pending = self->cipherIn_.get();
+                self->bio_->pendingBytes = n;
+                self->bio_->drained = n < kCipherInBytes;
+                self->onReadable();
+            });
         return;
     }
     socket_.async_wait(Http1Call::Socket::wait_read,
@@ -189,6 +220,7 @@ void H2Conn::onReadable() {
         ssize_t n =
             nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(in_.data()), r.n);
         inRecv_ = false;
+        if (!heldHeads_.empty()) releaseHeads();
         if (n < 0) {
             nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
             flush();
@@ -199,6 +231,13 @@ void H2Conn::onReadable() {
     }
     flush();
     waitRead();
+}
+
+void H2Conn::releaseHeads() {
+    auto held = std::move(heldHeads_);
+    heldHeads_.clear();
+    for (std::int32_t id : held)
+        if (H2Call* c = call(id)) c->releaseHead();
 }
 
 void H2Conn::flush() {

@@ -64,6 +64,7 @@ public:
 
     // client::Sink: the upstream's response of a `proxy:` route, streamed to the client.
     void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> length) override;
+    void onUpstreamHeadRelease() override { pumpProxy(); }
     void onUpstreamHeadBodyFollows(int status, std::string_view fields,
                                    std::optional<std::uint64_t> length) override;
     bool onUpstreamBody(std::string_view data) override;
