@@ -347,12 +347,20 @@ private slots:
         bundle.close();
         QFile cfg(tmp_.filePath("proxy.yaml"));
         QVERIFY(cfg.open(QIODevice::WriteOnly));
-        cfg.write(R"(listen:
+        // One worker: the route's upstream connection and the interception's share one pool set.
+        // /stranger/* reaches the stranger without verifying it (a route's default).
+        cfg.write(QStringLiteral(R"(listen:
   - address: 127.0.0.1:0
     forward_proxy: {intercept: true, upstream_cacert: origins.pem, tls_passthrough: ["LOCAL*"]}
+workers: 1
 vhosts:
   - root: site
-)");
+    routes:
+      - path: /stranger/*
+        proxy: {upstream: https://127.0.0.1:%1, strip_prefix: /stranger}
+)")
+                      .arg(strangerPort_)
+                      .toUtf8());
         cfg.close();
         proxy_ = std::make_unique<ServerProcess>(
             QStringList{"--config", tmp_.filePath("proxy.yaml"), "--record", tmp_.filePath("rec.db")},
@@ -426,6 +434,19 @@ vhosts:
         auto r = viaProxy(QStringLiteral("https://127.0.0.1:%1/echo").arg(strangerPort_));
         QCOMPARE(r.status, 502);
         QVERIFY2(r.body.contains("certificate"), r.body.constData());
+    }
+
+    // A route's connection to the stranger (made without verification, the route's default, and
+    // pooled for keep-alive) is never lent to an intercepted request for the same address: that
+    // one verifies, and fails. Upstream pools are keyed by the TLS context as well as host:port.
+    void aRoutesUnverifiedConnectionIsNotReusedByInterception() {
+        auto routed = curl({proxyUrl_ + "/stranger/echo"});
+        QVERIFY2(routed.status == 200, routed.err.constData() + routed.body);
+        auto r = viaProxy(QStringLiteral("https://127.0.0.1:%1/echo").arg(strangerPort_));
+        QCOMPARE(r.status, 502);
+        QVERIFY2(r.body.contains("certificate"), r.body.constData());
+        routed = curl({proxyUrl_ + "/stranger/echo"}); // the route's pool still serves the route
+        QCOMPARE(routed.status, 200);
     }
 
     // A tls_passthrough host ("LOCAL*" matches "localhost", case-insensitive) is tunnelled: the

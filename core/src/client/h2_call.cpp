@@ -29,16 +29,17 @@ void H2Call::pick() {
     const auto& ups = action_.upstreams;
     H2Pools& pools = poolsOf(io_);
     const config::Upstream* chosen = &pickUpstream(ups, pools.next[&action_], [&](const config::Upstream& u) {
-        auto f = pools.failedUntil.find(key(u));
+        auto f = pools.failedUntil.find(key(u, options_));
         return f != pools.failedUntil.end() && f->second > now;
     });
     upstream_ = chosen;
     ++tries_;
-    if (pools.http1.contains(key(*chosen))) {
+    const std::string k = key(*chosen, options_);
+    if (pools.http1.contains(k)) {
         toHttp1();
         return;
     }
-    auto& conn = pools.conns[key(*chosen)];
+    auto& conn = pools.conns[k];
     if (!conn || !conn->usable()) conn = std::make_shared<H2Conn>(io_, *chosen, action_, options_, hosts_);
     conn_ = conn;
     conn->attach(shared_from_this());
@@ -469,8 +470,8 @@ void H2Call::cancel() {
 using h2up::H2Call;
 using h2up::key;
 
-bool speaksHttp1(asio::io_context& io, const config::Upstream& upstream) {
-    return h2up::poolsOf(io).http1.contains(key(upstream));
+bool speaksHttp1(asio::io_context& io, const config::Upstream& upstream, const CallOptions* options) {
+    return h2up::poolsOf(io).http1.contains(key(upstream, options));
 }
 
 void H2Request::append(std::string& arena, std::vector<Span>& spans, std::string_view name,

@@ -101,7 +101,9 @@ SSL_CTX* h2UpstreamTlsContext();
 /// a close without close_notify read as the end. Null with `error` when OpenSSL cannot make it.
 const tls::ClientTls* http1UpstreamTls(const std::string& host, std::string& error);
 
-/// Whether `upstream` (https://) selected http/1.1 or no ALPN protocol on a connection made from `io`.
-bool speaksHttp1(boost::asio::io_context& io, const config::Upstream& upstream);
+/// Whether `upstream` (https://) selected http/1.1 or no ALPN protocol on a connection made from `io`
+/// with `options`' TLS (CallOptions::tls; null: the default context).
+bool speaksHttp1(boost::asio::io_context& io, const config::Upstream& upstream,
+                 const CallOptions* options = nullptr);
 
 } // namespace portico::client

@@ -6,6 +6,7 @@
 #include "client/h2_client.h"
 #include "client/http1_call.h"
 #include "client/per_context.h"
+#include "tls/client_tls.h"
 #include "tls/socket_bio.h"
 
 #include <portico/config/network.h>
@@ -52,9 +53,19 @@ struct H2Pools {
 // The H2 pools of `io` (one set per io_context).
 H2Pools& poolsOf(asio::io_context& io);
 
-inline std::string key(const config::Upstream& u) {
-    return (u.protocol == config::Upstream::Protocol::H2 ? "h2:" : "h2c:") + u.host + ":" +
-           std::to_string(u.port);
+// The pool key of `u`: scheme, host and port and, for https:// with the caller's own TLS
+// (CallOptions::tls), its SSL_CTX, which holds the trust decision (verification, CA store, ALPN). A
+// connection opened without verification (a route's default) never serves a call that verifies
+// (an intercepted origin), and the other way round. A pooled connection's SSL keeps its SSL_CTX
+// alive, so no other context can take that address while the connection exists.
+inline std::string key(const config::Upstream& u, const CallOptions* options) {
+    const bool tls = u.protocol == config::Upstream::Protocol::H2;
+    std::string k = (tls ? "h2:" : "h2c:") + u.host + ":" + std::to_string(u.port);
+    if (tls && options && options->tls) {
+        k += '#';
+        k += std::to_string(reinterpret_cast<std::uintptr_t>(options->tls->ctx.get()));
+    }
+    return k;
 }
 
 inline bool hopByHop(std::string_view name) { return isH2HopByHop(name); }
@@ -143,7 +154,7 @@ public:
     H2Conn(asio::io_context& io, const config::Upstream& u, const config::ProxyAction& action,
            const CallOptions* options, const config::HostOverrides* hosts)
         : io_(io), socket_(io.get_executor()), timer_(io), host_(u.host), authority_(u.authority),
-          key_(key(u)), port_(u.port), tls_(u.protocol == config::Upstream::Protocol::H2),
+          key_(key(u, options)), port_(u.port), tls_(u.protocol == config::Upstream::Protocol::H2),
           connectTimeout_(action.connectTimeout), idleTimeout_(action.idleTimeout),
           failTimeout_(action.failTimeout) {
         if (options) {

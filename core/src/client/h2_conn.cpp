@@ -317,7 +317,7 @@ void H2Conn::handOverToHttp1() {
         upstream.port = port_;
         upstream.authority = authority_;
         upstream.protocol = config::Upstream::Protocol::H2;
-        adoptConnection(io_, upstream, std::move(socket_), SslPtr(ssl_), idleTimeout_);
+        adoptConnection(io_, upstream, clientTls_, std::move(socket_), SslPtr(ssl_), idleTimeout_);
         ssl_ = nullptr;
         socket_ = Http1Call::Socket(io_.get_executor());
     }

@@ -53,6 +53,10 @@ struct UpstreamPool {
     std::string host;
     std::uint16_t port = 0;
     bool tls = false; // https://: TLS connections, kept apart from cleartext ones to the same address
+    // https:// with the caller's TLS (CallOptions::tls): its SSL_CTX, the trust decision; null for
+    // the default context. Connections that verify and ones that do not never share a pool (a
+    // pooled connection's SSL keeps its SSL_CTX, so this address stays that context's meanwhile).
+    const SSL_CTX* tlsContext = nullptr;
     std::vector<IdleConnection> idle;
     std::chrono::steady_clock::time_point failedUntil{};
 };
@@ -250,14 +254,17 @@ template <class T> struct Recycled {
 
 bool isTls(const config::Upstream& u) { return u.protocol == config::Upstream::Protocol::H2; }
 
-UpstreamPool& poolOf(Pools& pools, const config::Upstream& u) {
+// `tlsContext`: the caller's TLS (CallOptions::tls) or null for the default (UpstreamPool).
+UpstreamPool& poolOf(Pools& pools, const config::Upstream& u, const tls::ClientTls* tlsContext) {
     const bool tls = isTls(u);
+    const SSL_CTX* ctx = tls && tlsContext ? tlsContext->ctx.get() : nullptr;
     for (const auto& p : pools.pools)
-        if (p->port == u.port && p->tls == tls && p->host == u.host) return *p;
+        if (p->port == u.port && p->tls == tls && p->tlsContext == ctx && p->host == u.host) return *p;
     auto& p = pools.pools.emplace_back(std::make_unique<UpstreamPool>());
     p->host = u.host;
     p->port = u.port;
     p->tls = tls;
+    p->tlsContext = ctx;
     return *p;
 }
 
@@ -369,10 +376,11 @@ void Http1Call::pick() {
 void Http1Call::choose(std::chrono::steady_clock::time_point now) {
     Pools& pools = poolsOf(io_);
     const config::Upstream* chosen =
-        &pickUpstream(action_.upstreams, pools.next[&action_],
-                      [&](const config::Upstream& u) { return poolOf(pools, u).failedUntil > now; });
+        &pickUpstream(action_.upstreams, pools.next[&action_], [&](const config::Upstream& u) {
+            return poolOf(pools, u, callerTls()).failedUntil > now;
+        });
     upstream_ = chosen;
-    pool_ = &poolOf(pools, *chosen);
+    pool_ = &poolOf(pools, *chosen, callerTls());
 }
 
 bool Http1Call::reusePooled(std::chrono::steady_clock::time_point now) {
@@ -949,13 +957,13 @@ void Http1Call::cancel() {
     if (owner_) asio::post(io_, [owner = std::move(owner_)] {});
 }
 
-void adoptConnection(asio::io_context& io, const config::Upstream& upstream, UpstreamSocket&& socket,
-                     SslPtr ssl, std::chrono::nanoseconds idleTimeout) {
+void adoptConnection(asio::io_context& io, const config::Upstream& upstream, const tls::ClientTls* tls,
+                     UpstreamSocket&& socket, SslPtr ssl, std::chrono::nanoseconds idleTimeout) {
     // A close-delimited body ends at a close without close_notify, as on the HTTP/1.1 client's own
     // connections (upstream_tls.cpp).
     SSL_set_options(ssl.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
     const auto now = std::chrono::steady_clock::now();
-    poolOf(poolsOf(io), upstream)
+    poolOf(poolsOf(io), upstream, tls)
         .idle.emplace_back(std::move(socket), std::move(ssl), now,
                            now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(idleTimeout),
                            0);

@@ -54,9 +54,10 @@ void sweepIdleConnections(boost::asio::io_context& io, std::chrono::steady_clock
 /// Puts a connection another call made to `upstream` (`https://`) into `io`'s HTTP/1.1 pool: an
 /// HTTP/2 call's TLS connection whose upstream selected http/1.1 (or nothing) with ALPN. The next
 /// HTTP/1.1 call to that upstream takes it as it is (no probe, no second connect and handshake);
-/// `idleTimeout` later the sweep closes it if none did.
-void adoptConnection(boost::asio::io_context& io, const config::Upstream& upstream, UpstreamSocket&& socket,
-                     SslPtr ssl, std::chrono::nanoseconds idleTimeout);
+/// `idleTimeout` later the sweep closes it if none did. `tls` is the TLS the connection was made with
+/// (CallOptions::tls, null for the default): only calls with the same one take it.
+void adoptConnection(boost::asio::io_context& io, const config::Upstream& upstream, const tls::ClientTls* tls,
+                     UpstreamSocket&& socket, SslPtr ssl, std::chrono::nanoseconds idleTimeout);
 
 /// One request to one of `action`'s upstreams (`http://`, or `https://` once that upstream was
 /// seen to select http/1.1: h2_client.h hands such requests over). Make it with create(), write
@@ -145,7 +146,8 @@ private:
     std::shared_ptr<void> owner_;
     std::shared_ptr<const void> snapshot_;
     Sink* sink_ = nullptr;
-    const CallOptions* options_ = nullptr;         // null: the defaults
+    const CallOptions* options_ = nullptr; // null: the defaults
+    const tls::ClientTls* callerTls() const { return options_ ? options_->tls : nullptr; }
     const config::HostOverrides* hosts_ = nullptr; // `hosts:` (snapshot_ keeps it); null: none
     Socket socket_;
     SslPtr ssl_;                // https:// upstreams: the TLS connection on socket_

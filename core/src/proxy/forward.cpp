@@ -224,7 +224,7 @@ client::H2Request buildH2(const config::ProxyAction& action, const http::Request
 // h2c:// always; https:// unless the route forwards WebSocket upgrades (an HTTP/1.1 affair) or
 // every upstream was seen to select http/1.1 on this io_context, and always for gRPC (whose 502
 // then says why). http:// never.
-bool viaHttp2(asio::io_context& io, const config::ProxyAction& action) {
+bool viaHttp2(asio::io_context& io, const config::ProxyAction& action, const client::CallOptions* options) {
     if (action.upstreams.empty()) return false;
     switch (action.upstreams.front().protocol) {
     case config::Upstream::Protocol::Http1:
@@ -237,7 +237,7 @@ bool viaHttp2(asio::io_context& io, const config::ProxyAction& action) {
     if (action.grpc) return true;
     if (action.ws) return false;
     return !std::all_of(action.upstreams.begin(), action.upstreams.end(),
-                        [&io](const config::Upstream& u) { return client::speaksHttp1(io, u); });
+                        [&](const config::Upstream& u) { return client::speaksHttp1(io, u, options); });
 }
 
 } // namespace
@@ -249,7 +249,7 @@ std::shared_ptr<client::Call> forward(asio::io_context& io, std::shared_ptr<void
                                       const config::HostOverrides* hosts) {
     if (!action.fastcgi.address.empty())
         return startFastCgi(io, std::move(owner), std::move(snapshot), action, req, tls, sink, hosts);
-    if (viaHttp2(io, action))
+    if (viaHttp2(io, action, options))
         return client::startH2(io, std::move(owner), std::move(snapshot), action,
                                buildH2(action, req, tls, bodyFollows), sink, options, hosts);
     auto call = client::Http1Call::create(io, action);
