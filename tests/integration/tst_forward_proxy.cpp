@@ -323,28 +323,11 @@ private slots:
         plainPort_ = startSupportScript(plain_, "upstream.py", tmp_.filePath("plain.port"));
         QVERIFY(originPort_ && strangerPort_ && plainPort_);
         // An h2 origin: Portico under its own CA (another data dir).
-        QDir().mkpath(tmp_.filePath("site"));
-        QFile index(tmp_.filePath("site/index.html"));
-        QVERIFY(index.open(QIODevice::WriteOnly));
-        index.write("from the h2 origin\n");
-        index.close();
-        QFile originCfg(tmp_.filePath("origin.yaml"));
-        QVERIFY(originCfg.open(QIODevice::WriteOnly));
-        originCfg.write("listen: [{address: 127.0.0.1:0, tls: auto}]\nvhosts:\n  - root: site\n");
-        originCfg.close();
-        h2Origin_ =
-            std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("origin.yaml")},
-                                            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("origin-data")});
+        h2Origin_ = startTlsAutoOrigin(tmp_.path());
         QVERIFY2(h2Origin_->waitReady(), h2Origin_->output().constData());
         // upstream_cacert: the python origin's certificate and the h2 origin's CA.
-        QFile bundle(tmp_.filePath("origins.pem"));
-        QVERIFY(bundle.open(QIODevice::WriteOnly));
-        for (const QString& f : {tmp_.filePath("origin.pem"), tmp_.filePath("origin-data/ca/ca.crt")}) {
-            QFile in(f);
-            QVERIFY2(in.open(QIODevice::ReadOnly), qPrintable(f));
-            bundle.write(in.readAll());
-        }
-        bundle.close();
+        QVERIFY(writePemBundle(tmp_.filePath("origins.pem"),
+                               {tmp_.filePath("origin.pem"), tmp_.filePath("origin-data/ca/ca.crt")}));
         QFile cfg(tmp_.filePath("proxy.yaml"));
         QVERIFY(cfg.open(QIODevice::WriteOnly));
         // One worker: the route's upstream connection and the interception's share one pool set.

@@ -103,30 +103,14 @@ private slots:
                                {"--tls", tmp_.filePath("alerting.pem"), tmp_.filePath("alerting.key")});
         plainPort_ = startSupportScript(plain_, "upstream.py", tmp_.filePath("plain.port"));
         QVERIFY(originPort_ && pinnedPort_ && alertingPort_ && plainPort_);
-        QDir().mkpath(tmp_.filePath("site"));
-        QFile index(tmp_.filePath("site/index.html"));
-        QVERIFY(index.open(QIODevice::WriteOnly));
-        index.write("from the h2 origin\n");
-        index.close();
-        QFile originCfg(tmp_.filePath("h2origin.yaml"));
-        QVERIFY(originCfg.open(QIODevice::WriteOnly));
         // /slow answers after 200 ms: the client is still connected when its process is looked up
         // (a client gone before that has no process in its records: a lookup races a fast exit).
-        originCfg.write("listen: [{address: 127.0.0.1:0, tls: auto}]\nvhosts:\n  - root: site\n    routes:\n"
-                        "      - path: /slow\n        respond: {body: slow, latency: 200ms}\n");
-        originCfg.close();
-        h2Origin_ =
-            std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("h2origin.yaml")},
-                                            QStringList{"PORTICO_DATA_DIR=" + tmp_.filePath("origin-data")});
+        h2Origin_ = startTlsAutoOrigin(
+            tmp_.path(), "    routes:\n      - path: /slow\n        respond: {body: slow, latency: 200ms}\n",
+            "h2origin.yaml");
         QVERIFY2(h2Origin_->waitReady(), h2Origin_->output().constData());
-        QFile bundle(tmp_.filePath("origins.pem"));
-        QVERIFY(bundle.open(QIODevice::WriteOnly));
-        for (const QString& f : {tmp_.filePath("origin.pem"), tmp_.filePath("origin-data/ca/ca.crt")}) {
-            QFile in(f);
-            QVERIFY2(in.open(QIODevice::ReadOnly), qPrintable(f));
-            bundle.write(in.readAll());
-        }
-        bundle.close();
+        QVERIFY(writePemBundle(tmp_.filePath("origins.pem"),
+                               {tmp_.filePath("origin.pem"), tmp_.filePath("origin-data/ca/ca.crt")}));
         QFile cfg(tmp_.filePath("proxy.yaml"));
         QVERIFY(cfg.open(QIODevice::WriteOnly));
         cfg.write(R"(listen:

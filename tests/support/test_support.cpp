@@ -308,6 +308,32 @@ int tcpSockets(Side side, int port, int state) {
     return n;
 }
 
+std::unique_ptr<ServerProcess> startTlsAutoOrigin(const QString& dir, const QString& routes,
+                                                  const QString& configName) {
+    QDir(dir).mkpath("site");
+    QFile index(dir + "/site/index.html");
+    if (index.open(QIODevice::WriteOnly)) index.write("from the h2 origin\n");
+    index.close();
+    QFile cfg(dir + "/" + configName);
+    if (cfg.open(QIODevice::WriteOnly))
+        cfg.write(
+            ("listen: [{address: 127.0.0.1:0, tls: auto}]\nvhosts:\n  - root: site\n" + routes).toUtf8());
+    cfg.close();
+    return std::make_unique<ServerProcess>(QStringList{"--config", dir + "/" + configName},
+                                           QStringList{"PORTICO_DATA_DIR=" + dir + "/origin-data"});
+}
+
+bool writePemBundle(const QString& out, const QStringList& pems) {
+    QFile bundle(out);
+    if (!bundle.open(QIODevice::WriteOnly)) return false;
+    for (const QString& f : pems) {
+        QFile in(f);
+        if (!in.open(QIODevice::ReadOnly)) return false;
+        bundle.write(in.readAll());
+    }
+    return bundle.flush();
+}
+
 QList<int> statusCodes(const QByteArray& bytes) {
     QList<int> codes;
     static const QRegularExpression re(QStringLiteral("HTTP/1\\.[01] (\\d{3}) "));

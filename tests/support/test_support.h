@@ -115,6 +115,17 @@ private:
     std::uint16_t plainPort_ = 0;
 };
 
+/// An HTTPS origin that speaks h2 by ALPN: Portico with `tls: auto` under its own CA (data dir
+/// `dir`/origin-data, the CA certificate at `dir`/origin-data/ca/ca.crt), serving `dir`/site with
+/// index.html = "from the h2 origin\n". `routes` is YAML appended to the vhost ("    routes:\n..."),
+/// `configName` the config file's name in `dir`. Started; the caller checks waitReady().
+std::unique_ptr<ServerProcess> startTlsAutoOrigin(const QString& dir, const QString& routes = {},
+                                                  const QString& configName = "origin.yaml");
+
+/// Writes the PEM files `pems`, concatenated, to `out` (a CA bundle such as upstream_cacert). False
+/// when one cannot be read or `out` cannot be written.
+bool writePemBundle(const QString& out, const QStringList& pems);
+
 /// Outcome of a raw exchange.
 struct RawReply {
     QByteArray bytes;            ///< everything the server sent
