@@ -27,9 +27,22 @@ const QSet<QString> kTop = {"server", "serve", "proxy", "capture", "load", "vali
 // include from its own folder and from folders earlier in this list, never from a later one.
 // Folders on one line share a rank and include nothing from each other.
 const QList<QStringList> kOrder = {
-    {"http"},     {"config"},  {"tls"}, {"io"},    {"http1", "http2"}, {"client"}, {"stats", "routing"},
-    {"handlers"}, {"capture"}, {"ws"},  {"proxy"}, {"serve"},          {"server"}, {"load"},
-    {"validate"}, {"engine"},
+    {"http"},
+    {"config"},
+    {"tls"},
+    {"io"},
+    {"http1", "http2"},
+    {"client"},
+    {"stats", "routing", "rules"},
+    {"handlers"},
+    {"capture"},
+    {"ws"},
+    {"proxy"},
+    {"serve"},
+    {"server"},
+    {"load"},
+    {"validate"},
+    {"engine"},
 };
 
 int rankOf(const QString& folder) {

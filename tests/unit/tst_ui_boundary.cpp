@@ -59,6 +59,8 @@ const QSet<QString> kAllowed = {
     "portico/load/suite_file.h",
     "portico/load/thresholds.h",
     "portico/routing/router.h",
+    "portico/rules/filter_syntax.h",
+    "portico/rules/rules.h",
     "portico/stats/histogram.h",
     "portico/stats/live.h",
     "portico/stats/report.h",

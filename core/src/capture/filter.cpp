@@ -22,100 +22,34 @@ bool contains(std::string_view hay, std::string_view needle) {
 } // namespace
 
 std::optional<Filter> Filter::parse(std::string_view expr, std::string& error) {
-    Filter f;
-    std::size_t i = 0;
-    auto fail = [&](std::size_t col, const std::string& msg) {
-        error = "column " + std::to_string(col + 1) + ": " + msg;
-        return std::nullopt;
-    };
-    while (i < expr.size()) {
-        if (std::isspace(static_cast<unsigned char>(expr[i]))) {
-            ++i;
-            continue;
-        }
-        const std::size_t start = i;
-        Term t;
-        if (expr[i] == '-') {
-            t.negate = true;
-            ++i;
-        }
-        // key or word
-        std::size_t j = i;
-        while (j < expr.size() && !std::isspace(static_cast<unsigned char>(expr[j])) && expr[j] != ':' &&
-               expr[j] != '"')
-            ++j;
-        std::string word(expr.substr(i, j - i));
-        if (j < expr.size() && expr[j] == ':') {
-            t.key = lower(word);
-            if (std::find(std::begin(kKeys), std::end(kKeys), t.key) == std::end(kKeys)) {
-                std::string hint;
-                if (auto k = http::closestWord(t.key, kKeys); !k.empty())
-                    hint = " (did you mean '" + std::string(k) + "'?)";
-                return fail(i, "unknown key '" + word + "'" + hint);
-            }
-            i = j + 1;
-        } else {
-            t.key.clear();
-        }
-        // value
-        if (i < expr.size() && expr[i] == '"') {
-            auto close = expr.find('"', i + 1);
-            if (close == std::string_view::npos) return fail(i, "unterminated quote");
-            t.value = std::string(expr.substr(i + 1, close - i - 1));
-            i = close + 1;
-        } else {
-            j = i;
-            while (j < expr.size() && !std::isspace(static_cast<unsigned char>(expr[j])))
-                ++j;
-            t.value = std::string(expr.substr(i, j - i));
-            i = j;
-        }
-        if (t.value.empty())
-            return fail(start, t.key.empty() ? "empty term" : "missing value after '" + t.key + ":'");
-        if (t.key == "status") {
-            std::string_view v = t.value;
-            if (v.size() == 3 && std::isdigit(static_cast<unsigned char>(v[0])) &&
-                (v[1] == 'x' || v[1] == 'X') && (v[2] == 'x' || v[2] == 'X')) {
-                t.op = Term::Op::Class;
-                t.number = v[0] - '0';
-            } else {
-                if (v.starts_with(">="))
-                    t.op = Term::Op::Ge, v.remove_prefix(2);
-                else if (v.starts_with("<="))
-                    t.op = Term::Op::Le, v.remove_prefix(2);
-                else if (v.starts_with("!="))
-                    t.op = Term::Op::Ne, v.remove_prefix(2);
-                else if (v.starts_with(">"))
-                    t.op = Term::Op::Gt, v.remove_prefix(1);
-                else if (v.starts_with("<"))
-                    t.op = Term::Op::Lt, v.remove_prefix(1);
-                else if (v.starts_with("!"))
-                    t.op = Term::Op::Ne, v.remove_prefix(1);
-                else if (v.starts_with("="))
-                    v.remove_prefix(1);
-                auto r = std::from_chars(v.data(), v.data() + v.size(), t.number);
-                if (r.ec != std::errc() || r.ptr != v.data() + v.size() || t.number < 0 || t.number > 999)
-                    return fail(start,
-                                "status: expected a number, a comparison (>=400) or a class (4xx), got '" +
-                                    t.value + "'");
-            }
-        } else if (t.key == "protocol") {
+    auto terms = rules::parseTerms(expr, kKeys, error);
+    if (!terms) return std::nullopt;
+    for (Term& t : *terms) {
+        if (t.key == "protocol") {
             t.value = lower(t.value);
-            if (t.value != "h1" && t.value != "h2" && t.value != "ws" && t.value != "grpc")
-                return fail(start, "protocol: expected h1, h2, ws or grpc, got '" + t.value + "'");
+            if (t.value != "h1" && t.value != "h2" && t.value != "ws" && t.value != "grpc") {
+                error = rules::termError(t, "protocol: expected h1, h2, ws or grpc, got '" + t.value + "'");
+                return std::nullopt;
+            }
         } else if (t.key == "error") {
             t.value = lower(t.value);
-            if (t.value != "yes" && t.value != "no") return fail(start, "error: expected yes or no");
+            if (t.value != "yes" && t.value != "no") {
+                error = rules::termError(t, "error: expected yes or no");
+                return std::nullopt;
+            }
         } else if (t.key == "source") {
             t.value = lower(t.value);
             Source source{};
-            if (!sourceFromName(t.value, source))
-                return fail(start,
-                            "source: expected server, forward, intercepted or tunnel, got '" + t.value + "'");
+            if (!sourceFromName(t.value, source)) {
+                error = rules::termError(t, "source: expected server, forward, intercepted or tunnel, got '" +
+                                                t.value + "'");
+                return std::nullopt;
+            }
             t.number = static_cast<int>(source);
         }
-        f.terms_.push_back(std::move(t));
     }
+    Filter f;
+    f.terms_ = std::move(*terms);
     return f;
 }
 

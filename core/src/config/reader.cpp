@@ -55,8 +55,9 @@ namespace {
 
 // The keys each map of the schema takes. Keeping them in one place makes the schema easy to read
 // next to docs/configuration.md.
-constexpr std::string_view kTopKeys[] = {"workers",       "listen", "limits", "access_log", "compression",
-                                         "server_header", "vhosts", "http2",  "capture",    "hosts"};
+constexpr std::string_view kTopKeys[] = {"workers",     "listen",        "limits", "access_log",
+                                         "compression", "server_header", "vhosts", "http2",
+                                         "capture",     "hosts",         "rules"};
 constexpr std::string_view kTopNotYet[] = {"live_reload"};
 constexpr std::string_view kCaptureKeys[] = {
     "enabled",    "max_records",   "max_bytes", "ring_records", "record_bytes",
@@ -134,6 +135,8 @@ void Reader::readTop(const Value& v, Config& c) {
                 if (auto b = boolean(val)) c.serverHeader = *b;
             } else if (e.key == "hosts") {
                 readHosts(val, c.hosts);
+            } else if (e.key == "rules") {
+                readRules(val, c.rules);
             } else if (e.key == "vhosts") {
                 sawVhosts = true;
                 auto items = list(val, false);

@@ -1,5 +1,6 @@
-// Private to core/src/config: the Reader that reader.cpp, read_values.cpp, read_vhosts.cpp and
-// read_actions.cpp implement between them, and the helpers more than one of them uses.
+// Private to core/src/config: the Reader that reader.cpp, read_values.cpp, read_vhosts.cpp,
+// read_actions.cpp and read_rules.cpp implement between them, and the helpers more than one of
+// them uses.
 #pragma once
 
 #include <portico/config/reader.h>
@@ -99,6 +100,12 @@ private:
     std::optional<Listen> parseAddress(const Value& v);
     std::optional<ForwardProxy> readForwardProxy(const Value& v);
     void readHosts(const Value& v, HostOverrides& out);
+    // `rules:` (read_rules.cpp): the list, one action item, and each action kind's value.
+    void readRules(const Value& v, std::vector<Rule>& out);
+    std::optional<RuleAction> readRuleAction(const Value& v);
+    bool readSetHeader(const Value& v, RuleAction& a);
+    bool readRemoveHeader(const Value& v, RuleAction& a);
+    bool readFail(const Value& v, RuleAction& a);
     void readLimits(const Value& v, Limits& l);
     void readAccessLog(const Value& v, AccessLog& a);
     void readCompression(const Value& v, Compression& c);

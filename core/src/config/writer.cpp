@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -260,6 +261,55 @@ void emitVhost(YAML::Emitter& out, const Vhost& vh, const fs::path& base) {
     out << YAML::EndMap;
 }
 
+// "0.2" for 0.2: the shortest text that reads back as the same double (the emitter's default
+// precision would write 0.20000000000000001).
+std::string shortestNumber(double d) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+    return ec == std::errc{} ? std::string(buf, end) : std::to_string(d);
+}
+
+void emitRuleAction(YAML::Emitter& out, const RuleAction& a) {
+    out << YAML::BeginMap;
+    switch (a.kind) {
+    case RuleAction::Kind::SetHeader:
+        out << YAML::Key << "set_header" << YAML::Value << YAML::Flow;
+        emitHeaders(out, a.set);
+        break;
+    case RuleAction::Kind::RemoveHeader:
+        out << YAML::Key << "remove_header" << YAML::Value;
+        if (a.remove.size() == 1)
+            out << a.remove.front();
+        else
+            out << YAML::Flow << a.remove;
+        break;
+    case RuleAction::Kind::Fail:
+        out << YAML::Key << "fail" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        if (a.rate != 1.0) out << YAML::Key << "rate" << YAML::Value << shortestNumber(a.rate);
+        out << YAML::Key << "with" << YAML::Value;
+        if (a.failure == RuleAction::Failure::Reset)
+            out << "reset";
+        else
+            out << a.failStatus;
+        out << YAML::EndMap;
+        break;
+    }
+    out << YAML::EndMap;
+}
+
+void emitRule(YAML::Emitter& out, const Rule& r) {
+    out << YAML::BeginMap;
+    if (!r.name.empty()) out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << r.name;
+    if (!r.enabled) out << YAML::Key << "enabled" << YAML::Value << false;
+    if (r.stage == Rule::Stage::Response) out << YAML::Key << "stage" << YAML::Value << "response";
+    if (!r.match.empty()) out << YAML::Key << "match" << YAML::Value << YAML::DoubleQuoted << r.match;
+    out << YAML::Key << "actions" << YAML::Value << YAML::BeginSeq;
+    for (const RuleAction& a : r.actions)
+        emitRuleAction(out, a);
+    out << YAML::EndSeq;
+    out << YAML::EndMap;
+}
+
 void emitLimits(YAML::Emitter& out, const Limits& l) {
     const Limits d;
     if (l.maxRequestLineBytes == d.maxRequestLineBytes && l.maxHeaderBytes == d.maxHeaderBytes &&
@@ -468,6 +518,12 @@ std::string configToYaml(const Config& c, const std::string& baseDir) {
     for (const Vhost& vh : c.vhosts)
         emitVhost(out, vh, base);
     out << YAML::EndSeq;
+    if (!c.rules.empty()) {
+        out << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
+        for (const Rule& r : c.rules)
+            emitRule(out, r);
+        out << YAML::EndSeq;
+    }
     out << YAML::EndMap;
     std::string text = out.c_str();
     text += "\n";

@@ -127,6 +127,25 @@ void interceptedRequest(const Context& ctx, http::Request& req, http::Response& 
                                      &ctx.config.hosts));
 }
 
+// The request-stage rules; true when one failed the exchange (`res` holds the answer).
+bool failedByRule(const Context& ctx, http::Request& req, http::Response& res) {
+    const rules::RequestVerdict v = ctx.rules->applyRequest(req, ctx.httpVersion, res.ruledRequestFields);
+    if (!v.fail) return false;
+    const std::string& name = v.failedBy->name;
+    if (v.fail->failure == config::RuleAction::Failure::Reset) {
+        res.fate = http::Response::Fate::Drop;
+        return true;
+    }
+    const int status = v.fail->failStatus;
+    res.status = status;
+    if (!name.empty() && name.find_first_of("\r\n") == std::string::npos) res.addHeader("X-Portico-Rule", name);
+    if (status < 200 || status == 204 || status == 304) return true; // no content (RFC 9110 §6.4.1)
+    res.addHeader("Content-Type", "text/plain; charset=utf-8");
+    res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": failed by rule" +
+                (name.empty() ? std::string() : " '" + name + "'") + "\n");
+    return true;
+}
+
 // The answers before routing; true when `res` holds one.
 bool answeredBeforeRouting(http::Request& req, std::string& pathScratch, http::Response& res) {
     if (req.method == http::Method::Other || req.method == http::Method::Connect) {
@@ -155,6 +174,10 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
     Routed scratch;
     Routed& routed = routedOut ? *routedOut : scratch;
     routed.routed = false;
+    if (ctx.rules && !ctx.rules->empty() && failedByRule(ctx, req, res)) {
+        writer.respond(req, res);
+        return;
+    }
     if (ctx.origin) {
         interceptedRequest(ctx, req, res, writer, stamps);
         return;

@@ -13,6 +13,7 @@
 #include <portico/handlers/dispatch.h>
 #include <portico/http/message.h>
 #include <portico/routing/router.h>
+#include <portico/rules/rules.h>
 
 #include <boost/asio/io_context.hpp>
 
@@ -38,6 +39,8 @@ struct Context {
     bool forwardProxy = false;   ///< the listener is also a forward proxy (config::Listen::forwardProxy)
     /// The session is an intercepted CONNECT tunnel's inside: every request goes to this origin.
     const proxy::InterceptedOrigin* origin = nullptr;
+    /// The snapshot's compiled `rules:` (null or empty: none run).
+    const rules::RuleSet* rules = nullptr;
 };
 
 /// The vhost and route serve() chose. `routed` is false when the request was answered before
@@ -111,6 +114,9 @@ public:
 /// `req` arrives with method, methodToken, target, rawPath, query, host, headers and body set;
 /// serve() sets `req.path` to the normalised path (a view into `pathScratch`, valid while that
 /// string is untouched). In order:
+///  - the request-stage rules (Context::rules, rules/rules.h): their header changes replace
+///    `req.headers` (a view of `res.ruledRequestFields` from then on); a rule's `fail` answers here,
+///    with its status (and `X-Portico-Rule: NAME`) or a reset (Fate::Drop), and nothing else runs;
 ///  - a method Portico does not implement → 501 (RFC 9110 §9.1; no route can name one);
 ///  - `OPTIONS *` → 204 with the server-wide Allow (RFC 9110 §9.3.7);
 ///  - on a forward proxy listener (Context::forwardProxy), over HTTP/1.1:

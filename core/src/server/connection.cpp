@@ -528,7 +528,7 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
 
     http::Response& res = worker_.response();
     const serve::Context ctx{cfg,           snap.router, worker_.handlerState(), localPort_, 1,
-                             forwardProxy_, origin()};
+                             forwardProxy_, origin(),    &snap.rules};
     serve::Stamps stamps;
     if (cap()) stamps = {&cap()->routeNs, &cap()->labels};
     Writer writer{*this, bodyFollows};

@@ -644,7 +644,8 @@ void H2Connection::dispatch(Stream& s) {
     s.host = std::string(req.host);
 
     http::Response& res = s.res;
-    const serve::Context ctx{cfg, snap.router, worker_.handlerState(), localPort_, 2, false, origin_.get()};
+    const serve::Context ctx{cfg,   snap.router,   worker_.handlerState(), localPort_, 2,
+                             false, origin_.get(), &snap.rules};
     serve::Stamps stamps;
     if (cap_) stamps = {&s.capRouteNs, &s.capLabels};
     Writer writer{*this, s};

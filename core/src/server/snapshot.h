@@ -4,6 +4,7 @@
 #include <portico/config/config.h>
 #include <portico/config/network.h>
 #include <portico/routing/router.h>
+#include <portico/rules/rules.h>
 
 #include <atomic>
 #include <cstdint>
@@ -22,9 +23,11 @@ class Hub;
 namespace portico::server {
 
 struct Snapshot {
-    explicit Snapshot(std::shared_ptr<const config::Config> c) : config(std::move(c)), router(*config) {}
+    explicit Snapshot(std::shared_ptr<const config::Config> c)
+        : config(std::move(c)), router(*config), rules(*config) {}
     std::shared_ptr<const config::Config> config;
     routing::Router router;
+    rules::RuleSet rules; ///< `rules:` compiled (points into `config`)
     /// TLS of each listener by its bound port; absent: cleartext. Filled before publishing.
     std::unordered_map<std::uint16_t, std::shared_ptr<tls::ServerTls>> tls;
     /// Bound ports of the listeners that are also forward proxies (config::Listen::forwardProxy).

@@ -7,6 +7,7 @@
 #include <portico/config/network.h>
 #include <portico/config/pattern.h>
 #include <portico/http/message.h>
+#include <portico/rules/rules.h>
 #include <portico/tls/local_ca.h>
 
 #include "routing/regex.h"
@@ -111,6 +112,7 @@ private:
     void action(const Route& r, const std::string& path);
     void duplicateRoutes(std::size_t vhost, const std::vector<bool>& matchOk);
     void vhostsTogether();
+    void rules();
 
     const Config& c_;
     const config::SourceMap& map_;
@@ -329,12 +331,28 @@ void Validator::vhostsTogether() {
     }
 }
 
+// Each rule's match parses for its stage (the Traffic filter language, rules/rules.h). Only the
+// request stage runs in this version: a response-stage rule is refused rather than ignored.
+void Validator::rules() {
+    for (std::size_t i = 0; i < c_.rules.size(); ++i) {
+        const config::Rule& r = c_.rules[i];
+        const std::string path = item("rules", i);
+        if (r.stage == config::Rule::Stage::Response) {
+            error(path + ".stage", "`stage: response` is not supported yet: rules run at the request stage "
+                                   "(before the route's action); remove `stage` or set it to request");
+            continue;
+        }
+        if (std::string why = rules::checkMatch(r); !why.empty()) error(path + ".match", "match: " + why);
+    }
+}
+
 std::vector<ConfigError> Validator::run() {
     listeners();
     logAndCapture();
     for (std::size_t i = 0; i < c_.vhosts.size(); ++i)
         vhost(i);
     vhostsTogether();
+    rules();
     std::stable_sort(errors_.begin(), errors_.end(), [](const ConfigError& a, const ConfigError& b) {
         return std::tie(a.where.line, a.where.column) < std::tie(b.where.line, b.where.column);
     });

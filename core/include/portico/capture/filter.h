@@ -18,6 +18,7 @@
 #pragma once
 
 #include <portico/capture/exchange.h>
+#include <portico/rules/filter_syntax.h>
 
 #include <optional>
 #include <string>
@@ -40,13 +41,7 @@ public:
         return false;
     }
 
-    struct Term {
-        bool negate = false;
-        std::string key; ///< "" for a bare word
-        std::string value;
-        enum class Op : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Class } op = Op::Eq;
-        int number = 0; ///< status operand (Class: the hundreds digit)
-    };
+    using Term = rules::Term; ///< the syntax is shared with rules' matches (rules/filter_syntax.h)
 
 private:
     std::vector<Term> terms_;

@@ -349,6 +349,44 @@ struct Vhost {
     bool operator==(const Vhost&) const = default;
 };
 
+/// One action of a rule (`rules[i].actions[j]`): a one-key map naming its kind, as written.
+/// Applied in list order by the rule engine (rules/rules.h) at the rule's stage.
+struct RuleAction {
+    enum class Kind : std::uint8_t {
+        SetHeader,    ///< `set_header: {Name: value, ...}`: every field of that name replaced by one
+        RemoveHeader, ///< `remove_header: Name` (or a list of names): every field of that name removed
+        Fail,         ///< `fail: {rate: 0.2, with: reset|503}`: the exchange fails instead
+    };
+    Kind kind = Kind::SetHeader;
+    HeaderList set;                   ///< SetHeader: name → value, in the order written
+    std::vector<std::string> remove;  ///< RemoveHeader: field names
+    /// Fail: how. Reset: nothing is sent and the connection is reset (HTTP/2: the stream,
+    /// RST_STREAM), as a mock route's drop; Status: a response with `failStatus` and a body naming
+    /// the rule, made here (an upstream is not asked).
+    enum class Failure : std::uint8_t { Reset, Status };
+    Failure failure = Failure::Status;
+    int failStatus = 503; ///< Fail with Status: 200..599 (written as `with: 503`)
+    double rate = 1.0;    ///< Fail: the share of matching exchanges that fail, 0 < rate <= 1
+    Location where;
+    bool operator==(const RuleAction&) const = default;
+};
+
+/// A rule (`rules:` list): exchanges that `match` get `actions`, in order, at `stage`. Rules run in
+/// list order; see rules/rules.h.
+struct Rule {
+    std::string name;  ///< optional label (records list the rules that touched them by it)
+    bool enabled = true;
+    /// Request: before the route's action runs (request-side keys only in `match`); Response:
+    /// before the response is written (`status:` may be used). The reader takes both; validate
+    /// refuses Response until the engine runs that stage.
+    enum class Stage : std::uint8_t { Request, Response };
+    Stage stage = Stage::Request;
+    std::string match; ///< the Traffic filter language (capture/filter.h); "" matches everything
+    std::vector<RuleAction> actions; ///< at least one
+    Location where;
+    bool operator==(const Rule&) const = default;
+};
+
 /// The whole configuration. Published as std::shared_ptr<const Config> and never mutated after.
 struct Config {
     unsigned workers = 0; ///< 0 = auto (one per core)
@@ -367,6 +405,9 @@ struct Config {
     /// proxy's origins and CONNECT tunnels, FastCGI over TCP); config/network.h findHostOverride.
     HostOverrides hosts;
     std::vector<Vhost> vhosts;
+    /// `rules:`: changes made to every exchange Portico sees (served, reverse-proxied, forwarded,
+    /// intercepted) that matches; rules/rules.h.
+    std::vector<Rule> rules;
     std::string sourcePath; ///< file it was loaded from ("" if built in code)
     bool operator==(const Config&) const = default;
 };

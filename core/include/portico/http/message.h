@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -140,6 +141,11 @@ public:
 
     /// Back to a fresh 200 with no fields and no body; keeps buffer capacity.
     void reset();
+
+    /// Storage for the request's field lines when a rule changed them (serve(): the request's
+    /// `headers` then view this for the rest of the exchange). reset() leaves it alone; serve()
+    /// refills it, keeping its capacity.
+    std::vector<Header> ruledRequestFields;
 
 private:
     std::string fields_;

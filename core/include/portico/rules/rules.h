@@ -1,0 +1,82 @@
+// The rule engine (config `rules:`): what changes the exchanges Portico sees — served,
+// reverse-proxied, forwarded and intercepted alike. A RuleSet is compiled from a config with the
+// snapshot it belongs to and is read-only after (shared by every worker).
+//
+// Each rule has a match (the Traffic filter language, rules/filter_syntax.h) and actions applied in
+// order. Request-stage rules run in serve() before anything answers the request: a set_header or
+// remove_header changes the request the route's action sees (and an upstream receives); a fail
+// answers it (a status made here, or a reset). Rules run in list order; a fail ends the list.
+//
+// Keys a match may use at the request stage: method, path (prefix of the path, query excluded, as
+// received), url (substring of scheme://host/target), host (substring of Host/:authority), header
+// (NAME or NAME=VALUE substring), client (prefix of the client's address), protocol (h1 | h2), and
+// bare words (substrings of the URL). `status` belongs to the response stage.
+#pragma once
+
+#include <portico/config/config.h>
+#include <portico/http/message.h>
+#include <portico/rules/filter_syntax.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace portico::rules {
+
+/// The request as a match sees it.
+struct RequestView {
+    const http::Request& req; ///< method, methodToken, target, rawPath, host, headers, clientAddress
+    int httpVersion = 1;      ///< 1 or 2 (the `protocol:` key)
+};
+
+/// A compiled match.
+class Match {
+public:
+    /// Parses `expr` for a rule at `stage`; nullopt with `error` ("column 7: ...") when a key is
+    /// unknown or not available at that stage, or a value is bad. "" matches every exchange.
+    static std::optional<Match> parse(std::string_view expr, config::Rule::Stage stage, std::string& error);
+    bool matches(const RequestView& r) const;
+
+private:
+    std::vector<Term> terms_;
+    bool needsUrl_ = false; ///< a term reads the URL (url: or a bare word)
+};
+
+/// What the request-stage rules decided.
+struct RequestVerdict {
+    /// The first rule that failed the exchange (its Fail action in `fail`), or null.
+    const config::Rule* failedBy = nullptr;
+    const config::RuleAction* fail = nullptr;
+    /// How many rules matched and changed the request (set_header / remove_header).
+    unsigned changed = 0;
+};
+
+/// The compiled `rules:` of one config.
+class RuleSet {
+public:
+    RuleSet() = default;
+    /// Compiles `config.rules` (already validated: a rule whose match does not parse is skipped).
+    explicit RuleSet(const config::Config& config);
+    bool empty() const { return request_.empty(); }
+
+    /// Runs the request-stage rules on `req`. Header changes replace `req.headers` with a view of
+    /// `scratch` (which must outlive every use of `req`; views into the config snapshot and into the
+    /// original headers). A Fail action with a rate below 1 fails that share of matching exchanges
+    /// (a per-thread generator). Cheap when no rule matches: nothing is allocated.
+    RequestVerdict applyRequest(http::Request& req, int httpVersion,
+                                std::vector<http::Header>& scratch) const;
+
+private:
+    struct Compiled {
+        const config::Rule* rule;
+        Match match;
+    };
+    std::vector<Compiled> request_;
+};
+
+/// Validates a rule's match as the loader does (Match::parse); "" when it is good.
+std::string checkMatch(const config::Rule& rule);
+
+} // namespace portico::rules
