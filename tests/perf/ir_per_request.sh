@@ -8,6 +8,8 @@
 # through a proxy: route to ../shared/bench/limit_server.c. The server (workers: 1, 127.0.0.1, a free port) runs under callgrind
 # twice, for N1 and for N2 requests; (Ir(N2) - Ir(N1)) / (N2 - N1) leaves start-up and shutdown
 # out. Prints "WORKLOAD BIN Ir/request". Bounded: each run at most 300 s. Needs valgrind, h2load, curl.
+# RULES=N adds N request-stage rules that match no request of the workload (`path:/nomatchI
+# method:GET`, each setting a header): the rule engine's cost when nothing matches (issue 29).
 set -euo pipefail
 BIN=$(realpath "$1") workload=${2:-h1pipe} n1=${3:-20000} n2=${4:-120000}
 tmp=$(mktemp -d)
@@ -28,6 +30,12 @@ vhosts:
       - path: /proxy
         proxy: {upstream: http://127.0.0.1:$uport}
 YAML
+if [ "${RULES:-0}" -gt 0 ]; then
+    echo "rules:" >>"$tmp/c.yaml"
+    for i in $(seq "$RULES"); do
+        printf '  - match: "path:/nomatch%s method:GET"\n    actions: [{set_header: {X-Rule: "%s"}}]\n' "$i" "$i" >>"$tmp/c.yaml"
+    done
+fi
 url=http://127.0.0.1:$port/plaintext
 case $workload in
 h1pipe) proto=(--h1 -c10 -m16) ;;

@@ -144,6 +144,40 @@ private slots:
         QCOMPARE(v.failedBy, &c.rules[2]);
     }
 
+    // The path index (rules filed by their path prefix's 2nd and 3rd bytes, the rest tried for
+    // every request) keeps list order and takes exactly the rules that match.
+    void indexKeepsListOrder() {
+        const char* matches[] = {"path:/api",
+                                 "header:x-h",
+                                 "path:/apple",
+                                 "path:/a",
+                                 "-path:/api",
+                                 "path:/zzz",
+                                 "path:/apple/x method:POST",
+                                 "path:apple",
+                                 "path:/app"};
+        config::Config c;
+        for (std::size_t i = 0; i < std::size(matches); ++i) {
+            config::Rule r;
+            r.match = matches[i];
+            config::RuleAction tag;
+            tag.set = {{"R" + std::to_string(i), "1"}};
+            r.actions = {tag};
+            c.rules.push_back(r);
+        }
+        const rules::RuleSet set(c);
+        std::vector<http::Header> scratch;
+        Req apple("GET", "/apple/x", "h", {{"X-H", "1"}});
+        set.applyRequest(apple.req, 1, scratch);
+        QCOMPARE(names(apple.req.headers), std::string("X-H=1;R1=1;R2=1;R3=1;R4=1;R8=1;"));
+        Req api("POST", "/api/v1", "h");
+        set.applyRequest(api.req, 1, scratch);
+        QCOMPARE(names(api.req.headers), std::string("R0=1;R3=1;"));
+        Req shortPath("GET", "/a", "h");
+        set.applyRequest(shortPath.req, 1, scratch);
+        QCOMPARE(names(shortPath.req.headers), std::string("R3=1;R4=1;"));
+    }
+
     // A fail with rate 0.3 fails about that share (a binomial bound loose enough never to flake:
     // 2000 draws, 30 % ± 6 points is more than 9 standard deviations).
     void failRate() {

@@ -123,53 +123,89 @@ bool Match::matches(const RequestView& r) const {
     return true;
 }
 
+std::string_view Match::requiredPathPrefix() const {
+    for (const Term& t : terms_)
+        if (t.key == "path" && !t.negate) return t.value;
+    return {};
+}
+
 RuleSet::RuleSet(const config::Config& config) {
     for (const auto& rule : config.rules) {
         if (!rule.enabled || rule.stage != config::Rule::Stage::Request) continue;
         std::string error;
         if (auto m = Match::parse(rule.match, rule.stage, error)) request_.push_back({&rule, std::move(*m)});
     }
+    // The index: a rule whose match needs a path prefix long enough to have a key is filed under
+    // it; the others are tried for every request.
+    for (std::uint32_t i = 0; i < request_.size(); ++i) {
+        const std::string_view prefix = request_[i].match.requiredPathPrefix();
+        if (prefix.size() < kKeyBytes + 1) {
+            always_.push_back(i);
+            continue;
+        }
+        byKey_[keyOf(prefix)].push_back(i);
+        keys_.set(keyOf(prefix));
+    }
+}
+
+// One candidate rule on the request: false when it failed the exchange (`verdict` says how).
+bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request& req,
+                       std::vector<http::Header>& scratch, RequestVerdict& verdict) const {
+    if (!c.match.matches(view)) return true;
+    thread_local std::vector<http::Header> next;
+    bool copied = false;
+    auto erase = [&](std::string_view name) {
+        std::erase_if(next, [&](const http::Header& h) { return http::iequals(h.name, name); });
+    };
+    for (const auto& a : c.rule->actions) {
+        if (a.kind == config::RuleAction::Kind::Fail) {
+            thread_local std::minstd_rand rng{std::random_device{}()};
+            if (a.rate >= 1.0 || std::uniform_real_distribution<double>(0.0, 1.0)(rng) < a.rate) {
+                verdict.failedBy = c.rule;
+                verdict.fail = &a;
+                return false;
+            }
+            continue;
+        }
+        if (!copied) { // the first change of this rule: work on a copy of the fields
+            next.assign(req.headers.begin(), req.headers.end());
+            copied = true;
+        }
+        if (a.kind == config::RuleAction::Kind::RemoveHeader) {
+            for (const auto& name : a.remove)
+                erase(name);
+        } else {
+            for (const auto& [name, value] : a.set) {
+                erase(name);
+                next.push_back({name, value});
+            }
+        }
+    }
+    if (copied) {
+        scratch.assign(next.begin(), next.end());
+        req.headers = scratch;
+        ++verdict.changed;
+    }
+    return true;
 }
 
 RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion,
                                      std::vector<http::Header>& scratch) const {
     RequestVerdict verdict;
     const RequestView view{req, httpVersion};
-    thread_local std::vector<http::Header> next;
-    for (const Compiled& c : request_) {
-        if (!c.match.matches(view)) continue;
-        bool copied = false;
-        auto erase = [&](std::string_view name) {
-            std::erase_if(next, [&](const http::Header& h) { return http::iequals(h.name, name); });
-        };
-        for (const auto& a : c.rule->actions) {
-            if (a.kind == config::RuleAction::Kind::Fail) {
-                thread_local std::minstd_rand rng{std::random_device{}()};
-                if (a.rate >= 1.0 || std::uniform_real_distribution<double>(0.0, 1.0)(rng) < a.rate) {
-                    verdict.failedBy = c.rule;
-                    verdict.fail = &a;
-                    return verdict;
-                }
-                continue;
-            }
-            if (!copied) { // the first change of this rule: work on a copy of the fields
-                next.assign(req.headers.begin(), req.headers.end());
-                copied = true;
-            }
-            if (a.kind == config::RuleAction::Kind::RemoveHeader) {
-                for (const auto& name : a.remove)
-                    erase(name);
-            } else {
-                for (const auto& [name, value] : a.set) {
-                    erase(name);
-                    next.push_back({name, value});
-                }
-            }
-        }
-        if (!copied) continue;
-        scratch.assign(next.begin(), next.end());
-        req.headers = scratch;
-        ++verdict.changed;
+    // The candidates, in list order: the rules tried for every request (always_) merged with those
+    // filed under the path's key (both lists ascending).
+    const std::vector<std::uint32_t>* filed = nullptr;
+    if (req.rawPath.size() >= kKeyBytes + 1) {
+        const std::uint16_t key = keyOf(req.rawPath);
+        if (keys_.test(key)) filed = &byKey_.find(key)->second;
+    }
+    std::size_t a = 0, f = 0;
+    const std::size_t fn = filed ? filed->size() : 0;
+    while (a < always_.size() || f < fn) {
+        const bool fromAlways = f == fn || (a < always_.size() && always_[a] < (*filed)[f]);
+        const std::uint32_t index = fromAlways ? always_[a++] : (*filed)[f++];
+        if (!applyOne(request_[index], view, req, scratch, verdict)) return verdict;
     }
     return verdict;
 }
