@@ -18,6 +18,20 @@ using namespace portico::config;
 
 namespace {
 
+// One listener, one vhost with a respond route at "/": the smallest config built in code.
+Config minimalConfig() {
+    Config c;
+    c.listen.push_back(Listen{});
+    Vhost vh;
+    Route route;
+    route.path = "/";
+    route.spec = "/";
+    route.action = RespondAction{};
+    vh.routes.push_back(route);
+    c.vhosts.push_back(vh);
+    return c;
+}
+
 QString str(const std::string& s) { return QString::fromStdString(s); }
 
 QString where(const Location& l) { return QString("%1:%2").arg(l.line).arg(l.column); }
@@ -344,7 +358,8 @@ private slots:
         row("fail status too high", "rules:\n  - actions:\n      - fail: 600\n",
             {"test.yaml:3:15: rules[0].actions[0].fail: status must be between 100 and 599, got 600"});
         row("fail with too low", "rules:\n  - actions:\n      - fail: {with: 199}\n",
-            {"test.yaml:3:22: rules[0].actions[0].fail.with: status 199 is an interim (1xx) status and cannot be a final response"});
+            {"test.yaml:3:22: rules[0].actions[0].fail.with: status 199 is an interim (1xx) status and "
+             "cannot be a final response"});
         row("fail a word", "rules:\n  - actions:\n      - fail: nope\n",
             {"test.yaml:3:15: rules[0].actions[0].fail: expected reset, a status (e.g. 503) or {rate: 0.2, "
              "with: reset|503}, got 'nope'"});
@@ -457,15 +472,7 @@ private slots:
 
     // A config built in code (no positions) written and read back.
     void roundTripFromCode() {
-        Config c;
-        c.listen.push_back(Listen{});
-        Vhost vh;
-        Route route;
-        route.path = "/";
-        route.spec = "/";
-        route.action = RespondAction{};
-        vh.routes.push_back(route);
-        c.vhosts.push_back(vh);
+        Config c = minimalConfig();
         Rule a;
         a.name = "a";
         a.stage = Rule::Stage::Response;
@@ -504,15 +511,7 @@ private slots:
         const std::vector<std::string> names{"~",  "null", "Null", "true", "no", "!x", "#x", "%x",
                                              "&x", "'x",   "*x",   "|x",   "`x", "-",  "-x", ".5",
                                              "+1", "x#y",  "^",    "~x",   "?x", "x:y"};
-        Config c;
-        c.listen.push_back(Listen{});
-        Vhost vh;
-        Route route;
-        route.path = "/";
-        route.spec = "/";
-        route.action = RespondAction{};
-        vh.routes.push_back(route);
-        c.vhosts.push_back(vh);
+        Config c = minimalConfig();
         c.sourcePath = "test.yaml";
         for (const std::string& n : names) {
             if (!portico::http::isToken(n)) continue; // "?x" and "x:y" are not names
