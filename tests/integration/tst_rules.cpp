@@ -129,7 +129,8 @@ vhosts:
         // The connection stays good: the next request on it is served (curl says it reused it).
         auto two = curlFetch(mode(m) + QStringList{"-v", url("/flaky"), "--next"} + mode(m) +
                              QStringList{"-v", "-o", tmp_.filePath("second.json"), url("/api/echo")});
-        QVERIFY2(two.body.startsWith("503 Service Unavailable: failed by rule 'broken'"), two.body.constData());
+        QVERIFY2(two.body.startsWith("503 Service Unavailable: failed by rule 'broken'"),
+                 two.body.constData());
         QFile second(tmp_.filePath("second.json"));
         QVERIFY(second.open(QIODevice::ReadOnly));
         QCOMPARE(receivedHeaders(second.readAll()).value("x-rule"), QStringList{"tagged"}); // the echo, ruled

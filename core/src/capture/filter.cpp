@@ -59,29 +59,7 @@ bool Filter::matches(const Exchange& e) const {
         if (t.key.empty()) {
             m = contains(e.url(), t.value);
         } else if (t.key == "status") {
-            switch (t.op) {
-            case Term::Op::Eq:
-                m = e.status == t.number;
-                break;
-            case Term::Op::Ne:
-                m = e.status != t.number;
-                break;
-            case Term::Op::Lt:
-                m = e.status < t.number;
-                break;
-            case Term::Op::Le:
-                m = e.status <= t.number;
-                break;
-            case Term::Op::Gt:
-                m = e.status > t.number;
-                break;
-            case Term::Op::Ge:
-                m = e.status >= t.number;
-                break;
-            case Term::Op::Class:
-                m = e.status / 100 == t.number;
-                break;
-            }
+            m = rules::statusMatches(t, e.status);
         } else if (t.key == "method") {
             std::string_view list = t.value;
             while (!list.empty() && !m) {

@@ -3,7 +3,7 @@
 #include "client/h2_client_session.h"
 
 #include "client/connect.h"
-#include "io/drained.h"
+#include "io/cipher_read.h"
 #include "io/tls_handshake.h"
 #include "io/transport.h"
 #include "tls/alpn.h"
@@ -166,31 +166,21 @@ void H2Conn::waitRead() {
         });
         return;
     }
-    if (bio_) {
-        // TLS, as the server's H2Connection::waitRead: Asio reads the next ciphertext into
-        // cipherIn_ and OpenSSL takes it from the BIO. One recv per response, where OpenSSL reading
-        // the socket itself cost a recv for the record header, one for its body, one that failed
-        // with EAGAIN and an epoll_ctl for the async_wait.
+    if (bio_) { // TLS: one recv per response (io/cipher_read.h)
         if (!cipherIn_) cipherIn_ = std::make_unique<char[]>(kCipherInBytes);
-        if (bio_->drained) io::markDrained(socket_);
-        bio_->readPending = true;
-        socket_.async_read_some(
-            asio::buffer(cipherIn_.get(), kCipherInBytes),
-            [self = shared_from_this()](const boost::system::error_code& e, std::size_t n) {
-                self->reading_ = false;
-                self->bio_->readPending = false;
-                if (self->dead_) return;
-                if (e) {
-                    if (e != asio::error::operation_aborted)
-                        self->die(502, e == asio::error::eof ? "the upstream closed the connection"
-                                                             : "connection lost: " + e.message());
-                    return;
-                }
-                self->bio_->pending = self->cipherIn_.get();
-                self->bio_->pendingBytes = n;
-                self->bio_->drained = n < kCipherInBytes;
-                self->onReadable();
-            });
+        io::asyncReadCiphertext(socket_, *bio_, cipherIn_.get(), kCipherInBytes,
+                                [self = shared_from_this()](const boost::system::error_code& e) {
+                                    self->reading_ = false;
+                                    if (self->dead_) return;
+                                    if (e) {
+                                        if (e != asio::error::operation_aborted)
+                                            self->die(502, e == asio::error::eof
+                                                               ? "the upstream closed the connection"
+                                                               : "connection lost: " + e.message());
+                                        return;
+                                    }
+                                    self->onReadable();
+                                });
         return;
     }
     socket_.async_wait(Http1Call::Socket::wait_read,

@@ -36,6 +36,26 @@ bool parseStatus(Term& t) {
 }
 } // namespace
 
+bool statusMatches(const Term& t, int status) {
+    switch (t.op) {
+    case Term::Op::Eq:
+        return status == t.number;
+    case Term::Op::Ne:
+        return status != t.number;
+    case Term::Op::Lt:
+        return status < t.number;
+    case Term::Op::Le:
+        return status <= t.number;
+    case Term::Op::Gt:
+        return status > t.number;
+    case Term::Op::Ge:
+        return status >= t.number;
+    case Term::Op::Class:
+        return status / 100 == t.number;
+    }
+    return false;
+}
+
 std::string termError(const Term& t, const std::string& message) {
     return "column " + std::to_string(t.column + 1) + ": " + message;
 }

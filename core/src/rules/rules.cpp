@@ -32,26 +32,6 @@ void urlOf(const http::Request& req, std::string& out) {
     out.append(req.target);
 }
 
-bool statusMatches(const Term& t, int status) {
-    switch (t.op) {
-    case Term::Op::Eq:
-        return status == t.number;
-    case Term::Op::Ne:
-        return status != t.number;
-    case Term::Op::Lt:
-        return status < t.number;
-    case Term::Op::Le:
-        return status <= t.number;
-    case Term::Op::Gt:
-        return status > t.number;
-    case Term::Op::Ge:
-        return status >= t.number;
-    case Term::Op::Class:
-        return status / 100 == t.number;
-    }
-    return false;
-}
-
 } // namespace
 
 std::optional<Match> Match::parse(std::string_view expr, config::Rule::Stage stage, std::string& error) {
@@ -115,9 +95,7 @@ bool Match::matches(const RequestView& r) const {
                     m = true;
                     break;
                 }
-        } else if (t.key == "status") {
-            m = statusMatches(t, 0); // a request has none (response-stage rules are not run here)
-        }
+        } // `status`: no request has one (parse refuses it at the request stage)
         if (m == t.negate) return false;
     }
     return true;

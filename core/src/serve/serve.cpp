@@ -138,7 +138,8 @@ bool failedByRule(const Context& ctx, http::Request& req, http::Response& res) {
     }
     const int status = v.fail->failStatus;
     res.status = status;
-    if (!name.empty() && name.find_first_of("\r\n") == std::string::npos) res.addHeader("X-Portico-Rule", name);
+    if (!name.empty() && name.find_first_of("\r\n") == std::string::npos)
+        res.addHeader("X-Portico-Rule", name);
     if (status < 200 || status == 204 || status == 304) return true; // no content (RFC 9110 §6.4.1)
     res.addHeader("Content-Type", "text/plain; charset=utf-8");
     res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": failed by rule" +

@@ -527,8 +527,8 @@ void Connection::handle(std::string_view body, std::span<const http::Header> tra
     servedAny_ = true;
 
     http::Response& res = worker_.response();
-    const serve::Context ctx{cfg,           snap.router, worker_.handlerState(), localPort_, 1,
-                             forwardProxy_, origin(),    &snap.rules};
+    const serve::Context ctx{cfg,      snap.router, worker_.handlerState(), localPort_, 1, forwardProxy_,
+                             origin(), &snap.rules};
     serve::Stamps stamps;
     if (cap()) stamps = {&cap()->routeNs, &cap()->labels};
     Writer writer{*this, bodyFollows};

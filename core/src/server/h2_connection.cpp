@@ -4,7 +4,7 @@
 #include "server/h2_stream.h"
 
 #include "capture/hooks.h"
-#include "io/drained.h"
+#include "io/cipher_read.h"
 #include "io/transport.h"
 #include "proxy/forward.h"
 #include "serve/serve.h"
@@ -198,26 +198,16 @@ void H2Connection::waitRead() {
         });
         return;
     }
-    if (bio_) {
-        // TLS: the next bytes are read by Asio into cipherIn_ and OpenSSL takes them from the BIO.
-        // When the socket is known to be empty, Asio's epoll reactor queues that read without a
-        // syscall (drained.h) and performs it when bytes arrive: one recv per turn, where OpenSSL
-        // reading the socket itself and async_wait cost a recv→EAGAIN and an epoll_ctl on top.
+    if (bio_) { // TLS: one recv per turn (io/cipher_read.h)
         if (!cipherIn_) cipherIn_ = std::make_unique<char[]>(kCipherInBytes);
-        if (bio_->drained) io::markDrained(socket_);
-        bio_->readPending = true;
-        socket_.async_read_some(asio::buffer(cipherIn_.get(), kCipherInBytes),
-                                [s = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+        io::asyncReadCiphertext(socket_, *bio_, cipherIn_.get(), kCipherInBytes,
+                                [s = shared_from_this()](const boost::system::error_code& ec) {
                                     s->reading_ = false;
-                                    s->bio_->readPending = false;
                                     if (s->closed_) return;
                                     if (ec) { // the client closed or reset: as a failed TLS read would
                                         if (ec != asio::error::operation_aborted) s->abort();
                                         return;
                                     }
-                                    s->bio_->pending = s->cipherIn_.get();
-                                    s->bio_->pendingBytes = n;
-                                    s->bio_->drained = n < kCipherInBytes;
                                     s->onReadable();
                                 });
         return;
@@ -644,8 +634,8 @@ void H2Connection::dispatch(Stream& s) {
     s.host = std::string(req.host);
 
     http::Response& res = s.res;
-    const serve::Context ctx{cfg,   snap.router,   worker_.handlerState(), localPort_, 2,
-                             false, origin_.get(), &snap.rules};
+    const serve::Context ctx{cfg, snap.router, worker_.handlerState(), localPort_,
+                             2,   false,       origin_.get(),          &snap.rules};
     serve::Stamps stamps;
     if (cap_) stamps = {&s.capRouteNs, &s.capLabels};
     Writer writer{*this, s};

@@ -9,8 +9,9 @@
 // into its own buffer, which the epoll reactor queues without a syscall (io/drained.h) and
 // performs when bytes arrive: one recv per turn, as h2o and nginx do.
 //
-// Draining is tracked only after trackDrained(): the HTTP/2 connection opts in because it always
-// waits through its own read (H2Connection::waitRead). Other owners of the SSL (the HTTP/1.1
+// Draining is tracked only after trackDrained(): the server's HTTP/2 connection and the HTTP/2
+// upstream connection opt in because they always wait through their own read
+// (io::asyncReadCiphertext). Other owners of the SSL (the HTTP/1.1
 // connection, WebSocket sessions, proxy tunnels) wait with async_wait and expect OpenSSL to read the
 // socket itself; for them the BIO behaves exactly like BIO_s_socket.
 #pragma once

@@ -358,8 +358,8 @@ struct RuleAction {
         Fail,         ///< `fail: {rate: 0.2, with: reset|503}`: the exchange fails instead
     };
     Kind kind = Kind::SetHeader;
-    HeaderList set;                   ///< SetHeader: name → value, in the order written
-    std::vector<std::string> remove;  ///< RemoveHeader: field names
+    HeaderList set;                  ///< SetHeader: name → value, in the order written
+    std::vector<std::string> remove; ///< RemoveHeader: field names
     /// Fail: how. Reset: nothing is sent and the connection is reset (HTTP/2: the stream,
     /// RST_STREAM), as a mock route's drop; Status: a response with `failStatus` and a body naming
     /// the rule, made here (an upstream is not asked).
@@ -374,7 +374,7 @@ struct RuleAction {
 /// A rule (`rules:` list): exchanges that `match` get `actions`, in order, at `stage`. Rules run in
 /// list order; see rules/rules.h.
 struct Rule {
-    std::string name;  ///< optional label (records list the rules that touched them by it)
+    std::string name; ///< optional label (records list the rules that touched them by it)
     bool enabled = true;
     /// Request: before the route's action runs (request-side keys only in `match`); Response:
     /// before the response is written (`status:` may be used). The reader takes both; validate

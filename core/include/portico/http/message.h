@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace portico::http {
 

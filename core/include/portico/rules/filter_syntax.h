@@ -33,6 +33,10 @@ struct Term {
 std::optional<std::vector<Term>> parseTerms(std::string_view expr, std::span<const std::string_view> keys,
                                             std::string& error);
 
+/// Whether `status` satisfies a `status` term's comparison (its op and number; negation is the
+/// caller's).
+bool statusMatches(const Term& t, int status);
+
 /// "column N: `message`" for the term `t` (the form parseTerms's errors take).
 std::string termError(const Term& t, const std::string& message);
 
