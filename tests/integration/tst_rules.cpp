@@ -1,7 +1,9 @@
-// The rule engine's request stage (config `rules:`, rules/rules.h) against a running `portico
-// serve`, with curl over HTTP/1.1 and h2c: header changes reach the upstream (reverse proxy and
-// forward proxy), `fail` answers with a status or resets, a disabled rule does nothing, and a rule
-// whose match does not parse refuses the config with the match's file:line:column. Upstream:
+// The rule engine (config `rules:`, rules/rules.h) against a running `portico serve`, with curl
+// over HTTP/1.1 and h2c: request header changes reach the upstream (reverse proxy and forward
+// proxy), `fail` answers with a status or resets, a disabled rule does nothing, response-stage
+// rules change proxied, forwarded and local responses, records list the rules and the original
+// fields, and a rule whose match does not parse refuses the config with the match's
+// file:line:column. Upstream:
 // tests/support/upstream.py (its /echo returns the fields it received).
 #include "test_support.h"
 
@@ -42,6 +44,10 @@ private slots:
         upstreamPort_ = startSupportScript(upstream_, "upstream.py", tmp_.filePath("upstream.port"));
         QVERIFY(upstreamPort_ > 0);
         QDir().mkpath(tmp_.filePath("site"));
+        QFile hello(tmp_.filePath("site/hello.txt"));
+        QVERIFY(hello.open(QIODevice::WriteOnly));
+        hello.write("hello\n");
+        hello.close();
         QFile cfg(tmp_.filePath("rules.yaml"));
         QVERIFY(cfg.open(QIODevice::WriteOnly));
         cfg.write(QStringLiteral(R"(listen: [{address: 127.0.0.1:0, forward_proxy: true}]
@@ -71,6 +77,24 @@ rules:
   - name: forwarded fail
     match: "path:/echo/refused"
     actions: [{fail: 502}]
+  - name: api response
+    stage: response
+    match: "path:/api/echo status:200 header:content-type=json"
+    actions:
+      - set_header: {X-Debug: "1"}
+      - remove_header: Content-Type
+  - name: missing
+    stage: response
+    match: "status:404"
+    actions: [{set_header: {X-Was-Missing: "yes"}}]
+  - name: static text
+    stage: response
+    match: "path:/hello.txt header:content-type=text/plain"
+    actions: [{set_header: {Cache-Control: no-store}}, {remove_header: ETag}]
+  - name: forwarded response
+    stage: response
+    match: "path:/echo/forwarded status:2xx"
+    actions: [{set_header: {X-Forwarded-Response: "yes"}}]
 vhosts:
   - root: site
     routes:
@@ -80,7 +104,8 @@ vhosts:
                       .arg(upstreamPort_)
                       .toUtf8());
         cfg.close();
-        server_ = std::make_unique<ServerProcess>(QStringList{"--config", tmp_.filePath("rules.yaml")});
+        server_ = std::make_unique<ServerProcess>(
+            QStringList{"--config", tmp_.filePath("rules.yaml"), "--record", tmp_.filePath("rec.db")});
         QVERIFY2(server_->waitReady(), server_->output().constData());
     }
     void cleanupTestCase() {
@@ -173,6 +198,53 @@ vhosts:
         QVERIFY(!receivedHeaders(r.body).contains("x-forwarded-rule"));
     }
 
+    // Response-stage rules change what an upstream answered (its fields as they go out, on both
+    // protocols): `status:` and a `header:` of the response decide; a non-matching status leaves it.
+    void responseRulesChangeAProxiedResponse_data() { headerChangesReachTheUpstream_data(); }
+    void responseRulesChangeAProxiedResponse() {
+        QFETCH(QString, m);
+        auto r = curlFetch(mode(m) + QStringList{"-i", url("/api/echo")});
+        QCOMPARE(r.status, 200);
+        const QByteArray head = r.body.left(r.body.indexOf("\r\n\r\n")).toLower();
+        QVERIFY2(head.contains("\r\nx-debug: 1"), head.constData());
+        QVERIFY2(!head.contains("content-type"), head.constData());
+        QVERIFY2(r.body.contains("\"headers\""), r.body.constData()); // the body as the upstream sent it
+        r = curlFetch(mode(m) + QStringList{"-i", url("/api/status/404")});
+        QCOMPARE(r.status, 404);
+        const QByteArray missing = r.body.toLower();
+        QVERIFY2(!missing.contains("x-debug"), missing.constData());
+        QVERIFY2(missing.contains("\r\nx-was-missing: yes"), missing.constData()); // `status:404`
+    }
+
+    // ... and what Portico answered itself: a static file (matched by its Content-Type) and a 404.
+    void responseRulesChangeALocalResponse_data() { headerChangesReachTheUpstream_data(); }
+    void responseRulesChangeALocalResponse() {
+        QFETCH(QString, m);
+        auto r = curlFetch(mode(m) + QStringList{"-i", url("/hello.txt")});
+        QCOMPARE(r.status, 200);
+        QByteArray head = r.body.left(r.body.indexOf("\r\n\r\n")).toLower();
+        QVERIFY2(head.contains("\r\ncache-control: no-store"), head.constData());
+        QVERIFY2(!head.contains("etag"), head.constData());
+        QVERIFY2(head.contains("last-modified"), head.constData()); // the file's other fields stay
+        QVERIFY2(r.body.endsWith("hello\n"), r.body.constData());
+        r = curlFetch(mode(m) + QStringList{"-i", url("/nothing-here")});
+        QCOMPARE(r.status, 404);
+        head = r.body.toLower();
+        QVERIFY2(head.contains("\r\nx-was-missing: yes"), head.constData());
+        QVERIFY2(!head.contains("cache-control: no-store"), head.constData());
+    }
+
+    // A forward proxy's origin answers are ruled at the response stage too.
+    void forwardedResponsesAreRuled() {
+        const QString origin = QStringLiteral("http://127.0.0.1:%1").arg(upstreamPort_);
+        auto r = curlFetch({"-i", "-x", server_->baseUrl(), origin + "/echo/forwarded"});
+        QCOMPARE(r.status, 200);
+        QVERIFY2(r.body.toLower().contains("\r\nx-forwarded-response: yes"), r.body.constData());
+        r = curlFetch({"-i", "-x", server_->baseUrl(), origin + "/echo/other"});
+        QCOMPARE(r.status, 200);
+        QVERIFY2(!r.body.toLower().contains("x-forwarded-response"), r.body.constData());
+    }
+
     // A match that does not parse refuses the whole config, naming the file, line and column of
     // the match and what is wrong in it.
     void aBadMatchRefusesTheConfig_data() {
@@ -202,6 +274,69 @@ vhosts:
         const QByteArray all = r.out + r.err;
         QVERIFY2(all.contains("bad.yaml:3:"), all.constData());
         QVERIFY2(all.contains(expected.toUtf8()), all.constData());
+    }
+
+    // Last (it stops the server): each record lists the rules that touched it, in order, and keeps
+    // the fields as they were before them (HAR `_portico.rules` and `_portico.original`, exported by
+    // `portico har export` from the session file).
+    void recordsListTheRulesAndTheOriginals() {
+        for (const QString m : {"h1", "h2"}) {
+            auto r = curlFetch(mode(m) + QStringList{"-H", "X-Remove-Me: 1", url("/api/echo?rec=" + m)});
+            QCOMPARE(r.status, 200);
+        }
+        QCOMPARE(curlFetch({url("/hello.txt?rec=local")}).status, 200);
+        QCOMPARE(curlFetch({url("/plain.txt?rec=missing")}).status, 404);
+        const QString origin = QStringLiteral("http://127.0.0.1:%1").arg(upstreamPort_);
+        QCOMPARE(curlFetch({"-x", server_->baseUrl(), origin + "/echo/other?rec=untouched"}).status, 200);
+        QCOMPARE(server_->terminate(), 0);
+        const QString har = tmp_.filePath("out.har");
+        auto run = runProcess(porticoBinary(), {"har", "export", tmp_.filePath("rec.db"), har});
+        QVERIFY2(run.exitCode == 0, run.err.constData());
+        QFile f(har);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto entries =
+            QJsonDocument::fromJson(f.readAll()).object()["log"].toObject()["entries"].toArray();
+        auto entry = [&](const QString& marker) {
+            for (const auto& e : entries)
+                if (e.toObject()["request"].toObject()["url"].toString().endsWith(marker))
+                    return e.toObject();
+            return QJsonObject();
+        };
+        auto names = [](const QJsonObject& e) {
+            QStringList out;
+            for (const auto& n : e["_portico"].toObject()["rules"].toArray())
+                out << n.toString();
+            return out;
+        };
+        auto fields = [](const QJsonObject& e, const char* side) {
+            QStringList out;
+            for (const auto& h : e["_portico"].toObject()["original"].toObject()[side].toArray())
+                out << h.toObject()["name"].toString().toLower();
+            return out;
+        };
+        for (const QString m : {"h1", "h2"}) {
+            const QJsonObject e = entry("?rec=" + m);
+            QVERIFY2(!e.isEmpty(), qPrintable(m));
+            QCOMPARE(names(e), (QStringList{"tag api", "second", "api response"}));
+            QVERIFY2(fields(e, "requestHeaders").contains("x-remove-me"), qPrintable(m));
+            QVERIFY2(fields(e, "responseHeaders").contains("content-type"), qPrintable(m));
+            // The request and response as sent: the rules' changes.
+            QStringList sent;
+            for (const auto& h : e["request"].toObject()["headers"].toArray())
+                sent << h.toObject()["name"].toString().toLower();
+            QVERIFY2(sent.contains("x-rule") && !sent.contains("x-remove-me"), qPrintable(sent.join(',')));
+        }
+        const QJsonObject local = entry("?rec=local");
+        QCOMPARE(names(local), QStringList{"static text"});
+        QVERIFY(fields(local, "responseHeaders").contains("etag"));
+        QVERIFY(fields(local, "requestHeaders").isEmpty()); // the request was not changed
+        const QJsonObject missing = entry("?rec=missing");
+        QCOMPARE(names(missing), QStringList{"missing"});
+        QVERIFY(fields(missing, "responseHeaders").contains("content-type"));
+        const QJsonObject untouched = entry("?rec=untouched");
+        QVERIFY(!untouched.isEmpty());
+        QVERIFY(!untouched["_portico"].toObject().contains("rules"));
+        QVERIFY(!untouched["_portico"].toObject().contains("original"));
     }
 };
 

@@ -3,7 +3,8 @@
 // while HTTP/1.1 heads stay as received; Compare saying "no differences" and showing a text body
 // difference as a unified diff (JSON re-indented first), with the line diff's own checks; Copy as
 // fetch and Copy as HTTPie (quoting, method, URL, body), run as copied where the tool is here;
-// closing the inspector cancels a resend that is still waiting.
+// closing the inspector cancels a resend that is still waiting; the rules that changed an exchange
+// and its header fields before them.
 #include "inspector/inspectorwidget.h"
 #include "inspector/textdiff.h"
 #include "servercontroller.h"
@@ -25,6 +26,7 @@
 #include <QPushButton>
 #include <QRandomGenerator>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QToolButton>
@@ -284,6 +286,60 @@ private slots:
         e.httpVersion = 11;
         e.requestHeaders = {{"Host", "a"}, {"X-Y", "z"}};
         QCOMPARE(pairs(InspectorWidget::requestHeadersAsSent(e)), QStringList({"Host=a", "X-Y=z"}));
+    }
+
+    // Rules that changed an exchange: named in General, and a "Changed by rules" tab diffs the
+    // fields before them with the fields as sent; neither for an exchange no rule changed.
+    void rulesLineAndChangedHeaders() {
+        capture::Exchange e;
+        e.method = "GET";
+        e.scheme = "http";
+        e.authority = "localhost:8080";
+        e.target = "/api";
+        e.status = 200;
+        e.requestHeaders = {{"Host", "localhost:8080"}, {"Authorization", "Bearer x"}};
+        // As sent: Date and Content-Length, which the connection writes, are not in the original.
+        e.responseHeaders = {{"Date", "Mon, 07 Dec 2026 13:00:00 GMT"},
+                             {"Content-Type", "text/plain"},
+                             {"Content-Length", "5"}};
+        e.rules = {"add-auth", "strip cookies"};
+        e.originalRequestFields = "Host: localhost:8080\r\nCookie: a=1\r\n";
+        e.originalResponseFields = "Content-Type: text/plain\r\nX-Powered-By: php\r\n";
+        InspectorWidget inspector(nullptr);
+        inspector.showExchange(e);
+        QTreeWidgetItem* general = sectionStarting(inspector.headersTree(), "General");
+        QVERIFY(general);
+        QCOMPARE(valueOf(general, "Rules"), QString("add-auth, strip cookies"));
+        QTabWidget* tabs = inspector.tabs();
+        const int tab = tabs->indexOf(inspector.rulesDiff());
+        QVERIFY(tab >= 0);
+        QVERIFY(tabs->isTabVisible(tab));
+        QCOMPARE(tabs->tabText(tab), QString("Changed by rules"));
+        const QString diff = inspector.rulesDiff()->toPlainText();
+        QVERIFY2(diff.contains("--- request headers before rules\n+++ request headers as sent\n"),
+                 qPrintable(diff));
+        QVERIFY2(diff.contains("\n-cookie: a=1\n+authorization: Bearer x\n"), qPrintable(diff));
+        QVERIFY2(diff.contains("--- response headers before rules\n"), qPrintable(diff));
+        QVERIFY2(diff.contains("\n-x-powered-by: php\n"), qPrintable(diff));
+        QVERIFY2(!diff.contains("date") && !diff.contains("content-length"), qPrintable(diff));
+        QVERIFY(!diff.contains("+content-type")); // unchanged lines are context only
+        // The request alone changed: its diff only.
+        e.originalResponseFields.clear();
+        QVERIFY(!InspectorWidget::rulesDiffText(e).contains("response headers"));
+
+        // Rules that matched but left the fields as they were: said so, not an empty tab.
+        e.originalRequestFields = "Host: localhost:8080\r\nAuthorization: Bearer x\r\n";
+        QCOMPARE(InspectorWidget::rulesDiffText(e), QString("request headers: no differences\n"));
+
+        // No rules: no line, no tab.
+        capture::Exchange plain = e;
+        plain.id = 2;
+        plain.rules.clear();
+        plain.originalRequestFields.clear();
+        inspector.showExchange(plain);
+        QCOMPARE(valueOf(sectionStarting(inspector.headersTree(), "General"), "Rules"), QString());
+        QVERIFY(!tabs->isTabVisible(tab));
+        QVERIFY(inspector.rulesDiff()->toPlainText().isEmpty());
     }
 
     // ---- 2. Compare ----

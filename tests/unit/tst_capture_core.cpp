@@ -1,8 +1,11 @@
 // Capture building blocks: live histograms against exact percentiles, the ring's drop counting
-// under a flood, the collector's drain pace, slot encoding (binary-safe, bounded), and the filter
+// under a flood, the collector's drain pace, slot encoding (binary-safe, bounded, with the rules
+// that changed an exchange and its original fields), those in the session file, and the filter
 // language.
 #include "capture/collector.h"
+#include "capture/hooks.h"
 #include "capture/recorder.h"
+#include "test_support.h"
 
 #include <portico/capture/filter.h>
 #include <portico/capture/store.h>
@@ -105,6 +108,9 @@ private slots:
             w.beginList();
             l = w.beginList();
             w.pair(l, ":status", "201");
+            w.str("add-auth\nstrip cookies");
+            w.str("X-Bin: a\r\n");
+            w.str("");
             w.str(body);
             w.str("ok");
             h->requestBodySize = body.size();
@@ -121,6 +127,9 @@ private slots:
         QCOMPARE(e.requestHeaders.size(), std::size_t(2));
         QCOMPARE(e.requestHeaders[1].value, std::string("a\0b", 3));
         QCOMPARE(e.responseHeaders.size(), std::size_t(1));
+        QCOMPARE(e.rules, std::vector<std::string>({"add-auth", "strip cookies"}));
+        QCOMPARE(e.originalRequestFields, std::string("X-Bin: a\r\n"));
+        QCOMPARE(e.originalResponseFields, std::string());
         QCOMPARE(e.requestBody, body);
         QCOMPARE(e.responseBody, std::string("ok"));
         QCOMPARE(e.at(capture::Phase::RequestHeaders), std::int64_t(123));
@@ -140,6 +149,9 @@ private slots:
                 w.pair(l, "X-Header", big.substr(0, 100));
             w.beginList();
             w.beginList();
+            w.str("");
+            w.str("");
+            w.str("");
             w.str(big);
             w.str(big);
             h->requestBodySize = big.size();
@@ -150,6 +162,148 @@ private slots:
         QVERIFY(e.requestHeaders.size() < 50);
         QVERIFY(e.flags & capture::kRequestBodyTruncated);
         QVERIFY(e.requestBody.size() < big.size());
+    }
+
+    // What the connection hands over (ExchangeInput) through the ring: the rules that changed the
+    // exchange and the header fields before them. An original field block that does not fit is
+    // left out whole (kHeadersTruncated), never cut inside a line, and the bodies still follow.
+    void recordCarriesRulesAndOriginals() {
+        capture::Recorder rec(0);
+        rec.ensureRings(16, 1024);
+        capture::ConnCapture cc;
+        cc.rec = &rec;
+        cc.cfg.bodyBytes = 64;
+        const http::Header fields[] = {{"Host", "localhost"}, {"Authorization", "Bearer x"}};
+        http::Request req;
+        req.methodToken = "GET";
+        req.target = "/api";
+        req.host = "localhost";
+        req.headers = fields;
+        http::Response res;
+        res.status = 200;
+        res.setBody("hello");
+        capture::ExchangeInput in;
+        in.req = &req;
+        in.res = &res;
+        in.responseHead = "HTTP/1.1 200 OK\r\nX-Sent: 1\r\n";
+        in.rules = "add-auth\nstrip-cookie";
+        in.originalRequestFields = "Host: localhost\r\nCookie: a=1\r\n";
+        in.originalResponseFields = "X-Powered-By: php\r\n";
+        auto record = [&]() -> capture::Exchange {
+            if (!capture::writeRecord(cc, 0, in)) return {};
+            rec.publish(1);
+            capture::Exchange out;
+            rec.ringForReader()->drain(
+                [&](const capture::SlotHead& sh, const char* p) { out = capture::decodeSlot(sh, p); }, 1);
+            return out;
+        };
+        capture::Exchange e = record();
+        QCOMPARE(e.rules, std::vector<std::string>({"add-auth", "strip-cookie"}));
+        QCOMPARE(e.originalRequestFields, std::string(in.originalRequestFields));
+        QCOMPARE(e.originalResponseFields, std::string(in.originalResponseFields));
+        QCOMPARE(e.requestHeaders.size(), std::size_t(2));
+        QCOMPARE(e.responseHeaders.size(), std::size_t(1));
+        QCOMPARE(e.responseBody, std::string("hello"));
+        QCOMPARE(e.flags & capture::kHeadersTruncated, 0u);
+
+        // None: no rules, no originals.
+        in.rules = {};
+        in.originalRequestFields = {};
+        in.originalResponseFields = {};
+        e = record();
+        QVERIFY(e.rules.empty());
+        QVERIFY(e.originalRequestFields.empty() && e.originalResponseFields.empty());
+
+        // An original block larger than the record: left out, the rest kept.
+        const std::string big = "X-Big: " + std::string(2000, 'x') + "\r\n";
+        in.rules = "big";
+        in.originalRequestFields = big;
+        in.originalResponseFields = "X-Small: 1\r\n";
+        e = record();
+        QVERIFY(e.flags & capture::kHeadersTruncated);
+        QCOMPARE(e.rules, std::vector<std::string>({"big"}));
+        QVERIFY(e.originalRequestFields.empty());
+        QCOMPARE(e.originalResponseFields, std::string("X-Small: 1\r\n"));
+        QCOMPARE(e.responseBody, std::string("hello"));
+    }
+
+    // The session file keeps the rules and the original field blocks ...
+    void storeKeepsRulesAndOriginals() {
+        QTemporaryDir dir;
+        std::string error;
+        auto store = capture::Store::open(dir.filePath("session.db").toStdString(), error);
+        QVERIFY2(store, error.c_str());
+        capture::Exchange a;
+        a.method = "GET";
+        a.target = "/a";
+        a.rules = {"add-auth", "strip cookies"};
+        a.originalRequestFields = "Host: x\r\nCookie: a=1\r\n";
+        a.originalResponseFields = std::string("X-Bin: \x01\xff\r\n");
+        capture::Exchange b;
+        b.method = "GET";
+        b.target = "/b"; // untouched by rules
+        std::vector<capture::Exchange> add{a, b};
+        QVERIFY2(store->append(add), store->error().c_str());
+        QVERIFY(store->commit());
+        const auto rows = store->load();
+        QCOMPARE(rows.size(), std::size_t(2));
+        QCOMPARE(rows[0].rules, a.rules);
+        QCOMPARE(rows[0].originalRequestFields, a.originalRequestFields);
+        QCOMPARE(rows[0].originalResponseFields, a.originalResponseFields);
+        QVERIFY(rows[1].rules.empty());
+        QVERIFY(rows[1].originalRequestFields.empty() && rows[1].originalResponseFields.empty());
+        // ... also when read without bodies (the Traffic list's load).
+        const auto light = store->load(0, 10, false);
+        QCOMPARE(light.size(), std::size_t(2));
+        QCOMPARE(light[0].rules, a.rules);
+        QCOMPARE(light[0].originalRequestFields, a.originalRequestFields);
+    }
+
+    // ... and a file from before those columns opens: its rows have none, new rows keep theirs.
+    void storeFromBeforeRulesMigrates() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("old.db");
+        const QByteArray sql =
+            "CREATE TABLE portico_session (key TEXT PRIMARY KEY, value TEXT);"
+            "INSERT INTO portico_session VALUES ('format', 'portico-capture-1');"
+            "CREATE TABLE exchanges (id INTEGER PRIMARY KEY, started_unix_ns INTEGER NOT NULL,"
+            " connection_id INTEGER, stream_id INTEGER, protocol INTEGER, http_version INTEGER,"
+            " tls_version TEXT, alpn TEXT, client TEXT, local_port INTEGER, vhost TEXT, route TEXT,"
+            " method TEXT, scheme TEXT, authority TEXT, target TEXT, status INTEGER, error TEXT,"
+            " flags INTEGER, request_headers BLOB, request_trailers BLOB, request_body BLOB,"
+            " request_body_size INTEGER, request_headers_size INTEGER, response_headers BLOB,"
+            " response_body BLOB, response_body_size INTEGER, response_headers_size INTEGER,"
+            " accepted_ns INTEGER, tls_done_ns INTEGER, request_headers_ns INTEGER,"
+            " request_body_done_ns INTEGER, route_matched_ns INTEGER, upstream_connected_ns INTEGER,"
+            " upstream_first_byte_ns INTEGER, response_first_byte_ns INTEGER, response_done_ns INTEGER,"
+            " message_count INTEGER, messages BLOB, response_trailers BLOB, source INTEGER,"
+            " client_process TEXT, upstream_address TEXT, upstream_tls_version TEXT, upstream_alpn TEXT,"
+            " upstream_resolved_ns INTEGER, upstream_tcp_connected_ns INTEGER,"
+            " upstream_request_sent_ns INTEGER);"
+            "INSERT INTO exchanges (id, started_unix_ns, protocol, method, target, status, upstream_alpn) "
+            "VALUES (7, 1000, 0, 'GET', '/old', 200, 'h2');";
+        auto r = test::runProcess("sqlite3", {path}, sql);
+        QCOMPARE(r.exitCode, 0);
+        std::string error;
+        auto store = capture::Store::open(path.toStdString(), error);
+        QVERIFY2(store, error.c_str());
+        auto rows = store->load();
+        QCOMPARE(rows.size(), std::size_t(1));
+        QCOMPARE(rows[0].target, std::string("/old"));
+        QCOMPARE(rows[0].upstreamAlpn, std::string("h2"));
+        QVERIFY(rows[0].rules.empty());
+        QVERIFY(rows[0].originalRequestFields.empty() && rows[0].originalResponseFields.empty());
+        capture::Exchange e;
+        e.target = "/new";
+        e.rules = {"r1"};
+        e.originalResponseFields = "Server: x\r\n";
+        std::vector<capture::Exchange> add{e};
+        QVERIFY2(store->append(add), store->error().c_str());
+        QVERIFY(store->commit());
+        rows = store->load(7);
+        QCOMPARE(rows.size(), std::size_t(1));
+        QCOMPARE(rows[0].rules, e.rules);
+        QCOMPARE(rows[0].originalResponseFields, e.originalResponseFields);
     }
 
     void ringCountsDropsUnderFlood() {
@@ -393,6 +547,12 @@ private slots:
         QTest::newRow("route") << "route:/api/*" << true;
         QTest::newRow("protocol") << "protocol:h2" << false;
         QTest::newRow("error no") << "error:no" << true;
+        QTest::newRow("rule") << "rule:auth" << true;
+        QTest::newRow("rule case") << "rule:STRIP" << true;
+        QTest::newRow("rule quoted") << "rule:\"strip cookies\"" << true;
+        QTest::newRow("rule other") << "rule:cache" << false;
+        QTest::newRow("rule negated") << "-rule:auth" << false;
+        QTest::newRow("rule negated other") << "-rule:cache" << true;
     }
     void filter() {
         QFETCH(QString, expr);
@@ -405,10 +565,26 @@ private slots:
         e.target = "/api/items?x=1";
         e.route = "/api/*";
         e.requestHeaders = {{"Content-Type", "application/json"}};
+        e.rules = {"Add-Auth", "strip cookies"};
         std::string error;
         auto f = capture::Filter::parse(expr.toStdString(), error);
         QVERIFY2(f, error.c_str());
         QCOMPARE(f->matches(e), matches);
+    }
+
+    // An exchange no rule changed: `rule:` never matches it, `-rule:` always does; `rule:` needs
+    // the full record (the Traffic list's rows do not carry the names).
+    void filterRuleWithoutRules() {
+        capture::Exchange e;
+        std::string error;
+        auto f = capture::Filter::parse("rule:auth", error);
+        QVERIFY2(f, error.c_str());
+        QVERIFY(!f->matches(e));
+        QVERIFY(f->readsHeaders());
+        f = capture::Filter::parse("-rule:auth", error);
+        QVERIFY2(f, error.c_str());
+        QVERIFY(f->matches(e));
+        QVERIFY(!capture::Filter::parse("rule:", error));
     }
 
     void filterErrors() {

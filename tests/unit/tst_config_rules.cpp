@@ -168,6 +168,35 @@ private slots:
         QCOMPARE(loaded.config->rules[1].enabled, false);
     }
 
+    // Response-stage rules load (with `status:` in their match); a `fail` among their actions and a
+    // name with a control character are refused with their place.
+    void loaderResponseStage() {
+        const QByteArray good = "rules:\n"
+                                "  - match: \"path:/flags status:5xx header:content-type=json\"\n"
+                                "    stage: response\n"
+                                "    actions: [{set_header: {X-Debug: \"1\"}}, {remove_header: ETag}]\n";
+        const LoadResult loaded =
+            loadConfigText(std::string(good + kVhosts), "test.yaml", dir_.path().toStdString());
+        QVERIFY2(loaded.ok(), qPrintable(lines(loaded.errors).join('\n')));
+        QVERIFY(loaded.config->rules.at(0).stage == Rule::Stage::Response);
+        const QByteArray bad = "rules:\n"
+                               "  - name: \"tab\\there\"\n"
+                               "    stage: response\n"
+                               "    actions:\n"
+                               "      - set_header: {X-A: \"1\"}\n"
+                               "      - fail: 503\n";
+        const LoadResult refused =
+            loadConfigText(std::string(bad + kVhosts), "test.yaml", dir_.path().toStdString());
+        QVERIFY(!refused.ok());
+        const QStringList got = lines(refused.errors);
+        QCOMPARE(got.size(), 2);
+        QVERIFY2(
+            got[0].startsWith("test.yaml:2:11: rules[0].name: a rule's name cannot hold control characters"),
+            qPrintable(got.join('\n')));
+        QVERIFY2(got[1].startsWith("test.yaml:6:9: rules[0].actions[1]: fail acts at the request stage"),
+                 qPrintable(got.join('\n')));
+    }
+
     void defaults() {
         const auto rules = rulesOf("rules:\n  - actions:\n      - fail: {with: 502}\n");
         QCOMPARE(rules.size(), std::size_t(1));

@@ -245,6 +245,44 @@ print("ok")
         QCOMPARE(capture::toHar({again[0], again[2]}), capture::toHar({before[0], before[2]}));
     }
 
+    // The rules that changed an exchange and its fields before them: `_portico.rules` (names in
+    // order) and `_portico.original` (HAR header objects), each left out when empty.
+    void rulesAndOriginalsRoundTrip() {
+        auto before = sample();
+        before[0].rules = {"add-auth", "strip cookies"};
+        before[0].originalRequestFields = "Host: localhost:8443\r\nCookie: sid=1; t=2\r\n";
+        before[0].originalResponseFields = "Content-Type: text/plain\r\nX-Powered-By: php\r\n";
+        before[1].rules = {"only-request"};
+        before[1].originalRequestFields = "Host: localhost:8443\r\n";
+        const std::string har = capture::toHar(before);
+        const QJsonArray entries = QJsonDocument::fromJson(QByteArray::fromStdString(har))
+                                       .object()["log"]
+                                       .toObject()["entries"]
+                                       .toArray();
+        QCOMPARE(entries.size(), 3);
+        const QJsonObject p0 = entries[0].toObject()["_portico"].toObject();
+        QCOMPARE(p0["rules"].toArray(), QJsonArray({"add-auth", "strip cookies"}));
+        const QJsonObject original = p0["original"].toObject();
+        QCOMPARE(original["requestHeaders"].toArray().size(), 2);
+        QCOMPARE(original["requestHeaders"].toArray()[1].toObject()["name"].toString(), QString("Cookie"));
+        QCOMPARE(original["requestHeaders"].toArray()[1].toObject()["value"].toString(),
+                 QString("sid=1; t=2"));
+        QCOMPARE(original["responseHeaders"].toArray()[1].toObject()["value"].toString(), QString("php"));
+        QVERIFY(
+            !entries[1].toObject()["_portico"].toObject()["original"].toObject().contains("responseHeaders"));
+        const QJsonObject p2 = entries[2].toObject()["_portico"].toObject();
+        QVERIFY(!p2.contains("rules") && !p2.contains("original"));
+
+        auto imported = capture::fromHar(har);
+        QVERIFY2(imported.ok(), imported.error.c_str());
+        QCOMPARE(imported.exchanges.size(), before.size());
+        for (std::size_t i = 0; i < before.size(); ++i) {
+            QCOMPARE(imported.exchanges[i].rules, before[i].rules);
+            QCOMPARE(imported.exchanges[i].originalRequestFields, before[i].originalRequestFields);
+            QCOMPARE(imported.exchanges[i].originalResponseFields, before[i].originalResponseFields);
+        }
+    }
+
     void importBrowsersAndProxies_data() {
         QTest::addColumn<QString>("file");
         QTest::addColumn<int>("entries");
@@ -423,6 +461,20 @@ print("ok")
             << QByteArray(
                    "{\"log\": {\"entries\": [{\"request\": {\"url\": \"http://x/\", \"headers\": 3}}]}}")
             << "log.entries[0].request.headers: expected an array";
+        auto portico = [](const char* member) {
+            return QByteArray("{\"log\": {\"entries\": [{\"request\": {\"url\": \"http://x/\"}, "
+                              "\"_portico\": {") +
+                   member + "}}]}}";
+        };
+        QTest::newRow("rules type") << portico("\"rules\": 5")
+                                    << "log.entries[0]._portico.rules: expected an array";
+        QTest::newRow("rule name type")
+            << portico("\"rules\": [\"a\", {}]") << "log.entries[0]._portico.rules[1]: expected a string";
+        QTest::newRow("original type")
+            << portico("\"original\": \"x\"") << "log.entries[0]._portico.original: expected an object";
+        QTest::newRow("original headers type")
+            << portico("\"original\": {\"responseHeaders\": true}")
+            << "log.entries[0]._portico.original.responseHeaders: expected an array";
     }
     void corruptFilesGetPositionedErrors() {
         QFETCH(QByteArray, text);

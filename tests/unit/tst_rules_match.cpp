@@ -1,5 +1,6 @@
-// rules::Match (the Traffic filter language on live requests) and RuleSet::applyRequest: which
-// requests a match takes, the errors of matches that do not parse, and the field list a rule leaves.
+// rules::Match (the Traffic filter language on live requests), RuleSet::applyRequest and
+// applyResponse: which exchanges a match takes, the errors of matches that do not parse, the field
+// lists rules leave, the names and originals records get, and the match counts.
 #include <portico/rules/rules.h>
 
 #include <QtTest>
@@ -28,6 +29,36 @@ bool matches(std::string_view expr, const Req& r, int httpVersion = 1) {
     auto m = rules::Match::parse(expr, config::Rule::Stage::Request, error);
     if (!m) qFatal("match '%s' did not parse: %s", std::string(expr).c_str(), error.c_str());
     return m->matches({r.req, httpVersion});
+}
+
+// One exchange's request stage, as serve() runs it (a cleared rule state).
+rules::RequestVerdict apply(const rules::RuleSet& set, Req& r, http::Response& res, int httpVersion = 1) {
+    res.clearRuleState();
+    return set.applyRequest(r.req, httpVersion, res);
+}
+
+config::RuleAction setHeader(std::string name, std::string value) {
+    config::RuleAction a;
+    a.kind = config::RuleAction::Kind::SetHeader;
+    a.set = {{std::move(name), std::move(value)}};
+    return a;
+}
+
+config::RuleAction removeHeader(std::string name) {
+    config::RuleAction a;
+    a.kind = config::RuleAction::Kind::RemoveHeader;
+    a.remove = {std::move(name)};
+    return a;
+}
+
+config::Rule rule(std::string name, std::string match, std::vector<config::RuleAction> actions,
+                  config::Rule::Stage stage = config::Rule::Stage::Request) {
+    config::Rule r;
+    r.name = std::move(name);
+    r.match = std::move(match);
+    r.actions = std::move(actions);
+    r.stage = stage;
+    return r;
 }
 
 std::string names(std::span<const http::Header> h) {
@@ -87,6 +118,11 @@ private slots:
         QTest::newRow("bad protocol") << "protocol:ws" << 0 << "column 1: protocol: expected h1 or h2";
         QTest::newRow("bad status") << "status:abc" << 1 << "column 1: status: expected a number";
         QTest::newRow("empty value") << "path:" << 0 << "column 1: missing value after 'path:'";
+        QString many;
+        for (int i = 0; i < 33; ++i)
+            many += QStringLiteral("header:h%1 ").arg(i, 2, 10, QChar('0'));
+        QTest::newRow("too many response terms")
+            << many << 1 << "column 353: a response-stage match has at most 32 terms";
     }
     void errors() {
         QFETCH(QString, expr);
@@ -128,20 +164,26 @@ private slots:
         c.rules = {a, b, never};
         const rules::RuleSet set_(c);
         Req r("GET", "/x", "h", {{"Accept", "*/*"}, {"X-Gone", "1"}, {"X-Kept", "k"}});
-        std::vector<http::Header> scratch;
-        auto v = set_.applyRequest(r.req, 1, scratch);
+        http::Response scratch;
+        auto v = apply(set_, r, scratch);
         QVERIFY(!v.fail);
         QCOMPARE(v.changed, 2u);
         QCOMPARE(names(r.req.headers), std::string("X-Kept=k;accept=text/plain;X-New=2;X-B=saw;"));
+        // The record's side: the rules that changed it (an unnamed one by its place) and the fields
+        // as received.
+        QCOMPARE(scratch.ruleNames, std::string("a\nrules[1]"));
+        QCOMPARE(scratch.originalRequestFields, std::string("Accept: */*\r\nX-Gone: 1\r\nX-Kept: k\r\n"));
         Req other("GET", "/y", "h", {{"Accept", "*/*"}});
         const auto* before = other.req.headers.data();
-        v = set_.applyRequest(other.req, 1, scratch);
+        v = apply(set_, other, scratch);
         QCOMPARE(v.changed, 0u);
         QCOMPARE(other.req.headers.data(), before);
         Req failing("GET", "/nothing", "h");
-        v = set_.applyRequest(failing.req, 1, scratch);
+        v = apply(set_, failing, scratch);
         QVERIFY(v.fail);
         QCOMPARE(v.failedBy, &c.rules[2]);
+        QCOMPARE(scratch.ruleNames, std::string("rules[2]"));
+        QVERIFY(scratch.originalRequestFields.empty());
     }
 
     // The path index (rules filed by their path prefix's 2nd and 3rd bytes, the rest tried for
@@ -166,16 +208,109 @@ private slots:
             c.rules.push_back(r);
         }
         const rules::RuleSet set(c);
-        std::vector<http::Header> scratch;
+        http::Response scratch;
         Req apple("GET", "/apple/x", "h", {{"X-H", "1"}});
-        set.applyRequest(apple.req, 1, scratch);
+        apply(set, apple, scratch);
         QCOMPARE(names(apple.req.headers), std::string("X-H=1;R1=1;R2=1;R3=1;R4=1;R8=1;"));
         Req api("POST", "/api/v1", "h");
-        set.applyRequest(api.req, 1, scratch);
+        apply(set, api, scratch);
         QCOMPARE(names(api.req.headers), std::string("R0=1;R3=1;"));
         Req shortPath("GET", "/a", "h");
-        set.applyRequest(shortPath.req, 1, scratch);
+        apply(set, shortPath, scratch);
         QCOMPARE(names(shortPath.req.headers), std::string("R3=1;R4=1;"));
+    }
+
+    // Response-stage rules: request-side terms decide at the request (pendingRules), `status:` and
+    // `header:` terms the request did not settle decide at the head; actions in list order, a later
+    // rule's terms see the fields as the earlier ones left them.
+    void responseStage() {
+        using S = config::Rule::Stage;
+        config::Config c;
+        c.rules = {rule("tag", "path:/never", {setHeader("X-Req-Stage", "1")}),
+                   rule("flags", "path:/flags status:200",
+                        {setHeader("X-Debug", "1"), removeHeader("cache-control")}, S::Response),
+                   rule("errors", "status:5xx", {setHeader("X-Err", "yes")}, S::Response),
+                   rule("json", "header:content-type=json", {setHeader("X-Json", "1")}, S::Response),
+                   rule("req-header", "header:x-req", {setHeader("X-Saw-Req", "1")}, S::Response),
+                   rule("no-debug", "-header:x-debug", {setHeader("X-No-Debug", "1")}, S::Response),
+                   rule("posts", "method:POST", {setHeader("X-Post", "1")}, S::Response)};
+        const rules::RuleSet set(c);
+        http::Response res;
+        Req flags("GET", "/flags", "h", {{"X-Req", "1"}});
+        auto v = apply(set, flags, res);
+        QVERIFY(!v.fail);
+        QCOMPARE(v.changed, 0u);
+        QCOMPARE(res.pendingRules.size(), std::size_t(5)); // all but `posts` (method:POST)
+        const std::string upstream = "Cache-Control: no-store\r\nContent-Type: application/json\r\n";
+        std::string out, ruleNames;
+        QVERIFY(set.applyResponse(res.pendingRules, 200, upstream, out, ruleNames));
+        QCOMPARE(out, std::string("Content-Type: application/json\r\nX-Debug: 1\r\nX-Json: 1\r\n"
+                                  "X-Saw-Req: 1\r\n"));
+        QCOMPARE(ruleNames, std::string("flags\njson\nreq-header"));
+        out.clear();
+        ruleNames.clear();
+        QVERIFY(set.applyResponse(res.pendingRules, 503, upstream, out, ruleNames));
+        QCOMPARE(out,
+                 std::string("Cache-Control: no-store\r\nContent-Type: application/json\r\nX-Err: yes\r\n"
+                             "X-Json: 1\r\nX-Saw-Req: 1\r\nX-No-Debug: 1\r\n"));
+        QCOMPARE(ruleNames, std::string("errors\njson\nreq-header\nno-debug"));
+        // Without X-Req on the request, `header:x-req` looks at the response's fields.
+        Req other("GET", "/other", "h");
+        apply(set, other, res);
+        QCOMPARE(res.pendingRules.size(), std::size_t(4)); // errors, json, req-header, no-debug
+        out.clear();
+        ruleNames.clear();
+        QVERIFY(set.applyResponse(res.pendingRules, 200, "X-Req: from-upstream\r\nX-Debug: 0\r\n", out,
+                                  ruleNames));
+        QCOMPARE(out, std::string("X-Req: from-upstream\r\nX-Debug: 0\r\nX-Saw-Req: 1\r\n"));
+        QCOMPARE(ruleNames, std::string("req-header"));
+        // Nothing matches: false, `out` untouched.
+        out = "untouched";
+        ruleNames.clear();
+        QVERIFY(!set.applyResponse(res.pendingRules, 200, "X-Debug: 0\r\n", out, ruleNames));
+        QCOMPARE(out, std::string("untouched"));
+        QVERIFY(ruleNames.empty());
+        // A request-stage fail answers: no response-stage rule is selected.
+        config::Config failing = c;
+        config::RuleAction fail;
+        fail.kind = config::RuleAction::Kind::Fail;
+        failing.rules[0] = rule("fail", "", {fail});
+        const rules::RuleSet failSet(failing);
+        QVERIFY(apply(failSet, flags, res).fail);
+        QVERIFY(res.pendingRules.empty());
+    }
+
+    // Match counts: a relaxed counter per rule, kept across RuleSets (reloads) by name, an unnamed
+    // rule by its place; a response-stage rule counts only when its `status:` matched too.
+    void matchCounts() {
+        using S = config::Rule::Stage;
+        rules::MatchCounts counts;
+        config::Config c;
+        c.rules = {rule("api", "path:/api", {setHeader("X-A", "1")}),
+                   rule("", "path:/b", {setHeader("X-B", "1")}),
+                   rule("errors", "status:5xx", {setHeader("X-E", "1")}, S::Response)};
+        {
+            const rules::RuleSet set(c, &counts);
+            http::Response res;
+            for (const char* path : {"/api/1", "/api/2", "/b", "/c"}) {
+                Req r("GET", path, "h");
+                apply(set, r, res);
+                std::string out, ruleNames;
+                set.applyResponse(res.pendingRules, std::string_view(path) == "/c" ? 502 : 200, "", out,
+                                  ruleNames);
+            }
+        }
+        QCOMPARE(counts.countsFor(c), (std::vector<std::uint64_t>{2, 1, 1}));
+        // Reloaded with `api` moved last: it keeps its count; the unnamed rule, still at place 1,
+        // keeps its own; the new rule starts at 0.
+        config::Config next = c;
+        next.rules = {rule("new", "path:/n", {setHeader("X-N", "1")}), c.rules[1], c.rules[2], c.rules[0]};
+        const rules::RuleSet reloaded(next, &counts);
+        QCOMPARE(counts.countsFor(next), (std::vector<std::uint64_t>{0, 1, 1, 2}));
+        http::Response res;
+        Req api("GET", "/api/3", "h");
+        apply(reloaded, api, res);
+        QCOMPARE(counts.countsFor(next), (std::vector<std::uint64_t>{0, 1, 1, 3}));
     }
 
     // A fail with rate 0.3 fails about that share (a binomial bound loose enough never to flake:
@@ -189,11 +324,11 @@ private slots:
         r.actions = {fail};
         c.rules = {r};
         const rules::RuleSet set(c);
-        std::vector<http::Header> scratch;
+        http::Response scratch;
         int failed = 0;
         for (int i = 0; i < 2000; ++i) {
             Req q("GET", "/", "h");
-            failed += set.applyRequest(q.req, 1, scratch).fail ? 1 : 0;
+            failed += apply(set, q, scratch).fail ? 1 : 0;
         }
         QVERIFY2(failed > 480 && failed < 720, qPrintable(QString::number(failed)));
     }

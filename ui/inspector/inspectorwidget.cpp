@@ -12,6 +12,7 @@
 #include <portico/capture/copy_as.h>
 #include <portico/capture/har.h>
 #include <portico/engine/jobs.h>
+#include <portico/http/message.h>
 #include <portico/tls/local_ca.h>
 
 #include <QApplication>
@@ -278,12 +279,21 @@ InspectorWidget::InspectorWidget(ServerController* server, QWidget* parent)
     m_tabs = new QTabWidget;
     m_tabs->setObjectName("inspectorTabs");
     m_tabs->setDocumentMode(true);
+    m_rulesDiff = new QPlainTextEdit;
+    m_rulesDiff->setObjectName("inspectorRulesDiff");
+    m_rulesDiff->setReadOnly(true);
+    m_rulesDiff->setLineWrapMode(QPlainTextEdit::NoWrap);
+    m_rulesDiff->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    new DiffHighlighter(m_rulesDiff->document());
+
     m_tabs->addTab(m_headers, tr("Headers"));
+    m_tabs->addTab(m_rulesDiff, tr("Changed by rules"));
     m_tabs->addTab(m_requestBody, tr("Request body"));
     m_tabs->addTab(m_responseBody, tr("Response body"));
     m_tabs->addTab(m_timelinePage, tr("Timeline"));
     m_tabs->addTab(m_messagesPage, tr("Messages"));
     m_tabs->addTab(m_comparePage, tr("Compare"));
+    m_tabs->setTabVisible(m_tabs->indexOf(m_rulesDiff), false);
     m_tabs->setTabVisible(m_tabs->indexOf(m_messagesPage), false);
     m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), false);
 
@@ -321,6 +331,8 @@ void InspectorWidget::clear(const QString& message) {
     m_messages->setRowCount(0);
     m_messageTexts.clear();
     m_messageDetail->clear();
+    m_rulesDiff->clear();
+    m_tabs->setTabVisible(m_tabs->indexOf(m_rulesDiff), false);
     m_tabs->setTabVisible(m_tabs->indexOf(m_messagesPage), false);
     m_tabs->setTabVisible(m_tabs->indexOf(m_comparePage), false);
     updateActions();
@@ -338,6 +350,9 @@ void InspectorWidget::showExchange(const capture::Exchange& e) {
                                 status.toHtmlEscaped(), formatDuration(e.durationNs()),
                                 formatBytes(e.responseBodySize)));
     fillHeaders(e);
+    const QString rulesDiff = rulesDiffText(e);
+    m_rulesDiff->setPlainText(rulesDiff);
+    m_tabs->setTabVisible(m_tabs->indexOf(m_rulesDiff), !rulesDiff.isEmpty());
     m_requestBody->setBody(e.requestBody, e.requestBodySize,
                            qs(std::string(e.requestHeader("content-type"))));
     m_responseBody->setBody(e.responseBody, e.responseBodySize,
@@ -377,6 +392,12 @@ void InspectorWidget::fillHeaders(const capture::Exchange& e) {
                                               : QStringLiteral(" · %1").arg(qs(e.upstreamTlsVersion))) +
                 (e.upstreamAlpn.empty() ? QString() : QStringLiteral(" · ALPN %1").arg(qs(e.upstreamAlpn))));
     addPair(general, tr("Vhost / route"), QStringLiteral("%1 / %2").arg(qs(e.vhost), qs(e.route)));
+    if (!e.rules.empty()) {
+        QStringList rules;
+        for (const auto& r : e.rules)
+            rules << qs(r);
+        addPair(general, tr("Rules"), rules.join(QStringLiteral(", ")));
+    }
     // The top 16 bits of a connection id are the worker's index.
     addPair(general, tr("Connection"),
             tr("worker %1 · connection %2 · %3 %4")
@@ -460,6 +481,46 @@ QString InspectorWidget::bodyDiff(const capture::Exchange& before, const capture
     const TextDiff d = unifiedDiff(a, b, label("original", before), label("resent", after));
     if (!d.ok || d.same) return {};
     return qs(d.text);
+}
+
+QString InspectorWidget::rulesDiffText(const capture::Exchange& e) {
+    // Both sides as "name: value" lines, names lower-cased (HTTP/2 sends them so); the sent side
+    // without pseudo-header fields and without the fields the connection writes itself (Date,
+    // Server, framing), which no rule changes and the original block may not hold.
+    auto lower = [](std::string_view name) {
+        std::string out(name);
+        for (char& c : out)
+            c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        return out;
+    };
+    auto side = [&](const std::string& original, const std::vector<capture::Header>& sent,
+                    const QString& what) -> QString {
+        if (original.empty()) return {};
+        std::string before;
+        std::vector<std::string> names;
+        http::forEachFieldLine(original, [&](std::string_view n, std::string_view v) {
+            names.push_back(lower(n));
+            before.append(names.back()).append(": ").append(v).append("\n");
+        });
+        std::string after;
+        for (const auto& h : sent) {
+            const std::string name = lower(h.name);
+            const bool own = name == "date" || name == "server" || name == "content-length" ||
+                             name == "transfer-encoding" || name == "connection" || name == "keep-alive";
+            if (name.starts_with(':') || (own && std::find(names.begin(), names.end(), name) == names.end()))
+                continue;
+            after.append(name).append(": ").append(h.value).append("\n");
+        }
+        const TextDiff d = unifiedDiff(before, after, tr("%1 before rules").arg(what).toStdString(),
+                                       tr("%1 as sent").arg(what).toStdString());
+        if (!d.ok) return tr("%1: too many lines to compare").arg(what) + '\n';
+        if (d.same) return tr("%1: no differences").arg(what) + '\n';
+        return qs(d.text);
+    };
+    QString text = side(e.originalRequestFields, e.requestHeaders, tr("request headers"));
+    const QString response = side(e.originalResponseFields, e.responseHeaders, tr("response headers"));
+    if (!text.isEmpty() && !response.isEmpty()) text += '\n';
+    return text + response;
 }
 
 void InspectorWidget::fillPhases(const capture::Exchange& e) {

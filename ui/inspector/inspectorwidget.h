@@ -79,6 +79,13 @@ public:
     /// bodies are too long to diff by line (the byte summary stays).
     static QString bodyDiff(const capture::Exchange& before, const capture::Exchange& after);
     QPlainTextEdit* compareDiff() const { return m_compareDiff; }
+    /// The "Changed by rules" tab (shown when a rule changed the header fields): a unified diff
+    /// of the request's and the response's fields before the rules and as sent.
+    QPlainTextEdit* rulesDiff() const { return m_rulesDiff; }
+    /// That tab's text for `e`: per side the rules changed, a diff of its field block before them
+    /// (Exchange::originalRequestFields, ...) and as sent, "Name: value" a line; "" when neither
+    /// was changed.
+    static QString rulesDiffText(const capture::Exchange& e);
 
 public slots:
     void copyAsCurl();
@@ -131,6 +138,7 @@ private:
     QLabel* m_compareSummary = nullptr;
     QTableWidget* m_compare = nullptr;
     QPlainTextEdit* m_compareDiff = nullptr;
+    QPlainTextEdit* m_rulesDiff = nullptr;
     QToolButton* m_copyMore = nullptr; ///< "Copy as…": fetch and HTTPie
 
     QThread* m_thread = nullptr;

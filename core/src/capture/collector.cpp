@@ -125,10 +125,32 @@ std::string Exchange::grpcMessage() const {
     return out;
 }
 
+std::vector<std::string> splitRuleNames(std::string_view lines) {
+    std::vector<std::string> out;
+    for (std::size_t at = 0; at < lines.size();) {
+        const std::size_t eol = std::min(lines.find('\n', at), lines.size());
+        if (eol > at) out.emplace_back(lines.substr(at, eol - at));
+        at = eol + 1;
+    }
+    return out;
+}
+
+std::string joinRuleNames(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) {
+        if (!out.empty()) out += '\n';
+        out += n;
+    }
+    return out;
+}
+
 std::size_t Exchange::approximateBytes() const {
     std::size_t n = sizeof(Exchange) + tlsVersion.size() + alpn.size() + client.size() + vhost.size() +
                     route.size() + method.size() + scheme.size() + authority.size() + target.size() +
-                    error.size() + requestBody.size() + responseBody.size();
+                    error.size() + requestBody.size() + responseBody.size() + originalRequestFields.size() +
+                    originalResponseFields.size();
+    for (const auto& r : rules)
+        n += sizeof(std::string) + r.size();
     for (const auto* list : {&requestHeaders, &requestTrailers, &responseHeaders, &responseTrailers})
         for (const auto& h : *list)
             n += sizeof(Header) + h.name.size() + h.value.size();

@@ -10,8 +10,8 @@
 namespace portico::capture {
 
 namespace {
-constexpr std::string_view kKeys[] = {"status",   "method", "path",  "url",    "host",   "vhost",  "route",
-                                      "protocol", "client", "error", "header", "source", "process"};
+constexpr std::string_view kKeys[] = {"status",   "method", "path",  "url",    "host",   "vhost",   "route",
+                                      "protocol", "client", "error", "header", "source", "process", "rule"};
 
 using http::lower;
 
@@ -93,6 +93,9 @@ bool Filter::matches(const Exchange& e) const {
             m = static_cast<int>(e.source) == t.number;
         } else if (t.key == "process") {
             m = contains(e.clientProcess, t.value);
+        } else if (t.key == "rule") {
+            m = std::any_of(e.rules.begin(), e.rules.end(),
+                            [&](const std::string& name) { return contains(name, t.value); });
         } else if (t.key == "error") {
             const bool err = !e.error.empty() || e.isError();
             m = (t.value == "yes") == err;

@@ -437,6 +437,20 @@ json harPortico(const Exchange& e) {
     p["requestHeadersSize"] = e.requestHeadersSize;
     p["responseHeadersSize"] = e.responseHeadersSize;
     if (!e.requestTrailers.empty()) p["requestTrailers"] = headerList(e.requestTrailers);
+    if (!e.rules.empty()) p["rules"] = e.rules;
+    // The fields before rules changed them, as HAR header objects (request.headers and
+    // response.headers are the fields as sent).
+    json original = json::object();
+    auto fieldList = [](std::string_view block) {
+        json a = json::array();
+        http::forEachFieldLine(block, [&](std::string_view n, std::string_view v) {
+            a.push_back({{"name", std::string(n)}, {"value", std::string(v)}});
+        });
+        return a;
+    };
+    if (!e.originalRequestFields.empty()) original["requestHeaders"] = fieldList(e.originalRequestFields);
+    if (!e.originalResponseFields.empty()) original["responseHeaders"] = fieldList(e.originalResponseFields);
+    if (!original.empty()) p["original"] = std::move(original);
     json phases = json::object();
     for (std::size_t i = 0; i < kPhaseCount; ++i)
         if (e.phases[i] >= 0) phases[std::string(phaseName(static_cast<Phase>(i)))] = e.phases[i];
@@ -839,6 +853,27 @@ void readPortico(const json& p, const std::string& where, Exchange& e) {
         e.requestTrailers = headers(p, "requestTrailers", where + "._portico");
     if (const json* tr = member(p, "responseTrailers"); tr && tr->is_array())
         e.responseTrailers = headers(p, "responseTrailers", where + "._portico");
+    if (const json* rules = member(p, "rules")) {
+        if (!rules->is_array()) throw ShapeError{where + "._portico.rules", "expected an array"};
+        std::size_t i = 0;
+        for (const auto& r : *rules) {
+            if (!r.is_string())
+                throw ShapeError{where + "._portico.rules[" + std::to_string(i) + "]", "expected a string"};
+            ++i;
+            if (!r.get_ref<const std::string&>().empty()) e.rules.push_back(r.get<std::string>());
+        }
+    }
+    if (const json* original = member(p, "original")) {
+        if (!original->is_object()) throw ShapeError{where + "._portico.original", "expected an object"};
+        auto block = [&](const char* key) {
+            std::string out;
+            for (const auto& h : headers(*original, key, where + "._portico.original"))
+                out += h.name + ": " + h.value + "\r\n";
+            return out;
+        };
+        e.originalRequestFields = block("requestHeaders");
+        e.originalResponseFields = block("responseHeaders");
+    }
     if (const json* ph = member(p, "phasesNs"); ph && ph->is_object()) {
         e.phases.fill(-1);
         for (std::size_t i = 0; i < kPhaseCount; ++i)

@@ -185,6 +185,16 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
         }
         h->responseHeadersSize = size;
     }
+    // After the fields as sent, which matter more; an original block is kept whole or left out
+    // (kHeadersTruncated), with room left for the two body lengths that follow.
+    w.str(in.rules);
+    for (std::string_view original : {in.originalRequestFields, in.originalResponseFields}) {
+        if (original.size() + 8 > w.room()) {
+            if (!original.empty()) h->flags |= kHeadersTruncated;
+            original = {};
+        }
+        w.str(original);
+    }
     const std::size_t bodyCap = cc.cfg.bodyBytes;
     // Request body prefix, then response body prefix; each leaves room for the other's length.
     const std::string_view reqBody = req ? req->body : std::string_view();

@@ -51,6 +51,12 @@ struct ExchangeInput {
     Source source = Source::Server; ///< Server: the connection's (ConnCapture::source)
     /// Proxied: the upstream connection's address and TLS (Exchange::upstreamAddress, ...).
     std::string_view upstreamAddress, upstreamTlsVersion, upstreamAlpn;
+    /// The names of the rules that changed the exchange, in the order they applied, separated by
+    /// '\n' ("" = none; Exchange::rules).
+    std::string_view rules;
+    /// The request's / response's header fields before rules changed them, "Name: value\r\n" per
+    /// field ("" = the rules did not change them; Exchange::originalRequestFields, ...).
+    std::string_view originalRequestFields, originalResponseFields;
 };
 
 /// Per-connection capture state (heap, only when capture was on when the connection started).

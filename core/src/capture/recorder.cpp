@@ -165,6 +165,9 @@ Exchange decodeSlot(const SlotHead& h, const char* payload) {
     e.requestHeaders = r.list();
     e.requestTrailers = r.list();
     e.responseHeaders = r.list();
+    e.rules = splitRuleNames(r.str());
+    e.originalRequestFields = r.str();
+    e.originalResponseFields = r.str();
     e.requestBody = r.str();
     e.responseBody = r.str();
     if (e.requestBody.size() < e.requestBodySize) e.flags |= kRequestBodyTruncated;

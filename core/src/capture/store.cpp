@@ -42,7 +42,10 @@ constexpr const char* kAddedColumns[][2] = {{"message_count", "INTEGER"},
                                             {"upstream_alpn", "TEXT"},
                                             {"upstream_resolved_ns", "INTEGER"},
                                             {"upstream_tcp_connected_ns", "INTEGER"},
-                                            {"upstream_request_sent_ns", "INTEGER"}};
+                                            {"upstream_request_sent_ns", "INTEGER"},
+                                            {"rules", "TEXT"},
+                                            {"original_request_fields", "BLOB"},
+                                            {"original_response_fields", "BLOB"}};
 // The phases with a column in the first files (Phase's first nine); later phases have theirs at the end.
 constexpr std::size_t kFirstPhases = 9;
 constexpr const char* kColumns =
@@ -53,8 +56,9 @@ constexpr const char* kColumns =
     "request_headers_ns, request_body_done_ns, route_matched_ns, upstream_connected_ns, "
     "upstream_first_byte_ns, response_first_byte_ns, response_done_ns, message_count, messages, "
     "response_trailers, source, client_process, upstream_address, upstream_tls_version, upstream_alpn, "
-    "upstream_resolved_ns, upstream_tcp_connected_ns, upstream_request_sent_ns";
-constexpr int kColumnCount = 48;
+    "upstream_resolved_ns, upstream_tcp_connected_ns, upstream_request_sent_ns, rules, "
+    "original_request_fields, original_response_fields";
+constexpr int kColumnCount = 51;
 static_assert(kPhaseCount == kFirstPhases + 3, "a new Phase needs its column here");
 
 std::string text(sqlite3_stmt* st, int i) {
@@ -340,6 +344,9 @@ bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
     str(e.upstreamAlpn);
     for (std::size_t p = kFirstPhases; p < kPhaseCount; ++p)
         phase(p);
+    str(encoded(joinRuleNames(e.rules))); // one a line
+    blob(e.originalRequestFields);
+    blob(e.originalResponseFields);
     return true;
 }
 
@@ -446,6 +453,9 @@ std::vector<Exchange> Store::select(const std::string& where, std::int64_t arg, 
         e.upstreamAlpn = str();
         for (std::size_t p = kFirstPhases; p < kPhaseCount; ++p)
             phase(p);
+        e.rules = splitRuleNames(str()); // NULL in older files: none
+        e.originalRequestFields = str();
+        e.originalResponseFields = str();
         out.push_back(std::move(e));
     }
     sqlite3_finalize(st);

@@ -165,6 +165,7 @@ struct Engine::Impl {
     }
 
     std::shared_ptr<ws::Hub> hub = std::make_shared<ws::Hub>();
+    std::shared_ptr<rules::MatchCounts> ruleCounts = std::make_shared<rules::MatchCounts>();
     std::uint64_t liveBatchesAtStop = 0;
     std::unique_ptr<handlers::LiveReloadWatcher> liveReload; // while running
     Engine::LiveReloadObserver liveReloadObserver;           // set before start
@@ -185,7 +186,7 @@ struct Engine::Impl {
     /// The snapshot for `config` whose listeners are bound as `bound` (same order as config->listen).
     std::shared_ptr<server::Snapshot> snapshot(std::shared_ptr<const config::Config> config,
                                                const std::vector<BoundListener>& bound, std::string& error) {
-        auto snap = std::make_shared<server::Snapshot>(config);
+        auto snap = std::make_shared<server::Snapshot>(config, ruleCounts);
         snap->hub = hub;
         for (std::size_t i = 0; i < config->listen.size(); ++i) {
             const auto& l = config->listen[i];
@@ -332,7 +333,7 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
         }
     }
     // Workers read limits from the slot while listeners open; the TLS contexts come after.
-    d_->slot.publish(std::make_shared<const server::Snapshot>(config));
+    d_->slot.publish(std::make_shared<const server::Snapshot>(config, d_->ruleCounts));
     const unsigned n = config->workerCount();
     for (unsigned i = 0; i < n; ++i)
         d_->workers.push_back(std::make_unique<server::Worker>(i, d_->slot, d_->log));
@@ -560,6 +561,12 @@ Counters Engine::sumCounters() const {
 }
 
 ws::Stats Engine::webSocketStats() const { return d_->hub->stats(); }
+
+std::vector<std::uint64_t> Engine::ruleMatches() const {
+    std::shared_ptr<const config::Config> cfg = config();
+    if (!cfg) return {};
+    return d_->ruleCounts->countsFor(*cfg);
+}
 
 void Engine::setWebSocketHook(ws::MessageHook hook) { d_->hub->setHook(std::move(hook)); }
 

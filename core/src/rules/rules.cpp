@@ -9,11 +9,11 @@
 namespace portico::rules {
 
 namespace {
-constexpr std::string_view kRequestKeys[] = {"method", "path",     "url",    "host",  "header",
-                                             "client", "protocol", "status", "vhost", "route",
-                                             "error",  "source",   "process"};
+constexpr std::string_view kRequestKeys[] = {"method", "path",     "url",     "host",  "header",
+                                             "client", "protocol", "status",  "vhost", "route",
+                                             "error",  "source",   "process", "rule"};
 // Known to the Traffic filter but not (yet) to rules: refused with a reason.
-constexpr std::string_view kRecordOnlyKeys[] = {"vhost", "route", "error", "source", "process"};
+constexpr std::string_view kRecordOnlyKeys[] = {"vhost", "route", "error", "source", "process", "rule"};
 
 bool contains(std::string_view hay, std::string_view needle) {
     return http::ifind(hay, needle) != std::string_view::npos;
@@ -59,43 +59,95 @@ std::optional<Match> Match::parse(std::string_view expr, config::Rule::Stage sta
         }
         if (t.key.empty() || t.key == "url") m.needsUrl_ = true;
     }
+    if (stage == config::Rule::Stage::Response && terms->size() > kMaxResponseTerms) {
+        error = termError((*terms)[kMaxResponseTerms], "a response-stage match has at most " +
+                                                           std::to_string(kMaxResponseTerms) + " terms");
+        return std::nullopt;
+    }
     m.terms_ = std::move(*terms);
     return m;
+}
+
+namespace {
+// `header:NAME[=VALUE]`: the name and, after '=', the value substring (`any` when there is none).
+struct HeaderTerm {
+    std::string_view name, value;
+    bool any;
+};
+HeaderTerm headerTerm(const Term& t) {
+    const auto eq = t.value.find('=');
+    const std::string_view v = t.value;
+    return {v.substr(0, eq), eq == std::string::npos ? std::string_view() : v.substr(eq + 1),
+            eq == std::string::npos};
+}
+} // namespace
+
+bool Match::termMatches(const Term& t, const RequestView& r, const std::string& url) const {
+    if (t.key.empty() || t.key == "url") return contains(url, t.value);
+    if (t.key == "method") {
+        std::string_view list = t.value;
+        while (!list.empty()) {
+            const auto comma = list.find(',');
+            if (http::iequals(list.substr(0, comma), r.req.methodToken)) return true;
+            list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
+        }
+        return false;
+    }
+    if (t.key == "path") return r.req.rawPath.starts_with(t.value);
+    if (t.key == "host") return contains(r.req.host, t.value);
+    if (t.key == "client") return r.req.clientAddress.starts_with(t.value);
+    if (t.key == "protocol") return (t.value == "h2") == (r.httpVersion == 2);
+    if (t.key == "header") {
+        const HeaderTerm h = headerTerm(t);
+        for (const auto& f : r.req.headers)
+            if (http::iequals(f.name, h.name) && (h.any || contains(f.value, h.value))) return true;
+        return false;
+    }
+    return false; // `status`: no request has one (the caller handles it)
 }
 
 bool Match::matches(const RequestView& r) const {
     thread_local std::string url;
     if (needsUrl_) urlOf(r.req, url);
-    for (const Term& t : terms_) {
+    for (const Term& t : terms_)
+        if (termMatches(t, r, url) == t.negate) return false;
+    return true;
+}
+
+bool Match::matchesRequestSide(const RequestView& r, std::uint32_t& left) const {
+    thread_local std::string url;
+    if (needsUrl_) urlOf(r.req, url);
+    left = 0;
+    for (std::size_t i = 0; i < terms_.size(); ++i) {
+        const Term& t = terms_[i];
+        if (t.key == "status") {
+            left |= 1u << i;
+            continue;
+        }
+        const bool m = termMatches(t, r, url);
+        if (t.key == "header" && !m) { // the response's fields may still have it
+            left |= 1u << i;
+            continue;
+        }
+        if (m == t.negate) return false;
+    }
+    return true;
+}
+
+bool Match::matchesResponseSide(std::uint32_t left, int status, std::string_view fields) const {
+    for (std::size_t i = 0; left != 0 && i < terms_.size(); ++i) {
+        if (!(left & (1u << i))) continue;
+        left &= ~(1u << i);
+        const Term& t = terms_[i];
         bool m = false;
-        if (t.key.empty() || t.key == "url") {
-            m = contains(url, t.value);
-        } else if (t.key == "method") {
-            std::string_view list = t.value;
-            while (!list.empty() && !m) {
-                const auto comma = list.find(',');
-                m = http::iequals(list.substr(0, comma), r.req.methodToken);
-                list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
-            }
-        } else if (t.key == "path") {
-            m = r.req.rawPath.starts_with(t.value);
-        } else if (t.key == "host") {
-            m = contains(r.req.host, t.value);
-        } else if (t.key == "client") {
-            m = r.req.clientAddress.starts_with(t.value);
-        } else if (t.key == "protocol") {
-            m = (t.value == "h2") == (r.httpVersion == 2);
-        } else if (t.key == "header") {
-            const auto eq = t.value.find('=');
-            const std::string_view name = std::string_view(t.value).substr(0, eq);
-            const std::string_view value =
-                eq == std::string::npos ? std::string_view() : std::string_view(t.value).substr(eq + 1);
-            for (const auto& h : r.req.headers)
-                if (http::iequals(h.name, name) && (eq == std::string::npos || contains(h.value, value))) {
-                    m = true;
-                    break;
-                }
-        } // `status`: no request has one (parse refuses it at the request stage)
+        if (t.key == "status") {
+            m = statusMatches(t, status);
+        } else { // header: the request did not have it
+            const HeaderTerm h = headerTerm(t);
+            http::forEachFieldLine(fields, [&](std::string_view name, std::string_view value) {
+                m = m || (http::iequals(name, h.name) && (h.any || contains(value, h.value)));
+            });
+        }
         if (m == t.negate) return false;
     }
     return true;
@@ -107,85 +159,198 @@ std::string_view Match::requiredPathPrefix() const {
     return {};
 }
 
-RuleSet::RuleSet(const config::Config& config) {
-    for (const auto& rule : config.rules) {
-        if (!rule.enabled || rule.stage != config::Rule::Stage::Request) continue;
-        std::string error;
-        if (auto m = Match::parse(rule.match, rule.stage, error)) request_.push_back({&rule, std::move(*m)});
+std::string MatchCounts::keyOf(const config::Rule& rule, std::size_t index) {
+    return rule.name.empty() ? "\x01#" + std::to_string(index) : rule.name;
+}
+
+MatchCounts::Counter MatchCounts::counterFor(const config::Rule& rule, std::size_t index) {
+    std::lock_guard lock(mutex_);
+    Counter& c = counters_[keyOf(rule, index)];
+    if (!c) c = std::make_shared<std::atomic<std::uint64_t>>(0);
+    return c;
+}
+
+std::vector<std::uint64_t> MatchCounts::countsFor(const config::Config& config) {
+    std::vector<std::uint64_t> out;
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < config.rules.size(); ++i) {
+        auto it = counters_.find(keyOf(config.rules[i], i));
+        out.push_back(it == counters_.end() ? 0 : it->second->load(std::memory_order_relaxed));
     }
-    // The index: a rule whose match needs a path prefix long enough to have a key is filed under
-    // it; the others are tried for every request.
-    for (std::uint32_t i = 0; i < request_.size(); ++i) {
-        const std::string_view prefix = request_[i].match.requiredPathPrefix();
+    return out;
+}
+
+void RuleSet::StageRules::index() {
+    // A rule whose match needs a path prefix long enough to have a key is filed under it; the
+    // others are tried for every request.
+    for (std::uint32_t i = 0; i < rules.size(); ++i) {
+        const std::string_view prefix = rules[i].match.requiredPathPrefix();
         if (prefix.size() < kKeyBytes + 1) {
-            always_.push_back(i);
+            always.push_back(i);
             continue;
         }
-        byKey_[keyOf(prefix)].push_back(i);
-        keys_.set(keyOf(prefix));
+        byKey[keyOf(prefix)].push_back(i);
+        keys.set(keyOf(prefix));
     }
 }
 
-// One candidate rule on the request: false when it failed the exchange (`verdict` says how).
-bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request& req,
-                       std::vector<http::Header>& scratch, RequestVerdict& verdict) const {
-    if (!c.match.matches(view)) return true;
-    thread_local std::vector<http::Header> next;
-    bool copied = false;
+template <class Fn> void RuleSet::StageRules::candidates(std::string_view path, Fn&& fn) const {
+    // The rules tried for every request (always) merged with those filed under the path's key (both
+    // lists ascending).
+    const std::vector<std::uint32_t>* filed = nullptr;
+    if (path.size() >= kKeyBytes + 1) {
+        const std::uint16_t key = keyOf(path);
+        if (keys.test(key)) filed = &byKey.find(key)->second;
+    }
+    std::size_t a = 0, f = 0;
+    const std::size_t fn_ = filed ? filed->size() : 0;
+    while (a < always.size() || f < fn_) {
+        const bool fromAlways = f == fn_ || (a < always.size() && always[a] < (*filed)[f]);
+        if (!fn(fromAlways ? always[a++] : (*filed)[f++])) return;
+    }
+}
+
+RuleSet::RuleSet(const config::Config& config, MatchCounts* counts) {
+    for (std::size_t i = 0; i < config.rules.size(); ++i) {
+        const auto& rule = config.rules[i];
+        if (!rule.enabled) continue;
+        std::string error;
+        auto m = Match::parse(rule.match, rule.stage, error);
+        if (!m) continue;
+        Compiled c{&rule, std::move(*m), static_cast<std::uint32_t>(i)};
+        if (counts) {
+            counters_.push_back(counts->counterFor(rule, i));
+            c.hits = counters_.back().get();
+        }
+        (rule.stage == config::Rule::Stage::Request ? request_ : response_).rules.push_back(std::move(c));
+    }
+    request_.index();
+    response_.index();
+}
+
+namespace {
+void appendName(std::string& names, const config::Rule& rule, std::size_t index) {
+    if (!names.empty()) names.push_back('\n');
+    if (rule.name.empty())
+        names.append("rules[" + std::to_string(index) + "]");
+    else
+        names.append(rule.name);
+}
+
+// One rule's set_header / remove_header actions on a list of fields.
+template <class Field> bool editFields(const config::Rule& rule, std::vector<Field>& fields) {
+    bool changed = false;
     auto erase = [&](std::string_view name) {
-        std::erase_if(next, [&](const http::Header& h) { return http::iequals(h.name, name); });
+        changed =
+            std::erase_if(fields, [&](const Field& f) { return http::iequals(f.name, name); }) > 0 || changed;
     };
+    for (const auto& a : rule.actions) {
+        if (a.kind == config::RuleAction::Kind::RemoveHeader) {
+            for (const auto& name : a.remove)
+                erase(name);
+        } else if (a.kind == config::RuleAction::Kind::SetHeader) {
+            for (const auto& [name, value] : a.set) {
+                erase(name);
+                fields.push_back({name, value});
+                changed = true;
+            }
+        }
+    }
+    return changed;
+}
+
+void appendFieldBlock(std::string& out, std::string_view name, std::string_view value) {
+    out.append(name);
+    out.append(": ");
+    out.append(value);
+    out.append("\r\n");
+}
+} // namespace
+
+// One candidate rule on the request: false when it failed the exchange (`verdict` says how).
+bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request& req, http::Response& res,
+                       RequestVerdict& verdict) const {
+    if (!c.match.matches(view)) return true;
+    if (c.hits) c.hits->fetch_add(1, std::memory_order_relaxed);
+    bool edits = false;
     for (const auto& a : c.rule->actions) {
         if (a.kind == config::RuleAction::Kind::Fail) {
             thread_local std::minstd_rand rng{std::random_device{}()};
             if (a.rate >= 1.0 || std::uniform_real_distribution<double>(0.0, 1.0)(rng) < a.rate) {
                 verdict.failedBy = c.rule;
                 verdict.fail = &a;
+                appendName(res.ruleNames, *c.rule, c.configIndex);
                 return false;
             }
             continue;
         }
-        if (!copied) { // the first change of this rule: work on a copy of the fields
-            next.assign(req.headers.begin(), req.headers.end());
-            copied = true;
-        }
-        if (a.kind == config::RuleAction::Kind::RemoveHeader) {
-            for (const auto& name : a.remove)
-                erase(name);
-        } else {
-            for (const auto& [name, value] : a.set) {
-                erase(name);
-                next.push_back({name, value});
-            }
-        }
+        edits = true;
     }
-    if (copied) {
-        scratch.assign(next.begin(), next.end());
-        req.headers = scratch;
-        ++verdict.changed;
-    }
+    if (!edits) return true;
+    thread_local std::vector<http::Header> next;
+    next.assign(req.headers.begin(), req.headers.end());
+    editFields(*c.rule, next);
+    if (res.originalRequestFields.empty())
+        for (const auto& h : req.headers)
+            appendFieldBlock(res.originalRequestFields, h.name, h.value);
+    res.ruledRequestFields.assign(next.begin(), next.end());
+    req.headers = res.ruledRequestFields;
+    appendName(res.ruleNames, *c.rule, c.configIndex);
+    ++verdict.changed;
     return true;
 }
 
-RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion,
-                                     std::vector<http::Header>& scratch) const {
+RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion, http::Response& res) const {
     RequestVerdict verdict;
     const RequestView view{req, httpVersion};
-    // The candidates, in list order: the rules tried for every request (always_) merged with those
-    // filed under the path's key (both lists ascending).
-    const std::vector<std::uint32_t>* filed = nullptr;
-    if (req.rawPath.size() >= kKeyBytes + 1) {
-        const std::uint16_t key = keyOf(req.rawPath);
-        if (keys_.test(key)) filed = &byKey_.find(key)->second;
-    }
-    std::size_t a = 0, f = 0;
-    const std::size_t fn = filed ? filed->size() : 0;
-    while (a < always_.size() || f < fn) {
-        const bool fromAlways = f == fn || (a < always_.size() && always_[a] < (*filed)[f]);
-        const std::uint32_t index = fromAlways ? always_[a++] : (*filed)[f++];
-        if (!applyOne(request_[index], view, req, scratch, verdict)) return verdict;
-    }
+    request_.candidates(
+        req.rawPath, [&](std::uint32_t i) { return applyOne(request_.rules[i], view, req, res, verdict); });
+    if (verdict.fail) return verdict;
+    response_.candidates(req.rawPath, [&](std::uint32_t i) {
+        std::uint32_t left = 0;
+        if (response_.rules[i].match.matchesRequestSide(view, left))
+            res.pendingRules.push_back(std::uint64_t{i} << 32 | left);
+        return true;
+    });
     return verdict;
+}
+
+bool RuleSet::applyResponse(std::span<const std::uint64_t> pending, int status, std::string_view fields,
+                            std::string& out, std::string& names) const {
+    struct Field {
+        std::string_view name, value;
+    };
+    thread_local std::vector<Field> list;
+    bool listed = false, changed = false;
+    for (const std::uint64_t p : pending) {
+        const std::uint32_t i = static_cast<std::uint32_t>(p >> 32);
+        if (i >= response_.rules.size()) continue;
+        const Compiled& c = response_.rules[i];
+        // A later rule's `header:` terms see the fields as the earlier rules left them.
+        if (!c.match.matchesResponseSide(static_cast<std::uint32_t>(p), status, changed ? out : fields))
+            continue;
+        if (c.hits) c.hits->fetch_add(1, std::memory_order_relaxed);
+        if (!listed) {
+            list.clear();
+            http::forEachFieldLine(fields, [&](std::string_view n, std::string_view v) {
+                list.push_back({n, v});
+            });
+            listed = true;
+        }
+        if (editFields(*c.rule, list)) {
+            changed = true;
+            std::string next; // `list` may view `out`: build apart, then swap
+            for (const Field& f : list)
+                appendFieldBlock(next, f.name, f.value);
+            out.swap(next);
+            list.clear();
+            http::forEachFieldLine(out, [&](std::string_view n, std::string_view v) {
+                list.push_back({n, v});
+            });
+        }
+        appendName(names, *c.rule, c.configIndex);
+    }
+    return changed;
 }
 
 std::string checkMatch(const config::Rule& rule) {

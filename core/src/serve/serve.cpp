@@ -30,6 +30,19 @@ bool isAbsoluteForm(std::string_view target) {
            (target.size() > 8 && http::iequals(target.substr(0, 8), "https://"));
 }
 
+// A response made here: the response-stage rules the request selected change its fields, then it
+// goes out.
+void respond(const Context& ctx, const http::Request& req, http::Response& res, ResponseWriter& writer) {
+    if (!res.pendingRules.empty() && res.fate != http::Response::Fate::Drop) {
+        thread_local std::string fields;
+        if (ctx.rules->applyResponse(res.pendingRules, res.status, res.fieldBlock(), fields, res.ruleNames)) {
+            res.originalResponseFields.assign(res.fieldBlock());
+            res.replaceFields(fields);
+        }
+    }
+    writer.respond(req, res);
+}
+
 // A forward proxy listener's CONNECT and absolute-form requests (serve.h); false when `req` is
 // neither (the vhosts serve it).
 bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, ResponseWriter& writer,
@@ -50,7 +63,7 @@ bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, R
     if (!proxy::splitAuthority(authority, host, port) || (connect && port == 0)) {
         handlers::errorResponse(400, res); // RFC 9110 §9.3.6: CONNECT names host and port
         res.ownedBody().append(connect ? "CONNECT needs host:port\n" : "invalid authority in the target\n");
-        writer.respond(req, res);
+        respond(ctx, req, res, writer);
         return true;
     }
     if (!connect && http::iequals(scheme, "https")) {
@@ -58,7 +71,7 @@ bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, R
         // it either: refused rather than forwarded unchecked (clients send CONNECT for https).
         handlers::errorResponse(400, res);
         res.ownedBody().append("absolute-form https:// is not forwarded: send CONNECT for https\n");
-        writer.respond(req, res);
+        respond(ctx, req, res, writer);
         return true;
     }
     if (port == 0) port = 80;
@@ -68,7 +81,7 @@ bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, R
         (mapped && proxy::isOwnListener(mapped->address, port, ctx.localPort))) {
         handlers::errorResponse(508, res); // the request would come back here
         res.ownedBody().append("the target is this proxy's own listener\n");
-        writer.respond(req, res);
+        respond(ctx, req, res, writer);
         return true;
     }
     if (connect) {
@@ -84,7 +97,7 @@ bool forwardProxy(const Context& ctx, http::Request& req, http::Response& res, R
     if (!action) {
         handlers::errorResponse(400, res);
         res.ownedBody().append(error + "\n");
-        writer.respond(req, res);
+        respond(ctx, req, res, writer);
         return true;
     }
     res.forward = action.get();
@@ -109,7 +122,7 @@ void interceptedRequest(const Context& ctx, http::Request& req, http::Response& 
     if (stamps.labels) *stamps.labels = {kForwardProxyLabel, "(intercepted)"};
     if (req.method == http::Method::Connect || req.method == http::Method::Other) {
         handlers::errorResponse(501, res);
-        writer.respond(req, res);
+        respond(ctx, req, res, writer);
         return;
     }
     const proxy::InterceptedOrigin& o = *ctx.origin;
@@ -129,7 +142,7 @@ void interceptedRequest(const Context& ctx, http::Request& req, http::Response& 
 
 // The request-stage rules; true when one failed the exchange (`res` holds the answer).
 bool failedByRule(const Context& ctx, http::Request& req, http::Response& res) {
-    const rules::RequestVerdict v = ctx.rules->applyRequest(req, ctx.httpVersion, res.ruledRequestFields);
+    const rules::RequestVerdict v = ctx.rules->applyRequest(req, ctx.httpVersion, res);
     if (!v.fail) return false;
     const std::string& name = v.failedBy->name;
     if (v.fail->failure == config::RuleAction::Failure::Reset) {
@@ -175,8 +188,10 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
     Routed scratch;
     Routed& routed = routedOut ? *routedOut : scratch;
     routed.routed = false;
+    res.clearRuleState();
     if (ctx.rules && !ctx.rules->empty() && failedByRule(ctx, req, res)) {
-        writer.respond(req, res);
+        res.pendingRules.clear(); // a failed exchange's answer is the rule's own
+        respond(ctx, req, res, writer);
         return;
     }
     if (ctx.origin) {
@@ -185,7 +200,7 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
     }
     if (ctx.forwardProxy && forwardProxy(ctx, req, res, writer, stamps)) return;
     if (answeredBeforeRouting(req, pathScratch, res)) {
-        writer.respond(req, res);
+        respond(ctx, req, res, writer);
         return;
     }
     routed.routed = true;
@@ -200,7 +215,7 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
     handlers::Exchange ex{ctx.config, vhost, routed.route, req, ctx.state};
     handlers::dispatch(ex, res);
     if (!res.forward) {
-        writer.respond(req, res);
+        respond(ctx, req, res, writer);
         return;
     }
     const auto& action = *static_cast<const config::ProxyAction*>(res.forward);

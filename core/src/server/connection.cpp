@@ -649,6 +649,7 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
 void Connection::queueError(int status, const http1::RequestHead* head) {
     http::Response& res = worker_.response();
     res.reset();
+    res.clearRuleState(); // the last exchange's (the response is shared by the worker's connections)
     handlers::errorResponse(status, res);
     res.fate = http::Response::Fate::Close;
     http::Request& req = worker_.request();

@@ -32,6 +32,8 @@ struct WsCaptureDeleter;
 
 namespace portico::server {
 
+struct Snapshot;
+
 class Worker;
 
 class Connection final : public io::Session,
@@ -168,8 +170,14 @@ private:
             std::int64_t upstreamNs = -1, upstreamByteNs = -1;
             std::int64_t resolvedNs = -1, tcpNs = -1, sentNs = -1;  // capture only
             std::string upstreamAddress, upstreamTls, upstreamAlpn; // capture only
+            // The rules that touched the exchange and the fields before they did (Response's).
+            std::string ruleNames, originalRequestFields, originalResponseFields;
         } proxyRecord;
         std::string proxyFields; // vhost/route headers for the upstream's response
+        // The response-stage rules the request selected (Response::pendingRules) and the snapshot
+        // whose RuleSet they index; empty / null when none.
+        std::vector<std::uint64_t> proxyRules;
+        std::shared_ptr<const Snapshot> proxyRulesSnapshot;
         int proxyMinor = 1;
         bool proxyHead = false;
         bool proxyKeep = true;

@@ -40,6 +40,9 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
     in.localPort = localPort_;
     in.req = &req;
     in.res = &res;
+    in.rules = res.ruleNames;
+    in.originalRequestFields = res.originalRequestFields;
+    in.originalResponseFields = res.originalResponseFields;
     if (res.fate != http::Response::Fate::Drop && out_.allocated() && out_.size() > headStart) {
         std::string_view sent = out_.unread().substr(headStart);
         auto end = sent.find("\r\n\r\n");
@@ -139,6 +142,9 @@ void Connection::finishProxied(std::string_view error, capture::WsCapturePtr* ws
     in.upstreamAddress = pr.upstreamAddress;
     in.upstreamTlsVersion = pr.upstreamTls;
     in.upstreamAlpn = pr.upstreamAlpn;
+    in.rules = pr.ruleNames;
+    in.originalRequestFields = pr.originalRequestFields;
+    in.originalResponseFields = pr.originalResponseFields;
     // A forward proxy's own requests: absolute-form (RFC 9112 §3.2.2) and CONNECT tunnels.
     if (forwardProxy_ && !origin()) {
         if (http::iequals(pr.method, "CONNECT"))

@@ -68,6 +68,11 @@ serve::ForwardTarget Connection::forwardTo(http::Request& req, const http::Respo
     pr.upstreamAddress.clear();
     pr.upstreamTls.clear();
     pr.upstreamAlpn.clear();
+    pr.ruleNames.assign(res.ruleNames);
+    pr.originalRequestFields.assign(res.originalRequestFields);
+    pr.originalResponseFields.clear();
+    r.proxyRules.assign(res.pendingRules.begin(), res.pendingRules.end());
+    if (!r.proxyRules.empty()) r.proxyRulesSnapshot = worker_.snapshotPtr();
     if (cap()) {
         // Credentials meant for this proxy are not kept in records (sessions get shared).
         for (const auto& h : req.headers)
@@ -302,15 +307,33 @@ void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
         out_.append(http::statusLine11(status)); // the origin's Date and Server follow
     else
         appendStatusLines(status, r.proxyServerHeader);
-    proxy::mergeResponseFields(
-        fields, r.proxyFields,
-        [&](std::string_view name, std::string_view value) {
-            out_.append(name);
-            out_.append(": ");
-            out_.append(value);
-            out_.append("\r\n");
-        },
-        r.proxyTransparent);
+    auto emit = [&](std::string_view name, std::string_view value) {
+        out_.append(name);
+        out_.append(": ");
+        out_.append(value);
+        out_.append("\r\n");
+    };
+    if (r.proxyRules.empty()) {
+        proxy::mergeResponseFields(fields, r.proxyFields, emit, r.proxyTransparent);
+    } else { // response-stage rules: on the fields as they would go out
+        thread_local std::string merged, ruled;
+        merged.clear();
+        proxy::mergeResponseFields(
+            fields, r.proxyFields,
+            [&](std::string_view name, std::string_view value) {
+                merged.append(name);
+                merged.append(": ");
+                merged.append(value);
+                merged.append("\r\n");
+            },
+            r.proxyTransparent);
+        const bool changed = r.proxyRulesSnapshot->rules.applyResponse(r.proxyRules, status, merged, ruled,
+                                                                       r.proxyRecord.ruleNames);
+        if (changed) r.proxyRecord.originalResponseFields.assign(merged);
+        http::forEachFieldLine(changed ? ruled : merged, emit);
+        r.proxyRules.clear();
+        r.proxyRulesSnapshot.reset();
+    }
     if (!noBody) {
         if (length) {
             out_.append("Content-Length: ");
@@ -374,6 +397,8 @@ void Connection::onUpstreamUpgrade(std::string_view fields, client::UpstreamSock
     // become a tunnel (proxy/tunnel.h); this object is finished, as after startWebSocket.
     Rare& r = *rareIf();
     auto done = std::move(r.proxy);
+    r.proxyRules.clear(); // a 101 or a tunnel's 200: no response-stage rules
+    r.proxyRulesSnapshot.reset();
     std::string toClient(out_.allocated() ? out_.unread() : std::string_view());
     if (r.proxyConnect) {
         startConnectTunnel(std::move(toClient), std::move(upstream));
@@ -529,8 +554,11 @@ void Connection::onUpstreamError(int status, const std::string& message) {
 // end does (the record, the write; a close when the request body was left unread).
 void Connection::answerProxied(int status, const std::string& message) {
     Rare& r = *rareIf();
+    r.proxyRules.clear(); // response-stage rules change what an action or upstream answered
+    r.proxyRulesSnapshot.reset();
     http::Response& res = worker_.response();
     res.reset();
+    res.clearRuleState();
     handlers::errorResponse(status, res);
     if (!message.empty())
         res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": " + message +

@@ -39,6 +39,8 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     }
     http::Request req;
     req.headers = headers;
+    // A rule changed the request's fields: the record has them as sent on, and the originals.
+    if (!s.res.originalRequestFields.empty()) req.headers = s.res.ruledRequestFields;
     req.trailers = trailers;
     req.body = s.capBody;
     capture::ExchangeInput in;
@@ -62,6 +64,9 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     const bool answered =
         s.dispatched && s.res.fate != http::Response::Fate::Drop && (!proxied || proxied->headSent);
     in.res = answered ? &s.res : nullptr;
+    in.rules = s.res.ruleNames;
+    in.originalRequestFields = s.res.originalRequestFields;
+    in.originalResponseFields = s.res.originalResponseFields;
     const bool noBody = s.head || s.res.status < 200 || s.res.status == 204 || s.res.status == 304;
     in.responseHasBody = answered && !noBody;
     in.responseBodySize = in.responseHasBody ? (proxied ? proxied->sentBytes : s.sent) : 0;

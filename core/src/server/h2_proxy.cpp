@@ -20,6 +20,7 @@ serve::ForwardTarget H2Connection::forwardTo(Stream& s, const http::Request& req
     sink->id = s.id;
     sink->extra.assign(s.res.fieldBlock());
     sink->serverHeader = s.res.serverHeader;
+    if (!s.res.pendingRules.empty()) sink->rulesSnapshot = worker_.snapshotPtr();
     for (const auto& h : req.headers)
         if (h.name == "content-type" && h.value.starts_with("application/grpc")) sink->grpc = true;
     if (cap_ && sink->grpc) {
@@ -83,6 +84,16 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
     proxy::mergeResponseFields(
         fields, extra, [&](std::string_view name, std::string_view value) { res.addHeader(name, value); },
         s->originHead);
+    if (!res.pendingRules.empty() && rulesSnapshot) { // response-stage rules (reset() kept them)
+        thread_local std::string ruled;
+        if (rulesSnapshot->rules.applyResponse(res.pendingRules, status, res.fieldBlock(), ruled,
+                                               res.ruleNames)) {
+            res.originalResponseFields.assign(res.fieldBlock());
+            res.replaceFields(ruled);
+        }
+    }
+    res.pendingRules.clear();
+    rulesSnapshot.reset();
     length = len;
     headSent = true;
     if (conn->cap_) s->capUpstreamByteNs = capture::nowNs();

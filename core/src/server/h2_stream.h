@@ -39,6 +39,8 @@ struct H2Connection::ProxySink final : client::Sink {
     // upstream's address and TLS.
     std::int64_t capResolvedNs = -1, capTcpNs = -1, capSentNs = -1;
     std::string capAddress, capTls, capAlpn;
+    // The snapshot whose RuleSet the stream's Response::pendingRules index (null when none).
+    std::shared_ptr<const Snapshot> rulesSnapshot;
     bool done = false;
     bool paused = false;
     bool deferred = false;
@@ -103,6 +105,7 @@ struct H2Connection::Stream {
         streaming = false;
         head = false;
         res.reset();
+        res.clearRuleState();
         sent = 0;
         timer.reset();
         proxy.reset();

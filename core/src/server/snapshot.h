@@ -23,11 +23,15 @@ class Hub;
 namespace portico::server {
 
 struct Snapshot {
-    explicit Snapshot(std::shared_ptr<const config::Config> c)
-        : config(std::move(c)), router(*config), rules(*config) {}
+    /// `counts`: the engine's rule match counts (the same object in every snapshot), or null.
+    explicit Snapshot(std::shared_ptr<const config::Config> c,
+                      std::shared_ptr<rules::MatchCounts> counts = nullptr)
+        : config(std::move(c)), router(*config), rules(*config, counts.get()), ruleCounts(std::move(counts)) {
+    }
     std::shared_ptr<const config::Config> config;
     routing::Router router;
-    rules::RuleSet rules; ///< `rules:` compiled (points into `config`)
+    rules::RuleSet rules; ///< `rules:` compiled (points into `config` and `ruleCounts`)
+    std::shared_ptr<rules::MatchCounts> ruleCounts;
     /// TLS of each listener by its bound port; absent: cleartext. Filled before publishing.
     std::unordered_map<std::uint16_t, std::shared_ptr<tls::ServerTls>> tls;
     /// Bound ports of the listeners that are also forward proxies (config::Listen::forwardProxy).

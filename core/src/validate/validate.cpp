@@ -337,11 +337,16 @@ void Validator::rules() {
     for (std::size_t i = 0; i < c_.rules.size(); ++i) {
         const config::Rule& r = c_.rules[i];
         const std::string path = item("rules", i);
-        if (r.stage == config::Rule::Stage::Response) {
-            error(path + ".stage", "`stage: response` is not supported yet: rules run at the request stage "
-                                   "(before the route's action); remove `stage` or set it to request");
-            continue;
-        }
+        if (std::any_of(r.name.begin(), r.name.end(),
+                        [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+            error(path + ".name", "a rule's name cannot hold control characters (it goes into records and "
+                                  "the X-Portico-Rule field)");
+        if (r.stage == config::Rule::Stage::Response)
+            for (std::size_t k = 0; k < r.actions.size(); ++k)
+                if (r.actions[k].kind == config::RuleAction::Kind::Fail)
+                    error(item(path + ".actions", k),
+                          "fail acts at the request stage (it answers instead of the route's action): use "
+                          "it in a rule without `stage: response`");
         if (std::string why = rules::checkMatch(r); !why.empty()) error(path + ".match", "match: " + why);
     }
 }

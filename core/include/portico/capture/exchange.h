@@ -155,6 +155,14 @@ struct Exchange {
     std::string upstreamAddress;
     std::string upstreamTlsVersion;
     std::string upstreamAlpn;
+    /// The rules (config `rules:`) that changed this exchange, by name, in the order they applied;
+    /// empty when none did.
+    std::vector<std::string> rules;
+    /// The request's and the response's header fields as they were before rules changed them, as
+    /// a field block ("Name: value\r\n" per field); "" when rules left them as they were.
+    /// requestHeaders and responseHeaders are the fields after the rules (as sent).
+    std::string originalRequestFields;
+    std::string originalResponseFields;
     std::uint16_t localPort = 0; ///< the listener's port
     std::string vhost;           ///< label of the vhost chosen ("" when refused before routing)
     std::string route;           ///< label of the route ("(static)", "(no route)", "" before routing)
@@ -210,5 +218,10 @@ struct Exchange {
     std::size_t approximateBytes() const;
     bool isError() const { return status == 0 || status >= 500; }
 };
+
+/// Exchange::rules from names one a line ("a\nb", empty lines skipped), the form
+/// ExchangeInput::rules and the session file carry; joinRuleNames is the inverse.
+std::vector<std::string> splitRuleNames(std::string_view lines);
+std::string joinRuleNames(const std::vector<std::string>& names);
 
 } // namespace portico::capture

@@ -4,7 +4,7 @@
 //   term    := ["-"] key ":" value       "-" negates
 //            | ["-"] word                 substring of the URL (case-insensitive)
 //   key     := status | method | path | url | host | vhost | route | protocol | client | error | header
-//            | source | process
+//            | source | process | rule
 //   value   := word | '"' chars '"'
 //
 //   status:404  status:>=400  status:<300  status:5xx  status:!200
@@ -14,7 +14,8 @@
 //   protocol:h1|h2|ws|grpc   client:127.0.0.1 (prefix)   error:yes|no
 //   header:NAME (request or response header present) / header:NAME=VALUE (substring)
 //   source:server|forward|intercepted|tunnel (Exchange::source)   process:curl (substring of
-//   Exchange::clientProcess, "PID COMMAND")
+//   Exchange::clientProcess, "PID COMMAND")   rule:NAME (substring of the name of a rule that
+//   changed the exchange, Exchange::rules; -rule:NAME: no such rule did)
 #pragma once
 
 #include <portico/capture/exchange.h>
@@ -34,10 +35,11 @@ public:
     static std::optional<Filter> parse(std::string_view expr, std::string& error);
     bool matches(const Exchange& e) const;
     bool empty() const { return terms_.empty(); }
-    /// True when a term reads headers (`header:`): matching needs the full record, not a row.
+    /// True when a term reads headers (`header:`) or the rules that changed the exchange
+    /// (`rule:`): matching needs the full record, not a row.
     bool readsHeaders() const {
         for (const auto& t : terms_)
-            if (t.key == "header") return true;
+            if (t.key == "header" || t.key == "rule") return true;
         return false;
     }
 

@@ -93,7 +93,7 @@ private:
     std::uint64_t scalar(const char* sql);
     sqlite3* db_ = nullptr;
     sqlite3_stmt* insert_ = nullptr;
-    std::string encoded_[5]; // bind()'s encoded header lists and messages, reused
+    std::string encoded_[6]; // bind()'s encoded header lists, messages and rule names, reused
     sqlite3_stmt* replace_ = nullptr;
     bool inTransaction_ = false;
     std::string path_;

@@ -82,6 +82,11 @@ public:
     /// every room with members (members, messages, delivered, messages/s). Callable from any
     /// thread, also before start and after stop (then the last totals).
     ws::Stats webSocketStats() const;
+    /// For each entry of config()->rules (same order and size): how many exchanges it matched
+    /// (a request-stage rule: its whole match; a response-stage one: its match including `status:`),
+    /// counted since the engine started; kept across reloads for a rule of the same name (an unnamed
+    /// rule: of the same position). Empty when nothing is served. Takes the engine's mutex briefly.
+    std::vector<std::uint64_t> ruleMatches() const;
 
     /// Installs the hook called for every WebSocket event (open, each message in and out with a
     /// bounded payload prefix, join/leave, close) on the worker thread of the session; an empty

@@ -146,6 +146,26 @@ public:
     /// `headers` then view this for the rest of the exchange). reset() leaves it alone; serve()
     /// refills it, keeping its capacity.
     std::vector<Header> ruledRequestFields;
+    /// The exchange's rule state (rules::RuleSet), also left alone by reset(): serve() clears it.
+    /// The response-stage rules whose request-side terms matched, opaque here (index << 32 | terms
+    /// left for the response), for the connection to apply to the head (RuleSet::applyResponse).
+    std::vector<std::uint64_t> pendingRules;
+    /// Names of the rules that touched the exchange, '\n'-separated, in the order they applied.
+    std::string ruleNames;
+    /// The request's / response's field block ("Name: value\r\n" lines) before a rule changed it;
+    /// "" when no rule did.
+    std::string originalRequestFields;
+    std::string originalResponseFields;
+    /// Clears the rule state above, keeping capacity.
+    void clearRuleState() {
+        ruledRequestFields.clear();
+        pendingRules.clear();
+        ruleNames.clear();
+        originalRequestFields.clear();
+        originalResponseFields.clear();
+    }
+    /// Replaces every field line with `block` ("Name: value\r\n" lines; a response rule's result).
+    void replaceFields(std::string_view block) { fields_.assign(block); }
 
 private:
     std::string fields_;

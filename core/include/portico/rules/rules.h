@@ -7,19 +7,31 @@
 // remove_header changes the request the route's action sees (and an upstream receives); a fail
 // answers it (a status made here, or a reset). Rules run in list order; a fail ends the list.
 //
-// Keys a match may use at the request stage: method, path (prefix of the path, query excluded, as
-// received), url (substring of scheme://host/target), host (substring of Host/:authority), header
-// (NAME or NAME=VALUE substring), client (prefix of the client's address), protocol (h1 | h2), and
-// bare words (substrings of the URL). `status` belongs to the response stage.
+// Response-stage rules change the response's header fields once its head is known, whoever made
+// it (a local action or an upstream): serve() evaluates their request-side terms when the request
+// arrives (RequestVerdict / http::Response::pendingRules) and the connection applies the rules whose
+// remaining terms (`status:`, and `header:` on the response's fields) match when the head is
+// written (applyResponse). Fields the connection writes itself (Date, Server, Content-Length,
+// Transfer-Encoding, Connection) are not theirs to change (the loader refuses those names).
+//
+// Keys a match may use: method, path (prefix of the path, query excluded, as received), url
+// (substring of scheme://host/target), host (substring of Host/:authority), header (NAME or
+// NAME=VALUE substring; at the response stage the request's or the response's fields, as the
+// Traffic filter), client (prefix of the client's address), protocol (h1 | h2), bare words
+// (substrings of the URL), and at the response stage `status` (200, >=400, 5xx, !304).
 #pragma once
 
 #include <portico/config/config.h>
 #include <portico/http/message.h>
 #include <portico/rules/filter_syntax.h>
 
+#include <atomic>
 #include <bitset>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -36,17 +48,46 @@ struct RequestView {
 /// A compiled match.
 class Match {
 public:
+    /// At most this many terms in a response-stage match (the terms left for the response are a
+    /// bit mask).
+    static constexpr std::size_t kMaxResponseTerms = 32;
     /// Parses `expr` for a rule at `stage`; nullopt with `error` ("column 7: ...") when a key is
     /// unknown or not available at that stage, or a value is bad. "" matches every exchange.
     static std::optional<Match> parse(std::string_view expr, config::Rule::Stage stage, std::string& error);
+    /// Request stage: does the request match every term?
     bool matches(const RequestView& r) const;
+    /// Response stage, when the request arrives: false when a request-side term fails; otherwise
+    /// true with `left` = the terms (bit i = term i) the response decides: `status:` terms, and
+    /// `header:` terms the request's fields did not settle.
+    bool matchesRequestSide(const RequestView& r, std::uint32_t& left) const;
+    /// Response stage, at the head: do the terms in `left` match `status` and the response's
+    /// field block `fields` ("Name: value\r\n" lines)?
+    bool matchesResponseSide(std::uint32_t left, int status, std::string_view fields) const;
     /// The value of the first `path:` term that is not negated: every request this match takes has
     /// a path starting with it (RuleSet's index). Empty when there is none.
     std::string_view requiredPathPrefix() const;
 
 private:
+    bool termMatches(const Term& t, const RequestView& r, const std::string& url) const;
     std::vector<Term> terms_;
     bool needsUrl_ = false; ///< a term reads the URL (url: or a bare word)
+};
+
+/// How many exchanges each rule matched, kept across config reloads by the rule's name (an unnamed
+/// rule by its position), shared by every snapshot of one engine. Counting is a relaxed atomic
+/// increment per match, nothing when no rule matches.
+class MatchCounts {
+public:
+    using Counter = std::shared_ptr<std::atomic<std::uint64_t>>;
+    /// The counter of rule `index` of a config (created at 0 the first time).
+    Counter counterFor(const config::Rule& rule, std::size_t index);
+    /// The counts of `config.rules`, in its order (0 for a rule never compiled).
+    std::vector<std::uint64_t> countsFor(const config::Config& config);
+
+private:
+    static std::string keyOf(const config::Rule& rule, std::size_t index);
+    std::mutex mutex_;
+    std::unordered_map<std::string, Counter> counters_;
 };
 
 /// What the request-stage rules decided.
@@ -63,37 +104,60 @@ class RuleSet {
 public:
     RuleSet() = default;
     /// Compiles `config.rules` (already validated: a rule whose match does not parse is skipped).
-    explicit RuleSet(const config::Config& config);
-    bool empty() const { return request_.empty(); }
+    /// `counts`, when given, counts each rule's matches (Engine::ruleMatches); it must outlive this.
+    explicit RuleSet(const config::Config& config, MatchCounts* counts = nullptr);
+    bool empty() const { return request_.rules.empty() && response_.rules.empty(); }
 
-    /// Runs the request-stage rules on `req`. Header changes replace `req.headers` with a view of
-    /// `scratch` (which must outlive every use of `req`; views into the config snapshot and into the
-    /// original headers). A Fail action with a rate below 1 fails that share of matching exchanges
-    /// (a per-thread generator). Cheap when no rule matches: nothing is allocated, and a rule whose
+    /// Runs the request-stage rules on `req` and selects the response-stage rules whose
+    /// request-side terms match. Header changes replace `req.headers` with a view of
+    /// `res.ruledRequestFields` (which must outlive every use of `req`; views into the config
+    /// snapshot and into the original headers) and keep the fields as received in
+    /// `res.originalRequestFields`; the names of the rules that changed or failed the request go to
+    /// `res.ruleNames`; the selected response-stage rules to `res.pendingRules` (for
+    /// applyResponse). A Fail action with a rate below 1 fails that share of matching exchanges (a
+    /// per-thread generator). Cheap when no rule matches: nothing is allocated, and a rule whose
     /// match needs a path prefix of 3 bytes or more is tried only for paths with the same 2nd and
     /// 3rd bytes (one bit test decides most requests; tests/perf/ir_per_request.sh RULES=100).
-    RequestVerdict applyRequest(http::Request& req, int httpVersion,
-                                std::vector<http::Header>& scratch) const;
+    /// `res`'s rule fields must be clear (serve() clears them).
+    RequestVerdict applyRequest(http::Request& req, int httpVersion, http::Response& res) const;
+
+    /// The response stage of one exchange: applies, in list order, the rules of `pending` (from
+    /// applyRequest, with this RuleSet) whose remaining terms match `status` and `fields` (the
+    /// response's field block as it would be sent). True when a rule changed the fields: `out`
+    /// holds the new block ("Name: value\r\n" lines). The names of the rules that applied are
+    /// appended to `names` ('\n'-separated).
+    bool applyResponse(std::span<const std::uint64_t> pending, int status, std::string_view fields,
+                       std::string& out, std::string& names) const;
 
 private:
     struct Compiled {
         const config::Rule* rule;
         Match match;
+        std::uint32_t configIndex = 0;              ///< its place in config.rules
+        std::atomic<std::uint64_t>* hits = nullptr; ///< MatchCounts' counter, or null
     };
-    bool applyOne(const Compiled& c, const RequestView& view, http::Request& req,
-                  std::vector<http::Header>& scratch, RequestVerdict& verdict) const;
-    // The index, request_ positions ascending: the rules tried for every request (no required path
-    // prefix, or one shorter than 3 bytes), and the others by their prefix's 2nd and 3rd bytes (the
-    // 1st is '/' in nearly every rule).
+    // One stage's rules and their index, positions ascending: the rules tried for every request (no
+    // required path prefix, or one shorter than 3 bytes), and the others by their prefix's 2nd and
+    // 3rd bytes (the 1st is '/' in nearly every rule).
+    struct StageRules {
+        std::vector<Compiled> rules;
+        std::vector<std::uint32_t> always;
+        std::unordered_map<std::uint16_t, std::vector<std::uint32_t>> byKey;
+        std::bitset<65536> keys; ///< the keys byKey holds
+        void index();
+        /// Calls fn(position) for the candidates for `path`, in list order, until fn returns false.
+        template <class Fn> void candidates(std::string_view path, Fn&& fn) const;
+    };
     static constexpr std::size_t kKeyBytes = 2;
     static std::uint16_t keyOf(std::string_view path) {
         return static_cast<std::uint16_t>(static_cast<unsigned char>(path[1]) << 8 |
                                           static_cast<unsigned char>(path[2]));
     }
-    std::vector<Compiled> request_;
-    std::vector<std::uint32_t> always_;
-    std::unordered_map<std::uint16_t, std::vector<std::uint32_t>> byKey_;
-    std::bitset<65536> keys_; ///< the keys byKey_ holds
+    bool applyOne(const Compiled& c, const RequestView& view, http::Request& req, http::Response& res,
+                  RequestVerdict& verdict) const;
+    StageRules request_;
+    StageRules response_;
+    std::vector<MatchCounts::Counter> counters_; ///< keeps the counters the rules point at
 };
 
 /// Validates a rule's match as the loader does (Match::parse); "" when it is good.
