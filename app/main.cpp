@@ -724,7 +724,7 @@ int main(int argc, char** argv) {
     guiCmd->add_option("--screenshot", guiOptions.screenshot, "Render the window to this PNG file and exit");
     guiCmd->add_option(
         "--tab", guiOptions.tab,
-        "Tab to show: sites, traffic, inspector, load, suite, drilldown (a run's sampled requests), "
+        "Tab to show: sites, traffic, rules, inspector, load, suite, drilldown (a run's sampled requests), "
         "sample (one of them in the inspector), latency");
     guiCmd->add_option("--demo-traffic", guiOptions.demoTraffic,
                        "Before --screenshot, serve this many seconds of generated traffic");

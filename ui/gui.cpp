@@ -273,10 +273,10 @@ int screenshot(MainWindow& window, ServerController& server, const GuiOptions& o
         }
     }
     if (!tab.isEmpty() && !window.showTab(tab)) {
-        std::fprintf(
-            stderr,
-            "portico: no tab '%s' (sites, traffic, inspector, load, suite, drilldown, sample, latency)\n",
-            options.tab.c_str());
+        std::fprintf(stderr,
+                     "portico: no tab '%s' (sites, traffic, rules, inspector, load, suite, drilldown, "
+                     "sample, latency)\n",
+                     options.tab.c_str());
         return 2;
     }
     if ((tab.isEmpty() || tab == "sites") && !draftShown) window.sitesPage()->select(0, 0);

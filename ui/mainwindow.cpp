@@ -6,6 +6,7 @@
 #include "inspector/inspectorwidget.h"
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
+#include "rules/rulespage.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
 #include "traffic/trafficpage.h"
@@ -50,8 +51,10 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_load = new LoadTestPage(server);
     m_traffic = new TrafficPage(server);
     m_latency = new LatencyPage(server);
+    m_rules = new RulesPage(server);
     m_tabs->addTab(m_sites, tr("Sites"));
     m_tabs->addTab(m_traffic, tr("Traffic"));
+    m_tabs->addTab(m_rules, tr("Rules"));
     // The load test's form, run and history are taller than a small screen (800×500 logical
     // pixels at 2× on 1600×1000): it scrolls there instead of making the window's minimum
     // height exceed the screen.
@@ -68,6 +71,13 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
             [this](const QString& text) { statusBar()->showMessage(text, 8000); });
     connect(m_traffic, &TrafficPage::notice, this,
             [this](const QString& text) { statusBar()->showMessage(text, 8000); });
+    connect(m_rules, &RulesPage::notice, this,
+            [this](const QString& text) { statusBar()->showMessage(text, 8000); });
+    connect(m_traffic, &TrafficPage::createRuleRequested, this,
+            [this](const QString& match, const QString& name) {
+                m_tabs->setCurrentWidget(m_rules);
+                m_rules->addRuleMatching(match, name);
+            });
 
     m_listeners = new QLabel;
     m_listeners->setObjectName("statusListeners");
@@ -112,7 +122,10 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_traffic->splitter()->restoreState(settings.value("window/trafficSplitter").toByteArray());
     connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::updateContextShortcuts);
     updateContextShortcuts();
-    connect(m_sites, &SitesPage::changesChanged, this, &MainWindow::setWindowModified);
+    // The title's [*]: edits not applied in either the Sites or the Rules tab.
+    auto modified = [this] { setWindowModified(m_sites->hasChanges() || m_rules->hasChanges()); };
+    connect(m_sites, &SitesPage::changesChanged, this, modified);
+    connect(m_rules, &RulesPage::changesChanged, this, modified);
 }
 
 void MainWindow::buildMenus() {
@@ -123,9 +136,19 @@ void MainWindow::buildMenus() {
     m_recent = file->addMenu(tr("Open &recent"));
     updateRecentMenu();
     file->addSeparator();
-    file->addAction(tr("&Apply and save"), QKeySequence::Save, m_sites, &SitesPage::apply);
-    m_revert =
-        file->addAction(tr("&Revert"), QKeySequence(Qt::CTRL | Qt::Key_R), m_sites, &SitesPage::revert);
+    // The Rules tab applies and reverts its own edits; every other tab the Sites tab's.
+    file->addAction(tr("&Apply and save"), QKeySequence::Save, this, [this] {
+        if (m_tabs->currentWidget() == m_rules)
+            m_rules->apply();
+        else
+            m_sites->apply();
+    });
+    m_revert = file->addAction(tr("&Revert"), QKeySequence(Qt::CTRL | Qt::Key_R), this, [this] {
+        if (m_tabs->currentWidget() == m_rules)
+            m_rules->revert();
+        else
+            m_sites->revert();
+    });
     file->addSeparator();
     // QKeySequence::Quit has no keys on some platform themes (offscreen, plain X11): say Ctrl+Q.
     file->addAction(tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), this, &QWidget::close);
@@ -366,6 +389,8 @@ bool MainWindow::showTab(const QString& name) {
         m_tabs->setCurrentWidget(m_sites);
     else if (n == "traffic")
         m_tabs->setCurrentWidget(m_traffic);
+    else if (n == "rules")
+        m_tabs->setCurrentWidget(m_rules);
     else if (n == "inspector") {
         m_tabs->setCurrentWidget(m_traffic);
         const int total = std::max(m_traffic->splitter()->height(), 600); // not laid out before show()
@@ -452,13 +477,13 @@ void MainWindow::updateListeners() {
     updateTitle();
 }
 
-// "portico.yaml* — Portico" while the Sites tab holds edits that are not applied ([*] is Qt's
-// placeholder for the modified mark).
+// "portico.yaml* — Portico" while the Sites or the Rules tab holds edits that are not applied ([*]
+// is Qt's placeholder for the modified mark).
 void MainWindow::updateTitle() {
     setWindowTitle(m_server->configPath().isEmpty()
                        ? tr("Portico[*]")
                        : tr("%1[*] — Portico").arg(QFileInfo(m_server->configPath()).fileName()));
-    setWindowModified(m_sites->hasChanges());
+    setWindowModified(m_sites->hasChanges() || m_rules->hasChanges());
 }
 
 void MainWindow::updateRate() {
@@ -526,9 +551,13 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    if (m_sites->hasChanges()) {
-        QMessageBox box(QMessageBox::Question, tr("Unapplied changes"),
-                        tr("The Sites tab has changes that are not applied."), QMessageBox::NoButton, this);
+    const bool sites = m_sites->hasChanges(), rules = m_rules->hasChanges();
+    if (sites || rules) {
+        const QString text = sites && rules
+                                 ? tr("The Sites and Rules tabs have changes that are not applied.")
+                             : sites ? tr("The Sites tab has changes that are not applied.")
+                                     : tr("The Rules tab has changes that are not applied.");
+        QMessageBox box(QMessageBox::Question, tr("Unapplied changes"), text, QMessageBox::NoButton, this);
         box.setObjectName("quitBox");
         QPushButton* applyQuit = box.addButton(tr("Apply and quit"), QMessageBox::AcceptRole);
         QPushButton* discard = box.addButton(tr("Discard and quit"), QMessageBox::DestructiveRole);
@@ -537,7 +566,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         box.exec();
         // Apply may refuse (errors in the form): then the window stays, the errors in view.
         const bool quit =
-            box.clickedButton() == discard || (box.clickedButton() == applyQuit && m_sites->apply());
+            box.clickedButton() == discard || (box.clickedButton() == applyQuit &&
+                                               (!sites || m_sites->apply()) && (!rules || m_rules->apply()));
         if (!quit) {
             event->ignore();
             return;

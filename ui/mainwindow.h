@@ -1,4 +1,5 @@
-// The main window: Sites, Traffic, Load test and Latency tabs over one in-process server, and a status bar.
+// The main window: Sites, Traffic, Rules, Load test and Latency tabs over one in-process server,
+// and a status bar.
 #pragma once
 
 #include <QMainWindow>
@@ -16,6 +17,7 @@ namespace portico::ui {
 
 class LatencyPage;
 class LoadTestPage;
+class RulesPage;
 class ServerController;
 class SitesPage;
 class TrafficPage;
@@ -29,10 +31,11 @@ public:
 
     SitesPage* sitesPage() const { return m_sites; }
     TrafficPage* trafficPage() const { return m_traffic; }
+    RulesPage* rulesPage() const { return m_rules; }
     LoadTestPage* loadTestPage() const { return m_load; }
     LatencyPage* latencyPage() const { return m_latency; }
-    /// Shows the tab called `name` ("sites", "traffic", "inspector", "load", "latency"); false if there
-    /// is none ("inspector" is the Traffic tab with the inspector given most of the height).
+    /// Shows the tab called `name` ("sites", "traffic", "rules", "inspector", "load", "latency"); false if
+    /// there is none ("inspector" is the Traffic tab with the inspector given most of the height).
     bool showTab(const QString& name);
     /// Every menu action with a shortcut, as "Menu › Item" → keys (the Help › Keyboard shortcuts
     /// list, and what tests press).
@@ -92,6 +95,7 @@ private:
     QTabWidget* m_tabs = nullptr;
     SitesPage* m_sites = nullptr;
     TrafficPage* m_traffic = nullptr;
+    RulesPage* m_rules = nullptr;
     QScrollArea* m_loadScroll = nullptr; ///< the Load test tab: m_load, scrolled on small screens
     LoadTestPage* m_load = nullptr;
     LatencyPage* m_latency = nullptr;

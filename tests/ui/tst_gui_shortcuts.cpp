@@ -5,6 +5,7 @@
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
 #include "mainwindow.h"
+#include "rules/rulespage.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
 #include "traffic/trafficmodel.h"
@@ -54,7 +55,7 @@ void collect(QtMsgType type, const QMessageLogContext& context, const QString& t
 }
 
 // The key cells of docs/gui.md's "Keyboard shortcuts" table, one entry per key sequence:
-// "Ctrl+1 … Ctrl+4" is four, "Ctrl+T or Ctrl+Return, Ctrl+." three, "Space (in the table)" Space.
+// "Ctrl+1 … Ctrl+5" is five, "Ctrl+T or Ctrl+Return, Ctrl+." three, "Space (in the table)" Space.
 QStringList documentedKeys(QString& error) {
     QFile f(portico::test::sourceDir() + "/docs/gui.md");
     if (!f.open(QIODevice::ReadOnly)) {
@@ -293,11 +294,16 @@ private slots:
             {"Ctrl+3",
              [&] {
                  press("Ctrl+3");
-                 QVERIFY(load->isVisible());
+                 QVERIFY(m_window->rulesPage()->isVisible());
              }},
             {"Ctrl+4",
              [&] {
                  press("Ctrl+4");
+                 QVERIFY(load->isVisible());
+             }},
+            {"Ctrl+5",
+             [&] {
+                 press("Ctrl+5");
                  QVERIFY(m_window->latencyPage()->isVisible());
              }},
             {"Ctrl+O", [&] { QCOMPARE(pressForDialog("Ctrl+O"), QString("Open config")); }},

@@ -1188,9 +1188,13 @@ bool SitesPage::apply() {
     if (!canApply()) return false;
     QString error;
     // The draft becomes what its file reads back as (what is published), so that once applied it
-    // equals the published config.
-    m_draft = *m_validated;
-    if (!m_server->apply(m_validated, &error)) {
+    // equals the published config. The Rules tab publishes `rules` on its own: they are taken from
+    // the config in force now, so that this Apply never undoes rules applied since the draft began.
+    auto published = std::make_shared<config::Config>(*m_validated);
+    if (const auto inForce = m_server->config()) published->rules = inForce->rules;
+    m_validated = published;
+    m_draft = *published;
+    if (!m_server->apply(published, &error)) {
         showNotice(tr("Not applied: %1").arg(error), true);
         return false;
     }
@@ -1218,7 +1222,9 @@ void SitesPage::onServerConfigChanged() {
     const bool sameAsDraft = *cfg == m_draft;
     m_published = cfg;
     if (pending && !sameAsDraft) {
-        // Keep the user's unapplied edits; the notice says the file changed.
+        // Keep the user's unapplied edits; the notice says the file changed. The rules are the
+        // Rules tab's: the draft follows the ones in force, so they are no change here.
+        m_draft.rules = cfg->rules;
         showErrors();
         return;
     }

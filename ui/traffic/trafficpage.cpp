@@ -2,6 +2,7 @@
 #include "trafficpage.h"
 
 #include "inspector/inspectorwidget.h"
+#include "rules/rulespage.h"
 #include "servercontroller.h"
 #include "trafficfeed.h"
 #include "trafficmodel.h"
@@ -317,6 +318,14 @@ QMenu* TrafficPage::contextMenuFor(int row) {
     if (!route.isEmpty())
         add(tr("Filter by route %1").arg(route), "filterRoute",
             [this, term, route] { setFilterText(term("route", route)); });
+    menu->addSeparator();
+    // A request-stage rule for this exchange's host, path and method, edited in the Rules tab.
+    const capture::Exchange summary = r->summary();
+    add(tr("Create rule from this exchange"), "createRule", [this, summary] {
+        const QString name = QString::fromStdString(summary.method) + " " +
+                             QString::fromStdString(summary.target).section('?', 0, 0);
+        emit createRuleRequested(RulesPage::matchFor(summary), name.trimmed());
+    });
     menu->addSeparator();
     add(tr("Export selected as HAR…"), "exportSelected", [this] { exportHarDialog(); });
     return menu;

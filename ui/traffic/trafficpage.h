@@ -67,11 +67,14 @@ public slots:
     void saveCaptureDialog();
     void selectRow(int row);
     /// The table's context menu for `row` (actions named copyUrl, copyCurl, copyPython, resend,
-    /// filterHost, filterRoute, exportSelected); the caller owns it.
+    /// filterHost, filterRoute, createRule, exportSelected); the caller owns it.
     QMenu* contextMenuFor(int row);
 
 signals:
     void notice(const QString& text);
+    /// "Create rule from this exchange": a rule matching it (RulesPage::matchFor) and a name for it
+    /// ("GET /api/todos").
+    void createRuleRequested(const QString& match, const QString& name);
 
 private:
     void showCurrent();

@@ -1,0 +1,320 @@
+// The Rules tab against a real in-process server: a rule added with the form is checked by the
+// loader as it is typed (a bad match shows its column and keeps Apply off), Apply publishes only
+// the rules and a real request sees them, the enable switch, a Sites apply keeps applied rules,
+// external edits reload the list, "Create rule from this exchange", and the Matched column.
+#include "mainwindow.h"
+#include "rules/rulespage.h"
+#include "servercontroller.h"
+#include "sites/sitespage.h"
+#include "test_support.h"
+#include "traffic/trafficmodel.h"
+#include "traffic/trafficpage.h"
+
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QUrl>
+#include <QtTest>
+
+using namespace portico;
+using portico::ui::MainWindow;
+using portico::ui::RulesPage;
+using portico::ui::ServerController;
+using portico::ui::SitesPage;
+
+namespace {
+
+// /hello answers with the X-Debug field of the request it got, so a rule's set_header is seen.
+const char* kConfig = "listen: [127.0.0.1:0]\n"
+                      "capture: true\n"
+                      "vhosts:\n"
+                      "  - routes:\n"
+                      "      - path: /hello\n"
+                      "        respond: {body: \"x-debug={{header.X-Debug}}\"}\n";
+
+const char* kRule = "rules:\n"
+                    "  - name: debug\n"
+                    "    match: \"path:/hello\"\n"
+                    "    actions:\n"
+                    "      - set_header: {X-Debug: on}\n";
+
+void writeFile(const QString& path, const QByteArray& content) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(content);
+}
+
+} // namespace
+
+class TestRulesPage : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    std::unique_ptr<ServerController> m_server;
+    std::unique_ptr<RulesPage> m_page;
+
+    QString configPath() const { return m_dir.path() + "/portico.yaml"; }
+    QString url(const QString& path) const { return m_server->firstHttpUrl() + path.mid(1); }
+
+    template <class T> T* field(const QString& name) {
+        T* w = m_page->findChild<T*>(name);
+        if (!w) qWarning("no field %s", qPrintable(name));
+        return w;
+    }
+    QLabel* errorLabel(const QString& key) { return field<QLabel>("error:" + key); }
+    QPushButton* applyButton() { return field<QPushButton>("applyRules"); }
+
+    void typeInto(QLineEdit* edit, const QString& text) {
+        edit->setFocus();
+        edit->selectAll();
+        QTest::keyClick(edit, Qt::Key_Backspace);
+        QTest::keyClicks(edit, text);
+    }
+
+    void open(const QByteArray& yaml) {
+        m_page.reset();
+        m_server.reset();
+        writeFile(configPath(), yaml);
+        m_server = std::make_unique<ServerController>();
+        QString error;
+        QVERIFY2(m_server->open(configPath(), &error, false), qPrintable(error));
+        m_page = std::make_unique<RulesPage>(m_server.get());
+        m_page->resize(1100, 700);
+        m_page->show();
+    }
+
+    QByteArray fetch(const QString& path) {
+        const test::CurlReply r = test::curlFetch({url(path)});
+        if (r.status != 200) qWarning("curl: %d %s", r.status, r.err.constData());
+        return r.body;
+    }
+
+private slots:
+    void init() { open(kConfig); }
+
+    void cleanup() {
+        m_page.reset();
+        m_server.reset();
+    }
+
+    // Add → the form; a bad match shows the loader's message with its column and keeps Apply off;
+    // fixed, Apply publishes the rule (and saves it) and a real request gets the header.
+    void addRuleWithTheForm() {
+        QCOMPARE(m_page->table()->rowCount(), 0);
+        QVERIFY(!applyButton()->isEnabled());
+        QTest::mouseClick(field<QPushButton>("addRule"), Qt::LeftButton);
+        QCOMPARE(m_page->table()->rowCount(), 1);
+        QCOMPARE(m_page->currentRow(), 0);
+        typeInto(field<QLineEdit>("ruleName"), "debug header");
+        typeInto(field<QLineEdit>("ruleMatch"), "path:/hello nosuchkey:x");
+
+        QLabel* error = errorLabel("match");
+        QVERIFY(error->isVisible());
+        QVERIFY2(error->text().contains("column 13") && error->text().contains("nosuchkey"),
+                 qPrintable(error->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        QVERIFY(!m_page->apply());
+        QVERIFY(m_server->config()->rules.empty());
+        QCOMPARE(m_page->table()->item(0, RulesPage::Match)->foreground().color(), QColor("#c0392b"));
+        QCOMPARE(fetch("/hello"), QByteArray("x-debug="));
+
+        typeInto(field<QLineEdit>("ruleMatch"), "path:/hello");
+        QVERIFY(!error->isVisible());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QVERIFY(applyButton()->isEnabled());
+        QTest::mouseClick(applyButton(), Qt::LeftButton);
+        QVERIFY(!m_page->hasChanges());
+        QVERIFY(!applyButton()->isEnabled());
+
+        const auto& rules = m_server->config()->rules;
+        QCOMPARE(rules.size(), std::size_t(1));
+        QCOMPARE(rules[0].name, std::string("debug header"));
+        QCOMPARE(rules[0].match, std::string("path:/hello"));
+        QCOMPARE(rules[0].stage, config::Rule::Stage::Request);
+        QCOMPARE(rules[0].actions.size(), std::size_t(1));
+        QCOMPARE(rules[0].actions[0].kind, config::RuleAction::Kind::SetHeader);
+        QCOMPARE(fetch("/hello"), QByteArray("x-debug=1"));
+        QFile saved(configPath());
+        QVERIFY(saved.open(QIODevice::ReadOnly));
+        QVERIFY(saved.readAll().contains("debug header"));
+    }
+
+    // The actions' forms: the reader's checks (a field the server writes cannot be removed) show
+    // under the action; a fail action's rate and status reach the config.
+    void actionFormsAndTheirChecks() {
+        m_page->addRule();
+        auto* kind = field<QComboBox>("actionKind");
+        kind->setCurrentIndex(kind->findData(int(config::RuleAction::Kind::RemoveHeader)));
+        auto* names = field<QListWidget>("removeHeaders");
+        QCOMPARE(names->count(), 1);
+        names->item(0)->setText("Content-Length");
+        QVERIFY(errorLabel("action")->isVisible());
+        QVERIFY2(errorLabel("action")->text().contains("set by the server"),
+                 qPrintable(errorLabel("action")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        names->item(0)->setText("Cookie");
+        QVERIFY(!errorLabel("action")->isVisible());
+
+        QTest::mouseClick(field<QPushButton>("addAction"), Qt::LeftButton);
+        QCOMPARE(field<QListWidget>("ruleActions")->count(), 2);
+        kind->setCurrentIndex(kind->findData(int(config::RuleAction::Kind::Fail)));
+        field<QDoubleSpinBox>("failRate")->setValue(0.5);
+        field<QSpinBox>("failStatus")->setValue(418);
+        // A set_header without a header is refused by the reader.
+        QTest::mouseClick(field<QPushButton>("addAction"), Qt::LeftButton);
+        auto* headers = field<QTableWidget>("setHeaders");
+        QCOMPARE(headers->rowCount(), 1);
+        headers->setCurrentCell(0, 0);
+        QTest::mouseClick(field<QPushButton>("removeSetHeader"), Qt::LeftButton);
+        QVERIFY2(errorLabel("action")->text().contains("at least one header"),
+                 qPrintable(errorLabel("action")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        QTest::mouseClick(field<QPushButton>("removeAction"), Qt::LeftButton);
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+
+        QVERIFY(m_page->apply());
+        const auto& actions = m_server->config()->rules.at(0).actions;
+        QCOMPARE(actions.size(), std::size_t(2));
+        QCOMPARE(actions[0].kind, config::RuleAction::Kind::RemoveHeader);
+        QCOMPARE(actions[0].remove, std::vector<std::string>{"Cookie"});
+        QCOMPARE(actions[1].kind, config::RuleAction::Kind::Fail);
+        QCOMPARE(actions[1].rate, 0.5);
+        QCOMPARE(actions[1].failure, config::RuleAction::Failure::Status);
+        QCOMPARE(actions[1].failStatus, 418);
+    }
+
+    // The table's switch flips `enabled` in the config in force once applied; a real request sees it.
+    void enableSwitch() {
+        open(QByteArray(kConfig) + kRule);
+        QCOMPARE(m_page->table()->rowCount(), 1);
+        QCOMPARE(fetch("/hello"), QByteArray("x-debug=on"));
+        QTableWidgetItem* on = m_page->table()->item(0, RulesPage::On);
+        QCOMPARE(on->checkState(), Qt::Checked);
+        on->setCheckState(Qt::Unchecked);
+        QVERIFY(m_page->hasChanges());
+        QVERIFY(!field<QCheckBox>("ruleEnabled")->isChecked());
+        QVERIFY(m_server->config()->rules[0].enabled); // not before Apply
+        QTest::mouseClick(applyButton(), Qt::LeftButton);
+        QVERIFY(!m_server->config()->rules[0].enabled);
+        QCOMPARE(fetch("/hello"), QByteArray("x-debug="));
+
+        m_page->table()->item(0, RulesPage::On)->setCheckState(Qt::Checked);
+        QVERIFY(m_page->apply());
+        QVERIFY(m_server->config()->rules[0].enabled);
+        QCOMPARE(fetch("/hello"), QByteArray("x-debug=on"));
+    }
+
+    // The Sites tab, with an unapplied edit made before the rule was applied, keeps the rules in
+    // force when it applies; and a Rules apply did not publish the Sites draft.
+    void sitesApplyKeepsRules() {
+        SitesPage sites(m_server.get());
+        sites.show();
+        sites.select(0, 0);
+        auto* body = sites.findChild<QPlainTextEdit*>("respond.body");
+        QVERIFY(body);
+        body->setPlainText("sites {{header.X-Debug}}");
+        QVERIFY(sites.hasChanges());
+
+        m_page->addRuleMatching("path:/hello", "debug");
+        QVERIFY(m_page->apply());
+        QCOMPARE(m_server->config()->rules.size(), std::size_t(1));
+        QCOMPARE(fetch("/hello"), QByteArray("x-debug=1")); // the Sites draft is not published
+        QVERIFY(sites.hasChanges());
+
+        QVERIFY2(sites.apply(), qPrintable(sites.problems().join('\n')));
+        QCOMPARE(m_server->config()->rules.size(), std::size_t(1));
+        QCOMPARE(m_server->config()->rules[0].name, std::string("debug"));
+        QCOMPARE(fetch("/hello"), QByteArray("sites 1"));
+        QVERIFY(!m_page->hasChanges());
+        QVERIFY(!sites.hasChanges());
+    }
+
+    // An edit of the file reloads the list when the tab has no unapplied edits, and leaves the
+    // edits alone when it has.
+    void externalEditReloadsTheList() {
+        QSignalSpy spy(m_server.get(), &ServerController::externalChange);
+        writeFile(configPath(), QByteArray(kConfig) + kRule);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 1, 5000);
+        QCOMPARE(m_page->table()->rowCount(), 1);
+        QCOMPARE(m_page->table()->item(0, RulesPage::Name)->text(), QString("debug"));
+        QCOMPARE(field<QLineEdit>("ruleMatch")->text(), QString("path:/hello"));
+
+        m_page->addRule(); // unapplied
+        writeFile(configPath(), kConfig);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 2, 5000);
+        QVERIFY(m_server->config()->rules.empty());
+        QCOMPARE(m_page->table()->rowCount(), 2);
+        QVERIFY(field<QLabel>("rulesNotice")->isVisible());
+        m_page->revert();
+        QCOMPARE(m_page->table()->rowCount(), 0);
+    }
+
+    // Traffic › context menu › Create rule from this exchange: the Rules tab with a new rule
+    // matching the exchange's host, path (no query) and method, not applied.
+    void createRuleFromExchange() {
+        MainWindow window(m_server.get());
+        window.show();
+        QCOMPARE(fetch("/hello?x=1"), QByteArray("x-debug="));
+        m_server->engine().flushCapture();
+        auto* traffic = window.trafficPage();
+        QTRY_VERIFY_WITH_TIMEOUT((traffic->poll(), traffic->model()->rowCount() >= 1), 5000);
+        std::unique_ptr<QMenu> menu(traffic->contextMenuFor(0));
+        auto* create = menu->findChild<QAction*>("createRule");
+        QVERIFY(create);
+        create->trigger();
+
+        RulesPage* rules = window.rulesPage();
+        QVERIFY(rules->isVisible());
+        QCOMPARE(qobject_cast<QTabWidget*>(window.centralWidget())->tabText(2), QString("Rules"));
+        QCOMPARE(int(rules->rules().size()), 1);
+        const QString host = QUrl(m_server->firstHttpUrl()).authority();
+        const QString expected = QString("host:%1 path:/hello method:GET").arg(host);
+        QCOMPARE(QString::fromStdString(rules->rules()[0].match), expected);
+        QCOMPARE(rules->rules()[0].stage, config::Rule::Stage::Request);
+        QCOMPARE(rules->findChild<QLineEdit*>("ruleMatch")->text(), expected);
+        QVERIFY(rules->problems().isEmpty());
+        QVERIFY(rules->hasChanges());
+        QVERIFY(m_server->config()->rules.empty()); // not applied
+
+        capture::Exchange e;
+        e.method = "GET";
+        e.authority = "example.test";
+        e.target = "http://example.test/a%20b/c?q=1";
+        QCOMPARE(RulesPage::matchFor(e), QString("host:example.test path:/a%20b/c method:GET"));
+        e.method = "CONNECT";
+        e.target = "example.test:443";
+        QCOMPARE(RulesPage::matchFor(e), QString("host:example.test method:CONNECT"));
+    }
+
+    // Matched: the engine's count for each rule in force, read every second while the tab is shown.
+    void matchedColumnCounts() {
+        open(QByteArray(kConfig) + kRule +
+             "  - name: never\n    match: \"path:/nothing\"\n    actions:\n      - fail: 503\n");
+        QCOMPARE(m_page->table()->rowCount(), 2);
+        for (int i = 0; i < 3; ++i)
+            QCOMPARE(fetch("/hello"), QByteArray("x-debug=on"));
+        QTRY_COMPARE_WITH_TIMEOUT(m_page->table()->item(0, RulesPage::Matched)->text(), QString("3"),
+                                  RulesPage::kMatchesMs * 3);
+        QCOMPARE(m_page->table()->item(1, RulesPage::Matched)->text(), QString("0"));
+        m_page->addRule(); // not in force: no count
+        m_page->refreshMatches();
+        QCOMPARE(m_page->table()->item(2, RulesPage::Matched)->text(), QString("—"));
+    }
+};
+
+QTEST_MAIN(TestRulesPage)
+#include "tst_rules_page.moc"
