@@ -45,6 +45,7 @@ void makeFixture(const QString& dir) {
     writeFile(dir + "/site/app/index.html", "<h1>app</h1>\n");
     writeFile(dir + "/mocks/users.json", "[{\"id\": 1}]\n");
     writeFile(dir + "/notes.txt", "not a directory\n");
+    writeFile(dir + "/dev/app.js", "// the dev build (docs/configuration.md \"Rules\": map_local)\n");
     QDir().mkpath(dir + "/logs");
     // A certificate and key for the tls: examples (docs/configuration.md "TLS").
     QDir().mkpath(dir + "/certs");
@@ -877,8 +878,19 @@ private slots:
             << QStringList{"test.yaml:2:15: vhosts[0].headers.X A: 'X A' is not a valid header field name"};
         QTest::newRow("header value newline")
             << QByteArray("vhosts:\n  - headers: {X-A: \"a\\nb\"}\n")
-            << QStringList{
-                   "test.yaml:2:20: vhosts[0].headers.X-A: header values cannot contain CR, LF or NUL"};
+            << QStringList{"test.yaml:2:20: vhosts[0].headers.X-A: header values cannot contain control "
+                           "characters (CR, LF, "
+                           "NUL and the other bytes below 0x20 but tab, or DEL)"};
+        QTest::newRow("header value control")
+            << QByteArray("vhosts:\n  - headers: {X-A: \"a\\x01b\", X-Tab: \"a\\tb\"}\n")
+            << QStringList{"test.yaml:2:20: vhosts[0].headers.X-A: header values cannot contain control "
+                           "characters (CR, LF, NUL and the other bytes below 0x20 but tab, or DEL)"};
+        QTest::newRow("header value padded")
+            << QByteArray("vhosts:\n  - headers: {X-A: \" padded\", X-B: \"end \"}\n")
+            << QStringList{"test.yaml:2:20: vhosts[0].headers.X-A: header values cannot start or end with a "
+                           "space or tab (RFC 9110 §5.5)",
+                           "test.yaml:2:36: vhosts[0].headers.X-B: header values cannot start or end with a "
+                           "space or tab (RFC 9110 §5.5)"};
         QTest::newRow("live_reload not a bool")
             << QByteArray("vhosts:\n  - live_reload: sometimes\n")
             << QStringList{"test.yaml:2:18: vhosts[0].live_reload: expected true or false, got 'sometimes'"};

@@ -197,6 +197,98 @@ private slots:
                  qPrintable(got.join('\n')));
     }
 
+    // map_local takes a file or a folder (relative to the config's folder, absolute once read; one
+    // that does not exist refuses the config), map_remote an origin URL as a proxy's upstream
+    // (change_origin on); both are request-stage only; the writer gives both back.
+    void mapActions() {
+        QVERIFY(QDir(dir_.path()).mkpath("dev/assets"));
+        QFile js(dir_.filePath("dev/app.js"));
+        QVERIFY(js.open(QIODevice::WriteOnly));
+        js.write("// dev build\n");
+        js.close();
+        const QByteArray yaml = "rules:\n"
+                                "  - match: \"path:/app.js\"\n"
+                                "    actions: [{map_local: dev/app.js}]\n"
+                                "  - match: \"path:/assets/\"\n"
+                                "    actions: [{set_header: {X-Mapped: \"1\"}}, {map_local: ./dev/assets}]\n"
+                                "  - match: \"host:cdn.example.com\"\n"
+                                "    actions: [{map_remote: \"http://127.0.0.1:3000\"}]\n"
+                                "  - actions: [{map_remote: \"https://[::1]:8443\"}]\n";
+        const LoadResult loaded =
+            loadConfigText(std::string(yaml + kVhosts), "test.yaml", dir_.path().toStdString());
+        QVERIFY2(loaded.ok(), qPrintable(lines(loaded.errors).join('\n')));
+        const auto& rules = loaded.config->rules;
+        QVERIFY(rules[0].actions[0].kind == RuleAction::Kind::MapLocal);
+        QCOMPARE(str(rules[0].actions[0].mapLocal), dir_.filePath("dev/app.js"));
+        QCOMPARE(str(rules[1].actions[1].mapLocal), dir_.filePath("dev/assets"));
+        const RuleAction& remote = rules[2].actions[0];
+        QVERIFY(remote.kind == RuleAction::Kind::MapRemote);
+        QCOMPARE(remote.mapRemote.upstreams.size(), std::size_t(1));
+        QCOMPARE(str(remote.mapRemote.upstreams[0].host), QString("127.0.0.1"));
+        QCOMPARE(int(remote.mapRemote.upstreams[0].port), 3000);
+        QVERIFY(remote.mapRemote.changeOrigin);
+        QVERIFY(rules[3].actions[0].mapRemote.upstreams[0].protocol == Upstream::Protocol::H2);
+        // Written back relative to the folder, and read again the same.
+        const std::string written = configToYaml(*loaded.config, dir_.path().toStdString());
+        for (const char* part : {"map_local: ./dev/app.js", "map_local: ./dev/assets",
+                                 "map_remote: http://127.0.0.1:3000", "map_remote: https://[::1]:8443"})
+            QVERIFY2(written.find(part) != std::string::npos,
+                     qPrintable(QString(part) + " in\n" + str(written)));
+        const LoadResult again = loadConfigText(written, "test.yaml", dir_.path().toStdString());
+        QVERIFY2(again.ok(), qPrintable(lines(again.errors).join('\n')));
+        QVERIFY(again.config->rules == rules);
+
+        // Errors, each with its place.
+        const QByteArray bad = "rules:\n"
+                               "  - actions: [{map_local: dev/missing.js}]\n"
+                               "  - actions: [{map_remote: \"ftp://x\"}]\n"
+                               "  - actions: [{map_remote: \"http://127.0.0.1:3000/base\"}]\n"
+                               "  - stage: response\n"
+                               "    actions: [{map_local: dev/app.js}]\n"
+                               "  - actions: [{map_local: \"\"}]\n";
+        const LoadResult refused =
+            loadConfigText(std::string(bad + kVhosts), "test.yaml", dir_.path().toStdString());
+        QVERIFY(!refused.ok());
+        const QStringList got = lines(refused.errors);
+        const QStringList expected = {
+            "test.yaml:2:27: rules[0].actions[0].map_local: file or folder '" +
+                dir_.filePath("dev/missing.js") + "' does not exist",
+            "test.yaml:3:28: rules[1].actions[0].map_remote: expected an upstream URL",
+            "test.yaml:4:28: rules[2].actions[0].map_remote: an upstream is SCHEME://HOST[:PORT] without a "
+            "path",
+            "test.yaml:6:15: rules[3].actions[0]: map_local acts at the request stage",
+            "test.yaml:7:27: rules[4].actions[0].map_local: empty path"};
+        QCOMPARE(got.size(), expected.size());
+        for (int i = 0; i < got.size(); ++i)
+            QVERIFY2(got[i].startsWith(expected[i]), qPrintable(got.join('\n')));
+    }
+
+    // Names tell rules apart in records, the rule: filter and match counts: two rules may not share
+    // one, and none may hold a control character (C1 and U+2028 included).
+    void namesAreDistinctAndPrintable() {
+        const QByteArray yaml = "rules:\n"
+                                "  - name: same\n"
+                                "    actions: [{fail: 503}]\n"
+                                "  - name: same\n"
+                                "    actions: [{fail: 503}]\n"
+                                "  - name: \"n\\x85x\"\n"
+                                "    actions: [{fail: 503}]\n"
+                                "  - name: \"a\\u2028b\"\n"
+                                "    actions: [{fail: 503}]\n"
+                                "  - name: \"caf\u00e9 \u2603\"\n"
+                                "    actions: [{fail: 503}]\n";
+        const LoadResult r =
+            loadConfigText(std::string(yaml + kVhosts), "test.yaml", dir_.path().toStdString());
+        const QStringList got = lines(r.errors);
+        QCOMPARE(got.size(), 3);
+        QVERIFY2(got[0].startsWith("test.yaml:4:11: rules[1].name: another rule is named 'same' (rules[0])"),
+                 qPrintable(got.join('\n')));
+        QVERIFY2(got[1].startsWith("test.yaml:6:11: rules[2].name: a rule's name cannot hold control"),
+                 qPrintable(got.join('\n')));
+        QVERIFY2(got[2].startsWith("test.yaml:8:11: rules[3].name: a rule's name cannot hold control"),
+                 qPrintable(got.join('\n')));
+    }
+
     void defaults() {
         const auto rules = rulesOf("rules:\n  - actions:\n      - fail: {with: 502}\n");
         QCOMPARE(rules.size(), std::size_t(1));
@@ -300,11 +392,11 @@ private slots:
             {"test.yaml:3:5: rules[0].stge: unknown key 'stge' (did you mean 'stage'?)"});
         row("action written as a rule key", "rules:\n  - fail: 503\n",
             {"test.yaml:2:5: rules[0].fail: unknown key 'fail'",
-             "test.yaml:2:5: rules[0]: a rule needs `actions:` (a list of set_header, remove_header or "
-             "fail)"});
+             "test.yaml:2:5: rules[0]: a rule needs `actions:` (a list of set_header, remove_header, "
+             "fail, map_local or map_remote)"});
         row("missing actions", "rules:\n  - name: x\n",
-            {"test.yaml:2:5: rules[0]: a rule needs `actions:` (a list of set_header, remove_header or "
-             "fail)"});
+            {"test.yaml:2:5: rules[0]: a rule needs `actions:` (a list of set_header, remove_header, "
+             "fail, map_local or map_remote)"});
         row("empty actions", "rules:\n  - actions: []\n",
             {"test.yaml:2:14: rules[0].actions: a rule needs at least one action"});
         row("null actions", "rules:\n  - name: x\n    actions:\n",
@@ -335,19 +427,21 @@ private slots:
              "has 'remove_header' (write each action as its own list item)"});
         row("no key in an action", "rules:\n  - actions:\n      - {}\n",
             {"test.yaml:3:9: rules[0].actions[0]: expected an action: a map with one key, set_header, "
-             "remove_header or fail (e.g. `- remove_header: Cache-Control`), got an empty map"});
+             "remove_header, fail, map_local or map_remote (e.g. `- remove_header: Cache-Control`), got an "
+             "empty map"});
         row("action a scalar", "rules:\n  - actions:\n      - fail\n",
             {"test.yaml:3:9: rules[0].actions[0]: expected an action: a map with one key, set_header, "
-             "remove_header or fail (e.g. `- remove_header: Cache-Control`), got 'fail'"});
+             "remove_header, fail, map_local or map_remote (e.g. `- remove_header: Cache-Control`), got "
+             "'fail'"});
         row("set_header bad name", "rules:\n  - actions:\n      - set_header: {\"Bad Name\": x}\n",
             {"test.yaml:3:22: rules[0].actions[0].set_header.Bad Name: 'Bad Name' is not a valid header "
              "field name"});
         row("set_header CR LF", "rules:\n  - actions:\n      - set_header: {X-A: \"a\\r\\nB: c\"}\n",
-            {"test.yaml:3:27: rules[0].actions[0].set_header.X-A: header values cannot contain CR, LF or "
-             "NUL"});
+            {"test.yaml:3:27: rules[0].actions[0].set_header.X-A: header values cannot contain control "
+             "characters (CR, LF, NUL and the other bytes below 0x20 but tab, or DEL)"});
         row("set_header NUL", "rules:\n  - actions:\n      - set_header: {X-A: \"a\\0b\"}\n",
-            {"test.yaml:3:27: rules[0].actions[0].set_header.X-A: header values cannot contain CR, LF or "
-             "NUL"});
+            {"test.yaml:3:27: rules[0].actions[0].set_header.X-A: header values cannot contain control "
+             "characters (CR, LF, NUL and the other bytes below 0x20 but tab, or DEL)"});
         row("set_header list value", "rules:\n  - actions:\n      - set_header: {X-A: [1, 2]}\n",
             {"test.yaml:3:27: rules[0].actions[0].set_header.X-A: a rule sets one value per header, got a "
              "list"});
@@ -382,6 +476,19 @@ private slots:
         row("remove_header server field", "rules:\n  - actions:\n      - remove_header: Server\n",
             {"test.yaml:3:24: rules[0].actions[0].remove_header: 'Server' is set by the server and cannot "
              "be removed by a rule (use server_header: false to leave it out)"});
+        row("set_header host and hop-by-hop",
+            "rules:\n  - actions:\n      - set_header: {Host: evil.test, TE: gzip}\n",
+            {"test.yaml:3:22: rules[0].actions[0].set_header.Host: 'Host' cannot be changed by a rule: the "
+             "vhost is chosen by it before rules run (map_remote sends the origin's own)",
+             "test.yaml:3:39: rules[0].actions[0].set_header.TE: 'TE' is a hop-by-hop field (RFC 9110 "
+             "§7.6.1) and cannot be changed by a rule"});
+        row("remove_header hop-by-hop", "rules:\n  - actions:\n      - remove_header: [X-A, Keep-Alive]\n",
+            {"test.yaml:3:30: rules[0].actions[0].remove_header[1]: 'Keep-Alive' is a hop-by-hop field (RFC "
+             "9110 §7.6.1) and cannot be changed by a rule"});
+        row("set_header value with a control character",
+            "rules:\n  - actions:\n      - set_header: {X-A: \"a\\x01b\"}\n",
+            {"test.yaml:3:27: rules[0].actions[0].set_header.X-A: header values cannot contain control "
+             "characters (CR, LF, NUL and the other bytes below 0x20 but tab, or DEL)"});
         row("remove_header a map", "rules:\n  - actions:\n      - remove_header: {X-A: 1}\n",
             {"test.yaml:3:24: rules[0].actions[0].remove_header: expected a string or a list, got a map"});
         row("fail status too high", "rules:\n  - actions:\n      - fail: 600\n",
@@ -440,7 +547,7 @@ private slots:
 
     void notYetSupported_data() {
         QTest::addColumn<QString>("kind");
-        for (const char* k : {"replace_body", "map_local", "map_remote", "throttle", "breakpoint"})
+        for (const char* k : {"replace_body", "throttle", "breakpoint"})
             QTest::newRow(k) << QString(k);
     }
 
@@ -455,7 +562,8 @@ private slots:
         QCOMPARE(
             lines(r.errors),
             QStringList{QString("test.yaml:4:9: rules[0].actions[1].%1: '%1' is not supported yet in this "
-                                "version; supported actions: set_header, remove_header, fail")
+                                "version; supported actions: set_header, remove_header, fail, map_local, "
+                                "map_remote")
                             .arg(kind)});
     }
 

@@ -313,6 +313,26 @@ private slots:
         QCOMPARE(counts.countsFor(next), (std::vector<std::uint64_t>{0, 1, 1, 3}));
     }
 
+    // map_local under a folder: the path below the rule's `path:` prefix (strip_prefix's rule for a
+    // prefix without its slash); a file answers every path.
+    void mapLocalPaths() {
+        rules::MapLocal slash;
+        slash.prefix = "/assets/";
+        QCOMPARE(slash.pathFor("/assets/app.js"), std::string_view("/app.js"));
+        QCOMPARE(slash.pathFor("/assets/"), std::string_view("/"));
+        QCOMPARE(slash.pathFor("/other/x"), std::string_view("/other/x"));
+        rules::MapLocal bare;
+        bare.prefix = "/assets";
+        QCOMPARE(bare.pathFor("/assets/app.js"), std::string_view("/app.js"));
+        QCOMPARE(bare.pathFor("/assets"), std::string_view(""));
+        QCOMPARE(bare.pathFor("/assetsX/y"), std::string_view("/assetsX/y"));
+        rules::MapLocal none;
+        QCOMPARE(none.pathFor("/a/b"), std::string_view("/a/b"));
+        rules::MapLocal file;
+        file.file = "/app.js";
+        QCOMPARE(file.pathFor("/anything/else"), std::string_view("/app.js"));
+    }
+
     // A fail with rate 0.3 fails about that share (a binomial bound loose enough never to flake:
     // 2000 draws, 30 % ± 6 points is more than 9 standard deviations).
     void failRate() {

@@ -1,6 +1,6 @@
 // Reads the top-level `rules:` list: each rule's name, enabled, stage and match (kept as text:
 // validate parses it with the Traffic filter language) and its actions, one-key maps of
-// set_header, remove_header or fail.
+// set_header, remove_header, fail, map_local or map_remote.
 #include "reader_impl.h"
 
 #include <portico/http/message.h>
@@ -13,16 +13,31 @@ namespace {
 
 constexpr std::string_view kRuleKeys[] = {"name", "enabled", "stage", "match", "actions"};
 constexpr std::string_view kRuleStages[] = {"request", "response"};
-constexpr std::string_view kRuleActionKeys[] = {"set_header", "remove_header", "fail"};
+constexpr std::string_view kRuleActionKeys[] = {"set_header", "remove_header", "fail", "map_local",
+                                                "map_remote"};
 // Kinds of the design that this version refuses by name (readMap's notYet).
-constexpr std::string_view kRuleActionNotYet[] = {"replace_body", "map_local", "map_remote", "throttle",
-                                                  "breakpoint"};
-constexpr std::string_view kRuleActionHint = "; supported actions: set_header, remove_header, fail";
+constexpr std::string_view kRuleActionNotYet[] = {"replace_body", "throttle", "breakpoint"};
+constexpr std::string_view kRuleActionHint =
+    "; supported actions: set_header, remove_header, fail, map_local, map_remote";
 constexpr std::string_view kFailKeys[] = {"rate", "with"};
 // The fields the connection writes itself, as Reader::headers refuses them for set_header
 // (read_values.cpp): a rule cannot remove them either.
 constexpr std::string_view kServerFields[] = {"content-length", "transfer-encoding", "connection", "date",
                                               "server"};
+
+// Fields a rule cannot change: Host (the vhost is chosen by it before rules run; a proxy sends its
+// own with change_origin) and the hop-by-hop ones (RFC 9110 §7.6.1), which never pass a proxy.
+constexpr std::string_view kHopFields[] = {"host",   "te", "keep-alive", "upgrade", "proxy-connection",
+                                           "trailer"};
+
+std::string hopFieldError(std::string_view name, std::string_view lowered) {
+    if (lowered == "host")
+        return "'" + std::string(name) +
+               "' cannot be changed by a rule: the vhost is chosen by it before rules run (map_remote sends "
+               "the origin's own)";
+    return "'" + std::string(name) +
+           "' is a hop-by-hop field (RFC 9110 §7.6.1) and cannot be changed by a rule";
+}
 
 bool isNumber(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -68,7 +83,8 @@ void Reader::readRules(const Value& v, std::vector<Rule>& out) {
             return true;
         });
         if (!actions) {
-            error(item, "a rule needs `actions:` (a list of set_header, remove_header or fail)");
+            error(item, "a rule needs `actions:` (a list of set_header, remove_header, fail, map_local or "
+                        "map_remote)");
         } else if (auto written = list(*actions, false)) {
             if (written->empty()) error(*actions, "a rule needs at least one action");
             for (const Value& a : *written)
@@ -82,7 +98,8 @@ void Reader::readRules(const Value& v, std::vector<Rule>& out) {
 
 std::optional<RuleAction> Reader::readRuleAction(const Value& v) {
     if (!v.node.IsMap() || v.node.size() == 0) {
-        error(v, "expected an action: a map with one key, set_header, remove_header or fail (e.g. "
+        error(v, "expected an action: a map with one key, set_header, remove_header, fail, map_local or "
+                 "map_remote (e.g. "
                  "`- remove_header: Cache-Control`), got " +
                      (v.node.IsMap() ? std::string("an empty map") : describe(v.node)));
         return std::nullopt;
@@ -110,6 +127,17 @@ std::optional<RuleAction> Reader::readRuleAction(const Value& v) {
             } else if (e.key == "remove_header") {
                 a.kind = RuleAction::Kind::RemoveHeader;
                 ok = readRemoveHeader(e.value, a) && ok;
+            } else if (e.key == "map_local") {
+                a.kind = RuleAction::Kind::MapLocal;
+                auto p = absolute(e.value); // a file or a folder; validate checks it is there
+                if (p) a.mapLocal = *p;
+                ok = p.has_value() && ok;
+            } else if (e.key == "map_remote") {
+                a.kind = RuleAction::Kind::MapRemote;
+                const std::size_t before = errors_.size();
+                upstreamUrl(e.value, a.mapRemote);
+                a.mapRemote.changeOrigin = true;
+                ok = errors_.size() == before && !a.mapRemote.upstreams.empty() && ok;
             } else {
                 a.kind = RuleAction::Kind::Fail;
                 ok = readFail(e.value, a) && ok;
@@ -155,6 +183,10 @@ bool Reader::readSetHeader(const Value& v, RuleAction& a) {
                 ok = false;
             }
             seen.emplace_back(name, key);
+            if (std::find(std::begin(kHopFields), std::end(kHopFields), name) != std::end(kHopFields)) {
+                error(k.Mark(), at.path, hopFieldError(key, name));
+                ok = false;
+            }
         }
     }
     auto set = headers(v, nullptr);
@@ -182,6 +214,10 @@ bool Reader::readRemoveHeader(const Value& v, RuleAction& a) {
                    std::end(kServerFields)) {
             error(item, "'" + *name + "' is set by the server and cannot be removed by a rule" +
                             (lower(*name) == "server" ? " (use server_header: false to leave it out)" : ""));
+            ok = false;
+        } else if (std::find(std::begin(kHopFields), std::end(kHopFields), lower(*name)) !=
+                   std::end(kHopFields)) {
+            error(item, hopFieldError(*name, lower(*name)));
             ok = false;
         } else {
             a.remove.push_back(*name);

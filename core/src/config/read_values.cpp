@@ -29,8 +29,17 @@ std::string suggestion(std::string_view word, Keys candidates) {
     return " (did you mean '" + std::string(best) + "'?)";
 }
 
+// RFC 9110 §5.5: a field value is visible characters, spaces and tabs, without leading or
+// trailing whitespace (an HTTP/2 peer resets a stream that breaks this, RFC 9113 §8.2.1).
 bool hasControlChars(std::string_view s) {
-    return std::any_of(s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
+    return std::any_of(s.begin(), s.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return (u < 0x20 && c != '\t') || u == 0x7f;
+    });
+}
+
+bool hasOuterWhitespace(std::string_view s) {
+    return !s.empty() && (s.front() == ' ' || s.front() == '\t' || s.back() == ' ' || s.back() == '\t');
 }
 
 std::string item(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
@@ -282,7 +291,13 @@ std::optional<HeaderList> Reader::headers(const Value& v, const RouteShape* temp
                 continue;
             }
             if (hasControlChars(*s)) {
-                error(item, "header values cannot contain CR, LF or NUL");
+                error(item, "header values cannot contain control characters (CR, LF, NUL and the other "
+                            "bytes below 0x20 but tab, or DEL)");
+                ok = false;
+                continue;
+            }
+            if (hasOuterWhitespace(*s)) {
+                error(item, "header values cannot start or end with a space or tab (RFC 9110 §5.5)");
                 ok = false;
                 continue;
             }

@@ -159,15 +159,19 @@ void emitFastCgi(YAML::Emitter& out, const ProxyAction& fc, const fs::path& base
     out << YAML::EndMap;
 }
 
+std::string upstreamUrl(const Upstream& u) {
+    return (u.protocol == Upstream::Protocol::H2c  ? "h2c://"
+            : u.protocol == Upstream::Protocol::H2 ? "https://"
+                                                   : "http://") +
+           u.authority;
+}
+
 void emitProxy(YAML::Emitter& out, const ProxyAction& px, const fs::path& base) {
     const ProxyAction defaults;
     out << YAML::Key << (px.grpc ? "grpc" : "proxy") << YAML::Value << YAML::Flow << YAML::BeginMap;
     std::vector<std::string> urls;
     for (const auto& u : px.upstreams)
-        urls.push_back((u.protocol == Upstream::Protocol::H2c  ? "h2c://"
-                        : u.protocol == Upstream::Protocol::H2 ? "https://"
-                                                               : "http://") +
-                       u.authority);
+        urls.push_back(upstreamUrl(u));
     out << YAML::Key << "upstream" << YAML::Value;
     if (urls.size() == 1)
         out << urls.front();
@@ -269,7 +273,7 @@ std::string shortestNumber(double d) {
     return ec == std::errc{} ? std::string(buf, end) : std::to_string(d);
 }
 
-void emitRuleAction(YAML::Emitter& out, const RuleAction& a) {
+void emitRuleAction(YAML::Emitter& out, const RuleAction& a, const fs::path& base) {
     out << YAML::BeginMap;
     switch (a.kind) {
     case RuleAction::Kind::SetHeader:
@@ -293,11 +297,19 @@ void emitRuleAction(YAML::Emitter& out, const RuleAction& a) {
             out << a.failStatus;
         out << YAML::EndMap;
         break;
+    case RuleAction::Kind::MapLocal:
+        out << YAML::Key << "map_local" << YAML::Value << relativePath(a.mapLocal, base);
+        break;
+    case RuleAction::Kind::MapRemote:
+        out << YAML::Key << "map_remote" << YAML::Value;
+        for (const auto& u : a.mapRemote.upstreams)
+            out << upstreamUrl(u);
+        break;
     }
     out << YAML::EndMap;
 }
 
-void emitRule(YAML::Emitter& out, const Rule& r) {
+void emitRule(YAML::Emitter& out, const Rule& r, const fs::path& base) {
     out << YAML::BeginMap;
     if (!r.name.empty()) out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << r.name;
     if (!r.enabled) out << YAML::Key << "enabled" << YAML::Value << false;
@@ -305,7 +317,7 @@ void emitRule(YAML::Emitter& out, const Rule& r) {
     if (!r.match.empty()) out << YAML::Key << "match" << YAML::Value << YAML::DoubleQuoted << r.match;
     out << YAML::Key << "actions" << YAML::Value << YAML::BeginSeq;
     for (const RuleAction& a : r.actions)
-        emitRuleAction(out, a);
+        emitRuleAction(out, a, base);
     out << YAML::EndSeq;
     out << YAML::EndMap;
 }
@@ -521,7 +533,7 @@ std::string configToYaml(const Config& c, const std::string& baseDir) {
     if (!c.rules.empty()) {
         out << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
         for (const Rule& r : c.rules)
-            emitRule(out, r);
+            emitRule(out, r, base);
         out << YAML::EndSeq;
     }
     out << YAML::EndMap;

@@ -4,6 +4,7 @@
 #include <portico/http/ascii.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <random>
 
 namespace portico::rules {
@@ -210,6 +211,17 @@ template <class Fn> void RuleSet::StageRules::candidates(std::string_view path, 
     }
 }
 
+std::string_view MapLocal::pathFor(std::string_view path) const {
+    if (!file.empty()) return file;
+    if (prefix.empty() || !path.starts_with(prefix)) return path;
+    // "/assets/" and "/assets" take "/assets/app.js" to "/app.js"; "/assets" leaves "/assetsX"
+    // whole (as strip_prefix does).
+    if (prefix.ends_with('/')) return path.substr(prefix.size() - 1);
+    const std::string_view rest = path.substr(prefix.size());
+    if (!rest.empty() && rest.front() != '/') return path;
+    return rest;
+}
+
 RuleSet::RuleSet(const config::Config& config, MatchCounts* counts) {
     for (std::size_t i = 0; i < config.rules.size(); ++i) {
         const auto& rule = config.rules[i];
@@ -217,6 +229,19 @@ RuleSet::RuleSet(const config::Config& config, MatchCounts* counts) {
         std::string error;
         auto m = Match::parse(rule.match, rule.stage, error);
         if (!m) continue;
+        for (const auto& a : rule.actions) {
+            if (a.kind != config::RuleAction::Kind::MapLocal) continue;
+            MapLocal& ml = mapLocal_[&a];
+            std::error_code ec;
+            const std::filesystem::path target(a.mapLocal);
+            if (std::filesystem::is_directory(target, ec)) {
+                ml.root.root = a.mapLocal;
+                ml.prefix.assign(m->requiredPathPrefix());
+            } else { // a file (or gone since validate: served as not found)
+                ml.root.root = target.parent_path().string();
+                ml.file = "/" + target.filename().string();
+            }
+        }
         Compiled c{&rule, std::move(*m), static_cast<std::uint32_t>(i)};
         if (counts) {
             counters_.push_back(counts->counterFor(rule, i));
@@ -267,14 +292,17 @@ void appendFieldBlock(std::string& out, std::string_view name, std::string_view 
 }
 } // namespace
 
-// One candidate rule on the request: false when it failed the exchange (`verdict` says how).
+// One candidate rule on the request: false when it ends the list (a fail or a map; `verdict` says
+// which).
 bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request& req, http::Response& res,
                        RequestVerdict& verdict) const {
     if (!c.match.matches(view)) return true;
     if (c.hits) c.hits->fetch_add(1, std::memory_order_relaxed);
     bool edits = false;
+    const config::RuleAction* map = nullptr;
     for (const auto& a : c.rule->actions) {
-        if (a.kind == config::RuleAction::Kind::Fail) {
+        switch (a.kind) {
+        case config::RuleAction::Kind::Fail: {
             thread_local std::minstd_rand rng{std::random_device{}()};
             if (a.rate >= 1.0 || std::uniform_real_distribution<double>(0.0, 1.0)(rng) < a.rate) {
                 verdict.failedBy = c.rule;
@@ -282,22 +310,34 @@ bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request
                 appendName(res.ruleNames, *c.rule, c.configIndex);
                 return false;
             }
-            continue;
+            break;
         }
-        edits = true;
+        case config::RuleAction::Kind::MapLocal:
+        case config::RuleAction::Kind::MapRemote:
+            if (!map) map = &a;
+            break;
+        case config::RuleAction::Kind::SetHeader:
+        case config::RuleAction::Kind::RemoveHeader:
+            edits = true;
+            break;
+        }
     }
-    if (!edits) return true;
-    thread_local std::vector<http::Header> next;
-    next.assign(req.headers.begin(), req.headers.end());
-    editFields(*c.rule, next);
-    if (res.originalRequestFields.empty())
-        for (const auto& h : req.headers)
-            appendFieldBlock(res.originalRequestFields, h.name, h.value);
-    res.ruledRequestFields.assign(next.begin(), next.end());
-    req.headers = res.ruledRequestFields;
-    appendName(res.ruleNames, *c.rule, c.configIndex);
-    ++verdict.changed;
-    return true;
+    if (edits) {
+        thread_local std::vector<http::Header> next;
+        next.assign(req.headers.begin(), req.headers.end());
+        editFields(*c.rule, next);
+        if (res.originalRequestFields.empty())
+            for (const auto& h : req.headers)
+                appendFieldBlock(res.originalRequestFields, h.name, h.value);
+        res.ruledRequestFields.assign(next.begin(), next.end());
+        req.headers = res.ruledRequestFields;
+        ++verdict.changed;
+    }
+    if (edits || map) appendName(res.ruleNames, *c.rule, c.configIndex);
+    if (!map) return true;
+    verdict.mappedBy = c.rule;
+    verdict.map = map;
+    return false;
 }
 
 RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion, http::Response& res) const {
@@ -305,7 +345,7 @@ RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion, http::
     const RequestView view{req, httpVersion};
     request_.candidates(
         req.rawPath, [&](std::uint32_t i) { return applyOne(request_.rules[i], view, req, res, verdict); });
-    if (verdict.fail) return verdict;
+    if (verdict.fail) return verdict; // a map goes on: the mapped answer gets the response stage
     response_.candidates(req.rawPath, [&](std::uint32_t i) {
         std::uint32_t left = 0;
         if (response_.rules[i].match.matchesRequestSide(view, left))

@@ -1,6 +1,7 @@
 // serve(): the one route-and-dispatch stage of every session (HTTP/1.1 and HTTP/2).
 #include "serve/serve.h"
 
+#include "handlers/actions.h"
 #include "handlers/live_reload.h"
 #include "proxy/connect.h"
 #include "proxy/forward.h"
@@ -140,24 +141,59 @@ void interceptedRequest(const Context& ctx, http::Request& req, http::Response& 
                                      &ctx.config.hosts));
 }
 
-// The request-stage rules; true when one failed the exchange (`res` holds the answer).
-bool failedByRule(const Context& ctx, http::Request& req, http::Response& res) {
-    const rules::RequestVerdict v = ctx.rules->applyRequest(req, ctx.httpVersion, res);
-    if (!v.fail) return false;
-    const std::string& name = v.failedBy->name;
+constexpr std::string_view kRuleLabel = "(rule)";
+
+// A request-stage rule's map_local or map_remote: the exchange is answered from a file or folder,
+// or by another origin, instead of what it was meant for.
+void mappedByRule(const Context& ctx, const rules::RequestVerdict& v, http::Request& req,
+                  std::string& pathScratch, http::Response& res, ResponseWriter& writer,
+                  const Stamps& stamps) {
+    if (stamps.routeNs) *stamps.routeNs = capture::nowNs();
+    if (stamps.labels)
+        *stamps.labels = {kRuleLabel, v.mappedBy->name.empty()
+                                          ? std::string_view(v.map->kind == config::RuleAction::Kind::MapLocal
+                                                                 ? "map_local"
+                                                                 : "map_remote")
+                                          : std::string_view(v.mappedBy->name)};
+    if (v.map->kind == config::RuleAction::Kind::MapRemote) {
+        const config::ProxyAction& action = v.map->mapRemote;
+        res.forward = &action;
+        ForwardTarget to = writer.forwardTo(req, res);
+        writer.forwarding(proxy::forward(*to.io, std::move(to.owner), std::move(to.snapshot), action, req,
+                                         to.tls, to.sink, to.bodyFollows, nullptr, &ctx.config.hosts));
+        return;
+    }
+    if (http::normalizePath(req.rawPath, pathScratch) != http::PathError::None) {
+        handlers::errorResponse(400, res);
+        respond(ctx, req, res, writer);
+        return;
+    }
+    req.path = pathScratch;
+    static const config::Vhost kNoVhost;        // no live reload, no error pages
+    static const routing::RouteResult kNoRoute; // what serveStatic does not read
+    const rules::MapLocal& local = ctx.rules->mapLocal(v.map);
+    const handlers::Exchange ex{ctx.config, kNoVhost, kNoRoute, req, ctx.state};
+    handlers::serveStatic(ex, local.root, local.pathFor(req.path), res);
+    respond(ctx, req, res, writer);
+}
+
+// A request-stage rule's fail: `res` holds the answer.
+void failedByRule(const Context& ctx, const rules::RequestVerdict& v, http::Response& res) {
+    // An unnamed rule by its place, as records name it.
+    const std::string name = v.failedBy->name.empty()
+                                 ? "rules[" + std::to_string(v.failedBy - ctx.config.rules.data()) + "]"
+                                 : v.failedBy->name;
     if (v.fail->failure == config::RuleAction::Failure::Reset) {
         res.fate = http::Response::Fate::Drop;
-        return true;
+        return;
     }
     const int status = v.fail->failStatus;
     res.status = status;
-    if (!name.empty() && name.find_first_of("\r\n") == std::string::npos)
-        res.addHeader("X-Portico-Rule", name);
-    if (status < 200 || status == 204 || status == 304) return true; // no content (RFC 9110 §6.4.1)
+    if (name.find_first_of("\r\n") == std::string::npos) res.addHeader("X-Portico-Rule", name);
+    if (status < 200 || status == 204 || status == 304) return; // no content (RFC 9110 §6.4.1)
     res.addHeader("Content-Type", "text/plain; charset=utf-8");
-    res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) + ": failed by rule" +
-                (name.empty() ? std::string() : " '" + name + "'") + "\n");
-    return true;
+    res.setBody(std::to_string(status) + " " + std::string(http::reasonPhrase(status)) +
+                ": failed by rule '" + name + "'\n");
 }
 
 // The answers before routing; true when `res` holds one.
@@ -189,10 +225,18 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
     Routed& routed = routedOut ? *routedOut : scratch;
     routed.routed = false;
     res.clearRuleState();
-    if (ctx.rules && !ctx.rules->empty() && failedByRule(ctx, req, res)) {
-        res.pendingRules.clear(); // a failed exchange's answer is the rule's own
-        respond(ctx, req, res, writer);
-        return;
+    if (ctx.rules && !ctx.rules->empty()) {
+        const rules::RequestVerdict v = ctx.rules->applyRequest(req, ctx.httpVersion, res);
+        if (v.fail) {
+            failedByRule(ctx, v, res);
+            res.pendingRules.clear(); // a failed exchange's answer is the rule's own
+            writer.respond(req, res);
+            return;
+        }
+        if (v.map) {
+            mappedByRule(ctx, v, req, pathScratch, res, writer, stamps);
+            return;
+        }
     }
     if (ctx.origin) {
         interceptedRequest(ctx, req, res, writer, stamps);
@@ -239,6 +283,7 @@ bool streamsRequestBody(const Context& ctx, http::Method method, std::string_vie
 
 bool refusedByHead(const Context& ctx, http::Method method, std::string_view rawPath, std::string_view host,
                    std::string& pathScratch, bool absoluteForm) {
+    if (ctx.rules && !ctx.rules->empty()) return false; // a rule may answer what routing would refuse
     if ((ctx.forwardProxy && ctx.httpVersion == 1 && (absoluteForm || method == http::Method::Connect)) ||
         ctx.origin)
         return false; // passed on by the forward proxy

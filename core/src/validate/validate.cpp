@@ -333,20 +333,55 @@ void Validator::vhostsTogether() {
 
 // Each rule's match parses for its stage (the Traffic filter language, rules/rules.h). Only the
 // request stage runs in this version: a response-stage rule is refused rather than ignored.
+// C0 and C1 controls, DEL, and the line and paragraph separators U+2028/U+2029 (UTF-8).
+bool hasControlCharacter(std::string_view s) {
+    for (std::size_t k = 0; k < s.size(); ++k) {
+        const auto u = static_cast<unsigned char>(s[k]);
+        if (u < 0x20 || u == 0x7f) return true;
+        if (u == 0xc2 && k + 1 < s.size() && static_cast<unsigned char>(s[k + 1]) >= 0x80 &&
+            static_cast<unsigned char>(s[k + 1]) <= 0x9f)
+            return true;
+        if (u == 0xe2 && k + 2 < s.size() && static_cast<unsigned char>(s[k + 1]) == 0x80 &&
+            (static_cast<unsigned char>(s[k + 2]) == 0xa8 || static_cast<unsigned char>(s[k + 2]) == 0xa9))
+            return true;
+    }
+    return false;
+}
+
 void Validator::rules() {
     for (std::size_t i = 0; i < c_.rules.size(); ++i) {
         const config::Rule& r = c_.rules[i];
         const std::string path = item("rules", i);
-        if (std::any_of(r.name.begin(), r.name.end(),
-                        [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+        if (hasControlCharacter(r.name))
             error(path + ".name", "a rule's name cannot hold control characters (it goes into records and "
                                   "the X-Portico-Rule field)");
-        if (r.stage == config::Rule::Stage::Response)
-            for (std::size_t k = 0; k < r.actions.size(); ++k)
-                if (r.actions[k].kind == config::RuleAction::Kind::Fail)
-                    error(item(path + ".actions", k),
-                          "fail acts at the request stage (it answers instead of the route's action): use "
-                          "it in a rule without `stage: response`");
+        for (std::size_t j = 0; j < i; ++j)
+            if (!r.name.empty() && c_.rules[j].name == r.name) {
+                error(path + ".name", "another rule is named '" + r.name + "' (" + item("rules", j) +
+                                          "): records, the rule: filter and match counts tell rules apart by "
+                                          "name");
+                break;
+            }
+        for (std::size_t k = 0; k < r.actions.size(); ++k) {
+            const config::RuleAction& a = r.actions[k];
+            const std::string at = item(path + ".actions", k);
+            using Kind = config::RuleAction::Kind;
+            if (r.stage == config::Rule::Stage::Response &&
+                (a.kind == Kind::Fail || a.kind == Kind::MapLocal || a.kind == Kind::MapRemote)) {
+                const char* name = a.kind == Kind::Fail       ? "fail"
+                                   : a.kind == Kind::MapLocal ? "map_local"
+                                                              : "map_remote";
+                error(at,
+                      std::string(name) +
+                          " acts at the request stage (it answers instead of the route's action): use it in "
+                          "a rule without `stage: response`");
+            }
+            if (a.kind == Kind::MapLocal && files_) {
+                std::error_code ec;
+                if (!fs::exists(a.mapLocal, ec))
+                    error(at + ".map_local", "file or folder '" + a.mapLocal + "' does not exist");
+            }
+        }
         if (std::string why = rules::checkMatch(r); !why.empty()) error(path + ".match", "match: " + why);
     }
 }

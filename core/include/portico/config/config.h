@@ -356,6 +356,8 @@ struct RuleAction {
         SetHeader,    ///< `set_header: {Name: value, ...}`: every field of that name replaced by one
         RemoveHeader, ///< `remove_header: Name` (or a list of names): every field of that name removed
         Fail,         ///< `fail: {rate: 0.2, with: reset|503}`: the exchange fails instead
+        MapLocal,     ///< `map_local: PATH`: answered from a file, or from a folder for a path prefix
+        MapRemote,    ///< `map_remote: URL`: sent to another origin instead
     };
     Kind kind = Kind::SetHeader;
     HeaderList set;                  ///< SetHeader: name → value, in the order written
@@ -367,6 +369,13 @@ struct RuleAction {
     Failure failure = Failure::Status;
     int failStatus = 503; ///< Fail with Status: 200..599 (written as `with: 503`)
     double rate = 1.0;    ///< Fail: the share of matching exchanges that fail, 0 < rate <= 1
+    /// MapLocal: a file or a folder (absolute after loading; validate refuses one that does not
+    /// exist). A file answers every matching request; a folder serves the request's path with the
+    /// rule's `path:` prefix taken off, as a static root does (index.html, ranges, conditionals).
+    std::string mapLocal;
+    /// MapRemote: the origin, one upstream SCHEME://HOST[:PORT] (http://, h2c://, https://) without
+    /// a path, with change_origin (Host: the origin's authority). The request keeps its path and query.
+    ProxyAction mapRemote;
     Location where;
     bool operator==(const RuleAction&) const = default;
 };
@@ -377,8 +386,8 @@ struct Rule {
     std::string name; ///< optional label (records list the rules that touched them by it)
     bool enabled = true;
     /// Request: before the route's action runs (request-side keys only in `match`); Response:
-    /// before the response is written (`status:` may be used). The reader takes both; validate
-    /// refuses Response until the engine runs that stage.
+    /// on the response's head before it is written (`status:` may be used; set_header and
+    /// remove_header only).
     enum class Stage : std::uint8_t { Request, Response };
     Stage stage = Stage::Request;
     std::string match; ///< the Traffic filter language (capture/filter.h); "" matches everything

@@ -97,6 +97,19 @@ struct RequestVerdict {
     const config::RuleAction* fail = nullptr;
     /// How many rules matched and changed the request (set_header / remove_header).
     unsigned changed = 0;
+    /// The first rule that sends the exchange elsewhere (its MapLocal or MapRemote action in `map`),
+    /// or null. Like a fail it ends the list: the rule's own header actions apply first.
+    const config::Rule* mappedBy = nullptr;
+    const config::RuleAction* map = nullptr;
+};
+
+/// A map_local action ready to serve (RuleSet::mapLocal).
+struct MapLocal {
+    config::StaticAction root; ///< the folder (a file's parent folder)
+    std::string file;          ///< "/NAME" for a file: every request gets it; "" for a folder
+    std::string prefix;        ///< the rule's `path:` prefix, taken off the path under a folder
+    /// The path to serve under `root` for a request's normalised `path`.
+    std::string_view pathFor(std::string_view path) const;
 };
 
 /// The compiled `rules:` of one config.
@@ -129,6 +142,9 @@ public:
     bool applyResponse(std::span<const std::uint64_t> pending, int status, std::string_view fields,
                        std::string& out, std::string& names) const;
 
+    /// The compiled form of a MapLocal action of this set's config (RequestVerdict::map).
+    const MapLocal& mapLocal(const config::RuleAction* action) const { return mapLocal_.at(action); }
+
 private:
     struct Compiled {
         const config::Rule* rule;
@@ -158,6 +174,7 @@ private:
     StageRules request_;
     StageRules response_;
     std::vector<MatchCounts::Counter> counters_; ///< keeps the counters the rules point at
+    std::unordered_map<const config::RuleAction*, MapLocal> mapLocal_;
 };
 
 /// Validates a rule's match as the loader does (Match::parse); "" when it is good.
