@@ -225,7 +225,7 @@ private slots:
         // A range the reader checks: the draft's read-back runs off the UI thread, its answer
         // comes a moment later.
         QTRY_VERIFY(errorLabel("respond.status")->isVisible());
-        QVERIFY2(errorLabel("respond.status")->text().contains("between 100 and 599"),
+        QVERIFY2(errorLabel("respond.status")->text().contains("between 200 and 599"),
                  qPrintable(errorLabel("respond.status")->text()));
         QVERIFY(!applyButton()->isEnabled());
         QVERIFY(!m_page->apply());
@@ -374,7 +374,7 @@ private slots:
         const auto [rc, err] = run(bad, png);
         QVERIFY2(rc == 0, qPrintable(err));
         QVERIFY2(err.contains("start-bad.yaml was not applied"), qPrintable(err));
-        QVERIFY2(err.contains("start-bad.yaml:6:") && err.contains("status must be between 100 and 599"),
+        QVERIFY2(err.contains("start-bad.yaml:6:") && err.contains("status must be between 200 and 599"),
                  qPrintable(err));
         QVERIFY(QFileInfo(png).size() > 0);
         QFile f(bad);

@@ -1049,7 +1049,7 @@ private slots:
         QTest::newRow("respond status range")
             << r + "      - {path: /a, respond: {status: 600}}\n"
             << QStringList{
-                   "test.yaml:3:38: vhosts[0].routes[0].respond.status: status must be between 100 and 599, "
+                   "test.yaml:3:38: vhosts[0].routes[0].respond.status: status must be between 200 and 599, "
                    "got 600"};
         QTest::newRow("respond interim status")
             << r + "      - {path: /a, respond: {status: 101}}\n"
@@ -1229,7 +1229,7 @@ private slots:
                      "test.yaml:10:15: vhosts[0].routes[0].path: parameter ':' in '/a/:' needs a name made "
                      "of letters, "
                      "digits and '_' (e.g. :id)",
-                     "test.yaml:11:27: vhosts[0].routes[0].respond.status: status must be between 100 and "
+                     "test.yaml:11:27: vhosts[0].routes[0].respond.status: status must be between 200 and "
                      "599, got 99",
                      "test.yaml:13:19: vhosts[0].routes[1].methods[0]: unknown method 'FETCH'; known: GET, "
                      "HEAD, POST, "

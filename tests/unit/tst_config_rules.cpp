@@ -492,7 +492,7 @@ private slots:
         row("remove_header a map", "rules:\n  - actions:\n      - remove_header: {X-A: 1}\n",
             {"test.yaml:3:24: rules[0].actions[0].remove_header: expected a string or a list, got a map"});
         row("fail status too high", "rules:\n  - actions:\n      - fail: 600\n",
-            {"test.yaml:3:15: rules[0].actions[0].fail: status must be between 100 and 599, got 600"});
+            {"test.yaml:3:15: rules[0].actions[0].fail: status must be between 200 and 599, got 600"});
         row("fail with too low", "rules:\n  - actions:\n      - fail: {with: 199}\n",
             {"test.yaml:3:22: rules[0].actions[0].fail.with: status 199 is an interim (1xx) status and "
              "cannot be a final response"});

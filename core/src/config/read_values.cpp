@@ -235,7 +235,8 @@ std::optional<int> Reader::status(const Value& v, int min, int max) {
         return std::nullopt;
     }
     if (n < 100 || n > 599) {
-        error(v, "status must be between 100 and 599, got " + *s);
+        error(v, "status must be between " + std::to_string(std::max(min, 100)) + " and " +
+                     std::to_string(std::min(max, 599)) + ", got " + *s);
         return std::nullopt;
     }
     if (n < min || n > max) {
