@@ -287,6 +287,38 @@ void park(UpstreamPool& pool, Http1Call::Socket& socket, SslPtr& ssl, std::chron
                            served);
 }
 
+// Several Cookie lines in `head` (the request line, field lines, the blank line, maybe the body)
+// joined into the first one with "; " (RFC 9113 §8.2.3: an HTTP/2 client's cookie fields before
+// they reach HTTP/1.1; RFC 6265 §5.4: one Cookie field). Nothing changes with one or none.
+void joinCookieLines(std::string& head) {
+    constexpr std::string_view kName = "cookie:";
+    std::size_t pos = head.find("\r\n");
+    if (pos == std::string::npos) return;
+    pos += 2;
+    std::size_t joinAt = std::string::npos; // the end of the first Cookie line's value
+    std::string more;
+    while (pos < head.size()) {
+        const std::size_t eol = head.find("\r\n", pos);
+        if (eol == std::string::npos || eol == pos) break; // the blank line: the head ends
+        const std::string_view line(head.data() + pos, eol - pos);
+        if (!http::istartsWith(line, kName)) {
+            pos = eol + 2;
+            continue;
+        }
+        if (joinAt == std::string::npos) {
+            joinAt = eol;
+            pos = eol + 2;
+            continue;
+        }
+        const std::string_view value = http::trimOws(line.substr(kName.size()));
+        more.assign(value.empty() ? "" : "; ").append(value);
+        head.erase(pos, eol + 2 - pos);
+        head.insert(joinAt, more);
+        joinAt += more.size();
+        pos += more.size(); // the next line moved by the insertion before it
+    }
+}
+
 bool hopByHop(std::string_view name) { return http::isHopByHop(name); }
 bool namedIn(std::string_view connectionValue, std::string_view name) {
     return http::listHasToken(connectionValue, name);
@@ -325,6 +357,7 @@ void Http1Call::start(std::shared_ptr<void> owner, std::shared_ptr<const void> s
     idempotent_ = req.idempotent;
     upgrade_ = req.upgrade;
     request_ = std::move(req.head);
+    joinCookieLines(request_);
     if (req.streaming) {
         body_ = std::move(req.body);
         bodyEnded_ = req.bodyEnded;

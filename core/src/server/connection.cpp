@@ -22,7 +22,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <linux/sockios.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -318,6 +320,10 @@ void Connection::drive() {
             }
             return;
         }
+        if (resetAfterWrite_) {
+            resetWhenSent(true);
+            return;
+        }
         if (closeAfterWrite_) {
             lingeringClose();
             return;
@@ -581,12 +587,13 @@ void Connection::logExchange(const http::Request& req, const http::Response& res
 
 void Connection::serialize(const http::Request& req, http::Response& res) {
     if (res.fate == http::Response::Fate::Drop) {
-        // Fault injection: reset the connection without a response.
+        // Fault injection: no response, and the connection is reset (RST) instead of closed. The
+        // answers to requests pipelined before this one are written first (drive()), so only
+        // this exchange is lost; from now on any close is a reset (SO_LINGER 0).
         closeAfterWrite_ = true;
-        out_.clear();
+        resetAfterWrite_ = true;
         linger l{1, 0};
         ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
-        abort();
         return;
     }
     if (!out_.allocated()) out_ = worker_.buffers().acquire();
@@ -732,6 +739,27 @@ void Connection::lingeringClose() {
     phase_ = Phase::Closing;
     deadline_ = worker_.now() + kLingerTime;
     waitRead();
+}
+
+void Connection::resetWhenSent(bool first) {
+    if (closed_) return;
+    if (first) {
+        // Bounded like any write: checkDeadline aborts (a reset too, SO_LINGER 0) at write_timeout
+        // when the client does not read.
+        releaseBuffers();
+        setPhase(Phase::Write, worker_.snapshot().config->limits.writeTimeout);
+    }
+    int unacked = 0; // bytes written and not yet acknowledged by the client
+    if (::ioctl(socket_.native_handle(), SIOCOUTQ, &unacked) == 0 && unacked > 0) {
+        Rare& r = rare();
+        if (!r.delayTimer) r.delayTimer.emplace(worker_.io());
+        r.delayTimer->expires_after(std::chrono::milliseconds(5));
+        r.delayTimer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+            if (!ec) self->resetWhenSent(false);
+        });
+        return;
+    }
+    abort(); // SO_LINGER 0 (serialize): the close sends RST
 }
 
 void Connection::releaseBuffers() {

@@ -137,6 +137,9 @@ private:
     void queueError(int status, const http1::RequestHead* head = nullptr);
     Flush flushNow();
     void lingeringClose();
+    /// Fault injection's reset (Fate::Drop) once the answers queued before it have left: waits
+    /// for the kernel's send queue to empty (a reset discards what it holds), at most write_timeout.
+    void resetWhenSent(bool first);
     void releaseBuffers();
     void resetBodyState();
     void setPhase(Phase p, std::chrono::nanoseconds timeout);
@@ -236,16 +239,17 @@ private:
     std::uint32_t readAsked_ = 0; // the room of the read in flight (a shorter read drained the socket)
     std::uint16_t localPort_;
     Phase phase_ = Phase::Idle;
-    // One byte of flags (memory per idle connection is a benchmark target).
+    // Flags in two bytes (memory per idle connection is a benchmark target).
     bool closeAfterWrite_ : 1 = false;
     bool sentContinue_ : 1 = false;
     bool moreBuffered_ : 1 = false; // a complete request may still be waiting in in_
     bool closed_ : 1 = false;
-    bool parking_ : 1 = false;      // the buffered read was cancelled to give the buffer back
-    bool parked_ : 1 = false;       // in the worker's park set, no read pending (park())
-    bool servedAny_ : 1 = false;    // a request was answered (the h2c preface only counts before that)
-    bool writeWaiting_ : 1 = false; // an async_wait for writability is pending
-    bool forwardProxy_ : 1 = false; // the listener is also a forward proxy (serve::Context::forwardProxy)
+    bool parking_ : 1 = false;         // the buffered read was cancelled to give the buffer back
+    bool parked_ : 1 = false;          // in the worker's park set, no read pending (park())
+    bool servedAny_ : 1 = false;       // a request was answered (the h2c preface only counts before that)
+    bool writeWaiting_ : 1 = false;    // an async_wait for writability is pending
+    bool forwardProxy_ : 1 = false;    // the listener is also a forward proxy (serve::Context::forwardProxy)
+    bool resetAfterWrite_ : 1 = false; // a dropped exchange (Fate::Drop): reset, not close, after the write
 };
 
 } // namespace portico::server

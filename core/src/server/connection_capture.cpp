@@ -38,12 +38,14 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
     in.streamId = ++cc.requests;
     in.ssl = ssl();
     in.localPort = localPort_;
+    // A dropped exchange has no response (no status, no head), as on HTTP/2.
+    const bool dropped = res.fate == http::Response::Fate::Drop;
     in.req = &req;
-    in.res = &res;
+    in.res = dropped ? nullptr : &res;
     in.rules = res.ruleNames;
     in.originalRequestFields = res.originalRequestFields;
     in.originalResponseFields = res.originalResponseFields;
-    if (res.fate != http::Response::Fate::Drop && out_.allocated() && out_.size() > headStart) {
+    if (!dropped && out_.allocated() && out_.size() > headStart) {
         std::string_view sent = out_.unread().substr(headStart);
         auto end = sent.find("\r\n\r\n");
         in.responseHead = sent.substr(0, end == std::string_view::npos ? sent.size() : end + 2);
@@ -52,23 +54,29 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
     in.requestBodySize = req.body.size();
     const bool noBody =
         res.status < 200 || res.status == 204 || res.status == 304 || req.method == http::Method::Head;
-    in.responseHasBody = !noBody;
-    in.responseBodySize = noBody ? 0 : res.bodyLength();
-    in.error = res.fate == http::Response::Fate::Drop ? std::string_view("connection reset (fault injection)")
-                                                      : error;
+    in.responseHasBody = !noBody && !dropped;
+    in.responseBodySize = in.responseHasBody ? res.bodyLength() : 0;
+    in.error = dropped ? std::string_view("connection reset (fault injection)") : error;
     in.labels = cc.labels;
     in.requestStartNs = start;
     in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = cc.headNs >= 0 ? cc.headNs : start;
     in.phases[static_cast<std::size_t>(capture::Phase::RequestBodyDone)] = cc.bodyDoneNs;
     in.phases[static_cast<std::size_t>(capture::Phase::RouteMatched)] = cc.routeNs;
-    if (rareIf() && rareIf()->upgrade && res.status == 101) {
+    if (dropped) {
+        // Final now: nothing will be written for it. Published at once, not left pending with the
+        // answers queued before it, whose completion ("connection closed before the response was
+        // sent" when the reset comes first) would replace its error. Those are published first
+        // (the ring's order) and completed when written.
+        capture::h1Yield(cc);
+        if (capture::writeRecord(cc, 0, in)) cc.rec->publish(1);
+    } else if (rareIf() && rareIf()->upgrade && res.status == 101) {
         // A WebSocket session: its record starts here and is published by the session.
         rareIf()->upgrade->capture = capture::wsBegin(cc, in);
     } else {
         capture::h1Serialized(cc, in);
     }
     cc.resetRequest();
-    if (closed_) capture::h1Closed(cc); // fault injection reset the connection
+    if (closed_) capture::h1Closed(cc); // nothing more will be written
 }
 
 // A proxied exchange ended (response handed over, an error answered, or aborted mid-body): its

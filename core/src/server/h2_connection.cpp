@@ -98,6 +98,19 @@ int onFrameSendCb(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     return 0;
 }
 
+// A HEADERS frame nghttp2 would not send: a response or trailer section over its
+// max_send_header_block_length (64 KiB, NGHTTP2_ERR_FRAME_SIZE_ERROR) fails here, after the
+// submit call succeeded, and the stream would otherwise wait for ever. A response head starts
+// with :status (submit() puts it first); trailers have none.
+int onFrameNotSendCb(nghttp2_session*, const nghttp2_frame* frame, int error, void* user) {
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    const nghttp2_headers& h = frame->headers;
+    const bool responseHead = h.nvlen > 0 && std::string_view(reinterpret_cast<const char*>(h.nva[0].name),
+                                                              h.nva[0].namelen) == ":status";
+    self(user)->onHeadersNotSent(frame->hd.stream_id, responseHead, error);
+    return 0;
+}
+
 void setCallbacks(nghttp2_session_callbacks* cbs) {
     nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, onBeginFrameCb);
     nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, onBeginHeadersCb);
@@ -106,6 +119,7 @@ void setCallbacks(nghttp2_session_callbacks* cbs) {
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, onDataChunkCb);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, onStreamCloseCb);
     nghttp2_session_callbacks_set_on_frame_send_callback(cbs, onFrameSendCb);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs, onFrameNotSendCb);
 }
 } // namespace
 
@@ -742,7 +756,61 @@ void H2Connection::submit(Stream& s) {
     nghttp2_data_provider provider{};
     provider.read_callback = readBodyCb;
     const bool withBody = !noBody && !s.head && !headersOnly && (proxied || res.bodyLength() > 0);
-    nghttp2_submit_response(session_, s.id, nva, count, withBody ? &provider : nullptr);
+    const int rv = nghttp2_submit_response(session_, s.id, nva, count, withBody ? &provider : nullptr);
+    if (rv != 0) {
+        // Not queued: the stream would wait for ever. Reset it; the record says why.
+        setStreamError(s.id, std::string("response not submitted: ") + nghttp2_strerror(rv));
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
+    }
+}
+
+void H2Connection::onHeadersNotSent(std::int32_t id, bool responseHead, int error) {
+    // The stream is closing anyway (reset by either side): nothing to answer.
+    if (error == NGHTTP2_ERR_STREAM_CLOSED || error == NGHTTP2_ERR_STREAM_CLOSING) return;
+    Stream* s = stream(id);
+    if (!s) return;
+    const bool tooLarge = error == NGHTTP2_ERR_FRAME_SIZE_ERROR;
+    // Nothing of the stream's response left yet: a 500 instead (RFC 9110 §15.6.1), unless that is
+    // the head that failed (a stream has one error).
+    const bool answer = responseHead && !streamError(id);
+    std::string why = responseHead ? "response header section" : "trailer section";
+    why += tooLarge ? " over HTTP/2's 64 KiB send limit (max_send_header_block_length)"
+                    : std::string(" not sent: ") + nghttp2_strerror(error);
+    why += answer ? ": answered 500" : ": stream reset";
+    setStreamError(id, std::move(why));
+    if (!answer) {
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
+        return;
+    }
+    // A proxied stream's upstream exchange ends (its head cannot be passed on); the stream is a
+    // local 500 from now on, logged here as a proxied stream would have been when it closed.
+    const bool proxied = s->proxy != nullptr;
+    s->proxy.reset();
+    s->streaming = false;
+    s->res.reset();
+    handlers::errorResponse(500, s->res);
+    s->sent = 0;
+    s->originHead = false;
+    if (proxied) {
+        logExchange(*s);
+        if (cap_) captureStats(*s);
+    }
+    submit(*s); // queued while nghttp2 is sending: the same mem_send loop takes it
+}
+
+const std::string* H2Connection::streamError(std::int32_t id) const {
+    for (const auto& [sid, why] : streamErrors_)
+        if (sid == id) return &why;
+    return nullptr;
+}
+
+void H2Connection::setStreamError(std::int32_t id, std::string why) {
+    for (auto& [sid, old] : streamErrors_)
+        if (sid == id) {
+            old = std::move(why);
+            return;
+        }
+    streamErrors_.emplace_back(id, std::move(why));
 }
 
 // The upstream's trailer section after the last DATA frame (RFC 9113 §8.1); true when submitted.
@@ -813,6 +881,15 @@ void H2Connection::onStreamClose(std::int32_t id) {
         streams_.pop_back();
         if (s->timer) s->timer->cancel();
         s->timer.reset();
+        // A response or trailers nghttp2 would not send (onHeadersNotSent): the record says so.
+        std::string error;
+        for (std::size_t e = 0; e < streamErrors_.size(); ++e) {
+            if (streamErrors_[e].first != id) continue;
+            error = std::move(streamErrors_[e].second);
+            streamErrors_[e] = std::move(streamErrors_.back());
+            streamErrors_.pop_back();
+            break;
+        }
         if (s->proxy) {
             // A proxied exchange is logged and recorded when its stream ends.
             const bool complete = s->proxy->done && s->proxy->pending.size() == s->proxy->offset;
@@ -821,13 +898,16 @@ void H2Connection::onStreamClose(std::int32_t id) {
                 s->res.setBody(s->proxy->capBody);
                 captureStats(*s);
                 // A gRPC client whose deadline passed resets the stream (CANCEL): said as such.
-                captureStream(*s, complete ? ""
+                captureStream(*s, !error.empty() ? std::string_view(error)
+                                  : complete     ? ""
                                   : how == Closed::PeerReset
                                       ? "cancelled by the client (RST_STREAM)"
                                       : "stream closed before the upstream's response ended");
             }
         } else if (cap_) {
-            captureStream(*s, s->dispatched ? "" : "stream reset before the request completed");
+            captureStream(*s, !error.empty()  ? std::string_view(error)
+                              : s->dispatched ? ""
+                                              : "stream reset before the request completed");
         }
         s->proxy.reset(); // cancels an exchange still running
         s->res.reset();   // drop shared bodies and files now

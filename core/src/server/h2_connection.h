@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 typedef struct nghttp2_session nghttp2_session;
@@ -65,6 +66,11 @@ public:
     void onResetReceived(std::int32_t id); ///< the client reset stream `id` (it closes next)
     void onResponseEnd(std::int32_t id);   ///< a frame with END_STREAM left on stream `id`
     long readBody(std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags);
+    /// nghttp2 did not send a HEADERS frame of stream `id` (`error`: an nghttp2_error; a section
+    /// over max_send_header_block_length, 64 KiB, is NGHTTP2_ERR_FRAME_SIZE_ERROR). A response
+    /// head is replaced by a 500 (RFC 9110 §15.6.1); trailers, or a 500 that failed too, reset the
+    /// stream with INTERNAL_ERROR. The other streams go on; the stream's record names the cause.
+    void onHeadersNotSent(std::int32_t id, bool responseHead, int error);
 
 private:
     void waitRead();
@@ -89,6 +95,8 @@ private:
     void forwarding(Stream& s, std::shared_ptr<client::Call> call);
     bool streamsBody(const Stream& s);
     bool submitTrailers(Stream& s);
+    const std::string* streamError(std::int32_t id) const;
+    void setStreamError(std::int32_t id, std::string why);
     friend struct ProxySink;
     int enhanceYourCalm();
     // RFC 9113 checks nghttp2 does not make with RFC 7540 priorities off (it then keeps no closed
@@ -113,7 +121,9 @@ private:
     io::IoBuffer out_;
     std::string clientAddress_;
     std::vector<std::unique_ptr<Stream>> streams_; // open streams (at most max_concurrent_streams)
-    std::unique_ptr<capture::ConnCapture> cap_;    // null unless capture was on at accept
+    // Why a stream's response could not go out as produced (onHeadersNotSent), until it closes.
+    std::vector<std::pair<std::int32_t, std::string>> streamErrors_;
+    std::unique_ptr<capture::ConnCapture> cap_; // null unless capture was on at accept
     Clock::time_point deadline_ = Clock::time_point::max();
     double resetTokens_ = 0; // Rapid Reset bucket (http2.reset_burst, refilled at reset_rate/s)
     Clock::time_point resetRefill_;
