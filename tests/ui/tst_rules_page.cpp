@@ -1,7 +1,8 @@
 // The Rules tab against a real in-process server: a rule added with the form is checked by the
 // loader as it is typed (a bad match shows its column and keeps Apply off), Apply publishes only
 // the rules and a real request sees them, the enable switch, a Sites apply keeps applied rules,
-// external edits reload the list, "Create rule from this exchange", and the Matched column.
+// external edits reload the list, "Create rule from this exchange", the Matched column, and the
+// map_local and map_remote forms (the loader's messages, a file served, a config that has them).
 #include "mainwindow.h"
 #include "rules/rulespage.h"
 #include "servercontroller.h"
@@ -26,6 +27,7 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QUrl>
 #include <QtTest>
 
@@ -95,6 +97,17 @@ private:
         m_page = std::make_unique<RulesPage>(m_server.get());
         m_page->resize(1100, 700);
         m_page->show();
+    }
+
+    void chooseKind(config::RuleAction::Kind kind) {
+        auto* combo = field<QComboBox>("actionKind");
+        combo->setCurrentIndex(combo->findData(int(kind)));
+    }
+
+    QString devFile() const { return QDir::cleanPath(m_dir.path() + "/dev/app.js"); }
+    void writeDevFile() {
+        QVERIFY(QDir(m_dir.path()).mkpath("dev"));
+        writeFile(devFile(), "console.log('local');\n");
     }
 
     QByteArray fetch(const QString& path) {
@@ -313,6 +326,156 @@ private slots:
         m_page->addRule(); // not in force: no count
         m_page->refreshMatches();
         QCOMPARE(m_page->table()->item(2, RulesPage::Matched)->text(), QString("—"));
+    }
+    // map_local: the loader's messages under the action (a file that is not there, map_local in a
+    // response-stage rule) keep Apply off; a real file, typed as an absolute path, is shown relative
+    // to the config's folder, applied as the absolute path, and a real request gets its content.
+    void mapLocalAnswersFromAFile() {
+        writeDevFile();
+        m_page->addRule();
+        typeInto(field<QLineEdit>("ruleMatch"), "path:/app.js");
+        chooseKind(config::RuleAction::Kind::MapLocal);
+        auto* path = field<QLineEdit>("mapLocal");
+        QVERIFY(path->isVisible());
+        QVERIFY(field<QToolButton>("mapLocalBrowse")->isVisible());
+        QCOMPARE(path->text(), QString());
+        QVERIFY2(errorLabel("action")->text().contains("empty path"),
+                 qPrintable(errorLabel("action")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+
+        typeInto(path, "./dev/missing.js");
+        QVERIFY(errorLabel("action")->isVisible());
+        QVERIFY2(errorLabel("action")->text().contains("does not exist") &&
+                     errorLabel("action")->text().contains("missing.js"),
+                 qPrintable(errorLabel("action")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        QVERIFY(!m_page->apply());
+
+        typeInto(path, devFile());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(), QString("map_local ./dev/app.js"));
+        QCOMPARE(field<QListWidget>("ruleActions")->item(0)->text(), QString("map_local ./dev/app.js"));
+
+        auto* stage = field<QComboBox>("ruleStage");
+        stage->setCurrentIndex(stage->findData(int(config::Rule::Stage::Response)));
+        QVERIFY2(errorLabel("action")->text().contains("acts at the request stage"),
+                 qPrintable(errorLabel("action")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        stage->setCurrentIndex(stage->findData(int(config::Rule::Stage::Request)));
+        QVERIFY(applyButton()->isEnabled());
+
+        QCOMPARE(test::curlFetch({url("/app.js")}).status, 404); // no such route before Apply
+        QTest::mouseClick(applyButton(), Qt::LeftButton);
+        QVERIFY(!m_page->hasChanges());
+        const auto& rules = m_server->config()->rules;
+        QCOMPARE(rules.size(), std::size_t(1));
+        QCOMPARE(rules[0].actions.size(), std::size_t(1));
+        QCOMPARE(rules[0].actions[0].kind, config::RuleAction::Kind::MapLocal);
+        QCOMPARE(QString::fromStdString(rules[0].actions[0].mapLocal), devFile());
+        QCOMPARE(fetch("/app.js"), QByteArray("console.log('local');\n"));
+        QFile saved(configPath());
+        QVERIFY(saved.open(QIODevice::ReadOnly));
+        QVERIFY(saved.readAll().contains("map_local: ./dev/app.js"));
+        // Loaded again from the rules in force, the field shows the path as the file has it.
+        QCOMPARE(path->text(), QString("./dev/app.js"));
+    }
+
+    // map_remote: a URL with a path or another scheme shows the reader's own message and keeps
+    // Apply off (and Revert on); a bare origin applies as one upstream with change_origin.
+    void mapRemoteTakesAnOrigin() {
+        m_page->addRule();
+        QVERIFY(m_page->apply()); // the set_header rule in force; now its action becomes map_remote
+        chooseKind(config::RuleAction::Kind::MapRemote);
+        auto* url = field<QLineEdit>("mapRemote");
+        QVERIFY(url->isVisible());
+        QCOMPARE(url->placeholderText(), QString("http://127.0.0.1:3000"));
+        QVERIFY(!applyButton()->isEnabled());
+
+        typeInto(url, "http://127.0.0.1:1/base");
+        QVERIFY(errorLabel("action")->isVisible());
+        QVERIFY2(errorLabel("action")->text().contains("without a path") &&
+                     errorLabel("action")->text().contains("http://127.0.0.1:1/base"),
+                 qPrintable(errorLabel("action")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        QVERIFY(field<QPushButton>("revertRules")->isEnabled());
+        QVERIFY(!m_page->apply());
+        QCOMPARE(m_server->config()->rules[0].actions[0].kind, config::RuleAction::Kind::SetHeader);
+        QCOMPARE(field<QListWidget>("ruleActions")->item(0)->text(),
+                 QString("map_remote http://127.0.0.1:1/base"));
+
+        typeInto(url, "ftp://127.0.0.1:1");
+        QVERIFY2(errorLabel("action")->text().contains("expected an upstream URL") &&
+                     errorLabel("action")->text().contains("ftp://127.0.0.1:1"),
+                 qPrintable(errorLabel("action")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+
+        typeInto(url, "http://127.0.0.1:1");
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(),
+                 QString("map_remote http://127.0.0.1:1"));
+        QVERIFY(m_page->apply());
+        const config::RuleAction& a = m_server->config()->rules.at(0).actions.at(0);
+        QCOMPARE(a.kind, config::RuleAction::Kind::MapRemote);
+        QCOMPARE(a.mapRemote.upstreams.size(), std::size_t(1));
+        QCOMPARE(a.mapRemote.upstreams[0].host, std::string("127.0.0.1"));
+        QCOMPARE(int(a.mapRemote.upstreams[0].port), 1);
+        QVERIFY(a.mapRemote.changeOrigin);
+    }
+
+    // A file that already has map_local and map_remote rules: the table and the forms show their
+    // kinds and values as the file writes them, loading them is no edit, and an Apply of another
+    // change keeps them as they were.
+    void openWithMapRules() {
+        writeDevFile();
+        open(QByteArray(kConfig) + "rules:\n"
+                                   "  - name: dev bundle\n"
+                                   "    match: \"path:/app.js\"\n"
+                                   "    actions:\n"
+                                   "      - map_local: ./dev/app.js\n"
+                                   "  - name: local cdn\n"
+                                   "    match: \"host:cdn.example.com\"\n"
+                                   "    actions:\n"
+                                   "      - set_header: {X-A: \"1\"}\n"
+                                   "      - map_remote: http://127.0.0.1:3000\n");
+        QCOMPARE(m_page->table()->rowCount(), 2);
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(), QString("map_local ./dev/app.js"));
+        QCOMPARE(m_page->table()->item(1, RulesPage::Actions)->text(),
+                 QString("set X-A: 1; map_remote http://127.0.0.1:3000"));
+        const std::vector<config::Rule> before = m_server->config()->rules;
+
+        auto* kind = field<QComboBox>("actionKind");
+        m_page->select(0);
+        QCOMPARE(kind->currentData().toInt(), int(config::RuleAction::Kind::MapLocal));
+        QCOMPARE(field<QLineEdit>("mapLocal")->text(), QString("./dev/app.js"));
+        QVERIFY(field<QLineEdit>("mapLocal")->isVisible());
+        m_page->select(1);
+        auto* actions = field<QListWidget>("ruleActions");
+        QCOMPARE(actions->count(), 2);
+        QCOMPARE(actions->item(1)->text(), QString("map_remote http://127.0.0.1:3000"));
+        actions->setCurrentRow(1);
+        QCOMPARE(kind->currentData().toInt(), int(config::RuleAction::Kind::MapRemote));
+        QCOMPARE(field<QLineEdit>("mapRemote")->text(), QString("http://127.0.0.1:3000"));
+        QVERIFY(field<QLineEdit>("mapRemote")->isVisible());
+        QVERIFY(!m_page->hasChanges());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QVERIFY(!applyButton()->isEnabled());
+
+        typeInto(field<QLineEdit>("ruleName"), "cdn");
+        QVERIFY(m_page->apply());
+        const auto& rules = m_server->config()->rules;
+        QCOMPARE(rules.size(), std::size_t(2));
+        QCOMPARE(rules[1].name, std::string("cdn"));
+        QVERIFY(rules[0] == before[0]);
+        QVERIFY(rules[1].actions == before[1].actions);
+        QCOMPARE(rules[0].actions[0].kind, config::RuleAction::Kind::MapLocal);
+        QCOMPARE(rules[1].actions[1].kind, config::RuleAction::Kind::MapRemote);
+        QFile saved(configPath());
+        QVERIFY(saved.open(QIODevice::ReadOnly));
+        const QByteArray text = saved.readAll();
+        QVERIFY2(text.contains("map_local: ./dev/app.js") &&
+                     text.contains("map_remote: http://127.0.0.1:3000"),
+                 text.constData());
+        QCOMPARE(fetch("/app.js"), QByteArray("console.log('local');\n"));
     }
 };
 

@@ -4,12 +4,17 @@
 
 #include "servercontroller.h"
 
+#include <portico/config/reader.h>
 #include <portico/config/writer.h>
 #include <portico/validate/validate.h>
 
+#include <yaml-cpp/yaml.h>
+
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -19,6 +24,7 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QLocale>
+#include <QMenu>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
@@ -27,6 +33,7 @@
 #include <QStackedWidget>
 #include <QTableWidget>
 #include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -44,7 +51,52 @@ std::string s(const QString& t) { return t.toStdString(); }
 
 const char* const kErrorColor = "#c0392b";
 
-QString actionSummary(const RuleAction& a) {
+/// The value the YAML writer writes for a map_local or map_remote action (the path relative to
+/// `baseDir` when under it, the URL): the writer's own output, read back as text.
+std::string writtenValue(const RuleAction& a, const QString& baseDir) {
+    if (a.kind == RuleAction::Kind::MapRemote && a.mapRemote.upstreams.size() != 1) return {};
+    config::Config c;
+    Rule r;
+    r.actions = {a};
+    c.rules = {r};
+    try {
+        const YAML::Node action = YAML::Load(config::configToYaml(c, s(baseDir)))["rules"][0]["actions"][0];
+        const char* key = a.kind == RuleAction::Kind::MapLocal ? "map_local" : "map_remote";
+        if (action[key] && action[key].IsScalar()) return action[key].Scalar();
+    } catch (const YAML::Exception&) {
+    }
+    return {};
+}
+
+/// `key: text` (map_local, map_remote) read as an action by the loader's reader, relative paths
+/// against `baseDir`; nullopt when the reader refuses it.
+std::optional<RuleAction> readAction(const char* key, const QString& text, const QString& baseDir) {
+    YAML::Node action;
+    action[key] = s(text);
+    YAML::Node rule;
+    rule["actions"].push_back(action);
+    YAML::Node root;
+    root["rules"].push_back(rule);
+    YAML::Emitter out;
+    out << root;
+    const config::ReadResult read = config::readConfigText(out.c_str(), "portico.yaml", s(baseDir), "");
+    for (const config::ConfigError& e : read.errors)
+        if (e.path.starts_with("rules[")) return std::nullopt;
+    if (read.config->rules.size() != 1 || read.config->rules[0].actions.size() != 1) return std::nullopt;
+    return read.config->rules[0].actions[0];
+}
+
+/// What a map_remote that has no URL the reader took yet holds, so that the writer can write it (the
+/// URL as typed replaces it in what is read back).
+config::ProxyAction placeholderRemote() {
+    static const config::ProxyAction px = [] {
+        auto a = readAction("map_remote", "http://127.0.0.1:3000", QString());
+        return a ? a->mapRemote : config::ProxyAction{};
+    }();
+    return px;
+}
+
+QString actionSummary(const RuleAction& a, const QString& baseDir) {
     switch (a.kind) {
     case RuleAction::Kind::SetHeader: {
         QStringList fields;
@@ -64,21 +116,34 @@ QString actionSummary(const RuleAction& a) {
         return a.rate < 1 ? QObject::tr("fail %1 % → %2").arg(a.rate * 100, 0, 'g', 3).arg(with)
                           : QObject::tr("fail → %1").arg(with);
     }
+    case RuleAction::Kind::MapLocal:
+        return QObject::tr("map_local %1").arg(q(writtenValue(a, baseDir)));
+    case RuleAction::Kind::MapRemote:
+        return QObject::tr("map_remote %1").arg(q(writtenValue(a, baseDir)));
     }
     return {};
 }
 
-QString actionsSummary(const Rule& r) {
-    QStringList parts;
-    for (const RuleAction& a : r.actions)
-        parts << actionSummary(a);
-    return parts.join("; ");
-}
-
 /// The config as its file reads back (the reader alone: no validation), for the reader's checks of
-/// the actions.
-config::ReadResult readBack(const config::Config& cfg, const QString& baseDir) {
-    const std::string text = config::configToYaml(cfg, s(baseDir));
+/// the actions. A map_remote URL in `typed` ([rule][action]) replaces the one the writer wrote.
+config::ReadResult readBack(const config::Config& cfg, const QString& baseDir,
+                            const std::vector<std::vector<std::optional<std::string>>>& typed) {
+    std::string text = config::configToYaml(cfg, s(baseDir));
+    const bool anyTyped = std::any_of(typed.begin(), typed.end(), [](const auto& actions) {
+        return std::any_of(actions.begin(), actions.end(), [](const auto& t) { return t.has_value(); });
+    });
+    if (anyTyped) {
+        try {
+            YAML::Node root = YAML::Load(text);
+            for (std::size_t i = 0; i < typed.size() && i < cfg.rules.size(); ++i)
+                for (std::size_t j = 0; j < typed[i].size() && j < cfg.rules[i].actions.size(); ++j)
+                    if (typed[i][j]) root["rules"][i]["actions"][j]["map_remote"] = *typed[i][j];
+            YAML::Emitter out;
+            out << root;
+            text = out.c_str();
+        } catch (const YAML::Exception&) {
+        }
+    }
     return config::readConfigText(text, "portico.yaml", s(baseDir), cfg.sourcePath);
 }
 
@@ -303,6 +368,8 @@ QWidget* RulesPage::buildActionForms() {
     m_kind->addItem(tr("set_header — replace or add fields"), int(RuleAction::Kind::SetHeader));
     m_kind->addItem(tr("remove_header — remove fields"), int(RuleAction::Kind::RemoveHeader));
     m_kind->addItem(tr("fail — answer a status or reset"), int(RuleAction::Kind::Fail));
+    m_kind->addItem(tr("map_local — answer from a file or folder"), int(RuleAction::Kind::MapLocal));
+    m_kind->addItem(tr("map_remote — send to another origin"), int(RuleAction::Kind::MapRemote));
     narrow(m_kind);
     kindForm->addRow(tr("Action"), m_kind);
     v->addLayout(kindForm);
@@ -409,6 +476,44 @@ QWidget* RulesPage::buildActionForms() {
     connect(m_failStatus, &QSpinBox::valueChanged, this, &RulesPage::commitAction);
     m_actionForms->addWidget(failPage);
 
+    // map_local: a file or folder, shown as the file writes it (relative to the config's folder).
+    auto localPage = new QWidget;
+    auto localForm = new QFormLayout(localPage);
+    localForm->setContentsMargins(0, 0, 0, 0);
+    m_mapLocal = new QLineEdit;
+    m_mapLocal->setObjectName("mapLocal");
+    m_mapLocal->setPlaceholderText("./dev/app.js");
+    m_mapLocal->setToolTip(tr("A file answers every matching request; a folder serves the request's path "
+                              "below the rule's path: prefix. Relative to the config file's folder."));
+    m_mapLocalBrowse = new QToolButton;
+    m_mapLocalBrowse->setObjectName("mapLocalBrowse");
+    m_mapLocalBrowse->setText(tr("Browse…"));
+    m_mapLocalBrowse->setPopupMode(QToolButton::InstantPopup);
+    auto browseMenu = new QMenu(m_mapLocalBrowse);
+    connect(browseMenu->addAction(tr("File…")), &QAction::triggered, this, [this] { browseMapLocal(false); });
+    connect(browseMenu->addAction(tr("Folder…")), &QAction::triggered, this,
+            [this] { browseMapLocal(true); });
+    m_mapLocalBrowse->setMenu(browseMenu);
+    auto localRow = new QHBoxLayout;
+    localRow->addWidget(m_mapLocal, 1);
+    localRow->addWidget(m_mapLocalBrowse);
+    localForm->addRow(tr("File or folder"), localRow);
+    connect(m_mapLocal, &QLineEdit::textChanged, this, &RulesPage::commitAction);
+    m_actionForms->addWidget(localPage);
+
+    // map_remote: SCHEME://HOST[:PORT].
+    auto remotePage = new QWidget;
+    auto remoteForm = new QFormLayout(remotePage);
+    remoteForm->setContentsMargins(0, 0, 0, 0);
+    m_mapRemote = new QLineEdit;
+    m_mapRemote->setObjectName("mapRemote");
+    m_mapRemote->setPlaceholderText("http://127.0.0.1:3000");
+    m_mapRemote->setToolTip(tr("http://, h2c:// or https:// HOST[:PORT] without a path; the request keeps "
+                               "its path and query, Host becomes this origin's"));
+    remoteForm->addRow(tr("Origin"), m_mapRemote);
+    connect(m_mapRemote, &QLineEdit::textChanged, this, &RulesPage::commitAction);
+    m_actionForms->addWidget(remotePage);
+
     v->addWidget(m_actionForms, 1);
     v->addWidget(errorLabel("action"));
 
@@ -431,7 +536,49 @@ QWidget* RulesPage::buildActionForms() {
     return box;
 }
 
-bool RulesPage::hasChanges() const { return m_rules != m_published; }
+bool RulesPage::hasChanges() const { return m_rules != m_published || hasTypedRemote(); }
+
+void RulesPage::fitTypedRemote() {
+    m_typedRemote.resize(m_rules.size());
+    for (std::size_t i = 0; i < m_rules.size(); ++i)
+        m_typedRemote[i].resize(m_rules[i].actions.size());
+}
+
+bool RulesPage::hasTypedRemote() const {
+    for (std::size_t i = 0; i < m_typedRemote.size() && i < m_rules.size(); ++i)
+        for (std::size_t j = 0; j < m_typedRemote[i].size() && j < m_rules[i].actions.size(); ++j)
+            if (m_typedRemote[i][j] && m_rules[i].actions[j].kind == RuleAction::Kind::MapRemote) return true;
+    return false;
+}
+
+QString RulesPage::shownPath(const RuleAction& a) const { return q(writtenValue(a, m_server->baseDir())); }
+
+QString RulesPage::actionText(int rule, int action) const {
+    const RuleAction& a = m_rules[rule].actions[action];
+    if (a.kind == RuleAction::Kind::MapRemote && rule < int(m_typedRemote.size()) &&
+        action < int(m_typedRemote[rule].size()) && m_typedRemote[rule][action])
+        return tr("map_remote %1").arg(q(*m_typedRemote[rule][action]));
+    return actionSummary(a, m_server->baseDir());
+}
+
+QString RulesPage::actionsText(int rule) const {
+    QStringList parts;
+    for (int i = 0; i < int(m_rules[rule].actions.size()); ++i)
+        parts << actionText(rule, i);
+    return parts.join("; ");
+}
+
+void RulesPage::browseMapLocal(bool folder) {
+    // The dialog's answer goes into the field as typing would (textChanged commits it).
+    const QString chosen =
+        folder ? QFileDialog::getExistingDirectory(this, tr("Answer from folder"), m_server->baseDir())
+               : QFileDialog::getOpenFileName(this, tr("Answer from file"), m_server->baseDir());
+    if (chosen.isEmpty()) return;
+    RuleAction a;
+    a.kind = RuleAction::Kind::MapLocal;
+    a.mapLocal = s(QDir::cleanPath(chosen));
+    m_mapLocal->setText(shownPath(a));
+}
 
 bool RulesPage::canApply() const { return m_server->config() && m_errors.isEmpty() && hasChanges(); }
 
@@ -499,8 +646,10 @@ void RulesPage::addRuleMatching(const QString& match, const QString& name) {
     a.kind = RuleAction::Kind::SetHeader;
     a.set = {{"X-Debug", "1"}};
     r.actions.push_back(a);
+    fitTypedRemote();
     m_rules.push_back(r);
     m_origin.push_back(-1);
+    m_typedRemote.emplace_back(1);
     m_action = 0;
     rebuildTable();
     select(int(m_rules.size()) - 1);
@@ -512,8 +661,10 @@ void RulesPage::addRuleMatching(const QString& match, const QString& name) {
 void RulesPage::removeSelected() {
     if (m_current < 0) return;
     const int row = m_current;
+    fitTypedRemote();
     m_rules.erase(m_rules.begin() + row);
     m_origin.erase(m_origin.begin() + row);
+    m_typedRemote.erase(m_typedRemote.begin() + row);
     m_current = -1;
     rebuildTable();
     select(std::min(row, int(m_rules.size()) - 1));
@@ -526,8 +677,10 @@ void RulesPage::moveDown() { moveRule(1); }
 void RulesPage::moveRule(int delta) {
     const int from = m_current, to = m_current + delta;
     if (from < 0 || to < 0 || to >= int(m_rules.size())) return;
+    fitTypedRemote();
     std::swap(m_rules[from], m_rules[to]);
     std::swap(m_origin[from], m_origin[to]);
+    std::swap(m_typedRemote[from], m_typedRemote[to]);
     rebuildTable();
     select(to);
     validate();
@@ -565,8 +718,8 @@ void RulesPage::updateRow(int row) {
     m_table->item(row, Name)->setText(q(r.name));
     m_table->item(row, Stage)->setText(r.stage == Rule::Stage::Request ? tr("request") : tr("response"));
     m_table->item(row, Match)->setText(r.match.empty() ? tr("(every exchange)") : q(r.match));
-    m_table->item(row, Actions)->setText(actionsSummary(r));
-    m_table->item(row, Actions)->setToolTip(actionsSummary(r).replace("; ", "\n"));
+    m_table->item(row, Actions)->setText(actionsText(row));
+    m_table->item(row, Actions)->setToolTip(actionsText(row).replace("; ", "\n"));
     // A switched-off rule is greyed; one with a problem is red and lists it in its tooltip.
     QStringList mine;
     const QString prefix = QString("rules[%1]").arg(row);
@@ -625,8 +778,8 @@ void RulesPage::loadActionList() {
     m_loading = true;
     const Rule& r = m_rules[m_current];
     m_actions->clear();
-    for (const RuleAction& a : r.actions)
-        m_actions->addItem(actionSummary(a));
+    for (int i = 0; i < int(r.actions.size()); ++i)
+        m_actions->addItem(actionText(m_current, i));
     if (m_action >= int(r.actions.size())) m_action = int(r.actions.size()) - 1;
     m_actions->setCurrentRow(m_action);
     m_loading = false;
@@ -663,6 +816,12 @@ void RulesPage::loadActionForm() {
     m_failWith->setCurrentIndex(m_failWith->findData(int(a.failure)));
     m_failStatus->setValue(a.failStatus);
     m_failStatus->setEnabled(a.failure == RuleAction::Failure::Status);
+    fitTypedRemote();
+    const auto& typed = m_typedRemote[m_current][m_action];
+    m_mapLocal->setText(a.kind == RuleAction::Kind::MapLocal ? shownPath(a) : QString());
+    m_mapRemote->setText(a.kind != RuleAction::Kind::MapRemote ? QString()
+                         : typed                               ? q(*typed)
+                                                               : q(writtenValue(a, m_server->baseDir())));
     m_loading = false;
 }
 
@@ -703,8 +862,30 @@ void RulesPage::commitAction() {
         a.failStatus = m_failStatus->value();
         m_failStatus->setEnabled(a.failure == RuleAction::Failure::Status);
         break;
+    case RuleAction::Kind::MapLocal:
+        // What the reader makes of the text (an absolute path), or the text itself when it refuses
+        // it, so that the read-back gives its message.
+        if (auto read = readAction("map_local", m_mapLocal->text(), m_server->baseDir()))
+            a.mapLocal = read->mapLocal;
+        else
+            a.mapLocal = s(m_mapLocal->text());
+        break;
+    case RuleAction::Kind::MapRemote:
+        fitTypedRemote();
+        if (auto read = readAction("map_remote", m_mapRemote->text(), m_server->baseDir())) {
+            a.mapRemote = read->mapRemote;
+            m_typedRemote[m_current][m_action].reset();
+        } else {
+            if (a.mapRemote.upstreams.size() != 1) a.mapRemote = placeholderRemote();
+            m_typedRemote[m_current][m_action] = s(m_mapRemote->text());
+        }
+        break;
     }
-    if (QListWidgetItem* item = m_actions->item(m_action)) item->setText(actionSummary(a));
+    if (a.kind != RuleAction::Kind::MapRemote) {
+        fitTypedRemote();
+        m_typedRemote[m_current][m_action].reset();
+    }
+    if (QListWidgetItem* item = m_actions->item(m_action)) item->setText(actionText(m_current, m_action));
     updateRow(m_current);
     validate();
 }
@@ -714,8 +895,10 @@ void RulesPage::addAction() {
     RuleAction a;
     a.kind = RuleAction::Kind::SetHeader;
     a.set = {{"X-Debug", "1"}};
+    fitTypedRemote();
     auto& actions = m_rules[m_current].actions;
     actions.push_back(a);
+    m_typedRemote[m_current].emplace_back();
     m_action = int(actions.size()) - 1;
     loadActionList();
     updateRow(m_current);
@@ -724,8 +907,10 @@ void RulesPage::addAction() {
 
 void RulesPage::removeAction() {
     if (m_current < 0 || m_action < 0) return;
+    fitTypedRemote();
     auto& actions = m_rules[m_current].actions;
     actions.erase(actions.begin() + m_action);
+    m_typedRemote[m_current].erase(m_typedRemote[m_current].begin() + m_action);
     m_action = std::min(m_action, int(actions.size()) - 1);
     loadActionList();
     updateRow(m_current);
@@ -737,7 +922,9 @@ void RulesPage::moveAction(int delta) {
     auto& actions = m_rules[m_current].actions;
     const int to = m_action + delta;
     if (to < 0 || to >= int(actions.size())) return;
+    fitTypedRemote();
     std::swap(actions[m_action], actions[to]);
+    std::swap(m_typedRemote[m_current][m_action], m_typedRemote[m_current][to]);
     m_action = to;
     loadActionList();
     updateRow(m_current);
@@ -752,6 +939,7 @@ std::shared_ptr<config::Config> RulesPage::draftConfig() const {
 }
 
 void RulesPage::validate() {
+    fitTypedRemote();
     m_errors.clear();
     const auto draft = draftConfig();
     auto take = [this](const std::vector<config::ConfigError>& errors) {
@@ -763,7 +951,13 @@ void RulesPage::validate() {
     // reader's (actions: header names and values, fields a rule may not touch, at least one), the
     // loader's own code both: nothing is checked twice or differently here.
     take(validate::validate(*draft, config::SourceMap{}, validate::Checks::NoFiles));
-    take(readBack(*draft, m_server->baseDir()).errors);
+    take(readBack(*draft, m_server->baseDir(), m_typedRemote).errors);
+    // The rules alone get the checks of the disk as well (map_local's file or folder must exist),
+    // last: the reader's message for a field comes first, as when the file is loaded. The rest of
+    // the config in force was checked when it was loaded.
+    config::Config rulesOnly;
+    rulesOnly.rules = draft->rules;
+    take(validate::validate(rulesOnly, config::SourceMap{}, validate::Checks::All));
     showErrors();
 }
 
@@ -852,6 +1046,7 @@ bool RulesPage::apply() {
 
 void RulesPage::revert() {
     m_rules = m_published;
+    m_typedRemote.clear();
     m_origin.resize(m_rules.size());
     for (std::size_t i = 0; i < m_origin.size(); ++i)
         m_origin[i] = int(i);
@@ -867,7 +1062,7 @@ void RulesPage::onServerConfigChanged() {
     const bool pending = hasChanges();
     const std::vector<Rule> before = m_published;
     m_published = cfg->rules;
-    if (pending && cfg->rules != m_rules) {
+    if (pending && (cfg->rules != m_rules || hasTypedRemote())) {
         // Keep the user's edits. Rules that came from the old list find their count by name.
         for (int& origin : m_origin) {
             if (origin < 0 || origin >= int(before.size())) continue;
@@ -883,6 +1078,7 @@ void RulesPage::onServerConfigChanged() {
         return;
     }
     m_rules = cfg->rules;
+    m_typedRemote.clear();
     m_origin.resize(m_rules.size());
     for (std::size_t i = 0; i < m_origin.size(); ++i)
         m_origin[i] = int(i);

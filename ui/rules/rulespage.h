@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 class QCheckBox;
@@ -23,6 +25,7 @@ class QSpinBox;
 class QStackedWidget;
 class QTableWidget;
 class QTimer;
+class QToolButton;
 
 namespace portico::ui {
 
@@ -34,6 +37,11 @@ class ServerController;
 /// the errors for `rules[...]` show under the field they name and keep Apply disabled. Apply
 /// publishes the config in force with only `rules` replaced (ServerController::apply, which also
 /// saves the file), so an unapplied draft of the Sites tab is not published with it.
+///
+/// map_local and map_remote take the text typed as the loader reads it (the reader turns it into the
+/// action: an absolute path, an upstream). A map_remote URL the reader refuses cannot be held by
+/// the model, so it is kept as typed and put into the YAML that is read back in its place: its
+/// message is the loader's and Apply stays off.
 class RulesPage : public QWidget {
     Q_OBJECT
 
@@ -45,7 +53,8 @@ public:
 
     /// The rules as edited (what Apply publishes once they have no problem).
     const std::vector<config::Rule>& rules() const { return m_rules; }
-    /// Whether the edited rules differ from the ones in force (source positions not compared).
+    /// Whether the edited rules differ from the ones in force (source positions not compared), or a
+    /// map_remote URL is typed that the loader refuses.
     bool hasChanges() const;
     bool canApply() const;
     /// Every current problem of the edited rules as "rules[N]...: message".
@@ -109,6 +118,17 @@ private:
     /// The edited rules in the config in force: what validate checks and Apply publishes.
     std::shared_ptr<config::Config> draftConfig() const;
     QString uniqueName(const QString& base) const;
+    /// The list and table text of action `action` of rule `rule` (a refused map_remote as typed).
+    QString actionText(int rule, int action) const;
+    QString actionsText(int rule) const;
+    /// m_typedRemote shaped as m_rules (entries for rules and actions it lacks are empty).
+    void fitTypedRemote();
+    bool hasTypedRemote() const;
+    /// The map_local path as the YAML writer writes it (relative to baseDir when under it).
+    QString shownPath(const config::RuleAction& action) const;
+    /// The map_local/map_remote field's text, after an edit or Browse.
+    void commitMapLocal();
+    void browseMapLocal(bool folder);
 
     ServerController* m_server;
     std::vector<config::Rule> m_rules;
@@ -117,7 +137,10 @@ private:
     std::vector<int> m_origin;
     std::vector<config::Rule> m_published; ///< the rules in force when last loaded or applied
     std::vector<std::uint64_t> m_matches;  ///< the engine's last counts (rules in force order)
-    QMap<QString, QString> m_errors;       ///< path ("rules[1].match") → message, the core's
+    /// [rule][action]: a map_remote URL as typed that the reader refused (the action itself keeps
+    /// an upstream the writer can write); nullopt when the action holds what was typed.
+    std::vector<std::vector<std::optional<std::string>>> m_typedRemote;
+    QMap<QString, QString> m_errors; ///< path ("rules[1].match") → message, the core's
     int m_current = -1;
     int m_action = -1;
     bool m_loading = false;
@@ -144,6 +167,9 @@ private:
     QDoubleSpinBox* m_failRate = nullptr;
     QComboBox* m_failWith = nullptr;
     QSpinBox* m_failStatus = nullptr;
+    QLineEdit* m_mapLocal = nullptr;
+    QToolButton* m_mapLocalBrowse = nullptr;
+    QLineEdit* m_mapRemote = nullptr;
     QMap<QString, QLabel*> m_errorLabels; ///< "name", "stage", "match", "actions", "action"
     QLabel* m_notice = nullptr;
     QLabel* m_problems = nullptr;
