@@ -341,11 +341,15 @@ bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request
 }
 
 RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion, http::Response& res) const {
+    res.ruleStateUsed = true;
     RequestVerdict verdict;
     const RequestView view{req, httpVersion};
-    request_.candidates(
-        req.rawPath, [&](std::uint32_t i) { return applyOne(request_.rules[i], view, req, res, verdict); });
-    if (verdict.fail) return verdict; // a map goes on: the mapped answer gets the response stage
+    if (!request_.rules.empty())
+        request_.candidates(req.rawPath, [&](std::uint32_t i) {
+            return applyOne(request_.rules[i], view, req, res, verdict);
+        });
+    // A map goes on: the mapped answer gets the response stage.
+    if (verdict.fail || response_.rules.empty()) return verdict;
     response_.candidates(req.rawPath, [&](std::uint32_t i) {
         std::uint32_t left = 0;
         if (response_.rules[i].match.matchesRequestSide(view, left))

@@ -156,8 +156,13 @@ public:
     /// "" when no rule did.
     std::string originalRequestFields;
     std::string originalResponseFields;
+    /// Set by whatever fills the rule state above (RuleSet::applyRequest), so that clearing it costs
+    /// one test for an exchange no rule looked at.
+    bool ruleStateUsed = false;
     /// Clears the rule state above, keeping capacity.
     void clearRuleState() {
+        if (!ruleStateUsed) return;
+        ruleStateUsed = false;
         ruledRequestFields.clear();
         pendingRules.clear();
         ruleNames.clear();
