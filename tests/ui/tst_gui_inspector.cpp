@@ -342,6 +342,84 @@ private slots:
         QVERIFY(inspector.rulesDiff()->toPlainText().isEmpty());
     }
 
+    // A replace_body: the tab also diffs each body the rules rewrote, before them and as sent (JSON
+    // re-indented first), with a note when the bodies are the capture's prefixes or too long to
+    // show whole; binary bodies are counted, not diffed. Shown even when no field changed.
+    void rulesDiffShowsBodyChanges() {
+        capture::Exchange e;
+        e.method = "POST";
+        e.scheme = "http";
+        e.authority = "localhost:8080";
+        e.target = "/up/echo";
+        e.status = 200;
+        e.requestHeaders = {{"Host", "localhost:8080"}};
+        e.responseHeaders = {{"Content-Type", "text/plain"}};
+        e.rules = {"request secret", "ids"};
+        e.originalRequestBody = "a=1\nsecret=hunter2\nb=2\n";
+        e.requestBody = "a=1\nsecret=[redacted]\nb=2\n";
+        e.requestBodySize = e.requestBody.size();
+        e.originalResponseBody = "{\"user\":\"a\",\"id\":42}";
+        e.responseBody = "{\"user\":\"a\",\"id\":\"ID[42]\"}";
+        e.responseBodySize = e.responseBody.size();
+        InspectorWidget inspector(nullptr);
+        inspector.showExchange(e);
+        QTabWidget* tabs = inspector.tabs();
+        QVERIFY(tabs->isTabVisible(tabs->indexOf(inspector.rulesDiff())));
+        const QString diff = inspector.rulesDiff()->toPlainText();
+        QVERIFY2(diff.contains("--- request body before rules\n+++ request body as sent\n"),
+                 qPrintable(diff));
+        QVERIFY2(diff.contains("\n a=1\n-secret=hunter2\n+secret=[redacted]\n b=2\n"), qPrintable(diff));
+        QVERIFY2(diff.contains("--- response body before rules\n+++ response body as sent\n"),
+                 qPrintable(diff));
+        QVERIFY2(diff.contains("\n   \"user\": \"a\",\n-  \"id\": 42\n+  \"id\": \"ID[42]\"\n"),
+                 qPrintable(diff));
+        QVERIFY2(!diff.contains("headers") && !diff.contains("note") && !diff.contains("prefix"),
+                 qPrintable(diff));
+        // The request's comes before the response's.
+        QVERIFY(diff.indexOf("request body") < diff.indexOf("response body"));
+
+        // Cut by the capture (kOriginalBodyTruncated, or the sent body a prefix): said so.
+        e.flags = capture::kOriginalBodyTruncated;
+        QVERIFY(InspectorWidget::rulesDiffText(e).contains(
+            "request body: the captured prefixes compared (capture.body_bytes)\n"));
+        e.flags = 0;
+        e.responseBodySize = 5000;
+        QString text = InspectorWidget::rulesDiffText(e);
+        QVERIFY2(text.contains("response body: the captured prefixes compared"), qPrintable(text));
+        QVERIFY2(!text.contains("request body: the captured"), qPrintable(text));
+
+        // Long bodies: the first 1000 lines of each compared, with a note; the change past them is
+        // not shown.
+        std::string before, after;
+        for (int i = 0; i < 3000; ++i) {
+            before += "line " + std::to_string(i) + (i == 2 || i == 2500 ? " id=7\n" : "\n");
+            after += "line " + std::to_string(i) + (i == 2 || i == 2500 ? " ID[7]\n" : "\n");
+        }
+        e.originalResponseBody = before;
+        e.responseBody = after;
+        e.responseBodySize = after.size();
+        text = InspectorWidget::rulesDiffText(e);
+        QVERIFY2(
+            text.contains("response body: long, the first 1000 lines (at most 64 KiB) of each compared\n"),
+            qPrintable(text.left(2000)));
+        QVERIFY2(text.contains("-line 2 id=7\n+line 2 ID[7]\n"), qPrintable(text.left(2000)));
+        QVERIFY(!text.contains("line 2500"));
+
+        // Binary: counted, not diffed.
+        e.originalResponseBody = std::string("\x00\x01id=42", 7);
+        e.responseBody = std::string("\x00\x01ID[42]", 8);
+        e.responseBodySize = 8;
+        text = InspectorWidget::rulesDiffText(e);
+        QVERIFY2(
+            text.contains("response body: binary, not compared (7 bytes captured before rules, 8 as sent)\n"),
+            qPrintable(text));
+
+        // Nothing before the rules: no body part (and no tab when nothing else changed).
+        e.originalRequestBody.clear();
+        e.originalResponseBody.clear();
+        QVERIFY(InspectorWidget::rulesDiffText(e).isEmpty());
+    }
+
     // ---- 2. Compare ----
 
     void textDiffIsUnified() {

@@ -2,7 +2,9 @@
 // loader as it is typed (a bad match shows its column and keeps Apply off), Apply publishes only
 // the rules and a real request sees them, the enable switch, a Sites apply keeps applied rules,
 // external edits reload the list, "Create rule from this exchange", the Matched column, and the
-// map_local and map_remote forms (the loader's messages, a file served, a config that has them).
+// map_local and map_remote forms (the loader's messages, a file served, a config that has them),
+// the throttle form (a preset's values are the reader's; custom values), replace_body (its fields,
+// a bad regex's message) and fail's close and timeout, each applied and read back from the file.
 #include "mainwindow.h"
 #include "rules/rulespage.h"
 #include "servercontroller.h"
@@ -10,6 +12,8 @@
 #include "test_support.h"
 #include "traffic/trafficmodel.h"
 #include "traffic/trafficpage.h"
+
+#include <portico/config/reader.h>
 
 #include <QAction>
 #include <QCheckBox>
@@ -108,6 +112,35 @@ private:
     void writeDevFile() {
         QVERIFY(QDir(m_dir.path()).mkpath("dev"));
         writeFile(devFile(), "console.log('local');\n");
+    }
+
+    /// The file Apply saved, opened again as a new server and page: what the forms show of it.
+    void reopenSaved() {
+        QFile saved(configPath());
+        QVERIFY(saved.open(QIODevice::ReadOnly));
+        const QByteArray text = saved.readAll();
+        saved.close();
+        open(text);
+    }
+    QByteArray savedText() {
+        QFile saved(configPath());
+        return saved.open(QIODevice::ReadOnly) ? saved.readAll() : QByteArray();
+    }
+
+    /// `throttle: "NAME"` as the loader reads it, by itself: the values a preset stands for.
+    static config::RuleAction presetAction(const char* name) {
+        const std::string yaml = std::string("rules:\n  - actions:\n      - throttle: \"") + name + "\"\n";
+        const config::ReadResult read = config::readConfigText(yaml, "portico.yaml", "/", "");
+        for (const config::ConfigError& e : read.errors) // not the rule's: the file has no vhost
+            if (e.path.starts_with("rules[")) qWarning("%s: %s", e.path.c_str(), e.message.c_str());
+        if (read.config->rules.size() != 1 || read.config->rules[0].actions.size() != 1) return {};
+        return read.config->rules[0].actions[0];
+    }
+
+    void choose(QComboBox* combo, const QVariant& data) {
+        const int i = combo->findData(data);
+        if (i < 0) qWarning("no item %s", qPrintable(data.toString()));
+        combo->setCurrentIndex(i);
     }
 
     QByteArray fetch(const QString& path) {
@@ -476,6 +509,205 @@ private slots:
                      text.contains("map_remote: http://127.0.0.1:3000"),
                  text.constData());
         QCOMPARE(fetch("/app.js"), QByteArray("console.log('local');\n"));
+    }
+
+    // throttle from a preset: the fields show the reader's values for it and cannot be edited; Apply
+    // puts the preset's name and those values in the config in force, and the file keeps the name.
+    // The validator's message for a throttle in a response-stage rule keeps Apply off.
+    void throttlePresetGivesItsValues() {
+        const config::RuleAction fast3g = presetAction("Fast 3G");
+        QVERIFY(fast3g.kind == config::RuleAction::Kind::Throttle);
+        QVERIFY(fast3g.throttleLatency.count() > 0 && fast3g.throttleDown > 0 && fast3g.throttleUp > 0);
+        QVERIFY(!(fast3g.throttleLatency == presetAction("Slow 3G").throttleLatency &&
+                  fast3g.throttleDown == presetAction("Slow 3G").throttleDown));
+
+        m_page->addRule();
+        typeInto(field<QLineEdit>("ruleMatch"), "path:/hello");
+        chooseKind(config::RuleAction::Kind::Throttle);
+        auto* preset = field<QComboBox>("throttlePreset");
+        auto* latency = field<QLineEdit>("throttleLatency");
+        auto* down = field<QLineEdit>("throttleDown");
+        auto* up = field<QLineEdit>("throttleUp");
+        QVERIFY(preset->isVisible() && latency->isVisible() && down->isVisible() && up->isVisible());
+        QCOMPARE(preset->count(), 5);
+        QCOMPARE(preset->itemText(0), QString("Custom"));
+        QCOMPARE(preset->currentText(), QString("Slow 3G")); // a new throttle starts from a preset
+
+        preset->setCurrentIndex(preset->findText("Fast 3G"));
+        QVERIFY(!latency->isEnabled() && !down->isEnabled() && !up->isEnabled());
+        QCOMPARE(latency->text().toDouble() * 1e6, double(fast3g.throttleLatency.count()));
+        QCOMPARE(qRound64(down->text().toDouble() * 125), qint64(fast3g.throttleDown));
+        QCOMPARE(qRound64(up->text().toDouble() * 125), qint64(fast3g.throttleUp));
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(), QString("throttle Fast 3G"));
+        QCOMPARE(field<QListWidget>("ruleActions")->item(0)->text(), QString("throttle Fast 3G"));
+
+        QVERIFY(applyButton()->isEnabled());
+        QTest::mouseClick(applyButton(), Qt::LeftButton);
+        QVERIFY(!m_page->hasChanges());
+        const config::RuleAction& a = m_server->config()->rules.at(0).actions.at(0);
+        QCOMPARE(a.kind, config::RuleAction::Kind::Throttle);
+        QCOMPARE(a.throttlePreset, std::string("Fast 3G"));
+        QCOMPARE(a.throttleLatency.count(), fast3g.throttleLatency.count());
+        QCOMPARE(a.throttleDown, fast3g.throttleDown);
+        QCOMPARE(a.throttleUp, fast3g.throttleUp);
+        QVERIFY2(savedText().contains("Fast 3G"), savedText().constData());
+
+        // Request stage only: the validator's message, under the rule's form, keeps Apply off.
+        auto* stage = field<QComboBox>("ruleStage");
+        choose(stage, int(config::Rule::Stage::Response));
+        QVERIFY(errorLabel("action")->isVisible());
+        QVERIFY2(errorLabel("action")->text().contains("throttle") &&
+                     errorLabel("action")->text().contains("stage: response"),
+                 qPrintable(errorLabel("action")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        QVERIFY(!m_page->apply());
+        choose(stage, int(config::Rule::Stage::Request));
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+
+        reopenSaved();
+        m_page->select(0);
+        QCOMPARE(field<QComboBox>("throttlePreset")->currentText(), QString("Fast 3G"));
+        QVERIFY(!field<QLineEdit>("throttleLatency")->isEnabled());
+        QVERIFY(!m_page->hasChanges());
+    }
+
+    // throttle with custom values: ms and kbit/s typed become nanoseconds and bytes per second, an
+    // empty rate is not limited; Apply and the saved file keep them, and the form shows them again.
+    void throttleCustomValuesRoundTrip() {
+        m_page->addRule();
+        typeInto(field<QLineEdit>("ruleMatch"), "path:/hello");
+        chooseKind(config::RuleAction::Kind::Throttle);
+        auto* preset = field<QComboBox>("throttlePreset");
+        preset->setCurrentIndex(preset->findText("Custom"));
+        auto* latency = field<QLineEdit>("throttleLatency");
+        auto* down = field<QLineEdit>("throttleDown");
+        auto* up = field<QLineEdit>("throttleUp");
+        QVERIFY(latency->isEnabled() && down->isEnabled() && up->isEnabled());
+        typeInto(latency, "400");
+        typeInto(down, "400");
+        typeInto(up, "");
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(),
+                 QString("throttle 400 ms, ↓400 kbit/s"));
+        typeInto(up, "250");
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(),
+                 QString("throttle 400 ms, ↓400 kbit/s ↑250 kbit/s"));
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+
+        QVERIFY(m_page->apply());
+        const config::RuleAction& a = m_server->config()->rules.at(0).actions.at(0);
+        QCOMPARE(a.kind, config::RuleAction::Kind::Throttle);
+        QCOMPARE(a.throttlePreset, std::string());
+        QCOMPARE(qint64(a.throttleLatency.count()), qint64(400) * 1000 * 1000);
+        QCOMPARE(a.throttleDown, std::uint64_t(50000)); // 400 kbit/s
+        QCOMPARE(a.throttleUp, std::uint64_t(31250));   // 250 kbit/s
+        const std::vector<config::Rule> applied = m_server->config()->rules;
+
+        reopenSaved();
+        const config::RuleAction& b = m_server->config()->rules.at(0).actions.at(0);
+        QCOMPARE(b.throttlePreset, std::string());
+        QCOMPARE(b.throttleLatency.count(), applied[0].actions[0].throttleLatency.count());
+        QCOMPARE(b.throttleDown, applied[0].actions[0].throttleDown);
+        QCOMPARE(b.throttleUp, applied[0].actions[0].throttleUp);
+        m_page->select(0);
+        QCOMPARE(field<QComboBox>("throttlePreset")->currentText(), QString("Custom"));
+        QCOMPARE(field<QLineEdit>("throttleLatency")->text(), QString("400"));
+        QCOMPARE(field<QLineEdit>("throttleDown")->text(), QString("400"));
+        QCOMPARE(field<QLineEdit>("throttleUp")->text(), QString("250"));
+        QVERIFY(field<QLineEdit>("throttleDown")->isEnabled());
+        QVERIFY(!m_page->hasChanges());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+    }
+
+    // replace_body: a regex the loader refuses shows its message under the action and keeps Apply
+    // off; a good one and its replacement (a group, in a response-stage rule) are applied, a real
+    // response is rewritten, and the file keeps them and shows them again.
+    void replaceBodyFieldsRoundTrip() {
+        m_page->addRule();
+        typeInto(field<QLineEdit>("ruleMatch"), "path:/hello");
+        chooseKind(config::RuleAction::Kind::ReplaceBody);
+        auto* regex = field<QLineEdit>("replaceRegex");
+        auto* with = field<QLineEdit>("replaceWith");
+        QVERIFY(regex->isVisible() && with->isVisible());
+        auto* stage = field<QComboBox>("ruleStage");
+        choose(stage, int(config::Rule::Stage::Response));
+
+        typeInto(regex, "x-(\\w+=");
+        typeInto(with, "rewritten-$1:");
+        QVERIFY(errorLabel("action")->isVisible());
+        QVERIFY2(errorLabel("action")->text().contains("invalid regular expression") &&
+                     errorLabel("action")->text().contains("x-(\\w+="),
+                 qPrintable(errorLabel("action")->text()));
+        QVERIFY(!applyButton()->isEnabled());
+        QVERIFY(!m_page->apply());
+        QVERIFY(m_server->config()->rules.empty());
+
+        typeInto(regex, "x-(\\w+)=");
+        QVERIFY(!errorLabel("action")->isVisible());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(),
+                 QString("replace_body /x-(\\w+)=/ → rewritten-$1:"));
+        QVERIFY(applyButton()->isEnabled());
+        QCOMPARE(fetch("/hello"), QByteArray("x-debug="));
+        QVERIFY(m_page->apply());
+        const config::Rule& r = m_server->config()->rules.at(0);
+        QCOMPARE(r.stage, config::Rule::Stage::Response);
+        QCOMPARE(r.actions.at(0).kind, config::RuleAction::Kind::ReplaceBody);
+        QCOMPARE(r.actions[0].regex, std::string("x-(\\w+)="));
+        QCOMPARE(r.actions[0].replaceWith, std::string("rewritten-$1:"));
+        QCOMPARE(fetch("/hello"), QByteArray("rewritten-debug:"));
+
+        reopenSaved();
+        m_page->select(0);
+        QCOMPARE(field<QComboBox>("actionKind")->currentData().toInt(),
+                 int(config::RuleAction::Kind::ReplaceBody));
+        QCOMPARE(field<QLineEdit>("replaceRegex")->text(), QString("x-(\\w+)="));
+        QCOMPARE(field<QLineEdit>("replaceWith")->text(), QString("rewritten-$1:"));
+        QVERIFY(!m_page->hasChanges());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QCOMPARE(fetch("/hello"), QByteArray("rewritten-debug:"));
+    }
+
+    // fail with close and with timeout: chosen in the form (no status then), summarised, applied,
+    // saved and shown again from the file.
+    void failCloseAndTimeout() {
+        m_page->addRule();
+        typeInto(field<QLineEdit>("ruleMatch"), "path:/hello");
+        chooseKind(config::RuleAction::Kind::Fail);
+        auto* with = field<QComboBox>("failWith");
+        QVERIFY(with->isVisible());
+        choose(with, int(config::RuleAction::Failure::Close));
+        QVERIFY(!with->itemData(with->currentIndex(), Qt::ToolTipRole).toString().isEmpty());
+        QVERIFY(!field<QSpinBox>("failStatus")->isEnabled());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(), QString("fail → close"));
+        QVERIFY(m_page->apply());
+        QCOMPARE(m_server->config()->rules.at(0).actions.at(0).failure, config::RuleAction::Failure::Close);
+        const test::CurlReply closed = test::curlFetch({url("/hello")});
+        QCOMPARE(closed.status, 0); // no answer: curl's "Empty reply from server"
+        QCOMPARE(closed.exitCode, 52);
+        reopenSaved();
+        m_page->select(0);
+        with = field<QComboBox>("failWith");
+        QCOMPARE(with->currentData().toInt(), int(config::RuleAction::Failure::Close));
+        QVERIFY(!m_page->hasChanges());
+
+        choose(with, int(config::RuleAction::Failure::Timeout));
+        QVERIFY(!with->itemData(with->currentIndex(), Qt::ToolTipRole).toString().isEmpty());
+        field<QDoubleSpinBox>("failRate")->setValue(0.25);
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(), QString("fail 25 % → timeout"));
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QVERIFY(m_page->apply());
+        const config::RuleAction& a = m_server->config()->rules.at(0).actions.at(0);
+        QCOMPARE(a.failure, config::RuleAction::Failure::Timeout);
+        QCOMPARE(a.rate, 0.25);
+        reopenSaved();
+        m_page->select(0);
+        QCOMPARE(field<QComboBox>("failWith")->currentData().toInt(),
+                 int(config::RuleAction::Failure::Timeout));
+        QCOMPARE(field<QDoubleSpinBox>("failRate")->value(), 0.25);
+        QVERIFY(!m_page->hasChanges());
     }
 };
 

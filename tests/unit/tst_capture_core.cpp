@@ -1,7 +1,7 @@
 // Capture building blocks: live histograms against exact percentiles, the ring's drop counting
 // under a flood, the collector's drain pace, slot encoding (binary-safe, bounded, with the rules
-// that changed an exchange and its original fields), those in the session file, and the filter
-// language.
+// that changed an exchange and its original fields and bodies), those in the session file, and the
+// filter language.
 #include "capture/collector.h"
 #include "capture/hooks.h"
 #include "capture/recorder.h"
@@ -227,6 +227,89 @@ private slots:
         QCOMPARE(e.responseBody, std::string("hello"));
     }
 
+    // The bodies before a replace_body (ExchangeInput::originalRequestBody, ...) through the ring:
+    // prefixes of at most capture.body_bytes (kOriginalBodyTruncated when cut), after the bodies
+    // as sent, which keep their room first; a record without them has neither flag nor bytes.
+    void recordCarriesOriginalBodies() {
+        capture::Recorder rec(0);
+        rec.ensureRings(16, 1024);
+        capture::ConnCapture cc;
+        cc.rec = &rec;
+        cc.cfg.bodyBytes = 64;
+        const http::Header fields[] = {{"Host", "localhost"}};
+        http::Request req;
+        req.methodToken = "POST";
+        req.target = "/up/echo";
+        req.host = "localhost";
+        req.headers = fields;
+        req.body = "a=1&secret=[redacted]";
+        http::Response res;
+        res.status = 200;
+        res.setBody("user ID[42]");
+        capture::ExchangeInput in;
+        in.req = &req;
+        in.res = &res;
+        in.responseHead = "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n";
+        in.requestBodySize = req.body.size();
+        in.responseBodySize = 11;
+        in.rules = "request secret\nids";
+        in.originalRequestBody = "a=1&secret=hunter2";
+        const std::string longOriginal = "user id=42 " + std::string(100, 'x'); // over body_bytes
+        in.originalResponseBody = longOriginal;
+        auto record = [&]() -> capture::Exchange {
+            if (!capture::writeRecord(cc, 0, in)) return {};
+            rec.publish(1);
+            capture::Exchange out;
+            rec.ringForReader()->drain(
+                [&](const capture::SlotHead& sh, const char* p) { out = capture::decodeSlot(sh, p); }, 1);
+            return out;
+        };
+        capture::Exchange e = record();
+        QCOMPARE(e.requestBody, std::string("a=1&secret=[redacted]"));
+        QCOMPARE(e.responseBody, std::string("user ID[42]"));
+        QCOMPARE(e.originalRequestBody, std::string("a=1&secret=hunter2"));
+        QCOMPARE(e.originalResponseBody, longOriginal.substr(0, 64)); // cut at capture.body_bytes
+        QVERIFY(e.flags & capture::kOriginalBodyTruncated);
+        QCOMPARE(e.flags & (capture::kHeadersTruncated | capture::kRequestBodyTruncated |
+                            capture::kResponseBodyTruncated),
+                 0u);
+
+        // Under the limit: whole, not flagged; only one side: the other "".
+        in.originalRequestBody = {};
+        in.originalResponseBody = "user id=42";
+        e = record();
+        QVERIFY(e.originalRequestBody.empty());
+        QCOMPARE(e.originalResponseBody, std::string("user id=42"));
+        QCOMPARE(e.flags & capture::kOriginalBodyTruncated, 0u);
+
+        // None: no bytes, no flag.
+        in.originalResponseBody = {};
+        e = record();
+        QVERIFY(e.originalRequestBody.empty() && e.originalResponseBody.empty());
+        QCOMPARE(e.flags & capture::kOriginalBodyTruncated, 0u);
+        QCOMPARE(e.responseBody, std::string("user ID[42]"));
+
+        // A record too small for all four: the bodies as sent are kept whole, the originals get
+        // what is left (prefixes, flagged).
+        cc.cfg.bodyBytes = 4096;
+        const std::string sentRequest(100, 'q'), sentResponse(400, 'r');
+        const std::string beforeRequest(400, 'Q'), beforeResponse(400, 'R');
+        req.body = sentRequest;
+        res.setBody(sentResponse);
+        in.requestBodySize = sentRequest.size();
+        in.responseBodySize = sentResponse.size();
+        in.originalRequestBody = beforeRequest;
+        in.originalResponseBody = beforeResponse;
+        e = record();
+        QCOMPARE(e.requestBody, sentRequest);
+        QCOMPARE(e.responseBody, sentResponse);
+        QVERIFY(e.flags & capture::kOriginalBodyTruncated);
+        QVERIFY(e.originalRequestBody.size() < beforeRequest.size());
+        QVERIFY(beforeRequest.starts_with(e.originalRequestBody));
+        QVERIFY(beforeResponse.starts_with(e.originalResponseBody));
+        QCOMPARE(e.flags & (capture::kRequestBodyTruncated | capture::kResponseBodyTruncated), 0u);
+    }
+
     // The session file keeps the rules and the original field blocks ...
     void storeKeepsRulesAndOriginals() {
         QTemporaryDir dir;
@@ -304,6 +387,97 @@ private slots:
         QCOMPARE(rows.size(), std::size_t(1));
         QCOMPARE(rows[0].rules, e.rules);
         QCOMPARE(rows[0].originalResponseFields, e.originalResponseFields);
+    }
+
+    // The session file keeps the bodies before a replace_body (binary-safe); a load without
+    // bodies leaves them out as it does the bodies as sent.
+    void storeKeepsOriginalBodies() {
+        QTemporaryDir dir;
+        std::string error;
+        auto store = capture::Store::open(dir.filePath("session.db").toStdString(), error);
+        QVERIFY2(store, error.c_str());
+        capture::Exchange a;
+        a.method = "POST";
+        a.target = "/a";
+        a.rules = {"ids"};
+        a.requestBody = "a=1&secret=[redacted]";
+        a.responseBody = "user ID[42]";
+        a.originalRequestBody = "a=1&secret=hunter2";
+        a.originalResponseBody = std::string("user id=42\0\xff", 12);
+        a.flags = capture::kOriginalBodyTruncated;
+        capture::Exchange b;
+        b.method = "GET";
+        b.target = "/b";
+        std::vector<capture::Exchange> add{a, b};
+        QVERIFY2(store->append(add), store->error().c_str());
+        QVERIFY(store->commit());
+        const auto rows = store->load();
+        QCOMPARE(rows.size(), std::size_t(2));
+        QCOMPARE(rows[0].originalRequestBody, a.originalRequestBody);
+        QCOMPARE(rows[0].originalResponseBody, a.originalResponseBody);
+        QCOMPARE(rows[0].flags, a.flags);
+        QCOMPARE(rows[0].responseBody, a.responseBody);
+        QVERIFY(rows[1].originalRequestBody.empty() && rows[1].originalResponseBody.empty());
+        const auto light = store->load(0, 10, false);
+        QCOMPARE(light.size(), std::size_t(2));
+        QVERIFY(light[0].originalRequestBody.empty() && light[0].originalResponseBody.empty());
+        QCOMPARE(light[0].rules, a.rules); // the other columns keep their places
+        QCOMPARE(light[0].target, a.target);
+        const auto one = store->get(rows[0].id);
+        QVERIFY(one);
+        QCOMPARE(one->originalResponseBody, a.originalResponseBody);
+    }
+
+    // A file from before the original body columns (it has the rules and the original fields)
+    // opens: its rows keep what they had and have no original bodies; new rows keep theirs.
+    void storeFromBeforeOriginalBodiesMigrates() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("old.db");
+        const QByteArray sql =
+            "CREATE TABLE portico_session (key TEXT PRIMARY KEY, value TEXT);"
+            "INSERT INTO portico_session VALUES ('format', 'portico-capture-1');"
+            "CREATE TABLE exchanges (id INTEGER PRIMARY KEY, started_unix_ns INTEGER NOT NULL,"
+            " connection_id INTEGER, stream_id INTEGER, protocol INTEGER, http_version INTEGER,"
+            " tls_version TEXT, alpn TEXT, client TEXT, local_port INTEGER, vhost TEXT, route TEXT,"
+            " method TEXT, scheme TEXT, authority TEXT, target TEXT, status INTEGER, error TEXT,"
+            " flags INTEGER, request_headers BLOB, request_trailers BLOB, request_body BLOB,"
+            " request_body_size INTEGER, request_headers_size INTEGER, response_headers BLOB,"
+            " response_body BLOB, response_body_size INTEGER, response_headers_size INTEGER,"
+            " accepted_ns INTEGER, tls_done_ns INTEGER, request_headers_ns INTEGER,"
+            " request_body_done_ns INTEGER, route_matched_ns INTEGER, upstream_connected_ns INTEGER,"
+            " upstream_first_byte_ns INTEGER, response_first_byte_ns INTEGER, response_done_ns INTEGER,"
+            " message_count INTEGER, messages BLOB, response_trailers BLOB, source INTEGER,"
+            " client_process TEXT, upstream_address TEXT, upstream_tls_version TEXT, upstream_alpn TEXT,"
+            " upstream_resolved_ns INTEGER, upstream_tcp_connected_ns INTEGER,"
+            " upstream_request_sent_ns INTEGER, rules TEXT, original_request_fields BLOB,"
+            " original_response_fields BLOB);"
+            "INSERT INTO exchanges (id, started_unix_ns, protocol, method, target, status, rules,"
+            " original_response_fields, response_body) "
+            "VALUES (7, 1000, 0, 'GET', '/old', 200, 'r0', 'Server: y' || char(13, 10), 'sent');";
+        auto r = test::runProcess("sqlite3", {path}, sql);
+        QCOMPARE(r.exitCode, 0);
+        std::string error;
+        auto store = capture::Store::open(path.toStdString(), error);
+        QVERIFY2(store, error.c_str());
+        auto rows = store->load();
+        QCOMPARE(rows.size(), std::size_t(1));
+        QCOMPARE(rows[0].target, std::string("/old"));
+        QCOMPARE(rows[0].rules, std::vector<std::string>{"r0"});
+        QCOMPARE(rows[0].originalResponseFields, std::string("Server: y\r\n"));
+        QCOMPARE(rows[0].responseBody, std::string("sent"));
+        QVERIFY(rows[0].originalRequestBody.empty() && rows[0].originalResponseBody.empty());
+        capture::Exchange e;
+        e.target = "/new";
+        e.rules = {"r1"};
+        e.originalRequestBody = "secret=hunter2";
+        e.originalResponseBody = "id=42";
+        std::vector<capture::Exchange> add{e};
+        QVERIFY2(store->append(add), store->error().c_str());
+        QVERIFY(store->commit());
+        rows = store->load(7);
+        QCOMPARE(rows.size(), std::size_t(1));
+        QCOMPARE(rows[0].originalRequestBody, e.originalRequestBody);
+        QCOMPARE(rows[0].originalResponseBody, e.originalResponseBody);
     }
 
     void ringCountsDropsUnderFlood() {

@@ -119,6 +119,7 @@ QStringList dump(const Config& c) {
         << QString("limits.max_header_bytes %1").arg(L.maxHeaderBytes)
         << QString("limits.max_header_count %1").arg(L.maxHeaderCount)
         << QString("limits.max_body_bytes %1").arg(L.maxBodyBytes)
+        << QString("limits.max_rewrite_body %1").arg(L.maxRewriteBody)
         << QString("limits.max_ranges %1").arg(L.maxRanges)
         << QString("limits.max_connections_per_worker %1").arg(L.maxConnectionsPerWorker)
         << "limits.header_timeout " + ns(L.headerTimeout) << "limits.body_timeout " + ns(L.bodyTimeout)
@@ -332,6 +333,7 @@ private slots:
         QCOMPARE(c.listen[0].port, std::uint16_t(8080));
         Limits defaults;
         QCOMPARE(c.limits.maxBodyBytes, defaults.maxBodyBytes);
+        QCOMPARE(c.limits.maxRewriteBody, std::uint64_t(8 * 1024 * 1024));
         QCOMPARE(c.limits.headerTimeout, defaults.headerTimeout);
         QCOMPARE(c.accessLog.format, AccessLog::Format::Off);
         QCOMPARE(c.compression.enabled, true);
@@ -392,6 +394,7 @@ private slots:
                                               "  max_header_bytes: 32KiB\n"
                                               "  max_header_count: 64\n"
                                               "  max_body_bytes: 100MB\n"
+                                              "  max_rewrite_body: 512KiB\n"
                                               "  max_ranges: 0\n"
                                               "  max_connections_per_worker: 2000\n"
                                               "  header_timeout: 5s\n"
@@ -404,6 +407,7 @@ private slots:
                                                "limits.max_header_bytes 32768",
                                                "limits.max_header_count 64",
                                                "limits.max_body_bytes 100000000",
+                                               "limits.max_rewrite_body 524288",
                                                "limits.max_ranges 0",
                                                "limits.max_connections_per_worker 2000",
                                                "limits.header_timeout 5000000000ns",
@@ -756,6 +760,10 @@ private slots:
             << QStringList{
                    "test.yaml:1:26: limits.max_body_bytes: invalid size '10 MiB' (write e.g. 512, 16KiB, "
                    "10MiB, 1GiB or 100KB)"};
+        QTest::newRow("max_rewrite_body syntax")
+            << QByteArray("limits: {max_rewrite_body: 1.5MiB}\n") + v
+            << QStringList{"test.yaml:1:28: limits.max_rewrite_body: invalid size '1.5MiB' (write e.g. 512, "
+                           "16KiB, 10MiB, 1GiB or 100KB)"};
         QTest::newRow("size minimum")
             << QByteArray("limits: {max_header_bytes: 10}\n") + v
             << QStringList{"test.yaml:1:28: limits.max_header_bytes: must be at least 64 bytes, got 10"};
@@ -1515,6 +1523,27 @@ private slots:
         QCOMPARE(three.workerCount(), 3u);
     }
 
+    // limits.max_rewrite_body (replace_body's largest body) is written when it is not the default,
+    // alone too, and read back; 0 is allowed (every body is then left alone).
+    void maxRewriteBodyWritten() {
+        const LoadResult defaults = load("vhosts: [{root: site}]\n");
+        QVERIFY(defaults.ok());
+        QVERIFY(configToYaml(*defaults.config, dir().toStdString()).find("limits") == std::string::npos);
+        for (const auto& [text, bytes] :
+             {std::pair<const char*, std::uint64_t>{"1MiB", 1048576}, {"0", 0}, {"100KB", 100000}}) {
+            const LoadResult first =
+                load("limits: {max_rewrite_body: " + QByteArray(text) + "}\n" + "vhosts: [{root: site}]\n");
+            QVERIFY2(first.ok(), qPrintable(errorLines(first).join('\n')));
+            QCOMPARE(first.config->limits.maxRewriteBody, bytes);
+            const std::string written = configToYaml(*first.config, dir().toStdString());
+            QVERIFY2(written.find("limits:\n  max_rewrite_body: ") != std::string::npos, written.c_str());
+            const LoadResult second = load(QByteArray::fromStdString(written));
+            QVERIFY2(second.ok(), qPrintable(errorLines(second).join('\n')));
+            QCOMPARE(second.config->limits.maxRewriteBody, bytes);
+            QVERIFY(second.config->limits == first.config->limits);
+        }
+    }
+
     // configToYaml: every valid example, loaded, written and loaded again, gives the same model
     // (route specs aside: a flattened group's routes are written with their full paths), and
     // writing that again gives the same text.
@@ -1528,7 +1557,7 @@ private slots:
         inputs << QByteArray(
             "workers: 3\nlisten: [\"[::1]:0\", {address: 127.0.0.1:0, tls: auto},\n"
             "  {address: localhost:0, forward_proxy: true}]\n"
-            "limits: {max_body_bytes: 1000, idle_timeout: 1500ms, drain_timeout: 0s}\n"
+            "limits: {max_body_bytes: 1000, max_rewrite_body: 3MB, idle_timeout: 1500ms, drain_timeout: 0s}\n"
             "http2: {enabled: false, reset_rate: 7}\nserver_header: false\n"
             "vhosts:\n  - names: [a.test]\n    port: 81\n    server_header: true\n"
             "    routes:\n      - path: /m\n        name: multi\n"

@@ -1,7 +1,8 @@
 // Tests for the `rules:` section of the config: the reader's model (every key, the shorthands and
-// the defaults), its located errors (unknown keys, kinds not supported yet, malformed actions,
-// header names and values, fail's status and rate), the source map of each rule's `match`, and the
-// writer's round trip.
+// the defaults, throttle's presets and rates, replace_body), its located errors (unknown keys, kinds
+// not supported yet, malformed actions, header names and values, fail's status and rate, rates and
+// latencies), the source map of each rule's `match`, validate's checks (stages, replace_body's
+// regex and replacement), and the writer's round trip.
 #include "test_support.h"
 
 #include <portico/config/reader.h>
@@ -197,6 +198,130 @@ private slots:
                  qPrintable(got.join('\n')));
     }
 
+    // Validate compiles each replace_body regex as routes' are (PCRE2) and tries its replacement
+    // with pcre2_substitute; throttle is refused at the response stage, replace_body is not.
+    void loaderRuleActions_data() {
+        QTest::addColumn<QByteArray>("yaml");
+        QTest::addColumn<QStringList>("expected"); // empty: loads
+        auto row = [](const char* tag, const char* actions, QStringList expected) {
+            QTest::newRow(tag) << QByteArray("rules:\n  - actions:\n      - ") + actions + "\n" << expected;
+        };
+        const QString use = " (write $1 or ${name} for a group, $$ for a dollar)";
+        row("group and whole match", "replace_body: {regex: 'a(b)', with: '$0 $1 ${1} $$'}", {});
+        row("named group", "replace_body: {regex: '(?<word>\\w+)', with: '<${word}>'}", {});
+        row("named group without braces", "replace_body: {regex: '(?<w>x)', with: '$w.'}", {});
+        row("no group, literal text", "replace_body: {regex: 'http://', with: 'https://'}", {});
+        row("regex matching nothing", "replace_body: {regex: 'x|', with: '-'}", {});
+        row("extended with a comment", "replace_body: {regex: '(?x) (\\w+)  # a word', with: '[$1]'}", {});
+        row("leading options", "replace_body: {regex: '(*CRLF)(*NO_JIT)(a)', with: '$1'}", {});
+        row("a mark", "replace_body: {regex: '(*MARK:m)a', with: '$*MARK'}", {});
+        row("bad regex", "replace_body: {regex: 'a(b', with: x}",
+            {"test.yaml:3:31: rules[0].actions[0].replace_body.regex: invalid regular expression 'a(b' at "
+             "offset "
+             "3: missing closing parenthesis"});
+        row("bad regex, second action", "remove_header: X-A\n      - replace_body: {regex: '*a', with: x}",
+            {"test.yaml:4:31: rules[0].actions[1].replace_body.regex: invalid regular expression '*a' at "
+             "offset "
+             "0: quantifier does not follow a repeatable item"});
+        row("unknown group", "replace_body: {regex: 'a(b)', with: 'x$2'}",
+            {"test.yaml:3:45: rules[0].actions[0].replace_body.with: invalid replacement 'x$2' at offset 3: "
+             "unknown substring" +
+             use});
+        row("unknown name", "replace_body: {regex: '(?<n>b)', with: '${m}'}",
+            {"test.yaml:3:48: rules[0].actions[0].replace_body.with: invalid replacement '${m}' at offset 4: "
+             "unknown substring" +
+             use});
+        row("lone dollar", "replace_body: {regex: 'price', with: 'cost: 5$'}",
+            {"test.yaml:3:46: rules[0].actions[0].replace_body.with: invalid replacement 'cost: 5$' at "
+             "offset 8: "
+             "invalid replacement string" +
+             use});
+        row("unclosed brace", "replace_body: {regex: '(a)', with: '${1'}",
+            {"test.yaml:3:44: rules[0].actions[0].replace_body.with: invalid replacement '${1' at offset 3: "
+             "expected closing curly bracket in replacement string" +
+             use});
+        // The group count is the regex's own: leading `(*...)` options, an `(?x)` comment or a `\Q`
+        // quote at its end do not hide a group from the check, nor add one.
+        row("extended comment, unknown group", "replace_body: {regex: '(?x)(a)#c', with: '$2'}",
+            {"test.yaml:3:50: rules[0].actions[0].replace_body.with: invalid replacement '$2' at offset 2: "
+             "unknown substring" +
+             use});
+        row("leading options, unknown group", "replace_body: {regex: '(*CRLF)(*NO_JIT)(a)', with: '$2'}",
+            {"test.yaml:3:60: rules[0].actions[0].replace_body.with: invalid replacement '$2' at offset 2: "
+             "unknown substring" +
+             use});
+        row("quoted parenthesis, no group", "replace_body: {regex: '\\Qa(', with: '$1'}",
+            {"test.yaml:3:45: rules[0].actions[0].replace_body.with: invalid replacement '$1' at offset 2: "
+             "unknown substring" +
+             use});
+        QTest::newRow("replace_body at the response stage")
+            << QByteArray("rules:\n"
+                          "  - stage: response\n"
+                          "    actions: [{replace_body: {regex: 'a', with: b}}]\n")
+            << QStringList{};
+        QTest::newRow("throttle at the response stage")
+            << QByteArray("rules:\n"
+                          "  - stage: response\n"
+                          "    actions: [{set_header: {X-A: \"1\"}}, {throttle: Slow 3G}]\n")
+            << QStringList{"test.yaml:3:41: rules[0].actions[1]: throttle applies to the whole exchange (the "
+                           "request's body and the response): use it in a rule without `stage: response`"};
+        QTest::newRow("throttle at the request stage")
+            << QByteArray(
+                   "rules:\n"
+                   "  - stage: request\n"
+                   "    actions: [{throttle: Fast 4G}, {fail: timeout}, {fail: {rate: 0.1, with: close}}]\n")
+            << QStringList{};
+        QTest::newRow("fail close at the response stage")
+            << QByteArray("rules:\n"
+                          "  - stage: response\n"
+                          "    actions: [{fail: close}]\n")
+            << QStringList{"test.yaml:3:15: rules[0].actions[0]: fail acts at the request stage (it answers "
+                           "instead of the route's action): use it in a rule without `stage: response`"};
+    }
+
+    void loaderRuleActions() {
+        QFETCH(QByteArray, yaml);
+        QFETCH(QStringList, expected);
+        QVERIFY2(read(yaml + kVhosts).ok(), "the reader takes it: validate decides");
+        const LoadResult loaded =
+            loadConfigText(std::string(yaml + kVhosts), "test.yaml", dir_.path().toStdString());
+        QCOMPARE(lines(loaded.errors), expected);
+        QCOMPARE(loaded.ok(), expected.isEmpty());
+    }
+
+    // An action that did not read is left out of its rule; validate still places the errors of the
+    // actions after it at their own items.
+    void validateAfterAnActionThatDidNotRead() {
+        const QByteArray yaml = "rules:\n"
+                                "  - actions:\n"
+                                "      - throttle: {down: 400}\n"
+                                "      - fail: 999\n"
+                                "      - replace_body: {regex: '(a)', with: '$2'}\n"
+                                "      - map_local: missing.html\n"
+                                "  - stage: response\n"
+                                "    actions:\n"
+                                "      - set_header: {X-A: [1]}\n"
+                                "      - throttle: Slow 3G\n";
+        const LoadResult loaded =
+            loadConfigText(std::string(yaml + kVhosts), "test.yaml", dir_.path().toStdString());
+        const QStringList expected = {
+            "test.yaml:3:26: rules[0].actions[0].throttle.down: rate '400' needs a unit: bits per second "
+            "(e.g. "
+            "400kbit) or bytes per second (e.g. 400kB)",
+            "test.yaml:4:15: rules[0].actions[1].fail: status must be between 200 and 599, got 999",
+            "test.yaml:5:44: rules[0].actions[2].replace_body.with: invalid replacement '$2' at offset 2: "
+            "unknown "
+            "substring (write $1 or ${name} for a group, $$ for a dollar)",
+            "test.yaml:6:20: rules[0].actions[3].map_local: file or folder '" +
+                dir_.filePath("missing.html") + "' does not exist",
+            "test.yaml:9:27: rules[1].actions[0].set_header.X-A: a rule sets one value per header, got a "
+            "list",
+            "test.yaml:10:9: rules[1].actions[1]: throttle applies to the whole exchange (the request's body "
+            "and "
+            "the response): use it in a rule without `stage: response`"};
+        QCOMPARE(lines(loaded.errors), expected);
+    }
+
     // map_local takes a file or a folder (relative to the config's folder, absolute once read; one
     // that does not exist refuses the config), map_remote an origin URL as a proxy's upstream
     // (change_origin on); both are request-stage only; the writer gives both back.
@@ -331,6 +456,19 @@ private slots:
         row("fail map status rate", "fail: {rate: 0.25, with: 500}", K::Fail, "status 500 rate 0.25");
         row("fail rate 1", "fail: {rate: 1, with: 500}", K::Fail, "status 500 rate 1");
         row("fail block map", "fail:\n          rate: 0.5\n          with: reset", K::Fail, "reset rate 0.5");
+        row("fail close", "fail: close", K::Fail, "close rate 1");
+        row("fail timeout", "fail: timeout", K::Fail, "timeout rate 1");
+        row("fail map close", "fail: {with: close}", K::Fail, "close rate 1");
+        row("fail map timeout rate", "fail: {rate: 0.5, with: timeout}", K::Fail, "timeout rate 0.5");
+        row("replace_body", "replace_body: {regex: 'http://(\\w+)\\.test', with: 'https://$1.test'}",
+            K::ReplaceBody, "replace http://(\\w+)\\.test => https://$1.test");
+        row("replace_body empty with", "replace_body: {regex: \"<!--.*?-->\", with: \"\"}", K::ReplaceBody,
+            "replace <!--.*?--> => ");
+        row("replace_body block, numbers as text",
+            "replace_body:\n          regex: 1.5\n          with: true", K::ReplaceBody,
+            "replace 1.5 => true");
+        row("replace_body quoted newline", "replace_body: {regex: \"a\\nb\", with: \"$$ \\t\"}",
+            K::ReplaceBody, "replace a\nb => $$ \t");
         row("remove one", "remove_header: X-Powered-By", K::RemoveHeader, "remove X-Powered-By");
         row("remove list", "remove_header: [A, b-c]", K::RemoveHeader, "remove A,b-c");
         row("remove block list", "remove_header:\n          - ETag\n          - Vary", K::RemoveHeader,
@@ -353,9 +491,18 @@ private slots:
         QString got;
         switch (a.kind) {
         case RuleAction::Kind::Fail:
-            got = (a.failure == RuleAction::Failure::Reset ? QString("reset")
-                                                           : QString("status %1").arg(a.failStatus)) +
+            got = (a.failure == RuleAction::Failure::Reset     ? QString("reset")
+                   : a.failure == RuleAction::Failure::Close   ? QString("close")
+                   : a.failure == RuleAction::Failure::Timeout ? QString("timeout")
+                                                               : QString("status %1").arg(a.failStatus)) +
                   QString(" rate %1").arg(a.rate);
+            break;
+        case RuleAction::Kind::ReplaceBody:
+            got = "replace " + str(a.regex) + " => " + str(a.replaceWith);
+            break;
+        case RuleAction::Kind::MapLocal:
+        case RuleAction::Kind::MapRemote:
+        case RuleAction::Kind::Throttle: // mapActions and throttle test these
             break;
         case RuleAction::Kind::RemoveHeader: {
             QStringList names;
@@ -373,6 +520,63 @@ private slots:
         }
         }
         QCOMPARE(got, expected);
+    }
+
+    // throttle: Chrome's presets with their exact numbers (latency, then down and up in bytes per
+    // second), and custom maps with every rate unit.
+    void throttle_data() {
+        QTest::addColumn<QByteArray>("value");
+        QTest::addColumn<qint64>("latencyNs");
+        QTest::addColumn<quint64>("down");
+        QTest::addColumn<quint64>("up");
+        QTest::addColumn<QString>("preset");
+        auto row = [](const char* tag, const char* value, qint64 latencyNs, quint64 down, quint64 up,
+                      const char* preset = "") {
+            QTest::newRow(tag) << QByteArray(value) << latencyNs << down << up << QString(preset);
+        };
+        const qint64 ms = 1000 * 1000;
+        row("Slow 3G", "Slow 3G", 2000 * ms, 50000, 50000, "Slow 3G");
+        row("Fast 3G", "Fast 3G", 562500 * 1000, 180000, 84375, "Fast 3G");
+        row("Slow 4G", "Slow 4G", 562500 * 1000, 180000, 84375, "Slow 4G");
+        row("Fast 4G", "Fast 4G", 165 * ms, 1012500, 168750, "Fast 4G");
+        row("quoted preset", "\"Slow 3G\"", 2000 * ms, 50000, 50000, "Slow 3G");
+        row("custom, as the presets' units", "{latency: 400ms, down: 400kbit, up: 400kbit}", 400 * ms, 50000,
+            50000);
+        row("custom block", "\n          latency: 2s\n          down: 1.44mbit", 2000 * ms, 180000, 0);
+        row("latency only", "{latency: 250us}", 250 * 1000, 0, 0);
+        row("latency 0", "{latency: 0ms}", 0, 0, 0);
+        row("latency 1h", "{latency: 1h}", 3600 * 1000 * ms, 0, 0);
+        row("up only", "{up: 675kbit/s}", 0, 0, 84375);
+        row("bit", "{down: 8bit}", 0, 1, 0);
+        row("bits rounded down", "{down: 15bit, up: 1001bit}", 0, 1, 125);
+        row("kbit fraction", "{down: 0.5kbit}", 0, 62, 0);
+        row("Kbit", "{down: 2Kbit}", 0, 250, 0);
+        row("mbit fraction", "{down: 8.1mbit, up: 1.35Mbit}", 0, 1012500, 168750);
+        row("gbit", "{down: 1gbit, up: 2.5Gbit/s}", 0, 125000000, 312500000);
+        row("B", "{down: 100B, up: 1B/s}", 0, 100, 1);
+        row("kB KB", "{down: 50kB, up: 50KB/s}", 0, 50000, 50000);
+        row("MB GB", "{down: 2MB, up: 1GB}", 0, 2000000, 1000000000);
+        row("KiB MiB GiB", "{latency: 1ms, down: 64KiB, up: 1.5MiB/s}", ms, 65536, 1572864);
+        row("GiB", "{down: 1GiB}", 0, 1073741824, 0);
+        row("nine fraction digits", "{down: 1.000000001MB}", 0, 1000000, 0);
+    }
+
+    void throttle() {
+        QFETCH(QByteArray, value);
+        QFETCH(qint64, latencyNs);
+        QFETCH(quint64, down);
+        QFETCH(quint64, up);
+        QFETCH(QString, preset);
+        const auto rules = rulesOf("rules:\n  - actions:\n      - throttle: " + value + "\n");
+        QCOMPARE(rules.size(), std::size_t(1));
+        QCOMPARE(rules[0].actions.size(), std::size_t(1));
+        const RuleAction& a = rules[0].actions[0];
+        QVERIFY(a.kind == RuleAction::Kind::Throttle);
+        QCOMPARE(qint64(a.throttleLatency.count()), latencyNs);
+        QCOMPARE(quint64(a.throttleDown), down);
+        QCOMPARE(quint64(a.throttleUp), up);
+        QCOMPARE(str(a.throttlePreset), preset);
+        QCOMPARE(where(a.where), QString("3:9"));
     }
 
     void errors_data() {
@@ -393,10 +597,10 @@ private slots:
         row("action written as a rule key", "rules:\n  - fail: 503\n",
             {"test.yaml:2:5: rules[0].fail: unknown key 'fail'",
              "test.yaml:2:5: rules[0]: a rule needs `actions:` (a list of set_header, remove_header, "
-             "fail, map_local or map_remote)"});
+             "fail, map_local, map_remote, throttle or replace_body)"});
         row("missing actions", "rules:\n  - name: x\n",
             {"test.yaml:2:5: rules[0]: a rule needs `actions:` (a list of set_header, remove_header, "
-             "fail, map_local or map_remote)"});
+             "fail, map_local, map_remote, throttle or replace_body)"});
         row("empty actions", "rules:\n  - actions: []\n",
             {"test.yaml:2:14: rules[0].actions: a rule needs at least one action"});
         row("null actions", "rules:\n  - name: x\n    actions:\n",
@@ -427,11 +631,13 @@ private slots:
              "has 'remove_header' (write each action as its own list item)"});
         row("no key in an action", "rules:\n  - actions:\n      - {}\n",
             {"test.yaml:3:9: rules[0].actions[0]: expected an action: a map with one key, set_header, "
-             "remove_header, fail, map_local or map_remote (e.g. `- remove_header: Cache-Control`), got an "
+             "remove_header, fail, map_local, map_remote, throttle or replace_body (e.g. `- remove_header: "
+             "Cache-Control`), got an "
              "empty map"});
         row("action a scalar", "rules:\n  - actions:\n      - fail\n",
             {"test.yaml:3:9: rules[0].actions[0]: expected an action: a map with one key, set_header, "
-             "remove_header, fail, map_local or map_remote (e.g. `- remove_header: Cache-Control`), got "
+             "remove_header, fail, map_local, map_remote, throttle or replace_body (e.g. `- remove_header: "
+             "Cache-Control`), got "
              "'fail'"});
         row("set_header bad name", "rules:\n  - actions:\n      - set_header: {\"Bad Name\": x}\n",
             {"test.yaml:3:22: rules[0].actions[0].set_header.Bad Name: 'Bad Name' is not a valid header "
@@ -497,14 +703,22 @@ private slots:
             {"test.yaml:3:22: rules[0].actions[0].fail.with: status 199 is an interim (1xx) status and "
              "cannot be a final response"});
         row("fail a word", "rules:\n  - actions:\n      - fail: nope\n",
-            {"test.yaml:3:15: rules[0].actions[0].fail: expected reset, a status (e.g. 503) or {rate: 0.2, "
-             "with: reset|503}, got 'nope'"});
+            {"test.yaml:3:15: rules[0].actions[0].fail: expected reset, close, timeout, a status (e.g. 503) "
+             "or {rate: 0.2, with: reset|close|timeout|503}, got 'nope'"});
         row("fail nothing", "rules:\n  - actions:\n      - fail:\n",
-            {"test.yaml:3:9: rules[0].actions[0].fail: expected reset, a status (e.g. 503) or {rate: 0.2, "
-             "with: reset|503}, got nothing"});
+            {"test.yaml:3:9: rules[0].actions[0].fail: expected reset, close, timeout, a status (e.g. 503) "
+             "or {rate: 0.2, with: reset|close|timeout|503}, got nothing"});
         row("fail with a word", "rules:\n  - actions:\n      - fail: {with: drop}\n",
-            {"test.yaml:3:22: rules[0].actions[0].fail.with: expected reset or a status (e.g. 503), got "
-             "'drop'"});
+            {"test.yaml:3:22: rules[0].actions[0].fail.with: expected reset, close, timeout or a status "
+             "(e.g. "
+             "503), got 'drop'"});
+        row("fail with closed", "rules:\n  - actions:\n      - fail: {with: closed}\n",
+            {"test.yaml:3:22: rules[0].actions[0].fail.with: expected reset, close, timeout or a status "
+             "(e.g. "
+             "503), got 'closed'"});
+        row("fail Timeout", "rules:\n  - actions:\n      - fail: Timeout\n",
+            {"test.yaml:3:15: rules[0].actions[0].fail: expected reset, close, timeout, a status (e.g. 503) "
+             "or {rate: 0.2, with: reset|close|timeout|503}, got 'Timeout'"});
         row("fail rate 0", "rules:\n  - actions:\n      - fail: {rate: 0, with: reset}\n",
             {"test.yaml:3:22: rules[0].actions[0].fail.rate: rate must be greater than 0 (the share of "
              "matching exchanges that fail, 0 < rate <= 1), got 0"});
@@ -513,11 +727,121 @@ private slots:
         row("fail rate a word", "rules:\n  - actions:\n      - fail: {rate: often, with: reset}\n",
             {"test.yaml:3:22: rules[0].actions[0].fail.rate: expected a number, got 'often'"});
         row("fail without with", "rules:\n  - actions:\n      - fail: {rate: 0.5}\n",
-            {"test.yaml:3:15: rules[0].actions[0].fail: fail needs `with:` (reset, or a status such as "
-             "503)"});
+            {"test.yaml:3:15: rules[0].actions[0].fail: fail needs `with:` (reset, close, timeout, or a "
+             "status such as 503)"});
         row("fail unknown key", "rules:\n  - actions:\n      - fail: {rate: 0.5, whith: reset}\n",
-            {"test.yaml:3:15: rules[0].actions[0].fail: fail needs `with:` (reset, or a status such as 503)",
+            {"test.yaml:3:15: rules[0].actions[0].fail: fail needs `with:` (reset, close, timeout, or a "
+             "status "
+             "such as 503)",
              "test.yaml:3:27: rules[0].actions[0].fail.whith: unknown key 'whith' (did you mean 'with'?)"});
+        const char* presets =
+            "; presets: Slow 3G, Fast 3G, Slow 4G, Fast 4G (as Chrome DevTools names them), "
+            "or write the link as {latency: 400ms, down: 400kbit, up: 400kbit}";
+        row("throttle preset in another case", "rules:\n  - actions:\n      - throttle: slow 3g\n",
+            {QString(
+                 "test.yaml:3:19: rules[0].actions[0].throttle: unknown throttle preset 'slow 3g' (did you "
+                 "mean 'Slow 3G'?)") +
+             presets});
+        row("throttle unknown preset", "rules:\n  - actions:\n      - throttle: 3G\n",
+            {QString("test.yaml:3:19: rules[0].actions[0].throttle: unknown throttle preset '3G'") +
+             presets});
+        const char* throttleNeeds =
+            "throttle needs a preset name (Slow 3G, Fast 3G, Slow 4G or Fast 4G) or at "
+            "least one of latency, down and up (e.g. {latency: 400ms, down: 400kbit, up: "
+            "400kbit}), got ";
+        row("throttle empty map", "rules:\n  - actions:\n      - throttle: {}\n",
+            {QString("test.yaml:3:19: rules[0].actions[0].throttle: ") + throttleNeeds + "an empty map"});
+        row("throttle nothing", "rules:\n  - actions:\n      - throttle:\n",
+            {QString("test.yaml:3:9: rules[0].actions[0].throttle: ") + throttleNeeds + "nothing"});
+        row("throttle a list", "rules:\n  - actions:\n      - throttle: [Slow 3G]\n",
+            {QString("test.yaml:3:19: rules[0].actions[0].throttle: ") + throttleNeeds + "a list"});
+        row("throttle rate without a unit", "rules:\n  - actions:\n      - throttle: {down: 400}\n",
+            {"test.yaml:3:26: rules[0].actions[0].throttle.down: rate '400' needs a unit: bits per second "
+             "(e.g. "
+             "400kbit) or bytes per second (e.g. 400kB)"});
+        const char* rateExamples =
+            "(write bits per second as 400kbit, 1.44mbit or 1gbit, or bytes per second as "
+            "50kB, 2MB or 64KiB; `/s` may follow)";
+        row("throttle rate unknown unit", "rules:\n  - actions:\n      - throttle: {down: 400kbps}\n",
+            {QString("test.yaml:3:26: rules[0].actions[0].throttle.down: invalid rate '400kbps' ") +
+             rateExamples});
+        row("throttle rate lower-case b", "rules:\n  - actions:\n      - throttle: {up: 50kb}\n",
+            {QString("test.yaml:3:24: rules[0].actions[0].throttle.up: invalid rate '50kb' ") +
+             rateExamples});
+        row("throttle rate with a space", "rules:\n  - actions:\n      - throttle: {down: 1.5 mbit}\n",
+            {QString("test.yaml:3:26: rules[0].actions[0].throttle.down: invalid rate '1.5 mbit' ") +
+             rateExamples});
+        row("throttle rate dot without digits", "rules:\n  - actions:\n      - throttle: {down: 1.kbit}\n",
+            {QString("test.yaml:3:26: rules[0].actions[0].throttle.down: invalid rate '1.kbit' ") +
+             rateExamples});
+        row("throttle rate ten fraction digits",
+            "rules:\n  - actions:\n      - throttle: {down: 1.0000000001MB}\n",
+            {QString("test.yaml:3:26: rules[0].actions[0].throttle.down: invalid rate '1.0000000001MB' ") +
+             rateExamples});
+        row("throttle rate 0", "rules:\n  - actions:\n      - throttle: {up: 0kbit}\n",
+            {"test.yaml:3:24: rules[0].actions[0].throttle.up: up must be greater than 0 (leave `up:` out "
+             "for no "
+             "limit), got 0kbit"});
+        row("throttle rate bare 0", "rules:\n  - actions:\n      - throttle: {down: 0}\n",
+            {"test.yaml:3:26: rules[0].actions[0].throttle.down: down must be greater than 0 (leave `down:` "
+             "out "
+             "for no limit), got 0"});
+        row("throttle rate negative", "rules:\n  - actions:\n      - throttle: {down: -5kbit}\n",
+            {"test.yaml:3:26: rules[0].actions[0].throttle.down: down must be greater than 0 (leave `down:` "
+             "out "
+             "for no limit), got -5kbit"});
+        row("throttle rate below a byte", "rules:\n  - actions:\n      - throttle: {down: 7bit}\n",
+            {"test.yaml:3:26: rules[0].actions[0].throttle.down: down must be at least 1 byte per second "
+             "(8bit), "
+             "got 7bit"});
+        row("throttle rate not a string", "rules:\n  - actions:\n      - throttle: {down: [1kbit]}\n",
+            {"test.yaml:3:26: rules[0].actions[0].throttle.down: expected a string, got a list"});
+        row("throttle latency too long", "rules:\n  - actions:\n      - throttle: {latency: 61m}\n",
+            {"test.yaml:3:29: rules[0].actions[0].throttle.latency: latency must be at most 1h, got 61m"});
+        row("throttle latency without a unit", "rules:\n  - actions:\n      - throttle: {latency: 400}\n",
+            {"test.yaml:3:29: rules[0].actions[0].throttle.latency: duration '400' needs a unit: us, ms, s, "
+             "m or "
+             "h (e.g. 400s or 400ms)"});
+        row("throttle latency negative", "rules:\n  - actions:\n      - throttle: {latency: -1ms}\n",
+            {"test.yaml:3:29: rules[0].actions[0].throttle.latency: invalid duration '-1ms' (write e.g. "
+             "500us, "
+             "250ms, 10s, 2m or 1h)"});
+        row("throttle unknown key", "rules:\n  - actions:\n      - throttle: {latency: 1ms, dwn: 1kbit}\n",
+            {"test.yaml:3:34: rules[0].actions[0].throttle.dwn: unknown key 'dwn' (did you mean 'down'?)"});
+        row("throttle preset key", "rules:\n  - actions:\n      - throttle: {preset: Slow 3G, up: 1kbit}\n",
+            {"test.yaml:3:20: rules[0].actions[0].throttle.preset: unknown key 'preset'"});
+        const char* replaceNeeds =
+            "replace_body needs {regex: RE, with: TEXT} (e.g. {regex: 'http://api\\.test', "
+            "with: 'https://api.test'}), got ";
+        row("replace_body a scalar", "rules:\n  - actions:\n      - replace_body: x\n",
+            {QString("test.yaml:3:23: rules[0].actions[0].replace_body: ") + replaceNeeds + "'x'"});
+        row("replace_body empty map", "rules:\n  - actions:\n      - replace_body: {}\n",
+            {QString("test.yaml:3:23: rules[0].actions[0].replace_body: ") + replaceNeeds + "an empty map"});
+        row("replace_body without with", "rules:\n  - actions:\n      - replace_body: {regex: a}\n",
+            {"test.yaml:3:23: rules[0].actions[0].replace_body: replace_body needs `with:` (the replacement: "
+             "text, $1, ${name}; \"\" deletes what matches)"});
+        row("replace_body without regex", "rules:\n  - actions:\n      - replace_body: {with: b}\n",
+            {"test.yaml:3:23: rules[0].actions[0].replace_body: replace_body needs `regex:` (the PCRE2 "
+             "pattern "
+             "to find)"});
+        row("replace_body empty regex",
+            "rules:\n  - actions:\n      - replace_body: {regex: \"\", with: b}\n",
+            {"test.yaml:3:31: rules[0].actions[0].replace_body.regex: regex cannot be empty"});
+        row("replace_body regex a list",
+            "rules:\n  - actions:\n      - replace_body: {regex: [a], with: b}\n",
+            {"test.yaml:3:31: rules[0].actions[0].replace_body.regex: expected a string, got a list"});
+        row("replace_body with nothing",
+            "rules:\n"
+            "  - actions:\n"
+            "      - replace_body:\n"
+            "          regex: a\n"
+            "          with:\n",
+            {"test.yaml:5:11: rules[0].actions[0].replace_body.with: missing value (write \"\" to delete "
+             "what the "
+             "regex matches)"});
+        row("replace_body unknown key",
+            "rules:\n  - actions:\n      - replace_body: {regex: a, with: b, flags: g}\n",
+            {"test.yaml:3:43: rules[0].actions[0].replace_body.flags: unknown key 'flags'"});
         // Indices of later rules and actions, and every error of one file reported.
         row("second rule, third action",
             "rules:\n"                               // 1
@@ -547,7 +871,7 @@ private slots:
 
     void notYetSupported_data() {
         QTest::addColumn<QString>("kind");
-        for (const char* k : {"replace_body", "throttle", "breakpoint"})
+        for (const char* k : {"breakpoint"})
             QTest::newRow(k) << QString(k);
     }
 
@@ -563,7 +887,7 @@ private slots:
             lines(r.errors),
             QStringList{QString("test.yaml:4:9: rules[0].actions[1].%1: '%1' is not supported yet in this "
                                 "version; supported actions: set_header, remove_header, fail, map_local, "
-                                "map_remote")
+                                "map_remote, throttle, replace_body")
                             .arg(kind)});
     }
 
@@ -583,25 +907,57 @@ private slots:
                                 "  - actions: [{fail: reset}]\n"
                                 "  - name: \"yes\"\n"
                                 "    match: '-header:\"X-Skip\" url:\"a b\"'\n"
-                                "    actions: [{set_header: {Access-Control-Allow-Origin: \"*\"}}]\n";
+                                "    actions: [{set_header: {Access-Control-Allow-Origin: \"*\"}}]\n"
+                                "  - name: slow and rewritten\n"
+                                "    actions:\n"
+                                "      - throttle: Slow 3G\n"
+                                "      - throttle: \"Fast 3G\"\n"
+                                "      - throttle: {latency: 400ms, down: 1.44mbit, up: 50kB}\n"
+                                "      - throttle: {down: 7B/s}\n"
+                                "      - throttle: {latency: 562500us}\n"
+                                "      - fail: close\n"
+                                "      - fail: {rate: 0.5, with: timeout}\n"
+                                "      - replace_body: {regex: 'it''s \"(\\w+)\"', with: \"\\\\$1\\n${1}\"}\n"
+                                "      - replace_body: {regex: '^\\s+$', with: ''}\n"
+                                "      - replace_body: {regex: \"tab\\there\", with: \"#x: y\"}\n";
         const ReadResult first = read(yaml + kVhosts);
         QVERIFY2(first.ok(), qPrintable(lines(first.errors).join('\n')));
-        QCOMPARE(first.config->rules.size(), std::size_t(3));
+        QCOMPARE(first.config->rules.size(), std::size_t(4));
+        const std::vector<RuleAction>& slow = first.config->rules[3].actions;
+        QCOMPARE(slow.size(), std::size_t(10));
+        QCOMPARE(str(slow[7].regex), QString("it's \"(\\w+)\""));
+        QCOMPARE(str(slow[7].replaceWith), QString("\\$1\n${1}"));
+        QCOMPARE(str(slow[9].regex), QString("tab\there"));
         QCOMPARE(str(first.config->rules[2].name), QString("yes"));
         const std::string written = configToYaml(*first.config, dir_.path().toStdString());
         // The forms the writer uses.
-        for (const char* part :
-             {"rules:", "stage: response", "enabled: false", "name: \"debug flag\"",
-              "remove_header: Cache-Control", "remove_header: [ETag, Vary]", "fail: {rate: 0.2, with: reset}",
-              "fail: {with: 503}", "fail: {rate: 0.125, with: 429}", "fail: {with: reset}",
-              "match: \"path:/flags status:>=500\""})
+        for (const char* part : {"rules:",
+                                 "stage: response",
+                                 "enabled: false",
+                                 "name: \"debug flag\"",
+                                 "remove_header: Cache-Control",
+                                 "remove_header: [ETag, Vary]",
+                                 "fail: {rate: 0.2, with: reset}",
+                                 "fail: {with: 503}",
+                                 "fail: {rate: 0.125, with: 429}",
+                                 "fail: {with: reset}",
+                                 "match: \"path:/flags status:>=500\"",
+                                 "throttle: Slow 3G\n",
+                                 "throttle: Fast 3G\n",
+                                 "throttle: {latency: 400ms, down: 1440kbit, up: 400kbit}",
+                                 "throttle: {down: 7B}",
+                                 "throttle: {latency: 562500us}",
+                                 "fail: {with: close}",
+                                 "fail: {rate: 0.5, with: timeout}",
+                                 "replace_body: {regex: '^\\s+$', with: ''}",
+                                 "replace_body: {regex: 'it''s \"(\\w+)\"', with: "})
             QVERIFY2(written.find(part) != std::string::npos,
                      qPrintable(QString(part) + " in\n" + str(written)));
         QVERIFY2(written.find("stage: request") == std::string::npos, written.c_str());
         QVERIFY2(written.find("rate: 1") == std::string::npos, written.c_str());
         const ReadResult second = read(QByteArray::fromStdString(written));
         QVERIFY2(second.ok(), qPrintable(str(written) + "\n" + lines(second.errors).join('\n')));
-        QCOMPARE(second.config->rules.size(), std::size_t(3));
+        QCOMPARE(second.config->rules.size(), std::size_t(4));
         QVERIFY(second.config->rules == first.config->rules);
         QVERIFY(*second.config == *first.config);
         QCOMPARE(configToYaml(*second.config, dir_.path().toStdString()), written);
@@ -631,7 +987,30 @@ private slots:
         status.kind = RuleAction::Kind::Fail;
         status.failStatus = 418;
         b.actions = {remove, status};
-        c.rules = {a, b};
+        Rule t;
+        t.name = "throttle and rewrite";
+        RuleAction preset;
+        preset.kind = RuleAction::Kind::Throttle;
+        preset.throttlePreset = "Fast 4G";
+        preset.throttleLatency = std::chrono::milliseconds(165);
+        preset.throttleDown = 1012500;
+        preset.throttleUp = 168750;
+        RuleAction custom;
+        custom.kind = RuleAction::Kind::Throttle;
+        custom.throttleLatency = std::chrono::microseconds(562500);
+        custom.throttleDown = 7;
+        custom.throttleUp = 84375;
+        RuleAction replace;
+        replace.kind = RuleAction::Kind::ReplaceBody;
+        replace.regex = "(?m)^\\s*// (.*)$";
+        replace.replaceWith = "/* $1 */\n\"done\" 'q' \\";
+        RuleAction close, timeout;
+        close.kind = timeout.kind = RuleAction::Kind::Fail;
+        close.failure = RuleAction::Failure::Close;
+        timeout.failure = RuleAction::Failure::Timeout;
+        timeout.rate = 0.25;
+        t.actions = {preset, custom, replace, close, timeout};
+        c.rules = {a, b, t};
         c.sourcePath = "test.yaml";
         const std::string written = configToYaml(c, dir_.path().toStdString());
         const ReadResult r = read(QByteArray::fromStdString(written));
@@ -639,7 +1018,57 @@ private slots:
         QVERIFY2(r.config->rules == c.rules, written.c_str());
         QCOMPARE(r.config->rules[0].actions[1].rate, 0.3);
         QCOMPARE(r.config->rules[1].actions[1].failStatus, 418);
+        QVERIFY(r.config->rules[2].actions[4].failure == RuleAction::Failure::Timeout);
+        for (const char* part :
+             {"throttle: Fast 4G\n", "throttle: {latency: 562500us, down: 7B, up: 675kbit}",
+              "fail: {with: close}", "fail: {rate: 0.25, with: timeout}"})
+            QVERIFY2(written.find(part) != std::string::npos,
+                     qPrintable(QString(part) + " in\n" + str(written)));
         QVERIFY(*r.config == c);
+    }
+
+    // A throttle is written by its preset's name while its values are the preset's, else as the map
+    // of its values (the name is then gone); a custom map with a preset's values stays a map.
+    void throttleWrittenByPreset() {
+        for (const char* name : {"Slow 3G", "Fast 3G", "Slow 4G", "Fast 4G"}) {
+            const ReadResult first =
+                read("rules:\n  - actions: [{throttle: " + QByteArray(name) + "}]\n" + kVhosts);
+            QVERIFY2(first.ok(), qPrintable(lines(first.errors).join('\n')));
+            const std::string written = configToYaml(*first.config, dir_.path().toStdString());
+            QVERIFY2(written.find("throttle: " + std::string(name) + "\n") != std::string::npos,
+                     written.c_str());
+            const ReadResult second = read(QByteArray::fromStdString(written));
+            QVERIFY2(second.ok(), qPrintable(lines(second.errors).join('\n')));
+            QVERIFY(second.config->rules == first.config->rules);
+            QCOMPARE(str(second.config->rules[0].actions[0].throttlePreset), QString(name));
+        }
+        Config c = minimalConfig();
+        c.sourcePath = "test.yaml";
+        Rule r;
+        RuleAction changed; // "Slow 3G" with a faster download
+        changed.kind = RuleAction::Kind::Throttle;
+        changed.throttlePreset = "Slow 3G";
+        changed.throttleLatency = std::chrono::seconds(2);
+        changed.throttleDown = 100000;
+        changed.throttleUp = 50000;
+        RuleAction same = changed; // a preset's values, written as a map
+        same.throttlePreset.clear();
+        same.throttleDown = 50000;
+        r.actions = {changed, same};
+        c.rules = {r};
+        const std::string written = configToYaml(c, dir_.path().toStdString());
+        QVERIFY2(written.find("Slow 3G") == std::string::npos, written.c_str());
+        QVERIFY2(written.find("throttle: {latency: 2s, down: 800kbit, up: 400kbit}") != std::string::npos,
+                 written.c_str());
+        QVERIFY2(written.find("throttle: {latency: 2s, down: 400kbit, up: 400kbit}") != std::string::npos,
+                 written.c_str());
+        const ReadResult back = read(QByteArray::fromStdString(written));
+        QVERIFY2(back.ok(), qPrintable(lines(back.errors).join('\n')));
+        const RuleAction& a = back.config->rules[0].actions[0];
+        QCOMPARE(str(a.throttlePreset), QString());
+        QCOMPARE(quint64(a.throttleDown), quint64(100000));
+        QCOMPARE(qint64(a.throttleLatency.count()), qint64(2000000000));
+        QVERIFY(back.config->rules[0].actions[1] == same);
     }
 
     // Header names are tokens (RFC 9110 §5.6.2), which may start with YAML indicators or read as
@@ -691,6 +1120,13 @@ private slots:
         const LoadResult r = loadConfigText(std::string(yaml), "portico.yaml", dir_.path().toStdString());
         QVERIFY2(r.ok(), qPrintable(lines(r.errors).join('\n')));
         QVERIFY(r.config->rules.size() >= 2);
+        // It shows every action kind.
+        std::vector<bool> seen(static_cast<std::size_t>(RuleAction::Kind::ReplaceBody) + 1);
+        for (const Rule& rule : r.config->rules)
+            for (const RuleAction& a : rule.actions)
+                seen.at(static_cast<std::size_t>(a.kind)) = true;
+        for (std::size_t k = 0; k < seen.size(); ++k)
+            QVERIFY2(seen[k], qPrintable(QString("no action of kind %1 in the example").arg(k)));
     }
 };
 

@@ -245,8 +245,9 @@ print("ok")
         QCOMPARE(capture::toHar({again[0], again[2]}), capture::toHar({before[0], before[2]}));
     }
 
-    // The rules that changed an exchange and its fields before them: `_portico.rules` (names in
-    // order) and `_portico.original` (HAR header objects), each left out when empty.
+    // The rules that changed an exchange and its fields and bodies before them: `_portico.rules`
+    // (names in order) and `_portico.original` (HAR header objects; bodies as text, or base64 with
+    // `...BodyEncoding`), each left out when empty.
     void rulesAndOriginalsRoundTrip() {
         auto before = sample();
         before[0].rules = {"add-auth", "strip cookies"};
@@ -254,6 +255,10 @@ print("ok")
         before[0].originalResponseFields = "Content-Type: text/plain\r\nX-Powered-By: php\r\n";
         before[1].rules = {"only-request"};
         before[1].originalRequestFields = "Host: localhost:8443\r\n";
+        // Bodies a replace_body rewrote: text as it is, other bytes base64 with an encoding field.
+        before[0].originalRequestBody = "a=1&secret=hunter2\n";
+        before[0].originalResponseBody = std::string("\x00\x01id=42\xff", 8);
+        before[1].originalResponseBody = "user id=42\n";
         const std::string har = capture::toHar(before);
         const QJsonArray entries = QJsonDocument::fromJson(QByteArray::fromStdString(har))
                                        .object()["log"]
@@ -268,6 +273,13 @@ print("ok")
         QCOMPARE(original["requestHeaders"].toArray()[1].toObject()["value"].toString(),
                  QString("sid=1; t=2"));
         QCOMPARE(original["responseHeaders"].toArray()[1].toObject()["value"].toString(), QString("php"));
+        QCOMPARE(original["requestBody"].toString(), QString("a=1&secret=hunter2\n"));
+        QVERIFY(!original.contains("requestBodyEncoding"));
+        QCOMPARE(original["responseBody"].toString(), QString("AAFpZD00Mv8="));
+        QCOMPARE(original["responseBodyEncoding"].toString(), QString("base64"));
+        const QJsonObject original1 = entries[1].toObject()["_portico"].toObject()["original"].toObject();
+        QCOMPARE(original1["responseBody"].toString(), QString("user id=42\n"));
+        QVERIFY(!original1.contains("requestBody") && !original1.contains("responseBodyEncoding"));
         QVERIFY(
             !entries[1].toObject()["_portico"].toObject()["original"].toObject().contains("responseHeaders"));
         const QJsonObject p2 = entries[2].toObject()["_portico"].toObject();
@@ -280,6 +292,8 @@ print("ok")
             QCOMPARE(imported.exchanges[i].rules, before[i].rules);
             QCOMPARE(imported.exchanges[i].originalRequestFields, before[i].originalRequestFields);
             QCOMPARE(imported.exchanges[i].originalResponseFields, before[i].originalResponseFields);
+            QCOMPARE(imported.exchanges[i].originalRequestBody, before[i].originalRequestBody);
+            QCOMPARE(imported.exchanges[i].originalResponseBody, before[i].originalResponseBody);
         }
     }
 
@@ -475,6 +489,15 @@ print("ok")
         QTest::newRow("original headers type")
             << portico("\"original\": {\"responseHeaders\": true}")
             << "log.entries[0]._portico.original.responseHeaders: expected an array";
+        QTest::newRow("original body type")
+            << portico("\"original\": {\"responseBody\": 5}")
+            << "log.entries[0]._portico.original.responseBody: expected a string";
+        QTest::newRow("original body not base64")
+            << portico("\"original\": {\"responseBody\": \"a%b\", \"responseBodyEncoding\": \"base64\"}")
+            << "log.entries[0]._portico.original.responseBody: not base64";
+        QTest::newRow("original body encoding")
+            << portico("\"original\": {\"requestBody\": \"x\", \"requestBodyEncoding\": \"hex\"}")
+            << "log.entries[0]._portico.original.requestBodyEncoding: expected \"base64\"";
     }
     void corruptFilesGetPositionedErrors() {
         QFETCH(QByteArray, text);

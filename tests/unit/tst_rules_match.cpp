@@ -61,6 +61,14 @@ config::Rule rule(std::string name, std::string match, std::vector<config::RuleA
     return r;
 }
 
+config::RuleAction replaceBody(std::string regex, std::string with) {
+    config::RuleAction a;
+    a.kind = config::RuleAction::Kind::ReplaceBody;
+    a.regex = std::move(regex);
+    a.replaceWith = std::move(with);
+    return a;
+}
+
 std::string names(std::span<const http::Header> h) {
     std::string out;
     for (const auto& f : h)
@@ -331,6 +339,158 @@ private slots:
         rules::MapLocal file;
         file.file = "/app.js";
         QCOMPARE(file.pathFor("/anything/else"), std::string_view("/app.js"));
+    }
+
+    // replace_body at the request stage: every match replaced ($1 groups, list order, each rule on
+    // the previous one's result), the body then a view of the Response's copy; the rules named.
+    // An empty body (it may be streaming) is left alone and noted for the session; a compressed one
+    // and one over max_rewrite_body are left alone with the reason in the names.
+    void replaceBodyRequestStage() {
+        config::Config c;
+        c.limits.maxRewriteBody = 64;
+        c.rules = {rule("ids", "path:/api", {replaceBody(R"(id=(\d+))", "id=<$1>")}),
+                   rule("", "path:/api method:POST", {setHeader("X-Seen", "1"), replaceBody("<", "[")}),
+                   rule("other", "path:/elsewhere", {replaceBody("a", "b")})};
+        const rules::RuleSet set(c);
+        http::Response res;
+        Req r("POST", "/api/x", "h", {{"Content-Type", "text/plain"}});
+        const std::string body = "id=1&id=22&name=id";
+        r.req.body = body;
+        auto v = apply(set, r, res);
+        QVERIFY(!v.fail);
+        QCOMPARE(std::string(r.req.body), std::string("id=[1>&id=[22>&name=id"));
+        QCOMPARE(r.req.body.data(), res.ruledRequestBody.data());
+        QCOMPARE(body, std::string("id=1&id=22&name=id")); // the received body is not written to
+        QCOMPARE(res.ruleNames, std::string("ids\nrules[1]"));
+        QVERIFY(res.streamedBodyNotes.empty());
+        // No match: the body stays the received one (no copy), the rule is still named.
+        Req same("PUT", "/api/y", "h");
+        same.req.body = body.substr(10);
+        apply(set, same, res);
+        QCOMPARE(same.req.body.data(), body.data() + 10);
+        QVERIFY(res.ruledRequestBody.empty());
+        QCOMPARE(res.ruleNames, std::string("ids"));
+        // No body (or one still to come): nothing changes, the session is told.
+        Req empty("POST", "/api/z", "h");
+        apply(set, empty, res);
+        QVERIFY(empty.req.body.empty());
+        QCOMPARE(res.ruleNames, std::string("rules[1]")); // its set_header ran
+        QCOMPARE(res.streamedBodyNotes,
+                 std::string("ids: replace_body skipped (streamed request body)\n"
+                             "rules[1]: replace_body skipped (streamed request body)"));
+        // A gzip body is never rewritten.
+        Req gz("GET", "/api/g", "h", {{"Content-Encoding", "gzip"}});
+        gz.req.body = "id=7";
+        apply(set, gz, res);
+        QCOMPARE(std::string(gz.req.body), std::string("id=7"));
+        QCOMPARE(res.ruleNames,
+                 std::string("ids\nids: replace_body skipped (compressed body (Content-Encoding: gzip))"));
+        // Over max_rewrite_body (64 bytes): unchanged.
+        const std::string big(65, '1');
+        Req large("GET", "/api/l", "h");
+        const std::string bigBody = "id=" + big;
+        large.req.body = bigBody;
+        apply(set, large, res);
+        QCOMPARE(large.req.body.data(), bigBody.data());
+        QCOMPARE(res.ruleNames,
+                 std::string("ids\nids: replace_body skipped (body over max_rewrite_body, 64 bytes)"));
+        // A rule that does not match leaves the body alone.
+        Req none("GET", "/none", "h");
+        none.req.body = "aaa";
+        apply(set, none, res);
+        QCOMPARE(std::string(none.req.body), std::string("aaa"));
+        QVERIFY(res.ruleNames.empty());
+    }
+
+    // replace_body at the response stage: applyResponse reports the edits of the rules that applied
+    // (none, and nothing touched, for rules without one); rewriteBody runs them in order.
+    void replaceBodyResponseStage() {
+        using S = config::Rule::Stage;
+        config::Config c;
+        c.limits.maxRewriteBody = 1000;
+        c.rules = {
+            rule("names", "status:200", {replaceBody("(?<first>\\w+) (\\w+)", "$2, ${first}")}, S::Response),
+            rule("fields", "", {setHeader("X-A", "1")}, S::Response),
+            rule("dollars", "path:/d", {replaceBody("USD", "$$"), replaceBody("\\$", "€")}, S::Response),
+            rule("missing", "status:404", {replaceBody("x", "y")}, S::Response)};
+        const rules::RuleSet set(c);
+        QCOMPARE(set.maxRewriteBody(), std::uint64_t(1000));
+        http::Response res;
+        Req d("GET", "/d", "h");
+        apply(set, d, res);
+        std::vector<rules::BodyEdit> edits;
+        std::string fields, ruleNames;
+        set.applyResponse(res.pendingRules, 200, "Content-Type: text/plain\r\n", fields, ruleNames, &edits);
+        QCOMPARE(ruleNames, std::string("names\nfields\ndollars"));
+        QCOMPARE(edits.size(), std::size_t(3));
+        QCOMPARE(edits[0].rule, &c.rules[0]);
+        QCOMPARE(edits[2].rule, &c.rules[2]);
+        std::string out;
+        ruleNames.clear();
+        QVERIFY(set.rewriteBody(edits, "Ada Lovelace paid 5 USD", out, ruleNames));
+        QCOMPARE(out, std::string("Lovelace, Ada 5, paid €"));
+        QVERIFY(ruleNames.empty());
+        // No match anywhere: false, `out` untouched.
+        out = "untouched";
+        QVERIFY(!set.rewriteBody(std::span(edits).subspan(2), "no currency", out, ruleNames));
+        QCOMPARE(out, std::string("untouched"));
+        QVERIFY(!set.rewriteBody(edits, "", out, ruleNames)); // an empty body is left alone
+        // Only rules without replace_body: no edits reported.
+        edits.clear();
+        Req other("GET", "/o", "h");
+        apply(set, other, res);
+        set.applyResponse(res.pendingRules, 500, "", fields, ruleNames, &edits);
+        QVERIFY(edits.empty());
+        // Over the limit, before or after the rewrite: unchanged, and the names say why.
+        set.applyResponse(res.pendingRules, 200, "", fields, ruleNames, &edits);
+        QCOMPARE(edits.size(), std::size_t(1));
+        ruleNames.clear();
+        QVERIFY(!set.rewriteBody(edits, std::string(1001, 'a'), out, ruleNames));
+        QCOMPARE(ruleNames,
+                 std::string("names: replace_body skipped (body over max_rewrite_body, 1000 bytes)"));
+        ruleNames.clear();
+        std::string words;
+        for (int i = 0; i < 90; ++i)
+            words += "ab cd "; // 540 bytes, each pair rewritten to "cd, ab" (+1 byte): 630
+        QVERIFY(set.rewriteBody(edits, words, out, ruleNames));
+        QCOMPARE(out.size(), std::size_t(630));
+        words += std::string(400, '.'); // 940 bytes, 1030 rewritten
+        QVERIFY(!set.rewriteBody(edits, words, out, ruleNames));
+        QCOMPARE(ruleNames, std::string("names: replace_body skipped (rewritten body over 1000 bytes)"));
+    }
+
+    // A regex that backtracks without end stops at PCRE2's match limit: the body is left alone and
+    // the names say so; the skip reasons of bodies never rewritten.
+    void replaceBodyLimits() {
+        using S = config::Rule::Stage;
+        config::Config c;
+        c.rules = {rule("slow", "", {replaceBody("(a+)+b", "x")}, S::Response),
+                   rule("bad", "", {replaceBody("(unclosed", "x")}, S::Response),
+                   rule("then", "", {replaceBody("c", "d")}, S::Response)};
+        const rules::RuleSet set(c);
+        http::Response res;
+        Req r("GET", "/", "h");
+        apply(set, r, res);
+        std::vector<rules::BodyEdit> edits;
+        std::string fields, ruleNames;
+        set.applyResponse(res.pendingRules, 200, "", fields, ruleNames, &edits);
+        QCOMPARE(edits.size(), std::size_t(2)); // the regex that does not compile is not there
+        ruleNames.clear();
+        std::string out;
+        // (A 'b' after the run: PCRE2 checks that the required 'b' is there before it backtracks.)
+        QVERIFY(set.rewriteBody(edits, std::string(40, 'a') + "cb", out, ruleNames));
+        QCOMPARE(out, std::string(40, 'a') + "db"); // the next edit still ran
+        QCOMPARE(ruleNames, std::string("slow: replace_body skipped (regex match limit reached)"));
+        QCOMPARE(rules::RuleSet::bodySkipReason("Content-Type: text/html\r\nContent-Encoding: br\r\n"),
+                 std::string("compressed body (Content-Encoding: br)"));
+        QCOMPARE(rules::RuleSet::bodySkipReason("content-encoding: identity\r\n"), std::string());
+        QCOMPARE(rules::RuleSet::bodySkipReason("Content-Type: application/grpc+proto\r\n"),
+                 std::string("gRPC message"));
+        QCOMPARE(rules::RuleSet::bodySkipReason("Content-Type: application/json\r\n"), std::string());
+        ruleNames.clear();
+        rules::RuleSet::noteSkipped(edits, "why\nnot", ruleNames);
+        QCOMPARE(ruleNames,
+                 std::string("slow: replace_body skipped (why not)\nthen: replace_body skipped (why not)"));
     }
 
     // A fail with rate 0.3 fails about that share (a binomial bound loose enough never to flake:

@@ -122,6 +122,30 @@ bool diffableText(const std::string& bytes) {
     });
 }
 
+// The "Changed by rules" tab's body diff: at most this many lines and bytes of each side.
+constexpr std::size_t kRulesBodyLines = 1000;
+constexpr std::size_t kRulesBodyBytes = 64 * 1024;
+
+// Cuts `text` to its first kRulesBodyLines lines and kRulesBodyBytes bytes (at a line's end when
+// there is one, else at a UTF-8 character's start); true when it cut.
+bool cutForDiff(std::string& text) {
+    std::size_t end = std::min(text.size(), kRulesBodyBytes), lines = 0;
+    for (std::size_t i = 0; i < end; ++i)
+        if (text[i] == '\n' && ++lines == kRulesBodyLines) {
+            end = i + 1;
+            break;
+        }
+    if (end == text.size()) return false;
+    // Here 0 < end < text.size(): back to the last line's end, or to a character's first byte.
+    if (const std::size_t nl = text.rfind('\n', end - 1); nl != std::string::npos)
+        end = nl + 1;
+    else
+        while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+            --end;
+    text.resize(end);
+    return true;
+}
+
 // Colours the unified diff: removed lines red, added green, hunk headers blue.
 class DiffHighlighter : public QSyntaxHighlighter {
 public:
@@ -517,10 +541,50 @@ QString InspectorWidget::rulesDiffText(const capture::Exchange& e) {
         if (d.same) return tr("%1: no differences").arg(what) + '\n';
         return qs(d.text);
     };
-    QString text = side(e.originalRequestFields, e.requestHeaders, tr("request headers"));
-    const QString response = side(e.originalResponseFields, e.responseHeaders, tr("response headers"));
-    if (!text.isEmpty() && !response.isEmpty()) text += '\n';
-    return text + response;
+    // A body a replace_body rewrote: a line diff of the body before the rules and as sent (the
+    // captured prefixes, JSON re-indented first as the Compare tab does), each cut to its first
+    // kRulesBodyLines lines or kRulesBodyBytes bytes with a note; binary bodies are only counted.
+    auto bodySide = [&](const std::string& original, const std::string& sent, std::uint64_t sentSize,
+                        const QString& what) -> QString {
+        if (original.empty()) return {};
+        QString notes;
+        if ((e.flags & capture::kOriginalBodyTruncated) || sent.size() < sentSize)
+            notes += tr("%1: the captured prefixes compared (capture.body_bytes)").arg(what) + '\n';
+        if (!diffableText(original) || !diffableText(sent))
+            return notes +
+                   tr("%1: binary, not compared (%2 bytes captured before rules, %3 as sent)")
+                       .arg(what)
+                       .arg(original.size())
+                       .arg(sent.size()) +
+                   '\n';
+        std::string before = original, after = sent;
+        if (isJson(before) && isJson(after)) {
+            const JsonPretty pb = prettyPrintJson(before), pa = prettyPrintJson(after);
+            if (pb.ok && pa.ok) {
+                before = pb.text + "\n";
+                after = pa.text + "\n";
+            }
+        }
+        const bool cutBefore = cutForDiff(before), cutAfter = cutForDiff(after);
+        if (cutBefore || cutAfter)
+            notes += tr("%1: long, the first %2 lines (at most %3 KiB) of each compared")
+                         .arg(what)
+                         .arg(kRulesBodyLines)
+                         .arg(kRulesBodyBytes / 1024) +
+                     '\n';
+        const TextDiff d = unifiedDiff(before, after, tr("%1 before rules").arg(what).toStdString(),
+                                       tr("%1 as sent").arg(what).toStdString());
+        if (!d.ok) return notes + tr("%1: too many lines to compare").arg(what) + '\n';
+        if (d.same) return notes + tr("%1: no differences").arg(what) + '\n';
+        return notes + qs(d.text);
+    };
+    QStringList parts = {
+        side(e.originalRequestFields, e.requestHeaders, tr("request headers")),
+        bodySide(e.originalRequestBody, e.requestBody, e.requestBodySize, tr("request body")),
+        side(e.originalResponseFields, e.responseHeaders, tr("response headers")),
+        bodySide(e.originalResponseBody, e.responseBody, e.responseBodySize, tr("response body"))};
+    parts.removeAll(QString());
+    return parts.join('\n');
 }
 
 void InspectorWidget::fillPhases(const capture::Exchange& e) {

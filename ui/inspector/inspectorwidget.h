@@ -79,11 +79,14 @@ public:
     /// bodies are too long to diff by line (the byte summary stays).
     static QString bodyDiff(const capture::Exchange& before, const capture::Exchange& after);
     QPlainTextEdit* compareDiff() const { return m_compareDiff; }
-    /// The "Changed by rules" tab (shown when a rule changed the header fields): a unified diff
-    /// of the request's and the response's fields before the rules and as sent.
+    /// The "Changed by rules" tab (shown when a rule changed the header fields or a body): a
+    /// unified diff of the request's and the response's fields and bodies before the rules and as
+    /// sent.
     QPlainTextEdit* rulesDiff() const { return m_rulesDiff; }
-    /// That tab's text for `e`: per side the rules changed, a diff of its field block before them
-    /// (Exchange::originalRequestFields, ...) and as sent, "Name: value" a line; "" when neither
+    /// That tab's text for `e`: per part the rules changed (request headers, request body, response
+    /// headers, response body), a diff of it before them (Exchange::originalRequestFields, ...,
+    /// originalRequestBody, ...) and as sent: fields "Name: value" a line, bodies by line (printable
+    /// text only, the first 1000 lines or 64 KiB of each, with a note when cut); "" when nothing
     /// was changed.
     static QString rulesDiffText(const capture::Exchange& e);
 

@@ -27,6 +27,7 @@
 #include <QMenu>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QRegularExpressionValidator>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
@@ -37,12 +38,14 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 
 namespace portico::ui {
 
 namespace {
 
+using config::Duration;
 using config::Rule;
 using config::RuleAction;
 
@@ -96,6 +99,30 @@ config::ProxyAction placeholderRemote() {
     return px;
 }
 
+/// Chrome DevTools' network throttling presets, as `throttle:` takes them (the reader has their values).
+const char* const kThrottlePresets[] = {"Slow 3G", "Fast 3G", "Slow 4G", "Fast 4G"};
+
+/// `v` with at most three decimals and no trailing zeros, no group separators ("562.5", "400").
+QString plain(double v) {
+    QString t = QString::number(v, 'f', 3);
+    if (t.contains('.')) {
+        while (t.endsWith('0'))
+            t.chop(1);
+        if (t.endsWith('.')) t.chop(1);
+    }
+    return t;
+}
+
+QString ms(Duration d) { return plain(double(d.count()) / 1e6); }
+QString kbit(std::uint64_t bytesPerSecond) { return plain(double(bytesPerSecond) * 8 / 1000); }
+
+/// A number field's text (C locale, as its validator takes it); empty or unreadable: 0.
+double fieldNumber(const QLineEdit* edit) {
+    bool ok = false;
+    const double v = edit->text().trimmed().toDouble(&ok);
+    return ok && v > 0 ? v : 0;
+}
+
 QString actionSummary(const RuleAction& a, const QString& baseDir) {
     switch (a.kind) {
     case RuleAction::Kind::SetHeader: {
@@ -111,8 +138,21 @@ QString actionSummary(const RuleAction& a, const QString& baseDir) {
         return QObject::tr("remove %1").arg(names.join(", "));
     }
     case RuleAction::Kind::Fail: {
-        const QString with =
-            a.failure == RuleAction::Failure::Reset ? QObject::tr("reset") : QString::number(a.failStatus);
+        QString with;
+        switch (a.failure) {
+        case RuleAction::Failure::Reset:
+            with = QObject::tr("reset");
+            break;
+        case RuleAction::Failure::Close:
+            with = QObject::tr("close");
+            break;
+        case RuleAction::Failure::Timeout:
+            with = QObject::tr("timeout");
+            break;
+        case RuleAction::Failure::Status:
+            with = QString::number(a.failStatus);
+            break;
+        }
         return a.rate < 1 ? QObject::tr("fail %1 % → %2").arg(a.rate * 100, 0, 'g', 3).arg(with)
                           : QObject::tr("fail → %1").arg(with);
     }
@@ -120,6 +160,20 @@ QString actionSummary(const RuleAction& a, const QString& baseDir) {
         return QObject::tr("map_local %1").arg(q(writtenValue(a, baseDir)));
     case RuleAction::Kind::MapRemote:
         return QObject::tr("map_remote %1").arg(q(writtenValue(a, baseDir)));
+    case RuleAction::Kind::Throttle: {
+        if (!a.throttlePreset.empty()) return QObject::tr("throttle %1").arg(q(a.throttlePreset));
+        QStringList rates;
+        if (a.throttleDown > 0) rates << QObject::tr("↓%1 kbit/s").arg(kbit(a.throttleDown));
+        if (a.throttleUp > 0) rates << QObject::tr("↑%1 kbit/s").arg(kbit(a.throttleUp));
+        QStringList parts;
+        if (a.throttleLatency.count() > 0) parts << QObject::tr("%1 ms").arg(ms(a.throttleLatency));
+        if (!rates.isEmpty()) parts << rates.join(' ');
+        return parts.isEmpty() ? QObject::tr("throttle (no limit)")
+                               : QObject::tr("throttle %1").arg(parts.join(", "));
+    }
+    case RuleAction::Kind::ReplaceBody:
+        return QObject::tr("replace_body /%1/ → %2")
+            .arg(q(a.regex), a.replaceWith.empty() ? QStringLiteral("\"\"") : q(a.replaceWith));
     }
     return {};
 }
@@ -367,9 +421,11 @@ QWidget* RulesPage::buildActionForms() {
     m_kind->setObjectName("actionKind");
     m_kind->addItem(tr("set_header — replace or add fields"), int(RuleAction::Kind::SetHeader));
     m_kind->addItem(tr("remove_header — remove fields"), int(RuleAction::Kind::RemoveHeader));
-    m_kind->addItem(tr("fail — answer a status or reset"), int(RuleAction::Kind::Fail));
+    m_kind->addItem(tr("fail — a status, reset, close or timeout"), int(RuleAction::Kind::Fail));
     m_kind->addItem(tr("map_local — answer from a file or folder"), int(RuleAction::Kind::MapLocal));
     m_kind->addItem(tr("map_remote — send to another origin"), int(RuleAction::Kind::MapRemote));
+    m_kind->addItem(tr("throttle — slow the exchange down"), int(RuleAction::Kind::Throttle));
+    m_kind->addItem(tr("replace_body — rewrite the body (regex)"), int(RuleAction::Kind::ReplaceBody));
     narrow(m_kind);
     kindForm->addRow(tr("Action"), m_kind);
     v->addLayout(kindForm);
@@ -464,6 +520,17 @@ QWidget* RulesPage::buildActionForms() {
     m_failWith->addItem(tr("a status (Portico answers it itself)"), int(RuleAction::Failure::Status));
     m_failWith->addItem(tr("reset (nothing is sent; the connection or stream is reset)"),
                         int(RuleAction::Failure::Reset));
+    m_failWith->addItem(tr("close (the connection closes without an answer)"),
+                        int(RuleAction::Failure::Close));
+    m_failWith->addItem(tr("timeout (no answer; held until the client gives up)"),
+                        int(RuleAction::Failure::Timeout));
+    m_failWith->setItemData(0, tr("Portico answers the status itself, with a body naming the rule"),
+                            Qt::ToolTipRole);
+    m_failWith->setItemData(1, tr("Nothing is sent; the connection (HTTP/2: the stream) is reset"),
+                            Qt::ToolTipRole);
+    m_failWith->setItemData(2, tr("The connection closes without an answer"), Qt::ToolTipRole);
+    m_failWith->setItemData(3, tr("No answer: the request is held until the client gives up"),
+                            Qt::ToolTipRole);
     narrow(m_failWith);
     m_failStatus = new QSpinBox;
     m_failStatus->setObjectName("failStatus");
@@ -514,6 +581,62 @@ QWidget* RulesPage::buildActionForms() {
     connect(m_mapRemote, &QLineEdit::textChanged, this, &RulesPage::commitAction);
     m_actionForms->addWidget(remotePage);
 
+    // throttle: a Chrome DevTools preset (its values shown, not editable) or custom values.
+    auto throttlePage = new QWidget;
+    auto throttleForm = new QFormLayout(throttlePage);
+    throttleForm->setContentsMargins(0, 0, 0, 0);
+    m_throttlePreset = new QComboBox;
+    m_throttlePreset->setObjectName("throttlePreset");
+    m_throttlePreset->addItem(tr("Custom"), QString());
+    for (const char* preset : kThrottlePresets)
+        m_throttlePreset->addItem(preset, QString(preset));
+    m_throttlePreset->setToolTip(tr("Chrome DevTools' network throttling presets; Custom: the values below"));
+    // Numbers only (C locale: a '.' for decimals), as the file writes them.
+    auto number = [](const QString& name, const QString& placeholder, const QString& tip) {
+        auto edit = new QLineEdit;
+        edit->setObjectName(name);
+        edit->setPlaceholderText(placeholder);
+        edit->setToolTip(tip);
+        static const QRegularExpression re(QStringLiteral("\\d{0,9}(\\.\\d{0,3})?"));
+        edit->setValidator(new QRegularExpressionValidator(re, edit));
+        return edit;
+    };
+    m_throttleLatency =
+        number("throttleLatency", "0", tr("Added before the response's first byte, in milliseconds"));
+    m_throttleDown = number("throttleDown", tr("not limited"),
+                            tr("The response's bytes to the client, in kbit/s (1000 bits a second); "
+                               "empty or 0: not limited"));
+    m_throttleUp = number("throttleUp", tr("not limited"),
+                          tr("The request body's bytes onward, in kbit/s (1000 bits a second); empty or "
+                             "0: not limited"));
+    throttleForm->addRow(tr("Preset"), m_throttlePreset);
+    throttleForm->addRow(tr("Latency (ms)"), m_throttleLatency);
+    throttleForm->addRow(tr("Down (kbit/s)"), m_throttleDown);
+    throttleForm->addRow(tr("Up (kbit/s)"), m_throttleUp);
+    connect(m_throttlePreset, &QComboBox::currentIndexChanged, this, &RulesPage::commitAction);
+    for (QLineEdit* edit : {m_throttleLatency, m_throttleDown, m_throttleUp})
+        connect(edit, &QLineEdit::textChanged, this, &RulesPage::commitAction);
+    m_actionForms->addWidget(throttlePage);
+
+    // replace_body: a PCRE2 regex and its replacement.
+    auto replacePage = new QWidget;
+    auto replaceForm = new QFormLayout(replacePage);
+    replaceForm->setContentsMargins(0, 0, 0, 0);
+    m_replaceRegex = new QLineEdit;
+    m_replaceRegex->setObjectName("replaceRegex");
+    m_replaceRegex->setPlaceholderText("\"beta\":false");
+    m_replaceRegex->setToolTip(
+        tr("A PCRE2 regex (as a route's ~ path); every match in the body is replaced"));
+    m_replaceWith = new QLineEdit;
+    m_replaceWith->setObjectName("replaceWith");
+    m_replaceWith->setPlaceholderText("\"beta\":true");
+    m_replaceWith->setToolTip(tr("PCRE2 substitution: $1 or ${name} for a group, $$ for a dollar"));
+    replaceForm->addRow(tr("Regex"), m_replaceRegex);
+    replaceForm->addRow(tr("With"), m_replaceWith);
+    connect(m_replaceRegex, &QLineEdit::textChanged, this, &RulesPage::commitAction);
+    connect(m_replaceWith, &QLineEdit::textChanged, this, &RulesPage::commitAction);
+    m_actionForms->addWidget(replacePage);
+
     v->addWidget(m_actionForms, 1);
     v->addWidget(errorLabel("action"));
 
@@ -530,6 +653,9 @@ QWidget* RulesPage::buildActionForms() {
         // A kind chosen for the first time starts with an example to edit.
         if (a.kind == RuleAction::Kind::SetHeader && a.set.empty()) a.set = {{"X-Debug", "1"}};
         if (a.kind == RuleAction::Kind::RemoveHeader && a.remove.empty()) a.remove = {"Cookie"};
+        if (a.kind == RuleAction::Kind::Throttle && a.throttlePreset.empty() &&
+            a.throttleLatency.count() == 0 && a.throttleDown == 0 && a.throttleUp == 0)
+            a.throttlePreset = kThrottlePresets[0]; // its values: commitAction reads them
         loadActionForm();
         commitAction();
     });
@@ -822,7 +948,23 @@ void RulesPage::loadActionForm() {
     m_mapRemote->setText(a.kind != RuleAction::Kind::MapRemote ? QString()
                          : typed                               ? q(*typed)
                                                                : q(writtenValue(a, m_server->baseDir())));
+    showThrottle(a);
+    m_replaceRegex->setText(q(a.regex));
+    m_replaceWith->setText(q(a.replaceWith));
     m_loading = false;
+}
+
+void RulesPage::showThrottle(const RuleAction& a) {
+    const bool was = m_loading;
+    m_loading = true;
+    const int preset = m_throttlePreset->findData(q(a.throttlePreset));
+    m_throttlePreset->setCurrentIndex(std::max(preset, 0));
+    m_throttleLatency->setText(a.throttleLatency.count() > 0 ? ms(a.throttleLatency) : QString());
+    m_throttleDown->setText(a.throttleDown > 0 ? kbit(a.throttleDown) : QString());
+    m_throttleUp->setText(a.throttleUp > 0 ? kbit(a.throttleUp) : QString());
+    for (QLineEdit* edit : {m_throttleLatency, m_throttleDown, m_throttleUp})
+        edit->setEnabled(a.throttlePreset.empty());
+    m_loading = was;
 }
 
 void RulesPage::commitRule() {
@@ -879,6 +1021,30 @@ void RulesPage::commitAction() {
             if (a.mapRemote.upstreams.size() != 1) a.mapRemote = placeholderRemote();
             m_typedRemote[m_current][m_action] = s(m_mapRemote->text());
         }
+        break;
+    case RuleAction::Kind::Throttle:
+        if (const QString preset = m_throttlePreset->currentData().toString(); !preset.isEmpty()) {
+            // The preset's values as the reader has them; the fields show them, not editable.
+            if (auto read = readAction("throttle", preset, m_server->baseDir())) {
+                a.throttleLatency = read->throttleLatency;
+                a.throttleDown = read->throttleDown;
+                a.throttleUp = read->throttleUp;
+            }
+            a.throttlePreset = s(preset);
+            showThrottle(a);
+        } else {
+            // Custom: the fields as typed (the preset's values they showed are the start).
+            a.throttlePreset.clear();
+            a.throttleLatency = Duration(std::llround(fieldNumber(m_throttleLatency) * 1e6));
+            a.throttleDown = std::uint64_t(std::llround(fieldNumber(m_throttleDown) * 1000 / 8));
+            a.throttleUp = std::uint64_t(std::llround(fieldNumber(m_throttleUp) * 1000 / 8));
+            for (QLineEdit* edit : {m_throttleLatency, m_throttleDown, m_throttleUp})
+                edit->setEnabled(true);
+        }
+        break;
+    case RuleAction::Kind::ReplaceBody:
+        a.regex = s(m_replaceRegex->text());
+        a.replaceWith = s(m_replaceWith->text());
         break;
     }
     if (a.kind != RuleAction::Kind::MapRemote) {

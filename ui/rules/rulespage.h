@@ -42,6 +42,10 @@ class ServerController;
 /// action: an absolute path, an upstream). A map_remote URL the reader refuses cannot be held by
 /// the model, so it is kept as typed and put into the YAML that is read back in its place: its
 /// message is the loader's and Apply stays off.
+///
+/// throttle takes a Chrome DevTools preset ("Slow 3G", ...) or custom values; a preset's values are
+/// the reader's own (`throttle: "Slow 3G"` read as the loader reads it), shown in the disabled
+/// fields. Latency is typed in ms, down and up in kbit/s (empty or 0: not limited).
 class RulesPage : public QWidget {
     Q_OBJECT
 
@@ -128,6 +132,8 @@ private:
     QString shownPath(const config::RuleAction& action) const;
     /// The map_local/map_remote field's text, after an edit or Browse.
     void commitMapLocal();
+    /// The throttle form's fields from `action` (values, and enabled only for custom values).
+    void showThrottle(const config::RuleAction& action);
     void browseMapLocal(bool folder);
 
     ServerController* m_server;
@@ -170,6 +176,12 @@ private:
     QLineEdit* m_mapLocal = nullptr;
     QToolButton* m_mapLocalBrowse = nullptr;
     QLineEdit* m_mapRemote = nullptr;
+    QComboBox* m_throttlePreset = nullptr;
+    QLineEdit* m_throttleLatency = nullptr; ///< ms
+    QLineEdit* m_throttleDown = nullptr;    ///< kbit/s, empty = not limited
+    QLineEdit* m_throttleUp = nullptr;      ///< kbit/s, empty = not limited
+    QLineEdit* m_replaceRegex = nullptr;
+    QLineEdit* m_replaceWith = nullptr;
     QMap<QString, QLabel*> m_errorLabels; ///< "name", "stage", "match", "actions", "action"
     QLabel* m_notice = nullptr;
     QLabel* m_problems = nullptr;

@@ -148,7 +148,7 @@ std::size_t Exchange::approximateBytes() const {
     std::size_t n = sizeof(Exchange) + tlsVersion.size() + alpn.size() + client.size() + vhost.size() +
                     route.size() + method.size() + scheme.size() + authority.size() + target.size() +
                     error.size() + requestBody.size() + responseBody.size() + originalRequestFields.size() +
-                    originalResponseFields.size();
+                    originalResponseFields.size() + originalRequestBody.size() + originalResponseBody.size();
     for (const auto& r : rules)
         n += sizeof(std::string) + r.size();
     for (const auto* list : {&requestHeaders, &requestTrailers, &responseHeaders, &responseTrailers})

@@ -450,6 +450,19 @@ json harPortico(const Exchange& e) {
     };
     if (!e.originalRequestFields.empty()) original["requestHeaders"] = fieldList(e.originalRequestFields);
     if (!e.originalResponseFields.empty()) original["responseHeaders"] = fieldList(e.originalResponseFields);
+    // The bodies before a replace_body, as content.text is written: text, else base64 with
+    // `requestBodyEncoding` / `responseBodyEncoding: "base64"`.
+    auto body = [&](const std::string& bytes, const char* key, const char* encodingKey) {
+        if (bytes.empty()) return;
+        if (isText(bytes)) {
+            original[key] = bytes;
+        } else {
+            original[key] = base64Encode(bytes);
+            original[encodingKey] = "base64";
+        }
+    };
+    body(e.originalRequestBody, "requestBody", "requestBodyEncoding");
+    body(e.originalResponseBody, "responseBody", "responseBodyEncoding");
     if (!original.empty()) p["original"] = std::move(original);
     json phases = json::object();
     for (std::size_t i = 0; i < kPhaseCount; ++i)
@@ -873,6 +886,21 @@ void readPortico(const json& p, const std::string& where, Exchange& e) {
         };
         e.originalRequestFields = block("requestHeaders");
         e.originalResponseFields = block("responseHeaders");
+        auto body = [&](const char* key, const char* encodingKey) {
+            std::string out;
+            const json* v = member(*original, key);
+            if (!v) return out;
+            const std::string at = where + "._portico.original." + key;
+            if (!v->is_string()) throw ShapeError{at, "expected a string"};
+            const json* enc = member(*original, encodingKey);
+            if (!enc) return v->get<std::string>();
+            if (!enc->is_string() || enc->get_ref<const std::string&>() != "base64")
+                throw ShapeError{where + "._portico.original." + encodingKey, "expected \"base64\""};
+            if (!base64Decode(v->get_ref<const std::string&>(), out)) throw ShapeError{at, "not base64"};
+            return out;
+        };
+        e.originalRequestBody = body("requestBody", "requestBodyEncoding");
+        e.originalResponseBody = body("responseBody", "responseBodyEncoding");
     }
     if (const json* ph = member(p, "phasesNs"); ph && ph->is_object()) {
         e.phases.fill(-1);

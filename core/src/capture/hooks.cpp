@@ -196,12 +196,17 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
         w.str(original);
     }
     const std::size_t bodyCap = cc.cfg.bodyBytes;
+    // The bodies before a replace_body come last, after the bodies as sent, which matter more; only
+    // a record that has one keeps room for their two lengths (8 bytes).
+    const bool originals = !in.originalRequestBody.empty() || !in.originalResponseBody.empty();
+    const std::size_t after = originals ? 8 : 0;
     // Request body prefix, then response body prefix; each leaves room for the other's length.
     const std::string_view reqBody = req ? req->body : std::string_view();
-    w.str(reqBody, std::min<std::size_t>(bodyCap, w.room() > 8 ? w.room() - 8 : 0));
+    w.str(reqBody, std::min<std::size_t>(bodyCap, w.room() > 8 + after ? w.room() - 8 - after : 0));
     std::size_t want = 0;
     if (in.res && in.responseHasBody)
         want = static_cast<std::size_t>(std::min<std::uint64_t>(bodyCap, in.res->bodyLength()));
+    if (originals) want = std::min(want, w.room() > after ? w.room() - after : 0);
     if (char* dst = w.bodyInPlace(want)) {
         std::size_t got = 0;
         std::size_t room = std::min(want, w.room());
@@ -222,6 +227,17 @@ void fillSlot(ConnCapture& cc, SlotHead* h, char* payload, std::size_t cap, cons
             }
         }
         w.commitBody(got);
+    }
+    if (originals) {
+        // Each a prefix of at most capture.body_bytes, the first leaving room for the second's length.
+        std::size_t reserve = 4;
+        for (const std::string_view original : {in.originalRequestBody, in.originalResponseBody}) {
+            const std::size_t keep =
+                std::min({original.size(), bodyCap, w.room() > reserve ? w.room() - reserve : 0});
+            if (keep < original.size()) h->flags |= kOriginalBodyTruncated;
+            w.str(original, keep);
+            reserve = 0;
+        }
     }
     w.finish();
 }

@@ -57,6 +57,10 @@ struct ExchangeInput {
     /// The request's / response's header fields before rules changed them, "Name: value\r\n" per
     /// field ("" = the rules did not change them; Exchange::originalRequestFields, ...).
     std::string_view originalRequestFields, originalResponseFields;
+    /// The request's / response's body before a replace_body rewrote it ("" = no rule changed it;
+    /// Exchange::originalRequestBody, ...): any length, the record keeps a prefix of at most
+    /// capture.body_bytes (kOriginalBodyTruncated when it is cut).
+    std::string_view originalRequestBody, originalResponseBody;
 };
 
 /// Per-connection capture state (heap, only when capture was on when the connection started).

@@ -170,6 +170,8 @@ Exchange decodeSlot(const SlotHead& h, const char* payload) {
     e.originalResponseFields = r.str();
     e.requestBody = r.str();
     e.responseBody = r.str();
+    e.originalRequestBody = r.str(); // absent (a record no replace_body changed): ""
+    e.originalResponseBody = r.str();
     if (e.requestBody.size() < e.requestBodySize) e.flags |= kRequestBodyTruncated;
     if (e.responseBody.size() < e.responseBodySize) e.flags |= kResponseBodyTruncated;
     return e;

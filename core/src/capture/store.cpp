@@ -45,7 +45,9 @@ constexpr const char* kAddedColumns[][2] = {{"message_count", "INTEGER"},
                                             {"upstream_request_sent_ns", "INTEGER"},
                                             {"rules", "TEXT"},
                                             {"original_request_fields", "BLOB"},
-                                            {"original_response_fields", "BLOB"}};
+                                            {"original_response_fields", "BLOB"},
+                                            {"original_request_body", "BLOB"},
+                                            {"original_response_body", "BLOB"}};
 // The phases with a column in the first files (Phase's first nine); later phases have theirs at the end.
 constexpr std::size_t kFirstPhases = 9;
 constexpr const char* kColumns =
@@ -57,8 +59,8 @@ constexpr const char* kColumns =
     "upstream_first_byte_ns, response_first_byte_ns, response_done_ns, message_count, messages, "
     "response_trailers, source, client_process, upstream_address, upstream_tls_version, upstream_alpn, "
     "upstream_resolved_ns, upstream_tcp_connected_ns, upstream_request_sent_ns, rules, "
-    "original_request_fields, original_response_fields";
-constexpr int kColumnCount = 51;
+    "original_request_fields, original_response_fields, original_request_body, original_response_body";
+constexpr int kColumnCount = 53;
 static_assert(kPhaseCount == kFirstPhases + 3, "a new Phase needs its column here");
 
 std::string text(sqlite3_stmt* st, int i) {
@@ -347,6 +349,8 @@ bool Store::bind(sqlite3_stmt* st, const Exchange& e, bool withId) {
     str(encoded(joinRuleNames(e.rules))); // one a line
     blob(e.originalRequestFields);
     blob(e.originalResponseFields);
+    blob(e.originalRequestBody);
+    blob(e.originalResponseBody);
     return true;
 }
 
@@ -388,12 +392,16 @@ std::optional<Exchange> Store::get(std::uint64_t id) {
 std::vector<Exchange> Store::select(const std::string& where, std::int64_t arg, std::size_t max,
                                     bool withBodies) {
     std::vector<Exchange> out;
-    std::string cols = kColumns;
+    // Each name between a space and a comma here, so that " request_body," is not found inside
+    // "original_request_body,".
+    std::string cols = std::string(" ") + kColumns + ",";
     if (!withBodies) // same positions, no bytes read for the large columns
-        for (const char* big : {"request_body,", "response_body,", "messages,"}) {
+        for (const char* big : {" request_body,", " response_body,", " messages,", " original_request_body,",
+                                " original_response_body,"}) {
             const auto at = cols.find(big);
-            if (at != std::string::npos) cols.replace(at, std::strlen(big) - 1, "NULL");
+            if (at != std::string::npos) cols.replace(at + 1, std::strlen(big) - 2, "NULL");
         }
+    cols.pop_back();
     std::string sql = "SELECT " + cols + " FROM exchanges WHERE " + where;
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
@@ -456,6 +464,8 @@ std::vector<Exchange> Store::select(const std::string& where, std::int64_t arg, 
         e.rules = splitRuleNames(str()); // NULL in older files: none
         e.originalRequestFields = str();
         e.originalResponseFields = str();
+        e.originalRequestBody = str(); // NULL in older files and in a load without bodies: ""
+        e.originalResponseBody = str();
         out.push_back(std::move(e));
     }
     sqlite3_finalize(st);

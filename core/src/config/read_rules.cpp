@@ -1,11 +1,13 @@
 // Reads the top-level `rules:` list: each rule's name, enabled, stage and match (kept as text:
 // validate parses it with the Traffic filter language) and its actions, one-key maps of
-// set_header, remove_header, fail, map_local or map_remote.
+// set_header, remove_header, fail, map_local, map_remote, throttle or replace_body.
 #include "reader_impl.h"
 
 #include <portico/http/message.h>
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 
 namespace portico::config::detail {
 
@@ -13,13 +15,108 @@ namespace {
 
 constexpr std::string_view kRuleKeys[] = {"name", "enabled", "stage", "match", "actions"};
 constexpr std::string_view kRuleStages[] = {"request", "response"};
-constexpr std::string_view kRuleActionKeys[] = {"set_header", "remove_header", "fail", "map_local",
-                                                "map_remote"};
+constexpr std::string_view kRuleActionKeys[] = {"set_header", "remove_header", "fail",        "map_local",
+                                                "map_remote", "throttle",      "replace_body"};
 // Kinds of the design that this version refuses by name (readMap's notYet).
-constexpr std::string_view kRuleActionNotYet[] = {"replace_body", "throttle", "breakpoint"};
+constexpr std::string_view kRuleActionNotYet[] = {"breakpoint"};
 constexpr std::string_view kRuleActionHint =
-    "; supported actions: set_header, remove_header, fail, map_local, map_remote";
+    "; supported actions: set_header, remove_header, fail, map_local, map_remote, throttle, replace_body";
+// The action kinds, as error messages list them.
+constexpr std::string_view kRuleActionList =
+    "set_header, remove_header, fail, map_local, map_remote, throttle or replace_body";
 constexpr std::string_view kFailKeys[] = {"rate", "with"};
+constexpr std::string_view kThrottleKeys[] = {"latency", "down", "up"};
+constexpr std::string_view kReplaceBodyKeys[] = {"regex", "with"};
+constexpr std::string_view kThrottleExample = "{latency: 400ms, down: 400kbit, up: 400kbit}";
+constexpr std::string_view kRateExamples =
+    "write bits per second as 400kbit, 1.44mbit or 1gbit, or bytes per second as 50kB, 2MB or 64KiB; "
+    "`/s` may follow";
+// A throttle's latency beyond this is a mistake (the exchange would outlive every timeout).
+constexpr auto kMaxThrottleLatency = std::chrono::hours(1);
+
+// Chrome DevTools' network throttling presets, named as DevTools names them (case-sensitive), with
+// its numbers: latency, then download and upload in bytes per second (Chrome's kbit/s figures
+// divided by 8). Chrome renamed "Fast 3G" to "Slow 4G" in 2024; both names are kept. The writer
+// (writer.cpp) has the same table, to write a preset back by its name.
+struct ThrottlePreset {
+    std::string_view name;
+    Duration latency;
+    std::uint64_t down, up;
+};
+const ThrottlePreset kThrottlePresets[] = {
+    {"Slow 3G", std::chrono::milliseconds(2000), 50000, 50000},    // 400 kbit/s both ways
+    {"Fast 3G", std::chrono::microseconds(562500), 180000, 84375}, // 1.44 Mbit/s, 675 kbit/s
+    {"Slow 4G", std::chrono::microseconds(562500), 180000, 84375}, // the same, renamed
+    {"Fast 4G", std::chrono::milliseconds(165), 1012500, 168750},  // 8.1 Mbit/s, 1.35 Mbit/s
+};
+constexpr std::string_view kThrottlePresetNames[] = {"Slow 3G", "Fast 3G", "Slow 4G", "Fast 4G"};
+
+// Rate units: bits per second (1000-based, as tc and Chrome count them; the prefix letter in either
+// case) and bytes per second (the size units: decimal and binary). `factor` is in bits for the
+// former, in bytes for the latter.
+struct RateUnit {
+    std::string_view name;
+    std::uint64_t factor;
+    bool bits;
+};
+constexpr RateUnit kRateUnits[] = {
+    {"bit", 1, true},
+    {"kbit", 1000, true},
+    {"Kbit", 1000, true},
+    {"mbit", 1000 * 1000, true},
+    {"Mbit", 1000 * 1000, true},
+    {"gbit", 1000 * 1000 * 1000, true},
+    {"Gbit", 1000 * 1000 * 1000, true},
+    {"B", 1, false},
+    {"kB", 1000, false},
+    {"KB", 1000, false},
+    {"MB", 1000 * 1000, false},
+    {"GB", 1000 * 1000 * 1000, false},
+    {"KiB", 1024, false},
+    {"MiB", 1024 * 1024, false},
+    {"GiB", 1024 * 1024 * 1024, false},
+};
+
+enum class RateProblem { None, Syntax, NoUnit, Negative, Zero, BelowOneByte, TooLarge };
+
+// "400kbit", "1.44mbit/s", "50kB" → bytes per second (bits / 8, rounded down). Unlike sizes, a
+// rate may have a fraction (Chrome's own figures do: 1.44 Mbit/s), of at most 9 digits.
+RateProblem parseRate(std::string_view text, std::uint64_t& bytesPerSecond) {
+    if (text.starts_with('-')) return RateProblem::Negative;
+    if (text.ends_with("/s")) text.remove_suffix(2);
+    std::size_t i = 0;
+    unsigned __int128 mantissa = 0, scale = 1;
+    bool digits = false, fraction = false;
+    int fractionDigits = 0;
+    for (; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '.' && !fraction && digits) {
+            fraction = true;
+            continue;
+        }
+        if (c < '0' || c > '9') break;
+        digits = true;
+        if (fraction && ++fractionDigits > 9) return RateProblem::Syntax;
+        mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
+        if (fraction) scale *= 10;
+        if (mantissa > std::numeric_limits<std::uint64_t>::max()) return RateProblem::TooLarge;
+    }
+    if (!digits || text[i - 1] == '.') return RateProblem::Syntax; // "kbit", "1.kbit"
+    const std::string_view unit = text.substr(i);
+    if (unit.empty()) return mantissa == 0 ? RateProblem::Zero : RateProblem::NoUnit;
+    const RateUnit* u = nullptr;
+    for (const RateUnit& candidate : kRateUnits)
+        if (candidate.name == unit) u = &candidate;
+    if (!u) return RateProblem::Syntax;
+    if (mantissa == 0) return RateProblem::Zero;
+    // Exact in 128 bits: the mantissa is below 2^64 and the factor below 2^31.
+    const unsigned __int128 bytes = mantissa * u->factor / scale / (u->bits ? 8 : 1);
+    if (bytes == 0) return RateProblem::BelowOneByte;
+    if (bytes > std::numeric_limits<std::uint64_t>::max() / 8) return RateProblem::TooLarge;
+    bytesPerSecond = static_cast<std::uint64_t>(bytes);
+    return RateProblem::None;
+}
+
 // The fields the connection writes itself, as Reader::headers refuses them for set_header
 // (read_values.cpp): a rule cannot remove them either.
 constexpr std::string_view kServerFields[] = {"content-length", "transfer-encoding", "connection", "date",
@@ -83,8 +180,7 @@ void Reader::readRules(const Value& v, std::vector<Rule>& out) {
             return true;
         });
         if (!actions) {
-            error(item, "a rule needs `actions:` (a list of set_header, remove_header, fail, map_local or "
-                        "map_remote)");
+            error(item, "a rule needs `actions:` (a list of " + std::string(kRuleActionList) + ")");
         } else if (auto written = list(*actions, false)) {
             if (written->empty()) error(*actions, "a rule needs at least one action");
             for (const Value& a : *written)
@@ -98,9 +194,8 @@ void Reader::readRules(const Value& v, std::vector<Rule>& out) {
 
 std::optional<RuleAction> Reader::readRuleAction(const Value& v) {
     if (!v.node.IsMap() || v.node.size() == 0) {
-        error(v, "expected an action: a map with one key, set_header, remove_header, fail, map_local or "
-                 "map_remote (e.g. "
-                 "`- remove_header: Cache-Control`), got " +
+        error(v, "expected an action: a map with one key, " + std::string(kRuleActionList) +
+                     " (e.g. `- remove_header: Cache-Control`), got " +
                      (v.node.IsMap() ? std::string("an empty map") : describe(v.node)));
         return std::nullopt;
     }
@@ -108,6 +203,124 @@ std::optional<RuleAction> Reader::readRuleAction(const Value& v) {
     a.where = locate(v.mark);
     std::optional<std::string> kind; // the first action key seen
     bool ok = true;
+
+    // `throttle:` a preset's name, or a map of latency, down and up (at least one).
+    auto readThrottle = [&](const Value& t) {
+        a.kind = RuleAction::Kind::Throttle;
+        if (t.node.IsScalar()) {
+            const std::string name = t.node.Scalar();
+            for (const ThrottlePreset& p : kThrottlePresets)
+                if (p.name == name) {
+                    a.throttlePreset = name;
+                    a.throttleLatency = p.latency;
+                    a.throttleDown = p.down;
+                    a.throttleUp = p.up;
+                    return true;
+                }
+            error(t, "unknown throttle preset '" + name + "'" + suggestion(name, kThrottlePresetNames) +
+                         "; presets: Slow 3G, Fast 3G, Slow 4G, Fast 4G (as Chrome DevTools names them), or "
+                         "write the link as " +
+                         std::string(kThrottleExample));
+            return false;
+        }
+        if (!t.node.IsMap() || t.node.size() == 0) {
+            error(t, "throttle needs a preset name (Slow 3G, Fast 3G, Slow 4G or Fast 4G) or at least one of "
+                     "latency, down and up (e.g. " +
+                         std::string(kThrottleExample) + "), got " +
+                         (t.node.IsMap() ? std::string("an empty map") : describe(t.node)));
+            return false;
+        }
+        bool fine = true;
+        auto rate = [&](const Entry& e, std::uint64_t& field) {
+            auto s = string(e.value);
+            if (!s) return false;
+            std::uint64_t bytes = 0;
+            switch (parseRate(*s, bytes)) {
+            case RateProblem::None:
+                field = bytes;
+                return true;
+            case RateProblem::NoUnit:
+                error(e.value, "rate '" + *s + "' needs a unit: bits per second (e.g. " + *s +
+                                   "kbit) or bytes per second (e.g. " + *s + "kB)");
+                break;
+            case RateProblem::Negative:
+            case RateProblem::Zero:
+                error(e.value,
+                      e.key + " must be greater than 0 (leave `" + e.key + ":` out for no limit), got " + *s);
+                break;
+            case RateProblem::BelowOneByte:
+                error(e.value, e.key + " must be at least 1 byte per second (8bit), got " + *s);
+                break;
+            case RateProblem::TooLarge:
+                error(e.value, "rate '" + *s + "' is too large");
+                break;
+            case RateProblem::Syntax:
+                error(e.value, "invalid rate '" + *s + "' (" + std::string(kRateExamples) + ")");
+                break;
+            }
+            return false;
+        };
+        readMap(t, kThrottleKeys, [&](const Entry& e) {
+            if (e.key == "latency") {
+                auto d = duration(e.value, true);
+                if (d && *d > kMaxThrottleLatency) {
+                    error(e.value, "latency must be at most 1h, got " + e.value.node.Scalar());
+                    d.reset();
+                }
+                if (d) a.throttleLatency = *d;
+                fine = d.has_value() && fine;
+            } else if (e.key == "down") {
+                fine = rate(e, a.throttleDown) && fine;
+            } else if (e.key == "up") {
+                fine = rate(e, a.throttleUp) && fine;
+            } else {
+                return false;
+            }
+            return true;
+        });
+        return fine;
+    };
+    // `replace_body: {regex: RE, with: TEXT}`: both required; validate compiles the regex.
+    auto readReplaceBody = [&](const Value& r) {
+        a.kind = RuleAction::Kind::ReplaceBody;
+        if (!r.node.IsMap() || r.node.size() == 0) {
+            error(r, "replace_body needs {regex: RE, with: TEXT} (e.g. {regex: 'http://api\\.test', with: "
+                     "'https://api.test'}), got " +
+                         (r.node.IsMap() ? std::string("an empty map") : describe(r.node)));
+            return false;
+        }
+        bool fine = true, sawRegex = false, sawWith = false;
+        readMap(r, kReplaceBodyKeys, [&](const Entry& e) {
+            if (e.key == "regex") {
+                sawRegex = true;
+                auto s = string(e.value);
+                if (s && s->empty()) {
+                    error(e.value, "regex cannot be empty");
+                    s.reset();
+                }
+                if (s) a.regex = *s;
+                fine = s.has_value() && fine;
+            } else if (e.key == "with") {
+                sawWith = true;
+                if (e.value.node.IsNull()) {
+                    error(e.value, "missing value (write \"\" to delete what the regex matches)");
+                    fine = false;
+                } else if (auto s = string(e.value)) {
+                    a.replaceWith = *s;
+                } else {
+                    fine = false;
+                }
+            } else {
+                return false;
+            }
+            return true;
+        });
+        if (!sawRegex) error(r, "replace_body needs `regex:` (the PCRE2 pattern to find)");
+        if (!sawWith)
+            error(r, "replace_body needs `with:` (the replacement: text, $1, ${name}; \"\" deletes what "
+                     "matches)");
+        return fine && sawRegex && sawWith;
+    };
     readMap(
         v, kRuleActionKeys,
         [&](const Entry& e) {
@@ -138,6 +351,10 @@ std::optional<RuleAction> Reader::readRuleAction(const Value& v) {
                 upstreamUrl(e.value, a.mapRemote);
                 a.mapRemote.changeOrigin = true;
                 ok = errors_.size() == before && !a.mapRemote.upstreams.empty() && ok;
+            } else if (e.key == "throttle") {
+                ok = readThrottle(e.value) && ok;
+            } else if (e.key == "replace_body") {
+                ok = readReplaceBody(e.value) && ok;
             } else {
                 a.kind = RuleAction::Kind::Fail;
                 ok = readFail(e.value, a) && ok;
@@ -227,11 +444,16 @@ bool Reader::readRemoveHeader(const Value& v, RuleAction& a) {
 }
 
 bool Reader::readFail(const Value& v, RuleAction& a) {
-    // `with:` as a value: reset, or a status.
+    // `with:` as a value: reset, close, timeout, or a status.
     auto with = [&](const Value& w, std::string_view expected) {
-        if (w.node.IsScalar() && w.node.Scalar() == "reset") {
-            a.failure = RuleAction::Failure::Reset;
-            return true;
+        if (w.node.IsScalar()) {
+            const std::string& word = w.node.Scalar();
+            if (word == "reset" || word == "close" || word == "timeout") {
+                a.failure = word == "reset"   ? RuleAction::Failure::Reset
+                            : word == "close" ? RuleAction::Failure::Close
+                                              : RuleAction::Failure::Timeout;
+                return true;
+            }
         }
         if (w.node.IsScalar() && isNumber(w.node.Scalar())) {
             auto s = status(w, 200, 599); // a final status: a 1xx answers nothing
@@ -243,8 +465,9 @@ bool Reader::readFail(const Value& v, RuleAction& a) {
         error(w, "expected " + std::string(expected) + ", got " + describe(w.node));
         return false;
     };
-    if (!v.node.IsMap()) // `fail: 503`, `fail: reset`
-        return with(v, "reset, a status (e.g. 503) or {rate: 0.2, with: reset|503}");
+    if (!v.node.IsMap()) // `fail: 503`, `fail: reset`, `fail: close`, `fail: timeout`
+        return with(
+            v, "reset, close, timeout, a status (e.g. 503) or {rate: 0.2, with: reset|close|timeout|503}");
     bool ok = true, sawWith = false;
     readMap(v, kFailKeys, [&](const Entry& e) {
         if (e.key == "rate") {
@@ -261,14 +484,14 @@ bool Reader::readFail(const Value& v, RuleAction& a) {
             }
         } else if (e.key == "with") {
             sawWith = true;
-            ok = with(e.value, "reset or a status (e.g. 503)") && ok;
+            ok = with(e.value, "reset, close, timeout or a status (e.g. 503)") && ok;
         } else {
             return false;
         }
         return true;
     });
     if (!sawWith) {
-        error(v, "fail needs `with:` (reset, or a status such as 503)");
+        error(v, "fail needs `with:` (reset, close, timeout, or a status such as 503)");
         ok = false;
     }
     return ok;

@@ -67,11 +67,18 @@ constexpr std::string_view kTlsKeys[] = {"cert", "key"};
 constexpr std::string_view kHttp2Keys[] = {
     "enabled",    "max_concurrent_streams", "initial_window_bytes", "connection_window_bytes", "reset_burst",
     "reset_rate", "max_continuations",      "max_control_frames"};
-constexpr std::string_view kLimitKeys[] = {
-    "max_request_line_bytes", "max_header_bytes", "max_header_count",
-    "max_body_bytes",         "max_ranges",       "max_connections_per_worker",
-    "header_timeout",         "body_timeout",     "idle_timeout",
-    "write_timeout",          "drain_timeout"};
+constexpr std::string_view kLimitKeys[] = {"max_request_line_bytes",
+                                           "max_header_bytes",
+                                           "max_header_count",
+                                           "max_body_bytes",
+                                           "max_rewrite_body",
+                                           "max_ranges",
+                                           "max_connections_per_worker",
+                                           "header_timeout",
+                                           "body_timeout",
+                                           "idle_timeout",
+                                           "write_timeout",
+                                           "drain_timeout"};
 constexpr std::string_view kAccessLogKeys[] = {"format", "path"};
 constexpr std::string_view kCompressionKeys[] = {"enabled", "min_bytes", "gzip_level", "brotli_quality"};
 constexpr std::string_view kAccessLogFormats[] = {"combined", "json", "dev", "off"};
@@ -382,6 +389,8 @@ void Reader::readLimits(const Value& v, Limits& l) {
             setCount(l.maxHeaderCount, 1, static_cast<std::int64_t>(kMaxHeaderCount));
         else if (e.key == "max_body_bytes")
             setSize(l.maxBodyBytes, 0);
+        else if (e.key == "max_rewrite_body")
+            setSize(l.maxRewriteBody, 0);
         else if (e.key == "max_ranges")
             setCount(l.maxRanges, 0);
         else if (e.key == "max_connections_per_worker")

@@ -4,11 +4,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <unistd.h>
 
@@ -273,6 +276,43 @@ std::string shortestNumber(double d) {
     return ec == std::errc{} ? std::string(buf, end) : std::to_string(d);
 }
 
+// Chrome DevTools' throttling presets, as read_rules.cpp reads them: a throttle whose values are
+// still its preset's is written back by the preset's name.
+struct ThrottlePreset {
+    std::string_view name;
+    Duration latency;
+    std::uint64_t down, up;
+};
+const ThrottlePreset kThrottlePresets[] = {
+    {"Slow 3G", std::chrono::milliseconds(2000), 50000, 50000},
+    {"Fast 3G", std::chrono::microseconds(562500), 180000, 84375},
+    {"Slow 4G", std::chrono::microseconds(562500), 180000, 84375},
+    {"Fast 4G", std::chrono::milliseconds(165), 1012500, 168750},
+};
+
+// A rate in bytes per second as the reader reads it back exactly: in whole gbit, mbit or kbit
+// when the bits divide (50000 B/s is "400kbit"), else in bytes ("7B").
+std::string formatRate(std::uint64_t bytesPerSecond) {
+    if (bytesPerSecond <= std::numeric_limits<std::uint64_t>::max() / 8) {
+        const std::uint64_t bits = bytesPerSecond * 8;
+        static constexpr std::pair<std::uint64_t, const char*> kUnits[] = {
+            {1000ull * 1000 * 1000, "gbit"}, {1000ull * 1000, "mbit"}, {1000ull, "kbit"}};
+        for (const auto& [unit, name] : kUnits)
+            if (bits % unit == 0) return std::to_string(bits / unit) + name;
+    }
+    return std::to_string(bytesPerSecond) + "B";
+}
+
+// A regex or replacement: single-quoted (no escapes to read through), double-quoted when it holds
+// a control character (a newline cannot be single-quoted).
+void emitText(YAML::Emitter& out, const std::string& text) {
+    const bool control = std::any_of(text.begin(), text.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7f;
+    });
+    out << (control ? YAML::DoubleQuoted : YAML::SingleQuoted) << text;
+}
+
 void emitRuleAction(YAML::Emitter& out, const RuleAction& a, const fs::path& base) {
     out << YAML::BeginMap;
     switch (a.kind) {
@@ -291,10 +331,20 @@ void emitRuleAction(YAML::Emitter& out, const RuleAction& a, const fs::path& bas
         out << YAML::Key << "fail" << YAML::Value << YAML::Flow << YAML::BeginMap;
         if (a.rate != 1.0) out << YAML::Key << "rate" << YAML::Value << shortestNumber(a.rate);
         out << YAML::Key << "with" << YAML::Value;
-        if (a.failure == RuleAction::Failure::Reset)
+        switch (a.failure) {
+        case RuleAction::Failure::Reset:
             out << "reset";
-        else
+            break;
+        case RuleAction::Failure::Close:
+            out << "close";
+            break;
+        case RuleAction::Failure::Timeout:
+            out << "timeout";
+            break;
+        case RuleAction::Failure::Status:
             out << a.failStatus;
+            break;
+        }
         out << YAML::EndMap;
         break;
     case RuleAction::Kind::MapLocal:
@@ -304,6 +354,34 @@ void emitRuleAction(YAML::Emitter& out, const RuleAction& a, const fs::path& bas
         out << YAML::Key << "map_remote" << YAML::Value;
         for (const auto& u : a.mapRemote.upstreams)
             out << upstreamUrl(u);
+        break;
+    case RuleAction::Kind::Throttle: {
+        out << YAML::Key << "throttle" << YAML::Value;
+        const auto preset = std::find_if(
+            std::begin(kThrottlePresets), std::end(kThrottlePresets), [&](const ThrottlePreset& p) {
+                return p.name == a.throttlePreset && p.latency == a.throttleLatency &&
+                       p.down == a.throttleDown && p.up == a.throttleUp;
+            });
+        if (preset != std::end(kThrottlePresets)) {
+            out << a.throttlePreset;
+            break;
+        }
+        // Custom values: the keys that limit something (at least one, so that it reads back).
+        out << YAML::Flow << YAML::BeginMap;
+        if (a.throttleLatency.count() || (!a.throttleDown && !a.throttleUp))
+            out << YAML::Key << "latency" << YAML::Value << formatDuration(a.throttleLatency);
+        if (a.throttleDown) out << YAML::Key << "down" << YAML::Value << formatRate(a.throttleDown);
+        if (a.throttleUp) out << YAML::Key << "up" << YAML::Value << formatRate(a.throttleUp);
+        out << YAML::EndMap;
+        break;
+    }
+    case RuleAction::Kind::ReplaceBody:
+        out << YAML::Key << "replace_body" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "regex" << YAML::Value;
+        emitText(out, a.regex);
+        out << YAML::Key << "with" << YAML::Value;
+        emitText(out, a.replaceWith);
+        out << YAML::EndMap;
         break;
     }
     out << YAML::EndMap;
@@ -326,10 +404,10 @@ void emitLimits(YAML::Emitter& out, const Limits& l) {
     const Limits d;
     if (l.maxRequestLineBytes == d.maxRequestLineBytes && l.maxHeaderBytes == d.maxHeaderBytes &&
         l.maxHeaderCount == d.maxHeaderCount && l.maxBodyBytes == d.maxBodyBytes &&
-        l.maxRanges == d.maxRanges && l.maxConnectionsPerWorker == d.maxConnectionsPerWorker &&
-        l.headerTimeout == d.headerTimeout && l.bodyTimeout == d.bodyTimeout &&
-        l.idleTimeout == d.idleTimeout && l.writeTimeout == d.writeTimeout &&
-        l.drainTimeout == d.drainTimeout)
+        l.maxRewriteBody == d.maxRewriteBody && l.maxRanges == d.maxRanges &&
+        l.maxConnectionsPerWorker == d.maxConnectionsPerWorker && l.headerTimeout == d.headerTimeout &&
+        l.bodyTimeout == d.bodyTimeout && l.idleTimeout == d.idleTimeout &&
+        l.writeTimeout == d.writeTimeout && l.drainTimeout == d.drainTimeout)
         return;
     out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
     auto size = [&](const char* key, std::uint64_t v, std::uint64_t def) {
@@ -345,6 +423,7 @@ void emitLimits(YAML::Emitter& out, const Limits& l) {
     size("max_header_bytes", l.maxHeaderBytes, d.maxHeaderBytes);
     count("max_header_count", l.maxHeaderCount, d.maxHeaderCount);
     size("max_body_bytes", l.maxBodyBytes, d.maxBodyBytes);
+    size("max_rewrite_body", l.maxRewriteBody, d.maxRewriteBody);
     count("max_ranges", l.maxRanges, d.maxRanges);
     count("max_connections_per_worker", l.maxConnectionsPerWorker, d.maxConnectionsPerWorker);
     duration("header_timeout", l.headerTimeout, d.headerTimeout);

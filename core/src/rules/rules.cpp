@@ -1,6 +1,8 @@
 // The rule engine's request stage (rules.h).
 #include <portico/rules/rules.h>
 
+#include "rules/body_rewrite.h"
+
 #include <portico/http/ascii.h>
 
 #include <algorithm>
@@ -222,7 +224,8 @@ std::string_view MapLocal::pathFor(std::string_view path) const {
     return rest;
 }
 
-RuleSet::RuleSet(const config::Config& config, MatchCounts* counts) {
+RuleSet::RuleSet(const config::Config& config, MatchCounts* counts)
+    : maxRewriteBody_(config.limits.maxRewriteBody) {
     for (std::size_t i = 0; i < config.rules.size(); ++i) {
         const auto& rule = config.rules[i];
         if (!rule.enabled) continue;
@@ -243,6 +246,17 @@ RuleSet::RuleSet(const config::Config& config, MatchCounts* counts) {
             }
         }
         Compiled c{&rule, std::move(*m), static_cast<std::uint32_t>(i)};
+        c.editsBegin = c.editsEnd = static_cast<std::uint32_t>(bodyEdits_.size());
+        for (const auto& a : rule.actions) {
+            if (a.kind != config::RuleAction::Kind::ReplaceBody) continue;
+            std::string error;
+            std::shared_ptr<const BodyRegex> re = BodyRegex::compile(a.regex, a.replaceWith, error);
+            if (!re) continue; // validate refuses it; a rule built in code just lacks it
+            bodyEdits_.push_back({re.get(), &rule, static_cast<std::uint32_t>(i)});
+            bodyRegexes_.push_back(std::move(re));
+            c.editsEnd = static_cast<std::uint32_t>(bodyEdits_.size());
+        }
+        if (c.editsBegin != c.editsEnd && rule.stage == config::Rule::Stage::Request) requestRewrites_ = true;
         if (counts) {
             counters_.push_back(counts->counterFor(rule, i));
             c.hits = counters_.back().get();
@@ -298,7 +312,7 @@ bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request
                        RequestVerdict& verdict) const {
     if (!c.match.matches(view)) return true;
     if (c.hits) c.hits->fetch_add(1, std::memory_order_relaxed);
-    bool edits = false;
+    bool edits = false, touched = false;
     const config::RuleAction* map = nullptr;
     for (const auto& a : c.rule->actions) {
         switch (a.kind) {
@@ -320,6 +334,13 @@ bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request
         case config::RuleAction::Kind::RemoveHeader:
             edits = true;
             break;
+        case config::RuleAction::Kind::Throttle:
+            // A later throttle replaces an earlier one (the exchange has one link).
+            res.throttle = {a.throttleLatency, a.throttleDown, a.throttleUp};
+            touched = true;
+            break;
+        case config::RuleAction::Kind::ReplaceBody:
+            break; // all of the rule's at once, below
         }
     }
     if (edits) {
@@ -333,7 +354,11 @@ bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request
         req.headers = res.ruledRequestFields;
         ++verdict.changed;
     }
-    if (edits || map) appendName(res.ruleNames, *c.rule, c.configIndex);
+    // replace_body: on a body that is here whole (an empty one may be streaming, see below).
+    const bool rewrites = c.editsBegin != c.editsEnd;
+    if (edits || map || touched || (rewrites && !req.body.empty()))
+        appendName(res.ruleNames, *c.rule, c.configIndex);
+    if (rewrites) rewriteRequestBody(c, req, res);
     if (!map) return true;
     verdict.mappedBy = c.rule;
     verdict.map = map;
@@ -360,7 +385,7 @@ RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion, http::
 }
 
 bool RuleSet::applyResponse(std::span<const std::uint64_t> pending, int status, std::string_view fields,
-                            std::string& out, std::string& names) const {
+                            std::string& out, std::string& names, std::vector<BodyEdit>* bodyEdits) const {
     struct Field {
         std::string_view name, value;
     };
@@ -393,8 +418,111 @@ bool RuleSet::applyResponse(std::span<const std::uint64_t> pending, int status, 
             });
         }
         appendName(names, *c.rule, c.configIndex);
+        if (bodyEdits && c.editsBegin != c.editsEnd)
+            bodyEdits->insert(bodyEdits->end(), bodyEdits_.begin() + c.editsBegin,
+                              bodyEdits_.begin() + c.editsEnd);
     }
     return changed;
+}
+
+namespace {
+void appendSkipped(std::string& names, const BodyEdit& e, std::string_view why) {
+    appendName(names, *e.rule, e.configIndex);
+    names.append(": replace_body skipped (");
+    // One line per note: a reason never breaks the '\n'-separated list.
+    for (const char ch : why)
+        names.push_back(ch == '\n' || ch == '\r' ? ' ' : ch);
+    names.push_back(')');
+}
+} // namespace
+
+void RuleSet::noteSkipped(std::span<const BodyEdit> edits, std::string_view why, std::string& names) {
+    const config::Rule* last = nullptr;
+    for (const BodyEdit& e : edits) {
+        if (e.rule == last) continue; // once per rule
+        last = e.rule;
+        appendSkipped(names, e, why);
+    }
+}
+
+std::string RuleSet::bodySkipReason(std::string_view fields) {
+    std::string why;
+    http::forEachFieldLine(fields, [&](std::string_view name, std::string_view value) {
+        if (!why.empty()) return;
+        if (http::iequals(name, "content-encoding")) {
+            while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+                value.remove_suffix(1);
+            if (!value.empty() && !http::iequals(value, "identity"))
+                why = "compressed body (Content-Encoding: " + std::string(value) + ")";
+        } else if (http::iequals(name, "content-type") && http::istartsWith(value, "application/grpc")) {
+            why = "gRPC message";
+        }
+    });
+    return why;
+}
+
+bool RuleSet::rewriteBody(std::span<const BodyEdit> edits, std::string_view body, std::string& out,
+                          std::string& names) const {
+    if (edits.empty() || body.empty()) return false;
+    if (body.size() > maxRewriteBody_) {
+        noteSkipped(edits, "body over max_rewrite_body, " + std::to_string(maxRewriteBody_) + " bytes",
+                    names);
+        return false;
+    }
+    bool changed = false;
+    std::string next, why;
+    for (const BodyEdit& e : edits) {
+        const std::string_view in = changed ? std::string_view(out) : body;
+        switch (e.regex->substitute(in, maxRewriteBody_, next, why)) {
+        case BodyRegex::Result::Unchanged:
+            break;
+        case BodyRegex::Result::Changed:
+            out.swap(next);
+            changed = true;
+            break;
+        case BodyRegex::Result::Failed:
+            appendSkipped(names, e, why);
+            break;
+        }
+    }
+    return changed;
+}
+
+bool RuleSet::mayRewriteRequestBody(std::string_view rawPath) const {
+    if (!requestRewrites_) return false;
+    bool found = false;
+    request_.candidates(rawPath, [&](std::uint32_t i) {
+        found = request_.rules[i].editsBegin != request_.rules[i].editsEnd;
+        return !found;
+    });
+    return found;
+}
+
+// A request-stage rule's replace_body actions on the request's body, when it has one.
+void RuleSet::rewriteRequestBody(const Compiled& c, http::Request& req, http::Response& res) const {
+    const std::span<const BodyEdit> edits(bodyEdits_.data() + c.editsBegin, c.editsEnd - c.editsBegin);
+    if (req.body.empty()) {
+        // Either no body or one that streams to an upstream as it arrives (the session knows which
+        // when it forwards: serve::ForwardTarget::bodyFollows).
+        noteSkipped(edits, "streamed request body", res.streamedBodyNotes);
+        return;
+    }
+    thread_local std::string fields;
+    fields.clear();
+    for (const auto& h : req.headers)
+        appendFieldBlock(fields, h.name, h.value);
+    if (std::string why = bodySkipReason(fields); !why.empty()) {
+        noteSkipped(edits, why, res.ruleNames);
+        return;
+    }
+    thread_local std::string out;
+    if (rewriteBody(edits, req.body, out, res.ruleNames)) {
+        // The body as received, for the record: the first rule that changes it keeps it.
+        if (res.originalRequestBody.empty()) res.originalRequestBody.assign(req.body);
+        res.ruledRequestBody.swap(out); // req.body may view the old one: swapped, not overwritten
+        req.body = res.ruledRequestBody;
+        if (out.capacity() > 64 * 1024) std::string().swap(out);
+    }
 }
 
 std::string checkMatch(const config::Rule& rule) {

@@ -10,6 +10,9 @@
 #include <portico/config/network.h>
 #include <portico/http/path.h>
 
+#include <unistd.h>
+
+#include <span>
 #include <variant>
 
 namespace portico::serve {
@@ -31,15 +34,56 @@ bool isAbsoluteForm(std::string_view target) {
            (target.size() > 8 && http::iequals(target.substr(0, 8), "https://"));
 }
 
-// A response made here: the response-stage rules the request selected change its fields, then it
-// goes out.
+// The replace_body actions of the response-stage rules that applied to a local answer, on its body
+// (an owned or shared one, or a file read whole when it is not over max_rewrite_body).
+void rewriteLocalBody(const Context& ctx, http::Response& res, std::span<const rules::BodyEdit> edits) {
+    const int status = res.status;
+    if (status < 200 || status == 204 || status == 304 || res.bodyLength() == 0) return; // no body
+    std::string why = rules::RuleSet::bodySkipReason(res.fieldBlock());
+    if (why.empty() && status == 206) why = "partial content (206)";
+    if (why.empty() && res.bodyLength() > ctx.rules->maxRewriteBody())
+        why = "body over max_rewrite_body, " + std::to_string(ctx.rules->maxRewriteBody()) + " bytes";
+    thread_local std::string fileBody;
+    std::string_view body = res.bodyView();
+    if (why.empty() && res.bodyKind() == http::Response::BodyKind::File) {
+        fileBody.resize(static_cast<std::size_t>(res.bodyLength()));
+        std::size_t got = 0;
+        while (got < fileBody.size()) {
+            const ssize_t n = ::pread(res.file()->fd, fileBody.data() + got, fileBody.size() - got,
+                                      static_cast<off_t>(res.fileOffset() + got));
+            if (n <= 0) break;
+            got += static_cast<std::size_t>(n);
+        }
+        if (got != fileBody.size()) why = "the file could not be read";
+        body = fileBody;
+    }
+    if (!why.empty()) {
+        rules::RuleSet::noteSkipped(edits, why, res.ruleNames);
+    } else {
+        thread_local std::string out;
+        if (ctx.rules->rewriteBody(edits, body, out, res.ruleNames)) {
+            // The body as it was, for the record: kept before ownedBody() clears the owned one.
+            res.originalResponseBody.assign(body);
+            res.ownedBody().swap(out); // `body` may view the owned body: replaced only now
+            if (out.capacity() > 64 * 1024) std::string().swap(out);
+        }
+    }
+    if (fileBody.capacity() > 64 * 1024) std::string().swap(fileBody);
+}
+
+// A response made here: the response-stage rules the request selected change its fields (and,
+// with replace_body, its body), then it goes out.
 void respond(const Context& ctx, const http::Request& req, http::Response& res, ResponseWriter& writer) {
-    if (!res.pendingRules.empty() && res.fate != http::Response::Fate::Drop) {
+    if (!res.pendingRules.empty() && !res.sendsNothing()) {
         thread_local std::string fields;
-        if (ctx.rules->applyResponse(res.pendingRules, res.status, res.fieldBlock(), fields, res.ruleNames)) {
+        thread_local std::vector<rules::BodyEdit> edits;
+        edits.clear();
+        if (ctx.rules->applyResponse(res.pendingRules, res.status, res.fieldBlock(), fields, res.ruleNames,
+                                     &edits)) {
             res.originalResponseFields.assign(res.fieldBlock());
             res.replaceFields(fields);
         }
+        if (!edits.empty()) rewriteLocalBody(ctx, res, edits);
     }
     writer.respond(req, res);
 }
@@ -183,9 +227,18 @@ void failedByRule(const Context& ctx, const rules::RequestVerdict& v, http::Resp
     const std::string name = v.failedBy->name.empty()
                                  ? "rules[" + std::to_string(v.failedBy - ctx.config.rules.data()) + "]"
                                  : v.failedBy->name;
-    if (v.fail->failure == config::RuleAction::Failure::Reset) {
+    switch (v.fail->failure) {
+    case config::RuleAction::Failure::Reset:
         res.fate = http::Response::Fate::Drop;
         return;
+    case config::RuleAction::Failure::Close:
+        res.fate = http::Response::Fate::Silent;
+        return;
+    case config::RuleAction::Failure::Timeout:
+        res.fate = http::Response::Fate::Hold;
+        return;
+    case config::RuleAction::Failure::Status:
+        break;
     }
     const int status = v.fail->failStatus;
     res.status = status;
@@ -279,6 +332,12 @@ bool streamsRequestBody(const Context& ctx, http::Method method, std::string_vie
     if (rr.kind != routing::RouteResult::Kind::Matched || !rr.route) return false;
     const auto* px = std::get_if<config::ProxyAction>(&rr.route->action);
     return px && proxy::streamsRequestBody(*px);
+}
+
+bool rulesReadBodyWhole(const Context& ctx, std::string_view rawPath, std::optional<std::uint64_t> length,
+                        bool grpc) {
+    if (!ctx.rules || !length || grpc || !ctx.rules->mayRewriteRequestBody(rawPath)) return false;
+    return *length <= std::min(ctx.rules->maxRewriteBody(), ctx.config.limits.maxBodyBytes);
 }
 
 bool refusedByHead(const Context& ctx, http::Method method, std::string_view rawPath, std::string_view host,

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -153,6 +154,14 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
 bool streamsRequestBody(const Context& ctx, http::Method method, std::string_view rawPath,
                         std::string_view host, bool upgrade, std::string& pathScratch,
                         bool absoluteForm = false);
+
+/// Whether a request whose body would stream (streamsRequestBody) is read whole instead, so that a
+/// request-stage replace_body can rewrite it (rules::RuleSet::mayRewriteRequestBody): its length is
+/// known (`length`: Content-Length; nullopt for a chunked or HTTP/2 body without one) and at most
+/// limits.max_rewrite_body and limits.max_body_bytes, and it is not a gRPC call (`grpc`: its
+/// content type is application/grpc*; those always stream). False when Context::rules is null.
+bool rulesReadBodyWhole(const Context& ctx, std::string_view rawPath, std::optional<std::uint64_t> length,
+                        bool grpc);
 
 /// Whether a request known by its head only is refused whatever its body (RFC 9110 §10.1.1: the
 /// answer to "Expect: 100-continue" is then the final status, and the body is never read): an

@@ -281,7 +281,7 @@ void Connection::onReadable(const boost::system::error_code& ec) {
 
 void Connection::drive() {
     for (;;) {
-        if (!closeAfterWrite_ && !delayed() && !sendingFile() && !proxying()) parseAndHandle();
+        if (!closeAfterWrite_ && !delayed() && !sendingFile() && !proxying() && !paced()) parseAndHandle();
         if (closed_) return; // handed over to HTTP/2
         if (delayed()) {
             Rare& r = *rareIf();
@@ -306,10 +306,16 @@ void Connection::drive() {
         case Flush::Failed:
             abort();
             return;
+        case Flush::Paced:
+            if (cap()) capture::h1Yield(*cap());
+            waitPace();
+            return;
         case Flush::Done:
             if (cap()) capture::h1Flushed(*cap());
             break;
         }
+        // The throttled exchange has left whole (a proxied one once its upstream has ended).
+        if (paced() && !proxying()) rareIf()->pacing = false;
         if (proxying()) {
             // The upstream's response is on its way; the exchange calls back. Drained: read on.
             phase_ = Phase::Proxy;
@@ -322,6 +328,14 @@ void Connection::drive() {
         }
         if (resetAfterWrite_) {
             resetWhenSent(true);
+            return;
+        }
+        if (holdAfterWrite_) {
+            // `fail: timeout`: as a lingering close, without the half-close and for idle_timeout.
+            releaseBuffers();
+            phase_ = Phase::Closing;
+            deadline_ = worker_.now() + worker_.snapshot().config->limits.idleTimeout;
+            waitRead();
             return;
         }
         if (closeAfterWrite_) {
@@ -444,7 +458,7 @@ void Connection::parseAndHandle() {
             return;
         }
         if (phase_ == Phase::Body) phase_ = Phase::Head;
-        if (closeAfterWrite_ || delayed() || sendingFile() || proxying() ||
+        if (closeAfterWrite_ || delayed() || sendingFile() || proxying() || paced() ||
             out_.size() - batchStart > kMaxBatchBytes) {
             moreBuffered_ = !in_.empty() && !closeAfterWrite_;
             return;
@@ -596,7 +610,21 @@ void Connection::serialize(const http::Request& req, http::Response& res) {
         ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
         return;
     }
+    if (res.fate == http::Response::Fate::Silent) {
+        // A rule's `fail: close`: no response; the connection closes (FIN) once the answers to
+        // requests pipelined before this one have left.
+        closeAfterWrite_ = true;
+        return;
+    }
+    if (res.fate == http::Response::Fate::Hold) {
+        // A rule's `fail: timeout`: no response, ever; the answers before it leave, then what the
+        // client sends is read and dropped until it closes or idle_timeout passes (drive()).
+        closeAfterWrite_ = true;
+        holdAfterWrite_ = true;
+        return;
+    }
     if (!out_.allocated()) out_ = worker_.buffers().acquire();
+    if (res.throttle.active()) startPace(res.throttle, req.body.size());
     bool keep = req.keepAlive && !worker_.draining() && res.fate == http::Response::Fate::Normal;
     const int status = res.status;
     const bool noBody = status < 200 || status == 204 || status == 304;
@@ -680,15 +708,84 @@ void Connection::queueError(int status, const http1::RequestHead* head) {
     closeAfterWrite_ = true;
 }
 
+void Connection::startPace(const http::Response::Throttle& t, std::uint64_t upBytes) {
+    Rare& r = rare();
+    r.pacing = true;
+    r.paceSkip = out_.allocated() ? out_.size() : 0;
+    r.paceSent = 0;
+    r.paceRate = t.down;
+    auto gate = t.latency;
+    if (t.up > 0 && upBytes > 0)
+        gate += std::chrono::nanoseconds(
+            static_cast<std::int64_t>(static_cast<double>(upBytes) * 1e9 / static_cast<double>(t.up)));
+    r.paceStart = Clock::now() + gate;
+}
+
+std::uint64_t Connection::paceAllowance(Clock::time_point now) const {
+    const Rare* r = rareIf();
+    if (!r || !r->pacing) return std::numeric_limits<std::uint64_t>::max();
+    if (r->paceSkip > 0) return r->paceSkip; // the answers queued before the throttled one
+    if (now < r->paceStart) return 0;
+    if (r->paceRate == 0) return std::numeric_limits<std::uint64_t>::max();
+    const double ns = static_cast<double>((now - r->paceStart).count());
+    const auto budget = static_cast<std::uint64_t>(ns * static_cast<double>(r->paceRate) / 1e9);
+    return budget > r->paceSent ? budget - r->paceSent : 0;
+}
+
+void Connection::paceWrote(std::uint64_t n) {
+    Rare* r = rareIf();
+    if (!r || !r->pacing) return;
+    const std::uint64_t skipped = std::min(n, r->paceSkip);
+    r->paceSkip -= skipped;
+    r->paceSent += n - skipped;
+}
+
+void Connection::waitPace() {
+    Rare& r = *rareIf();
+    // Not a write deadline: the client is reading, the throttle is what waits.
+    phase_ = Phase::Delay;
+    deadline_ = Clock::time_point::max();
+    if (r.paceWaiting) return;
+    const Clock::time_point now = Clock::now();
+    Clock::time_point at = r.paceStart;
+    if (now >= r.paceStart && r.paceRate > 0) {
+        // The time the next slice is allowed: 20 ms of the rate (at least 1 KiB, at most 64 KiB),
+        // or what is left when less is queued; a proxied body's next bytes may still be on the way.
+        std::uint64_t slice = std::clamp<std::uint64_t>(r.paceRate / 50, 1024, 64 * 1024);
+        std::uint64_t queued = out_.allocated() ? out_.size() : 0;
+        queued += r.fileLeft;
+        if (queued > 0) slice = std::min(slice, queued);
+        const double due = static_cast<double>(r.paceSent + slice) * 1e9 / static_cast<double>(r.paceRate);
+        at = r.paceStart + std::chrono::nanoseconds(static_cast<std::int64_t>(due));
+    }
+    if (!r.paceTimer) r.paceTimer.emplace(worker_.io());
+    r.paceWaiting = true;
+    r.paceTimer->expires_at(std::max(at, now));
+    r.paceTimer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        Rare* pr = self->rareIf();
+        if (pr) pr->paceWaiting = false;
+        if (ec || self->closed_) return;
+        if (!self->writeWaiting_) self->drive();
+    });
+}
+
 Connection::Flush Connection::flushNow() {
     const int fd = socket_.native_handle();
+    const bool pacing = paced();
+    const Clock::time_point now = pacing ? Clock::now() : Clock::time_point{};
     for (;;) {
         while (!out_.empty()) {
             std::string_view d = out_.unread();
+            if (pacing) {
+                const std::uint64_t allowed = paceAllowance(now);
+                if (allowed == 0) return Flush::Paced;
+                d = d.substr(0, static_cast<std::size_t>(std::min<std::uint64_t>(allowed, d.size())));
+            }
             // MSG_MORE when a file follows: the head and the first file bytes leave in one segment.
             io::IoResult r = io::transportWrite(fd, ssl(), d.data(), d.size(), sendingFile());
             if (r.status == io::IoStatus::Ok) {
                 out_.consume(r.n);
+                if (pacing) paceWrote(r.n);
                 continue;
             }
             if (r.status == io::IoStatus::WantWrite || r.status == io::IoStatus::WantRead)
@@ -712,11 +809,16 @@ Connection::Flush Connection::flushNow() {
     while (sendingFile()) {
         Rare& r = *rareIf();
         off_t off = static_cast<off_t>(r.fileOffset);
-        ssize_t n = ::sendfile(fd, r.file->fd, &off,
-                               static_cast<std::size_t>(std::min<std::uint64_t>(r.fileLeft, 1 << 20)));
+        std::uint64_t count = std::min<std::uint64_t>(r.fileLeft, 1 << 20);
+        if (pacing) {
+            count = std::min(count, paceAllowance(now));
+            if (count == 0) return Flush::Paced;
+        }
+        ssize_t n = ::sendfile(fd, r.file->fd, &off, static_cast<std::size_t>(count));
         if (n > 0) {
             r.fileOffset += static_cast<std::uint64_t>(n);
             r.fileLeft -= static_cast<std::uint64_t>(n);
+            if (pacing) paceWrote(static_cast<std::uint64_t>(n));
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -828,6 +930,7 @@ void Connection::abort() {
     socket_.cancel(ec);
     socket_.close(ec);
     if (r && r->delayTimer) r->delayTimer->cancel();
+    if (r && r->paceTimer) r->paceTimer->cancel();
     if (r && r->proxy) {
         r->proxy->cancel();
         r->proxy.reset();

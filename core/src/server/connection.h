@@ -84,7 +84,8 @@ public:
 
 private:
     enum class Phase : std::uint8_t { Idle, Head, Body, Write, Delay, Proxy, Closing };
-    enum class Flush : std::uint8_t { Done, Blocked, Failed };
+    /// flushNow's outcome. Paced: a rule's throttle holds the rest back for now (waitPace()).
+    enum class Flush : std::uint8_t { Done, Blocked, Failed, Paced };
 
     /// Appends "HTTP/1.1 STATUS REASON", the Date line and, with `serverHeader`, Server to out_.
     void appendStatusLines(int status, bool serverHeader);
@@ -136,6 +137,15 @@ private:
     /// the log and the record.
     void queueError(int status, const http1::RequestHead* head = nullptr);
     Flush flushNow();
+    /// A rule's throttle (http::Response::throttle) on the exchange now being written: the bytes
+    /// queued before it leave freely, then nothing before the throttle's latency (plus the request
+    /// body's time at its `up` rate, `upBytes` bytes) and from there `down` bytes per second.
+    void startPace(const http::Response::Throttle& t, std::uint64_t upBytes);
+    /// How many bytes the throttle lets leave now (all when none is on).
+    std::uint64_t paceAllowance(Clock::time_point now) const;
+    void paceWrote(std::uint64_t n);
+    /// Flush::Paced: a timer resumes drive() when the throttle lets the next bytes go.
+    void waitPace();
     void lingeringClose();
     /// Fault injection's reset (Fate::Drop) once the answers queued before it have left: waits
     /// for the kernel's send queue to empty (a reset discards what it holds), at most write_timeout.
@@ -175,12 +185,31 @@ private:
             std::string upstreamAddress, upstreamTls, upstreamAlpn; // capture only
             // The rules that touched the exchange and the fields before they did (Response's).
             std::string ruleNames, originalRequestFields, originalResponseFields;
+            // Capture only: the bodies before a replace_body rewrote them ("" when none did); the
+            // request's a prefix (capture.body_bytes and one byte more, so the record sees the cut),
+            // the response's whole (at most limits.max_rewrite_body).
+            std::string originalRequestBody, originalResponseBody;
         } proxyRecord;
         std::string proxyFields; // vhost/route headers for the upstream's response
         // The response-stage rules the request selected (Response::pendingRules) and the snapshot
         // whose RuleSet they index; empty / null when none.
         std::vector<std::uint64_t> proxyRules;
         std::shared_ptr<const Snapshot> proxyRulesSnapshot;
+        // A response-stage replace_body on the upstream's response (connection_proxy.cpp): while
+        // `active` the head is held back and the body gathered whole (up to limits.max_rewrite_body),
+        // then the rewritten body goes out with its own Content-Length; past the limit the head goes
+        // out with the upstream's framing, then what was gathered, and the rest streams as usual.
+        // Allocated by the first exchange that needs it.
+        struct ProxyRewrite {
+            bool active = false;
+            int status = 0;
+            std::optional<std::uint64_t> length; // the upstream's Content-Length
+            std::string fields;                  // the head's fields as they go out
+            std::string body;                    // gathered so far
+            std::vector<rules::BodyEdit> edits;  // into `snapshot`'s RuleSet
+            std::shared_ptr<const Snapshot> snapshot;
+        };
+        std::unique_ptr<ProxyRewrite> proxyRewrite;
         int proxyMinor = 1;
         bool proxyHead = false;
         bool proxyKeep = true;
@@ -201,6 +230,16 @@ private:
         std::size_t uploadHeld = 0;
         Clock::time_point uploadDeadline = Clock::time_point::max();
         std::chrono::nanoseconds delay{0};
+        // A rule's throttle on the exchange being written (startPace): the first `paceSkip` bytes
+        // of out_ (earlier answers) leave freely; then nothing before `paceStart`, and from there
+        // `paceRate` bytes per second (0: no limit), `paceSent` bytes written so far.
+        bool pacing = false;
+        bool paceWaiting = false; // paceTimer is armed
+        std::uint64_t paceSkip = 0;
+        std::uint64_t paceRate = 0;
+        std::uint64_t paceSent = 0;
+        Clock::time_point paceStart{};
+        std::optional<boost::asio::steady_timer> paceTimer;
         std::unique_ptr<ws::Accepted> upgrade; // a WebSocket handshake answered with 101
         // A CONNECT to intercept (Writer::intercept): once this request is done, the socket goes to
         // a TLS handshake with a leaf for `interceptHost` (server::startIntercepted).
@@ -225,6 +264,7 @@ private:
     bool sendingFile() const { return rareIf() && rareIf()->fileLeft > 0; }
     bool delayed() const { return rareIf() && rareIf()->delay.count() > 0; }
     bool proxying() const { return rareIf() && rareIf()->proxy; }
+    bool paced() const { return rareIf() && rareIf()->pacing; }
     bool uploading() const { return rareIf() && rareIf()->uploading; }
 
     Worker& worker_;
@@ -250,6 +290,7 @@ private:
     bool writeWaiting_ : 1 = false;    // an async_wait for writability is pending
     bool forwardProxy_ : 1 = false;    // the listener is also a forward proxy (serve::Context::forwardProxy)
     bool resetAfterWrite_ : 1 = false; // a dropped exchange (Fate::Drop): reset, not close, after the write
+    bool holdAfterWrite_ : 1 = false;  // Fate::Hold: no answer; read and drop until idle_timeout
 };
 
 } // namespace portico::server

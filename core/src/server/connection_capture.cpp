@@ -31,7 +31,7 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
     capture::recordStats(*cc.rec, cc.labels,
                          static_cast<std::uint64_t>(std::max<std::int64_t>(0, now - start)) +
                              static_cast<std::uint64_t>(res.delay.count()),
-                         res.fate == http::Response::Fate::Drop ? 0 : res.status);
+                         res.sendsNothing() ? 0 : res.status);
     capture::ExchangeInput in;
     in.protocol = capture::Protocol::Http1;
     in.httpVersion = static_cast<std::uint8_t>(10 + req.versionMinor);
@@ -39,12 +39,14 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
     in.ssl = ssl();
     in.localPort = localPort_;
     // A dropped exchange has no response (no status, no head), as on HTTP/2.
-    const bool dropped = res.fate == http::Response::Fate::Drop;
+    const bool dropped = res.sendsNothing();
     in.req = &req;
     in.res = dropped ? nullptr : &res;
     in.rules = res.ruleNames;
     in.originalRequestFields = res.originalRequestFields;
     in.originalResponseFields = res.originalResponseFields;
+    in.originalRequestBody = res.originalRequestBody;
+    in.originalResponseBody = res.originalResponseBody;
     if (!dropped && out_.allocated() && out_.size() > headStart) {
         std::string_view sent = out_.unread().substr(headStart);
         auto end = sent.find("\r\n\r\n");
@@ -56,7 +58,12 @@ void Connection::captureExchange(const http::Request& req, const http::Response&
         res.status < 200 || res.status == 204 || res.status == 304 || req.method == http::Method::Head;
     in.responseHasBody = !noBody && !dropped;
     in.responseBodySize = in.responseHasBody ? res.bodyLength() : 0;
-    in.error = dropped ? std::string_view("connection reset (fault injection)") : error;
+    in.error = res.fate == http::Response::Fate::Drop ? std::string_view("connection reset (fault injection)")
+               : res.fate == http::Response::Fate::Silent
+                   ? std::string_view("connection closed without an answer (rule fail: close)")
+               : res.fate == http::Response::Fate::Hold
+                   ? std::string_view("no answer, held until the client gave up (rule fail: timeout)")
+                   : error;
     in.labels = cc.labels;
     in.requestStartNs = start;
     in.phases[static_cast<std::size_t>(capture::Phase::RequestHeaders)] = cc.headNs >= 0 ? cc.headNs : start;
@@ -153,6 +160,8 @@ void Connection::finishProxied(std::string_view error, capture::WsCapturePtr* ws
     in.rules = pr.ruleNames;
     in.originalRequestFields = pr.originalRequestFields;
     in.originalResponseFields = pr.originalResponseFields;
+    in.originalRequestBody = pr.originalRequestBody;
+    in.originalResponseBody = pr.originalResponseBody;
     // A forward proxy's own requests: absolute-form (RFC 9112 §3.2.2) and CONNECT tunnels.
     if (forwardProxy_ && !origin()) {
         if (http::iequals(pr.method, "CONNECT"))

@@ -25,6 +25,16 @@ namespace {
 // upstream, and resumes once half of them went up. Bounds an upload's memory per exchange.
 constexpr std::size_t kUploadHighWater = 256 * 1024;
 constexpr int kUploadReadsPerTurn = 32; // reads per wakeup before yielding to other connections
+
+// A replace_body's gathered response is done with (sent, or the exchange ended): a large buffer is
+// not kept for the rest of the connection's life. `Rewrite` is Rare::ProxyRewrite.
+template <class Rewrite> void endRewrite(Rewrite& rw) {
+    rw.active = false;
+    rw.edits.clear();
+    rw.snapshot.reset();
+    rw.body.clear();
+    if (rw.body.capacity() > 64 * 1024) std::string().swap(rw.body);
+}
 } // namespace
 
 // serve() forwards this request: the state the upstream's answer (client::Sink, below) and the
@@ -69,10 +79,30 @@ serve::ForwardTarget Connection::forwardTo(http::Request& req, const http::Respo
     pr.upstreamTls.clear();
     pr.upstreamAlpn.clear();
     pr.ruleNames.assign(res.ruleNames);
+    if (bodyFollows && !res.streamedBodyNotes.empty()) { // request-stage replace_body rules: skipped
+        if (!pr.ruleNames.empty()) pr.ruleNames.push_back('\n');
+        pr.ruleNames.append(res.streamedBodyNotes);
+    }
     pr.originalRequestFields.assign(res.originalRequestFields);
     pr.originalResponseFields.clear();
+    for (std::string* body : {&pr.originalRequestBody, &pr.originalResponseBody})
+        if (!body->empty()) { // a large one's buffer is not kept
+            body->clear();
+            if (body->capacity() > 64 * 1024) std::string().swap(*body);
+        }
     r.proxyRules.assign(res.pendingRules.begin(), res.pendingRules.end());
     if (!r.proxyRules.empty()) r.proxyRulesSnapshot = worker_.snapshotPtr();
+    if (r.proxyRewrite) endRewrite(*r.proxyRewrite);
+    if (res.throttle.active()) {
+        // A streamed body's time at the throttle's `up` rate is reckoned from its declared length.
+        std::uint64_t upBytes = req.body.size();
+        if (bodyFollows) {
+            const std::string_view cl = req.header("Content-Length");
+            upBytes = 0;
+            std::from_chars(cl.data(), cl.data() + cl.size(), upBytes);
+        }
+        startPace(res.throttle, upBytes);
+    }
     if (cap()) {
         // Credentials meant for this proxy are not kept in records (sessions get shared).
         for (const auto& h : req.headers)
@@ -80,6 +110,12 @@ serve::ForwardTarget Connection::forwardTo(http::Request& req, const http::Respo
                                                 ? std::string_view("[redacted]")
                                                 : h.value);
         pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap()->cfg.bodyBytes)));
+        // The request body before a request-stage replace_body: a byte past the capture's prefix
+        // tells the record it was cut.
+        if (!res.originalRequestBody.empty())
+            pr.originalRequestBody.assign(res.originalRequestBody, 0,
+                                          static_cast<std::size_t>(std::min<std::uint64_t>(
+                                              res.originalRequestBody.size(), cap()->cfg.bodyBytes + 1)));
     }
     return {&worker_.io(), shared_from_this(), worker_.snapshotPtr(), this, ssl() != nullptr, bodyFollows};
 }
@@ -99,10 +135,20 @@ bool Connection::proxiesBody() {
     bool upgrade = false;
     for (std::size_t i = 0; i < head.headerCount && !upgrade; ++i)
         upgrade = http::iequals(head.headers[i].name, "upgrade");
-    const serve::Context ctx{*snap.config,  snap.router, worker_.handlerState(), localPort_, 1,
-                             forwardProxy_, origin()};
-    return serve::streamsRequestBody(ctx, head.method, head.rawPath, head.host, upgrade,
-                                     worker_.pathScratch(), !head.authority.empty());
+    const serve::Context ctx{*snap.config, snap.router, worker_.handlerState(), localPort_, 1, forwardProxy_,
+                             origin(),     &snap.rules};
+    if (!serve::streamsRequestBody(ctx, head.method, head.rawPath, head.host, upgrade, worker_.pathScratch(),
+                                   !head.authority.empty()))
+        return false;
+    if (snap.rules.empty()) return true;
+    // A request-stage replace_body may want it whole.
+    bool grpc = false;
+    for (std::size_t i = 0; i < head.headerCount; ++i)
+        if (http::iequals(head.headers[i].name, "content-type"))
+            grpc = http::istartsWith(head.headers[i].value, "application/grpc");
+    std::optional<std::uint64_t> length;
+    if (head.framing == http1::RequestHead::Framing::ContentLength) length = head.contentLength;
+    return !serve::rulesReadBodyWhole(ctx, head.rawPath, length, grpc);
 }
 
 // The request's body did not come with its head and its route proxies: the exchange starts now and
@@ -294,15 +340,61 @@ void Connection::onUpstreamHead(int status, std::string_view fields, std::option
 }
 
 // Queues the response head; the body bytes that follow (onUpstreamBody) or the end (onUpstreamEnd)
-// write it together with them.
+// write it together with them. A response-stage replace_body holds the head back instead until the
+// body is whole (Rare::ProxyRewrite); then this writes it with the body's new length.
 void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
                                            std::optional<std::uint64_t> length) {
     Rare& r = *rareIf();
     if (!out_.allocated()) out_ = worker_.buffers().acquire();
     const bool noBody = status < 200 || status == 204 || status == 304;
-    const std::size_t headStart = out_.size();
     r.proxyRecord.status = status;
-    if (cap()) r.proxyRecord.upstreamByteNs = capture::nowNs();
+    if (cap() && r.proxyRecord.upstreamByteNs < 0) r.proxyRecord.upstreamByteNs = capture::nowNs();
+    std::string_view ruledFields; // the fields after the response-stage rules, when they ran
+    bool ruled = false;
+    if (!r.proxyRules.empty()) { // response-stage rules: on the fields as they would go out
+        thread_local std::string merged, changedFields;
+        thread_local std::vector<rules::BodyEdit> edits;
+        merged.clear();
+        edits.clear();
+        proxy::mergeResponseFields(
+            fields, r.proxyFields,
+            [&](std::string_view name, std::string_view value) {
+                merged.append(name);
+                merged.append(": ");
+                merged.append(value);
+                merged.append("\r\n");
+            },
+            r.proxyTransparent);
+        const rules::RuleSet& set = r.proxyRulesSnapshot->rules;
+        const bool changed =
+            set.applyResponse(r.proxyRules, status, merged, changedFields, r.proxyRecord.ruleNames, &edits);
+        if (changed) r.proxyRecord.originalResponseFields.assign(merged);
+        ruledFields = changed ? changedFields : merged;
+        ruled = true;
+        r.proxyRules.clear();
+        if (!edits.empty() && !noBody && !r.proxyHead) {
+            std::string why = rules::RuleSet::bodySkipReason(ruledFields);
+            if (why.empty() && length && *length > set.maxRewriteBody())
+                why = "body over max_rewrite_body, " + std::to_string(set.maxRewriteBody()) + " bytes";
+            if (!why.empty()) {
+                rules::RuleSet::noteSkipped(edits, why, r.proxyRecord.ruleNames);
+            } else { // the body is gathered first (onUpstreamBody), the head goes with it
+                if (!r.proxyRewrite) r.proxyRewrite = std::make_unique<Rare::ProxyRewrite>();
+                Rare::ProxyRewrite& rw = *r.proxyRewrite;
+                rw.active = true;
+                rw.status = status;
+                rw.length = length;
+                rw.fields.assign(ruledFields);
+                rw.body.clear();
+                if (length) rw.body.reserve(static_cast<std::size_t>(*length));
+                rw.edits.assign(edits.begin(), edits.end());
+                rw.snapshot = std::move(r.proxyRulesSnapshot);
+                return;
+            }
+        }
+        r.proxyRulesSnapshot.reset();
+    }
+    const std::size_t headStart = out_.size();
     if (r.proxyTransparent)
         out_.append(http::statusLine11(status)); // the origin's Date and Server follow
     else
@@ -313,27 +405,10 @@ void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
         out_.append(value);
         out_.append("\r\n");
     };
-    if (r.proxyRules.empty()) {
+    if (ruled)
+        http::forEachFieldLine(ruledFields, emit);
+    else
         proxy::mergeResponseFields(fields, r.proxyFields, emit, r.proxyTransparent);
-    } else { // response-stage rules: on the fields as they would go out
-        thread_local std::string merged, ruled;
-        merged.clear();
-        proxy::mergeResponseFields(
-            fields, r.proxyFields,
-            [&](std::string_view name, std::string_view value) {
-                merged.append(name);
-                merged.append(": ");
-                merged.append(value);
-                merged.append("\r\n");
-            },
-            r.proxyTransparent);
-        const bool changed = r.proxyRulesSnapshot->rules.applyResponse(r.proxyRules, status, merged, ruled,
-                                                                       r.proxyRecord.ruleNames);
-        if (changed) r.proxyRecord.originalResponseFields.assign(merged);
-        http::forEachFieldLine(changed ? ruled : merged, emit);
-        r.proxyRules.clear();
-        r.proxyRulesSnapshot.reset();
-    }
     if (!noBody) {
         if (length) {
             out_.append("Content-Length: ");
@@ -358,6 +433,25 @@ void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
 bool Connection::onUpstreamBody(std::string_view data) {
     Rare& r = *rareIf();
     if (r.proxyHead) return true;
+    if (r.proxyRewrite && r.proxyRewrite->active) {
+        Rare::ProxyRewrite& rw = *r.proxyRewrite;
+        const std::uint64_t limit = rw.snapshot->rules.maxRewriteBody();
+        if (rw.body.size() + data.size() <= limit) {
+            rw.body.append(data);
+            return true; // nothing goes out before the end
+        }
+        // Longer than the upstream said, or it said nothing: it passes as it comes, unchanged.
+        rules::RuleSet::noteSkipped(rw.edits,
+                                    "body over max_rewrite_body, " + std::to_string(limit) + " bytes",
+                                    r.proxyRecord.ruleNames);
+        rw.active = false;
+        r.proxyFields.clear(); // merged into rw.fields already
+        onUpstreamHeadBodyFollows(rw.status, rw.fields, rw.length);
+        const bool more = onUpstreamBody(rw.body);
+        endRewrite(rw);
+        if (closed_) return false;
+        return onUpstreamBody(data) && more;
+    }
     r.proxyRecord.responseBytes += data.size();
     if (cap() && r.proxyRecord.responseBody.size() < cap()->cfg.bodyBytes)
         r.proxyRecord.responseBody.append(
@@ -377,6 +471,21 @@ bool Connection::onUpstreamBody(std::string_view data) {
 void Connection::onUpstreamEnd() {
     Rare& r = *rareIf();
     stopUpload();
+    if (r.proxyRewrite && r.proxyRewrite->active) {
+        // The whole body: rewritten, it goes out after the held head with its own length.
+        Rare::ProxyRewrite& rw = *r.proxyRewrite;
+        rw.active = false;
+        thread_local std::string out;
+        if (rw.snapshot->rules.rewriteBody(rw.edits, rw.body, out, r.proxyRecord.ruleNames)) {
+            rw.body.swap(out);
+            if (cap()) r.proxyRecord.originalResponseBody.swap(out); // the body as the upstream sent it
+        }
+        if (out.capacity() > 64 * 1024) std::string().swap(out);
+        r.proxyFields.clear(); // merged into rw.fields already
+        onUpstreamHeadBodyFollows(rw.status, rw.fields, rw.body.size());
+        if (!rw.body.empty()) onUpstreamBody(rw.body);
+        endRewrite(rw);
+    }
     if (r.proxyChunked && !r.proxyHead) {
         if (!out_.allocated()) out_ = worker_.buffers().acquire();
         out_.append("0\r\n");
@@ -541,7 +650,9 @@ void Connection::onUpstreamError(int status, const std::string& message) {
     stopUpload();
     auto done = std::move(r.proxy);
     r.proxyPaused = false;
+    if (r.proxyRewrite && r.proxyRewrite->active && status == 0) status = 502; // nothing was sent yet
     if (status == 0 || r.proxyHeadSent) {
+        if (r.proxyRewrite) endRewrite(*r.proxyRewrite);
         finishProxied(message);
         abort(); // mid-body: the promised framing cannot be kept
         return;
@@ -556,6 +667,7 @@ void Connection::answerProxied(int status, const std::string& message) {
     Rare& r = *rareIf();
     r.proxyRules.clear(); // response-stage rules change what an action or upstream answered
     r.proxyRulesSnapshot.reset();
+    if (r.proxyRewrite) endRewrite(*r.proxyRewrite); // a held head is not sent: this answers instead
     http::Response& res = worker_.response();
     res.reset();
     res.clearRuleState();
@@ -591,6 +703,13 @@ bool Connection::pumpProxy() {
         return false;
     case Flush::Blocked:
         waitWrite();
+        if (out_.size() >= kHighWater) {
+            rareIf()->proxyPaused = true;
+            return false;
+        }
+        return true;
+    case Flush::Paced: // a rule's throttle: the timer drives the rest
+        waitPace();
         if (out_.size() >= kHighWater) {
             rareIf()->proxyPaused = true;
             return false;

@@ -15,7 +15,7 @@ std::int64_t H2Connection::captureStats(Stream& s) {
     capture::recordStats(*cap_->rec, s.capLabels,
                          static_cast<std::uint64_t>(now - start) +
                              static_cast<std::uint64_t>(s.res.delay.count()),
-                         s.res.fate == http::Response::Fate::Drop ? 0 : s.res.status);
+                         s.res.sendsNothing() ? 0 : s.res.status);
     return now;
 }
 
@@ -61,18 +61,23 @@ void H2Connection::captureStream(Stream& s, std::string_view error) {
     const ProxySink* proxied = s.proxy.get();
     // A proxied stream has answered only once the upstream's head went out: a call the client
     // cancelled before it is recorded with no status, not the 200 a Response starts with.
-    const bool answered =
-        s.dispatched && s.res.fate != http::Response::Fate::Drop && (!proxied || proxied->headSent);
+    const bool answered = s.dispatched && !s.res.sendsNothing() && (!proxied || proxied->headSent);
     in.res = answered ? &s.res : nullptr;
     in.rules = s.res.ruleNames;
     in.originalRequestFields = s.res.originalRequestFields;
     in.originalResponseFields = s.res.originalResponseFields;
+    in.originalRequestBody = s.res.originalRequestBody;
+    in.originalResponseBody = s.res.originalResponseBody;
     const bool noBody = s.head || s.res.status < 200 || s.res.status == 204 || s.res.status == 304;
     in.responseHasBody = answered && !noBody;
     in.responseBodySize = in.responseHasBody ? (proxied ? proxied->sentBytes : s.sent) : 0;
     in.requestBodySize = s.capBodySize;
     in.error = s.dispatched && s.res.fate == http::Response::Fate::Drop
                    ? std::string_view("stream reset (fault injection)")
+               : s.dispatched && s.res.fate == http::Response::Fate::Silent
+                   ? std::string_view("connection closed without an answer (rule fail: close)")
+               : s.dispatched && s.res.fate == http::Response::Fate::Hold
+                   ? std::string_view("no answer, held until the client gave up (rule fail: timeout)")
                : !error.empty() ? error
                : (!proxied && in.responseHasBody && s.sent < s.res.bodyLength())
                    ? std::string_view("stream closed before the whole body was sent")

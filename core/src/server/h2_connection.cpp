@@ -347,7 +347,9 @@ void H2Connection::flush() {
     } else {
         bool answering = false; // a response is still going out (one lookup is enough)
         for (const auto& st : streams_) {
-            if (st->proxy || st->delayed) continue;
+            // A throttled stream's timer, a held one's idle_timeout (rules) bound them instead.
+            if (st->proxy || st->delayed || st->pacing || st->res.fate == http::Response::Fate::Hold)
+                continue;
             if (!st->dispatched)
                 next = std::min(next, st->lastInput + limits.bodyTimeout);
             else if (!answering)
@@ -510,10 +512,28 @@ bool H2Connection::streamsBody(const Stream& s) {
                 host = std::string_view(s.arena).substr(f.value, f.valueLen);
     }
     const std::string_view target = s.path;
-    const serve::Context ctx{*snap.config, snap.router,  worker_.handlerState(), localPort_, 2,
-                             false,        origin_.get()};
-    return serve::streamsRequestBody(ctx, http::methodFromToken(s.method), target.substr(0, target.find('?')),
-                                     host, false, worker_.pathScratch());
+    const std::string_view rawPath = target.substr(0, target.find('?'));
+    const serve::Context ctx{*snap.config,  snap.router, worker_.handlerState(), localPort_, 2, false,
+                             origin_.get(), &snap.rules};
+    if (!serve::streamsRequestBody(ctx, http::methodFromToken(s.method), rawPath, host, false,
+                                   worker_.pathScratch()))
+        return false;
+    if (snap.rules.empty()) return true;
+    // A request-stage replace_body may want it whole: one with a content-length it can hold.
+    bool grpc = false;
+    std::optional<std::uint64_t> length;
+    for (const auto& f : s.fields) {
+        if (f.trailer) continue;
+        const std::string_view name = std::string_view(s.arena).substr(f.name, f.nameLen);
+        const std::string_view value = std::string_view(s.arena).substr(f.value, f.valueLen);
+        if (name == "content-type") grpc = value.starts_with("application/grpc");
+        if (name == "content-length") {
+            std::uint64_t n = 0;
+            const auto r = std::from_chars(value.data(), value.data() + value.size(), n);
+            if (r.ec == std::errc() && r.ptr == value.data() + value.size()) length = n;
+        }
+    }
+    return !serve::rulesReadBodyWhole(ctx, rawPath, length, grpc);
 }
 
 int H2Connection::onData(std::int32_t id, const std::uint8_t* data, std::size_t len) {
@@ -594,7 +614,17 @@ void H2Connection::fail(Stream& s, int status) {
 struct H2Connection::Writer final : serve::ResponseWriter {
     Writer(H2Connection& c, Stream& st) : conn(c), s(st) {}
     void respond(const http::Request&, http::Response&) override { conn.respond(s); }
-    serve::ForwardTarget forwardTo(http::Request& req, const http::Response&) override {
+    serve::ForwardTarget forwardTo(http::Request& req, const http::Response& res) override {
+        if (res.throttle.active()) {
+            // A streamed body's time at the throttle's `up` rate is reckoned from its declared length.
+            std::uint64_t upBytes = s.body.size();
+            if (s.streaming) {
+                const std::string_view cl = req.header("content-length");
+                upBytes = 0;
+                std::from_chars(cl.data(), cl.data() + cl.size(), upBytes);
+            }
+            conn.startPace(s, upBytes);
+        }
         return conn.forwardTo(s, req);
     }
     void forwarding(std::shared_ptr<client::Call> call) override { conn.forwarding(s, std::move(call)); }
@@ -660,8 +690,11 @@ void H2Connection::dispatch(Stream& s) {
 // forwarded request it joins the route's extra fields for the upstream's response).
 void H2Connection::captureRequest(Stream& s) {
     if (!cap_ || s.streaming) return;
-    s.capBodySize = s.body.size();
-    s.capBody.assign(s.body, 0, std::min<std::size_t>(s.body.size(), cap_->cfg.bodyBytes));
+    // The body as the route's action got it: a request rule's replace_body may have rewritten it.
+    const std::string_view body =
+        s.res.ruledRequestBody.empty() ? std::string_view(s.body) : s.res.ruledRequestBody;
+    s.capBodySize = body.size();
+    s.capBody.assign(body, 0, std::min<std::size_t>(body.size(), cap_->cfg.bodyBytes));
     if (cap_->serverTiming) {
         std::string& value = worker_.timingScratch();
         capture::serverTimingValue(s.capHeadNs, s.capBodyNs, s.capRouteNs, capture::nowNs(), value);
@@ -672,6 +705,7 @@ void H2Connection::captureRequest(Stream& s) {
 // Writes the stream's response s.res (after its latency, if any; a dropped one resets the stream).
 void H2Connection::respond(Stream& s) {
     captureRequest(s);
+    if (s.res.throttle.active()) startPace(s, s.body.size());
     const http::Response& res = s.res;
     std::int64_t statsNs = -1;
     if (cap_) statsNs = captureStats(s);
@@ -680,6 +714,26 @@ void H2Connection::respond(Stream& s) {
         // Fault injection: the HTTP/2 form of a dropped connection is a reset stream.
         logExchange(s);
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
+        return;
+    }
+    if (res.fate == http::Response::Fate::Silent) {
+        // A rule's `fail: close`: no answer; the connection ends (GOAWAY, then close).
+        logExchange(s);
+        nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+        return;
+    }
+    if (res.fate == http::Response::Fate::Hold) {
+        // A rule's `fail: timeout`: no answer; only this stream waits, until the client resets
+        // it or idle_timeout passes (then RST_STREAM CANCEL).
+        logExchange(s);
+        s.timer.emplace(worker_.io());
+        s.timer->expires_after(worker_.snapshot().config->limits.idleTimeout);
+        const std::int32_t id = s.id;
+        s.timer->async_wait([self = shared_from_this(), id](const boost::system::error_code& ec) {
+            if (ec || self->closed_ || !self->stream(id)) return;
+            nghttp2_submit_rst_stream(self->session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+            self->flush();
+        });
         return;
     }
     logExchange(s);
@@ -703,7 +757,73 @@ void H2Connection::respond(Stream& s) {
     submit(s);
 }
 
+void H2Connection::startPace(Stream& s, std::uint64_t upBytes) {
+    const auto& t = s.res.throttle;
+    auto gate = t.latency;
+    if (t.up > 0 && upBytes > 0)
+        gate += std::chrono::nanoseconds(
+            static_cast<std::int64_t>(static_cast<double>(upBytes) * 1e9 / static_cast<double>(t.up)));
+    s.pacing = true;
+    s.paceSent = 0;
+    s.paceStart = Clock::now() + gate;
+}
+
+std::size_t H2Connection::paceAllowance(Stream& s, std::size_t want) {
+    if (!s.pacing) return want;
+    const Clock::time_point now = Clock::now();
+    const std::uint64_t rate = s.res.throttle.down;
+    std::uint64_t allowed = want;
+    Clock::time_point at = s.paceStart;
+    if (now < s.paceStart) {
+        allowed = 0;
+    } else if (rate > 0) {
+        const double ns = static_cast<double>((now - s.paceStart).count());
+        const auto budget = static_cast<std::uint64_t>(ns * static_cast<double>(rate) / 1e9);
+        allowed = std::min<std::uint64_t>(want, budget > s.paceSent ? budget - s.paceSent : 0);
+        // DATA frames of a slice at least (20 ms of the rate, 1..16 KiB), not a frame per byte:
+        // less than that waits until the slice may leave.
+        const std::uint64_t slice =
+            std::min<std::uint64_t>(want, std::clamp<std::uint64_t>(rate / 50, 1024, 16 * 1024));
+        if (allowed < slice) allowed = 0;
+        const double due = static_cast<double>(s.paceSent + slice) * 1e9 / static_cast<double>(rate);
+        at = s.paceStart + std::chrono::nanoseconds(static_cast<std::int64_t>(due));
+    }
+    if (allowed > 0) {
+        s.paceSent += allowed;
+        return static_cast<std::size_t>(allowed);
+    }
+    if (!s.paceWaiting) {
+        s.paceWaiting = true;
+        if (!s.timer) s.timer.emplace(worker_.io());
+        s.timer->expires_at(std::max(at, now));
+        const std::int32_t id = s.id;
+        s.timer->async_wait([self = shared_from_this(), id](const boost::system::error_code& ec) {
+            if (ec || self->closed_) return;
+            Stream* st = self->stream(id);
+            if (!st) return;
+            st->paceWaiting = false;
+            nghttp2_session_resume_data(self->session_, id);
+            self->flush();
+        });
+    }
+    return 0;
+}
+
 void H2Connection::submit(Stream& s) {
+    if (s.pacing && Clock::now() < s.paceStart) {
+        // A rule's throttle: the head waits for its latency (a proxied body waits in its sink).
+        if (!s.timer) s.timer.emplace(worker_.io());
+        s.timer->expires_at(s.paceStart);
+        const std::int32_t id = s.id;
+        s.timer->async_wait([self = shared_from_this(), id](const boost::system::error_code& ec) {
+            if (ec || self->closed_) return;
+            if (Stream* st = self->stream(id)) {
+                self->submit(*st);
+                self->flush();
+            }
+        });
+        return;
+    }
     const http::Response& res = s.res;
     const int status = res.status;
     const bool noBody = status < 200 || status == 204 || status == 304;
@@ -829,7 +949,11 @@ long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len,
     Stream* s = stream(id);
     if (!s) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (ProxySink* p = s->proxy.get()) {
-        const std::size_t n = std::min(len, p->pending.size() - p->offset);
+        std::size_t n = std::min(len, p->pending.size() - p->offset);
+        if (n > 0 && s->pacing) {
+            n = paceAllowance(*s, n);
+            if (n == 0) return NGHTTP2_ERR_DEFERRED; // the throttle's timer resumes the stream
+        }
         if (n == 0) {
             if (p->done) {
                 *flags |= NGHTTP2_DATA_FLAG_EOF;
@@ -859,6 +983,10 @@ long H2Connection::readBody(std::int32_t id, std::uint8_t* buf, std::size_t len,
     const http::Response& res = s->res;
     const std::uint64_t total = res.bodyLength();
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len, total - s->sent));
+    if (s->pacing && n > 0) {
+        n = paceAllowance(*s, n);
+        if (n == 0) return NGHTTP2_ERR_DEFERRED; // the throttle's timer resumes the stream
+    }
     if (res.bodyKind() == http::Response::BodyKind::File) {
         ssize_t got = ::pread(res.file()->fd, buf, n, static_cast<off_t>(res.fileOffset() + s->sent));
         if (got != static_cast<ssize_t>(n)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; // file shrank

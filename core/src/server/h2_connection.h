@@ -80,6 +80,12 @@ private:
     void waitWrite();
     void dispatch(Stream& s);
     void submit(Stream& s);
+    /// A rule's throttle (http::Response::throttle) on stream `s`: its head waits for the
+    /// throttle's latency (plus the request body's time at `up`, `upBytes` bytes) and its DATA
+    /// frames leave at `down` bytes per second (readBody defers, a timer resumes).
+    void startPace(Stream& s, std::uint64_t upBytes);
+    /// Body bytes stream `s`'s throttle lets leave now (all when none is on); 0 arms the resume.
+    std::size_t paceAllowance(Stream& s, std::size_t want);
     void fail(Stream& s, int status);
     void logExchange(const Stream& s);
     std::int64_t captureStats(Stream& s);                  // capture only; returns its clock reading (ns)

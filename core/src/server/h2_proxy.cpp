@@ -15,6 +15,15 @@ namespace portico::server {
 // response), a gRPC call's capture, and whether the body streams.
 serve::ForwardTarget H2Connection::forwardTo(Stream& s, const http::Request& req) {
     captureRequest(s);
+    if (s.streaming && !s.res.streamedBodyNotes.empty()) { // request-stage replace_body rules: skipped
+        if (!s.res.ruleNames.empty()) s.res.ruleNames.push_back('\n');
+        s.res.ruleNames.append(s.res.streamedBodyNotes);
+    }
+    // The record has the request body as it goes upstream (a request-stage replace_body's result).
+    if (cap_ && !s.streaming && !s.res.ruledRequestBody.empty()) {
+        s.capBodySize = req.body.size();
+        s.capBody.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap_->cfg.bodyBytes)));
+    }
     auto sink = std::make_unique<ProxySink>();
     sink->conn = this;
     sink->id = s.id;
@@ -60,7 +69,8 @@ void H2Connection::ProxySink::onUpstreamHeadersOnly(int status, std::string_view
 void H2Connection::ProxySink::onUpstreamReset(std::uint32_t code, bool sent, const std::string& message) {
     // gRPC's PROTOCOL-HTTP2.md maps the code to the call's status at the client, so a gRPC call
     // gets the upstream's reset as it was; other requests get a 502 while nothing was sent.
-    if (!sent && !headSent && !grpc && code != NGHTTP2_REFUSED_STREAM) {
+    // A head held for replace_body was not sent either.
+    if ((!sent || rewriting) && !headSent && !grpc && code != NGHTTP2_REFUSED_STREAM) {
         onUpstreamError(502, message);
         return;
     }
@@ -84,24 +94,65 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
     proxy::mergeResponseFields(
         fields, extra, [&](std::string_view name, std::string_view value) { res.addHeader(name, value); },
         s->originHead);
+    length = len;
+    if (conn->cap_) s->capUpstreamByteNs = capture::nowNs();
     if (!res.pendingRules.empty() && rulesSnapshot) { // response-stage rules (reset() kept them)
         thread_local std::string ruled;
-        if (rulesSnapshot->rules.applyResponse(res.pendingRules, status, res.fieldBlock(), ruled,
-                                               res.ruleNames)) {
+        const rules::RuleSet& set = rulesSnapshot->rules;
+        bodyEdits.clear();
+        if (set.applyResponse(res.pendingRules, status, res.fieldBlock(), ruled, res.ruleNames, &bodyEdits)) {
             res.originalResponseFields.assign(res.fieldBlock());
             res.replaceFields(ruled);
         }
+        const bool noBody = status < 200 || status == 204 || status == 304 || headersOnly || s->head;
+        if (!bodyEdits.empty() && !noBody) {
+            std::string why =
+                grpc ? std::string("gRPC message") : rules::RuleSet::bodySkipReason(res.fieldBlock());
+            if (why.empty() && len && *len > set.maxRewriteBody())
+                why = "body over max_rewrite_body, " + std::to_string(set.maxRewriteBody()) + " bytes";
+            if (why.empty()) {
+                // The body is gathered first (onUpstreamBody); the head goes at its end.
+                rewriting = true;
+                res.pendingRules.clear();
+                return;
+            }
+            rules::RuleSet::noteSkipped(bodyEdits, why, res.ruleNames);
+        }
+        bodyEdits.clear();
     }
     res.pendingRules.clear();
     rulesSnapshot.reset();
-    length = len;
     headSent = true;
-    if (conn->cap_) s->capUpstreamByteNs = capture::nowNs();
     conn->submit(*s);
     conn->flush();
 }
 
+// A held head (`rewriting`) is submitted now, with `length`; `pending` holds the body to send. The
+// caller flushes (wake()).
+void H2Connection::ProxySink::releaseHead() {
+    rewriting = false;
+    bodyEdits.clear();
+    rulesSnapshot.reset();
+    headSent = true;
+    if (Stream* s = conn->stream(id)) conn->submit(*s);
+}
+
 bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
+    if (rewriting) {
+        const std::uint64_t limit = rulesSnapshot->rules.maxRewriteBody();
+        if (pending.size() + data.size() <= limit) {
+            pending.append(data);
+            if (conn->cap_ && capBody.size() < conn->cap_->cfg.bodyBytes)
+                capBody.append(data.substr(0, conn->cap_->cfg.bodyBytes - capBody.size()));
+            return true; // nothing goes out before the end
+        }
+        // Longer than the upstream said, or it said nothing: it passes as it comes, unchanged.
+        if (Stream* s = conn->stream(id))
+            rules::RuleSet::noteSkipped(bodyEdits,
+                                        "body over max_rewrite_body, " + std::to_string(limit) + " bytes",
+                                        s->res.ruleNames);
+        releaseHead(); // `pending` (what was gathered) goes first; wake() below sends
+    }
     pending.append(data);
     if (conn->cap_) {
         if (capBody.size() < conn->cap_->cfg.bodyBytes)
@@ -117,7 +168,24 @@ bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
 void H2Connection::ProxySink::onUpstreamEnd() {
     done = true;
     exchange.reset();
-    wake();
+    if (rewriting) {
+        // The whole body: rewritten, it goes out after the held head, with its own length.
+        Stream* s = conn->stream(id);
+        if (!s) return;
+        thread_local std::string out;
+        if (rulesSnapshot->rules.rewriteBody(bodyEdits, pending, out, s->res.ruleNames)) {
+            pending.swap(out);
+            if (conn->cap_) {
+                capBody.assign(pending, 0, std::min<std::size_t>(pending.size(), conn->cap_->cfg.bodyBytes));
+                s->res.originalResponseBody.swap(out); // the body as the upstream sent it
+            }
+        }
+        if (out.capacity() > 64 * 1024) std::string().swap(out);
+        offset = 0;
+        length = pending.size();
+        releaseHead();
+    }
+    wake(); // may end the stream and destroy this sink: nothing is touched after it
 }
 
 void H2Connection::ProxySink::onUpstreamError(int status, const std::string& message) {
@@ -125,6 +193,8 @@ void H2Connection::ProxySink::onUpstreamError(int status, const std::string& mes
     H2Connection* c = conn;
     Stream* s = c->stream(id);
     if (!s) return;
+    if (status == 0 && rewriting) status = 502; // the head was held for replace_body: nothing was sent
+    rewriting = false;
     if (status == 0 || headSent) {
         nghttp2_submit_rst_stream(c->session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
         c->flush();

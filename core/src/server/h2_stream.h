@@ -39,8 +39,15 @@ struct H2Connection::ProxySink final : client::Sink {
     // upstream's address and TLS.
     std::int64_t capResolvedNs = -1, capTcpNs = -1, capSentNs = -1;
     std::string capAddress, capTls, capAlpn;
-    // The snapshot whose RuleSet the stream's Response::pendingRules index (null when none).
+    // The snapshot whose RuleSet the stream's Response::pendingRules index (null when none); kept
+    // while `bodyEdits` point into it.
     std::shared_ptr<const Snapshot> rulesSnapshot;
+    // A response-stage replace_body (h2_proxy.cpp): while `rewriting`, the head (the stream's res)
+    // is not submitted and `pending` gathers the whole body, up to limits.max_rewrite_body; at the
+    // end the body is rewritten and the head goes with its new content-length. Past the limit the
+    // head goes with the upstream's length and the body passes unchanged.
+    std::vector<rules::BodyEdit> bodyEdits;
+    bool rewriting = false;
     bool done = false;
     bool paused = false;
     bool deferred = false;
@@ -49,6 +56,7 @@ struct H2Connection::ProxySink final : client::Sink {
     bool grpc = false;        // content-type application/grpc*: resets pass through as they are
 
     void onUpstreamHead(int status, std::string_view fields, std::optional<std::uint64_t> len) override;
+    void releaseHead(); // a head held for replace_body (`rewriting`) is submitted
     bool onUpstreamBody(std::string_view data) override;
     void onUpstreamEnd() override;
     void onUpstreamError(int status, const std::string& message) override;
@@ -121,6 +129,9 @@ struct H2Connection::Stream {
         delayed = false;
         bodyTimedOut = false;
         originHead = false;
+        pacing = false;
+        paceWaiting = false;
+        paceSent = 0;
     }
     struct Field {
         std::uint32_t name, nameLen, value, valueLen;
@@ -139,7 +150,13 @@ struct H2Connection::Stream {
     http::Response res;
     std::uint64_t sent = 0; // body bytes handed to nghttp2
     std::optional<boost::asio::steady_timer> timer;
-    bool delayed = false;             // the response waits for its `latency` (timer)
+    bool delayed = false; // the response waits for its `latency` (timer)
+    // A rule's throttle (H2Connection::startPace): no head before paceStart, then DATA at
+    // res.throttle.down bytes per second counted in paceSent; paceWaiting: `timer` will resume it.
+    bool pacing = false;
+    bool paceWaiting = false;
+    std::uint64_t paceSent = 0;
+    Clock::time_point paceStart{};
     bool bodyTimedOut = false;        // answered 408 by body_timeout: RST_STREAM(NO_ERROR) after it
     bool originHead = false;          // an intercepted origin's head: its Date and Server pass, none of ours
     std::unique_ptr<ProxySink> proxy; // a `proxy:` route's exchange in progress

@@ -11,9 +11,11 @@
 #include <portico/tls/local_ca.h>
 
 #include "routing/regex.h"
+#include "rules/body_rewrite.h"
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <tuple>
 
 namespace portico::validate {
@@ -331,8 +333,6 @@ void Validator::vhostsTogether() {
     }
 }
 
-// Each rule's match parses for its stage (the Traffic filter language, rules/rules.h). Only the
-// request stage runs in this version: a response-stage rule is refused rather than ignored.
 // C0 and C1 controls, DEL, and the line and paragraph separators U+2028/U+2029 (UTF-8).
 bool hasControlCharacter(std::string_view s) {
     for (std::size_t k = 0; k < s.size(); ++k) {
@@ -348,6 +348,10 @@ bool hasControlCharacter(std::string_view s) {
     return false;
 }
 
+// Each rule's match parses for its stage (the Traffic filter language, rules/rules.h); actions that
+// act before the request goes on (fail, map_local, map_remote) or on the whole exchange (throttle)
+// are refused at the response stage; replace_body's regex and replacement are compiled as the rule
+// will compile them.
 void Validator::rules() {
     for (std::size_t i = 0; i < c_.rules.size(); ++i) {
         const config::Rule& r = c_.rules[i];
@@ -362,9 +366,22 @@ void Validator::rules() {
                                           "name");
                 break;
             }
+        std::size_t next = 0; // the first item of the file's list the next action can be
         for (std::size_t k = 0; k < r.actions.size(); ++k) {
             const config::RuleAction& a = r.actions[k];
-            const std::string at = item(path + ".actions", k);
+            // The reader leaves out an action that did not read (it reported why), so this may be a
+            // later item of the list as written: its path is the item's found at its position.
+            std::size_t written = k;
+            for (std::size_t j = std::max(next, k); a.where.line > 0; ++j) {
+                const config::Location l = map_.at(item(path + ".actions", j));
+                if (l.line == 0) break; // not found: a config built in code
+                if (l.line == a.where.line && l.column == a.where.column) {
+                    written = j;
+                    break;
+                }
+            }
+            next = written + 1;
+            const std::string at = item(path + ".actions", written);
             using Kind = config::RuleAction::Kind;
             if (r.stage == config::Rule::Stage::Response &&
                 (a.kind == Kind::Fail || a.kind == Kind::MapLocal || a.kind == Kind::MapRemote)) {
@@ -375,6 +392,21 @@ void Validator::rules() {
                       std::string(name) +
                           " acts at the request stage (it answers instead of the route's action): use it in "
                           "a rule without `stage: response`");
+            }
+            if (r.stage == config::Rule::Stage::Response && a.kind == Kind::Throttle)
+                error(at, "throttle applies to the whole exchange (the request's body and the response): use "
+                          "it in a rule without `stage: response`");
+            if (a.kind == Kind::ReplaceBody && !a.regex.empty()) {
+                // Compiled as routes' regexes are (PCRE2, 8-bit, no UTF).
+                routing::Regex::CompileError failure;
+                if (!routing::Regex::compile(a.regex, false, &failure))
+                    error(at + ".replace_body.regex", "invalid regular expression '" + a.regex +
+                                                          "' at offset " + std::to_string(failure.offset) +
+                                                          ": " + failure.message);
+                else if (std::string why = rules::checkReplacement(a.regex, a.replaceWith); !why.empty())
+                    error(at + ".replace_body.with",
+                          "invalid replacement '" + a.replaceWith + "' " + why +
+                              " (write $1 or ${name} for a group, $$ for a dollar)");
             }
             if (a.kind == Kind::MapLocal && files_) {
                 std::error_code ec;

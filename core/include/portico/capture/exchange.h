@@ -119,6 +119,7 @@ enum ExchangeFlags : std::uint32_t {
     kIncomplete = 1u << 3,            ///< the end of the response was not seen (yet): ResponseDone absent
     kImported = 1u << 4,              ///< read from a HAR file: timings are HAR's, not the server's
     kMessagesTruncated = 1u << 5,     ///< `messages` holds only the first capture.ws_messages of messageCount
+    kOriginalBodyTruncated = 1u << 6, ///< originalRequestBody or originalResponseBody is a prefix
 };
 
 /// One exchange. Strings are bytes (not necessarily UTF-8); bodies are binary-safe prefixes.
@@ -163,6 +164,11 @@ struct Exchange {
     /// requestHeaders and responseHeaders are the fields after the rules (as sent).
     std::string originalRequestFields;
     std::string originalResponseFields;
+    /// The request's and the response's body as they were before a rule's replace_body rewrote
+    /// them, binary-safe prefixes of at most capture.body_bytes (kOriginalBodyTruncated when cut);
+    /// "" when no rule changed that body. requestBody and responseBody are the bodies as sent.
+    std::string originalRequestBody;
+    std::string originalResponseBody;
     std::uint16_t localPort = 0; ///< the listener's port
     std::string vhost;           ///< label of the vhost chosen ("" when refused before routing)
     std::string route;           ///< label of the route ("(static)", "(no route)", "" before routing)

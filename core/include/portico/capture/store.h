@@ -54,7 +54,8 @@ public:
     bool checkpoint();
 
     /// Records with id > `sinceId`, in id order, at most `max`. `withBodies` false leaves the
-    /// bodies and messages empty (their sizes stay): what a table row and the filter read.
+    /// bodies (the originals before rules too) and messages empty (their sizes stay): what a table
+    /// row and the filter read.
     std::vector<Exchange> load(std::uint64_t sinceId = 0, std::size_t max = ~std::size_t{0},
                                bool withBodies = true);
     /// The record `id`; nullopt when it is not in the file.

@@ -114,6 +114,8 @@ struct Limits {
     std::uint64_t maxHeaderBytes = 16 * 1024;      ///< → 431
     std::uint64_t maxHeaderCount = 100;            ///< → 431
     std::uint64_t maxBodyBytes = 10 * 1024 * 1024; ///< → 413
+    /// A rule's replace_body skips a body larger than this (bytes); the record says so.
+    std::uint64_t maxRewriteBody = 8 * 1024 * 1024;
     std::uint64_t maxRanges =
         16; ///< more ranges in one Range field → whole file (200), as nginx's max_ranges
     std::uint64_t maxConnectionsPerWorker = 10000;     ///< further accepts are closed at once
@@ -358,14 +360,19 @@ struct RuleAction {
         Fail,         ///< `fail: {rate: 0.2, with: reset|503}`: the exchange fails instead
         MapLocal,     ///< `map_local: PATH`: answered from a file, or from a folder for a path prefix
         MapRemote,    ///< `map_remote: URL`: sent to another origin instead
+        Throttle,     ///< `throttle: {latency: 400ms, down: 400kbit, up: 400kbit}` or a preset name
+        ReplaceBody,  ///< `replace_body: {regex: RE, with: TEXT}`: the body rewritten (PCRE2)
     };
     Kind kind = Kind::SetHeader;
     HeaderList set;                  ///< SetHeader: name → value, in the order written
     std::vector<std::string> remove; ///< RemoveHeader: field names
     /// Fail: how. Reset: nothing is sent and the connection is reset (HTTP/2: the stream,
-    /// RST_STREAM), as a mock route's drop; Status: a response with `failStatus` and a body naming
-    /// the rule, made here (an upstream is not asked).
-    enum class Failure : std::uint8_t { Reset, Status };
+    /// RST_STREAM), as a mock route's drop; Close: nothing is sent and the connection is closed
+    /// (FIN after the answers before it; HTTP/2: GOAWAY, the connection and its streams end);
+    /// Timeout: nothing is ever sent, the request is held until the client gives up or
+    /// limits.idle_timeout passes (HTTP/2: only that stream waits, then RST_STREAM CANCEL); Status: a
+    /// response with `failStatus` and a body naming the rule, made here (an upstream is not asked).
+    enum class Failure : std::uint8_t { Reset, Close, Timeout, Status };
     Failure failure = Failure::Status;
     int failStatus = 503; ///< Fail with Status: 200..599 (written as `with: 503`)
     double rate = 1.0;    ///< Fail: the share of matching exchanges that fail, 0 < rate <= 1
@@ -376,6 +383,20 @@ struct RuleAction {
     /// MapRemote: the origin, one upstream SCHEME://HOST[:PORT] (http://, h2c://, https://) without
     /// a path, with change_origin (Host: the origin's authority). The request keeps its path and query.
     ProxyAction mapRemote;
+    /// Throttle: the exchange as if over a slow link (Chrome DevTools' network throttling).
+    /// `latency` is added before the response's first byte; `down` paces the response's bytes to
+    /// the client and `up` the request body's bytes onward, in bytes per second (0: not limited).
+    /// `throttlePreset` is the Chrome preset the values came from ("Slow 3G", ...), "" for custom
+    /// values; the writer writes the name back.
+    Duration throttleLatency{0};
+    std::uint64_t throttleDown = 0; ///< bytes per second, 0 = unlimited
+    std::uint64_t throttleUp = 0;   ///< bytes per second, 0 = unlimited
+    std::string throttlePreset;
+    /// ReplaceBody: every match of `regex` (PCRE2, as routes' `~` regexes) in the body replaced by
+    /// `replaceWith` (PCRE2's substitution syntax: $1, ${name}, $$ for a dollar). Bodies larger than
+    /// limits.max_rewrite_body are left alone and the record says why.
+    std::string regex;
+    std::string replaceWith;
     Location where;
     bool operator==(const RuleAction&) const = default;
 };
@@ -386,8 +407,8 @@ struct Rule {
     std::string name; ///< optional label (records list the rules that touched them by it)
     bool enabled = true;
     /// Request: before the route's action runs (request-side keys only in `match`); Response:
-    /// on the response's head before it is written (`status:` may be used; set_header and
-    /// remove_header only).
+    /// on the response's head before it is written (`status:` may be used; set_header,
+    /// remove_header and replace_body only).
     enum class Stage : std::uint8_t { Request, Response };
     Stage stage = Stage::Request;
     std::string match; ///< the Traffic filter language (capture/filter.h); "" matches everything

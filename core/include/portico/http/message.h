@@ -94,7 +94,12 @@ public:
         Normal, ///< send the response; keep-alive per the request
         Close,  ///< send the response, then close the connection
         Drop,   ///< send nothing and reset the connection (fault injection)
+        Silent, ///< send nothing and close the connection (FIN; HTTP/2: GOAWAY and close)
+        Hold,   ///< send nothing; the request waits until the client gives up or idle_timeout
+                ///< passes (then HTTP/1.1 closes the connection, HTTP/2 resets the stream)
     };
+    /// True when the fate sends no response (Drop, Silent, Hold): no status, no head, no body.
+    bool sendsNothing() const { return fate >= Fate::Drop; }
     enum class BodyKind : std::uint8_t { None, Owned, Shared, File };
 
     int status = 200;
@@ -156,10 +161,33 @@ public:
     /// "" when no rule did.
     std::string originalRequestFields;
     std::string originalResponseFields;
+    /// A request-stage replace_body's result (RuleSet::applyRequest): the request's body as the
+    /// rules rewrote it, which the request's `body` then views; "" when none did.
+    std::string ruledRequestBody;
+    /// The request's / response's body before a replace_body rewrote it (the whole of it, at most
+    /// limits.max_rewrite_body: capture cuts it to capture.body_bytes); "" when no rule changed it.
+    std::string originalRequestBody;
+    std::string originalResponseBody;
+    /// Request-stage replace_body rules that found no body to rewrite (it was empty when they ran,
+    /// as a body streaming to an upstream is): their "NAME: replace_body skipped (streamed request
+    /// body)" lines, '\n'-separated, which the session adds to `ruleNames` when the body does stream
+    /// (serve::ForwardTarget::bodyFollows); "" when there are none.
+    std::string streamedBodyNotes;
+    /// A rule's `throttle` for this exchange (RuleSet::applyRequest): the response's first byte
+    /// leaves no earlier than `latency` plus the request body's time at `up` after the request
+    /// arrived, and its bytes (head and body) leave at `down` (bytes per second; 0: not limited).
+    /// Carried out by the connection (HTTP/1.1: its writes; HTTP/2: the stream's DATA frames).
+    struct Throttle {
+        std::chrono::nanoseconds latency{0};
+        std::uint64_t down = 0; ///< bytes per second, 0 = not limited
+        std::uint64_t up = 0;   ///< bytes per second, 0 = not limited
+        bool active() const { return latency.count() > 0 || down > 0 || up > 0; }
+    };
+    Throttle throttle;
     /// Set by whatever fills the rule state above (RuleSet::applyRequest), so that clearing it costs
     /// one test for an exchange no rule looked at.
     bool ruleStateUsed = false;
-    /// Clears the rule state above, keeping capacity.
+    /// Clears the rule state above, keeping capacity (but not a rewritten body's beyond 64 KiB).
     void clearRuleState() {
         if (!ruleStateUsed) return;
         ruleStateUsed = false;
@@ -168,6 +196,14 @@ public:
         ruleNames.clear();
         originalRequestFields.clear();
         originalResponseFields.clear();
+        ruledRequestBody.clear();
+        if (ruledRequestBody.capacity() > 64 * 1024) std::string().swap(ruledRequestBody); // a large body's
+        for (std::string* body : {&originalRequestBody, &originalResponseBody}) {
+            body->clear();
+            if (body->capacity() > 64 * 1024) std::string().swap(*body);
+        }
+        streamedBodyNotes.clear();
+        throttle = {};
     }
     /// Replaces every field line with `block` ("Name: value\r\n" lines; a response rule's result).
     void replaceFields(std::string_view block) { fields_.assign(block); }

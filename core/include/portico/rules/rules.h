@@ -14,6 +14,13 @@
 // written (applyResponse). Fields the connection writes itself (Date, Server, Content-Length,
 // Transfer-Encoding, Connection) are not theirs to change (the loader refuses those names).
 //
+// A replace_body (a PCRE2 regex and its replacement, compiled here once) needs the whole body: at
+// the request stage the body serve() was given (not one that streams to an upstream); at the
+// response stage applyResponse reports the edits of the rules that applied to the head and the
+// connection buffers the body (up to limits.max_rewrite_body), rewrites it (rewriteBody) and sends
+// it with its new length. Compressed and gRPC bodies, streamed request bodies and bodies over the
+// limit pass unchanged; the record's rule list says why ("NAME: replace_body skipped (...)").
+//
 // Keys a match may use: method, path (prefix of the path, query excluded, as received), url
 // (substring of scheme://host/target), host (substring of Host/:authority), header (NAME or
 // NAME=VALUE substring; at the response stage the request's or the response's fields, as the
@@ -90,6 +97,17 @@ private:
     std::unordered_map<std::string, Counter> counters_;
 };
 
+class BodyRegex; // rules/body_rewrite.h (private to the library)
+
+/// A replace_body action that applies to one body (RuleSet::applyResponse collects those of the
+/// rules that applied to a head; RuleSet::rewriteBody runs them). Views into the RuleSet and its
+/// config snapshot, which must outlive it.
+struct BodyEdit {
+    const BodyRegex* regex = nullptr;   ///< the action's regex and replacement, compiled
+    const config::Rule* rule = nullptr; ///< the action's rule (its name goes into the record)
+    std::uint32_t configIndex = 0;      ///< the rule's place in config.rules ("rules[N]" when unnamed)
+};
+
 /// What the request-stage rules decided.
 struct RequestVerdict {
     /// The first rule that failed the exchange (its Fail action in `fail`), or null.
@@ -131,7 +149,12 @@ public:
     /// per-thread generator). Cheap when no rule matches: nothing is allocated, and a rule whose
     /// match needs a path prefix of 3 bytes or more is tried only for paths with the same 2nd and
     /// 3rd bytes (one bit test decides most requests; tests/perf/ir_per_request.sh RULES=100).
-    /// `res`'s rule fields must be clear (serve() clears them).
+    /// A replace_body rewrites `req.body` when it is there (rewriteBody; not a compressed or gRPC
+    /// body, see bodySkipReason): the result goes to `res.ruledRequestBody`, which `req.body` then
+    /// views, and the body as received to `res.originalRequestBody` (for the record). An empty body is left
+    /// alone, and as it may be one streaming to an upstream the rule is noted in `res.streamedBodyNotes` for
+    /// the session to record when the body does stream. `res`'s rule fields must be clear (serve() clears
+    /// them).
     RequestVerdict applyRequest(http::Request& req, int httpVersion, http::Response& res) const;
 
     /// The response stage of one exchange: applies, in list order, the rules of `pending` (from
@@ -139,8 +162,36 @@ public:
     /// response's field block as it would be sent). True when a rule changed the fields: `out`
     /// holds the new block ("Name: value\r\n" lines). The names of the rules that applied are
     /// appended to `names` ('\n'-separated).
+    /// `bodyEdits` (optional): the replace_body actions of the rules that applied are appended, in
+    /// order, for the caller to run on the body (rewriteBody) once it has it whole; untouched when
+    /// no such rule applied.
     bool applyResponse(std::span<const std::uint64_t> pending, int status, std::string_view fields,
-                       std::string& out, std::string& names) const;
+                       std::string& out, std::string& names,
+                       std::vector<BodyEdit>* bodyEdits = nullptr) const;
+
+    /// True when a request-stage rule with a replace_body may take a request for `rawPath` (its
+    /// path index says so; the rest of its match is decided with the whole request). The sessions
+    /// then read a body of a known length up to maxRewriteBody() whole instead of streaming it to an
+    /// upstream, so the rule can rewrite it (serve::streamsRequestBody). False at once when no such
+    /// rule exists.
+    bool mayRewriteRequestBody(std::string_view rawPath) const;
+    /// limits.max_rewrite_body of this set's config (bytes): replace_body leaves a larger body alone.
+    std::uint64_t maxRewriteBody() const { return maxRewriteBody_; }
+    /// Runs `edits` in order on `body` (each on the result of the one before): true when the body
+    /// changed, `out` then holding the new one. Left alone, with a note in `names` ("NAME:
+    /// replace_body skipped (WHY)", '\n'-separated as applyResponse's names), when `body` is
+    /// larger than maxRewriteBody(), or an edit's regex reaches its match limit, or its result
+    /// would be larger than maxRewriteBody() (the edits before it still apply). An empty body is
+    /// left alone. Allocates only when an edit's regex matches (the new body).
+    bool rewriteBody(std::span<const BodyEdit> edits, std::string_view body, std::string& out,
+                     std::string& names) const;
+    /// Appends "NAME: replace_body skipped (WHY)" to `names` for each rule of `edits` (once per
+    /// rule): the body is not rewritten (compressed, gRPC, streamed, larger than max_rewrite_body).
+    static void noteSkipped(std::span<const BodyEdit> edits, std::string_view why, std::string& names);
+    /// Why a body with these fields ("Name: value\r\n" lines) is never rewritten, "" when it may be:
+    /// a Content-Encoding other than identity ("compressed body (Content-Encoding: gzip)"), or a
+    /// gRPC content type (application/grpc*, "gRPC message").
+    static std::string bodySkipReason(std::string_view fields);
 
     /// The compiled form of a MapLocal action of this set's config (RequestVerdict::map).
     const MapLocal& mapLocal(const config::RuleAction* action) const { return mapLocal_.at(action); }
@@ -151,6 +202,7 @@ private:
         Match match;
         std::uint32_t configIndex = 0;              ///< its place in config.rules
         std::atomic<std::uint64_t>* hits = nullptr; ///< MatchCounts' counter, or null
+        std::uint32_t editsBegin = 0, editsEnd = 0; ///< its replace_body actions in bodyEdits_
     };
     // One stage's rules and their index, positions ascending: the rules tried for every request (no
     // required path prefix, or one shorter than 3 bytes), and the others by their prefix's 2nd and
@@ -175,6 +227,12 @@ private:
     StageRules response_;
     std::vector<MatchCounts::Counter> counters_; ///< keeps the counters the rules point at
     std::unordered_map<const config::RuleAction*, MapLocal> mapLocal_;
+    /// Every rule's replace_body actions, compiled (Compiled::editsBegin/End), and their regexes.
+    std::vector<BodyEdit> bodyEdits_;
+    std::vector<std::shared_ptr<const BodyRegex>> bodyRegexes_;
+    std::uint64_t maxRewriteBody_ = 0;
+    bool requestRewrites_ = false; ///< a request-stage rule has a replace_body
+    void rewriteRequestBody(const Compiled& c, http::Request& req, http::Response& res) const;
 };
 
 /// Validates a rule's match as the loader does (Match::parse); "" when it is good.
