@@ -311,6 +311,7 @@ void appendFieldBlock(std::string& out, std::string_view name, std::string_view 
 bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request& req, http::Response& res,
                        RequestVerdict& verdict) const {
     if (!c.match.matches(view)) return true;
+    res.ruleStateUsed = true; // from here on the rule may write the exchange's rule state
     if (c.hits) c.hits->fetch_add(1, std::memory_order_relaxed);
     bool edits = false, touched = false;
     const config::RuleAction* map = nullptr;
@@ -366,7 +367,8 @@ bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request
 }
 
 RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion, http::Response& res) const {
-    res.ruleStateUsed = true;
+    // The rule state is marked used only by a rule that matches (applyOne) or a response-stage rule
+    // selected below: with rules none of which match, clearing it costs one test.
     RequestVerdict verdict;
     const RequestView view{req, httpVersion};
     if (!request_.rules.empty())
@@ -377,8 +379,10 @@ RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion, http::
     if (verdict.fail || response_.rules.empty()) return verdict;
     response_.candidates(req.rawPath, [&](std::uint32_t i) {
         std::uint32_t left = 0;
-        if (response_.rules[i].match.matchesRequestSide(view, left))
+        if (response_.rules[i].match.matchesRequestSide(view, left)) {
+            res.ruleStateUsed = true;
             res.pendingRules.push_back(std::uint64_t{i} << 32 | left);
+        }
         return true;
     });
     return verdict;

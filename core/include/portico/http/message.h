@@ -184,8 +184,9 @@ public:
         bool active() const { return latency.count() > 0 || down > 0 || up > 0; }
     };
     Throttle throttle;
-    /// Set by whatever fills the rule state above (RuleSet::applyRequest), so that clearing it costs
-    /// one test for an exchange no rule looked at.
+    /// Set by whatever fills the rule state above (RuleSet::applyRequest, when a rule matches or a
+    /// response-stage rule is selected), so that clearing it costs one test for an exchange no rule
+    /// took.
     bool ruleStateUsed = false;
     /// Clears the rule state above, keeping capacity (but not a rewritten body's beyond 64 KiB).
     void clearRuleState() {
