@@ -359,15 +359,16 @@ private slots:
         auto v = apply(set, r, res);
         QVERIFY(!v.fail);
         QCOMPARE(std::string(r.req.body), std::string("id=[1>&id=[22>&name=id"));
-        QCOMPARE(r.req.body.data(), res.ruledRequestBody.data());
-        QCOMPARE(body, std::string("id=1&id=22&name=id")); // the received body is not written to
+        QVERIFY(r.req.body.data() == res.ruledRequestBody.data()); // a view of the Response's copy
+        QCOMPARE(body, std::string("id=1&id=22&name=id"));         // the received body is not written to
         QCOMPARE(res.ruleNames, std::string("ids\nrules[1]"));
         QVERIFY(res.streamedBodyNotes.empty());
         // No match: the body stays the received one (no copy), the rule is still named.
         Req same("PUT", "/api/y", "h");
-        same.req.body = body.substr(10);
+        const std::string tail = body.substr(10);
+        same.req.body = tail;
         apply(set, same, res);
-        QCOMPARE(same.req.body.data(), body.data() + 10);
+        QVERIFY(same.req.body.data() == tail.data()); // the same bytes, not a copy
         QVERIFY(res.ruledRequestBody.empty());
         QCOMPARE(res.ruleNames, std::string("ids"));
         // No body (or one still to come): nothing changes, the session is told.
@@ -391,7 +392,7 @@ private slots:
         const std::string bigBody = "id=" + big;
         large.req.body = bigBody;
         apply(set, large, res);
-        QCOMPARE(large.req.body.data(), bigBody.data());
+        QVERIFY(large.req.body.data() == bigBody.data());
         QCOMPARE(res.ruleNames,
                  std::string("ids\nids: replace_body skipped (body over max_rewrite_body, 64 bytes)"));
         // A rule that does not match leaves the body alone.
