@@ -1,6 +1,7 @@
 // Reads the top-level `rules:` list: each rule's name, enabled, stage and match (kept as text:
 // validate parses it with the Traffic filter language) and its actions, one-key maps of
 // set_header, remove_header, fail, map_local, map_remote, throttle or replace_body.
+#include "config/throttle_presets.h"
 #include "reader_impl.h"
 
 #include <portico/http/message.h>
@@ -34,21 +35,7 @@ constexpr std::string_view kRateExamples =
 // A throttle's latency beyond this is a mistake (the exchange would outlive every timeout).
 constexpr auto kMaxThrottleLatency = std::chrono::hours(1);
 
-// Chrome DevTools' network throttling presets, named as DevTools names them (case-sensitive), with
-// its numbers: latency, then download and upload in bytes per second (Chrome's kbit/s figures
-// divided by 8). Chrome renamed "Fast 3G" to "Slow 4G" in 2024; both names are kept. The writer
-// (writer.cpp) has the same table, to write a preset back by its name.
-struct ThrottlePreset {
-    std::string_view name;
-    Duration latency;
-    std::uint64_t down, up;
-};
-const ThrottlePreset kThrottlePresets[] = {
-    {"Slow 3G", std::chrono::milliseconds(2000), 50000, 50000},    // 400 kbit/s both ways
-    {"Fast 3G", std::chrono::microseconds(562500), 180000, 84375}, // 1.44 Mbit/s, 675 kbit/s
-    {"Slow 4G", std::chrono::microseconds(562500), 180000, 84375}, // the same, renamed
-    {"Fast 4G", std::chrono::milliseconds(165), 1012500, 168750},  // 8.1 Mbit/s, 1.35 Mbit/s
-};
+// The presets' names, for the suggestion when a name is unknown (kThrottlePresets' order).
 constexpr std::string_view kThrottlePresetNames[] = {"Slow 3G", "Fast 3G", "Slow 4G", "Fast 4G"};
 
 // Rate units: bits per second (1000-based, as tc and Chrome count them; the prefix letter in either

@@ -2,6 +2,8 @@
 #include <portico/config/writer.h>
 #include <portico/http/message.h>
 
+#include "config/throttle_presets.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -275,20 +277,6 @@ std::string shortestNumber(double d) {
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
     return ec == std::errc{} ? std::string(buf, end) : std::to_string(d);
 }
-
-// Chrome DevTools' throttling presets, as read_rules.cpp reads them: a throttle whose values are
-// still its preset's is written back by the preset's name.
-struct ThrottlePreset {
-    std::string_view name;
-    Duration latency;
-    std::uint64_t down, up;
-};
-const ThrottlePreset kThrottlePresets[] = {
-    {"Slow 3G", std::chrono::milliseconds(2000), 50000, 50000},
-    {"Fast 3G", std::chrono::microseconds(562500), 180000, 84375},
-    {"Slow 4G", std::chrono::microseconds(562500), 180000, 84375},
-    {"Fast 4G", std::chrono::milliseconds(165), 1012500, 168750},
-};
 
 // A rate in bytes per second as the reader reads it back exactly: in whole gbit, mbit or kbit
 // when the bits divide (50000 B/s is "400kbit"), else in bytes ("7B").
