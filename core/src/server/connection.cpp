@@ -714,11 +714,7 @@ void Connection::startPace(const http::Response::Throttle& t, std::uint64_t upBy
     r.paceSkip = out_.allocated() ? out_.size() : 0;
     r.paceSent = 0;
     r.paceRate = t.down;
-    auto gate = t.latency;
-    if (t.up > 0 && upBytes > 0)
-        gate += std::chrono::nanoseconds(
-            static_cast<std::int64_t>(static_cast<double>(upBytes) * 1e9 / static_cast<double>(t.up)));
-    r.paceStart = Clock::now() + gate;
+    r.paceStart = Clock::now() + t.firstByteDelay(upBytes);
 }
 
 std::uint64_t Connection::paceAllowance(Clock::time_point now) const {

@@ -758,14 +758,9 @@ void H2Connection::respond(Stream& s) {
 }
 
 void H2Connection::startPace(Stream& s, std::uint64_t upBytes) {
-    const auto& t = s.res.throttle;
-    auto gate = t.latency;
-    if (t.up > 0 && upBytes > 0)
-        gate += std::chrono::nanoseconds(
-            static_cast<std::int64_t>(static_cast<double>(upBytes) * 1e9 / static_cast<double>(t.up)));
     s.pacing = true;
     s.paceSent = 0;
-    s.paceStart = Clock::now() + gate;
+    s.paceStart = Clock::now() + s.res.throttle.firstByteDelay(upBytes);
 }
 
 std::size_t H2Connection::paceAllowance(Stream& s, std::size_t want) {

@@ -182,6 +182,12 @@ public:
         std::uint64_t down = 0; ///< bytes per second, 0 = not limited
         std::uint64_t up = 0;   ///< bytes per second, 0 = not limited
         bool active() const { return latency.count() > 0 || down > 0 || up > 0; }
+        /// How long the response's first byte waits: `latency`, plus `upBytes` of request body at `up`.
+        std::chrono::nanoseconds firstByteDelay(std::uint64_t upBytes) const {
+            if (up == 0 || upBytes == 0) return latency;
+            return latency + std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                 static_cast<double>(upBytes) * 1e9 / static_cast<double>(up)));
+        }
     };
     Throttle throttle;
     /// Set by whatever fills the rule state above (RuleSet::applyRequest, when a rule matches or a
