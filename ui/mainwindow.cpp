@@ -6,11 +6,13 @@
 #include "inspector/inspectorwidget.h"
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
+#include "paused/pausedpage.h"
 #include "rules/rulespage.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
 #include "traffic/trafficpage.h"
 
+#include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QCoreApplication>
@@ -31,6 +33,7 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QUrl>
@@ -52,9 +55,11 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
     m_traffic = new TrafficPage(server);
     m_latency = new LatencyPage(server);
     m_rules = new RulesPage(server);
+    m_paused = new PausedPage(server->engine());
     m_tabs->addTab(m_sites, tr("Sites"));
     m_tabs->addTab(m_traffic, tr("Traffic"));
     m_tabs->addTab(m_rules, tr("Rules"));
+    m_tabs->addTab(m_paused, tr("Paused"));
     // The load test's form, run and history are taller than a small screen (800×500 logical
     // pixels at 2× on 1600×1000): it scrolls there instead of making the window's minimum
     // height exceed the screen.
@@ -73,6 +78,13 @@ MainWindow::MainWindow(ServerController* server, QWidget* parent) : QMainWindow(
             [this](const QString& text) { statusBar()->showMessage(text, 8000); });
     connect(m_rules, &RulesPage::notice, this,
             [this](const QString& text) { statusBar()->showMessage(text, 8000); });
+    // The Paused tab's title counts the exchanges waiting there; a new one brings the tab forward.
+    connect(m_paused, &PausedPage::countChanged, this, &MainWindow::updatePausedTab);
+    connect(m_paused, &PausedPage::exchangePaused, this, [this] {
+        m_tabs->setCurrentWidget(m_paused);
+        QApplication::alert(this);
+    });
+    updatePausedTab();
     connect(m_traffic, &TrafficPage::createRuleRequested, this,
             [this](const QString& match, const QString& name) {
                 m_tabs->setCurrentWidget(m_rules);
@@ -153,9 +165,16 @@ void MainWindow::buildMenus() {
     // QKeySequence::Quit has no keys on some platform themes (offscreen, plain X11): say Ctrl+Q.
     file->addAction(tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), this, &QWidget::close);
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (int i = 0; i < m_tabs->count(); ++i)
-        view->addAction(m_tabs->tabText(i), QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
-                        [this, i] { m_tabs->setCurrentIndex(i); });
+    // Ctrl+1 … Ctrl+5 stay on the five tabs they always named; Paused has no number of its own.
+    int key = 0;
+    for (int i = 0; i < m_tabs->count(); ++i) {
+        QWidget* page = m_tabs->widget(i);
+        if (page == m_paused)
+            view->addAction(tr("Paused"), this, [this, page] { m_tabs->setCurrentWidget(page); });
+        else
+            view->addAction(m_tabs->tabText(i), QKeySequence(Qt::CTRL | (Qt::Key_1 + key++)), this,
+                            [this, page] { m_tabs->setCurrentWidget(page); });
+    }
     QMenu* traffic = menuBar()->addMenu(tr("&Traffic"));
     auto showTraffic = [this] { m_tabs->setCurrentWidget(m_traffic); };
     traffic->addAction(tr("&Filter"), QKeySequence::Find, this, [this, showTraffic] {
@@ -391,6 +410,8 @@ bool MainWindow::showTab(const QString& name) {
         m_tabs->setCurrentWidget(m_traffic);
     else if (n == "rules")
         m_tabs->setCurrentWidget(m_rules);
+    else if (n == "paused")
+        m_tabs->setCurrentWidget(m_paused);
     else if (n == "inspector") {
         m_tabs->setCurrentWidget(m_traffic);
         const int total = std::max(m_traffic->splitter()->height(), 600); // not laid out before show()
@@ -448,6 +469,18 @@ bool MainWindow::openDraft(const QString& path, QString* why) {
     m_sites->openDraft(*draft, problems);
     m_tabs->setCurrentWidget(m_sites);
     return true;
+}
+
+void MainWindow::updatePausedTab() {
+    const int count = m_paused->count();
+    const int tab = m_tabs->indexOf(m_paused);
+    m_tabs->setTabText(tab, count ? tr("Paused (%1)").arg(count) : tr("Paused"));
+    // Highlighted while something waits there.
+    m_tabs->tabBar()->setTabTextColor(tab, count ? QColor("#d35400") : QColor());
+    m_tabs->setTabToolTip(
+        tab,
+        count ? tr("%n exchange(s) paused by breakpoint rules: resume, answer or abort them", nullptr, count)
+              : tr("Exchanges paused by a rule's breakpoint action wait here"));
 }
 
 void MainWindow::updateRecentMenu() {

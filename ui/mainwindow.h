@@ -1,4 +1,4 @@
-// The main window: Sites, Traffic, Rules, Load test and Latency tabs over one in-process server,
+// The main window: Sites, Traffic, Rules, Paused, Load test and Latency tabs over one in-process server,
 // and a status bar.
 #pragma once
 
@@ -17,6 +17,7 @@ namespace portico::ui {
 
 class LatencyPage;
 class LoadTestPage;
+class PausedPage;
 class RulesPage;
 class ServerController;
 class SitesPage;
@@ -32,10 +33,12 @@ public:
     SitesPage* sitesPage() const { return m_sites; }
     TrafficPage* trafficPage() const { return m_traffic; }
     RulesPage* rulesPage() const { return m_rules; }
+    PausedPage* pausedPage() const { return m_paused; }
     LoadTestPage* loadTestPage() const { return m_load; }
     LatencyPage* latencyPage() const { return m_latency; }
-    /// Shows the tab called `name` ("sites", "traffic", "rules", "inspector", "load", "latency"); false if
-    /// there is none ("inspector" is the Traffic tab with the inspector given most of the height).
+    /// Shows the tab called `name` ("sites", "traffic", "rules", "paused", "inspector", "load",
+    /// "latency"); false if there is none ("inspector" is the Traffic tab with the inspector given
+    /// most of the height).
     bool showTab(const QString& name);
     /// Every menu action with a shortcut, as "Menu › Item" → keys (the Help › Keyboard shortcuts
     /// list, and what tests press).
@@ -90,12 +93,15 @@ private:
     void updateContextShortcuts();
     void updateTitle();
     void updateIntercept();
+    /// The Paused tab's title ("Paused (2)") and highlight.
+    void updatePausedTab();
 
     ServerController* m_server;
     QTabWidget* m_tabs = nullptr;
     SitesPage* m_sites = nullptr;
     TrafficPage* m_traffic = nullptr;
     RulesPage* m_rules = nullptr;
+    PausedPage* m_paused = nullptr;      ///< exchanges held by breakpoint rules
     QScrollArea* m_loadScroll = nullptr; ///< the Load test tab: m_load, scrolled on small screens
     LoadTestPage* m_load = nullptr;
     LatencyPage* m_latency = nullptr;

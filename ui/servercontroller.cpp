@@ -35,6 +35,8 @@ void removeSessionFile(const QString& path) {
 
 ServerController::ServerController(QObject* parent)
     : QObject(parent), m_watcher(new QFileSystemWatcher(this)) {
+    // The app decides paused exchanges (the Paused tab): configs with breakpoint rules may start.
+    m_engine.setBreakpointsEnabled(true);
     // Capture always writes a session file, so every row of the table can be inspected however
     // long ago it arrived: a temporary one per app (removed at exit unless saved; Save capture
     // copies it) when the project names no capture.store. Files of apps that are gone (a crash)

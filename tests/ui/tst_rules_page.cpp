@@ -4,7 +4,8 @@
 // external edits reload the list, "Create rule from this exchange", the Matched column, and the
 // map_local and map_remote forms (the loader's messages, a file served, a config that has them),
 // the throttle form (a preset's values are the reader's; custom values), replace_body (its fields,
-// a bad regex's message) and fail's close and timeout, each applied and read back from the file.
+// a bad regex's message), fail's close and timeout and breakpoint (its timeout; a bad one's message),
+// each applied and read back from the file.
 #include "mainwindow.h"
 #include "rules/rulespage.h"
 #include "servercontroller.h"
@@ -708,6 +709,99 @@ private slots:
                  int(config::RuleAction::Failure::Timeout));
         QCOMPARE(field<QDoubleSpinBox>("failRate")->value(), 0.25);
         QVERIFY(!m_page->hasChanges());
+    }
+
+    // breakpoint: chosen from the action kinds it starts with the default timeout (5m); a timeout
+    // typed as the file writes it reaches the rule (empty: the default again), at the response stage
+    // too and after another action; Apply puts it in the config in force and the file, and the form
+    // shows it again from the file. (No request is made: it would wait in the Paused queue.)
+    void breakpointFormTakesATimeout() {
+        m_page->addRule();
+        typeInto(field<QLineEdit>("ruleMatch"), "path:/hello");
+        QTest::mouseClick(field<QPushButton>("addAction"), Qt::LeftButton); // after a set_header
+        chooseKind(config::RuleAction::Kind::Breakpoint);
+        auto* timeout = field<QLineEdit>("breakpointTimeout");
+        QVERIFY(timeout->isVisible());
+        QCOMPARE(timeout->text(), QString("5m"));
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(),
+                 QString("set X-Debug: 1; breakpoint (timeout 5m)"));
+
+        typeInto(timeout, "90s");
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QCOMPARE(field<QListWidget>("ruleActions")->item(1)->text(), QString("breakpoint (timeout 90s)"));
+        const config::RuleAction& edited = m_page->rules().at(0).actions.at(1);
+        QCOMPARE(edited.kind, config::RuleAction::Kind::Breakpoint);
+        QVERIFY(edited.breakpointTimeout == std::chrono::seconds(90));
+        typeInto(timeout, "");
+        QVERIFY(m_page->rules().at(0).actions.at(1).breakpointTimeout == std::chrono::minutes(5));
+        typeInto(timeout, "90s");
+        choose(field<QComboBox>("ruleStage"), int(config::Rule::Stage::Response));
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QVERIFY(!errorLabel("action")->isVisible());
+
+        QVERIFY(applyButton()->isEnabled());
+        QVERIFY(m_page->apply());
+        const config::Rule& r = m_server->config()->rules.at(0);
+        QCOMPARE(r.stage, config::Rule::Stage::Response);
+        QCOMPARE(r.actions.size(), std::size_t(2));
+        QCOMPARE(r.actions[1].kind, config::RuleAction::Kind::Breakpoint);
+        QVERIFY(r.actions[1].breakpointTimeout == std::chrono::seconds(90));
+        QVERIFY2(savedText().contains("breakpoint: {timeout: 90s}"), savedText().constData());
+
+        reopenSaved();
+        m_page->select(0);
+        field<QListWidget>("ruleActions")->setCurrentRow(1);
+        QCOMPARE(field<QComboBox>("actionKind")->currentData().toInt(),
+                 int(config::RuleAction::Kind::Breakpoint));
+        QCOMPARE(field<QLineEdit>("breakpointTimeout")->text(), QString("90s"));
+        QVERIFY(!m_page->hasChanges());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+    }
+
+    // A timeout the loader refuses (outside 1s..24h, no unit, not a duration) shows the reader's
+    // message under the action, is summarised as typed and keeps Apply off; a good one clears it.
+    // Another kind chosen drops the text typed, and breakpoint again shows the last good timeout.
+    void breakpointBadTimeoutKeepsApplyOff() {
+        m_page->addRule();
+        typeInto(field<QLineEdit>("ruleMatch"), "path:/hello");
+        chooseKind(config::RuleAction::Kind::Breakpoint);
+        auto* timeout = field<QLineEdit>("breakpointTimeout");
+        QLabel* error = errorLabel("action");
+        const struct {
+            const char* typed;
+            const char* message;
+        } bad[] = {{"25h", "timeout must be between 1s and 24h, got 25h"},
+                   {"999ms", "timeout must be between 1s and 24h, got 999ms"},
+                   {"30", "duration '30' needs a unit"},
+                   {"soon", "invalid duration 'soon'"}};
+        for (const auto& b : bad) {
+            typeInto(timeout, b.typed);
+            QVERIFY2(error->isVisible(), b.typed);
+            QVERIFY2(error->text().contains(b.message), qPrintable(error->text()));
+            QCOMPARE(m_page->table()->item(0, RulesPage::Actions)->text(),
+                     QString("breakpoint (timeout %1)").arg(b.typed));
+            QVERIFY(m_page->hasChanges());
+            QVERIFY(!applyButton()->isEnabled());
+            QVERIFY(!m_page->apply());
+            QVERIFY(m_server->config()->rules.empty());
+        }
+
+        typeInto(timeout, "24h");
+        QVERIFY(!error->isVisible());
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        QVERIFY(applyButton()->isEnabled());
+        QVERIFY(m_page->rules().at(0).actions.at(0).breakpointTimeout == std::chrono::hours(24));
+
+        QTest::keyClick(timeout, Qt::Key_Backspace); // "24": refused, the rule keeps 24h
+        QVERIFY(error->isVisible());
+        QVERIFY(m_page->rules().at(0).actions.at(0).breakpointTimeout == std::chrono::hours(24));
+        chooseKind(config::RuleAction::Kind::SetHeader);
+        QVERIFY2(m_page->problems().isEmpty(), qPrintable(m_page->problems().join('\n')));
+        chooseKind(config::RuleAction::Kind::Breakpoint);
+        QCOMPARE(timeout->text(), QString("24h"));
+        QVERIFY(!error->isVisible());
+        QVERIFY(applyButton()->isEnabled());
     }
 };
 

@@ -1,8 +1,8 @@
 // Tests for the `rules:` section of the config: the reader's model (every key, the shorthands and
-// the defaults, throttle's presets and rates, replace_body), its located errors (unknown keys, kinds
-// not supported yet, malformed actions, header names and values, fail's status and rate, rates and
-// latencies), the source map of each rule's `match`, validate's checks (stages, replace_body's
-// regex and replacement), and the writer's round trip.
+// the defaults, throttle's presets and rates, replace_body, breakpoint's timeout), its located
+// errors (unknown keys, malformed actions, header names and values, fail's status and rate, rates,
+// latencies and timeouts), the source map of each rule's `match`, validate's checks (stages,
+// replace_body's regex and replacement), and the writer's round trip.
 #include "test_support.h"
 
 #include <portico/config/reader.h>
@@ -271,6 +271,20 @@ private slots:
                    "  - stage: request\n"
                    "    actions: [{throttle: Fast 4G}, {fail: timeout}, {fail: {rate: 0.1, with: close}}]\n")
             << QStringList{};
+        // breakpoint works at both stages, with other actions.
+        QTest::newRow("breakpoint at the request stage")
+            << QByteArray(
+                   "rules:\n"
+                   "  - match: \"path:/api\"\n"
+                   "    actions: [{set_header: {X-A: \"1\"}}, {breakpoint: {timeout: 30s}}, {throttle: "
+                   "Fast 4G}]\n")
+            << QStringList{};
+        QTest::newRow("breakpoint at the response stage")
+            << QByteArray("rules:\n"
+                          "  - stage: response\n"
+                          "    match: \"status:5xx\"\n"
+                          "    actions: [{breakpoint: true}, {replace_body: {regex: 'a', with: b}}]\n")
+            << QStringList{};
         QTest::newRow("fail close at the response stage")
             << QByteArray("rules:\n"
                           "  - stage: response\n"
@@ -502,7 +516,8 @@ private slots:
             break;
         case RuleAction::Kind::MapLocal:
         case RuleAction::Kind::MapRemote:
-        case RuleAction::Kind::Throttle: // mapActions and throttle test these
+        case RuleAction::Kind::Throttle:   // mapActions and throttle test these
+        case RuleAction::Kind::Breakpoint: // and breakpoint this one
             break;
         case RuleAction::Kind::RemoveHeader: {
             QStringList names;
@@ -597,10 +612,10 @@ private slots:
         row("action written as a rule key", "rules:\n  - fail: 503\n",
             {"test.yaml:2:5: rules[0].fail: unknown key 'fail'",
              "test.yaml:2:5: rules[0]: a rule needs `actions:` (a list of set_header, remove_header, "
-             "fail, map_local, map_remote, throttle or replace_body)"});
+             "fail, map_local, map_remote, throttle, replace_body or breakpoint)"});
         row("missing actions", "rules:\n  - name: x\n",
             {"test.yaml:2:5: rules[0]: a rule needs `actions:` (a list of set_header, remove_header, "
-             "fail, map_local, map_remote, throttle or replace_body)"});
+             "fail, map_local, map_remote, throttle, replace_body or breakpoint)"});
         row("empty actions", "rules:\n  - actions: []\n",
             {"test.yaml:2:14: rules[0].actions: a rule needs at least one action"});
         row("null actions", "rules:\n  - name: x\n    actions:\n",
@@ -631,13 +646,13 @@ private slots:
              "has 'remove_header' (write each action as its own list item)"});
         row("no key in an action", "rules:\n  - actions:\n      - {}\n",
             {"test.yaml:3:9: rules[0].actions[0]: expected an action: a map with one key, set_header, "
-             "remove_header, fail, map_local, map_remote, throttle or replace_body (e.g. `- remove_header: "
-             "Cache-Control`), got an "
+             "remove_header, fail, map_local, map_remote, throttle, replace_body or breakpoint (e.g. `- "
+             "remove_header: Cache-Control`), got an "
              "empty map"});
         row("action a scalar", "rules:\n  - actions:\n      - fail\n",
             {"test.yaml:3:9: rules[0].actions[0]: expected an action: a map with one key, set_header, "
-             "remove_header, fail, map_local, map_remote, throttle or replace_body (e.g. `- remove_header: "
-             "Cache-Control`), got "
+             "remove_header, fail, map_local, map_remote, throttle, replace_body or breakpoint (e.g. `- "
+             "remove_header: Cache-Control`), got "
              "'fail'"});
         row("set_header bad name", "rules:\n  - actions:\n      - set_header: {\"Bad Name\": x}\n",
             {"test.yaml:3:22: rules[0].actions[0].set_header.Bad Name: 'Bad Name' is not a valid header "
@@ -842,6 +857,47 @@ private slots:
         row("replace_body unknown key",
             "rules:\n  - actions:\n      - replace_body: {regex: a, with: b, flags: g}\n",
             {"test.yaml:3:43: rules[0].actions[0].replace_body.flags: unknown key 'flags'"});
+        row("breakpoint false", "rules:\n  - actions:\n      - breakpoint: false\n",
+            {"test.yaml:3:21: rules[0].actions[0].breakpoint: breakpoint: false is not a setting: remove the "
+             "action to turn the breakpoint off (or set the rule's `enabled: false`)"});
+        const char* breakpointTakes =
+            "test.yaml:3:21: rules[0].actions[0].breakpoint: breakpoint takes {timeout: 5m} (1s to 24h), or "
+            "{} or true for the default 5m, got ";
+        row("breakpoint a duration", "rules:\n  - actions:\n      - breakpoint: 5m\n",
+            {QString(breakpointTakes) + "'5m'"});
+        row("breakpoint a list", "rules:\n  - actions:\n      - breakpoint: [5m]\n",
+            {QString(breakpointTakes) + "a list"});
+        row("breakpoint timeout too short", "rules:\n  - actions:\n      - breakpoint: {timeout: 999ms}\n",
+            {"test.yaml:3:31: rules[0].actions[0].breakpoint.timeout: timeout must be between 1s and 24h, "
+             "got "
+             "999ms"});
+        row("breakpoint timeout too long", "rules:\n  - actions:\n      - breakpoint: {timeout: 25h}\n",
+            {"test.yaml:3:31: rules[0].actions[0].breakpoint.timeout: timeout must be between 1s and 24h, "
+             "got "
+             "25h"});
+        row("breakpoint timeout 0", "rules:\n  - actions:\n      - breakpoint: {timeout: 0s}\n",
+            {"test.yaml:3:31: rules[0].actions[0].breakpoint.timeout: timeout must be between 1s and 24h, "
+             "got "
+             "0s"});
+        row("breakpoint timeout without a unit", "rules:\n  - actions:\n      - breakpoint: {timeout: 300}\n",
+            {"test.yaml:3:31: rules[0].actions[0].breakpoint.timeout: duration '300' needs a unit: us, ms, "
+             "s, "
+             "m or h (e.g. 300s or 300ms)"});
+        row("breakpoint timeout a word", "rules:\n  - actions:\n      - breakpoint: {timeout: soon}\n",
+            {"test.yaml:3:31: rules[0].actions[0].breakpoint.timeout: invalid duration 'soon' (write e.g. "
+             "500us, 250ms, 10s, 2m or 1h)"});
+        row("breakpoint timeout a list", "rules:\n  - actions:\n      - breakpoint: {timeout: [1s]}\n",
+            {"test.yaml:3:31: rules[0].actions[0].breakpoint.timeout: expected a string, got a list"});
+        row("breakpoint unknown key", "rules:\n  - actions:\n      - breakpoint: {timout: 5m}\n",
+            {"test.yaml:3:22: rules[0].actions[0].breakpoint.timout: unknown key 'timout' (did you mean "
+             "'timeout'?)"});
+        row("breakpoint another key",
+            "rules:\n"
+            "  - actions:\n"
+            "      - breakpoint:\n"
+            "          timeout: 5m\n"
+            "          resume: auto\n",
+            {"test.yaml:5:11: rules[0].actions[0].breakpoint.resume: unknown key 'resume'"});
         // Indices of later rules and actions, and every error of one file reported.
         row("second rule, third action",
             "rules:\n"                               // 1
@@ -869,26 +925,68 @@ private slots:
         QCOMPARE(lines(loaded.errors), expected);
     }
 
-    void notYetSupported_data() {
-        QTest::addColumn<QString>("kind");
-        for (const char* k : {"breakpoint"})
-            QTest::newRow(k) << QString(k);
+    // breakpoint: a timeout (a duration, 1s to 24h), or the default 5m for `{}`, nothing or `true`.
+    void breakpoint_data() {
+        QTest::addColumn<QByteArray>("value");
+        QTest::addColumn<qint64>("timeoutMs");
+        auto row = [](const char* tag, const char* value, qint64 timeoutMs) {
+            QTest::newRow(tag) << QByteArray(value) << timeoutMs;
+        };
+        row("map", "{timeout: 30s}", 30 * 1000);
+        row("minutes", "{timeout: 5m}", 5 * 60 * 1000);
+        row("empty map", "{}", 5 * 60 * 1000);
+        row("true", "true", 5 * 60 * 1000);
+        row("nothing", "", 5 * 60 * 1000);
+        row("block map", "\n          timeout: 90s", 90 * 1000);
+        row("milliseconds", "{timeout: 1500ms}", 1500);
+        row("an hour", "{timeout: 1h}", 3600 * 1000);
     }
 
-    void notYetSupported() {
-        QFETCH(QString, kind);
+    void breakpoint() {
+        QFETCH(QByteArray, value);
+        QFETCH(qint64, timeoutMs);
+        const auto rules = rulesOf("rules:\n  - actions:\n      - breakpoint: " + value + "\n");
+        QCOMPARE(rules.size(), std::size_t(1));
+        QCOMPARE(rules[0].actions.size(), std::size_t(1));
+        const RuleAction& a = rules[0].actions[0];
+        QCOMPARE(a.kind, RuleAction::Kind::Breakpoint);
+        QCOMPARE(qint64(std::chrono::duration_cast<std::chrono::milliseconds>(a.breakpointTimeout).count()),
+                 timeoutMs);
+        QCOMPARE(where(a.where), QString("3:9"));
+    }
+
+    // The timeout's range, 1s to 24h, both ends included, through the whole loader.
+    void breakpointTimeoutRange_data() {
+        QTest::addColumn<QByteArray>("timeout");
+        QTest::addColumn<bool>("ok");
+        QTest::newRow("1s") << QByteArray("1s") << true;
+        QTest::newRow("1000ms") << QByteArray("1000ms") << true;
+        QTest::newRow("999ms") << QByteArray("999ms") << false;
+        QTest::newRow("0s") << QByteArray("0s") << false;
+        QTest::newRow("24h") << QByteArray("24h") << true;
+        QTest::newRow("1440m") << QByteArray("1440m") << true;
+        QTest::newRow("86401s") << QByteArray("86401s") << false;
+        QTest::newRow("25h") << QByteArray("25h") << false;
+    }
+
+    void breakpointTimeoutRange() {
+        QFETCH(QByteArray, timeout);
+        QFETCH(bool, ok);
         const QByteArray yaml = "rules:\n"
                                 "  - actions:\n"
-                                "      - remove_header: X-A\n"
-                                "      - " +
-                                kind.toUtf8() + ": {}\n";
-        const ReadResult r = read(yaml + kVhosts);
-        QCOMPARE(
-            lines(r.errors),
-            QStringList{QString("test.yaml:4:9: rules[0].actions[1].%1: '%1' is not supported yet in this "
-                                "version; supported actions: set_header, remove_header, fail, map_local, "
-                                "map_remote, throttle, replace_body")
-                            .arg(kind)});
+                                "      - breakpoint: {timeout: " +
+                                timeout + "}\n";
+        const LoadResult loaded =
+            loadConfigText(std::string(yaml + kVhosts), "test.yaml", dir_.path().toStdString());
+        if (ok) {
+            QVERIFY2(loaded.ok(), qPrintable(lines(loaded.errors).join('\n')));
+            QCOMPARE(loaded.config->rules.at(0).actions.at(0).kind, RuleAction::Kind::Breakpoint);
+        } else {
+            QCOMPARE(lines(loaded.errors),
+                     QStringList{"test.yaml:3:31: rules[0].actions[0].breakpoint.timeout: timeout must be "
+                                 "between 1s and 24h, got " +
+                                 QString(timeout)});
+        }
     }
 
     void roundTrip() {
@@ -919,10 +1017,19 @@ private slots:
                                 "      - fail: {rate: 0.5, with: timeout}\n"
                                 "      - replace_body: {regex: 'it''s \"(\\w+)\"', with: \"\\\\$1\\n${1}\"}\n"
                                 "      - replace_body: {regex: '^\\s+$', with: ''}\n"
-                                "      - replace_body: {regex: \"tab\\there\", with: \"#x: y\"}\n";
+                                "      - replace_body: {regex: \"tab\\there\", with: \"#x: y\"}\n"
+                                "  - name: paused\n"
+                                "    stage: response\n"
+                                "    actions:\n"
+                                "      - breakpoint: {timeout: 30s}\n"
+                                "      - breakpoint: {}\n"
+                                "      - breakpoint: true\n"
+                                "      - breakpoint: {timeout: 1500ms}\n"
+                                "      - breakpoint: {timeout: 1440m}\n";
         const ReadResult first = read(yaml + kVhosts);
         QVERIFY2(first.ok(), qPrintable(lines(first.errors).join('\n')));
-        QCOMPARE(first.config->rules.size(), std::size_t(4));
+        QCOMPARE(first.config->rules.size(), std::size_t(5));
+        QCOMPARE(first.config->rules[4].actions.size(), std::size_t(5));
         const std::vector<RuleAction>& slow = first.config->rules[3].actions;
         QCOMPARE(slow.size(), std::size_t(10));
         QCOMPARE(str(slow[7].regex), QString("it's \"(\\w+)\""));
@@ -950,14 +1057,18 @@ private slots:
                                  "fail: {with: close}",
                                  "fail: {rate: 0.5, with: timeout}",
                                  "replace_body: {regex: '^\\s+$', with: ''}",
-                                 "replace_body: {regex: 'it''s \"(\\w+)\"', with: "})
+                                 "replace_body: {regex: 'it''s \"(\\w+)\"', with: ",
+                                 "breakpoint: {timeout: 30s}\n",
+                                 "breakpoint: {timeout: 5m}\n",
+                                 "breakpoint: {timeout: 1500ms}\n",
+                                 "breakpoint: {timeout: 24h}\n"})
             QVERIFY2(written.find(part) != std::string::npos,
                      qPrintable(QString(part) + " in\n" + str(written)));
         QVERIFY2(written.find("stage: request") == std::string::npos, written.c_str());
         QVERIFY2(written.find("rate: 1") == std::string::npos, written.c_str());
         const ReadResult second = read(QByteArray::fromStdString(written));
         QVERIFY2(second.ok(), qPrintable(str(written) + "\n" + lines(second.errors).join('\n')));
-        QCOMPARE(second.config->rules.size(), std::size_t(4));
+        QCOMPARE(second.config->rules.size(), std::size_t(5));
         QVERIFY(second.config->rules == first.config->rules);
         QVERIFY(*second.config == *first.config);
         QCOMPARE(configToYaml(*second.config, dir_.path().toStdString()), written);
@@ -1009,7 +1120,11 @@ private slots:
         close.failure = RuleAction::Failure::Close;
         timeout.failure = RuleAction::Failure::Timeout;
         timeout.rate = 0.25;
-        t.actions = {preset, custom, replace, close, timeout};
+        RuleAction pause;
+        pause.kind = RuleAction::Kind::Breakpoint;
+        pause.breakpointTimeout = std::chrono::seconds(90);
+        t.actions = {preset, custom, replace, close, timeout, pause};
+        a.actions.push_back(pause); // at the response stage too
         c.rules = {a, b, t};
         c.sourcePath = "test.yaml";
         const std::string written = configToYaml(c, dir_.path().toStdString());
@@ -1021,7 +1136,7 @@ private slots:
         QVERIFY(r.config->rules[2].actions[4].failure == RuleAction::Failure::Timeout);
         for (const char* part :
              {"throttle: Fast 4G\n", "throttle: {latency: 562500us, down: 7B, up: 675kbit}",
-              "fail: {with: close}", "fail: {rate: 0.25, with: timeout}"})
+              "fail: {with: close}", "fail: {rate: 0.25, with: timeout}", "breakpoint: {timeout: 90s}"})
             QVERIFY2(written.find(part) != std::string::npos,
                      qPrintable(QString(part) + " in\n" + str(written)));
         QVERIFY(*r.config == c);

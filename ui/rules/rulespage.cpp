@@ -71,11 +71,11 @@ std::string writtenValue(const RuleAction& a, const QString& baseDir) {
     return {};
 }
 
-/// `key: text` (map_local, map_remote) read as an action by the loader's reader, relative paths
-/// against `baseDir`; nullopt when the reader refuses it.
-std::optional<RuleAction> readAction(const char* key, const QString& text, const QString& baseDir) {
+/// `key: value` read as an action by the loader's reader, relative paths against `baseDir`; nullopt
+/// when the reader refuses it.
+std::optional<RuleAction> readAction(const char* key, const YAML::Node& value, const QString& baseDir) {
     YAML::Node action;
-    action[key] = s(text);
+    action[key] = value;
     YAML::Node rule;
     rule["actions"].push_back(action);
     YAML::Node root;
@@ -87,6 +87,19 @@ std::optional<RuleAction> readAction(const char* key, const QString& text, const
         if (e.path.starts_with("rules[")) return std::nullopt;
     if (read.config->rules.size() != 1 || read.config->rules[0].actions.size() != 1) return std::nullopt;
     return read.config->rules[0].actions[0];
+}
+
+/// `key: text` (map_local, map_remote, a throttle preset) read as readAction above reads it.
+std::optional<RuleAction> readAction(const char* key, const QString& text, const QString& baseDir) {
+    return readAction(key, YAML::Node(s(text)), baseDir);
+}
+
+/// The value of `breakpoint:` for the timeout field's text: `{timeout: TEXT}`, or `{}` (the default
+/// timeout) when it is empty.
+YAML::Node breakpointValue(const QString& timeout) {
+    YAML::Node value(YAML::NodeType::Map);
+    if (const QString t = timeout.trimmed(); !t.isEmpty()) value["timeout"] = s(t);
+    return value;
 }
 
 /// What a map_remote that has no URL the reader took yet holds, so that the writer can write it (the
@@ -174,12 +187,15 @@ QString actionSummary(const RuleAction& a, const QString& baseDir) {
     case RuleAction::Kind::ReplaceBody:
         return QObject::tr("replace_body /%1/ → %2")
             .arg(q(a.regex), a.replaceWith.empty() ? QStringLiteral("\"\"") : q(a.replaceWith));
+    case RuleAction::Kind::Breakpoint:
+        return QObject::tr("breakpoint (timeout %1)").arg(q(config::formatDuration(a.breakpointTimeout)));
     }
     return {};
 }
 
 /// The config as its file reads back (the reader alone: no validation), for the reader's checks of
-/// the actions. A map_remote URL in `typed` ([rule][action]) replaces the one the writer wrote.
+/// the actions. A map_remote URL or a breakpoint timeout in `typed` ([rule][action]) replaces the one
+/// the writer wrote.
 config::ReadResult readBack(const config::Config& cfg, const QString& baseDir,
                             const std::vector<std::vector<std::optional<std::string>>>& typed) {
     std::string text = config::configToYaml(cfg, s(baseDir));
@@ -191,7 +207,13 @@ config::ReadResult readBack(const config::Config& cfg, const QString& baseDir,
             YAML::Node root = YAML::Load(text);
             for (std::size_t i = 0; i < typed.size() && i < cfg.rules.size(); ++i)
                 for (std::size_t j = 0; j < typed[i].size() && j < cfg.rules[i].actions.size(); ++j)
-                    if (typed[i][j]) root["rules"][i]["actions"][j]["map_remote"] = *typed[i][j];
+                    if (!typed[i][j]) {
+                        continue;
+                    } else if (cfg.rules[i].actions[j].kind == RuleAction::Kind::MapRemote) {
+                        root["rules"][i]["actions"][j]["map_remote"] = *typed[i][j];
+                    } else if (cfg.rules[i].actions[j].kind == RuleAction::Kind::Breakpoint) {
+                        root["rules"][i]["actions"][j]["breakpoint"] = breakpointValue(q(*typed[i][j]));
+                    }
             YAML::Emitter out;
             out << root;
             text = out.c_str();
@@ -426,6 +448,7 @@ QWidget* RulesPage::buildActionForms() {
     m_kind->addItem(tr("map_remote — send to another origin"), int(RuleAction::Kind::MapRemote));
     m_kind->addItem(tr("throttle — slow the exchange down"), int(RuleAction::Kind::Throttle));
     m_kind->addItem(tr("replace_body — rewrite the body (regex)"), int(RuleAction::Kind::ReplaceBody));
+    m_kind->addItem(tr("breakpoint — pause it until you decide"), int(RuleAction::Kind::Breakpoint));
     narrow(m_kind);
     kindForm->addRow(tr("Action"), m_kind);
     v->addLayout(kindForm);
@@ -637,6 +660,26 @@ QWidget* RulesPage::buildActionForms() {
     connect(m_replaceWith, &QLineEdit::textChanged, this, &RulesPage::commitAction);
     m_actionForms->addWidget(replacePage);
 
+    // breakpoint: how long a paused exchange waits before it goes on unchanged.
+    auto breakpointPage = new QWidget;
+    auto breakpointForm = new QFormLayout(breakpointPage);
+    breakpointForm->setContentsMargins(0, 0, 0, 0);
+    m_breakpointTimeout = new QLineEdit;
+    m_breakpointTimeout->setObjectName("breakpointTimeout");
+    m_breakpointTimeout->setPlaceholderText("5m");
+    m_breakpointTimeout->setToolTip(
+        tr("How long a paused exchange waits for you before it goes on unchanged: "
+           "1s to 24h, e.g. 30s, 5m or 1h (empty: 5m)"));
+    auto breakpointHint = new QLabel(tr("Matching exchanges wait in the Paused queue (request stage: before "
+                                        "they are sent on; response stage: before the client gets the "
+                                        "answer) until you resume, answer or abort them."));
+    breakpointHint->setWordWrap(true);
+    breakpointHint->setEnabled(false);
+    breakpointForm->addRow(tr("Timeout"), m_breakpointTimeout);
+    breakpointForm->addRow(breakpointHint);
+    connect(m_breakpointTimeout, &QLineEdit::textChanged, this, &RulesPage::commitAction);
+    m_actionForms->addWidget(breakpointPage); // the pages are in RuleAction::Kind's order
+
     v->addWidget(m_actionForms, 1);
     v->addWidget(errorLabel("action"));
 
@@ -650,6 +693,8 @@ QWidget* RulesPage::buildActionForms() {
         if (m_loading || m_current < 0 || m_action < 0) return;
         RuleAction& a = m_rules[m_current].actions[m_action];
         a.kind = RuleAction::Kind(m_kind->currentData().toInt());
+        fitTyped();
+        m_typed[m_current][m_action].reset(); // text typed for the kind before
         // A kind chosen for the first time starts with an example to edit.
         if (a.kind == RuleAction::Kind::SetHeader && a.set.empty()) a.set = {{"X-Debug", "1"}};
         if (a.kind == RuleAction::Kind::RemoveHeader && a.remove.empty()) a.remove = {"Cookie"};
@@ -662,18 +707,20 @@ QWidget* RulesPage::buildActionForms() {
     return box;
 }
 
-bool RulesPage::hasChanges() const { return m_rules != m_published || hasTypedRemote(); }
+bool RulesPage::hasChanges() const { return m_rules != m_published || hasTyped(); }
 
-void RulesPage::fitTypedRemote() {
-    m_typedRemote.resize(m_rules.size());
+void RulesPage::fitTyped() {
+    m_typed.resize(m_rules.size());
     for (std::size_t i = 0; i < m_rules.size(); ++i)
-        m_typedRemote[i].resize(m_rules[i].actions.size());
+        m_typed[i].resize(m_rules[i].actions.size());
 }
 
-bool RulesPage::hasTypedRemote() const {
-    for (std::size_t i = 0; i < m_typedRemote.size() && i < m_rules.size(); ++i)
-        for (std::size_t j = 0; j < m_typedRemote[i].size() && j < m_rules[i].actions.size(); ++j)
-            if (m_typedRemote[i][j] && m_rules[i].actions[j].kind == RuleAction::Kind::MapRemote) return true;
+bool RulesPage::hasTyped() const {
+    for (std::size_t i = 0; i < m_typed.size() && i < m_rules.size(); ++i)
+        for (std::size_t j = 0; j < m_typed[i].size() && j < m_rules[i].actions.size(); ++j)
+            if (m_typed[i][j] && (m_rules[i].actions[j].kind == RuleAction::Kind::MapRemote ||
+                                  m_rules[i].actions[j].kind == RuleAction::Kind::Breakpoint))
+                return true;
     return false;
 }
 
@@ -681,9 +728,11 @@ QString RulesPage::shownPath(const RuleAction& a) const { return q(writtenValue(
 
 QString RulesPage::actionText(int rule, int action) const {
     const RuleAction& a = m_rules[rule].actions[action];
-    if (a.kind == RuleAction::Kind::MapRemote && rule < int(m_typedRemote.size()) &&
-        action < int(m_typedRemote[rule].size()) && m_typedRemote[rule][action])
-        return tr("map_remote %1").arg(q(*m_typedRemote[rule][action]));
+    if (rule < int(m_typed.size()) && action < int(m_typed[rule].size()) && m_typed[rule][action]) {
+        if (a.kind == RuleAction::Kind::MapRemote) return tr("map_remote %1").arg(q(*m_typed[rule][action]));
+        if (a.kind == RuleAction::Kind::Breakpoint)
+            return tr("breakpoint (timeout %1)").arg(q(*m_typed[rule][action]));
+    }
     return actionSummary(a, m_server->baseDir());
 }
 
@@ -772,10 +821,10 @@ void RulesPage::addRuleMatching(const QString& match, const QString& name) {
     a.kind = RuleAction::Kind::SetHeader;
     a.set = {{"X-Debug", "1"}};
     r.actions.push_back(a);
-    fitTypedRemote();
+    fitTyped();
     m_rules.push_back(r);
     m_origin.push_back(-1);
-    m_typedRemote.emplace_back(1);
+    m_typed.emplace_back(1);
     m_action = 0;
     rebuildTable();
     select(int(m_rules.size()) - 1);
@@ -787,10 +836,10 @@ void RulesPage::addRuleMatching(const QString& match, const QString& name) {
 void RulesPage::removeSelected() {
     if (m_current < 0) return;
     const int row = m_current;
-    fitTypedRemote();
+    fitTyped();
     m_rules.erase(m_rules.begin() + row);
     m_origin.erase(m_origin.begin() + row);
-    m_typedRemote.erase(m_typedRemote.begin() + row);
+    m_typed.erase(m_typed.begin() + row);
     m_current = -1;
     rebuildTable();
     select(std::min(row, int(m_rules.size()) - 1));
@@ -803,10 +852,10 @@ void RulesPage::moveDown() { moveRule(1); }
 void RulesPage::moveRule(int delta) {
     const int from = m_current, to = m_current + delta;
     if (from < 0 || to < 0 || to >= int(m_rules.size())) return;
-    fitTypedRemote();
+    fitTyped();
     std::swap(m_rules[from], m_rules[to]);
     std::swap(m_origin[from], m_origin[to]);
-    std::swap(m_typedRemote[from], m_typedRemote[to]);
+    std::swap(m_typed[from], m_typed[to]);
     rebuildTable();
     select(to);
     validate();
@@ -942,8 +991,8 @@ void RulesPage::loadActionForm() {
     m_failWith->setCurrentIndex(m_failWith->findData(int(a.failure)));
     m_failStatus->setValue(a.failStatus);
     m_failStatus->setEnabled(a.failure == RuleAction::Failure::Status);
-    fitTypedRemote();
-    const auto& typed = m_typedRemote[m_current][m_action];
+    fitTyped();
+    const auto& typed = m_typed[m_current][m_action];
     m_mapLocal->setText(a.kind == RuleAction::Kind::MapLocal ? shownPath(a) : QString());
     m_mapRemote->setText(a.kind != RuleAction::Kind::MapRemote ? QString()
                          : typed                               ? q(*typed)
@@ -951,6 +1000,9 @@ void RulesPage::loadActionForm() {
     showThrottle(a);
     m_replaceRegex->setText(q(a.regex));
     m_replaceWith->setText(q(a.replaceWith));
+    m_breakpointTimeout->setText(a.kind != RuleAction::Kind::Breakpoint ? QString()
+                                 : typed                                ? q(*typed)
+                                         : q(config::formatDuration(a.breakpointTimeout)));
     m_loading = false;
 }
 
@@ -1013,13 +1065,13 @@ void RulesPage::commitAction() {
             a.mapLocal = s(m_mapLocal->text());
         break;
     case RuleAction::Kind::MapRemote:
-        fitTypedRemote();
+        fitTyped();
         if (auto read = readAction("map_remote", m_mapRemote->text(), m_server->baseDir())) {
             a.mapRemote = read->mapRemote;
-            m_typedRemote[m_current][m_action].reset();
+            m_typed[m_current][m_action].reset();
         } else {
             if (a.mapRemote.upstreams.size() != 1) a.mapRemote = placeholderRemote();
-            m_typedRemote[m_current][m_action] = s(m_mapRemote->text());
+            m_typed[m_current][m_action] = s(m_mapRemote->text());
         }
         break;
     case RuleAction::Kind::Throttle:
@@ -1046,10 +1098,22 @@ void RulesPage::commitAction() {
         a.regex = s(m_replaceRegex->text());
         a.replaceWith = s(m_replaceWith->text());
         break;
+    case RuleAction::Kind::Breakpoint:
+        // The timeout the reader makes of the text; when it refuses it, the action keeps its last
+        // good one and the text is kept as typed, so that the read-back gives the reader's message.
+        fitTyped();
+        if (auto read =
+                readAction("breakpoint", breakpointValue(m_breakpointTimeout->text()), m_server->baseDir())) {
+            a.breakpointTimeout = read->breakpointTimeout;
+            m_typed[m_current][m_action].reset();
+        } else {
+            m_typed[m_current][m_action] = s(m_breakpointTimeout->text().trimmed());
+        }
+        break;
     }
-    if (a.kind != RuleAction::Kind::MapRemote) {
-        fitTypedRemote();
-        m_typedRemote[m_current][m_action].reset();
+    if (a.kind != RuleAction::Kind::MapRemote && a.kind != RuleAction::Kind::Breakpoint) {
+        fitTyped();
+        m_typed[m_current][m_action].reset();
     }
     if (QListWidgetItem* item = m_actions->item(m_action)) item->setText(actionText(m_current, m_action));
     updateRow(m_current);
@@ -1061,10 +1125,10 @@ void RulesPage::addAction() {
     RuleAction a;
     a.kind = RuleAction::Kind::SetHeader;
     a.set = {{"X-Debug", "1"}};
-    fitTypedRemote();
+    fitTyped();
     auto& actions = m_rules[m_current].actions;
     actions.push_back(a);
-    m_typedRemote[m_current].emplace_back();
+    m_typed[m_current].emplace_back();
     m_action = int(actions.size()) - 1;
     loadActionList();
     updateRow(m_current);
@@ -1073,10 +1137,10 @@ void RulesPage::addAction() {
 
 void RulesPage::removeAction() {
     if (m_current < 0 || m_action < 0) return;
-    fitTypedRemote();
+    fitTyped();
     auto& actions = m_rules[m_current].actions;
     actions.erase(actions.begin() + m_action);
-    m_typedRemote[m_current].erase(m_typedRemote[m_current].begin() + m_action);
+    m_typed[m_current].erase(m_typed[m_current].begin() + m_action);
     m_action = std::min(m_action, int(actions.size()) - 1);
     loadActionList();
     updateRow(m_current);
@@ -1088,9 +1152,9 @@ void RulesPage::moveAction(int delta) {
     auto& actions = m_rules[m_current].actions;
     const int to = m_action + delta;
     if (to < 0 || to >= int(actions.size())) return;
-    fitTypedRemote();
+    fitTyped();
     std::swap(actions[m_action], actions[to]);
-    std::swap(m_typedRemote[m_current][m_action], m_typedRemote[m_current][to]);
+    std::swap(m_typed[m_current][m_action], m_typed[m_current][to]);
     m_action = to;
     loadActionList();
     updateRow(m_current);
@@ -1105,7 +1169,7 @@ std::shared_ptr<config::Config> RulesPage::draftConfig() const {
 }
 
 void RulesPage::validate() {
-    fitTypedRemote();
+    fitTyped();
     m_errors.clear();
     const auto draft = draftConfig();
     auto take = [this](const std::vector<config::ConfigError>& errors) {
@@ -1117,7 +1181,7 @@ void RulesPage::validate() {
     // reader's (actions: header names and values, fields a rule may not touch, at least one), the
     // loader's own code both: nothing is checked twice or differently here.
     take(validate::validate(*draft, config::SourceMap{}, validate::Checks::NoFiles));
-    take(readBack(*draft, m_server->baseDir(), m_typedRemote).errors);
+    take(readBack(*draft, m_server->baseDir(), m_typed).errors);
     // The rules alone get the checks of the disk as well (map_local's file or folder must exist),
     // last: the reader's message for a field comes first, as when the file is loaded. The rest of
     // the config in force was checked when it was loaded.
@@ -1212,7 +1276,7 @@ bool RulesPage::apply() {
 
 void RulesPage::revert() {
     m_rules = m_published;
-    m_typedRemote.clear();
+    m_typed.clear();
     m_origin.resize(m_rules.size());
     for (std::size_t i = 0; i < m_origin.size(); ++i)
         m_origin[i] = int(i);
@@ -1228,7 +1292,7 @@ void RulesPage::onServerConfigChanged() {
     const bool pending = hasChanges();
     const std::vector<Rule> before = m_published;
     m_published = cfg->rules;
-    if (pending && (cfg->rules != m_rules || hasTypedRemote())) {
+    if (pending && (cfg->rules != m_rules || hasTyped())) {
         // Keep the user's edits. Rules that came from the old list find their count by name.
         for (int& origin : m_origin) {
             if (origin < 0 || origin >= int(before.size())) continue;
@@ -1244,7 +1308,7 @@ void RulesPage::onServerConfigChanged() {
         return;
     }
     m_rules = cfg->rules;
-    m_typedRemote.clear();
+    m_typed.clear();
     m_origin.resize(m_rules.size());
     for (std::size_t i = 0; i < m_origin.size(); ++i)
         m_origin[i] = int(i);

@@ -46,6 +46,10 @@ class ServerController;
 /// throttle takes a Chrome DevTools preset ("Slow 3G", ...) or custom values; a preset's values are
 /// the reader's own (`throttle: "Slow 3G"` read as the loader reads it), shown in the disabled
 /// fields. Latency is typed in ms, down and up in kbit/s (empty or 0: not limited).
+///
+/// breakpoint takes its timeout as the file writes it ("30s", "5m"; empty: the default 5m), read by
+/// the loader's reader as map_remote's URL is: a timeout the reader refuses (no unit, outside 1s..24h)
+/// is kept as typed, as a refused URL is, and its message is the reader's.
 class RulesPage : public QWidget {
     Q_OBJECT
 
@@ -58,7 +62,7 @@ public:
     /// The rules as edited (what Apply publishes once they have no problem).
     const std::vector<config::Rule>& rules() const { return m_rules; }
     /// Whether the edited rules differ from the ones in force (source positions not compared), or a
-    /// map_remote URL is typed that the loader refuses.
+    /// map_remote URL or a breakpoint timeout is typed that the loader refuses.
     bool hasChanges() const;
     bool canApply() const;
     /// Every current problem of the edited rules as "rules[N]...: message".
@@ -122,12 +126,14 @@ private:
     /// The edited rules in the config in force: what validate checks and Apply publishes.
     std::shared_ptr<config::Config> draftConfig() const;
     QString uniqueName(const QString& base) const;
-    /// The list and table text of action `action` of rule `rule` (a refused map_remote as typed).
+    /// The list and table text of action `action` of rule `rule` (a refused map_remote URL or
+    /// breakpoint timeout as typed).
     QString actionText(int rule, int action) const;
     QString actionsText(int rule) const;
-    /// m_typedRemote shaped as m_rules (entries for rules and actions it lacks are empty).
-    void fitTypedRemote();
-    bool hasTypedRemote() const;
+    /// m_typed shaped as m_rules (entries for rules and actions it lacks are empty).
+    void fitTyped();
+    /// Whether an action holds text the reader refused (m_typed, for a kind that keeps it).
+    bool hasTyped() const;
     /// The map_local path as the YAML writer writes it (relative to baseDir when under it).
     QString shownPath(const config::RuleAction& action) const;
     /// The map_local/map_remote field's text, after an edit or Browse.
@@ -143,9 +149,10 @@ private:
     std::vector<int> m_origin;
     std::vector<config::Rule> m_published; ///< the rules in force when last loaded or applied
     std::vector<std::uint64_t> m_matches;  ///< the engine's last counts (rules in force order)
-    /// [rule][action]: a map_remote URL as typed that the reader refused (the action itself keeps
-    /// an upstream the writer can write); nullopt when the action holds what was typed.
-    std::vector<std::vector<std::optional<std::string>>> m_typedRemote;
+    /// [rule][action]: a map_remote URL or a breakpoint timeout as typed that the reader refused (the
+    /// action itself keeps an upstream or a timeout the writer can write); nullopt when the action
+    /// holds what was typed.
+    std::vector<std::vector<std::optional<std::string>>> m_typed;
     QMap<QString, QString> m_errors; ///< path ("rules[1].match") → message, the core's
     int m_current = -1;
     int m_action = -1;
@@ -182,7 +189,8 @@ private:
     QLineEdit* m_throttleUp = nullptr;      ///< kbit/s, empty = not limited
     QLineEdit* m_replaceRegex = nullptr;
     QLineEdit* m_replaceWith = nullptr;
-    QMap<QString, QLabel*> m_errorLabels; ///< "name", "stage", "match", "actions", "action"
+    QLineEdit* m_breakpointTimeout = nullptr; ///< a duration as the file writes it ("5m")
+    QMap<QString, QLabel*> m_errorLabels;     ///< "name", "stage", "match", "actions", "action"
     QLabel* m_notice = nullptr;
     QLabel* m_problems = nullptr;
     QPushButton* m_apply = nullptr;

@@ -1,6 +1,6 @@
 // Reads the top-level `rules:` list: each rule's name, enabled, stage and match (kept as text:
 // validate parses it with the Traffic filter language) and its actions, one-key maps of
-// set_header, remove_header, fail, map_local, map_remote, throttle or replace_body.
+// set_header, remove_header, fail, map_local, map_remote, throttle, replace_body or breakpoint.
 #include "config/throttle_presets.h"
 #include "reader_impl.h"
 
@@ -16,24 +16,24 @@ namespace {
 
 constexpr std::string_view kRuleKeys[] = {"name", "enabled", "stage", "match", "actions"};
 constexpr std::string_view kRuleStages[] = {"request", "response"};
-constexpr std::string_view kRuleActionKeys[] = {"set_header", "remove_header", "fail",        "map_local",
-                                                "map_remote", "throttle",      "replace_body"};
-// Kinds of the design that this version refuses by name (readMap's notYet).
-constexpr std::string_view kRuleActionNotYet[] = {"breakpoint"};
-constexpr std::string_view kRuleActionHint =
-    "; supported actions: set_header, remove_header, fail, map_local, map_remote, throttle, replace_body";
+constexpr std::string_view kRuleActionKeys[] = {"set_header", "remove_header", "fail",         "map_local",
+                                                "map_remote", "throttle",      "replace_body", "breakpoint"};
 // The action kinds, as error messages list them.
 constexpr std::string_view kRuleActionList =
-    "set_header, remove_header, fail, map_local, map_remote, throttle or replace_body";
+    "set_header, remove_header, fail, map_local, map_remote, throttle, replace_body or breakpoint";
 constexpr std::string_view kFailKeys[] = {"rate", "with"};
 constexpr std::string_view kThrottleKeys[] = {"latency", "down", "up"};
 constexpr std::string_view kReplaceBodyKeys[] = {"regex", "with"};
+constexpr std::string_view kBreakpointKeys[] = {"timeout"};
 constexpr std::string_view kThrottleExample = "{latency: 400ms, down: 400kbit, up: 400kbit}";
 constexpr std::string_view kRateExamples =
     "write bits per second as 400kbit, 1.44mbit or 1gbit, or bytes per second as 50kB, 2MB or 64KiB; "
     "`/s` may follow";
 // A throttle's latency beyond this is a mistake (the exchange would outlive every timeout).
 constexpr auto kMaxThrottleLatency = std::chrono::hours(1);
+// A breakpoint's timeout: long enough to decide, short enough that a forgotten exchange ends.
+constexpr auto kMinBreakpointTimeout = std::chrono::seconds(1);
+constexpr auto kMaxBreakpointTimeout = std::chrono::hours(24);
 
 // The presets' names, for the suggestion when a name is unknown (kThrottlePresets' order).
 constexpr std::string_view kThrottlePresetNames[] = {"Slow 3G", "Fast 3G", "Slow 4G", "Fast 4G"};
@@ -308,48 +308,81 @@ std::optional<RuleAction> Reader::readRuleAction(const Value& v) {
                      "matches)");
         return fine && sawRegex && sawWith;
     };
-    readMap(
-        v, kRuleActionKeys,
-        [&](const Entry& e) {
-            if (std::find(std::begin(kRuleActionKeys), std::end(kRuleActionKeys), e.key) ==
-                std::end(kRuleActionKeys))
+    // `breakpoint: {timeout: 5m}`; `{}`, nothing or `true` for the default timeout (RuleAction's).
+    auto readBreakpoint = [&](const Value& b) {
+        a.kind = RuleAction::Kind::Breakpoint;
+        const char* shape = "breakpoint takes {timeout: 5m} (1s to 24h), or {} or true for the default 5m";
+        if (b.node.IsScalar()) {
+            bool on = false;
+            if (!YAML::convert<bool>::decode(b.node, on)) {
+                error(b, std::string(shape) + ", got " + describe(b.node));
                 return false;
-            if (kind) {
-                errorAtKey(e, "an action takes exactly one key; this one already has '" + *kind +
-                                  "' (write each action as its own list item)");
-                ok = false;
-                return true;
             }
-            kind = e.key;
-            if (e.key == "set_header") {
-                a.kind = RuleAction::Kind::SetHeader;
-                ok = readSetHeader(e.value, a) && ok;
-            } else if (e.key == "remove_header") {
-                a.kind = RuleAction::Kind::RemoveHeader;
-                ok = readRemoveHeader(e.value, a) && ok;
-            } else if (e.key == "map_local") {
-                a.kind = RuleAction::Kind::MapLocal;
-                auto p = absolute(e.value); // a file or a folder; validate checks it is there
-                if (p) a.mapLocal = *p;
-                ok = p.has_value() && ok;
-            } else if (e.key == "map_remote") {
-                a.kind = RuleAction::Kind::MapRemote;
-                const std::size_t before = errors_.size();
-                upstreamUrl(e.value, a.mapRemote);
-                a.mapRemote.changeOrigin = true;
-                ok = errors_.size() == before && !a.mapRemote.upstreams.empty() && ok;
-            } else if (e.key == "throttle") {
-                ok = readThrottle(e.value) && ok;
-            } else if (e.key == "replace_body") {
-                ok = readReplaceBody(e.value) && ok;
-            } else {
-                a.kind = RuleAction::Kind::Fail;
-                ok = readFail(e.value, a) && ok;
+            if (!on)
+                error(b,
+                      "breakpoint: false is not a setting: remove the action to turn the breakpoint off (or "
+                      "set the rule's `enabled: false`)");
+            return on;
+        }
+        if (!b.node.IsNull() && !b.node.IsMap()) {
+            error(b, std::string(shape) + ", got " + describe(b.node));
+            return false;
+        }
+        bool fine = true;
+        readMap(b, kBreakpointKeys, [&](const Entry& e) {
+            if (e.key != "timeout") return false;
+            auto d = duration(e.value, true);
+            if (d && (*d < kMinBreakpointTimeout || *d > kMaxBreakpointTimeout)) {
+                error(e.value, "timeout must be between 1s and 24h, got " + e.value.node.Scalar());
+                d.reset();
             }
+            if (d) a.breakpointTimeout = *d;
+            fine = d.has_value() && fine;
             return true;
-        },
-        kRuleActionNotYet, kRuleActionHint);
-    if (!kind || !ok) return std::nullopt; // an unknown or not-yet kind was reported by readMap
+        });
+        return fine;
+    };
+    readMap(v, kRuleActionKeys, [&](const Entry& e) {
+        if (std::find(std::begin(kRuleActionKeys), std::end(kRuleActionKeys), e.key) ==
+            std::end(kRuleActionKeys))
+            return false;
+        if (kind) {
+            errorAtKey(e, "an action takes exactly one key; this one already has '" + *kind +
+                              "' (write each action as its own list item)");
+            ok = false;
+            return true;
+        }
+        kind = e.key;
+        if (e.key == "set_header") {
+            a.kind = RuleAction::Kind::SetHeader;
+            ok = readSetHeader(e.value, a) && ok;
+        } else if (e.key == "remove_header") {
+            a.kind = RuleAction::Kind::RemoveHeader;
+            ok = readRemoveHeader(e.value, a) && ok;
+        } else if (e.key == "map_local") {
+            a.kind = RuleAction::Kind::MapLocal;
+            auto p = absolute(e.value); // a file or a folder; validate checks it is there
+            if (p) a.mapLocal = *p;
+            ok = p.has_value() && ok;
+        } else if (e.key == "map_remote") {
+            a.kind = RuleAction::Kind::MapRemote;
+            const std::size_t before = errors_.size();
+            upstreamUrl(e.value, a.mapRemote);
+            a.mapRemote.changeOrigin = true;
+            ok = errors_.size() == before && !a.mapRemote.upstreams.empty() && ok;
+        } else if (e.key == "throttle") {
+            ok = readThrottle(e.value) && ok;
+        } else if (e.key == "replace_body") {
+            ok = readReplaceBody(e.value) && ok;
+        } else if (e.key == "breakpoint") {
+            ok = readBreakpoint(e.value) && ok;
+        } else {
+            a.kind = RuleAction::Kind::Fail;
+            ok = readFail(e.value, a) && ok;
+        }
+        return true;
+    });
+    if (!kind || !ok) return std::nullopt; // an unknown kind was reported by readMap
     return a;
 }
 

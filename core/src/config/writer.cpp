@@ -371,6 +371,12 @@ void emitRuleAction(YAML::Emitter& out, const RuleAction& a, const fs::path& bas
         emitText(out, a.replaceWith);
         out << YAML::EndMap;
         break;
+    case RuleAction::Kind::Breakpoint:
+        // Always with its timeout (the default too), so that the file says how long it waits.
+        out << YAML::Key << "breakpoint" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "timeout" << YAML::Value << formatDuration(a.breakpointTimeout);
+        out << YAML::EndMap;
+        break;
     }
     out << YAML::EndMap;
 }

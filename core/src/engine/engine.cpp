@@ -166,6 +166,7 @@ struct Engine::Impl {
 
     std::shared_ptr<ws::Hub> hub = std::make_shared<ws::Hub>();
     std::shared_ptr<rules::MatchCounts> ruleCounts = std::make_shared<rules::MatchCounts>();
+    std::shared_ptr<rules::BreakpointQueue> breakpoints = std::make_shared<rules::BreakpointQueue>();
     std::uint64_t liveBatchesAtStop = 0;
     std::unique_ptr<handlers::LiveReloadWatcher> liveReload; // while running
     Engine::LiveReloadObserver liveReloadObserver;           // set before start
@@ -186,7 +187,7 @@ struct Engine::Impl {
     /// The snapshot for `config` whose listeners are bound as `bound` (same order as config->listen).
     std::shared_ptr<server::Snapshot> snapshot(std::shared_ptr<const config::Config> config,
                                                const std::vector<BoundListener>& bound, std::string& error) {
-        auto snap = std::make_shared<server::Snapshot>(config, ruleCounts);
+        auto snap = std::make_shared<server::Snapshot>(config, ruleCounts, breakpoints);
         snap->hub = hub;
         for (std::size_t i = 0; i < config->listen.size(); ++i) {
             const auto& l = config->listen[i];
@@ -324,6 +325,12 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
         error = "the config has no vhost";
         return false;
     }
+    if (!d_->breakpoints->enabled()) {
+        if (std::string refused = breakpointsRefused(*config); !refused.empty()) {
+            error = std::move(refused);
+            return false;
+        }
+    }
     if (config->accessLog.format != config::AccessLog::Format::Off) {
         d_->log =
             std::make_shared<server::AccessLogger>(config->accessLog.format, config->accessLog.path, error);
@@ -333,7 +340,7 @@ bool Engine::start(std::shared_ptr<const config::Config> config, std::string& er
         }
     }
     // Workers read limits from the slot while listeners open; the TLS contexts come after.
-    d_->slot.publish(std::make_shared<const server::Snapshot>(config, d_->ruleCounts));
+    d_->slot.publish(std::make_shared<const server::Snapshot>(config, d_->ruleCounts, d_->breakpoints));
     const unsigned n = config->workerCount();
     for (unsigned i = 0; i < n; ++i)
         d_->workers.push_back(std::make_unique<server::Worker>(i, d_->slot, d_->log));
@@ -384,6 +391,12 @@ bool Engine::publish(std::shared_ptr<const config::Config> config, std::string& 
     if (config->vhosts.empty()) {
         error = "the config has no vhost";
         return false;
+    }
+    if (!d_->breakpoints->enabled()) {
+        if (std::string refused = breakpointsRefused(*config); !refused.empty()) {
+            error = std::move(refused);
+            return false;
+        }
     }
     // Open the listeners the new config adds before closing the ones it drops.
     std::vector<Impl::BoundListener> next;
@@ -561,6 +574,51 @@ Counters Engine::sumCounters() const {
 }
 
 ws::Stats Engine::webSocketStats() const { return d_->hub->stats(); }
+
+void Engine::setBreakpointsEnabled(bool on) {
+    d_->breakpoints->setEnabled(on);
+    if (!on) d_->breakpoints->decideAll({}); // nothing would decide them any more: they go on
+}
+
+bool Engine::breakpointsEnabled() const { return d_->breakpoints->enabled(); }
+
+std::vector<rules::PausedExchange> Engine::pausedExchanges() const { return d_->breakpoints->list(); }
+
+std::uint64_t Engine::pausedGeneration() const { return d_->breakpoints->generation(); }
+
+bool Engine::decidePaused(std::uint64_t id, rules::BreakpointDecision decision, std::string* error) {
+    return d_->breakpoints->decide(id, std::move(decision), error);
+}
+
+std::size_t Engine::decideAllPaused(const rules::BreakpointDecision& decision) {
+    return d_->breakpoints->decideAll(decision);
+}
+
+void Engine::setPausedListener(std::function<void()> listener) {
+    d_->breakpoints->setListener(std::move(listener));
+}
+
+std::string Engine::breakpointsRefused(const config::Config& config) {
+    std::string out;
+    for (std::size_t i = 0; i < config.rules.size(); ++i) {
+        const config::Rule& rule = config.rules[i];
+        if (!rule.enabled) continue;
+        for (std::size_t j = 0; j < rule.actions.size(); ++j) {
+            const config::RuleAction& a = rule.actions[j];
+            if (a.kind != config::RuleAction::Kind::Breakpoint) continue;
+            if (!out.empty()) out.push_back('\n');
+            const config::Location& at = a.where.line ? a.where : rule.where;
+            if (!at.file.empty())
+                out += at.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
+            out += "rules[" + std::to_string(i) + "].actions[" + std::to_string(j) + "]: breakpoint";
+            if (!rule.name.empty()) out += " (rule '" + rule.name + "')";
+            out += " needs the desktop app's Paused queue to resume it, and this engine runs without one "
+                   "(portico serve is headless): open the config with `portico gui`, or remove the rule or "
+                   "set `enabled: false`";
+        }
+    }
+    return out;
+}
 
 std::vector<std::uint64_t> Engine::ruleMatches() const {
     std::shared_ptr<const config::Config> cfg = config();

@@ -224,8 +224,13 @@ std::string_view MapLocal::pathFor(std::string_view path) const {
     return rest;
 }
 
-RuleSet::RuleSet(const config::Config& config, MatchCounts* counts)
-    : maxRewriteBody_(config.limits.maxRewriteBody) {
+std::string BreakpointHit::ruleName() const {
+    if (!rule) return {};
+    return rule->name.empty() ? "rules[" + std::to_string(configIndex) + "]" : rule->name;
+}
+
+RuleSet::RuleSet(const config::Config& config, MatchCounts* counts, BreakpointQueue* breakpoints)
+    : maxRewriteBody_(config.limits.maxRewriteBody), breakpoints_(breakpoints) {
     for (std::size_t i = 0; i < config.rules.size(); ++i) {
         const auto& rule = config.rules[i];
         if (!rule.enabled) continue;
@@ -256,7 +261,10 @@ RuleSet::RuleSet(const config::Config& config, MatchCounts* counts)
             bodyRegexes_.push_back(std::move(re));
             c.editsEnd = static_cast<std::uint32_t>(bodyEdits_.size());
         }
-        if (c.editsBegin != c.editsEnd && rule.stage == config::Rule::Stage::Request) requestRewrites_ = true;
+        for (const auto& a : rule.actions)
+            if (a.kind == config::RuleAction::Kind::Breakpoint && !c.breakpoint) c.breakpoint = &a;
+        if ((c.editsBegin != c.editsEnd || c.breakpoint) && rule.stage == config::Rule::Stage::Request)
+            requestRewrites_ = true;
         if (counts) {
             counters_.push_back(counts->counterFor(rule, i));
             c.hits = counters_.back().get();
@@ -342,6 +350,10 @@ bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request
             break;
         case config::RuleAction::Kind::ReplaceBody:
             break; // all of the rule's at once, below
+        case config::RuleAction::Kind::Breakpoint:
+            if (!verdict.breakpoint) verdict.breakpoint = {c.rule, &a, c.configIndex};
+            touched = true;
+            break;
         }
     }
     if (edits) {
@@ -389,7 +401,8 @@ RequestVerdict RuleSet::applyRequest(http::Request& req, int httpVersion, http::
 }
 
 bool RuleSet::applyResponse(std::span<const std::uint64_t> pending, int status, std::string_view fields,
-                            std::string& out, std::string& names, std::vector<BodyEdit>* bodyEdits) const {
+                            std::string& out, std::string& names, std::vector<BodyEdit>* bodyEdits,
+                            BreakpointHit* breakpoint) const {
     struct Field {
         std::string_view name, value;
     };
@@ -425,6 +438,7 @@ bool RuleSet::applyResponse(std::span<const std::uint64_t> pending, int status, 
         if (bodyEdits && c.editsBegin != c.editsEnd)
             bodyEdits->insert(bodyEdits->end(), bodyEdits_.begin() + c.editsBegin,
                               bodyEdits_.begin() + c.editsEnd);
+        if (breakpoint && c.breakpoint && !*breakpoint) *breakpoint = {c.rule, c.breakpoint, c.configIndex};
     }
     return changed;
 }
@@ -492,11 +506,11 @@ bool RuleSet::rewriteBody(std::span<const BodyEdit> edits, std::string_view body
     return changed;
 }
 
-bool RuleSet::mayRewriteRequestBody(std::string_view rawPath) const {
+bool RuleSet::mayNeedRequestBody(std::string_view rawPath) const {
     if (!requestRewrites_) return false;
     bool found = false;
     request_.candidates(rawPath, [&](std::uint32_t i) {
-        found = request_.rules[i].editsBegin != request_.rules[i].editsEnd;
+        found = request_.rules[i].editsBegin != request_.rules[i].editsEnd || request_.rules[i].breakpoint;
         return !found;
     });
     return found;

@@ -6,16 +6,25 @@
 #include "proxy/connect.h"
 #include "proxy/forward.h"
 #include "proxy/origin.h"
+#include "serve/breakpoint.h"
 
 #include <portico/config/network.h>
 #include <portico/http/path.h>
 
 #include <unistd.h>
 
+#include <chrono>
 #include <span>
 #include <variant>
 
 namespace portico::serve {
+
+void noteBreakpoint(std::string& names, const rules::BreakpointHit& hit, std::string_view what) {
+    if (!names.empty()) names.push_back('\n');
+    names.append(hit.ruleName());
+    names.append(": breakpoint ");
+    names.append(what);
+}
 
 bool isWebSocketEndpoint(const config::Vhost& vhost, const routing::RouteResult& route,
                          const http::Request& req) {
@@ -34,6 +43,156 @@ bool isAbsoluteForm(std::string_view target) {
            (target.size() > 8 && http::iequals(target.substr(0, 8), "https://"));
 }
 
+constexpr std::string_view kRuleLabel = "(rule)";
+
+// A file body read whole into `out`; false when the file could not be read.
+bool readFileBody(const http::Response& res, std::string& out) {
+    out.resize(static_cast<std::size_t>(res.bodyLength()));
+    std::size_t got = 0;
+    while (got < out.size()) {
+        const ssize_t n = ::pread(res.file()->fd, out.data() + got, out.size() - got,
+                                  static_cast<off_t>(res.fileOffset() + got));
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    return got == out.size();
+}
+
+// ---- breakpoints (serve/breakpoint.h) ----
+
+std::string durationText(std::chrono::nanoseconds d) {
+    const auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+    if (s > 0 && s % 3600 == 0) return std::to_string(s / 3600) + "h";
+    if (s > 0 && s % 60 == 0) return std::to_string(s / 60) + "m";
+    return std::to_string(s) + "s";
+}
+
+using FieldList = std::vector<std::pair<std::string, std::string>>;
+
+FieldList fieldList(std::string_view block) {
+    FieldList out;
+    http::forEachFieldLine(block, [&](std::string_view n, std::string_view v) { out.emplace_back(n, v); });
+    return out;
+}
+
+template <class Fields> std::string fieldBlock(const Fields& fields) {
+    std::string out;
+    for (const auto& f : fields) {
+        const auto& [name, value] = f;
+        out.append(name);
+        out.append(": ");
+        out.append(value);
+        out.append("\r\n");
+    }
+    return out;
+}
+
+bool isAbsoluteTarget(std::string_view t) { return t.starts_with("http://") || t.starts_with("https://"); }
+
+// A paused exchange for `req` (and the rule state of `res`); null, with a note in the record, when
+// nothing could decide it (no Paused queue: a headless engine refuses such configs at load).
+std::shared_ptr<Paused> makePaused(const Context& ctx, const rules::BreakpointHit& hit,
+                                   config::Rule::Stage stage, const http::Request& req, http::Response& res) {
+    rules::BreakpointQueue* queue = ctx.rules ? ctx.rules->breakpoints() : nullptr;
+    if (!queue || !queue->enabled()) {
+        noteBreakpoint(res.ruleNames, hit, "skipped (no Paused queue: breakpoints pause in the desktop app)");
+        return nullptr;
+    }
+    auto p = std::make_shared<Paused>();
+    p->hit = hit;
+    rules::PausedExchange& e = p->shown;
+    e.stage = stage;
+    e.rule = hit.ruleName();
+    e.httpVersion = ctx.httpVersion;
+    e.scheme.assign(req.scheme);
+    e.clientAddress.assign(req.clientAddress);
+    e.request.method.assign(req.methodToken);
+    e.request.target.assign(req.target);
+    e.request.host.assign(req.host);
+    for (const auto& h : req.headers)
+        e.request.headers.emplace_back(h.name, h.value);
+    e.request.body.assign(req.body);
+    p->versionMajor = req.versionMajor;
+    p->versionMinor = req.versionMinor;
+    p->keepAlive = req.keepAlive;
+    p->scheme.assign(req.scheme);
+    return p;
+}
+
+void saveRuleState(const http::Response& res, Paused& p) {
+    Paused::RuleState& s = p.ruleState;
+    s.pendingRules = res.pendingRules;
+    s.ruleNames = res.ruleNames;
+    s.originalRequestFields = res.originalRequestFields;
+    s.originalResponseFields = res.originalResponseFields;
+    s.originalRequestBody = res.originalRequestBody;
+    s.originalResponseBody = res.originalResponseBody;
+    s.streamedBodyNotes = res.streamedBodyNotes;
+    s.throttle = res.throttle;
+}
+
+void restoreRuleState(Paused& p, http::Response& res) {
+    res.ruleStateUsed = true;
+    Paused::RuleState& s = p.ruleState;
+    res.ruledRequestFields.clear();
+    res.ruledRequestBody.clear();
+    res.pendingRules = s.pendingRules;
+    res.ruleNames = s.ruleNames;
+    res.originalRequestFields = s.originalRequestFields;
+    res.originalResponseFields = s.originalResponseFields;
+    res.originalRequestBody = s.originalRequestBody;
+    res.originalResponseBody = s.originalResponseBody;
+    res.streamedBodyNotes = s.streamedBodyNotes;
+    res.throttle = s.throttle;
+}
+
+// Hands `p` to the session and the queue: true when the exchange now waits (the session holds it).
+bool holdPaused(const Context& ctx, const std::shared_ptr<Paused>& p, http::Response& res,
+                ResponseWriter& writer, const Stamps& stamps) {
+    saveRuleState(res, *p);
+    if (!writer.pause(*p) || !p->io) {
+        noteBreakpoint(res.ruleNames, p->hit, "skipped (the request body streams)");
+        return false;
+    }
+    if (stamps.routeNs && *stamps.routeNs < 0) *stamps.routeNs = capture::nowNs();
+    if (stamps.labels && stamps.labels->route.empty())
+        *stamps.labels = {kRuleLabel, p->hit.rule->name.empty() ? std::string_view("breakpoint")
+                                                                : std::string_view(p->hit.rule->name)};
+    p->start(*ctx.rules->breakpoints());
+    return true;
+}
+
+// A response-stage breakpoint on a local answer: the answer waits, whole.
+bool pauseResponse(const Context& ctx, const rules::BreakpointHit& hit, const http::Request& req,
+                   http::Response& res, ResponseWriter& writer) {
+    std::string fileBody;
+    std::string_view body = res.bodyView();
+    if (res.bodyKind() == http::Response::BodyKind::File) {
+        if (res.bodyLength() > ctx.rules->maxRewriteBody()) {
+            noteBreakpoint(res.ruleNames, hit,
+                           "skipped (body over max_rewrite_body, " +
+                               std::to_string(ctx.rules->maxRewriteBody()) + " bytes)");
+            return false;
+        }
+        if (!readFileBody(res, fileBody)) {
+            noteBreakpoint(res.ruleNames, hit, "skipped (the file could not be read)");
+            return false;
+        }
+        body = fileBody;
+    }
+    auto p = makePaused(ctx, hit, config::Rule::Stage::Response, req, res);
+    if (!p) return false;
+    rules::PausedMessage m;
+    m.status = res.status;
+    m.headers = fieldList(res.fieldBlock());
+    m.body.assign(body);
+    p->shown.response = std::move(m);
+    p->serverHeader = res.serverHeader;
+    p->fate = res.fate;
+    p->delay = res.delay;
+    return holdPaused(ctx, p, res, writer, {});
+}
+
 // The replace_body actions of the response-stage rules that applied to a local answer, on its body
 // (an owned or shared one, or a file read whole when it is not over max_rewrite_body).
 void rewriteLocalBody(const Context& ctx, http::Response& res, std::span<const rules::BodyEdit> edits) {
@@ -46,15 +205,7 @@ void rewriteLocalBody(const Context& ctx, http::Response& res, std::span<const r
     thread_local std::string fileBody;
     std::string_view body = res.bodyView();
     if (why.empty() && res.bodyKind() == http::Response::BodyKind::File) {
-        fileBody.resize(static_cast<std::size_t>(res.bodyLength()));
-        std::size_t got = 0;
-        while (got < fileBody.size()) {
-            const ssize_t n = ::pread(res.file()->fd, fileBody.data() + got, fileBody.size() - got,
-                                      static_cast<off_t>(res.fileOffset() + got));
-            if (n <= 0) break;
-            got += static_cast<std::size_t>(n);
-        }
-        if (got != fileBody.size()) why = "the file could not be read";
+        if (!readFileBody(res, fileBody)) why = "the file could not be read";
         body = fileBody;
     }
     if (!why.empty()) {
@@ -78,12 +229,14 @@ void respond(const Context& ctx, const http::Request& req, http::Response& res, 
         thread_local std::string fields;
         thread_local std::vector<rules::BodyEdit> edits;
         edits.clear();
+        rules::BreakpointHit hit;
         if (ctx.rules->applyResponse(res.pendingRules, res.status, res.fieldBlock(), fields, res.ruleNames,
-                                     &edits)) {
+                                     &edits, &hit)) {
             res.originalResponseFields.assign(res.fieldBlock());
             res.replaceFields(fields);
         }
         if (!edits.empty()) rewriteLocalBody(ctx, res, edits);
+        if (hit && pauseResponse(ctx, hit, req, res, writer)) return;
     }
     writer.respond(req, res);
 }
@@ -185,8 +338,6 @@ void interceptedRequest(const Context& ctx, http::Request& req, http::Response& 
                                      &ctx.config.hosts));
 }
 
-constexpr std::string_view kRuleLabel = "(rule)";
-
 // A request-stage rule's map_local or map_remote: the exchange is answered from a file or folder,
 // or by another origin, instead of what it was meant for.
 void mappedByRule(const Context& ctx, const rules::RequestVerdict& v, http::Request& req,
@@ -268,28 +419,19 @@ bool answeredBeforeRouting(http::Request& req, std::string& pathScratch, http::R
     return false;
 }
 
-} // namespace
-
-void serve(const Context& ctx, http::Request& req, std::string& pathScratch, http::Response& res,
-           ResponseWriter& writer, const Stamps& stamps, Routed* routedOut) {
-    res.reset();
-    req.path = {};
-    Routed scratch;
-    Routed& routed = routedOut ? *routedOut : scratch;
-    routed.routed = false;
-    res.clearRuleState();
-    if (ctx.rules && !ctx.rules->empty()) {
-        const rules::RequestVerdict v = ctx.rules->applyRequest(req, ctx.httpVersion, res);
-        if (v.fail) {
-            failedByRule(ctx, v, res);
-            res.pendingRules.clear(); // a failed exchange's answer is the rule's own
-            writer.respond(req, res);
-            return;
-        }
-        if (v.map) {
-            mappedByRule(ctx, v, req, pathScratch, res, writer, stamps);
-            return;
-        }
+// What serve() does once the request-stage rules ran (`v`: what they decided, null when none ran).
+void afterRules(const Context& ctx, const rules::RequestVerdict* v, http::Request& req,
+                std::string& pathScratch, http::Response& res, ResponseWriter& writer, const Stamps& stamps,
+                Routed& routed) {
+    if (v && v->fail) {
+        failedByRule(ctx, *v, res);
+        res.pendingRules.clear(); // a failed exchange's answer is the rule's own
+        writer.respond(req, res);
+        return;
+    }
+    if (v && v->map) {
+        mappedByRule(ctx, *v, req, pathScratch, res, writer, stamps);
+        return;
     }
     if (ctx.origin) {
         interceptedRequest(ctx, req, res, writer, stamps);
@@ -321,6 +463,236 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
                                      to.sink, to.bodyFollows, nullptr, &ctx.config.hosts));
 }
 
+// The request (after the request-stage rules, as the user left it) in `p.current`, normalised: an
+// absolute URL given for an origin-form request sets the Host; a changed body updates Content-Length.
+void settleEdit(Paused& p) {
+    rules::PausedMessage& m = p.current;
+    const rules::PausedMessage& was = p.shown.request;
+    if (isAbsoluteTarget(m.target) && !isAbsoluteTarget(was.target)) {
+        std::string_view rest = std::string_view(m.target).substr(m.target.find("://") + 3);
+        const std::size_t slash = rest.find_first_of("/?");
+        m.host.assign(rest.substr(0, slash));
+        m.target = slash == std::string_view::npos ? std::string("/") : std::string(rest.substr(slash));
+        if (m.target.front() == '?') m.target.insert(0, "/");
+    }
+    // The Host field and `host` are one thing: whichever the user changed wins.
+    if (m.host == was.host)
+        for (const auto& [name, value] : m.headers)
+            if (http::iequals(name, "host") && !value.empty()) m.host = value;
+    for (auto& [name, value] : m.headers) {
+        if (http::iequals(name, "host") && m.host != was.host) value = m.host;
+        if (http::iequals(name, "content-length") && m.body.size() != was.body.size())
+            value = std::to_string(m.body.size());
+    }
+}
+
+// `req` as views of `p.current`.
+void buildRequest(Paused& p, http::Request& req) {
+    const rules::PausedMessage& m = p.current;
+    req = http::Request{};
+    req.method = http::methodFromToken(m.method);
+    req.methodToken = m.method;
+    req.target = m.target;
+    std::string_view path = m.target;
+    if (isAbsoluteTarget(path)) {
+        path.remove_prefix(path.find("://") + 3);
+        const std::size_t slash = path.find_first_of("/?");
+        path = slash == std::string_view::npos ? std::string_view() : path.substr(slash);
+    }
+    const std::size_t q = path.find('?');
+    req.rawPath = path.substr(0, q);
+    req.query = q == std::string_view::npos ? std::string_view() : path.substr(q + 1);
+    req.versionMajor = p.versionMajor;
+    req.versionMinor = p.versionMinor;
+    req.keepAlive = p.keepAlive;
+    req.scheme = p.scheme;
+    req.host = m.host;
+    req.body = m.body;
+    req.clientAddress = p.shown.clientAddress;
+    p.headerViews.clear();
+    for (const auto& [name, value] : m.headers)
+        p.headerViews.push_back({name, value});
+    req.headers = p.headerViews;
+}
+
+// What changed between the paused message and the edit, for the record ("method was GET, URL was /a,
+// headers, body").
+std::string changesText(const rules::PausedMessage& was, const rules::PausedMessage& now) {
+    std::string out;
+    auto add = [&](std::string_view what) {
+        if (!out.empty()) out.append(", ");
+        out.append(what);
+    };
+    if (was.method != now.method) add("method was " + was.method);
+    if (was.target != now.target || was.host != now.host) add("URL was " + was.host + was.target);
+    if (was.status != now.status) add("status was " + std::to_string(was.status));
+    if (was.headers != now.headers) add("headers");
+    if (was.body != now.body) add("body");
+    return out;
+}
+
+} // namespace
+
+void resume(const Context& ctx, Paused& p, http::Request& req, std::string& pathScratch, http::Response& res,
+            ResponseWriter& writer, const Stamps& stamps) {
+    const rules::BreakpointDecision d = p.decision.value_or(rules::BreakpointDecision{});
+    const bool responseStage = p.shown.stage == config::Rule::Stage::Response;
+    res.reset();
+    restoreRuleState(p, res);
+    p.current = p.shown.request;
+    const bool editRequest = !responseStage && d.kind == rules::BreakpointDecision::Kind::Resume && d.edited;
+    if (editRequest) {
+        p.current = *d.edited;
+        settleEdit(p);
+    }
+    buildRequest(p, req);
+    req.path = {};
+    Routed routed;
+    switch (d.kind) {
+    case rules::BreakpointDecision::Kind::Abort:
+        noteBreakpoint(res.ruleNames, p.hit,
+                       d.abort == rules::BreakpointDecision::Abort::Close ? "(aborted: close)"
+                                                                          : "(aborted: reset)");
+        res.fate = d.abort == rules::BreakpointDecision::Abort::Close ? http::Response::Fate::Silent
+                                                                      : http::Response::Fate::Drop;
+        res.pendingRules.clear();
+        writer.respond(req, res);
+        return;
+    case rules::BreakpointDecision::Kind::Respond: {
+        noteBreakpoint(res.ruleNames, p.hit, "(answered here)");
+        res.status = d.response.status;
+        for (const auto& [name, value] : d.response.headers)
+            res.addHeader(name, value);
+        if (!d.response.body.empty()) res.setBody(d.response.body);
+        res.pendingRules.clear(); // the user's answer is theirs
+        writer.respond(req, res);
+        return;
+    }
+    case rules::BreakpointDecision::Kind::Resume:
+        break;
+    }
+    const std::string how =
+        d.timedOut ? "(resumed unchanged after the " + durationText(p.shown.timeout) + " timeout)"
+                   : "(resumed)";
+    if (responseStage) {
+        const rules::PausedMessage& was = *p.shown.response;
+        const rules::PausedMessage& m = d.edited ? *d.edited : was;
+        if (d.edited) {
+            noteBreakpoint(res.ruleNames, p.hit, "(resumed with changes: " + changesText(was, m) + ")");
+            if (res.originalResponseFields.empty() && was.headers != m.headers)
+                res.originalResponseFields = fieldBlock(was.headers);
+            if (res.originalResponseBody.empty() && was.body != m.body) res.originalResponseBody = was.body;
+        } else {
+            noteBreakpoint(res.ruleNames, p.hit, how);
+        }
+        res.status = m.status;
+        res.serverHeader = p.serverHeader;
+        res.fate = p.fate;
+        res.delay = p.delay;
+        for (const auto& [name, value] : m.headers)
+            res.addHeader(name, value);
+        if (!m.body.empty()) res.setBody(m.body);
+        res.pendingRules.clear(); // applied before the pause
+        writer.respond(req, res);
+        return;
+    }
+    if (editRequest) {
+        const rules::PausedMessage& was = p.shown.request;
+        noteBreakpoint(res.ruleNames, p.hit, "(resumed with changes: " + changesText(was, p.current) + ")");
+        if (res.originalRequestFields.empty() && was.headers != p.current.headers)
+            res.originalRequestFields = fieldBlock(was.headers);
+        if (was.body != p.current.body) {
+            if (res.originalRequestBody.empty()) res.originalRequestBody = was.body;
+            res.ruledRequestBody = p.current.body; // what the record shows as sent
+            req.body = res.ruledRequestBody;
+        }
+    } else {
+        noteBreakpoint(res.ruleNames, p.hit, how);
+    }
+    afterRules(ctx, &p.verdict, req, pathScratch, res, writer, stamps, routed);
+}
+
+std::shared_ptr<Paused> pauseUpstreamAnswer(const rules::RuleSet& set, const rules::BreakpointHit& hit,
+                                            rules::PausedMessage request, rules::PausedMessage answer,
+                                            int httpVersion, std::string_view scheme,
+                                            boost::asio::io_context& io, std::function<void()> wake,
+                                            std::shared_ptr<void> owner, std::string& ruleNames) {
+    rules::BreakpointQueue* queue = set.breakpoints();
+    if (!queue || !queue->enabled()) {
+        noteBreakpoint(ruleNames, hit, "skipped (no Paused queue: breakpoints pause in the desktop app)");
+        return nullptr;
+    }
+    auto p = std::make_shared<Paused>();
+    p->hit = hit;
+    p->shown.stage = config::Rule::Stage::Response;
+    p->shown.rule = hit.ruleName();
+    p->shown.httpVersion = httpVersion;
+    p->shown.scheme.assign(scheme);
+    p->shown.request = std::move(request);
+    p->shown.response = std::move(answer);
+    p->io = &io;
+    p->wake = std::move(wake);
+    p->owner = std::move(owner);
+    p->start(*queue);
+    return p;
+}
+
+bool settleUpstreamAnswer(const Paused& p, rules::PausedMessage& answer,
+                          rules::BreakpointDecision::Abort& abort, std::string& ruleNames,
+                          std::string& originalFields, std::string& originalBody) {
+    const rules::BreakpointDecision d = p.decision.value_or(rules::BreakpointDecision{});
+    const rules::PausedMessage& was = *p.shown.response;
+    switch (d.kind) {
+    case rules::BreakpointDecision::Kind::Abort:
+        abort = d.abort;
+        noteBreakpoint(ruleNames, p.hit,
+                       d.abort == rules::BreakpointDecision::Abort::Close ? "(aborted: close)"
+                                                                          : "(aborted: reset)");
+        return false;
+    case rules::BreakpointDecision::Kind::Respond:
+        noteBreakpoint(ruleNames, p.hit, "(answered here)");
+        answer = d.response;
+        return true;
+    case rules::BreakpointDecision::Kind::Resume:
+        break;
+    }
+    if (!d.edited) {
+        noteBreakpoint(ruleNames, p.hit,
+                       d.timedOut
+                           ? "(resumed unchanged after the " + durationText(p.shown.timeout) + " timeout)"
+                           : std::string("(resumed)"));
+        answer = was;
+        return true;
+    }
+    answer = *d.edited;
+    noteBreakpoint(ruleNames, p.hit, "(resumed with changes: " + changesText(was, answer) + ")");
+    if (originalFields.empty() && was.headers != answer.headers) originalFields = fieldBlock(was.headers);
+    if (originalBody.empty() && was.body != answer.body) originalBody = was.body;
+    return true;
+}
+
+void serve(const Context& ctx, http::Request& req, std::string& pathScratch, http::Response& res,
+           ResponseWriter& writer, const Stamps& stamps, Routed* routedOut) {
+    res.reset();
+    req.path = {};
+    Routed scratch;
+    Routed& routed = routedOut ? *routedOut : scratch;
+    routed.routed = false;
+    res.clearRuleState();
+    if (ctx.rules && !ctx.rules->empty()) {
+        const rules::RequestVerdict v = ctx.rules->applyRequest(req, ctx.httpVersion, res);
+        if (v.breakpoint) {
+            if (auto p = makePaused(ctx, v.breakpoint, config::Rule::Stage::Request, req, res)) {
+                p->verdict = v;
+                if (holdPaused(ctx, p, res, writer, stamps)) return;
+            }
+        }
+        afterRules(ctx, &v, req, pathScratch, res, writer, stamps, routed);
+        return;
+    }
+    afterRules(ctx, nullptr, req, pathScratch, res, writer, stamps, routed);
+}
+
 bool streamsRequestBody(const Context& ctx, http::Method method, std::string_view rawPath,
                         std::string_view host, bool upgrade, std::string& pathScratch, bool absoluteForm) {
     if (upgrade || method == http::Method::Other || method == http::Method::Connect) return false;
@@ -336,7 +708,7 @@ bool streamsRequestBody(const Context& ctx, http::Method method, std::string_vie
 
 bool rulesReadBodyWhole(const Context& ctx, std::string_view rawPath, std::optional<std::uint64_t> length,
                         bool grpc) {
-    if (!ctx.rules || !length || grpc || !ctx.rules->mayRewriteRequestBody(rawPath)) return false;
+    if (!ctx.rules || !length || grpc || !ctx.rules->mayNeedRequestBody(rawPath)) return false;
     return *length <= std::min(ctx.rules->maxRewriteBody(), ctx.config.limits.maxBodyBytes);
 }
 

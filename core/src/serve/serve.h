@@ -30,6 +30,8 @@ struct InterceptedOrigin;
 
 namespace portico::serve {
 
+class Paused; // serve/breakpoint.h
+
 /// Where a request arrived, and the worker's state the actions use.
 struct Context {
     const config::Config& config;
@@ -109,6 +111,16 @@ public:
         (void)port;
         return false;
     }
+    /// A breakpoint rule holds this exchange (serve/breakpoint.h): the session sets `paused.io` and
+    /// `paused.wake`, keeps `paused` (shared_from_this) and holds the exchange — HTTP/1.1 reads no
+    /// further request on the connection, HTTP/2 holds only this stream — until `wake` runs on its
+    /// thread; it then calls serve::resume() with this writer's kind of writer. False (the default):
+    /// it cannot hold it (its request body streams): the record notes the breakpoint as skipped and
+    /// the exchange goes on.
+    virtual bool pause(Paused& paused) {
+        (void)paused;
+        return false;
+    }
 };
 
 /// Produces the answer to `req` into `res` (which serve() resets first) and hands it to `writer`.
@@ -118,6 +130,9 @@ public:
 ///  - the request-stage rules (Context::rules, rules/rules.h): their header changes replace
 ///    `req.headers` (a view of `res.ruledRequestFields` from then on); a rule's `fail` answers here,
 ///    with its status (and `X-Portico-Rule: NAME`) or a reset (Fate::Drop), and nothing else runs;
+///    a rule's `breakpoint` pauses the exchange here (writer.pause(); serve/breakpoint.h), and
+///    serve::resume() carries on from this point once the user (or the rule's timeout) decides;
+///    the response-stage rules (applied to a local answer before writer.respond()) may pause it too;
 ///  - a method Portico does not implement → 501 (RFC 9110 §9.1; no route can name one);
 ///  - `OPTIONS *` → 204 with the server-wide Allow (RFC 9110 §9.3.7);
 ///  - on a forward proxy listener (Context::forwardProxy), over HTTP/1.1:
@@ -156,10 +171,10 @@ bool streamsRequestBody(const Context& ctx, http::Method method, std::string_vie
                         bool absoluteForm = false);
 
 /// Whether a request whose body would stream (streamsRequestBody) is read whole instead, so that a
-/// request-stage replace_body can rewrite it (rules::RuleSet::mayRewriteRequestBody): its length is
-/// known (`length`: Content-Length; nullopt for a chunked or HTTP/2 body without one) and at most
-/// limits.max_rewrite_body and limits.max_body_bytes, and it is not a gRPC call (`grpc`: its
-/// content type is application/grpc*; those always stream). False when Context::rules is null.
+/// request-stage replace_body can rewrite it or a breakpoint show it (rules::RuleSet::mayNeedRequestBody):
+/// its length is known (`length`: Content-Length; nullopt for a chunked or HTTP/2 body without one) and at
+/// most limits.max_rewrite_body and limits.max_body_bytes, and it is not a gRPC call (`grpc`: its content
+/// type is application/grpc*; those always stream). False when Context::rules is null.
 bool rulesReadBodyWhole(const Context& ctx, std::string_view rawPath, std::optional<std::uint64_t> length,
                         bool grpc);
 

@@ -281,7 +281,8 @@ void Connection::onReadable(const boost::system::error_code& ec) {
 
 void Connection::drive() {
     for (;;) {
-        if (!closeAfterWrite_ && !delayed() && !sendingFile() && !proxying() && !paced()) parseAndHandle();
+        if (!closeAfterWrite_ && !delayed() && !sendingFile() && !proxying() && !paced() && !holding())
+            parseAndHandle();
         if (closed_) return; // handed over to HTTP/2
         if (delayed()) {
             Rare& r = *rareIf();
@@ -316,6 +317,12 @@ void Connection::drive() {
         }
         // The throttled exchange has left whole (a proxied one once its upstream has ended).
         if (paced() && !proxying()) rareIf()->pacing = false;
+        if (holding()) {
+            // Paused at a breakpoint: the decision calls back (resumePaused); nothing is read meanwhile.
+            phase_ = Phase::Proxy;
+            deadline_ = Clock::time_point::max();
+            return;
+        }
         if (proxying()) {
             // The upstream's response is on its way; the exchange calls back. Drained: read on.
             phase_ = Phase::Proxy;
@@ -458,7 +465,7 @@ void Connection::parseAndHandle() {
             return;
         }
         if (phase_ == Phase::Body) phase_ = Phase::Head;
-        if (closeAfterWrite_ || delayed() || sendingFile() || proxying() || paced() ||
+        if (closeAfterWrite_ || delayed() || sendingFile() || proxying() || paced() || holding() ||
             out_.size() - batchStart > kMaxBatchBytes) {
             moreBuffered_ = !in_.empty() && !closeAfterWrite_;
             return;
@@ -520,9 +527,53 @@ struct Connection::Writer final : serve::ResponseWriter {
         return conn.forwardTo(req, res, bodyFollows);
     }
     void forwarding(std::shared_ptr<client::Call> call) override { conn.forwarding(std::move(call)); }
+    bool pause(serve::Paused& paused) override { return !bodyFollows && conn.pause(paused); }
     Connection& conn;
     bool bodyFollows;
 };
+
+bool Connection::pause(serve::Paused& paused) {
+    Rare& r = rare();
+    if (r.clientAddress.empty()) { // for the Paused queue (forwardTo reads it the same way)
+        boost::system::error_code ec;
+        auto remote = socket_.remote_endpoint(ec);
+        if (!ec) r.clientAddress = remote.address().to_string();
+    }
+    paused.shown.clientAddress = r.clientAddress;
+    r.paused = paused.shared_from_this();
+    r.pausedSnapshot = worker_.snapshotPtr();
+    paused.io = &worker_.io();
+    paused.owner = shared_from_this(); // nothing else holds a connection that reads nothing
+    paused.wake = [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->resumePaused();
+    };
+    return true;
+}
+
+// The breakpoint's decision: serve::resume() answers, forwards or aborts the held exchange as
+// serve() would have, then the connection goes on (the answer is written, pipelined requests read).
+void Connection::resumePaused() {
+    if (closed_ || !holding()) return;
+    Rare& r = *rareIf();
+    const std::shared_ptr<const Snapshot> snap = std::move(r.pausedSnapshot); // outlives `paused`
+    const std::shared_ptr<serve::Paused> paused = std::move(r.paused);
+    const serve::Context ctx{
+        *snap->config, snap->router, worker_.handlerState(), localPort_, 1, forwardProxy_,
+        origin(),      &snap->rules};
+    serve::Stamps stamps;
+    if (cap()) stamps = {&cap()->routeNs, &cap()->labels};
+    Writer writer{*this, false};
+    serve::resume(ctx, *paused, worker_.request(), worker_.pathScratch(), worker_.response(), writer, stamps);
+    if (rareIf()->upgrade) {
+        startWebSocket();
+        return;
+    }
+    if (rareIf()->interceptPort) {
+        startIntercept();
+        return;
+    }
+    if (!closed_) drive();
+}
 
 void Connection::handle(std::string_view body, std::span<const http::Header> trailers, bool bodyFollows) {
     const Snapshot& snap = worker_.snapshot();
@@ -930,6 +981,11 @@ void Connection::abort() {
     if (r && r->proxy) {
         r->proxy->cancel();
         r->proxy.reset();
+    }
+    if (r && r->paused) { // leaves the Paused queue; ends the Paused → connection cycle
+        const auto keep = shared_from_this();
+        r->paused.reset();
+        r->pausedSnapshot.reset();
     }
 }
 

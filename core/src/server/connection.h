@@ -5,6 +5,7 @@
 #include "io/session.h"
 #include "proxy/forward.h"
 #include "proxy/origin.h"
+#include "serve/breakpoint.h"
 #include "serve/serve.h"
 
 #include <portico/http/message.h>
@@ -95,6 +96,15 @@ private:
     bool upgrade(const http::Request& req, http::Response& res, const serve::Routed& routed);
     serve::ForwardTarget forwardTo(http::Request& req, const http::Response& res, bool bodyFollows);
     void forwarding(std::shared_ptr<client::Call> call);
+    /// A rule's breakpoint holds the current exchange (serve/breakpoint.h): no further request is
+    /// read until resumePaused() carries out the decision.
+    bool pause(serve::Paused& paused);
+    void resumePaused();
+    /// The decision on an upstream's answer paused at a response-stage breakpoint (onUpstreamEnd).
+    void resumeAnswer();
+    /// Writes a gathered answer (Rare::ProxyRewrite) with its own length, then ends the exchange.
+    void sendGathered();
+    void endProxied();
     // Request bodies of proxied routes stream upstream as they arrive (uploads).
     bool proxiesBody();
     bool startUpload(std::size_t headBytes);
@@ -208,6 +218,9 @@ private:
             std::string body;                    // gathered so far
             std::vector<rules::BodyEdit> edits;  // into `snapshot`'s RuleSet
             std::shared_ptr<const Snapshot> snapshot;
+            // A response-stage breakpoint: once whole (and rewritten), the answer pauses
+            // (Rare::paused) until resumeAnswer().
+            rules::BreakpointHit hit;
         };
         std::unique_ptr<ProxyRewrite> proxyRewrite;
         int proxyMinor = 1;
@@ -241,6 +254,10 @@ private:
         Clock::time_point paceStart{};
         std::optional<boost::asio::steady_timer> paceTimer;
         std::unique_ptr<ws::Accepted> upgrade; // a WebSocket handshake answered with 101
+        // Held at a rule's breakpoint (pause()), with the snapshot it paused in (the Paused points
+        // into its RuleSet).
+        std::shared_ptr<const Snapshot> pausedSnapshot; // declared first: outlives `paused`
+        std::shared_ptr<serve::Paused> paused;
         // A CONNECT to intercept (Writer::intercept): once this request is done, the socket goes to
         // a TLS handshake with a leaf for `interceptHost` (server::startIntercepted).
         std::string interceptHost;
@@ -264,6 +281,7 @@ private:
     bool sendingFile() const { return rareIf() && rareIf()->fileLeft > 0; }
     bool delayed() const { return rareIf() && rareIf()->delay.count() > 0; }
     bool proxying() const { return rareIf() && rareIf()->proxy; }
+    bool holding() const { return rareIf() && rareIf()->paused; } // at a breakpoint
     bool paced() const { return rareIf() && rareIf()->pacing; }
     bool uploading() const { return rareIf() && rareIf()->uploading; }
 

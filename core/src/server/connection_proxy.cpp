@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <sys/socket.h>
 
 namespace portico::server {
 namespace asio = boost::asio;
@@ -30,6 +31,7 @@ constexpr int kUploadReadsPerTurn = 32; // reads per wakeup before yielding to o
 // not kept for the rest of the connection's life. `Rewrite` is Rare::ProxyRewrite.
 template <class Rewrite> void endRewrite(Rewrite& rw) {
     rw.active = false;
+    rw.hit = {};
     rw.edits.clear();
     rw.snapshot.reset();
     rw.body.clear();
@@ -59,7 +61,8 @@ serve::ForwardTarget Connection::forwardTo(http::Request& req, const http::Respo
     req.clientAddress = r.clientAddress;
     r.proxyTrailers.clear();
     auto& pr = r.proxyRecord;
-    if (worker_.accessLog() || cap()) { // read by finishProxied only
+    // Read by finishProxied, and by a response-stage breakpoint's Paused queue entry.
+    if (worker_.accessLog() || cap() || !res.pendingRules.empty()) {
         pr.method.assign(req.methodToken);
         pr.target.assign(req.target);
         pr.host.assign(req.host);
@@ -103,16 +106,17 @@ serve::ForwardTarget Connection::forwardTo(http::Request& req, const http::Respo
         }
         startPace(res.throttle, upBytes);
     }
-    if (cap()) {
+    if (cap() || !res.pendingRules.empty()) {
         // Credentials meant for this proxy are not kept in records (sessions get shared).
         for (const auto& h : req.headers)
             pr.headers.emplace_back(h.name, http::iequals(h.name, "proxy-authorization")
                                                 ? std::string_view("[redacted]")
                                                 : h.value);
-        pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), cap()->cfg.bodyBytes)));
+        const std::uint64_t keep = cap() ? cap()->cfg.bodyBytes : std::uint64_t{64 * 1024};
+        pr.body.assign(req.body.substr(0, std::min<std::size_t>(req.body.size(), keep)));
         // The request body before a request-stage replace_body: a byte past the capture's prefix
         // tells the record it was cut.
-        if (!res.originalRequestBody.empty())
+        if (cap() && !res.originalRequestBody.empty())
             pr.originalRequestBody.assign(res.originalRequestBody, 0,
                                           static_cast<std::size_t>(std::min<std::uint64_t>(
                                               res.originalRequestBody.size(), cap()->cfg.bodyBytes + 1)));
@@ -366,31 +370,45 @@ void Connection::onUpstreamHeadBodyFollows(int status, std::string_view fields,
             },
             r.proxyTransparent);
         const rules::RuleSet& set = r.proxyRulesSnapshot->rules;
-        const bool changed =
-            set.applyResponse(r.proxyRules, status, merged, changedFields, r.proxyRecord.ruleNames, &edits);
+        rules::BreakpointHit hit;
+        const bool changed = set.applyResponse(r.proxyRules, status, merged, changedFields,
+                                               r.proxyRecord.ruleNames, &edits, &hit);
         if (changed) r.proxyRecord.originalResponseFields.assign(merged);
         ruledFields = changed ? changedFields : merged;
         ruled = true;
         r.proxyRules.clear();
-        if (!edits.empty() && !noBody && !r.proxyHead) {
+        const bool bodyLess = noBody || r.proxyHead;
+        if (!edits.empty() && !bodyLess) {
             std::string why = rules::RuleSet::bodySkipReason(ruledFields);
             if (why.empty() && length && *length > set.maxRewriteBody())
                 why = "body over max_rewrite_body, " + std::to_string(set.maxRewriteBody()) + " bytes";
             if (!why.empty()) {
                 rules::RuleSet::noteSkipped(edits, why, r.proxyRecord.ruleNames);
-            } else { // the body is gathered first (onUpstreamBody), the head goes with it
-                if (!r.proxyRewrite) r.proxyRewrite = std::make_unique<Rare::ProxyRewrite>();
-                Rare::ProxyRewrite& rw = *r.proxyRewrite;
-                rw.active = true;
-                rw.status = status;
-                rw.length = length;
-                rw.fields.assign(ruledFields);
-                rw.body.clear();
-                if (length) rw.body.reserve(static_cast<std::size_t>(*length));
-                rw.edits.assign(edits.begin(), edits.end());
-                rw.snapshot = std::move(r.proxyRulesSnapshot);
-                return;
+                edits.clear();
             }
+        } else {
+            edits.clear();
+        }
+        if (hit && !bodyLess && length && *length > set.maxRewriteBody()) {
+            serve::noteBreakpoint(r.proxyRecord.ruleNames, hit,
+                                  "skipped (body over max_rewrite_body, " +
+                                      std::to_string(set.maxRewriteBody()) + " bytes)");
+            hit = {};
+        }
+        if (!edits.empty() || hit) {
+            // The body is gathered first (onUpstreamBody), the head goes with it.
+            if (!r.proxyRewrite) r.proxyRewrite = std::make_unique<Rare::ProxyRewrite>();
+            Rare::ProxyRewrite& rw = *r.proxyRewrite;
+            rw.active = true;
+            rw.status = status;
+            rw.length = length;
+            rw.fields.assign(ruledFields);
+            rw.body.clear();
+            if (length) rw.body.reserve(static_cast<std::size_t>(*length));
+            rw.edits.assign(edits.begin(), edits.end());
+            rw.hit = hit;
+            rw.snapshot = std::move(r.proxyRulesSnapshot);
+            return;
         }
         r.proxyRulesSnapshot.reset();
     }
@@ -444,6 +462,10 @@ bool Connection::onUpstreamBody(std::string_view data) {
         rules::RuleSet::noteSkipped(rw.edits,
                                     "body over max_rewrite_body, " + std::to_string(limit) + " bytes",
                                     r.proxyRecord.ruleNames);
+        if (rw.hit)
+            serve::noteBreakpoint(r.proxyRecord.ruleNames, rw.hit,
+                                  "skipped (body over max_rewrite_body, " + std::to_string(limit) +
+                                      " bytes)");
         rw.active = false;
         r.proxyFields.clear(); // merged into rw.fields already
         onUpstreamHeadBodyFollows(rw.status, rw.fields, rw.length);
@@ -474,18 +496,101 @@ void Connection::onUpstreamEnd() {
     if (r.proxyRewrite && r.proxyRewrite->active) {
         // The whole body: rewritten, it goes out after the held head with its own length.
         Rare::ProxyRewrite& rw = *r.proxyRewrite;
-        rw.active = false;
         thread_local std::string out;
         if (rw.snapshot->rules.rewriteBody(rw.edits, rw.body, out, r.proxyRecord.ruleNames)) {
             rw.body.swap(out);
             if (cap()) r.proxyRecord.originalResponseBody.swap(out); // the body as the upstream sent it
         }
         if (out.capacity() > 64 * 1024) std::string().swap(out);
-        r.proxyFields.clear(); // merged into rw.fields already
-        onUpstreamHeadBodyFollows(rw.status, rw.fields, rw.body.size());
-        if (!rw.body.empty()) onUpstreamBody(rw.body);
-        endRewrite(rw);
+        if (rw.hit) {
+            // A response-stage breakpoint: the whole answer waits for the user (resumeAnswer).
+            const auto& pr = r.proxyRecord;
+            rules::PausedMessage request, answer;
+            request.method = pr.method;
+            request.target = pr.target;
+            request.host = pr.host;
+            request.headers = pr.headers;
+            request.body = pr.body;
+            answer.status = rw.status;
+            http::forEachFieldLine(rw.fields, [&](std::string_view n, std::string_view v) {
+                answer.headers.emplace_back(n, v);
+            });
+            answer.body = rw.body;
+            auto paused = serve::pauseUpstreamAnswer(
+                rw.snapshot->rules, rw.hit, std::move(request), std::move(answer), 1,
+                ssl() ? "https" : "http", worker_.io(),
+                [weak = weak_from_this()] {
+                    if (auto self = weak.lock()) self->resumeAnswer();
+                },
+                shared_from_this(), r.proxyRecord.ruleNames);
+            if (paused) {
+                r.paused = std::move(paused);
+                r.pausedSnapshot = rw.snapshot;
+                auto done = std::move(r.proxy); // finished: holding() keeps the connection waiting
+                r.proxyPaused = false;
+                return;
+            }
+        }
+        sendGathered();
+        return;
     }
+    endProxied();
+}
+
+void Connection::sendGathered() {
+    Rare& r = *rareIf();
+    Rare::ProxyRewrite& rw = *r.proxyRewrite;
+    rw.active = false;
+    r.proxyFields.clear(); // merged into rw.fields already
+    // A HEAD's answer keeps the upstream's length; every other goes with the body it has now.
+    onUpstreamHeadBodyFollows(rw.status, rw.fields, r.proxyHead ? rw.length : rw.body.size());
+    if (!rw.body.empty()) onUpstreamBody(rw.body);
+    endRewrite(rw);
+    endProxied();
+}
+
+void Connection::resumeAnswer() {
+    if (closed_ || !holding()) return;
+    Rare& r = *rareIf();
+    const std::shared_ptr<const Snapshot> snap = std::move(r.pausedSnapshot); // outlives `paused`
+    const std::shared_ptr<serve::Paused> paused = std::move(r.paused);
+    Rare::ProxyRewrite& rw = *r.proxyRewrite;
+    auto& pr = r.proxyRecord;
+    rules::PausedMessage answer;
+    rules::BreakpointDecision::Abort how = rules::BreakpointDecision::Abort::Reset;
+    std::string originalBody; // the record keeps it only with capture
+    if (!serve::settleUpstreamAnswer(*paused, answer, how, pr.ruleNames, pr.originalResponseFields,
+                                     cap() ? pr.originalResponseBody : originalBody)) {
+        endRewrite(rw);
+        r.proxyKeep = false;
+        finishProxied(how == rules::BreakpointDecision::Abort::Close
+                          ? "closed without an answer (breakpoint aborted)"
+                          : "connection reset (breakpoint aborted)");
+        closeAfterWrite_ = true;
+        if (how == rules::BreakpointDecision::Abort::Reset) { // as Fate::Drop (serialize): RST, not FIN
+            resetAfterWrite_ = true;
+            linger l{1, 0};
+            ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        }
+        phase_ = Phase::Write;
+        if (!writeWaiting_) drive();
+        return;
+    }
+    rw.status = answer.status;
+    rw.fields.clear();
+    for (const auto& [name, value] : answer.headers) {
+        rw.fields.append(name);
+        rw.fields.append(": ");
+        rw.fields.append(value);
+        rw.fields.append("\r\n");
+    }
+    rw.body = std::move(answer.body);
+    sendGathered();
+}
+
+// The upstream's answer has gone out whole (or into out_): the exchange ends.
+void Connection::endProxied() {
+    Rare& r = *rareIf();
     if (r.proxyChunked && !r.proxyHead) {
         if (!out_.allocated()) out_ = worker_.buffers().acquire();
         out_.append("0\r\n");

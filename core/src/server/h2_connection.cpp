@@ -348,7 +348,9 @@ void H2Connection::flush() {
         bool answering = false; // a response is still going out (one lookup is enough)
         for (const auto& st : streams_) {
             // A throttled stream's timer, a held one's idle_timeout (rules) bound them instead.
-            if (st->proxy || st->delayed || st->pacing || st->res.fate == http::Response::Fate::Hold)
+            // A stream paused at a breakpoint waits for the user (its rule's timeout bounds it).
+            if (st->proxy || st->delayed || st->pacing || st->paused ||
+                st->res.fate == http::Response::Fate::Hold)
                 continue;
             if (!st->dispatched)
                 next = std::min(next, st->lastInput + limits.bodyTimeout);
@@ -628,9 +630,45 @@ struct H2Connection::Writer final : serve::ResponseWriter {
         return conn.forwardTo(s, req);
     }
     void forwarding(std::shared_ptr<client::Call> call) override { conn.forwarding(s, std::move(call)); }
+    bool pause(serve::Paused& paused) override {
+        if (s.streaming) return false; // its body goes upstream as it arrives
+        s.paused = paused.shared_from_this();
+        s.pausedSnapshot = conn.worker_.snapshotPtr();
+        paused.io = &conn.worker_.io();
+        paused.wake = [weak = conn.weak_from_this(), id = s.id] {
+            if (auto c = weak.lock()) c->resumePaused(id);
+        };
+        return true;
+    }
     H2Connection& conn;
     Stream& s;
 };
+
+void H2Connection::resumePaused(std::int32_t id) {
+    Stream* s = closed_ ? nullptr : stream(id);
+    if (!s || !s->paused) return;
+    const std::shared_ptr<const Snapshot> snap = std::move(s->pausedSnapshot); // outlives `paused`
+    const std::shared_ptr<serve::Paused> paused = std::move(s->paused);
+    const serve::Context ctx{*snap->config, snap->router, worker_.handlerState(), localPort_, 2, false,
+                             origin_.get(), &snap->rules};
+    serve::Stamps stamps;
+    if (cap_) stamps = {&s->capRouteNs, &s->capLabels};
+    http::Request req;
+    Writer writer{*this, *s};
+    // The access log and the record name the request as it went on (an edit may change it).
+    const rules::PausedMessage& m =
+        paused->decision && paused->decision->edited && paused->shown.stage == config::Rule::Stage::Request
+            ? *paused->decision->edited
+            : paused->shown.request;
+    s->target = m.target;
+    s->host = m.host;
+    serve::resume(ctx, *paused, req, worker_.pathScratch(), s->res, writer, stamps);
+    if (Stream* again = stream(id); again && !again->paused) {
+        again->target.assign(req.target);
+        again->host.assign(req.host);
+    }
+    flush();
+}
 
 void H2Connection::dispatch(Stream& s) {
     s.dispatched = true;
@@ -1004,6 +1042,7 @@ void H2Connection::onStreamClose(std::int32_t id) {
         streams_.pop_back();
         if (s->timer) s->timer->cancel();
         s->timer.reset();
+        s->paused.reset(); // a paused exchange whose client went away leaves the queue
         // A response or trailers nghttp2 would not send (onHeadersNotSent): the record says so.
         std::string error;
         for (std::size_t e = 0; e < streamErrors_.size(); ++e) {

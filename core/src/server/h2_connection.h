@@ -97,6 +97,11 @@ private:
     struct Writer;
     void captureRequest(Stream& s);
     void respond(Stream& s);
+    /// A breakpoint's decision reached stream `id` (serve/breakpoint.h): serve::resume() on it.
+    void resumePaused(std::int32_t id);
+    /// A response-stage breakpoint on stream `id`'s upstream answer (h2_proxy.cpp).
+    bool pauseAnswer(Stream& s);
+    void resumeAnswer(std::int32_t id);
     serve::ForwardTarget forwardTo(Stream& s, const http::Request& req);
     void forwarding(Stream& s, std::shared_ptr<client::Call> call);
     bool streamsBody(const Stream& s);

@@ -100,7 +100,9 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
         thread_local std::string ruled;
         const rules::RuleSet& set = rulesSnapshot->rules;
         bodyEdits.clear();
-        if (set.applyResponse(res.pendingRules, status, res.fieldBlock(), ruled, res.ruleNames, &bodyEdits)) {
+        rules::BreakpointHit hit;
+        if (set.applyResponse(res.pendingRules, status, res.fieldBlock(), ruled, res.ruleNames, &bodyEdits,
+                              &hit)) {
             res.originalResponseFields.assign(res.fieldBlock());
             res.replaceFields(ruled);
         }
@@ -110,15 +112,29 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
                 grpc ? std::string("gRPC message") : rules::RuleSet::bodySkipReason(res.fieldBlock());
             if (why.empty() && len && *len > set.maxRewriteBody())
                 why = "body over max_rewrite_body, " + std::to_string(set.maxRewriteBody()) + " bytes";
-            if (why.empty()) {
-                // The body is gathered first (onUpstreamBody); the head goes at its end.
-                rewriting = true;
-                res.pendingRules.clear();
-                return;
+            if (!why.empty()) {
+                rules::RuleSet::noteSkipped(bodyEdits, why, res.ruleNames);
+                bodyEdits.clear();
             }
-            rules::RuleSet::noteSkipped(bodyEdits, why, res.ruleNames);
+        } else {
+            bodyEdits.clear();
         }
-        bodyEdits.clear();
+        if (hit && grpc) { // its messages and trailers stream; a gRPC call is not held
+            serve::noteBreakpoint(res.ruleNames, hit, "skipped (gRPC call)");
+            hit = {};
+        } else if (hit && !noBody && len && *len > set.maxRewriteBody()) {
+            serve::noteBreakpoint(res.ruleNames, hit,
+                                  "skipped (body over max_rewrite_body, " +
+                                      std::to_string(set.maxRewriteBody()) + " bytes)");
+            hit = {};
+        }
+        if (!bodyEdits.empty() || hit) {
+            // The body is gathered first (onUpstreamBody); the head goes at its end.
+            rewriting = true;
+            breakpoint = hit;
+            res.pendingRules.clear();
+            return;
+        }
     }
     res.pendingRules.clear();
     rulesSnapshot.reset();
@@ -131,6 +147,7 @@ void H2Connection::ProxySink::onUpstreamHead(int status, std::string_view fields
 // caller flushes (wake()).
 void H2Connection::ProxySink::releaseHead() {
     rewriting = false;
+    breakpoint = {};
     bodyEdits.clear();
     rulesSnapshot.reset();
     headSent = true;
@@ -147,10 +164,15 @@ bool H2Connection::ProxySink::onUpstreamBody(std::string_view data) {
             return true; // nothing goes out before the end
         }
         // Longer than the upstream said, or it said nothing: it passes as it comes, unchanged.
-        if (Stream* s = conn->stream(id))
+        if (Stream* s = conn->stream(id)) {
             rules::RuleSet::noteSkipped(bodyEdits,
                                         "body over max_rewrite_body, " + std::to_string(limit) + " bytes",
                                         s->res.ruleNames);
+            if (breakpoint)
+                serve::noteBreakpoint(s->res.ruleNames, breakpoint,
+                                      "skipped (body over max_rewrite_body, " + std::to_string(limit) +
+                                          " bytes)");
+        }
         releaseHead(); // `pending` (what was gathered) goes first; wake() below sends
     }
     pending.append(data);
@@ -182,10 +204,77 @@ void H2Connection::ProxySink::onUpstreamEnd() {
         }
         if (out.capacity() > 64 * 1024) std::string().swap(out);
         offset = 0;
-        length = pending.size();
+        if (breakpoint && conn->pauseAnswer(*s)) return; // the user decides (H2Connection::resumeAnswer)
+        if (!s->head) length = pending.size();
         releaseHead();
     }
     wake(); // may end the stream and destroy this sink: nothing is touched after it
+}
+
+// A response-stage breakpoint on the upstream's answer, gathered whole (ProxySink::onUpstreamEnd):
+// the stream waits in the Paused queue. False when nothing can decide it (the answer goes on).
+bool H2Connection::pauseAnswer(Stream& s) {
+    ProxySink& sink = *s.proxy;
+    rules::PausedMessage request, answer;
+    request.method = s.method;
+    request.target = s.path;
+    request.host = s.host;
+    for (const auto& f : s.fields)
+        if (!f.trailer)
+            request.headers.emplace_back(std::string_view(s.arena).substr(f.name, f.nameLen),
+                                         std::string_view(s.arena).substr(f.value, f.valueLen));
+    request.body = s.capBody; // what capture kept of it ("" without capture)
+    answer.status = s.res.status;
+    http::forEachFieldLine(s.res.fieldBlock(), [&](std::string_view n, std::string_view v) {
+        answer.headers.emplace_back(n, v);
+    });
+    answer.body = sink.pending;
+    auto paused = serve::pauseUpstreamAnswer(
+        sink.rulesSnapshot->rules, sink.breakpoint, std::move(request), std::move(answer), 2,
+        ssl_ ? "https" : "http", worker_.io(),
+        [weak = weak_from_this(), id = s.id] {
+            if (auto c = weak.lock()) c->resumeAnswer(id);
+        },
+        nullptr, s.res.ruleNames);
+    if (!paused) return false;
+    s.pausedSnapshot = sink.rulesSnapshot;
+    s.paused = std::move(paused);
+    return true;
+}
+
+void H2Connection::resumeAnswer(std::int32_t id) {
+    Stream* s = closed_ ? nullptr : stream(id);
+    if (!s || !s->paused || !s->proxy) return;
+    const std::shared_ptr<const Snapshot> snap = std::move(s->pausedSnapshot); // outlives `paused`
+    const std::shared_ptr<serve::Paused> paused = std::move(s->paused);
+    ProxySink& sink = *s->proxy;
+    rules::PausedMessage answer;
+    rules::BreakpointDecision::Abort how = rules::BreakpointDecision::Abort::Reset;
+    std::string originalBody;
+    if (!serve::settleUpstreamAnswer(*paused, answer, how, s->res.ruleNames, s->res.originalResponseFields,
+                                     cap_ ? s->res.originalResponseBody : originalBody)) {
+        sink.rewriting = false;
+        sink.breakpoint = {};
+        if (how == rules::BreakpointDecision::Abort::Close)
+            nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+        else
+            nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+        flush();
+        return;
+    }
+    http::Response& res = s->res;
+    res.reset(); // keeps the rule state
+    res.status = answer.status;
+    res.serverHeader = sink.serverHeader && !s->originHead;
+    for (const auto& [name, value] : answer.headers)
+        res.addHeader(name, value);
+    sink.pending = std::move(answer.body);
+    sink.offset = 0;
+    if (cap_)
+        sink.capBody.assign(sink.pending, 0, std::min<std::size_t>(sink.pending.size(), cap_->cfg.bodyBytes));
+    if (!s->head) sink.length = sink.pending.size();
+    sink.releaseHead();
+    sink.wake(); // may end the stream: nothing is touched after it
 }
 
 void H2Connection::ProxySink::onUpstreamError(int status, const std::string& message) {

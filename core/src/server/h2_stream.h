@@ -4,6 +4,7 @@
 
 #include "capture/hooks.h"
 #include "proxy/forward.h"
+#include "serve/breakpoint.h"
 #include "server/h2_connection.h"
 
 #include <portico/http/message.h>
@@ -48,6 +49,9 @@ struct H2Connection::ProxySink final : client::Sink {
     // head goes with the upstream's length and the body passes unchanged.
     std::vector<rules::BodyEdit> bodyEdits;
     bool rewriting = false;
+    // A response-stage breakpoint: the answer, gathered whole as for replace_body, then waits in
+    // the Paused queue (H2Connection::pauseAnswer / resumeAnswer).
+    rules::BreakpointHit breakpoint;
     bool done = false;
     bool paused = false;
     bool deferred = false;
@@ -132,6 +136,8 @@ struct H2Connection::Stream {
         pacing = false;
         paceWaiting = false;
         paceSent = 0;
+        paused.reset(); // before its snapshot
+        pausedSnapshot.reset();
     }
     struct Field {
         std::uint32_t name, nameLen, value, valueLen;
@@ -160,6 +166,10 @@ struct H2Connection::Stream {
     bool bodyTimedOut = false;        // answered 408 by body_timeout: RST_STREAM(NO_ERROR) after it
     bool originHead = false;          // an intercepted origin's head: its Date and Server pass, none of ours
     std::unique_ptr<ProxySink> proxy; // a `proxy:` route's exchange in progress
+    // Held at a rule's breakpoint (serve/breakpoint.h) until H2Connection::resumePaused, with the
+    // snapshot it paused in (the Paused points into its RuleSet); only this stream waits.
+    std::shared_ptr<const Snapshot> pausedSnapshot; // declared first: outlives `paused`
+    std::shared_ptr<serve::Paused> paused;
     Clock::time_point start = Clock::now();
     Clock::time_point lastInput = start; // opened, or its last body bytes (body_timeout)
     std::string target;                  // for the access log

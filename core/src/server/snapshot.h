@@ -24,14 +24,18 @@ namespace portico::server {
 
 struct Snapshot {
     /// `counts`: the engine's rule match counts (the same object in every snapshot), or null.
+    /// `breakpoints`: the engine's Paused queue (the same object in every snapshot), or null.
     explicit Snapshot(std::shared_ptr<const config::Config> c,
-                      std::shared_ptr<rules::MatchCounts> counts = nullptr)
-        : config(std::move(c)), router(*config), rules(*config, counts.get()), ruleCounts(std::move(counts)) {
-    }
+                      std::shared_ptr<rules::MatchCounts> counts = nullptr,
+                      std::shared_ptr<rules::BreakpointQueue> breakpoints = nullptr)
+        : config(std::move(c)), router(*config), rules(*config, counts.get(), breakpoints.get()),
+          ruleCounts(std::move(counts)), breakpoints(std::move(breakpoints)) {}
     std::shared_ptr<const config::Config> config;
     routing::Router router;
-    rules::RuleSet rules; ///< `rules:` compiled (points into `config` and `ruleCounts`)
+    rules::RuleSet rules; ///< `rules:` compiled (points into `config`, `ruleCounts` and `breakpoints`)
     std::shared_ptr<rules::MatchCounts> ruleCounts;
+    /// Kept alive by every snapshot: a paused exchange leaves it when it ends, after the engine may be gone.
+    std::shared_ptr<rules::BreakpointQueue> breakpoints;
     /// TLS of each listener by its bound port; absent: cleartext. Filled before publishing.
     std::unordered_map<std::uint16_t, std::shared_ptr<tls::ServerTls>> tls;
     /// Bound ports of the listeners that are also forward proxies (config::Listen::forwardProxy).

@@ -350,8 +350,8 @@ bool hasControlCharacter(std::string_view s) {
 
 // Each rule's match parses for its stage (the Traffic filter language, rules/rules.h); actions that
 // act before the request goes on (fail, map_local, map_remote) or on the whole exchange (throttle)
-// are refused at the response stage; replace_body's regex and replacement are compiled as the rule
-// will compile them.
+// are refused at the response stage (set_header, remove_header, replace_body and breakpoint work at
+// both); replace_body's regex and replacement are compiled as the rule will compile them.
 void Validator::rules() {
     for (std::size_t i = 0; i < c_.rules.size(); ++i) {
         const config::Rule& r = c_.rules[i];

@@ -362,6 +362,7 @@ struct RuleAction {
         MapRemote,    ///< `map_remote: URL`: sent to another origin instead
         Throttle,     ///< `throttle: {latency: 400ms, down: 400kbit, up: 400kbit}` or a preset name
         ReplaceBody,  ///< `replace_body: {regex: RE, with: TEXT}`: the body rewritten (PCRE2)
+        Breakpoint,   ///< `breakpoint: {timeout: 5m}`: the exchange waits in the desktop app's Paused queue
     };
     Kind kind = Kind::SetHeader;
     HeaderList set;                  ///< SetHeader: name → value, in the order written
@@ -397,6 +398,11 @@ struct RuleAction {
     /// limits.max_rewrite_body are left alone and the record says why.
     std::string regex;
     std::string replaceWith;
+    /// Breakpoint: the exchange pauses (request stage: before it is sent on; response stage: before
+    /// it is returned) until the user resumes, answers or aborts it in the Paused queue
+    /// (rules/breakpoints.h), or for at most this long, then goes on unchanged. 1 s .. 24 h.
+    /// Only the desktop app has the queue: a headless engine refuses configs with breakpoints.
+    Duration breakpointTimeout = std::chrono::minutes(5);
     Location where;
     bool operator==(const RuleAction&) const = default;
 };
@@ -408,7 +414,7 @@ struct Rule {
     bool enabled = true;
     /// Request: before the route's action runs (request-side keys only in `match`); Response:
     /// on the response's head before it is written (`status:` may be used; set_header,
-    /// remove_header and replace_body only).
+    /// remove_header, replace_body and breakpoint only).
     enum class Stage : std::uint8_t { Request, Response };
     Stage stage = Stage::Request;
     std::string match; ///< the Traffic filter language (capture/filter.h); "" matches everything

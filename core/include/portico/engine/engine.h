@@ -3,6 +3,7 @@
 
 #include <portico/capture/exchange.h>
 #include <portico/config/config.h>
+#include <portico/rules/breakpoints.h>
 #include <portico/stats/report.h>
 #include <portico/ws/websocket.h>
 
@@ -112,6 +113,30 @@ public:
     void watchConfigFile(const std::string& path, std::function<void(const std::string&)> report,
                          std::chrono::milliseconds interval = std::chrono::milliseconds(500),
                          std::function<void(config::Config&)> adjust = {});
+
+    // ---- breakpoints (a rule's `breakpoint` action; rules/breakpoints.h) ----
+
+    /// Whether an app decides paused exchanges (the desktop app turns this on before start()). Off
+    /// (the default, as in headless `portico serve`): start(), publish() and watchConfigFile() refuse a
+    /// config with a breakpoint rule, each such action reported as "FILE:LINE:COLUMN:
+    /// rules[N].actions[M]: breakpoint needs the desktop app's Paused queue (...)". Turning it off
+    /// while exchanges are paused resumes them unchanged.
+    void setBreakpointsEnabled(bool on);
+    bool breakpointsEnabled() const;
+    /// The exchanges paused now, oldest first (copies).
+    std::vector<rules::PausedExchange> pausedExchanges() const;
+    /// Changes whenever the paused list changes.
+    std::uint64_t pausedGeneration() const;
+    /// Resume, respond to or abort paused exchange `id` (BreakpointQueue::decide): false with
+    /// `error` when it is no longer paused or the decision is malformed (it then stays paused).
+    bool decidePaused(std::uint64_t id, rules::BreakpointDecision decision, std::string* error = nullptr);
+    /// The same decision for every paused exchange (an edit is ignored); how many were decided.
+    std::size_t decideAllPaused(const rules::BreakpointDecision& decision);
+    /// Called on any thread, without locks held, after each change of the paused list; empty removes it.
+    void setPausedListener(std::function<void()> listener);
+    /// The config's breakpoint actions as errors ("FILE:LINE:COLUMN: rules[N].actions[M]: ..."), one
+    /// per line; "" when it has none. What start() and publish() refuse while breakpoints are off.
+    static std::string breakpointsRefused(const config::Config& config);
 
     // ---- capture (config `capture:`; docs/capture.md) ----
     // A collector thread drains the workers' rings every 50 ms into a bounded window

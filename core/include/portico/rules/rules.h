@@ -30,6 +30,7 @@
 
 #include <portico/config/config.h>
 #include <portico/http/message.h>
+#include <portico/rules/breakpoints.h>
 #include <portico/rules/filter_syntax.h>
 
 #include <atomic>
@@ -108,6 +109,18 @@ struct BodyEdit {
     std::uint32_t configIndex = 0;      ///< the rule's place in config.rules ("rules[N]" when unnamed)
 };
 
+/// The first rule whose `breakpoint` action applied to an exchange (RequestVerdict::breakpoint,
+/// RuleSet::applyResponse): the exchange pauses (rules/breakpoints.h). Views into the config
+/// snapshot.
+struct BreakpointHit {
+    const config::Rule* rule = nullptr;         ///< null: no breakpoint applied
+    const config::RuleAction* action = nullptr; ///< its Breakpoint action (the timeout)
+    std::uint32_t configIndex = 0;              ///< the rule's place in config.rules
+    explicit operator bool() const { return rule != nullptr; }
+    /// The rule's name, "rules[N]" when it has none (as records name rules).
+    std::string ruleName() const;
+};
+
 /// What the request-stage rules decided.
 struct RequestVerdict {
     /// The first rule that failed the exchange (its Fail action in `fail`), or null.
@@ -119,6 +132,10 @@ struct RequestVerdict {
     /// or null. Like a fail it ends the list: the rule's own header actions apply first.
     const config::Rule* mappedBy = nullptr;
     const config::RuleAction* map = nullptr;
+    /// The first matching rule with a breakpoint: the exchange pauses after the request-stage rules
+    /// ran, before whatever they decided (a fail's answer, a map, the route) happens. The list does
+    /// not end there.
+    BreakpointHit breakpoint;
 };
 
 /// A map_local action ready to serve (RuleSet::mapLocal).
@@ -136,7 +153,12 @@ public:
     RuleSet() = default;
     /// Compiles `config.rules` (already validated: a rule whose match does not parse is skipped).
     /// `counts`, when given, counts each rule's matches (Engine::ruleMatches); it must outlive this.
-    explicit RuleSet(const config::Config& config, MatchCounts* counts = nullptr);
+    /// `breakpoints`: the engine's Paused queue, where breakpoint actions send their exchanges (null:
+    /// a breakpoint is noted in the record and the exchange goes on).
+    explicit RuleSet(const config::Config& config, MatchCounts* counts = nullptr,
+                     BreakpointQueue* breakpoints = nullptr);
+    /// The queue given at construction, or null.
+    BreakpointQueue* breakpoints() const { return breakpoints_; }
     bool empty() const { return request_.rules.empty() && response_.rules.empty(); }
 
     /// Runs the request-stage rules on `req` and selects the response-stage rules whose
@@ -165,16 +187,19 @@ public:
     /// `bodyEdits` (optional): the replace_body actions of the rules that applied are appended, in
     /// order, for the caller to run on the body (rewriteBody) once it has it whole; untouched when
     /// no such rule applied.
+    /// `breakpoint` (optional): set to the first rule that applied with a breakpoint action (the
+    /// answer then pauses before it is returned, after every applying rule's changes); untouched
+    /// when none did. Without it a breakpoint rule's other actions still apply.
     bool applyResponse(std::span<const std::uint64_t> pending, int status, std::string_view fields,
-                       std::string& out, std::string& names,
-                       std::vector<BodyEdit>* bodyEdits = nullptr) const;
+                       std::string& out, std::string& names, std::vector<BodyEdit>* bodyEdits = nullptr,
+                       BreakpointHit* breakpoint = nullptr) const;
 
-    /// True when a request-stage rule with a replace_body may take a request for `rawPath` (its
-    /// path index says so; the rest of its match is decided with the whole request). The sessions
-    /// then read a body of a known length up to maxRewriteBody() whole instead of streaming it to an
-    /// upstream, so the rule can rewrite it (serve::streamsRequestBody). False at once when no such
-    /// rule exists.
-    bool mayRewriteRequestBody(std::string_view rawPath) const;
+    /// True when a request-stage rule with a replace_body or a breakpoint may take a request for
+    /// `rawPath` (its path index says so; the rest of its match is decided with the whole request).
+    /// The sessions then read a body of a known length up to maxRewriteBody() whole instead of
+    /// streaming it to an upstream, so the rule can rewrite it or the user edit it
+    /// (serve::rulesReadBodyWhole). False at once when no such rule exists.
+    bool mayNeedRequestBody(std::string_view rawPath) const;
     /// limits.max_rewrite_body of this set's config (bytes): replace_body leaves a larger body alone.
     std::uint64_t maxRewriteBody() const { return maxRewriteBody_; }
     /// Runs `edits` in order on `body` (each on the result of the one before): true when the body
@@ -200,9 +225,10 @@ private:
     struct Compiled {
         const config::Rule* rule;
         Match match;
-        std::uint32_t configIndex = 0;              ///< its place in config.rules
-        std::atomic<std::uint64_t>* hits = nullptr; ///< MatchCounts' counter, or null
-        std::uint32_t editsBegin = 0, editsEnd = 0; ///< its replace_body actions in bodyEdits_
+        std::uint32_t configIndex = 0;                  ///< its place in config.rules
+        std::atomic<std::uint64_t>* hits = nullptr;     ///< MatchCounts' counter, or null
+        std::uint32_t editsBegin = 0, editsEnd = 0;     ///< its replace_body actions in bodyEdits_
+        const config::RuleAction* breakpoint = nullptr; ///< its first breakpoint action
     };
     // One stage's rules and their index, positions ascending: the rules tried for every request (no
     // required path prefix, or one shorter than 3 bytes), and the others by their prefix's 2nd and
@@ -231,7 +257,8 @@ private:
     std::vector<BodyEdit> bodyEdits_;
     std::vector<std::shared_ptr<const BodyRegex>> bodyRegexes_;
     std::uint64_t maxRewriteBody_ = 0;
-    bool requestRewrites_ = false; ///< a request-stage rule has a replace_body
+    bool requestRewrites_ = false; ///< a request-stage rule has a replace_body or a breakpoint
+    BreakpointQueue* breakpoints_ = nullptr;
     void rewriteRequestBody(const Compiled& c, http::Request& req, http::Response& res) const;
 };
 
