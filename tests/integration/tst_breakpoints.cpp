@@ -180,6 +180,20 @@ private slots:
         QCOMPARE(QString::fromStdString(engine::Engine::breakpointsRefused(*cfg)), e);
     }
 
+    // `portico serve` has no Paused queue: it refuses the config at start, with each breakpoint's place.
+    void headlessServeRefusesBreakpoints() {
+        QVERIFY(load(config()));
+        const auto r = test::runProcess(test::porticoBinary(),
+                                        {"serve", "--config", tmp_.filePath("bp.yaml")}, {}, 20000);
+        QCOMPARE(r.exitCode, 1);
+        const QString err = QString::fromUtf8(r.err);
+        QVERIFY2(
+            err.contains(QRegularExpression(
+                R"(bp\.yaml:7:\d+: rules\[0\]\.actions\[1\]: breakpoint \(rule 'hold api'\) needs the desktop app's Paused queue)")),
+            qPrintable(err));
+        QVERIFY2(err.contains("portico gui"), qPrintable(err));
+    }
+
     void pausedRequestIsListedAndResumedUnchanged_data() {
         QTest::addColumn<QString>("mode");
         QTest::newRow("h1") << "--http1.1";
@@ -522,6 +536,95 @@ private slots:
             QVERIFY(c.body().toLower().contains("x-upstream-rule: 1"));
             QVERIFY2(rules.contains("hold upstream answer: breakpoint (resumed)"), qPrintable(rules));
         }
+    }
+
+    // Intercepted HTTPS (a forward proxy with `intercept: true`, curl -x over HTTP/1.1 and HTTP/2
+    // inside the tunnel): the request pauses before the origin sees it and goes on edited; the
+    // origin's answer pauses before the client gets it.
+    void interceptedExchangesPause_data() {
+        QTest::addColumn<QString>("mode");
+        QTest::newRow("http/1.1") << "--http1.1";
+        QTest::newRow("h2") << "--http2";
+    }
+    void interceptedExchangesPause() {
+        QFETCH(QString, mode);
+        QTemporaryDir dir;
+        auto origin =
+            test::startTlsAutoOrigin(dir.path(), "    routes:\n"
+                                                 "      - path: /echo\n"
+                                                 "        respond: {body: \"x-rule={{header.x-rule}}\"}\n");
+        QVERIFY2(origin->waitReady(), origin->output().constData());
+        QFile cfgFile(dir.filePath("proxy.yaml"));
+        QVERIFY(cfgFile.open(QIODevice::WriteOnly));
+        cfgFile.write(R"(listen:
+  - address: 127.0.0.1:0
+    forward_proxy: {intercept: true, upstream_cacert: origin-data/ca/ca.crt}
+workers: 1
+capture: {enabled: true}
+vhosts:
+  - root: site
+rules:
+  - name: hold request
+    match: "path:/echo -header:x-answer"
+    actions: [{breakpoint: {timeout: 60s}}]
+  - name: hold answer
+    stage: response
+    match: "path:/echo header:x-answer status:200"
+    actions: [{breakpoint: {timeout: 60s}}]
+)");
+        cfgFile.close();
+        auto loaded = config::loadConfigFile(dir.filePath("proxy.yaml").toStdString());
+        QVERIFY(loaded.ok());
+        // The proxy's local CA (its leaves for the origin's name) under this test's folder.
+        qputenv("PORTICO_DATA_DIR", dir.filePath("proxy-data").toUtf8());
+        engine::Engine proxy;
+        proxy.setBreakpointsEnabled(true);
+        std::string error;
+        QVERIFY2(proxy.start(loaded.config, error), error.c_str());
+        qunsetenv("PORTICO_DATA_DIR");
+        const QString proxyUrl = QStringLiteral("http://127.0.0.1:%1").arg(proxy.endpoints().at(0).port);
+        const QString echo = QStringLiteral("https://127.0.0.1:%1/echo").arg(origin->port());
+        const QStringList via{mode, "-i", "-x", proxyUrl, "--cacert", dir.filePath("proxy-data/ca/ca.crt")};
+        auto waitIn = [&](engine::Engine& e) {
+            std::vector<rules::PausedExchange> list;
+            for (int i = 0; i < 300 && list.empty(); ++i) {
+                list = e.pausedExchanges();
+                if (list.empty()) QTest::qWait(20);
+            }
+            return list;
+        };
+
+        Client a;
+        a.start(via + QStringList{echo});
+        auto list = waitIn(proxy);
+        QCOMPARE(list.size(), std::size_t(1));
+        QCOMPARE(list[0].stage, config::Rule::Stage::Request);
+        QCOMPARE(list[0].httpVersion, mode == "--http2" ? 2 : 1);
+        QCOMPARE(list[0].scheme, std::string("https"));
+        Decision d;
+        d.edited = list[0].request;
+        d.edited->headers.emplace_back("X-Rule", "edited at the breakpoint");
+        QVERIFY(proxy.decidePaused(list[0].id, d));
+        QVERIFY(a.finish());
+        QCOMPARE(a.status(), 200);
+        QVERIFY2(a.body().endsWith("x-rule=edited at the breakpoint"), a.body().constData());
+
+        Client b;
+        b.start(via + QStringList{"-H", "X-Answer: 1", echo});
+        list = waitIn(proxy);
+        QCOMPARE(list.size(), std::size_t(1));
+        QCOMPARE(list[0].stage, config::Rule::Stage::Response);
+        QVERIFY(list[0].response);
+        QCOMPARE(list[0].response->body, std::string("x-rule="));
+        Decision r;
+        r.kind = Decision::Kind::Respond;
+        r.response.status = 299;
+        r.response.body = "answered at the breakpoint";
+        QVERIFY(proxy.decidePaused(list[0].id, r));
+        QVERIFY(b.finish());
+        QCOMPARE(b.status(), 299);
+        QVERIFY2(b.body().endsWith("answered at the breakpoint"), b.body().constData());
+        proxy.stop();
     }
 
     void turningBreakpointsOffResumesThePaused() {

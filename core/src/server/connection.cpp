@@ -540,6 +540,7 @@ bool Connection::pause(serve::Paused& paused) {
         if (!ec) r.clientAddress = remote.address().to_string();
     }
     paused.shown.clientAddress = r.clientAddress;
+    paused.shown.scheme = ssl() ? "https" : "http"; // HTTP/1.1 requests carry no scheme of their own
     r.paused = paused.shared_from_this();
     r.pausedSnapshot = worker_.snapshotPtr();
     paused.io = &worker_.io();
