@@ -5,6 +5,7 @@
 #include "latency/latencypage.h"
 #include "loadtest/loadtestpage.h"
 #include "mainwindow.h"
+#include "paused/pausedpage.h"
 #include "rules/rulespage.h"
 #include "servercontroller.h"
 #include "sites/sitespage.h"
@@ -24,6 +25,7 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScreen>
@@ -35,6 +37,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <QTreeView>
 #include <QTreeWidget>
 #include <QUrl>
 #include <QtTest>
@@ -174,8 +177,11 @@ private slots:
     void init() {
         QFile f(configPath());
         QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-        f.write("listen: [127.0.0.1:0]\ncapture: true\nvhosts:\n  - routes:\n"
-                "      - path: /hello\n        respond: {body: hi}\n");
+        f.write("listen: [127.0.0.1:0]\ncapture: true\n"
+                "rules:\n  - match: \"path:/hold\"\n    actions: [{breakpoint: {timeout: 30s}}]\n"
+                "vhosts:\n  - routes:\n"
+                "      - path: /hello\n        respond: {body: hi}\n"
+                "      - path: /hold\n        respond: {body: held}\n");
         f.close();
         m_server = std::make_unique<ServerController>();
         QString error;
@@ -402,6 +408,37 @@ private slots:
                  QTRY_VERIFY_WITH_TIMEOUT(load->isRunning(), 3000);
                  press("Ctrl+Return");
                  QTRY_VERIFY_WITH_TIMEOUT(!load->isRunning(), 15000);
+             }},
+            {"F8",
+             [&] {
+                 // The Paused tab: F8 resumes the selected exchange.
+                 m_window->showTab("paused");
+                 QProcess curl;
+                 curl.start("curl", {"-sS", "--max-time", "20", m_server->firstHttpUrl() + "hold"});
+                 QTRY_COMPARE_WITH_TIMEOUT(m_server->engine().pausedExchanges().size(), std::size_t(1), 5000);
+                 QTRY_VERIFY_WITH_TIMEOUT(
+                     m_window->pausedPage()->findChild<QTreeView*>() &&
+                         m_window->pausedPage()->findChild<QTreeView*>()->model()->rowCount() == 1,
+                     5000);
+                 press("F8");
+                 QVERIFY(curl.waitForFinished(10000));
+                 QCOMPARE(curl.readAllStandardOutput(), QByteArray("held"));
+                 QVERIFY(m_server->engine().pausedExchanges().empty());
+             }},
+            {"Ctrl+F8",
+             [&] {
+                 m_window->showTab("paused");
+                 QProcess a, b;
+                 for (QProcess* p : {&a, &b})
+                     p->start("curl", {"-sS", "--max-time", "20", m_server->firstHttpUrl() + "hold"});
+                 QTRY_COMPARE_WITH_TIMEOUT(m_server->engine().pausedExchanges().size(), std::size_t(2), 5000);
+                 QTRY_VERIFY_WITH_TIMEOUT(
+                     m_window->pausedPage()->findChild<QTreeView*>()->model()->rowCount() == 2, 5000);
+                 press("Ctrl+F8");
+                 for (QProcess* p : {&a, &b}) {
+                     QVERIFY(p->waitForFinished(10000));
+                     QCOMPARE(p->readAllStandardOutput(), QByteArray("held"));
+                 }
              }},
             {"F1",
              [&] {
