@@ -303,6 +303,13 @@ int serve(const ServeOptions& o) {
         }
         cfg = result.config;
         if (o.test) {
+            // What `portico serve` would refuse at start (it has no Paused queue).
+            if (const std::string refused = portico::engine::Engine::breakpointsRefused(*cfg);
+                !refused.empty()) {
+                std::cerr << refused << "\n"
+                          << o.config << ": not startable by portico serve (breakpoints)\n";
+                return kExitFailure;
+            }
             std::cout << o.config << ": ok (" << cfg->vhosts.size() << " vhost(s))\n";
             return kExitOk;
         }

@@ -125,11 +125,13 @@ vhosts:
         return list;
     }
 
-    // The newest record whose target contains `path` (after the client finished).
+    // The newest record since the current test function started (init()) whose target contains
+    // `path`, once the collector has it.
+    std::uint64_t since_ = 0;
     std::optional<capture::Exchange> record(const QString& path) {
-        for (int i = 0; i < 100; ++i) {
+        for (int i = 0; i < 250; ++i) {
             engine_.flushCapture();
-            auto all = engine_.recentExchanges(0, 1000);
+            auto all = engine_.recentExchanges(since_, 1000);
             for (auto it = all.rbegin(); it != all.rend(); ++it)
                 if (QString::fromStdString(it->target).contains(path)) return engine_.exchange(it->id);
             QTest::qWait(20);
@@ -158,6 +160,10 @@ private slots:
         engine_.stop();
         upstream_.kill();
         upstream_.waitForFinished(3000);
+    }
+    void init() {
+        engine_.flushCapture();
+        since_ = engine_.lastCapturedId();
     }
     void cleanup() {
         // Nothing stays paused from one test to the next.
@@ -192,6 +198,12 @@ private slots:
                 R"(bp\.yaml:7:\d+: rules\[0\]\.actions\[1\]: breakpoint \(rule 'hold api'\) needs the desktop app's Paused queue)")),
             qPrintable(err));
         QVERIFY2(err.contains("portico gui"), qPrintable(err));
+        // The config test says the same.
+        const auto t =
+            test::runProcess(test::porticoBinary(), {"serve", "--config", tmp_.filePath("bp.yaml"), "-t"});
+        QCOMPARE(t.exitCode, 1);
+        QVERIFY2(QString::fromUtf8(t.err).contains("needs the desktop app's Paused queue"),
+                 t.err.constData());
     }
 
     void pausedRequestIsListedAndResumedUnchanged_data() {
@@ -311,9 +323,18 @@ private slots:
         std::string error;
         Decision bad;
         bad.kind = Decision::Kind::Respond;
-        bad.response.status = 99;
-        QVERIFY(!engine_.decidePaused(list[0].id, bad, &error));
-        QVERIFY(QString::fromStdString(error).contains("100..599"));
+        for (int status : {99, 101, 600}) { // an interim 1xx is not an answer
+            bad.response.status = status;
+            QVERIFY(!engine_.decidePaused(list[0].id, bad, &error));
+            QVERIFY2(QString::fromStdString(error).contains("200..599"), error.c_str());
+        }
+        // The framing is the server's: a written Content-Length or Transfer-Encoding would desync.
+        bad.response.status = 200;
+        for (const char* name : {"Content-Length", "transfer-encoding", "Connection", "Keep-Alive"}) {
+            bad.response.headers = {{name, "9"}};
+            QVERIFY(!engine_.decidePaused(list[0].id, bad, &error));
+            QVERIFY2(QString::fromStdString(error).contains("written by the server"), error.c_str());
+        }
         Decision edit;
         edit.edited = list[0].request;
         edit.edited->target = "no-slash";
@@ -418,12 +439,15 @@ private slots:
         QCOMPARE(n.exitCode(), 0);
     }
 
+    void clientThatLeavesIsTakenOffTheList_data() { pausedRequestIsListedAndResumedUnchanged_data(); }
     void clientThatLeavesIsTakenOffTheList() {
+        QFETCH(QString, mode);
         Client c;
-        c.start({"--http2-prior-knowledge", "--max-time", "1", url("/echo/pause")});
+        c.start({mode, "--max-time", "1", "-d", "charge the card", url("/echo/pause")});
         QCOMPARE(waitPaused(1).size(), std::size_t(1));
         QVERIFY(c.finish());
-        // curl resets its stream at its deadline: the exchange is gone from the queue.
+        // curl resets its stream (HTTP/2) or closes its connection (HTTP/1.1) at its deadline: the
+        // exchange is gone from the queue, and nothing is sent on for it.
         QTRY_VERIFY_WITH_TIMEOUT(engine_.pausedExchanges().empty(), 5000);
     }
 

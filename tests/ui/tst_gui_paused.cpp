@@ -218,7 +218,9 @@ private slots:
         std::optional<capture::Exchange> r;
         QTRY_VERIFY_WITH_TIMEOUT((r = record("/pause")).has_value(), 10000);
         QCOMPARE(r->requestHeader("X-Test"), std::string_view("edited"));
-        QVERIFY2(std::find(r->rules.begin(), r->rules.end(), "pause") != r->rules.end(),
+        // The record says which rule held it and what the user did.
+        QVERIFY2(std::find(r->rules.begin(), r->rules.end(),
+                           "pause: breakpoint (resumed with changes: headers)") != r->rules.end(),
                  capture::joinRuleNames(r->rules).c_str());
     }
 

@@ -465,7 +465,7 @@ PausedPage::PausedPage(engine::Engine& engine, QWidget* parent)
 
     m_status = new QSpinBox;
     m_status->setObjectName("pausedStatus");
-    m_status->setRange(100, 599);
+    m_status->setRange(200, 599);
     m_responseFields = new QWidget;
     auto* responseRow = new QHBoxLayout(m_responseFields);
     responseRow->setContentsMargins(0, 0, 0, 0);
@@ -524,7 +524,7 @@ PausedPage::PausedPage(engine::Engine& engine, QWidget* parent)
     m_respondTitle->setObjectName("respondTitle");
     m_respondStatus = new QSpinBox;
     m_respondStatus->setObjectName("respondStatus");
-    m_respondStatus->setRange(100, 599);
+    m_respondStatus->setRange(200, 599);
     m_respondHeaders = newHeaderTable("respondHeaders");
     m_respondBody = newBodyEdit("respondBody");
     m_respondBodyNote = new QLabel;

@@ -25,11 +25,19 @@ bool isToken(std::string_view s) {
 
 bool hasBreak(std::string_view s) { return s.find_first_of(std::string_view("\r\n\0", 3)) != s.npos; }
 
-std::string checkFields(const PausedMessage& m) {
+// `answer`: the fields of a response, where the connection writes the framing itself.
+std::string checkFields(const PausedMessage& m, bool answer) {
     for (const auto& [name, value] : m.headers) {
         if (!isToken(name)) return "header name '" + name + "' is not a token (RFC 9110 §5.1)";
         if (hasBreak(value)) return "header " + name + ": a value cannot hold CR, LF or NUL";
+        if (answer && (http::iequals(name, "content-length") || http::isHopByHop(name)))
+            return "header " + name + " is written by the server (it follows the body and the connection)";
     }
+    return {};
+}
+
+std::string checkStatus(int status) {
+    if (status < 200 || status > 599) return "status must be 200..599 (a final answer; 1xx are interim)";
     return {};
 }
 
@@ -37,14 +45,14 @@ std::string checkFields(const PausedMessage& m) {
 
 std::string BreakpointQueue::check(const BreakpointDecision& d, config::Rule::Stage stage) {
     if (d.kind == BreakpointDecision::Kind::Respond) {
-        if (d.response.status < 100 || d.response.status > 599) return "status must be 100..599";
-        return checkFields(d.response);
+        if (std::string why = checkStatus(d.response.status); !why.empty()) return why;
+        return checkFields(d.response, true);
     }
     if (d.kind != BreakpointDecision::Kind::Resume || !d.edited) return {};
     const PausedMessage& m = *d.edited;
     if (stage == config::Rule::Stage::Response) {
-        if (m.status < 100 || m.status > 599) return "status must be 100..599";
-        return checkFields(m);
+        if (std::string why = checkStatus(m.status); !why.empty()) return why;
+        return checkFields(m, true);
     }
     if (!isToken(m.method)) return "method '" + m.method + "' is not a token (RFC 9110 §9.1)";
     const bool absolute = m.target.starts_with("http://") || m.target.starts_with("https://");
@@ -53,7 +61,7 @@ std::string BreakpointQueue::check(const BreakpointDecision& d, config::Rule::St
         return "the URL cannot hold spaces or control characters";
     if (hasBreak(m.host) || m.host.find_first_of(" \t/") != std::string::npos)
         return "host '" + m.host + "' is not an authority";
-    return checkFields(m);
+    return checkFields(m, false);
 }
 
 void BreakpointQueue::setEnabled(bool on) {

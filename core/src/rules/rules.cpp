@@ -351,8 +351,8 @@ bool RuleSet::applyOne(const Compiled& c, const RequestView& view, http::Request
         case config::RuleAction::Kind::ReplaceBody:
             break; // all of the rule's at once, below
         case config::RuleAction::Kind::Breakpoint:
+            // Its record line ("NAME: breakpoint (...)") is written by whoever carries it out.
             if (!verdict.breakpoint) verdict.breakpoint = {c.rule, &a, c.configIndex};
-            touched = true;
             break;
         }
     }

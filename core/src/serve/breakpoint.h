@@ -97,8 +97,9 @@ void noteBreakpoint(std::string& names, const rules::BreakpointHit& hit, std::st
 std::shared_ptr<Paused> pauseUpstreamAnswer(const rules::RuleSet& set, const rules::BreakpointHit& hit,
                                             rules::PausedMessage request, rules::PausedMessage answer,
                                             int httpVersion, std::string_view scheme,
-                                            boost::asio::io_context& io, std::function<void()> wake,
-                                            std::shared_ptr<void> owner, std::string& ruleNames);
+                                            std::string_view clientAddress, boost::asio::io_context& io,
+                                            std::function<void()> wake, std::shared_ptr<void> owner,
+                                            std::string& ruleNames);
 
 /// The decision of a Paused made by pauseUpstreamAnswer (set; on the session's thread), for the
 /// session to carry out: Resume and Respond give the answer to send in `answer` (true); Abort gives

@@ -154,8 +154,9 @@ bool holdPaused(const Context& ctx, const std::shared_ptr<Paused>& p, http::Resp
         noteBreakpoint(res.ruleNames, p->hit, "skipped (the request body streams)");
         return false;
     }
-    if (stamps.routeNs && *stamps.routeNs < 0) *stamps.routeNs = capture::nowNs();
-    if (stamps.labels && stamps.labels->route.empty())
+    // Until it is resumed and routed, the record names the breakpoint's rule.
+    if (stamps.routeNs) *stamps.routeNs = capture::nowNs();
+    if (stamps.labels)
         *stamps.labels = {kRuleLabel, p->hit.rule->name.empty() ? std::string_view("breakpoint")
                                                                 : std::string_view(p->hit.rule->name)};
     p->start(*ctx.rules->breakpoints());
@@ -598,7 +599,8 @@ void resume(const Context& ctx, Paused& p, http::Request& req, std::string& path
     }
     if (editRequest) {
         const rules::PausedMessage& was = p.shown.request;
-        noteBreakpoint(res.ruleNames, p.hit, "(resumed with changes: " + changesText(was, p.current) + ")");
+        // What the user changed (Host and Content-Length follow by themselves).
+        noteBreakpoint(res.ruleNames, p.hit, "(resumed with changes: " + changesText(was, *d.edited) + ")");
         if (res.originalRequestFields.empty() && was.headers != p.current.headers)
             res.originalRequestFields = fieldBlock(was.headers);
         if (was.body != p.current.body) {
@@ -615,8 +617,9 @@ void resume(const Context& ctx, Paused& p, http::Request& req, std::string& path
 std::shared_ptr<Paused> pauseUpstreamAnswer(const rules::RuleSet& set, const rules::BreakpointHit& hit,
                                             rules::PausedMessage request, rules::PausedMessage answer,
                                             int httpVersion, std::string_view scheme,
-                                            boost::asio::io_context& io, std::function<void()> wake,
-                                            std::shared_ptr<void> owner, std::string& ruleNames) {
+                                            std::string_view clientAddress, boost::asio::io_context& io,
+                                            std::function<void()> wake, std::shared_ptr<void> owner,
+                                            std::string& ruleNames) {
     rules::BreakpointQueue* queue = set.breakpoints();
     if (!queue || !queue->enabled()) {
         noteBreakpoint(ruleNames, hit, "skipped (no Paused queue: breakpoints pause in the desktop app)");
@@ -628,6 +631,7 @@ std::shared_ptr<Paused> pauseUpstreamAnswer(const rules::RuleSet& set, const rul
     p->shown.rule = hit.ruleName();
     p->shown.httpVersion = httpVersion;
     p->shown.scheme.assign(scheme);
+    p->shown.clientAddress.assign(clientAddress);
     p->shown.request = std::move(request);
     p->shown.response = std::move(answer);
     p->io = &io;

@@ -321,6 +321,7 @@ void Connection::drive() {
             // Paused at a breakpoint: the decision calls back (resumePaused); nothing is read meanwhile.
             phase_ = Phase::Proxy;
             deadline_ = Clock::time_point::max();
+            watchWhileHeld();
             return;
         }
         if (proxying()) {
@@ -549,6 +550,21 @@ bool Connection::pause(serve::Paused& paused) {
         if (auto self = weak.lock()) self->resumePaused();
     };
     return true;
+}
+
+void Connection::watchWhileHeld() {
+    socket_.async_wait(Socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec || self->closed_ || !self->holding()) return;
+        char byte;
+        const ssize_t n = ::recv(self->socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            self->abort(); // the client left: nothing is sent on for it
+            return;
+        }
+        // More bytes (a pipelined request, TLS records) wait in the socket until the decision;
+        // EOF behind them is seen then.
+        if (n < 0) self->watchWhileHeld();
+    });
 }
 
 // The breakpoint's decision: serve::resume() answers, forwards or aborts the held exchange as

@@ -100,6 +100,8 @@ private:
     /// read until resumePaused() carries out the decision.
     bool pause(serve::Paused& paused);
     void resumePaused();
+    /// While held: a client that closes its side ends the exchange (it leaves the Paused queue).
+    void watchWhileHeld();
     /// The decision on an upstream's answer paused at a response-stage breakpoint (onUpstreamEnd).
     void resumeAnswer();
     /// Writes a gathered answer (Rare::ProxyRewrite) with its own length, then ends the exchange.

@@ -518,7 +518,7 @@ void Connection::onUpstreamEnd() {
             answer.body = rw.body;
             auto paused = serve::pauseUpstreamAnswer(
                 rw.snapshot->rules, rw.hit, std::move(request), std::move(answer), 1,
-                ssl() ? "https" : "http", worker_.io(),
+                ssl() ? "https" : "http", r.clientAddress, worker_.io(),
                 [weak = weak_from_this()] {
                     if (auto self = weak.lock()) self->resumeAnswer();
                 },
@@ -528,6 +528,7 @@ void Connection::onUpstreamEnd() {
                 r.pausedSnapshot = rw.snapshot;
                 auto done = std::move(r.proxy); // finished: holding() keeps the connection waiting
                 r.proxyPaused = false;
+                watchWhileHeld();
                 return;
             }
         }

@@ -655,18 +655,30 @@ void H2Connection::resumePaused(std::int32_t id) {
     if (cap_) stamps = {&s->capRouteNs, &s->capLabels};
     http::Request req;
     Writer writer{*this, *s};
-    // The access log and the record name the request as it went on (an edit may change it).
-    const rules::PausedMessage& m =
-        paused->decision && paused->decision->edited && paused->shown.stage == config::Rule::Stage::Request
-            ? *paused->decision->edited
-            : paused->shown.request;
-    s->target = m.target;
-    s->host = m.host;
-    serve::resume(ctx, *paused, req, worker_.pathScratch(), s->res, writer, stamps);
-    if (Stream* again = stream(id); again && !again->paused) {
-        again->target.assign(req.target);
-        again->host.assign(req.host);
+    // The access log and the record name the request as it went on (an edit may change it; the
+    // request's own views were copied into `paused` when it paused).
+    const bool edited = paused->decision && paused->decision->edited &&
+                        paused->decision->kind == rules::BreakpointDecision::Kind::Resume &&
+                        paused->shown.stage == config::Rule::Stage::Request;
+    auto rename = [&](Stream& st, const http::Request& r) {
+        st.method.assign(r.methodToken);
+        st.path.assign(r.target);
+        st.target.assign(r.target);
+        st.host.assign(r.host);
+        st.head = r.method == http::Method::Head;
+    };
+    if (edited) {
+        // resume() settles the edit into `paused->current`; it is copied again below.
+        const rules::PausedMessage& m = *paused->decision->edited;
+        http::Request r;
+        r.methodToken = m.method;
+        r.method = http::methodFromToken(m.method);
+        r.target = m.target;
+        r.host = m.host;
+        rename(*s, r);
     }
+    serve::resume(ctx, *paused, req, worker_.pathScratch(), s->res, writer, stamps);
+    if (Stream* again = stream(id); edited && again && !again->paused) rename(*again, req);
     flush();
 }
 

@@ -231,7 +231,7 @@ bool H2Connection::pauseAnswer(Stream& s) {
     answer.body = sink.pending;
     auto paused = serve::pauseUpstreamAnswer(
         sink.rulesSnapshot->rules, sink.breakpoint, std::move(request), std::move(answer), 2,
-        ssl_ ? "https" : "http", worker_.io(),
+        ssl_ ? "https" : "http", clientAddress_, worker_.io(),
         [weak = weak_from_this(), id = s.id] {
             if (auto c = weak.lock()) c->resumeAnswer(id);
         },
@@ -268,7 +268,8 @@ void H2Connection::resumeAnswer(std::int32_t id) {
     res.serverHeader = sink.serverHeader && !s->originHead;
     for (const auto& [name, value] : answer.headers)
         res.addHeader(name, value);
-    sink.pending = std::move(answer.body);
+    const bool noBody = answer.status == 204 || answer.status == 304 || s->head;
+    sink.pending = noBody ? std::string() : std::move(answer.body);
     sink.offset = 0;
     if (cap_)
         sink.capBody.assign(sink.pending, 0, std::min<std::size_t>(sink.pending.size(), cap_->cfg.bodyBytes));

@@ -35,7 +35,7 @@ struct PausedMessage {
     std::string target;
     /// Request: the Host (HTTP/2: :authority), with port when it has one.
     std::string host;
-    /// Response: the status, 100..599; 0 in a request.
+    /// Response: the status, 200..599 (a final answer); 0 in a request.
     int status = 0;
     /// The header fields in order: a request's as received after the request-stage rules (Host and
     /// Content-Length among them when the client sent them; on resume a changed `host` is written
@@ -110,10 +110,12 @@ public:
 
     /// Decides exchange `id`: it leaves the list and `d` goes to its worker. False when there is no
     /// such exchange (decided already, timed out, or its client went away); `error` then says so.
-    /// A Respond with a status outside 100..599, or a Resume whose edit has an empty method or a
-    /// target not starting with '/' (nor absolute-form http:// or https://), a header name that is
-    /// not an RFC 9110 token or a value with CR, LF or NUL, is refused the same way and the exchange
-    /// stays paused.
+    /// A Respond (or a Resume at the response stage) with a status outside 200..599 or a field the
+    /// server writes itself (Content-Length, Transfer-Encoding, Connection and the other hop-by-hop
+    /// fields), a Resume at the request stage whose edit has an empty method or a target not
+    /// starting with '/' (nor absolute-form http:// or https://), a header name that is not an RFC
+    /// 9110 token or a value with CR, LF or NUL, is refused the same way and the exchange stays
+    /// paused.
     bool decide(std::uint64_t id, BreakpointDecision d, std::string* error = nullptr);
     /// Decides every paused exchange the same way (`d.edited` is ignored: each resumes as it was);
     /// returns how many.
