@@ -163,6 +163,16 @@ bool holdPaused(const Context& ctx, const std::shared_ptr<Paused>& p, http::Resp
     return true;
 }
 
+// A request-stage breakpoint: true when the exchange now waits (serve::resume carries on).
+[[gnu::noinline]] bool pauseRequest(const Context& ctx, const rules::RequestVerdict& v,
+                                    const http::Request& req, http::Response& res, ResponseWriter& writer,
+                                    const Stamps& stamps) {
+    auto p = makePaused(ctx, v.breakpoint, config::Rule::Stage::Request, req, res);
+    if (!p) return false;
+    p->verdict = v;
+    return holdPaused(ctx, p, res, writer, stamps);
+}
+
 // A response-stage breakpoint on a local answer: the answer waits, whole.
 bool pauseResponse(const Context& ctx, const rules::BreakpointHit& hit, const http::Request& req,
                    http::Response& res, ResponseWriter& writer) {
@@ -421,9 +431,10 @@ bool answeredBeforeRouting(http::Request& req, std::string& pathScratch, http::R
 }
 
 // What serve() does once the request-stage rules ran (`v`: what they decided, null when none ran).
-void afterRules(const Context& ctx, const rules::RequestVerdict* v, http::Request& req,
-                std::string& pathScratch, http::Response& res, ResponseWriter& writer, const Stamps& stamps,
-                Routed& routed) {
+[[gnu::always_inline]] inline void afterRules(const Context& ctx, const rules::RequestVerdict* v,
+                                              http::Request& req, std::string& pathScratch,
+                                              http::Response& res, ResponseWriter& writer,
+                                              const Stamps& stamps, Routed& routed) {
     if (v && v->fail) {
         failedByRule(ctx, *v, res);
         res.pendingRules.clear(); // a failed exchange's answer is the rule's own
@@ -683,14 +694,10 @@ void serve(const Context& ctx, http::Request& req, std::string& pathScratch, htt
     Routed& routed = routedOut ? *routedOut : scratch;
     routed.routed = false;
     res.clearRuleState();
-    if (ctx.rules && !ctx.rules->empty()) {
+    // afterRules is inlined at both calls: a request without rules pays only the test below.
+    if (ctx.rules && !ctx.rules->empty()) [[unlikely]] {
         const rules::RequestVerdict v = ctx.rules->applyRequest(req, ctx.httpVersion, res);
-        if (v.breakpoint) {
-            if (auto p = makePaused(ctx, v.breakpoint, config::Rule::Stage::Request, req, res)) {
-                p->verdict = v;
-                if (holdPaused(ctx, p, res, writer, stamps)) return;
-            }
-        }
+        if (v.breakpoint && pauseRequest(ctx, v, req, res, writer, stamps)) return;
         afterRules(ctx, &v, req, pathScratch, res, writer, stamps, routed);
         return;
     }
