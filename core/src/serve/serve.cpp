@@ -517,7 +517,8 @@ void buildRequest(Paused& p, http::Request& req) {
     req.versionMajor = p.versionMajor;
     req.versionMinor = p.versionMinor;
     req.keepAlive = p.keepAlive;
-    req.scheme = p.scheme;
+    // Static text: a session reuses its Request, and this one's views must not outlive `p`.
+    req.scheme = p.scheme == "https" ? std::string_view("https") : std::string_view("http");
     req.host = m.host;
     req.body = m.body;
     req.clientAddress = p.shown.clientAddress;
