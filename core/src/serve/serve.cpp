@@ -9,11 +9,11 @@
 #include "serve/breakpoint.h"
 
 #include <portico/config/network.h>
+#include <portico/config/writer.h>
 #include <portico/http/path.h>
 
 #include <unistd.h>
 
-#include <chrono>
 #include <span>
 #include <variant>
 
@@ -60,13 +60,6 @@ bool readFileBody(const http::Response& res, std::string& out) {
 
 // ---- breakpoints (serve/breakpoint.h) ----
 
-std::string durationText(std::chrono::nanoseconds d) {
-    const auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
-    if (s > 0 && s % 3600 == 0) return std::to_string(s / 3600) + "h";
-    if (s > 0 && s % 60 == 0) return std::to_string(s / 60) + "m";
-    return std::to_string(s) + "s";
-}
-
 using FieldList = std::vector<std::pair<std::string, std::string>>;
 
 FieldList fieldList(std::string_view block) {
@@ -86,8 +79,6 @@ template <class Fields> std::string fieldBlock(const Fields& fields) {
     }
     return out;
 }
-
-bool isAbsoluteTarget(std::string_view t) { return t.starts_with("http://") || t.starts_with("https://"); }
 
 // A paused exchange for `req` (and the rule state of `res`); null, with a note in the record, when
 // nothing could decide it (no Paused queue: a headless engine refuses such configs at load).
@@ -480,7 +471,7 @@ bool answeredBeforeRouting(http::Request& req, std::string& pathScratch, http::R
 void settleEdit(Paused& p) {
     rules::PausedMessage& m = p.current;
     const rules::PausedMessage& was = p.shown.request;
-    if (isAbsoluteTarget(m.target) && !isAbsoluteTarget(was.target)) {
+    if (isAbsoluteForm(m.target) && !isAbsoluteForm(was.target)) {
         std::string_view rest = std::string_view(m.target).substr(m.target.find("://") + 3);
         const std::size_t slash = rest.find_first_of("/?");
         m.host.assign(rest.substr(0, slash));
@@ -506,7 +497,7 @@ void buildRequest(Paused& p, http::Request& req) {
     req.methodToken = m.method;
     req.target = m.target;
     std::string_view path = m.target;
-    if (isAbsoluteTarget(path)) {
+    if (isAbsoluteForm(path)) {
         path.remove_prefix(path.find("://") + 3);
         const std::size_t slash = path.find_first_of("/?");
         path = slash == std::string_view::npos ? std::string_view() : path.substr(slash);
@@ -585,7 +576,7 @@ void resume(const Context& ctx, Paused& p, http::Request& req, std::string& path
         break;
     }
     const std::string how =
-        d.timedOut ? "(resumed unchanged after the " + durationText(p.shown.timeout) + " timeout)"
+        d.timedOut ? "(resumed unchanged after the " + config::formatDuration(p.shown.timeout) + " timeout)"
                    : "(resumed)";
     if (responseStage) {
         const rules::PausedMessage& was = *p.shown.response;
@@ -674,9 +665,9 @@ bool settleUpstreamAnswer(const Paused& p, rules::PausedMessage& answer,
     }
     if (!d.edited) {
         noteBreakpoint(ruleNames, p.hit,
-                       d.timedOut
-                           ? "(resumed unchanged after the " + durationText(p.shown.timeout) + " timeout)"
-                           : std::string("(resumed)"));
+                       d.timedOut ? "(resumed unchanged after the " +
+                                        config::formatDuration(p.shown.timeout) + " timeout)"
+                                  : std::string("(resumed)"));
         answer = was;
         return true;
     }
